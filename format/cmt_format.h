@@ -1,0 +1,221 @@
+/* cmt_format.h — constants and record structures of the cumemtrace trace format v1.
+ *
+ * docs/trace-format.md is the contract; every name here is the spec's name.
+ * This header needs nothing but the C library: the format knows no CUDA. */
+#ifndef CMT_FORMAT_H
+#define CMT_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* File header: 8 magic bytes, u16 major, u16 minor, u32 flags (little-endian). */
+#define CMT_MAGIC "\x89" "CMT\r\n\x1a\n"
+#define CMT_MAGIC_SIZE 8
+#define CMT_FILE_HEADER_SIZE 16
+#define CMT_VERSION_MAJOR 1
+#define CMT_VERSION_MINOR 0
+
+/* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
+#define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
+#define CMT_CHUNK_HEADER_SIZE 16
+#define CMT_CHUNK_RAW_MAX (64u << 20) /* readers refuse larger chunks */
+
+/* Record types (varint type, varint length, payload). Unknown types are skipped. */
+#define CMT_RECORD_TYPES(X) \
+    X(PROCESS, 1)           \
+    X(ENV, 2)               \
+    X(API, 3)               \
+    X(STRING, 4)            \
+    X(MODULE, 5)            \
+    X(STACK_NODE, 6)        \
+    X(THREAD, 7)            \
+    X(DEVICE, 8)            \
+    X(EVENT, 9)             \
+    X(MEMINFO, 10)          \
+    X(NOTE, 11)             \
+    X(SIGNAL, 12)           \
+    X(END, 13)              \
+    X(SYMBOL, 14)
+
+enum cmt_record_type {
+#define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
+    CMT_RECORD_TYPES(CMT__REC_ENUM)
+#undef CMT__REC_ENUM
+    CMT_REC_MAX
+};
+
+/* What an intercepted entry point does: stored per API in the trace (API record), so the
+ * tools classify calls without knowing the shim's table. Values are part of the format. */
+#define CMT_OPS(X)                                                                      \
+    X(OTHER, 0, "other")                                                                \
+    X(ALLOC, 1, "alloc")                 /* device memory: ptr, size */               \
+    X(ALLOC_PITCH, 2, "alloc_pitch")     /* ptr, size = pitch*height, pitch, width */ \
+    X(ALLOC_MANAGED, 3, "alloc_managed") /* ptr, size, flags */                       \
+    X(FREE, 4, "free")                   /* ptr */                                    \
+    X(ALLOC_ASYNC, 5, "alloc_async")     /* ptr, size, stream, [pool] */              \
+    X(FREE_ASYNC, 6, "free_async")       /* ptr, stream */                            \
+    X(ALLOC_HOST, 7, "alloc_host")       /* ptr, size, flags */                       \
+    X(FREE_HOST, 8, "free_host")         /* ptr */                                    \
+    X(MEM_INFO, 9, "mem_info")           /* free, total */                            \
+    X(POOL_CREATE, 10, "pool_create")    /* pool, dev */                              \
+    X(POOL_DESTROY, 11, "pool_destroy")  /* pool */                                   \
+    X(POOL_TRIM, 12, "pool_trim")        /* pool, size = min bytes to keep */         \
+    X(POOL_SET, 13, "pool_set")          /* dev, pool */                              \
+    X(VMM_CREATE, 14, "vmm_create")      /* handle, size, dev */                      \
+    X(VMM_RELEASE, 15, "vmm_release")    /* handle */                                 \
+    X(VMM_MAP, 16, "vmm_map")            /* ptr, size, offset, handle */              \
+    X(VMM_UNMAP, 17, "vmm_unmap")        /* ptr, size */                              \
+    X(VA_RESERVE, 18, "va_reserve")      /* ptr, size, align */                       \
+    X(VA_FREE, 19, "va_free")            /* ptr, size */                              \
+    X(VMM_SET_ACCESS, 20, "vmm_set_access") /* ptr, size, count */                    \
+    X(VMM_RETAIN, 21, "vmm_retain")      /* handle, ptr */                            \
+    X(VMM_IMPORT, 22, "vmm_import")      /* handle, flags */                          \
+    X(VMM_EXPORT, 23, "vmm_export")      /* handle, flags */                          \
+    X(IPC_OPEN, 24, "ipc_open")          /* ptr, flags */                             \
+    X(IPC_CLOSE, 25, "ipc_close")        /* ptr */                                    \
+    X(CTX_CREATE, 26, "ctx_create")      /* ctx, dev, flags */                        \
+    X(CTX_DESTROY, 27, "ctx_destroy")    /* ctx */                                    \
+    X(PRIMARY_RETAIN, 28, "primary_retain")   /* ctx, dev */                          \
+    X(PRIMARY_RELEASE, 29, "primary_release") /* dev */                               \
+    X(PRIMARY_RESET, 30, "primary_reset")     /* dev */                               \
+    X(GET_PROC, 31, "get_proc")          /* version, flags, target */                 \
+    X(SYNC, 32, "sync")                  /* stream (pool trims happen here) */
+
+enum cmt_op {
+#define CMT__OP_ENUM(name, value, text) CMT_OP_##name = value,
+    CMT_OPS(CMT__OP_ENUM)
+#undef CMT__OP_ENUM
+    CMT_OP_MAX
+};
+
+/* Optional event fields, in bit order: an event's field mask says which follow. */
+#define CMT_FIELDS(X)  \
+    X(PTR, 0, ptr)     \
+    X(SIZE, 1, size)   \
+    X(STREAM, 2, stream) \
+    X(POOL, 3, pool)   \
+    X(HANDLE, 4, handle) \
+    X(OFFSET, 5, offset) \
+    X(FLAGS, 6, flags) \
+    X(CTX, 7, ctx)     \
+    X(PITCH, 8, pitch) \
+    X(WIDTH, 9, width) \
+    X(HEIGHT, 10, height) \
+    X(FREE, 11, free)  \
+    X(TOTAL, 12, total) \
+    X(ALIGN, 13, align) \
+    X(COUNT, 14, count) \
+    X(VERSION, 15, version) \
+    X(TARGET, 16, target)
+
+enum cmt_field {
+#define CMT__FIELD_ENUM(name, bit, member) CMT_FIELD_##name = bit,
+    CMT_FIELDS(CMT__FIELD_ENUM)
+#undef CMT__FIELD_ENUM
+    CMT_NFIELDS
+};
+#define CMT_F(name) (UINT32_C(1) << CMT_FIELD_##name)
+
+/* One intercepted call. `t_ns` counts from the trace's start (PROCESS.start_mono_ns). */
+struct cmt_event {
+    uint64_t seq;    /* global call order; consecutive in a complete trace */
+    uint64_t t_ns;
+    uint32_t tid;    /* OS thread id */
+    uint32_t api;    /* API id, named by an API record */
+    int32_t result;  /* CUresult */
+    int32_t dev;     /* device ordinal, -1 when unknown */
+    uint32_t stack;  /* leaf STACK_NODE id, 0 = no stack */
+    uint32_t fields; /* mask of CMT_F() bits: which of v[] are meaningful */
+    uint64_t v[CMT_NFIELDS];
+};
+
+struct cmt_process {
+    uint64_t pid, ppid;
+    uint64_t start_wall_ns; /* Unix epoch */
+    uint64_t start_mono_ns; /* CLOCK_MONOTONIC */
+    uint64_t driver_version; /* 1000*major + 10*minor, 0 unknown */
+    const char *hostname;
+    const char *exe;
+    uint32_t argc;
+    const char *const *argv;
+};
+
+struct cmt_module {
+    uint32_t id;
+    const char *path;
+    uint64_t base, size; /* load address and mapped extent */
+    const uint8_t *build_id;
+    uint32_t build_id_len;
+};
+
+struct cmt_device {
+    int32_t dev;
+    const char *name;
+    uint64_t total_bytes;
+    uint64_t free_bytes; /* at first use */
+    uint64_t t_ns;
+};
+
+enum cmt_meminfo_reason {
+    CMT_MEMINFO_BASELINE = 0, /* first use of the device */
+    CMT_MEMINFO_OOM = 1,      /* right after a failed allocation */
+    CMT_MEMINFO_EXIT = 2,     /* at the end of tracing */
+};
+
+struct cmt_meminfo {
+    uint64_t t_ns;
+    int32_t dev;
+    uint32_t reason; /* enum cmt_meminfo_reason */
+    uint64_t free_bytes, total_bytes;
+    uint64_t seq; /* the event it follows (for OOM samples) */
+};
+
+enum cmt_note_level { CMT_NOTE_INFO = 0, CMT_NOTE_WARNING = 1, CMT_NOTE_ERROR = 2 };
+
+struct cmt_note {
+    uint32_t level;
+    const char *text;
+};
+
+struct cmt_signal {
+    uint64_t t_ns;
+    uint32_t signo;
+    uint32_t tid;
+};
+
+struct cmt_end {
+    uint64_t t_ns;
+    uint64_t events;  /* events the shim recorded */
+    uint64_t dropped; /* events it could not keep (0 unless tracing was shut off) */
+};
+
+struct cmt_symbol {
+    uint32_t node;     /* STACK_NODE id */
+    uint32_t function; /* STRING id, 0 = unknown */
+    uint32_t file;     /* STRING id, 0 = unknown */
+    uint32_t line;     /* 0 = unknown */
+    uint32_t module;   /* MODULE id, 0 = unknown */
+};
+
+struct cmt_api {
+    uint32_t id;
+    uint32_t op; /* enum cmt_op */
+    const char *name;
+};
+
+struct cmt_stack_node {
+    uint32_t id, parent;
+    uint64_t ip;
+};
+
+struct cmt_thread {
+    uint32_t tid;
+    const char *name;
+};
+
+/* Names of ops and fields, from the tables above (NULL when out of range). */
+const char *cmt_op_name(uint32_t op);
+const char *cmt_field_name(uint32_t field);
+const char *cmt_record_name(uint32_t type);
+
+#endif

@@ -1,0 +1,36 @@
+/* Names from the format's tables, for dumps and reports. */
+#include "cmt_format.h"
+
+const char *cmt_op_name(uint32_t op)
+{
+    switch (op) {
+#define CMT__OP_CASE(name, value, text) \
+    case value:                         \
+        return text;
+        CMT_OPS(CMT__OP_CASE)
+#undef CMT__OP_CASE
+    }
+    return 0;
+}
+
+const char *cmt_field_name(uint32_t field)
+{
+    static const char *const names[CMT_NFIELDS] = {
+#define CMT__FIELD_NAME(name, bit, member) [bit] = #member,
+        CMT_FIELDS(CMT__FIELD_NAME)
+#undef CMT__FIELD_NAME
+    };
+    return field < CMT_NFIELDS ? names[field] : 0;
+}
+
+const char *cmt_record_name(uint32_t type)
+{
+    switch (type) {
+#define CMT__REC_CASE(name, value) \
+    case value:                    \
+        return #name;
+        CMT_RECORD_TYPES(CMT__REC_CASE)
+#undef CMT__REC_CASE
+    }
+    return 0;
+}

@@ -1,0 +1,101 @@
+/* reader.h — decodes a trace from a memory buffer (or an mmap'ed file), record by record.
+ *
+ * The reader follows the rules of docs/trace-format.md: it refuses a bad magic or a newer
+ * major version, skips record types it does not know, and on a truncated or damaged file
+ * returns every record before the damage, then reports where the damage starts.
+ * Interned tables (strings, stack nodes, symbols, modules, APIs, devices, threads) are kept
+ * as they are read and can be queried at any time; their strings live until close. */
+#ifndef CMT_READER_H
+#define CMT_READER_H
+
+#include "cmt_format.h"
+
+typedef struct cmt_reader cmt_reader;
+
+struct cmt_env {
+    const char *name, *value;
+};
+
+struct cmt_string {
+    uint32_t id;
+    const char *text;
+};
+
+struct cmt_record {
+    uint32_t type;   /* enum cmt_record_type (unknown types are skipped, never returned) */
+    uint64_t offset; /* file offset of the chunk that holds the record */
+    union {
+        struct cmt_process process;
+        struct cmt_env env;
+        struct cmt_api api;
+        struct cmt_string string;
+        struct cmt_module module;
+        struct cmt_stack_node stack_node;
+        struct cmt_thread thread;
+        struct cmt_device device;
+        struct cmt_event event; /* only the v[] slots named by `fields` are set */
+        struct cmt_meminfo meminfo;
+        struct cmt_note note;
+        struct cmt_signal signal;
+        struct cmt_end end;
+        struct cmt_symbol symbol;
+    } u;
+};
+
+/* Opens a file (mapped read-only). @return 0; CMT_EIO (cannot open/read: see
+ * cmt_reader_open_error), CMT_EEMPTY, CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED
+ * (shorter than the file header), CMT_ENOMEM. On failure *out is NULL. */
+int cmt_reader_open_file(cmt_reader **out, const char *path);
+
+/* Reads from a caller-owned buffer that must outlive the reader. Same errors as above. */
+int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len);
+
+/* A one-line message for a failed open (includes strerror for CMT_EIO). */
+const char *cmt_reader_open_error(int code);
+
+void cmt_reader_close(cmt_reader *r);
+
+/* Next record in file order. @return 1 with *rec filled; 0 at the end of a sound file;
+ * a negative code (CMT_ETRUNCATED, CMT_ECORRUPT, CMT_ENOMEM) at damage: everything before it
+ * has been returned, cmt_reader_damage() says where, and later calls return the same code. */
+int cmt_reader_next(cmt_reader *r, struct cmt_record *rec);
+
+/* Restarts at the first chunk; tables read so far are kept. */
+void cmt_reader_rewind(cmt_reader *r);
+
+/* Reads the whole file once to fill the tables (symbols come at the end), then rewinds.
+ * @return 0, or the damage code (tables before the damage are kept). */
+int cmt_reader_preload(cmt_reader *r);
+
+/* Damage: byte offset of the first damaged chunk (or UINT64_MAX when none seen) and a
+ * one-line description ("" when none). */
+uint64_t cmt_reader_damage_offset(const cmt_reader *r);
+const char *cmt_reader_damage(const cmt_reader *r);
+
+/* Tables. Each returns NULL (or 0) when the id is unknown. */
+const struct cmt_process *cmt_reader_process(const cmt_reader *r);
+const struct cmt_api *cmt_reader_api(const cmt_reader *r, uint32_t id);
+const char *cmt_reader_string(const cmt_reader *r, uint32_t id);
+const struct cmt_module *cmt_reader_module(const cmt_reader *r, uint32_t id);
+const struct cmt_module *cmt_reader_module_at(const cmt_reader *r, uint64_t ip);
+const struct cmt_device *cmt_reader_device(const cmt_reader *r, int32_t dev);
+const char *cmt_reader_thread_name(const cmt_reader *r, uint32_t tid);
+const struct cmt_symbol *cmt_reader_symbol(const cmt_reader *r, uint32_t node);
+size_t cmt_reader_env_count(const cmt_reader *r);
+const struct cmt_env *cmt_reader_env(const cmt_reader *r, size_t i);
+uint32_t cmt_reader_module_count(const cmt_reader *r);
+uint32_t cmt_reader_stack_node_count(const cmt_reader *r); /* highest node id seen */
+
+/* Stack node `id`: parent (the caller's node, 0 at the root) and ip. @return 0 or CMT_ENOT_FOUND. */
+int cmt_reader_stack_node(const cmt_reader *r, uint32_t id, struct cmt_stack_node *out);
+
+/* Writes frame `node` as "function file:line", "function", "module+0xoffset" or "0xip".
+ * @return the length it wanted (snprintf-style). */
+size_t cmt_reader_format_frame(const cmt_reader *r, uint32_t node, char *buf, size_t size);
+
+/* Summary of what has been read so far. */
+int cmt_reader_clean_exit(const cmt_reader *r);       /* an END record was seen */
+uint64_t cmt_reader_event_count(const cmt_reader *r); /* EVENT records returned */
+uint64_t cmt_reader_seq_gaps(const cmt_reader *r);    /* events missing from the seq order */
+
+#endif

@@ -1,0 +1,379 @@
+/* writer.c — record encoding and chunk compression (docs/trace-format.md). */
+#include "writer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "cmt_error.h"
+#include "varint.h"
+
+struct cmt_writer {
+    cmt_sink_fn sink;
+    void *sink_ctx;
+    ZSTD_CCtx *cctx;
+    uint8_t *raw;      /* records of the chunk being built */
+    size_t raw_len, raw_cap, chunk_bytes;
+    uint8_t *out;      /* chunk header + compressed frame */
+    size_t out_cap;
+    uint8_t *scratch;  /* one record's payload while it is encoded */
+    size_t scratch_cap;
+    uint32_t records;  /* in the current chunk */
+    uint64_t prev_t, prev_seq; /* delta bases, reset per chunk */
+    uint64_t events;
+    int failed;
+};
+
+static int reserve(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    uint8_t *p = realloc(*buf, n);
+    if (!p)
+        return CMT_ENOMEM;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
+                      const struct cmt_writer_options *options)
+{
+    *out = NULL;
+    cmt_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return CMT_ENOMEM;
+    w->sink = sink;
+    w->sink_ctx = ctx;
+    w->chunk_bytes = options && options->chunk_bytes ? options->chunk_bytes : (1u << 20);
+    if (w->chunk_bytes > CMT_CHUNK_RAW_MAX / 2)
+        w->chunk_bytes = CMT_CHUNK_RAW_MAX / 2;
+    int level = options && options->level ? options->level : 3;
+    w->cctx = ZSTD_createCCtx();
+    if (!w->cctx || reserve(&w->raw, &w->raw_cap, w->chunk_bytes + 4096)) {
+        cmt_writer_destroy(w);
+        return CMT_ENOMEM;
+    }
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+
+    uint8_t header[CMT_FILE_HEADER_SIZE] = {0};
+    memcpy(header, CMT_MAGIC, CMT_MAGIC_SIZE);
+    header[8] = CMT_VERSION_MAJOR & 0xff;
+    header[9] = CMT_VERSION_MAJOR >> 8;
+    header[10] = CMT_VERSION_MINOR & 0xff;
+    header[11] = CMT_VERSION_MINOR >> 8;
+    if (sink(ctx, header, sizeof header) != 0) {
+        cmt_writer_destroy(w);
+        return CMT_ESINK;
+    }
+    *out = w;
+    return 0;
+}
+
+void cmt_writer_destroy(cmt_writer *w)
+{
+    if (!w)
+        return;
+    ZSTD_freeCCtx(w->cctx);
+    free(w->raw);
+    free(w->out);
+    free(w->scratch);
+    free(w);
+}
+
+uint64_t cmt_writer_event_count(const cmt_writer *w)
+{
+    return w->events;
+}
+
+int cmt_writer_flush(cmt_writer *w)
+{
+    if (w->failed)
+        return CMT_ESINK;
+    if (w->raw_len == 0)
+        return 0;
+    size_t bound = ZSTD_compressBound(w->raw_len) + CMT_CHUNK_HEADER_SIZE;
+    if (reserve(&w->out, &w->out_cap, bound))
+        return CMT_ENOMEM;
+    size_t n = ZSTD_compress2(w->cctx, w->out + CMT_CHUNK_HEADER_SIZE,
+                              w->out_cap - CMT_CHUNK_HEADER_SIZE, w->raw, w->raw_len);
+    if (ZSTD_isError(n)) {
+        w->failed = 1;
+        return CMT_ECOMPRESS;
+    }
+    cmt__put_le32(w->out, CMT_CHUNK_MAGIC);
+    cmt__put_le32(w->out + 4, (uint32_t)n);
+    cmt__put_le32(w->out + 8, (uint32_t)w->raw_len);
+    cmt__put_le32(w->out + 12, w->records);
+    if (w->sink(w->sink_ctx, w->out, n + CMT_CHUNK_HEADER_SIZE) != 0) {
+        w->failed = 1;
+        return CMT_ESINK;
+    }
+    w->raw_len = 0;
+    w->records = 0;
+    w->prev_t = 0;
+    w->prev_seq = 0;
+    return 0;
+}
+
+
+static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
+{
+    p = cmt__put_varint(p, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
+
+static int scratch(cmt_writer *w, size_t need)
+{
+    if (w->failed)
+        return CMT_ESINK;
+    return reserve(&w->scratch, &w->scratch_cap, need + 16 * CMT__VARINT_MAX);
+}
+
+/* Appends record `type` whose payload is scratch[0, end). */
+static int emit(cmt_writer *w, uint32_t type, const uint8_t *end)
+{
+    size_t len = (size_t)(end - w->scratch);
+    if (reserve(&w->raw, &w->raw_cap, w->raw_len + len + 2 * CMT__VARINT_MAX))
+        return CMT_ENOMEM;
+    uint8_t *p = cmt__put_varint(w->raw + w->raw_len, type);
+    p = cmt__put_varint(p, len);
+    memcpy(p, w->scratch, len);
+    w->raw_len = (size_t)(p + len - w->raw);
+    w->records++;
+    return w->raw_len >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
+}
+
+/* Timestamps of EVENT and MEMINFO records are zigzag deltas within a chunk. */
+static uint8_t *put_time(cmt_writer *w, uint8_t *p, uint64_t t)
+{
+    p = cmt__put_varint(p, cmt__zigzag((int64_t)(t - w->prev_t)));
+    w->prev_t = t;
+    return p;
+}
+
+int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
+{
+    size_t need = slen(pr->hostname) + slen(pr->exe) + 8 * CMT__VARINT_MAX;
+    for (uint32_t i = 0; i < pr->argc; i++)
+        need += slen(pr->argv[i]) + CMT__VARINT_MAX;
+    int rc = scratch(w, need);
+    if (rc)
+        return rc;
+    uint8_t *p = w->scratch;
+    p = cmt__put_varint(p, pr->pid);
+    p = cmt__put_varint(p, pr->ppid);
+    p = cmt__put_varint(p, pr->start_wall_ns);
+    p = cmt__put_varint(p, pr->start_mono_ns);
+    p = cmt__put_varint(p, pr->driver_version);
+    p = put_str(p, pr->hostname, slen(pr->hostname));
+    p = put_str(p, pr->exe, slen(pr->exe));
+    p = cmt__put_varint(p, pr->argc);
+    for (uint32_t i = 0; i < pr->argc; i++)
+        p = put_str(p, pr->argv[i], slen(pr->argv[i]));
+    return emit(w, CMT_REC_PROCESS, p);
+}
+
+int cmt_writer_env(cmt_writer *w, const char *name, const char *value)
+{
+    int rc = scratch(w, slen(name) + slen(value));
+    if (rc)
+        return rc;
+    uint8_t *p = put_str(w->scratch, name, slen(name));
+    p = put_str(p, value, slen(value));
+    return emit(w, CMT_REC_ENV, p);
+}
+
+int cmt_writer_api(cmt_writer *w, const struct cmt_api *a)
+{
+    int rc = scratch(w, slen(a->name));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, a->id);
+    p = cmt__put_varint(p, a->op);
+    p = put_str(p, a->name, slen(a->name));
+    return emit(w, CMT_REC_API, p);
+}
+
+int cmt_writer_string(cmt_writer *w, uint32_t id, const char *s)
+{
+    int rc = scratch(w, slen(s));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, id);
+    p = put_str(p, s, slen(s));
+    return emit(w, CMT_REC_STRING, p);
+}
+
+int cmt_writer_module(cmt_writer *w, const struct cmt_module *m)
+{
+    int rc = scratch(w, slen(m->path) + m->build_id_len);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, m->id);
+    p = put_str(p, m->path, slen(m->path));
+    p = cmt__put_varint(p, m->base);
+    p = cmt__put_varint(p, m->size);
+    p = put_str(p, (const char *)m->build_id, m->build_id_len);
+    return emit(w, CMT_REC_MODULE, p);
+}
+
+int cmt_writer_stack_node(cmt_writer *w, const struct cmt_stack_node *n)
+{
+    int rc = scratch(w, 0);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, n->id);
+    p = cmt__put_varint(p, n->parent);
+    p = cmt__put_varint(p, n->ip);
+    return emit(w, CMT_REC_STACK_NODE, p);
+}
+
+int cmt_writer_thread(cmt_writer *w, const struct cmt_thread *t)
+{
+    int rc = scratch(w, slen(t->name));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, t->tid);
+    p = put_str(p, t->name, slen(t->name));
+    return emit(w, CMT_REC_THREAD, p);
+}
+
+int cmt_writer_device(cmt_writer *w, const struct cmt_device *d)
+{
+    int rc = scratch(w, slen(d->name));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, cmt__zigzag(d->dev));
+    p = put_str(p, d->name, slen(d->name));
+    p = cmt__put_varint(p, d->total_bytes);
+    p = cmt__put_varint(p, d->free_bytes);
+    p = cmt__put_varint(p, d->t_ns);
+    return emit(w, CMT_REC_DEVICE, p);
+}
+
+int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
+{
+    int rc = scratch(w, (8 + CMT_NFIELDS) * CMT__VARINT_MAX);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, e->seq - w->prev_seq);
+    w->prev_seq = e->seq;
+    p = put_time(w, p, e->t_ns);
+    p = cmt__put_varint(p, e->tid);
+    p = cmt__put_varint(p, e->api);
+    p = cmt__put_varint(p, (uint32_t)e->result);
+    p = cmt__put_varint(p, cmt__zigzag(e->dev));
+    p = cmt__put_varint(p, e->stack);
+    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
+    p = cmt__put_varint(p, mask);
+    for (uint32_t m = mask; m; m &= m - 1)
+        p = cmt__put_varint(p, e->v[__builtin_ctz(m)]);
+    w->events++;
+    return emit(w, CMT_REC_EVENT, p);
+}
+
+int cmt_writer_meminfo(cmt_writer *w, const struct cmt_meminfo *m)
+{
+    int rc = scratch(w, 0);
+    if (rc)
+        return rc;
+    uint8_t *p = put_time(w, w->scratch, m->t_ns);
+    p = cmt__put_varint(p, cmt__zigzag(m->dev));
+    p = cmt__put_varint(p, m->reason);
+    p = cmt__put_varint(p, m->free_bytes);
+    p = cmt__put_varint(p, m->total_bytes);
+    p = cmt__put_varint(p, m->seq);
+    return emit(w, CMT_REC_MEMINFO, p);
+}
+
+int cmt_writer_note(cmt_writer *w, const struct cmt_note *n)
+{
+    int rc = scratch(w, slen(n->text));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, n->level);
+    p = put_str(p, n->text, slen(n->text));
+    return emit(w, CMT_REC_NOTE, p);
+}
+
+int cmt_writer_signal(cmt_writer *w, const struct cmt_signal *s)
+{
+    int rc = scratch(w, 0);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, s->t_ns);
+    p = cmt__put_varint(p, s->signo);
+    p = cmt__put_varint(p, s->tid);
+    return emit(w, CMT_REC_SIGNAL, p);
+}
+
+int cmt_writer_end(cmt_writer *w, const struct cmt_end *e)
+{
+    int rc = scratch(w, 0);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, e->t_ns);
+    p = cmt__put_varint(p, e->events);
+    p = cmt__put_varint(p, e->dropped);
+    return emit(w, CMT_REC_END, p);
+}
+
+int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s)
+{
+    int rc = scratch(w, 0);
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, s->node);
+    p = cmt__put_varint(p, s->function);
+    p = cmt__put_varint(p, s->file);
+    p = cmt__put_varint(p, s->line);
+    p = cmt__put_varint(p, s->module);
+    return emit(w, CMT_REC_SYMBOL, p);
+}
+
+int cmt_membuf_sink(void *membuf, const void *data, size_t len)
+{
+    struct cmt_membuf *b = membuf;
+    if (reserve(&b->data, &b->cap, b->len + len))
+        return -1;
+    memcpy(b->data + b->len, data, len);
+    b->len += len;
+    return 0;
+}
+
+void cmt_membuf_free(struct cmt_membuf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int cmt_fd_sink(void *fd_ptr, const void *data, size_t len)
+{
+    int fd = *(int *)fd_ptr;
+    const uint8_t *p = data;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}

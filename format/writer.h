@@ -1,0 +1,66 @@
+/* writer.h — encodes records into zstd-compressed chunks and hands them to a sink.
+ *
+ * One writer per trace; not thread-safe (the shim drives it from its writer thread).
+ * Records are buffered until the chunk is full or cmt_writer_flush() is called; each chunk
+ * is an independent zstd frame with a checksum, so a reader keeps everything before damage.
+ * Every function returns 0 or a negative CMT_E* code (cmt_error.h). After a sink error the
+ * writer stays failed and every call returns CMT_ESINK. */
+#ifndef CMT_WRITER_H
+#define CMT_WRITER_H
+
+#include "cmt_format.h"
+
+typedef struct cmt_writer cmt_writer;
+
+/* Receives the file header and each finished chunk. @return 0, or negative to fail the writer. */
+typedef int (*cmt_sink_fn)(void *ctx, const void *data, size_t len);
+
+struct cmt_writer_options {
+    int level;          /* zstd level; 0 = default (3) */
+    size_t chunk_bytes; /* raw bytes per chunk before it is compressed; 0 = 1 MiB */
+};
+
+/* Creates a writer and writes the file header through the sink.
+ * @return 0; CMT_ENOMEM; CMT_ESINK when the sink refuses the header. */
+int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
+                      const struct cmt_writer_options *options);
+
+/* Frees the writer without flushing (a forked child drops its parent's writer this way). */
+void cmt_writer_destroy(cmt_writer *w);
+
+/* Compresses the buffered records into one chunk and passes it to the sink (no-op when empty).
+ * @return 0; CMT_ECOMPRESS; CMT_ESINK. */
+int cmt_writer_flush(cmt_writer *w);
+
+/* Record appenders (see docs/trace-format.md for each record's fields). Strings are copied.
+ * @return 0; CMT_ENOMEM; CMT_ESINK/CMT_ECOMPRESS when a full chunk could not be flushed. */
+int cmt_writer_process(cmt_writer *w, const struct cmt_process *p);
+int cmt_writer_env(cmt_writer *w, const char *name, const char *value);
+int cmt_writer_api(cmt_writer *w, const struct cmt_api *a);
+int cmt_writer_string(cmt_writer *w, uint32_t id, const char *s);
+int cmt_writer_module(cmt_writer *w, const struct cmt_module *m);
+int cmt_writer_stack_node(cmt_writer *w, const struct cmt_stack_node *n);
+int cmt_writer_thread(cmt_writer *w, const struct cmt_thread *t);
+int cmt_writer_device(cmt_writer *w, const struct cmt_device *d);
+int cmt_writer_event(cmt_writer *w, const struct cmt_event *e);
+int cmt_writer_meminfo(cmt_writer *w, const struct cmt_meminfo *m);
+int cmt_writer_note(cmt_writer *w, const struct cmt_note *n);
+int cmt_writer_signal(cmt_writer *w, const struct cmt_signal *s);
+int cmt_writer_end(cmt_writer *w, const struct cmt_end *e);
+int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s);
+
+/* Events appended so far. */
+uint64_t cmt_writer_event_count(const cmt_writer *w);
+
+/* A sink that appends to a growing memory buffer (tests, tools). */
+struct cmt_membuf {
+    uint8_t *data;
+    size_t len, cap;
+};
+int cmt_membuf_sink(void *membuf, const void *data, size_t len);
+void cmt_membuf_free(struct cmt_membuf *b);
+
+/* A sink that write()s to a file descriptor (ctx points to an int), retrying short writes. */
+int cmt_fd_sink(void *fd_ptr, const void *data, size_t len);
+
+#endif
