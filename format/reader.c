@@ -44,6 +44,7 @@ struct cmt_reader {
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */
     uint64_t prev_t, prev_seq;
+    uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
 
     int error; /* sticky damage code */
     uint64_t damage_offset;
@@ -242,6 +243,7 @@ void cmt_reader_rewind(cmt_reader *r)
 {
     r->pos = CMT_FILE_HEADER_SIZE;
     r->cur = r->end = NULL;
+    r->chunk_records = r->records_seen = 0;
     r->events = 0;
     r->gaps = 0;
     r->last_seq = 0;
@@ -285,6 +287,8 @@ static int load_chunk(cmt_reader *r)
     r->end = r->raw + rsize;
     r->prev_t = 0;
     r->prev_seq = 0;
+    r->chunk_records = cmt__get_le32(h + 12);
+    r->records_seen = 0;
     return 1;
 }
 
@@ -603,6 +607,8 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
         if (r->error)
             return r->error;
         if (r->cur == r->end) {
+            if (r->records_seen != r->chunk_records)
+                return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "record count mismatch");
             int rc = load_chunk(r);
             if (rc <= 0)
                 return rc;
@@ -614,6 +620,7 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
         struct dec d = {r->cur, r->cur + len, 0};
         r->cur += len;
+        r->records_seen++;
         if (type == 0 || type >= CMT_REC_MAX)
             continue; /* unknown record types are skipped (MUST) */
         rec->type = (uint32_t)type;

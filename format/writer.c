@@ -69,7 +69,7 @@ int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
     header[9] = CMT_VERSION_MAJOR >> 8;
     header[10] = CMT_VERSION_MINOR & 0xff;
     header[11] = CMT_VERSION_MINOR >> 8;
-    if (sink(ctx, header, sizeof header) != 0) {
+    if (!(options && options->append) && sink(ctx, header, sizeof header) != 0) {
         cmt_writer_destroy(w);
         return CMT_ESINK;
     }

@@ -18,6 +18,7 @@ typedef int (*cmt_sink_fn)(void *ctx, const void *data, size_t len);
 struct cmt_writer_options {
     int level;          /* zstd level; 0 = default (3) */
     size_t chunk_bytes; /* raw bytes per chunk before it is compressed; 0 = 1 MiB */
+    int append;         /* 1: write no file header (adding chunks to an existing trace) */
 };
 
 /* Creates a writer and writes the file header through the sink.

@@ -1,0 +1,94 @@
+#include "trace_fixture.h"
+
+static struct cmt_membuf good;
+
+static void setup(void)
+{
+    fixture_write(&good, 512); /* many small chunks, so damage lands mid-file */
+}
+
+static void teardown(void)
+{
+    cmt_membuf_free(&good);
+}
+
+TestSuite(damage, .init = setup, .fini = teardown);
+
+Test(damage, rejects_bad_magic)
+{
+    cmt_reader *r;
+    good.data[0] = 'X';
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, good.len), CMT_EBAD_MAGIC);
+    cr_assert_null(r);
+    cr_assert_eq(cmt_reader_open_memory(&r, "hello world, not a trace", 24), CMT_EBAD_MAGIC);
+}
+
+Test(damage, rejects_newer_major_version)
+{
+    cmt_reader *r;
+    good.data[8] = CMT_VERSION_MAJOR + 1;
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, good.len), CMT_ENEWER_VERSION);
+    cr_assert_str_eq(cmt_strerror(CMT_ENEWER_VERSION),
+                     "trace was written by a newer major format version");
+}
+
+Test(damage, accepts_newer_minor_version)
+{
+    cmt_reader *r;
+    good.data[10] = 9;
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, good.len), 0);
+    uint64_t counts[CMT_REC_MAX];
+    cr_assert_eq(fixture_read_all(r, counts), 0);
+    cmt_reader_close(r);
+}
+
+Test(damage, empty_and_header_only)
+{
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, 0), CMT_EEMPTY);
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, 5), CMT_ETRUNCATED);
+    cr_assert_eq(cmt_reader_open_memory(&r, good.data, CMT_FILE_HEADER_SIZE), 0);
+    uint64_t counts[CMT_REC_MAX];
+    cr_assert_eq(fixture_read_all(r, counts), 0);
+    cr_assert_eq(counts[CMT_REC_EVENT], 0);
+    cmt_reader_close(r);
+}
+
+/* Every truncation point yields a prefix of the events, in order, and names the damage. */
+Test(damage, truncation_anywhere_keeps_every_event_before_it)
+{
+    uint64_t prev_events = 0;
+    for (size_t cut = CMT_FILE_HEADER_SIZE; cut < good.len; cut += 7) {
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, good.data, cut), 0);
+        uint64_t counts[CMT_REC_MAX];
+        int rc = fixture_read_all(r, counts);
+        if (rc != 0) {
+            cr_assert_eq(rc, CMT_ETRUNCATED, "cut %zu gave %d", cut, rc);
+            cr_assert_lt(cmt_reader_damage_offset(r), cut);
+            cr_assert(strstr(cmt_reader_damage(r), "truncated") != NULL);
+        }
+        cr_assert_geq(counts[CMT_REC_EVENT], prev_events, "events went backwards at %zu", cut);
+        prev_events = counts[CMT_REC_EVENT];
+        cr_assert_eq(cmt_reader_seq_gaps(r), 0);
+        cr_assert_eq(cmt_reader_next(r, &(struct cmt_record){0}), rc, "damage is sticky");
+        cmt_reader_close(r);
+    }
+    cr_assert_gt(prev_events, FIXTURE_EVENTS / 2);
+}
+
+Test(damage, bit_flips_never_crash_and_report_offset)
+{
+    for (size_t at = CMT_FILE_HEADER_SIZE; at < good.len; at += 13) {
+        good.data[at] ^= 0x5a;
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, good.data, good.len), 0);
+        uint64_t counts[CMT_REC_MAX];
+        int rc = fixture_read_all(r, counts);
+        cr_assert(rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED, "flip at %zu gave %d", at, rc);
+        cr_assert_leq(cmt_reader_damage_offset(r), at);
+        cr_assert_leq(counts[CMT_REC_EVENT], FIXTURE_EVENTS);
+        cmt_reader_close(r);
+        good.data[at] ^= 0x5a;
+    }
+}
