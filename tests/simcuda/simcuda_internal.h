@@ -1,0 +1,229 @@
+/* simcuda internals: the simulated driver's state, shared by its modules.
+ *
+ * simcuda is test and demo infrastructure, not a driver: it keeps books on device memory
+ * (pages, addresses, handles, pools, contexts) so that a tracer can be tested without a GPU.
+ * Everything is guarded by one mutex; it is a simulator, not a performance target.
+ */
+#ifndef SIMCUDA_INTERNAL_H
+#define SIMCUDA_INTERNAL_H
+
+/* Prototypes for every exported variant (legacy, _v2, _ptsz, _ptds), so the compiler checks
+ * each definition against the real header. */
+#define __CUDA_API_VERSION_INTERNAL
+#include <cuda.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library is built with hidden visibility; only driver entry points are exported. */
+#define SIMCUDA_EXPORT __attribute__((visibility("default")))
+
+/* Model constants (documented in README.md). */
+#define SIMCUDA__DRIVER_VERSION 13000
+#define SIMCUDA__MAX_DEVICES 8
+#define SIMCUDA__PAGE_SIZE ((uint64_t)2 << 20)
+#define SIMCUDA__DEFAULT_MEMORY ((uint64_t)24 << 30)
+#define SIMCUDA__DEFAULT_CONTEXT_OVERHEAD ((uint64_t)256 << 20)
+#define SIMCUDA__VA_BASE 0x7f0000000000ull
+#define SIMCUDA__VA_STRIDE 0x10000000000ull /* 1 TiB of address space per device */
+/* Legacy v1 calls return 32-bit device pointers, so they get a small window below 4 GiB. */
+#define SIMCUDA__LEGACY_VA_BASE 0x80000000ull
+#define SIMCUDA__LEGACY_VA_STRIDE 0x10000000ull /* 256 MiB per device */
+#define SIMCUDA__PITCH_ALIGNMENT 512
+#define SIMCUDA__CTX_STACK_MAX 32
+#define SIMCUDA__HANDLE_TAG 0x51ca000000000000ull /* CUmemGenericAllocationHandle = tag | id */
+#define SIMCUDA__FD_TOKEN_BASE 0x10000000        /* fake POSIX fd = base + id */
+
+enum simcuda__range_kind {
+  SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
+  SIMCUDA__RANGE_POOL_BLOCK,  /* struct simcuda__pool_block: stream-ordered allocations */
+  SIMCUDA__RANGE_RESERVATION, /* struct simcuda__reservation: cuMemAddressReserve */
+};
+
+/* One used range of a device's address space; entries are kept sorted by base. */
+struct simcuda__va_entry {
+  CUdeviceptr base;
+  uint64_t size;
+  enum simcuda__range_kind kind;
+  void *object;
+};
+
+struct simcuda__va_space {
+  CUdeviceptr start;
+  uint64_t size;
+  struct simcuda__va_entry *entries;
+  size_t count;
+  size_t capacity;
+};
+
+/* Physical memory: whole pages of one device. Freed when no handle reference and no mapping
+ * is left (cuMemAlloc memory is one mapping and no handle). */
+struct simcuda__phys {
+  unsigned long long id;
+  int device;
+  uint64_t size;
+  uint64_t pages;
+  unsigned handle_refs;
+  unsigned map_count;
+  bool vmm; /* made by cuMemCreate: reachable through handles, not through IPC */
+  CUmemAllocationProp prop;
+};
+
+enum simcuda__alloc_type { SIMCUDA__ALLOC_DEVICE, SIMCUDA__ALLOC_MANAGED, SIMCUDA__ALLOC_IPC };
+
+struct simcuda__alloc {
+  struct simcuda__phys *phys;
+  uint64_t size; /* as requested; the address range spans whole pages */
+  struct CUctx_st *ctx;
+  enum simcuda__alloc_type type;
+};
+
+struct simcuda__pool_block {
+  struct CUmemPoolHandle_st *pool;
+  CUdeviceptr base;
+  uint64_t pages;
+  uint64_t size; /* as requested by the live allocation */
+  bool live;     /* false: freed to the pool and retained */
+  struct CUctx_st *ctx;
+};
+
+struct simcuda__mapping {
+  CUdeviceptr base;
+  uint64_t size;
+  uint64_t offset; /* into the physical allocation */
+  struct simcuda__phys *phys;
+};
+
+struct simcuda__reservation {
+  int device; /* whose address space it was carved from */
+  struct simcuda__mapping *mappings;
+  size_t count;
+  size_t capacity;
+};
+
+#define SIMCUDA__CTX_MAGIC 0x43545831u
+#define SIMCUDA__STREAM_MAGIC 0x5354524du
+#define SIMCUDA__POOL_MAGIC 0x504f4f4cu
+#define SIMCUDA__MODULE_MAGIC 0x4d4f4455u
+
+/* Contexts, streams, pools and modules are never freed, only marked dead, so a stale handle
+ * is detected instead of read after free; they stay reachable through the lists. */
+struct CUctx_st {
+  uint32_t magic;
+  int device;
+  bool primary;
+  bool alive;
+  unsigned primary_refs;
+  struct CUctx_st *next_all;
+};
+
+struct CUstream_st {
+  uint32_t magic;
+  bool alive;
+  struct CUctx_st *ctx;
+  unsigned flags;
+  int priority;
+  struct CUstream_st *next_all;
+};
+
+struct CUmemPoolHandle_st {
+  uint32_t magic;
+  bool alive;
+  bool is_default;
+  int device;
+  uint64_t release_threshold;
+  uint64_t reserved_pages; /* live + retained */
+  uint64_t used_pages;     /* live */
+  uint64_t reserved_high_pages;
+  uint64_t used_high_pages;
+  int reuse_flags[3];
+  struct CUmemPoolHandle_st *next_all;
+};
+
+struct CUfunc_st {
+  struct CUmod_st *module;
+};
+
+struct CUmod_st {
+  uint32_t magic;
+  bool alive;
+  struct CUfunc_st function;
+  struct CUmod_st *next_all;
+};
+
+struct simcuda__host_block {
+  void *pointer;
+  struct simcuda__host_block *next;
+};
+
+struct simcuda__device {
+  uint64_t capacity;
+  uint64_t used_by_others;
+  uint64_t pages_in_use; /* every page held: allocations, handles, pool-retained blocks */
+  unsigned contexts_alive;
+  struct simcuda__va_space va;
+  struct simcuda__va_space legacy_va;
+  struct CUctx_st primary;
+  struct CUmemPoolHandle_st default_pool;
+  struct CUmemPoolHandle_st *current_pool;
+};
+
+struct simcuda__state {
+  pthread_mutex_t lock;
+  bool initialized;
+  int device_count;
+  uint64_t context_overhead;
+  struct simcuda__device devices[SIMCUDA__MAX_DEVICES];
+  struct simcuda__phys **phys; /* index id - 1; NULL once freed */
+  size_t phys_count;
+  size_t phys_capacity;
+  struct CUctx_st *contexts;
+  struct CUstream_st *streams;
+  struct CUmemPoolHandle_st *pools;
+  struct CUmod_st *modules;
+  struct simcuda__host_block *host_blocks;
+};
+
+extern struct simcuda__state simcuda__state;
+
+void simcuda__lock(void);
+void simcuda__unlock(void);
+
+/* simcuda_device.c */
+CUresult simcuda__require_init(void);
+CUresult simcuda__check_device(CUdevice device);
+uint64_t simcuda__free_bytes(int device);
+
+/* simcuda_space.c: address spaces and physical pages (lock held). */
+CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uint64_t alignment,
+                             CUdeviceptr hint, enum simcuda__range_kind kind, void *object,
+                             CUdeviceptr *out);
+void simcuda__va_release(struct simcuda__va_space *space, CUdeviceptr base);
+struct simcuda__va_entry *simcuda__va_find(struct simcuda__va_space *space, CUdeviceptr address);
+struct simcuda__va_space *simcuda__space_of(CUdeviceptr address, int *device);
+struct simcuda__va_entry *simcuda__find_range(CUdeviceptr address, int *device);
+uint64_t simcuda__pages_for(uint64_t size);
+CUresult simcuda__phys_create(int device, uint64_t size, struct simcuda__phys **out);
+struct simcuda__phys *simcuda__phys_lookup(unsigned long long id);
+void simcuda__phys_maybe_free(struct simcuda__phys *phys);
+CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size);
+
+/* simcuda_context.c */
+struct CUctx_st *simcuda__current_context(void);
+CUresult simcuda__require_context(struct CUctx_st **out);
+CUresult simcuda__stream_context(CUstream stream, struct CUctx_st **out);
+void simcuda__context_went_away(struct CUctx_st *ctx);
+
+/* simcuda_memory.c */
+void simcuda__free_context_memory(struct CUctx_st *ctx);
+void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
+
+/* simcuda_pool.c */
+void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);
+void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
+CUresult simcuda__pool_free_block(struct simcuda__pool_block *block);
+void simcuda__pools_synchronize(int device);
+
+#endif
