@@ -1,0 +1,299 @@
+/*
+ * caching_model.h — a model of PyTorch's CUDA caching allocator.
+ *
+ * The model replays a tensor-level stream of allocations and frees (what a
+ * program asks of torch.cuda) through the same algorithm PyTorch's native
+ * allocator (c10/cuda/CUDACachingAllocator.cpp, ~2.0 to late-2025 main) runs,
+ * against a simulated device that can hold `capacity` bytes. It answers "does
+ * this setting of PYTORCH_CUDA_ALLOC_CONF avoid the OOM, and what would the
+ * memory stats be".
+ *
+ * Modelled: round_size (incl. roundup_power2_divisions), small (<= 1 MiB) and
+ * large pools, segment sizes (2 MiB / 20 MiB / round up to 2 MiB), best fit by
+ * (stream, size, address), the max_split_size refusal and split rules,
+ * merging, the OOM path (cudaMalloc -> release_available_cached_blocks ->
+ * cudaMalloc -> release_cached_blocks -> cudaMalloc (a retry) -> OOM),
+ * garbage_collection_threshold with a memory fraction cap, expandable
+ * segments, empty_cache, and PyTorch's statistics. Not modelled: CUDA graph
+ * private pools, record_stream/event-deferred frees, IPC, other devices.
+ *
+ * Not thread-safe: one model per thread. No CUDA headers are needed.
+ */
+#ifndef CMT_CACHING_MODEL_H
+#define CMT_CACHING_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CMT_MODEL_MIB ((uint64_t)1 << 20)
+#define CMT_MODEL_GIB ((uint64_t)1 << 30)
+/* Device page granularity; expandable segments map 1 (small pool) or 10
+ * (large pool) such pages at a time. */
+#define CMT_MODEL_PAGE_SIZE (2 * CMT_MODEL_MIB)
+
+/* Error codes: one list, one message each (cmt_model_strerror). */
+#define CMT_MODEL_ERRORS(X)                                                    \
+  X(OK, 0, "success")                                                          \
+  X(OOM, -1, "CUDA out of memory in the model")                                \
+  X(INVALID, -2, "invalid argument")                                           \
+  X(BAD_HANDLE, -3, "unknown or already freed allocation handle")              \
+  X(NO_MEMORY, -4, "out of host memory")                                       \
+  X(PARSE, -5, "malformed allocator configuration string")                     \
+  X(CORRUPT, -6, "model consistency check failed")
+
+enum cmt_model_error {
+#define CMT__MODEL_ERROR_ENUM(name, value, text) CMT_MODEL_E_##name = value,
+  CMT_MODEL_ERRORS(CMT__MODEL_ERROR_ENUM)
+#undef CMT__MODEL_ERROR_ENUM
+};
+
+/**
+ * Message for a code from CMT_MODEL_ERRORS.
+ * @return a static string; "unknown error" for a code not in the list.
+ */
+const char *cmt_model_strerror(int code);
+
+/* Settings of one replay. Start from cmt_model_config_default(). */
+struct cmt_model_config {
+  /* max_split_size_mb in bytes. 0 or SIZE_MAX: unlimited (PyTorch's
+   * default). A finite value, even a huge one such as 2147483647 MiB, turns on
+   * release_available_cached_blocks just as it does in PyTorch. */
+  size_t max_split_size;
+  /* max_non_split_rounding_mb in bytes: how much larger than an oversize
+   * request a cached oversize block may be and still be used (20 MiB). */
+  size_t max_non_split_rounding;
+  /* roundup_power2_divisions, one value applied to every size interval
+   * (PyTorch's single-value form). 0 or 1: off. Should be a power of two. */
+  unsigned roundup_power2_divisions;
+  /* garbage_collection_threshold in (0, 1); 0: off. Acts only together with
+   * a memory fraction cap, as in PyTorch. */
+  double garbage_collection_threshold;
+  /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
+   * fraction x device_total bytes. */
+  double memory_fraction;
+  /* expandable_segments:True */
+  bool expandable_segments;
+  /* Bytes the allocator can obtain from the device: a segment allocation of
+   * s bytes fails when reserved + s > capacity. Required (> 0). */
+  size_t capacity;
+  /* Device memory reported as "total capacity" in the OOM message and used
+   * to size expandable-segment reservations (1.125 x). 0: same as capacity.
+   * device_total - capacity is what the driver and other processes hold. */
+  size_t device_total;
+  /* GPU index printed in the OOM message. */
+  int device_index;
+};
+
+/**
+ * Fill *config with PyTorch's defaults (unlimited split size, 20 MiB
+ * non-split rounding, no power-2 rounding, no GC, no fraction cap, no
+ * expandable segments) and the given device capacity.
+ * @return nothing; config must not be NULL.
+ */
+void cmt_model_config_default(struct cmt_model_config *config, size_t capacity);
+
+/**
+ * Apply a PYTORCH_CUDA_ALLOC_CONF string (e.g.
+ * "max_split_size_mb:6144,expandable_segments:True") to *config. Only the
+ * keys named are changed. Understood: max_split_size_mb (>= 20),
+ * max_non_split_rounding_mb (>= 20), roundup_power2_divisions (a single power
+ * of two; the per-interval "[256:1,>:4]" form is rejected as not modelled),
+ * garbage_collection_threshold (0 < t < 1), expandable_segments (True/False),
+ * backend:native. Accepted and ignored (no effect on the model):
+ * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
+ * pinned_num_register_threads, pinned_use_background_threads. Spaces are
+ * dropped, as PyTorch's lexer does; numbers must be plain decimal.
+ * @return CMT_MODEL_E_OK; CMT_MODEL_E_PARSE with a one-line reason in err
+ *         (if err_len > 0) and *config unchanged; CMT_MODEL_E_INVALID for
+ *         NULL config or conf.
+ */
+int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
+                           char *err, size_t err_len);
+
+/**
+ * Write the allocator settings of *config as a PYTORCH_CUDA_ALLOC_CONF
+ * string, naming only settings that differ from the default, in the order
+ * max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions,
+ * garbage_collection_threshold, expandable_segments. "" for all defaults.
+ * capacity, device_total and memory_fraction are not part of that string.
+ * @return the length of the full string (as snprintf; truncated output if it
+ *         is >= len); CMT_MODEL_E_INVALID for NULL config, or for a split
+ *         size or rounding that is not a whole number of MiB >= 20 MiB.
+ */
+int cmt_model_config_format(const struct cmt_model_config *config, char *buf,
+                            size_t len);
+
+/**
+ * PyTorch's round_size(): the block size a request of `size` bytes uses.
+ * @return the rounded size (512 for sizes below 512).
+ */
+size_t cmt_model_round_size(const struct cmt_model_config *config, size_t size);
+
+/**
+ * PyTorch's get_allocation_size(): the segment size cudaMalloc'd for a
+ * rounded request: <= 1 MiB -> 2 MiB; < 10 MiB -> 20 MiB; else rounded up to
+ * a multiple of 2 MiB.
+ * @return the segment size.
+ */
+size_t cmt_model_segment_size(size_t rounded_size);
+
+/* PyTorch's DeviceStats (aggregate pool), current values unless "peak". */
+struct cmt_model_stats {
+  uint64_t allocated_bytes;      /* sizes of allocated blocks */
+  uint64_t reserved_bytes;       /* memory held from the device */
+  uint64_t active_bytes;         /* = allocated (no record_stream here) */
+  uint64_t inactive_split_bytes; /* free blocks inside split segments */
+  uint64_t requested_bytes;      /* sizes the caller asked for */
+  uint64_t allocation;           /* number of allocated blocks */
+  uint64_t active;               /* number of active blocks */
+  uint64_t inactive_split;       /* number of inactive split blocks */
+  uint64_t segment;              /* cudaMalloc'd segments held */
+  uint64_t num_alloc_retries;    /* cudaMalloc retried after releasing all */
+  uint64_t num_ooms;             /* OOM errors raised */
+  uint64_t oversize_allocations; /* allocated blocks >= max_split_size */
+  uint64_t oversize_segments;    /* segments >= max_split_size */
+  uint64_t peak_allocated;       /* peak of allocated_bytes */
+  uint64_t peak_reserved;        /* peak of reserved_bytes */
+  /* Device allocation attempts, failed ones included: one per segment
+   * cudaMalloc, one per expandable-segment map (of one or more pages). */
+  uint64_t device_alloc_calls;
+  /* Device releases: one per segment cudaFree, one per expandable-segment
+   * unmap (of one or more pages). */
+  uint64_t device_free_calls;
+};
+
+/* What PyTorch puts in its OOM message, captured after the release paths. */
+struct cmt_model_oom {
+  uint64_t requested;    /* the caller's size */
+  uint64_t rounded;      /* round_size(requested) */
+  uint64_t alloc_size;   /* segment size tried: PyTorch's "Tried to allocate" */
+  uint64_t stream;
+  uint64_t allocated;    /* allocated_bytes */
+  uint64_t reserved;     /* reserved_bytes */
+  uint64_t device_free;  /* capacity - reserved (cudaMemGetInfo's free) */
+  uint64_t device_total; /* "total capacity" */
+  uint64_t allowed;      /* fraction cap in bytes; 0 without a cap */
+  int device;
+};
+
+struct cmt_model;
+
+/* An allocation: nonzero while live; 0 is the null allocation (size 0). */
+typedef uint64_t cmt_model_handle;
+
+/**
+ * Create a model with the given settings (copied).
+ * @return CMT_MODEL_E_OK and *out; CMT_MODEL_E_INVALID for NULL arguments,
+ *         capacity 0, a threshold outside [0, 1), a fraction outside [0, 1];
+ *         CMT_MODEL_E_NO_MEMORY.
+ */
+int cmt_model_create(const struct cmt_model_config *config,
+                     struct cmt_model **out);
+
+/**
+ * Destroy a model and everything it holds. NULL is allowed.
+ */
+void cmt_model_destroy(struct cmt_model *model);
+
+/**
+ * The settings the model runs with (max_split_size 0 reads back as
+ * SIZE_MAX, device_total 0 as capacity).
+ * @return a pointer valid until cmt_model_destroy.
+ */
+const struct cmt_model_config *cmt_model_get_config(const struct cmt_model *model);
+
+/**
+ * Allocate `size` bytes on `stream`, as torch would for a tensor. Size 0
+ * gives the null handle 0 and touches nothing.
+ * @return CMT_MODEL_E_OK and *handle; CMT_MODEL_E_OOM (num_ooms counted; the
+ *         details are in cmt_model_last_oom); CMT_MODEL_E_INVALID for NULL
+ *         arguments or a size of 1 EiB or more (PyTorch refuses those before
+ *         the allocator); CMT_MODEL_E_NO_MEMORY (host), model unchanged.
+ */
+int cmt_model_alloc(struct cmt_model *model, size_t size, uint64_t stream,
+                    cmt_model_handle *handle);
+
+/**
+ * Free an allocation; the block returns to its pool (merged with free
+ * neighbours) and is reused only by its own stream. Handle 0 is a no-op.
+ * @return CMT_MODEL_E_OK; CMT_MODEL_E_BAD_HANDLE for a handle that is not
+ *         live (double free); CMT_MODEL_E_INVALID for NULL model.
+ */
+int cmt_model_free(struct cmt_model *model, cmt_model_handle handle);
+
+/**
+ * torch.cuda.empty_cache(): release every free whole segment (both pools,
+ * all streams) and unmap free pages of expandable segments.
+ * @return CMT_MODEL_E_OK; CMT_MODEL_E_INVALID; CMT_MODEL_E_NO_MEMORY.
+ */
+int cmt_model_empty_cache(struct cmt_model *model);
+
+/**
+ * Copy the current statistics.
+ * @return nothing; both pointers must be valid.
+ */
+void cmt_model_get_stats(const struct cmt_model *model,
+                         struct cmt_model_stats *stats);
+
+/**
+ * The details of the most recent OOM.
+ * @return a pointer valid until the next cmt_model_alloc or destroy; NULL if
+ *         the model has never run out of memory.
+ */
+const struct cmt_model_oom *cmt_model_last_oom(const struct cmt_model *model);
+
+/* Where a live allocation sits. */
+struct cmt_model_block {
+  uint64_t address;        /* model virtual address */
+  uint64_t size;           /* block size (>= rounded request) */
+  uint64_t requested;      /* the caller's size */
+  uint64_t stream;
+  uint64_t segment_offset; /* address - start of its segment/reservation */
+  bool expandable;         /* lives in an expandable segment */
+  bool small_pool;
+};
+
+/**
+ * Describe a live allocation.
+ * @return CMT_MODEL_E_OK; CMT_MODEL_E_BAD_HANDLE; CMT_MODEL_E_INVALID.
+ */
+int cmt_model_block_info(const struct cmt_model *model, cmt_model_handle handle,
+                         struct cmt_model_block *out);
+
+/**
+ * Check the model's internal invariants (block chains, free trees, stats
+ * against a recount). O(number of blocks); for tests and fuzzers.
+ * @return CMT_MODEL_E_OK or CMT_MODEL_E_CORRUPT.
+ */
+int cmt_model_check(const struct cmt_model *model);
+
+/**
+ * PyTorch's format_size(): "512 bytes", "1.50 KiB", "20.00 MiB",
+ * "6.18 GiB" (two decimals; a unit is used up to and including its bound).
+ * @return the length of the full string (as snprintf).
+ */
+int cmt_model_format_size(uint64_t bytes, char *buf, size_t len);
+
+/**
+ * PyTorch's OOM message in its older (≈2.0) wording, e.g. "CUDA out of
+ * memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity;
+ * 11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in total by
+ * PyTorch) If reserved memory is >> allocated memory try setting
+ * max_split_size_mb to avoid fragmentation.  See documentation for Memory
+ * Management and PYTORCH_CUDA_ALLOC_CONF". With a fraction cap "X allowed; "
+ * precedes the reserved figure, as in PyTorch.
+ * @return the length of the full message (as snprintf);
+ *         CMT_MODEL_E_INVALID for NULL oom.
+ */
+int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CMT_CACHING_MODEL_H */
