@@ -59,7 +59,7 @@ struct cmt_reader {
     struct cmt_api *apis;
     uint32_t api_cap;
     const char **strings;
-    uint32_t string_cap;
+    uint32_t string_cap, string_max;
     uint32_t *node_parent;
     uint64_t *node_ip;
     uint32_t node_cap, node_max;
@@ -417,6 +417,8 @@ static int store_string(cmt_reader *r, uint32_t id, const char *s)
         return -1;
     r->strings = t;
     t[id] = s;
+    if (id > r->string_max)
+        r->string_max = id;
     return 0;
 }
 
@@ -717,6 +719,11 @@ size_t cmt_reader_env_count(const cmt_reader *r)
 const struct cmt_env *cmt_reader_env(const cmt_reader *r, size_t i)
 {
     return i < r->env_count ? &r->envs[i] : NULL;
+}
+
+uint32_t cmt_reader_string_count(const cmt_reader *r)
+{
+    return r->string_max;
 }
 
 uint32_t cmt_reader_stack_node_count(const cmt_reader *r)

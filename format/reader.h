@@ -85,6 +85,7 @@ size_t cmt_reader_env_count(const cmt_reader *r);
 const struct cmt_env *cmt_reader_env(const cmt_reader *r, size_t i);
 uint32_t cmt_reader_module_count(const cmt_reader *r);
 uint32_t cmt_reader_stack_node_count(const cmt_reader *r); /* highest node id seen */
+uint32_t cmt_reader_string_count(const cmt_reader *r);     /* highest STRING id seen */
 
 /* Stack node `id`: parent (the caller's node, 0 at the root) and ip. @return 0 or CMT_ENOT_FOUND. */
 int cmt_reader_stack_node(const cmt_reader *r, uint32_t id, struct cmt_stack_node *out);
