@@ -1,0 +1,65 @@
+/* cmd_symbolize.c — `cumemtrace symbolize [--quiet] FILE...`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "symbolize.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: cumemtrace symbolize [--quiet] FILE...\n"
+          "Adds function names and file:line to the stacks of each trace, in place (appended\n"
+          "records; nothing already in the file changes). Run it on the machine that has the\n"
+          "traced binaries; the result reads the same anywhere. Running it again adds only what\n"
+          "was missing. A damaged trace is refused and left as it is.\n"
+          "  --quiet   print nothing unless something fails\n",
+          out);
+}
+
+static void report(const char *path, const struct cmt_symbolize_stats *s)
+{
+    printf("cumemtrace: symbolized %s: %llu frames, %llu named, %llu with file:line", path,
+           (unsigned long long)s->nodes, (unsigned long long)s->named,
+           (unsigned long long)s->with_line);
+    if (s->modules_missing)
+        printf(", %u module%s not found", s->modules_missing, s->modules_missing == 1 ? "" : "s");
+    if (s->modules_changed)
+        printf(", %u module%s changed since the trace (skipped)", s->modules_changed,
+               s->modules_changed == 1 ? "" : "s");
+    putchar('\n');
+}
+
+int cmt_cmd_symbolize(int argc, char **argv)
+{
+    int quiet = 0, first = 1, status = 0;
+    for (; first < argc && argv[first][0] == '-' && argv[first][1]; first++) {
+        if (strcmp(argv[first], "--") == 0) {
+            first++;
+            break;
+        }
+        if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(argv[first], "--quiet") == 0 || strcmp(argv[first], "-q") == 0) {
+            quiet = 1;
+            continue;
+        }
+        fprintf(stderr, "cumemtrace symbolize: unknown option '%s' (see --help)\n", argv[first]);
+        return 2;
+    }
+    if (first == argc) {
+        fputs("cumemtrace symbolize: no trace file given (see --help)\n", stderr);
+        return 2;
+    }
+    for (int i = first; i < argc; i++) {
+        struct cmt_symbolize_stats stats;
+        char err[512];
+        if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
+            fprintf(stderr, "cumemtrace symbolize: %s\n", err);
+            status = 1;
+        } else if (!quiet) {
+            report(argv[i], &stats);
+        }
+    }
+    return status;
+}
