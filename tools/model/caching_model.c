@@ -525,6 +525,7 @@ static void record_oom(struct cmt_model *m, const struct cmt__request *r,
                        ? m->config.capacity - m->stats.reserved_bytes
                        : 0;
   o->device_total = m->config.device_total;
+  o->capacity = m->config.capacity;
   o->allowed = m->set_fraction ? m->allowed : 0;
   o->device = m->config.device_index;
   m->has_oom = true;

@@ -15,7 +15,10 @@
  * cudaMalloc -> release_cached_blocks -> cudaMalloc (a retry) -> OOM),
  * garbage_collection_threshold with a memory fraction cap, expandable
  * segments, empty_cache, and PyTorch's statistics. Not modelled: CUDA graph
- * private pools, record_stream/event-deferred frees, IPC, other devices.
+ * private pools, record_stream/event-deferred frees (so active == allocated),
+ * free-memory callbacks, IPC, other devices. Where PyTorch would assert
+ * (release_available_cached_blocks meeting an expandable block) the model
+ * unmaps that block's free pages instead.
  *
  * Not thread-safe: one model per thread. No CUDA headers are needed.
  */
@@ -71,7 +74,11 @@ struct cmt_model_config {
    * (PyTorch's single-value form). 0 or 1: off. Should be a power of two. */
   unsigned roundup_power2_divisions;
   /* garbage_collection_threshold in (0, 1); 0: off. Acts only together with
-   * a memory fraction cap, as in PyTorch. */
+   * a memory fraction cap, as in PyTorch: before a device allocation, while
+   * reserved > threshold x cap, whole free large-pool segments at least as
+   * old as the average are released. Age is exactly PyTorch's: the number of
+   * large-pool get_free_block calls (allocations) since the block was cached.
+   * Simplification: expandable-segment blocks are never collected. */
   double garbage_collection_threshold;
   /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
    * fraction x device_total bytes. */
@@ -177,6 +184,7 @@ struct cmt_model_oom {
   uint64_t reserved;     /* reserved_bytes */
   uint64_t device_free;  /* capacity - reserved (cudaMemGetInfo's free) */
   uint64_t device_total; /* "total capacity" */
+  uint64_t capacity;     /* what the allocator could have reserved */
   uint64_t allowed;      /* fraction cap in bytes; 0 without a cap */
   int device;
 };

@@ -250,6 +250,9 @@ static void expect_a_oom(uint64_t split) {
   cr_assert_not_null(o);
   cr_assert_eq(o->device_free, 400 * MiB);
   cr_assert_eq(o->alloc_size, 600 * MiB);
+  cr_assert_eq(o->requested, 600 * MiB);
+  cr_assert_eq(o->capacity, 1000 * MiB);
+  cr_assert_eq(o->reserved, 600 * MiB);
   cmt_model_destroy(m);
 }
 
