@@ -1,0 +1,41 @@
+/* Helpers shared by the simcuda tests. Criterion runs each test in its own process, so each
+ * test sets its environment before cuInit. */
+#ifndef SIMCUDA_TEST_UTIL_H
+#define SIMCUDA_TEST_UTIL_H
+
+#include <criterion/criterion.h>
+#include <cuda.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define KiB ((uint64_t)1 << 10)
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+#define PAGE (2 * MiB)
+
+#define CU_OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
+#define CU_FAILS(call, code) cr_assert_eq((call), (code), "%s: expected %s", #call, #code)
+
+/* cuInit with the given capacity and context overhead (NULL: leave unset), then make device
+ * 0's primary context current. */
+static inline CUcontext simcuda_test_start(const char *memory, const char *overhead)
+{
+  CUcontext ctx;
+  if (memory)
+    setenv("SIMCUDA_MEMORY", memory, 1);
+  if (overhead)
+    setenv("SIMCUDA_CONTEXT_OVERHEAD", overhead, 1);
+  CU_OK(cuInit(0));
+  CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+  CU_OK(cuCtxSetCurrent(ctx));
+  return ctx;
+}
+
+static inline size_t simcuda_test_free(void)
+{
+  size_t free_bytes = 0, total_bytes = 0;
+  CU_OK(cuMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
+#endif
