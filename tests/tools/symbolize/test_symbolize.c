@@ -325,3 +325,16 @@ Test(symbolize_cmd, exit_statuses)
     cr_expect_eq(cmt_cmd_symbolize(1, none), 2);
     cr_expect_eq(cmt_cmd_symbolize(3, missing), 1);
 }
+
+Test(symbolize, command_prints_one_line_per_file)
+{
+    write_chain_trace(&self);
+    char *argv[] = {"symbolize", trace_path, NULL};
+    cr_redirect_stdout();
+    cr_assert_eq(cmt_cmd_symbolize(2, argv), 0);
+    fflush(stdout);
+    char want[256];
+    snprintf(want, sizeof want,
+             "cumemtrace: symbolized %s: 4 frames, 3 named, 3 with file:line\n", trace_path);
+    cr_assert_stdout_eq_str(want);
+}
