@@ -3,6 +3,7 @@
 
 #include <criterion/redirect.h>
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,4 +306,30 @@ Test(memory, devices_and_errors_describe_themselves)
   cr_assert_eq(value, 1);
   CU_OK(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
   cr_assert_eq(value, 1);
+}
+
+static CUcontext shared_context;
+
+static void *churn(void *unused)
+{
+  CUdeviceptr pointers[8];
+  CU_OK(cuCtxSetCurrent(shared_context));
+  for (int round = 0; round < 200; round++) {
+    for (int i = 0; i < 8; i++)
+      CU_OK(cuMemAlloc(&pointers[i], (size_t)(i + 1) * MiB));
+    for (int i = 0; i < 8; i++)
+      CU_OK(cuMemFree(pointers[i]));
+  }
+  return NULL;
+}
+
+Test(memory, threads_share_one_consistent_book)
+{
+  pthread_t threads[4];
+  shared_context = simcuda_test_start("4GiB", "0");
+  for (int i = 0; i < 4; i++)
+    cr_assert_eq(pthread_create(&threads[i], NULL, churn, NULL), 0);
+  for (int i = 0; i < 4; i++)
+    pthread_join(threads[i], NULL);
+  cr_assert_eq(simcuda_test_free(), 4 * GiB);
 }
