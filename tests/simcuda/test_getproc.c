@@ -116,3 +116,20 @@ Test(getproc, export_table_is_not_supported)
   CU_FAILS(cuGetExportTable(&table, &id), CUDA_ERROR_NOT_SUPPORTED);
   cr_assert_null(table);
 }
+
+Test(getproc, legacy_variants_use_32_bit_addresses)
+{
+  simcuda_test_start("1GiB", "0");
+  CUresult (*alloc_v1)(unsigned int *, unsigned int) = lookup("cuMemAlloc", 2000, 0, NULL);
+  CUresult (*free_v1)(unsigned int) = lookup("cuMemFree", 2000, 0, NULL);
+  CUresult (*info_v1)(unsigned int *, unsigned int *) = lookup("cuMemGetInfo", 2000, 0, NULL);
+  unsigned int pointer = 0, free_bytes = 0, total_bytes = 0;
+  CU_OK(alloc_v1(&pointer, 3 * MiB));
+  cr_assert_eq(pointer, 0x80000000u);
+  CU_OK(info_v1(&free_bytes, &total_bytes));
+  cr_assert_eq(free_bytes, 1 * GiB - 4 * MiB);
+  cr_assert_eq(simcuda_test_free(), 1 * GiB - 4 * MiB);
+  CU_FAILS(alloc_v1(&pointer, 256 * MiB + 1), CUDA_ERROR_OUT_OF_MEMORY);
+  CU_OK(free_v1(0x80000000u));
+  cr_assert_eq(simcuda_test_free(), 1 * GiB);
+}
