@@ -113,6 +113,15 @@ static enum cmt__module_state open_module(struct module_entry *m)
  * @return the demangled name, or `name` itself. */
 static const char *demangle(cmt__module_set *set, const char *name)
 {
+    const char *at = name ? strchr(name, '@') : NULL;
+    if (at && at != name) { /* "__libc_start_main@@GLIBC_2.34": the version is noise here */
+        char *plain = strndup(name, (size_t)(at - name));
+        if (plain) {
+            free(set->demangled);
+            set->demangled = plain;
+            name = plain;
+        }
+    }
     if (!name || name[0] != '_' || name[1] != 'Z')
         return name;
     if (!set->demangle_tried) {
@@ -129,7 +138,10 @@ static const char *demangle(cmt__module_set *set, const char *name)
         free(out);
         return name;
     }
-    free(set->demangled);
+    if (name != set->demangled)
+        free(set->demangled);
+    else
+        free((char *)name);
     set->demangled = out;
     return out;
 }

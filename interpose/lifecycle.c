@@ -1,0 +1,150 @@
+/* lifecycle.c — start on first use, fork, fatal signals, exit.
+ *
+ * Nothing happens until the program's first intercepted call: a process that never uses CUDA
+ * gets no file and no thread. A forked child drops what it inherited (the parent writes its
+ * own events) and starts its own trace on its own first call. On SIGSEGV, SIGBUS, SIGABRT,
+ * SIGTERM and SIGINT the queued events reach the file before the program's own handler or
+ * the default action runs. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT};
+#define NSIG_FATAL (sizeof fatal_signals / sizeof *fatal_signals)
+static struct sigaction previous[NSIG_FATAL];
+static int handlers_installed;
+static atomic_flag start_lock = ATOMIC_FLAG_INIT;
+static int atfork_registered;
+
+static void on_fatal_signal(int signo, siginfo_t *info, void *uctx)
+{
+    int saved = errno;
+    size_t i = 0;
+    while (i < NSIG_FATAL && fatal_signals[i] != signo)
+        i++;
+    if (atomic_load(&cmt__rec.state) == CMT__RUNNING &&
+        atomic_load(&cmt__rec.writer_tid) != cmt__gettid()) {
+        int none = 0;
+        atomic_compare_exchange_strong(&cmt__rec.fatal_signo, &none, signo);
+        atomic_store(&cmt__rec.fatal_tid, cmt__gettid());
+        cmt__drop_pending();
+        cmt__wait_flushed(atomic_load(&cmt__rec.seq), 2000);
+    }
+    errno = saved;
+    if (i == NSIG_FATAL)
+        return;
+    const struct sigaction *old = &previous[i];
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction)
+            old->sa_sigaction(signo, info, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN)
+        return;
+    if (old->sa_handler != SIG_DFL) {
+        old->sa_handler(signo);
+        return;
+    }
+    /* Default action: restore it; a fault re-executes and dies, anything else is re-raised. */
+    sigaction(signo, old, NULL);
+    if (!((signo == SIGSEGV || signo == SIGBUS) && info && info->si_code > 0))
+        raise(signo);
+}
+
+static void install_signal_handlers(void)
+{
+    if (handlers_installed)
+        return;
+    handlers_installed = 1;
+    for (size_t i = 0; i < NSIG_FATAL; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal_signal;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(fatal_signals[i], NULL, &previous[i]) == 0)
+            sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+static void before_fork(void)
+{
+    cmt__stack_atfork_prepare();
+}
+
+static void after_fork_parent(void)
+{
+    cmt__stack_atfork_release();
+}
+
+/* The child inherits the parent's rings and writer state, but not its writer thread: drop
+ * them all, so it never re-emits the parent's events, and start afresh on its first call. */
+static void after_fork_child(void)
+{
+    cmt__stack_atfork_release();
+    if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
+        return;
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
+        atomic_store(&t->tail, atomic_load(&t->head));
+        atomic_store(&t->pending, CMT__NO_PENDING);
+        atomic_store(&t->alive, 0);
+    }
+    cmt__forget_self();
+    if (cmt__rec.fd >= 0)
+        close(cmt__rec.fd);
+    cmt__rec.fd = -1;
+    for (int d = 0; d < CMT__MAX_DEVICES; d++)
+        atomic_store(&cmt__rec.devices[d].state, 0);
+    atomic_store(&cmt__rec.seq, 0);
+    atomic_store(&cmt__rec.flush_want, 0);
+    atomic_store(&cmt__rec.flushed, 0);
+    atomic_store(&cmt__rec.stop, 0);
+    atomic_store(&cmt__rec.recorded, 0);
+    atomic_store(&cmt__rec.state, CMT__IDLE);
+}
+
+int cmt__start(void)
+{
+    while (atomic_flag_test_and_set_explicit(&start_lock, memory_order_acquire))
+        ;
+    if (atomic_load(&cmt__rec.state) == CMT__IDLE) {
+        struct timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        cmt__rec.start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+        cmt__rec.start_mono_ns = cmt__mono_ns();
+        if (!atfork_registered) {
+            atfork_registered = 1;
+            pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        }
+        atomic_store(&cmt__rec.state, CMT__RUNNING);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 1 << 20);
+        if (pthread_create(&cmt__rec.writer, &attr, cmt__writer_main, NULL) != 0) {
+            dprintf(2, "cumemtrace: cannot start the writer thread; tracing stopped\n");
+            atomic_store(&cmt__rec.state, CMT__OFF);
+        } else {
+            install_signal_handlers();
+        }
+        pthread_attr_destroy(&attr);
+    }
+    atomic_flag_clear_explicit(&start_lock, memory_order_release);
+    return atomic_load(&cmt__rec.state) == CMT__RUNNING;
+}
+
+__attribute__((destructor)) static void cmt__at_exit(void)
+{
+    if (atomic_load(&cmt__rec.state) == CMT__IDLE)
+        return;
+    atomic_store(&cmt__rec.stop, 1);
+    cmt__kick();
+    if (atomic_load(&cmt__rec.state) == CMT__RUNNING || cmt__rec.fd >= 0)
+        pthread_join(cmt__rec.writer, NULL);
+    atomic_store(&cmt__rec.state, CMT__OFF);
+}

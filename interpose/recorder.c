@@ -1,0 +1,304 @@
+/* recorder.c — the application-thread half: begin/finish of every wrapped call.
+ *
+ * Hot path: no heap allocation, no lock, no syscall but the clock (the first call of a
+ * thread maps its ring). Unwinding happens before the seq is taken for ordinary calls, so a
+ * thread holds a pending seq only for a few instructions (or across the driver call of a
+ * release op). */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+struct cmt__recorder cmt__rec = {.fd = -1};
+struct cmt__note cmt__notes[CMT__MAX_NOTES];
+_Atomic uint32_t cmt__note_count;
+
+static __thread struct cmt__thread *self __attribute__((tls_model("initial-exec")));
+static __thread int in_shim __attribute__((tls_model("initial-exec")));
+
+/* What an op needs from the recorder. */
+enum { RELEASES = 1, CURRENT_DEV = 2, CAN_OOM = 4 };
+static const uint8_t op_flags[CMT_OP_MAX] = {
+    [CMT_OP_ALLOC] = CURRENT_DEV | CAN_OOM,
+    [CMT_OP_ALLOC_PITCH] = CURRENT_DEV | CAN_OOM,
+    [CMT_OP_ALLOC_MANAGED] = CURRENT_DEV | CAN_OOM,
+    [CMT_OP_FREE] = RELEASES | CURRENT_DEV,
+    [CMT_OP_ALLOC_ASYNC] = CURRENT_DEV | CAN_OOM,
+    [CMT_OP_FREE_ASYNC] = RELEASES | CURRENT_DEV,
+    [CMT_OP_FREE_HOST] = RELEASES,
+    [CMT_OP_MEM_INFO] = CURRENT_DEV,
+    [CMT_OP_POOL_DESTROY] = RELEASES,
+    [CMT_OP_POOL_TRIM] = RELEASES,
+    [CMT_OP_VMM_CREATE] = CURRENT_DEV | CAN_OOM,
+    [CMT_OP_VMM_RELEASE] = RELEASES,
+    [CMT_OP_VMM_UNMAP] = RELEASES,
+    [CMT_OP_VA_FREE] = RELEASES,
+    [CMT_OP_IPC_OPEN] = CURRENT_DEV,
+    [CMT_OP_IPC_CLOSE] = RELEASES | CURRENT_DEV,
+    [CMT_OP_CTX_DESTROY] = RELEASES,
+    [CMT_OP_PRIMARY_RELEASE] = RELEASES,
+    [CMT_OP_PRIMARY_RESET] = RELEASES,
+    [CMT_OP_SYNC] = RELEASES | CURRENT_DEV, /* pools give memory back during a sync */
+};
+
+uint64_t cmt__mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t cmt__gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+void cmt__kick(void)
+{
+    atomic_fetch_add_explicit(&cmt__rec.kick, 1, memory_order_release);
+    syscall(SYS_futex, &cmt__rec.kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+void cmt__wait_flushed(uint64_t seq, int timeout_ms)
+{
+    uint64_t want = atomic_load(&cmt__rec.flush_want);
+    while (want < seq && !atomic_compare_exchange_weak(&cmt__rec.flush_want, &want, seq))
+        ;
+    cmt__kick();
+    struct timespec nap = {0, 200000};
+    for (int waited = 0; waited < timeout_ms * 5; waited++) {
+        if (atomic_load(&cmt__rec.flushed) >= seq || atomic_load(&cmt__rec.state) != CMT__RUNNING)
+            return;
+        nanosleep(&nap, NULL);
+    }
+}
+
+void cmt__drop_pending(void)
+{
+    if (self)
+        atomic_store(&self->pending, CMT__NO_PENDING);
+}
+
+void cmt__forget_self(void)
+{
+    self = NULL;
+    in_shim = 0;
+}
+
+static void thread_gone(void *arg)
+{
+    struct cmt__thread *t = arg;
+    atomic_store_explicit(&t->alive, 0, memory_order_release);
+}
+
+static pthread_key_t thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void)
+{
+    pthread_key_create(&thread_key, thread_gone);
+}
+
+/* This thread's ring: a drained ring of an exited thread, or a fresh mapping. */
+static struct cmt__thread *thread_state(void)
+{
+    if (__builtin_expect(self != NULL, 1))
+        return self;
+    pthread_once(&key_once, make_key);
+    struct cmt__thread *t;
+    for (t = atomic_load(&cmt__rec.threads); t; t = t->next) {
+        int dead = 0;
+        if (atomic_load(&t->head) == atomic_load(&t->tail) &&
+            atomic_compare_exchange_strong(&t->alive, &dead, 1))
+            break;
+    }
+    if (!t) {
+        t = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (t == MAP_FAILED)
+            return NULL;
+        atomic_store(&t->alive, 1);
+        atomic_store(&t->pending, CMT__NO_PENDING);
+        t->next = atomic_load(&cmt__rec.threads);
+        while (!atomic_compare_exchange_weak(&cmt__rec.threads, &t->next, t))
+            ;
+    }
+    t->tid = cmt__gettid();
+    t->ctx = NULL;
+    t->dev = -1;
+    atomic_store(&t->pending, CMT__NO_PENDING);
+    pthread_setspecific(thread_key, t);
+    self = t;
+    return t;
+}
+
+int32_t cmt__current_device(void)
+{
+    CUcontext ctx = NULL;
+    if (!cmt__real.cuCtxGetCurrent || cmt__real.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return -1;
+    struct cmt__thread *t = self;
+    if (t && t->ctx == ctx)
+        return t->dev;
+    CUdevice dev;
+    if (!cmt__real.cuCtxGetDevice || cmt__real.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+        return -1;
+    if (t) {
+        t->ctx = ctx;
+        t->dev = dev;
+    }
+    return dev;
+}
+
+static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
+{
+    atomic_store(&t->pending, atomic_load(&cmt__rec.seq));
+    ev->seq = atomic_fetch_add(&cmt__rec.seq, 1);
+    ev->t_ns = cmt__mono_ns() - cmt__rec.start_mono_ns;
+}
+
+static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)
+{
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    while (head - tail >= CMT__RING_SIZE) { /* full: wait for the writer, never drop */
+        if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
+            return;
+        cmt__kick();
+        sched_yield();
+        tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+    }
+    struct cmt__entry *e = &t->ring[head & (CMT__RING_SIZE - 1)];
+    e->kind = kind;
+    e->ev = *ev;
+    atomic_store_explicit(&t->head, head + 1, memory_order_release);
+    if (head - tail == CMT__RING_SIZE / 2)
+        cmt__kick();
+}
+
+/* First use of a device: name, total and a free/total baseline, taken before the call. */
+static int device_first_use(int32_t dev)
+{
+    if (dev < 0 || dev >= CMT__MAX_DEVICES)
+        return 0;
+    struct cmt__device_info *d = &cmt__rec.devices[dev];
+    int unseen = 0;
+    if (atomic_load_explicit(&d->state, memory_order_acquire) != 0 ||
+        !atomic_compare_exchange_strong(&d->state, &unseen, 1))
+        return 0;
+    size_t total = 0, free = 0;
+    if (!cmt__real.cuDeviceGetName || cmt__real.cuDeviceGetName(d->name, sizeof d->name, dev))
+        snprintf(d->name, sizeof d->name, "device %d", dev);
+    if (cmt__real.cuDeviceTotalMem_v2)
+        cmt__real.cuDeviceTotalMem_v2(&total, dev);
+    if (cmt__real.cuMemGetInfo_v2 && cmt__real.cuMemGetInfo_v2(&free, &total) != CUDA_SUCCESS)
+        free = 0;
+    d->total = total;
+    d->free = free;
+    atomic_store(&d->state, 2);
+    return 1;
+}
+
+static void push_info(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev,
+                      uint64_t free, uint64_t total)
+{
+    struct cmt_event info = {.seq = ev->seq, .t_ns = ev->t_ns, .tid = ev->tid, .dev = ev->dev};
+    info.v[CMT_FIELD_FREE] = free;
+    info.v[CMT_FIELD_TOTAL] = total;
+    push(t, kind, &info);
+}
+
+int cmt__begin(struct cmt__call *c, uint32_t api)
+{
+    c->thread = NULL;
+    if (in_shim || cmt__cfg.disabled)
+        return 0;
+    int state = atomic_load_explicit(&cmt__rec.state, memory_order_acquire);
+    if (state != CMT__RUNNING && (state == CMT__OFF || !cmt__start()))
+        return 0;
+    struct cmt__thread *t = thread_state();
+    if (!t)
+        return 0;
+    in_shim = 1;
+    c->thread = t;
+    struct cmt_event *ev = &c->ev;
+    ev->api = api;
+    ev->tid = t->tid;
+    ev->dev = -1;
+    ev->stack = 0;
+    ev->fields = 0;
+    ev->result = 0;
+    uint8_t flags = op_flags[cmt__api_op[api]];
+    c->new_device = 0;
+    if (flags & CURRENT_DEV) {
+        ev->dev = cmt__current_device();
+        c->new_device = device_first_use(ev->dev);
+    }
+    if (flags & RELEASES)
+        take_seq(t, ev);
+    return 1;
+}
+
+void cmt__finish(struct cmt__call *c, CUresult rc)
+{
+    struct cmt__thread *t = c->thread;
+    struct cmt_event *ev = &c->ev;
+    uint8_t flags = op_flags[cmt__api_op[ev->api]];
+    ev->result = (int32_t)rc;
+    if (flags & RELEASES) {
+        ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
+    } else {
+        ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
+        take_seq(t, ev);
+    }
+    if (c->new_device) {
+        const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
+        push_info(t, CMT__ENTRY_DEVICE, ev, d->free, d->total);
+        push_info(t, CMT__ENTRY_BASELINE, ev, d->free, d->total);
+    }
+    push(t, CMT__ENTRY_EVENT, ev);
+    atomic_fetch_add_explicit(&cmt__rec.recorded, 1, memory_order_relaxed);
+    int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CAN_OOM);
+    if (oom) { /* the process may be about to die: keep free/total and flush now */
+        size_t free = 0, total = 0;
+        if (cmt__real.cuMemGetInfo_v2 && cmt__real.cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS)
+            push_info(t, CMT__ENTRY_OOM, ev, free, total);
+    }
+    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+    if (oom)
+        cmt__wait_flushed(ev->seq + 1, 2000);
+    in_shim = 0;
+    errno = c->errno_saved;
+}
+
+void cmt__note_once(const char *key, int warn, const char *fmt, ...)
+{
+    uint32_t n = atomic_load(&cmt__note_count);
+    for (uint32_t i = 0; i < n && i < CMT__MAX_NOTES; i++)
+        if (__atomic_load_n(&cmt__notes[i].key, __ATOMIC_ACQUIRE) == key)
+            return;
+    if (n >= CMT__MAX_NOTES)
+        return;
+    /* Claim a slot; a racing duplicate of the same key is harmless. */
+    uint32_t slot = atomic_fetch_add(&cmt__note_count, 1);
+    if (slot >= CMT__MAX_NOTES)
+        return;
+    struct cmt__note *note = &cmt__notes[slot];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note->text, sizeof note->text, fmt, ap);
+    va_end(ap);
+    note->level = warn ? CMT_NOTE_WARNING : CMT_NOTE_INFO;
+    __atomic_store_n(&note->key, key, __ATOMIC_RELEASE); /* published last */
+    if (warn) {
+        int saved = errno;
+        dprintf(2, "cumemtrace: %s\n", note->text);
+        errno = saved;
+    }
+}

@@ -1,0 +1,101 @@
+/* recorder.h — state shared by the recorder's three parts (internal).
+ *
+ * recorder.c   the application-thread side: per-thread rings, seq/time, devices, OOM.
+ * writer.c     the background writer thread: drains rings in seq order, writes the file.
+ * lifecycle.c  start, fork, fatal signals and exit.
+ *
+ * Ordering: every queued entry carries a global seq. Ops that release memory take theirs
+ * before calling the driver, all others after, so a free precedes any allocation that could
+ * reuse its memory. While a thread holds a seq it has not queued yet, its ring's `pending`
+ * is a lower bound of that seq; the writer emits only entries below every pending bound. */
+#ifndef CMT__RECORDER_H
+#define CMT__RECORDER_H
+
+#include <pthread.h>
+
+#include "shim.h"
+
+#define CMT__RING_SIZE 1024 /* entries per thread; a power of two */
+#define CMT__MAX_DEVICES 64
+#define CMT__MAX_NOTES 16
+#define CMT__NO_PENDING UINT64_MAX
+
+/* Entry kinds, in the order entries with the same seq are written. */
+enum cmt__entry_kind {
+    CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
+    CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
+    CMT__ENTRY_EVENT = 2,
+    CMT__ENTRY_OOM = 3,      /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
+};
+
+struct cmt__entry {
+    uint32_t kind;
+    struct cmt_event ev;
+};
+
+struct cmt__thread {
+    _Atomic uint64_t head; /* written by the owning thread */
+    _Atomic uint64_t tail; /* written by the writer */
+    _Atomic uint64_t pending;
+    _Atomic int alive;
+    uint32_t tid;
+    CUcontext ctx; /* cache of the current context's device */
+    int32_t dev;
+    struct cmt__thread *next;
+    struct cmt__entry ring[CMT__RING_SIZE];
+};
+
+struct cmt__device_info {
+    _Atomic int state; /* 0 unseen, 1 being queried, 2 known */
+    char name[256];
+    uint64_t total, free;
+};
+
+enum cmt__state { CMT__IDLE = 0, CMT__RUNNING = 1, CMT__OFF = 2 };
+
+struct cmt__recorder {
+    _Atomic int state;
+    _Atomic uint64_t seq;
+    uint64_t start_mono_ns, start_wall_ns;
+    _Atomic(struct cmt__thread *) threads;
+    struct cmt__device_info devices[CMT__MAX_DEVICES];
+    _Atomic uint32_t kick;        /* futex word: wakes the writer */
+    _Atomic uint64_t flush_want;  /* a thread waits until entries below this are on disk */
+    _Atomic uint64_t flushed;     /* entries below this seq are on disk */
+    _Atomic int stop;
+    _Atomic int fatal_signo;
+    _Atomic uint32_t fatal_tid;
+    _Atomic uint64_t recorded;    /* entries queued (EVENTs) */
+    pthread_t writer;
+    _Atomic uint32_t writer_tid;
+    int fd;
+};
+extern struct cmt__recorder cmt__rec;
+
+/* Notes gathered before or while tracing; the writer emits them in order. */
+struct cmt__note {
+    const char *key;
+    int level;
+    char text[240];
+};
+extern struct cmt__note cmt__notes[CMT__MAX_NOTES];
+extern _Atomic uint32_t cmt__note_count;
+
+uint64_t cmt__mono_ns(void);
+uint32_t cmt__gettid(void);
+void cmt__kick(void);
+/* Blocks (bounded) until every entry below `seq` is on disk. Safe in a signal handler. */
+void cmt__wait_flushed(uint64_t seq, int timeout_ms);
+
+/* writer.c */
+void *cmt__writer_main(void *arg);
+
+/* lifecycle.c */
+/* Starts tracing on the first intercepted call. @return 1 when running. */
+int cmt__start(void);
+/* This thread gives up its pending seq (a fatal signal: its call will never be queued). */
+void cmt__drop_pending(void);
+/* Drops the per-thread pointer of a forked child's other threads. */
+void cmt__forget_self(void);
+
+#endif

@@ -1,0 +1,105 @@
+/* shim.h — internal interfaces of libcumemtrace.so (nothing here is exported).
+ *
+ * Split: wrappers.c (generated from calls.def) only wrap and call the recorder;
+ * recorder.c owns per-thread rings, the background writer and the trace file;
+ * stack.c unwinds and interns stacks; real.c finds the real driver; routes.c handles
+ * dlopen/dlsym; getproc.c handles cuGetProcAddress. */
+#ifndef CMT__SHIM_H
+#define CMT__SHIM_H
+
+#define __CUDA_API_VERSION_INTERNAL 1 /* prototypes for every exact exported name */
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cmt_format.h"
+
+#define CMT_EXPORT __attribute__((visibility("default")))
+
+/* API ids: 1..CMT__API_COUNT-1, in calls.def order (0 = none). Stable within a build; the
+ * trace names every id in an API record, so readers never depend on this numbering. */
+enum cmt__api_id {
+    CMT__API_NONE = 0,
+#define X(name, op, params, args) CMT__API_##name,
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+    CMT__API_COUNT
+};
+
+/* Typed pointers to the real driver's functions, plus the few the shim queries itself. */
+struct cmt__real {
+#define X(name, op, params, args) CUresult (*name) params;
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxGetDevice)(CUdevice *);
+    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+    CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
+    CUresult (*cuDriverGetVersion)(int *);
+};
+extern struct cmt__real cmt__real;
+
+/* Name, op and wrapper of each API id (index 0 unused). */
+extern const char *const cmt__api_name[CMT__API_COUNT];
+extern const uint8_t cmt__api_op[CMT__API_COUNT];
+extern void *const cmt__api_wrapper[CMT__API_COUNT];
+
+/* real.c — finding the real driver. */
+/* Resolves every real function once (thread-safe, cheap after the first call).
+ * @return 1 when the real libcuda was found. */
+int cmt__resolve(void);
+/* Exact exported name → API id, 0 when not wrapped. Lock- and allocation-free. */
+uint32_t cmt__api_by_name(const char *name);
+/* A real driver function pointer → the API id of its exact name, 0 when not wrapped. */
+uint32_t cmt__api_by_real(const void *fn);
+/* The real dlsym/dlopen (resolved in the constructor via dlvsym). */
+extern void *(*cmt__real_dlsym)(void *, const char *);
+extern void *(*cmt__real_dlopen)(const char *, int);
+/* Is this address inside libcumemtrace.so? (used to drop our own frames) */
+int cmt__is_own_address(uintptr_t ip);
+
+/* config.c — environment. */
+struct cmt__config {
+    char output[4096];   /* CUMEMTRACE_OUTPUT pattern, %p = pid */
+    char manifest[4096]; /* CUMEMTRACE_MANIFEST: file that lists every trace written */
+    int stack_depth;     /* CUMEMTRACE_STACK_DEPTH, 0 = no stacks */
+    int flush_ms;        /* CUMEMTRACE_FLUSH_MS */
+    int disabled;        /* CUMEMTRACE_DISABLE=1 */
+};
+extern struct cmt__config cmt__cfg;
+void cmt__config_load(void);
+
+/* recorder.c — the recording half of every wrapper. */
+struct cmt__call {
+    struct cmt_event ev;
+    struct cmt__thread *thread; /* NULL: not recording this call */
+    int errno_saved;
+    int new_device; /* first use of ev.dev: queue its DEVICE record and baseline */
+};
+/* Starts a call: returns 0 when it must not be recorded (tracing off, recursion). Ops that
+ * release memory take their seq and time here, before the driver runs. */
+int cmt__begin(struct cmt__call *c, uint32_t api);
+/* Ends a call: takes seq/time for the others, unwinds, queues the event, and handles
+ * first use of a device and out-of-memory failures. Restores errno. */
+void cmt__finish(struct cmt__call *c, CUresult rc);
+/* Records a note once per `key` (a static string), on stderr too when `warn`. */
+void cmt__note_once(const char *key, int warn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Current context's device (cached per thread), -1 when none. */
+int32_t cmt__current_device(void);
+
+/* stack.c — unwinding and the stack trie. */
+/* Unwinds the caller's stack (our own frames dropped) and interns it.
+ * @return the leaf node id, 0 when stacks are off or unavailable. */
+uint32_t cmt__stack_capture(int max_depth);
+/* Nodes created so far (ids 1..count). A node's fields are valid once `published`. */
+uint32_t cmt__stack_node_count(void);
+int cmt__stack_node_get(uint32_t id, uint32_t *parent, uint64_t *ip);
+void cmt__stack_atfork_prepare(void);
+void cmt__stack_atfork_release(void);
+
+#endif

@@ -1,0 +1,165 @@
+/* stack.c — unwinding (libunwind) and the stack trie.
+ *
+ * A stack is interned from the outermost frame in: node = intern(parent, ip), so common
+ * callers are shared and each node is written to the trace once. Lookups are lock-free
+ * (open addressing, a slot's id is published last); only inserting a new node takes a
+ * spinlock, and never while unwinding. A per-thread cache maps the hash of a whole stack to
+ * its leaf, so a hot call site costs one unwind and one cache probe. */
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "shim.h"
+
+#define TABLE_BITS 22
+#define TABLE_SLOTS (1u << TABLE_BITS)
+#define MAX_NODES (TABLE_SLOTS / 2) /* keep the table at most half full */
+#define CACHE_SLOTS 512
+#define MAX_FRAMES 256
+
+struct slot {
+    _Atomic uint32_t id; /* 0 = empty; set last */
+    uint32_t parent;
+    uint64_t ip;
+};
+
+static struct slot *table;
+static uint32_t *node_parent;
+static uint64_t *node_ip;
+static _Atomic uint32_t node_count;
+static atomic_flag insert_lock = ATOMIC_FLAG_INIT;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int usable;
+
+struct cache_entry {
+    uint64_t hash;
+    uint32_t leaf;
+};
+static __thread struct cache_entry cache[CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static void *map_zeroed(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void init(void)
+{
+    table = map_zeroed(sizeof(struct slot) * TABLE_SLOTS);
+    node_parent = map_zeroed(sizeof(uint32_t) * (MAX_NODES + 1));
+    node_ip = map_zeroed(sizeof(uint64_t) * (MAX_NODES + 1));
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    usable = table && node_parent && node_ip;
+}
+
+static inline uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t h = (a ^ 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= b + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+static uint32_t insert(uint32_t parent, uint64_t ip, uint64_t start)
+{
+    while (atomic_flag_test_and_set_explicit(&insert_lock, memory_order_acquire))
+        ;
+    uint32_t found = 0;
+    for (uint64_t i = start;; i = (i + 1) & (TABLE_SLOTS - 1)) {
+        struct slot *s = &table[i];
+        uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+        if (id && s->parent == parent && s->ip == ip) {
+            found = id;
+            break;
+        }
+        if (id)
+            continue;
+        uint32_t n = atomic_load_explicit(&node_count, memory_order_relaxed) + 1;
+        if (n > MAX_NODES)
+            break; /* full: this stack goes unrecorded (0) */
+        s->parent = parent;
+        s->ip = ip;
+        node_parent[n] = parent;
+        node_ip[n] = ip;
+        atomic_store_explicit(&node_count, n, memory_order_release);
+        atomic_store_explicit(&s->id, n, memory_order_release);
+        found = n;
+        break;
+    }
+    atomic_flag_clear_explicit(&insert_lock, memory_order_release);
+    return found;
+}
+
+static uint32_t intern(uint32_t parent, uint64_t ip)
+{
+    uint64_t start = mix(parent, ip) & (TABLE_SLOTS - 1);
+    for (uint64_t i = start;; i = (i + 1) & (TABLE_SLOTS - 1)) {
+        struct slot *s = &table[i];
+        uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+        if (!id)
+            return insert(parent, ip, start);
+        if (s->parent == parent && s->ip == ip)
+            return id;
+    }
+}
+
+uint32_t cmt__stack_capture(int max_depth)
+{
+    if (max_depth <= 0)
+        return 0;
+    pthread_once(&init_once, init);
+    if (!usable)
+        return 0;
+    void *ips[MAX_FRAMES];
+    int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
+    int n = unw_backtrace(ips, want);
+    int skip = 0;
+    while (skip < n && cmt__is_own_address((uintptr_t)ips[skip]))
+        skip++;
+    if (n - skip > max_depth)
+        n = skip + max_depth;
+    if (n <= skip)
+        return 0;
+    uint64_t h = (uint64_t)(n - skip);
+    for (int i = skip; i < n; i++)
+        h = mix(h, (uint64_t)ips[i]);
+    struct cache_entry *c = &cache[h & (CACHE_SLOTS - 1)];
+    if (c->hash == h && c->leaf)
+        return c->leaf;
+    uint32_t node = 0;
+    for (int i = n - 1; i >= skip; i--) {
+        node = intern(node, (uint64_t)ips[i]);
+        if (!node)
+            return 0;
+    }
+    c->hash = h;
+    c->leaf = node;
+    return node;
+}
+
+uint32_t cmt__stack_node_count(void)
+{
+    return atomic_load_explicit(&node_count, memory_order_acquire);
+}
+
+int cmt__stack_node_get(uint32_t id, uint32_t *parent, uint64_t *ip)
+{
+    if (id == 0 || id > cmt__stack_node_count())
+        return -1;
+    *parent = node_parent[id];
+    *ip = node_ip[id];
+    return 0;
+}
+
+void cmt__stack_atfork_prepare(void)
+{
+    while (atomic_flag_test_and_set_explicit(&insert_lock, memory_order_acquire))
+        ;
+}
+
+void cmt__stack_atfork_release(void)
+{
+    atomic_flag_clear_explicit(&insert_lock, memory_order_release);
+}

@@ -1,0 +1,332 @@
+/* wrappers.c — the exported wrappers, generated from calls.def, and what each records.
+ *
+ * A wrapper: begin (recursion guard; release ops take their seq here) → call the real
+ * function with the exact arguments → record inputs, and outputs only on success → finish.
+ * Recording functions tolerate NULL arguments and never call the driver. */
+#include <errno.h>
+
+#include "shim.h"
+
+#define SET(e, field, value) ((e)->fields |= CMT_F(field), (e)->v[CMT_FIELD_##field] = (uint64_t)(value))
+#define OUT(e, ok, field, ptr) do { if ((ok) && (ptr)) SET(e, field, *(ptr)); } while (0)
+
+/* ---- recording functions: cmt__rec_<name>(event, ok, arguments...) ---- */
+
+static void cmt__rec_cuMemAlloc_v2(struct cmt_event *e, int ok, CUdeviceptr *dptr, size_t bytesize)
+{
+    SET(e, SIZE, bytesize);
+    OUT(e, ok, PTR, dptr);
+}
+
+static void cmt__rec_cuMemAllocPitch_v2(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                        size_t *pPitch, size_t width, size_t height,
+                                        unsigned int elem)
+{
+    SET(e, WIDTH, width);
+    SET(e, HEIGHT, height);
+    SET(e, SIZE, width * height); /* requested; replaced by pitch × height on success */
+    if (ok && pPitch) {
+        SET(e, PITCH, *pPitch);
+        SET(e, SIZE, *pPitch * height);
+    }
+    OUT(e, ok, PTR, dptr);
+    (void)elem;
+}
+
+static void cmt__rec_cuMemAllocManaged(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                       size_t bytesize, unsigned int flags)
+{
+    SET(e, SIZE, bytesize);
+    SET(e, FLAGS, flags);
+    OUT(e, ok, PTR, dptr);
+}
+
+static void cmt__rec_cuMemFree_v2(struct cmt_event *e, int ok, CUdeviceptr dptr)
+{
+    SET(e, PTR, dptr);
+}
+
+static void cmt__rec_cuMemGetInfo_v2(struct cmt_event *e, int ok, size_t *free, size_t *total)
+{
+    OUT(e, ok, FREE, free);
+    OUT(e, ok, TOTAL, total);
+}
+
+static void rec_alloc_async(struct cmt_event *e, int ok, CUdeviceptr *dptr, size_t bytesize,
+                            CUmemoryPool pool, CUstream stream)
+{
+    SET(e, SIZE, bytesize);
+    SET(e, STREAM, (uintptr_t)stream);
+    if (pool)
+        SET(e, POOL, (uintptr_t)pool);
+    OUT(e, ok, PTR, dptr);
+}
+
+static void cmt__rec_cuMemAllocAsync(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                     size_t bytesize, CUstream stream)
+{
+    rec_alloc_async(e, ok, dptr, bytesize, NULL, stream);
+}
+
+#define cmt__rec_cuMemAllocAsync_ptsz cmt__rec_cuMemAllocAsync
+
+static void cmt__rec_cuMemAllocFromPoolAsync(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                             size_t bytesize, CUmemoryPool pool, CUstream stream)
+{
+    rec_alloc_async(e, ok, dptr, bytesize, pool, stream);
+}
+
+#define cmt__rec_cuMemAllocFromPoolAsync_ptsz cmt__rec_cuMemAllocFromPoolAsync
+
+static void cmt__rec_cuMemFreeAsync(struct cmt_event *e, int ok, CUdeviceptr dptr, CUstream stream)
+{
+    SET(e, PTR, dptr);
+    SET(e, STREAM, (uintptr_t)stream);
+}
+
+#define cmt__rec_cuMemFreeAsync_ptsz cmt__rec_cuMemFreeAsync
+
+static void cmt__rec_cuMemPoolCreate(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                                     const CUmemPoolProps *props)
+{
+    if (props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        e->dev = props->location.id;
+    if (ok && pool)
+        SET(e, POOL, (uintptr_t)*pool);
+}
+
+static void cmt__rec_cuMemPoolDestroy(struct cmt_event *e, int ok, CUmemoryPool pool)
+{
+    SET(e, POOL, (uintptr_t)pool);
+}
+
+static void cmt__rec_cuMemPoolTrimTo(struct cmt_event *e, int ok, CUmemoryPool pool, size_t keep)
+{
+    SET(e, POOL, (uintptr_t)pool);
+    SET(e, SIZE, keep);
+}
+
+static void cmt__rec_cuDeviceSetMemPool(struct cmt_event *e, int ok, CUdevice dev, CUmemoryPool pool)
+{
+    e->dev = dev;
+    SET(e, POOL, (uintptr_t)pool);
+}
+
+static void cmt__rec_cuStreamSynchronize(struct cmt_event *e, int ok, CUstream stream)
+{
+    SET(e, STREAM, (uintptr_t)stream);
+}
+
+#define cmt__rec_cuStreamSynchronize_ptsz cmt__rec_cuStreamSynchronize
+
+static void cmt__rec_cuCtxSynchronize(struct cmt_event *e, int ok)
+{
+}
+
+static void cmt__rec_cuMemCreate(struct cmt_event *e, int ok, CUmemGenericAllocationHandle *handle,
+                                 size_t size, const CUmemAllocationProp *prop,
+                                 unsigned long long flags)
+{
+    if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        e->dev = prop->location.id;
+    SET(e, SIZE, size);
+    SET(e, FLAGS, flags);
+    OUT(e, ok, HANDLE, handle);
+}
+
+static void cmt__rec_cuMemRelease(struct cmt_event *e, int ok, CUmemGenericAllocationHandle handle)
+{
+    SET(e, HANDLE, handle);
+}
+
+static void cmt__rec_cuMemMap(struct cmt_event *e, int ok, CUdeviceptr ptr, size_t size,
+                              size_t offset, CUmemGenericAllocationHandle handle,
+                              unsigned long long flags)
+{
+    SET(e, PTR, ptr);
+    SET(e, SIZE, size);
+    SET(e, OFFSET, offset);
+    SET(e, HANDLE, handle);
+}
+
+static void cmt__rec_cuMemUnmap(struct cmt_event *e, int ok, CUdeviceptr ptr, size_t size)
+{
+    SET(e, PTR, ptr);
+    SET(e, SIZE, size);
+}
+
+static void cmt__rec_cuMemAddressReserve(struct cmt_event *e, int ok, CUdeviceptr *ptr, size_t size,
+                                         size_t alignment, CUdeviceptr addr,
+                                         unsigned long long flags)
+{
+    SET(e, SIZE, size);
+    SET(e, ALIGN, alignment);
+    SET(e, FLAGS, flags);
+    OUT(e, ok, PTR, ptr);
+    (void)addr;
+}
+
+#define cmt__rec_cuMemAddressFree cmt__rec_cuMemUnmap
+
+static void cmt__rec_cuMemSetAccess(struct cmt_event *e, int ok, CUdeviceptr ptr, size_t size,
+                                    const CUmemAccessDesc *desc, size_t count)
+{
+    SET(e, PTR, ptr);
+    SET(e, SIZE, size);
+    SET(e, COUNT, count);
+    if (desc && count > 0 && desc[0].location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        e->dev = desc[0].location.id;
+}
+
+static void cmt__rec_cuMemRetainAllocationHandle(struct cmt_event *e, int ok,
+                                                 CUmemGenericAllocationHandle *handle, void *addr)
+{
+    SET(e, PTR, (uintptr_t)addr);
+    OUT(e, ok, HANDLE, handle);
+}
+
+static void cmt__rec_cuMemImportFromShareableHandle(struct cmt_event *e, int ok,
+                                                    CUmemGenericAllocationHandle *handle,
+                                                    void *os_handle, CUmemAllocationHandleType type)
+{
+    SET(e, FLAGS, type);
+    OUT(e, ok, HANDLE, handle);
+    (void)os_handle;
+}
+
+static void cmt__rec_cuMemExportToShareableHandle(struct cmt_event *e, int ok, void *shareable,
+                                                  CUmemGenericAllocationHandle handle,
+                                                  CUmemAllocationHandleType type,
+                                                  unsigned long long flags)
+{
+    SET(e, HANDLE, handle);
+    SET(e, FLAGS, type);
+    (void)shareable;
+}
+
+static void cmt__rec_cuIpcOpenMemHandle_v2(struct cmt_event *e, int ok, CUdeviceptr *pdptr,
+                                           CUipcMemHandle handle, unsigned int flags)
+{
+    SET(e, FLAGS, flags);
+    OUT(e, ok, PTR, pdptr);
+}
+
+static void cmt__rec_cuIpcCloseMemHandle(struct cmt_event *e, int ok, CUdeviceptr dptr)
+{
+    SET(e, PTR, dptr);
+}
+
+static void cmt__rec_cuMemAllocHost_v2(struct cmt_event *e, int ok, void **pp, size_t bytesize)
+{
+    SET(e, SIZE, bytesize);
+    if (ok && pp)
+        SET(e, PTR, (uintptr_t)*pp);
+}
+
+static void cmt__rec_cuMemHostAlloc(struct cmt_event *e, int ok, void **pp, size_t bytesize,
+                                    unsigned int flags)
+{
+    cmt__rec_cuMemAllocHost_v2(e, ok, pp, bytesize);
+    SET(e, FLAGS, flags);
+}
+
+static void cmt__rec_cuMemFreeHost(struct cmt_event *e, int ok, void *p)
+{
+    SET(e, PTR, (uintptr_t)p);
+}
+
+static void rec_ctx_create(struct cmt_event *e, int ok, CUcontext *pctx, unsigned int flags,
+                           CUdevice dev)
+{
+    e->dev = dev;
+    SET(e, FLAGS, flags);
+    if (ok && pctx)
+        SET(e, CTX, (uintptr_t)*pctx);
+}
+
+static void cmt__rec_cuCtxCreate_v2(struct cmt_event *e, int ok, CUcontext *pctx,
+                                    unsigned int flags, CUdevice dev)
+{
+    rec_ctx_create(e, ok, pctx, flags, dev);
+}
+
+static void cmt__rec_cuCtxCreate_v3(struct cmt_event *e, int ok, CUcontext *pctx,
+                                    CUexecAffinityParam *params, int n, unsigned int flags,
+                                    CUdevice dev)
+{
+    rec_ctx_create(e, ok, pctx, flags, dev);
+}
+
+static void cmt__rec_cuCtxCreate_v4(struct cmt_event *e, int ok, CUcontext *pctx,
+                                    CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+    rec_ctx_create(e, ok, pctx, flags, dev);
+}
+
+static void cmt__rec_cuCtxDestroy_v2(struct cmt_event *e, int ok, CUcontext ctx)
+{
+    SET(e, CTX, (uintptr_t)ctx);
+}
+
+static void cmt__rec_cuDevicePrimaryCtxRetain(struct cmt_event *e, int ok, CUcontext *pctx,
+                                              CUdevice dev)
+{
+    rec_ctx_create(e, ok, pctx, 0, dev);
+    e->fields &= ~CMT_F(FLAGS);
+}
+
+static void cmt__rec_cuDevicePrimaryCtxRelease_v2(struct cmt_event *e, int ok, CUdevice dev)
+{
+    e->dev = dev;
+}
+
+#define cmt__rec_cuDevicePrimaryCtxReset_v2 cmt__rec_cuDevicePrimaryCtxRelease_v2
+
+/* ---- the wrappers ---- */
+
+#define X(name, op, params, args)                                                  \
+    CMT_EXPORT CUresult name params                                                \
+    {                                                                              \
+        if (!cmt__resolve() || !cmt__real.name)                                    \
+            return CUDA_ERROR_NOT_INITIALIZED;                                     \
+        struct cmt__call c;                                                        \
+        if (!cmt__begin(&c, CMT__API_##name))                                      \
+            return cmt__real.name args;                                            \
+        CUresult rc = cmt__real.name args;                                         \
+        c.errno_saved = errno;                                                     \
+        cmt__rec_##name CMT__PREPEND_EVENT(rc, args);                              \
+        cmt__finish(&c, rc);                                                       \
+        return rc;                                                                 \
+    }
+#define XP(name, op, params, args) /* hand-written in getproc.c */
+#define CMT__PREPEND_EVENT(rc, args) (&c.ev, (rc) == CUDA_SUCCESS CMT__COMMA_ARGS args)
+#define CMT__COMMA_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
+#include "calls.def"
+#undef X
+#undef XP
+
+/* ---- the tables ---- */
+
+const char *const cmt__api_name[CMT__API_COUNT] = {
+#define X(name, op, params, args) [CMT__API_##name] = #name,
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+};
+
+const uint8_t cmt__api_op[CMT__API_COUNT] = {
+#define X(name, op, params, args) [CMT__API_##name] = CMT_OP_##op,
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+};
+
+void *const cmt__api_wrapper[CMT__API_COUNT] = {
+#define X(name, op, params, args) [CMT__API_##name] = (void *)name,
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+};

@@ -1,0 +1,428 @@
+/* writer_thread.c — the background writer: rings → seq order → format writer → file.
+ *
+ * It owns every slow thing: opening the file, process metadata, module maps, compression,
+ * write(). It wakes when kicked (a ring half full, an OOM, a signal, exit) or every 10 ms,
+ * and writes a chunk at least every CUMEMTRACE_FLUSH_MS. */
+#include <dirent.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "recorder.h"
+#include "cmt_error.h"
+#include "writer.h"
+
+extern char **environ;
+
+struct batch {
+    struct cmt__entry *items;
+    size_t len, cap;
+};
+
+/* The writer thread's own state; reset for each trace (a forked child starts afresh). */
+static struct {
+    cmt_writer *w;
+    struct batch batch;
+    uint32_t nodes_written;
+    uint32_t notes_written;
+    uint32_t *tids;
+    size_t ntids, tid_cap;
+    uint64_t modules_adds;
+    uint32_t module_count;
+    uintptr_t *module_bases;
+    size_t module_cap;
+    uint64_t emitted; /* entries with seq below this are in the writer */
+    uint64_t last_flush_ns;
+    int signal_written;
+} ws;
+
+static int fail(const char *what)
+{
+    dprintf(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
+    atomic_store(&cmt__rec.state, CMT__OFF);
+    return -1;
+}
+
+static void expand_output(char *out, size_t size)
+{
+    size_t o = 0;
+    for (const char *p = cmt__cfg.output; *p && o + 1 < size; p++) {
+        if (p[0] == '%' && p[1] == 'p') {
+            o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
+            p++;
+        } else if (p[0] == '%' && p[1] == '%') {
+            out[o++] = '%';
+            p++;
+        } else {
+            out[o++] = *p;
+        }
+    }
+    out[o < size ? o : size - 1] = 0;
+}
+
+static int open_trace(char *path, size_t size)
+{
+    expand_output(path, size);
+    cmt__rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (cmt__rec.fd < 0) {
+        char msg[PATH_MAX + 64];
+        snprintf(msg, sizeof msg, "cannot write %s: %m", path);
+        return fail(msg);
+    }
+    if (cmt__cfg.manifest[0]) { /* tell `cumemtrace record` which traces were written */
+        int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (m >= 0) {
+            dprintf(m, "%s\n", path);
+            close(m);
+        }
+    }
+    return 0;
+}
+
+static size_t read_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    n = n < 0 ? 0 : n;
+    buf[n] = 0;
+    return (size_t)n;
+}
+
+static int write_process(void)
+{
+    static char cmdline[65536];
+    static const char *argv[1024];
+    char host[256] = "", exe[PATH_MAX] = "";
+    gethostname(host, sizeof host - 1);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    size_t len = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+    uint32_t argc = 0;
+    for (size_t i = 0; i < len && argc < 1024; i += strlen(cmdline + i) + 1)
+        argv[argc++] = cmdline + i;
+    int version = 0;
+    if (cmt__real.cuDriverGetVersion)
+        cmt__real.cuDriverGetVersion(&version);
+    struct cmt_process p = {.pid = (uint64_t)getpid(), .ppid = (uint64_t)getppid(),
+                            .start_wall_ns = cmt__rec.start_wall_ns,
+                            .start_mono_ns = cmt__rec.start_mono_ns,
+                            .driver_version = (uint64_t)version, .hostname = host, .exe = exe,
+                            .argc = argc, .argv = argv};
+    int rc = cmt_writer_process(ws.w, &p);
+    for (char **e = environ; !rc && e && *e; e++) {
+        if (strncmp(*e, "CUDA_", 5) && strncmp(*e, "PYTORCH_", 8) && strncmp(*e, "CUMEMTRACE_", 11))
+            continue;
+        char name[256];
+        const char *eq = strchr(*e, '=');
+        if (!eq || (size_t)(eq - *e) >= sizeof name)
+            continue;
+        memcpy(name, *e, (size_t)(eq - *e));
+        name[eq - *e] = 0;
+        rc = cmt_writer_env(ws.w, name, eq + 1);
+    }
+    for (uint32_t id = 1; !rc && id < CMT__API_COUNT; id++)
+        rc = cmt_writer_api(ws.w, &(struct cmt_api){id, cmt__api_op[id], cmt__api_name[id]});
+    return rc;
+}
+
+/* ---- modules ---- */
+
+static const uint8_t *build_id(struct dl_phdr_info *info, uint32_t *len)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+        while (p + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+            const uint8_t *name = p + sizeof *nh;
+            const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+                *len = nh->n_descsz;
+                return desc;
+            }
+            p = desc + ((nh->n_descsz + 3) & ~3u);
+        }
+    }
+    *len = 0;
+    return NULL;
+}
+
+static int known_module(uintptr_t base)
+{
+    for (size_t i = 0; i < ws.module_count; i++)
+        if (ws.module_bases[i] == base)
+            return 1;
+    return 0;
+}
+
+static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    const char *path = info->dlpi_name;
+    char exe[PATH_MAX];
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        lo = a < lo ? a : lo;
+        hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+    }
+    if (hi == 0 || known_module(lo))
+        return 0;
+    if (!path || !*path) { /* the main program */
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = 0;
+        path = exe;
+    }
+    if (ws.module_count == ws.module_cap) {
+        size_t cap = ws.module_cap ? ws.module_cap * 2 : 64;
+        uintptr_t *b = realloc(ws.module_bases, cap * sizeof *b);
+        if (!b)
+            return 1;
+        ws.module_bases = b;
+        ws.module_cap = cap;
+    }
+    ws.module_bases[ws.module_count++] = lo;
+    struct cmt_module m = {.id = ws.module_count, .path = path, .base = lo, .size = hi - lo};
+    m.build_id = build_id(info, &m.build_id_len);
+    *(int *)data |= cmt_writer_module(ws.w, &m);
+    return 0;
+}
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    *(uint64_t *)data = info->dlpi_adds;
+    return 1;
+}
+
+static int scan_modules(void)
+{
+    uint64_t adds = 0;
+    dl_iterate_phdr(adds_cb, &adds);
+    if (adds == ws.modules_adds && ws.module_count)
+        return 0;
+    ws.modules_adds = adds;
+    int rc = 0;
+    dl_iterate_phdr(module_cb, &rc);
+    return rc;
+}
+
+/* ---- draining ---- */
+
+static int by_seq(const void *a, const void *b)
+{
+    const struct cmt__entry *x = a, *y = b;
+    if (x->ev.seq != y->ev.seq)
+        return x->ev.seq < y->ev.seq ? -1 : 1;
+    return (int)x->kind - (int)y->kind;
+}
+
+static int batch_add(const struct cmt__entry *e)
+{
+    if (ws.batch.len == ws.batch.cap) {
+        size_t cap = ws.batch.cap ? ws.batch.cap * 2 : 4096;
+        struct cmt__entry *p = realloc(ws.batch.items, cap * sizeof *p);
+        if (!p)
+            return -1;
+        ws.batch.items = p;
+        ws.batch.cap = cap;
+    }
+    ws.batch.items[ws.batch.len++] = *e;
+    return 0;
+}
+
+static int emit_thread(uint32_t tid)
+{
+    for (size_t i = 0; i < ws.ntids; i++)
+        if (ws.tids[i] == tid)
+            return 0;
+    if (ws.ntids == ws.tid_cap) {
+        size_t cap = ws.tid_cap ? ws.tid_cap * 2 : 64;
+        uint32_t *p = realloc(ws.tids, cap * sizeof *p);
+        if (!p)
+            return -1;
+        ws.tids = p;
+        ws.tid_cap = cap;
+    }
+    ws.tids[ws.ntids++] = tid;
+    char path[64], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+    size_t n = read_file(path, name, sizeof name);
+    if (n && name[n - 1] == '\n')
+        name[n - 1] = 0;
+    return cmt_writer_thread(ws.w, &(struct cmt_thread){tid, name});
+}
+
+static int emit_entry(const struct cmt__entry *e)
+{
+    const struct cmt_event *ev = &e->ev;
+    switch (e->kind) {
+    case CMT__ENTRY_DEVICE: {
+        const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
+        return cmt_writer_device(ws.w, &(struct cmt_device){ev->dev, d->name, d->total, d->free,
+                                                             ev->t_ns});
+    }
+    case CMT__ENTRY_BASELINE:
+    case CMT__ENTRY_OOM:
+        return cmt_writer_meminfo(
+            ws.w, &(struct cmt_meminfo){ev->t_ns, ev->dev,
+                                        e->kind == CMT__ENTRY_OOM ? CMT_MEMINFO_OOM
+                                                                  : CMT_MEMINFO_BASELINE,
+                                        ev->v[CMT_FIELD_FREE], ev->v[CMT_FIELD_TOTAL], ev->seq});
+    default:
+        return emit_thread(ev->tid) ? -1 : cmt_writer_event(ws.w, ev);
+    }
+}
+
+static int emit_tables(void)
+{
+    int rc = 0;
+    uint32_t n = __atomic_load_n(&cmt__note_count, __ATOMIC_ACQUIRE);
+    while (!rc && ws.notes_written < n && ws.notes_written < CMT__MAX_NOTES) {
+        struct cmt__note *note = &cmt__notes[ws.notes_written];
+        if (!__atomic_load_n(&note->key, __ATOMIC_ACQUIRE))
+            break; /* still being written */
+        rc = cmt_writer_note(ws.w, &(struct cmt_note){(uint32_t)note->level, note->text});
+        ws.notes_written++;
+    }
+    uint32_t nodes = cmt__stack_node_count();
+    for (uint32_t id = ws.nodes_written + 1; !rc && id <= nodes; id++) {
+        struct cmt_stack_node node = {.id = id};
+        if (cmt__stack_node_get(id, &node.parent, &node.ip) == 0)
+            rc = cmt_writer_stack_node(ws.w, &node);
+        ws.nodes_written = id;
+    }
+    return rc ? rc : scan_modules();
+}
+
+/* Moves queued entries into the batch and writes those that no thread can precede any more
+ * (all of them when `all`). @return 0 or a writer error. */
+static int drain(int all)
+{
+    uint64_t bound = atomic_load(&cmt__rec.seq);
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
+        uint64_t p = atomic_load(&t->pending);
+        if (p < bound)
+            bound = p;
+    }
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
+        uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
+        uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+        for (; tail < head; tail++)
+            if (batch_add(&t->ring[tail & (CMT__RING_SIZE - 1)]))
+                return CMT_ENOMEM;
+        atomic_store_explicit(&t->tail, head, memory_order_release);
+    }
+    if (ws.batch.len == 0)
+        return 0;
+    qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
+    int rc = emit_tables();
+    size_t i = 0;
+    for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].ev.seq < bound); i++)
+        rc = emit_entry(&ws.batch.items[i]);
+    if (i > 0 && ws.batch.items[i - 1].ev.seq + 1 > ws.emitted)
+        ws.emitted = ws.batch.items[i - 1].ev.seq + 1;
+    if (!all && bound > ws.emitted)
+        ws.emitted = bound;
+    memmove(ws.batch.items, ws.batch.items + i, (ws.batch.len - i) * sizeof *ws.batch.items);
+    ws.batch.len -= i;
+    return rc;
+}
+
+static int flush_to_disk(void)
+{
+    int rc = cmt_writer_flush(ws.w);
+    ws.last_flush_ns = cmt__mono_ns();
+    if (!rc)
+        atomic_store(&cmt__rec.flushed, ws.emitted);
+    return rc;
+}
+
+static int write_signal(void)
+{
+    int signo = atomic_load(&cmt__rec.fatal_signo);
+    if (!signo || ws.signal_written)
+        return 0;
+    ws.signal_written = 1;
+    return cmt_writer_signal(ws.w, &(struct cmt_signal){cmt__mono_ns() - cmt__rec.start_mono_ns,
+                                                         (uint32_t)signo,
+                                                         atomic_load(&cmt__rec.fatal_tid)});
+}
+
+static int finish(void)
+{
+    int rc = drain(1);
+    if (!rc)
+        rc = write_signal();
+    if (!rc && !atomic_load(&cmt__rec.fatal_signo))
+        rc = cmt_writer_end(ws.w, &(struct cmt_end){cmt__mono_ns() - cmt__rec.start_mono_ns,
+                                                     cmt_writer_event_count(ws.w), 0});
+    return rc ? rc : flush_to_disk();
+}
+
+static void wait_for_kick(uint32_t seen, long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    syscall(SYS_futex, &cmt__rec.kick, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+void *cmt__writer_main(void *arg)
+{
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all); /* fatal signals go to the program's threads, never to this one */
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    atomic_store(&cmt__rec.writer_tid, cmt__gettid());
+    free(ws.batch.items);
+    free(ws.tids);
+    free(ws.module_bases);
+    memset(&ws, 0, sizeof ws);
+    char path[PATH_MAX];
+    if (open_trace(path, sizeof path))
+        return NULL;
+    int rc = cmt_writer_create(&ws.w, cmt_fd_sink, &cmt__rec.fd, NULL);
+    if (!rc)
+        rc = write_process();
+    if (!rc)
+        rc = scan_modules();
+    ws.last_flush_ns = cmt__mono_ns();
+    uint64_t flush_ns = (uint64_t)cmt__cfg.flush_ms * 1000000ull;
+    while (!rc && !atomic_load(&cmt__rec.stop)) {
+        uint32_t seen = atomic_load(&cmt__rec.kick);
+        if (atomic_load(&cmt__rec.flush_want) <= atomic_load(&cmt__rec.flushed))
+            wait_for_kick(seen, 10);
+        rc = drain(atomic_load(&cmt__rec.fatal_signo) != 0);
+        if (!rc)
+            rc = write_signal();
+        if (!rc && (cmt__mono_ns() - ws.last_flush_ns >= flush_ns ||
+                    atomic_load(&cmt__rec.flush_want) > atomic_load(&cmt__rec.flushed)))
+            rc = flush_to_disk();
+    }
+    if (!rc && atomic_load(&cmt__rec.stop))
+        rc = finish();
+    if (rc) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "writing the trace failed (%s)", cmt_strerror(rc));
+        fail(msg);
+    }
+    cmt_writer_destroy(ws.w);
+    ws.w = NULL;
+    close(cmt__rec.fd);
+    cmt__rec.fd = -1;
+    return NULL;
+}

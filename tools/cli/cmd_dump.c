@@ -1,0 +1,129 @@
+/* cmd_dump.c — `cumemtrace dump`: every event as one JSON object per line.
+ *
+ * Keys: seq, t_ns, tid, api (exact entry point), op, result (CUresult), dev, then the call's
+ * values under their field names (ptr, size, stream, pool, handle, offset, ...), stack (leaf
+ * node id) and, with --stacks, frames (symbolized, innermost first). --all adds the other
+ * records (device, meminfo, note, signal, end) with a "record" key. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "output.h"
+#include "reader.h"
+
+static const char usage[] =
+    "usage: cumemtrace dump [--stacks] [--all] FILE\n\n"
+    "Prints each recorded call as one JSON object per line.\n\n"
+    "  --stacks   add \"frames\": the call stack, innermost first\n"
+    "  --all      also print device, meminfo, note, signal and end records\n";
+
+static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cmt_event *e,
+                       int stacks)
+{
+    const struct cmt_api *api = cmt_reader_api(r, e->api);
+    cmt__json_object(j, NULL);
+    cmt__json_u64(j, "seq", e->seq);
+    cmt__json_u64(j, "t_ns", e->t_ns);
+    cmt__json_u64(j, "tid", e->tid);
+    if (api)
+        cmt__json_string(j, "api", api->name);
+    else
+        cmt__json_u64(j, "api", e->api);
+    cmt__json_string(j, "op", api && cmt_op_name(api->op) ? cmt_op_name(api->op) : "other");
+    cmt__json_i64(j, "result", e->result);
+    cmt__json_i64(j, "dev", e->dev);
+    for (uint32_t f = 0; f < CMT_NFIELDS; f++)
+        if (e->fields & (UINT32_C(1) << f))
+            cmt__json_u64(j, cmt_field_name(f), e->v[f]);
+    cmt__json_u64(j, "stack", e->stack);
+    if (stacks)
+        cmt__json_stack(j, "frames", r, e->stack);
+    cmt__json_end_object(j);
+    cmt__json_finish(j);
+}
+
+static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
+{
+    cmt__json_object(j, NULL);
+    switch (rec->type) {
+    case CMT_REC_DEVICE:
+        cmt__json_string(j, "record", "device");
+        cmt__json_i64(j, "dev", rec->u.device.dev);
+        cmt__json_string(j, "name", rec->u.device.name);
+        cmt__json_u64(j, "total", rec->u.device.total_bytes);
+        cmt__json_u64(j, "free", rec->u.device.free_bytes);
+        break;
+    case CMT_REC_MEMINFO:
+        cmt__json_string(j, "record", "meminfo");
+        cmt__json_u64(j, "t_ns", rec->u.meminfo.t_ns);
+        cmt__json_i64(j, "dev", rec->u.meminfo.dev);
+        cmt__json_string(j, "reason", rec->u.meminfo.reason == CMT_MEMINFO_OOM ? "oom"
+                                      : rec->u.meminfo.reason == CMT_MEMINFO_EXIT ? "exit"
+                                                                                : "baseline");
+        cmt__json_u64(j, "free", rec->u.meminfo.free_bytes);
+        cmt__json_u64(j, "total", rec->u.meminfo.total_bytes);
+        cmt__json_u64(j, "seq", rec->u.meminfo.seq);
+        break;
+    case CMT_REC_NOTE:
+        cmt__json_string(j, "record", "note");
+        cmt__json_string(j, "text", rec->u.note.text);
+        break;
+    case CMT_REC_SIGNAL:
+        cmt__json_string(j, "record", "signal");
+        cmt__json_u64(j, "t_ns", rec->u.signal.t_ns);
+        cmt__json_u64(j, "signo", rec->u.signal.signo);
+        cmt__json_u64(j, "tid", rec->u.signal.tid);
+        break;
+    case CMT_REC_END:
+        cmt__json_string(j, "record", "end");
+        cmt__json_u64(j, "t_ns", rec->u.end.t_ns);
+        cmt__json_u64(j, "events", rec->u.end.events);
+        break;
+    }
+    cmt__json_end_object(j);
+    cmt__json_finish(j);
+}
+
+int cmt_cmd_dump(int argc, char **argv)
+{
+    int stacks = 0, all = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--stacks")) {
+            stacks = 1;
+        } else if (!strcmp(argv[i], "--all")) {
+            all = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cmt__usage_error("dump", "unknown option '%s' (see --help)", argv[i]);
+        } else if (path) {
+            return cmt__usage_error("dump", "one FILE expected (see --help)");
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return cmt__usage_error("dump", "no FILE given (see --help)");
+    cmt_reader *r;
+    if (cmt__open_trace("dump", path, &r))
+        return 1;
+    if (stacks)
+        cmt_reader_preload(r); /* symbols are stored at the end */
+    struct cmt__json j;
+    struct cmt_record rec;
+    int rc;
+    while ((rc = cmt_reader_next(r, &rec)) > 0) {
+        cmt__json_init(&j, stdout); /* one document per line */
+        if (rec.type == CMT_REC_EVENT)
+            dump_event(&j, r, &rec.u.event, stacks);
+        else if (all && (rec.type == CMT_REC_DEVICE || rec.type == CMT_REC_MEMINFO ||
+                         rec.type == CMT_REC_NOTE || rec.type == CMT_REC_SIGNAL ||
+                         rec.type == CMT_REC_END))
+            dump_other(&j, &rec);
+    }
+    cmt__warn_damage("dump", path, r, rc);
+    cmt_reader_close(r);
+    return rc < 0 ? 1 : 0;
+}
