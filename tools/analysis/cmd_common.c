@@ -1,0 +1,66 @@
+/* cmd_common.c — the shared replay pass of the analysis commands. */
+#include "cmd_common.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "output.h"
+#include "timeline.h"
+
+int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int want_oom,
+                  struct cmt_timeline *timeline)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->path = path;
+    p->timeline = timeline;
+    if (cmt__open_trace(cmd, path, &p->reader) != 0)
+        return 1;
+    if (cmt_replay_create(&p->replay, p->reader) != 0 ||
+        (want_oom && cmt_oom_create(&p->oom) != 0)) {
+        fprintf(stderr, "cumemtrace %s: %s: out of memory\n", cmd, path);
+        cmt__pass_close(p);
+        return 1;
+    }
+    struct cmt_replay_step st;
+    int rc;
+    if (!p->oom && !timeline) {
+        rc = cmt_replay_run(p->replay);
+    } else {
+        while ((rc = cmt_replay_next(p->replay, &st)) > 0) {
+            if (p->oom)
+                cmt_oom_observe(p->oom, p->replay, &st);
+            if (timeline)
+                cmt_timeline_observe(timeline, p->replay, &st);
+        }
+    }
+    cmt_replay_finish(p->replay);
+    if (p->oom)
+        cmt_oom_finish(p->oom, p->replay);
+    if (timeline)
+        cmt_timeline_finish(timeline, p->replay);
+    p->damage = rc;
+    cmt__warn_damage(cmd, path, p->reader, rc);
+    return 0;
+}
+
+void cmt__pass_close(struct cmt__pass *p)
+{
+    cmt_oom_destroy(p->oom);
+    cmt_replay_destroy(p->replay);
+    cmt_reader_close(p->reader);
+    memset(p, 0, sizeof *p);
+}
+
+const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size_t size)
+{
+    const struct cmt_replay_device *d = cmt_replay_device(rp, dev);
+    if (dev < 0)
+        snprintf(buf, size, "device ?");
+    else if (d && d->name)
+        snprintf(buf, size, "GPU %d (%s)", dev, d->name);
+    else
+        snprintf(buf, size, "GPU %d", dev);
+    return buf;
+}

@@ -1,0 +1,164 @@
+/* cmd_oom.c — `cumemtrace oom [--json] FILE`. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_common.h"
+#include "output.h"
+
+static const char usage[] =
+    "usage: cumemtrace oom [--json] FILE\n"
+    "\n"
+    "Explains every out-of-memory failure in a trace: the request, the API, the device and its\n"
+    "free/total memory, what this process and others held, a verdict (over_capacity,\n"
+    "fragmentation, held_by_others, exhausted_by_process), retries with the frees between them,\n"
+    "and the call sites that held the memory. docs/analysis.md defines every figure.\n"
+    "\n"
+    "  --json      one JSON object: {\"episodes\": [...]} (keys are a stable contract)\n"
+    "  -h, --help  this help\n";
+
+static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e)
+{
+    cmt__json_object(j, NULL);
+    cmt__json_u64(j, "request_bytes", e->request_bytes);
+    cmt__json_string(j, "api", e->api);
+    cmt__json_i64(j, "dev", e->dev);
+    cmt__json_u64(j, "t_ns", e->t_ns);
+    cmt__json_u64(j, "seq", e->seq);
+    cmt__json_u64(j, "tid", e->tid);
+    cmt__json_u64(j, "attempts", e->attempts);
+    cmt__json_u64(j, "frees_between", e->frees_between);
+    cmt__json_u64(j, "released_bytes", e->released_bytes);
+    cmt__json_bool(j, "fatal", e->fatal);
+    cmt__json_u64(j, "free_bytes", e->free_bytes);
+    cmt__json_u64(j, "total_bytes", e->total_bytes);
+    cmt__json_bool(j, "free_measured", e->have_meminfo);
+    cmt__json_u64(j, "process_bytes", e->process_bytes);
+    cmt__json_u64(j, "pool_retained_bytes", e->pool_retained_bytes);
+    cmt__json_u64(j, "others_bytes", e->others_bytes);
+    cmt__json_u64(j, "shortfall_bytes", e->shortfall_bytes);
+    cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
+    cmt__json_array(j, "hints");
+    if (e->hint_retention)
+        cmt__json_string(j, NULL, "caching_allocator_retention");
+    if (e->hint_leak)
+        cmt__json_string(j, NULL, "leak");
+    cmt__json_end_array(j);
+    cmt__json_object(j, "fragmentation");
+    cmt__json_u64(j, "hole_bytes", e->frag.hole_bytes);
+    cmt__json_u64(j, "largest_hole_bytes", e->frag.largest_hole);
+    cmt__json_double(j, "hole_fragmentation", e->frag.hole_fragmentation);
+    cmt__json_u64(j, "granularity_waste_bytes", e->frag.waste_bytes);
+    cmt__json_end_object(j);
+    cmt__json_stack(j, "stack", r, e->stack);
+    cmt__json_array(j, "holders");
+    for (uint32_t i = 0; i < e->holder_count; i++) {
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "bytes", e->holders[i].bytes);
+        cmt__json_u64(j, "count", e->holders[i].count);
+        cmt__json_stack(j, "stack", r, e->holders[i].stack);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}
+
+static void print_frame(void *ctx, const char *frame)
+{
+    int *n = ctx;
+    printf("      #%-2d %s\n", (*n)++, frame);
+}
+
+static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episode *e, uint32_t i)
+{
+    char a[32], b[32], c[32], dev[160], sentence[512], top[512];
+    const cmt_reader *r = p->reader;
+    cmt__device_label(p->replay, e->dev, dev, sizeof dev);
+    cmt_oom_sentence(e, sentence, sizeof sentence);
+    printf("%s: out of memory #%u: %s of %s on %s failed: %s.\n", p->path, i + 1, e->api,
+           cmt__bytes(e->request_bytes, a), dev, sentence);
+    const char *thread = cmt_reader_thread_name(r, e->tid);
+    printf("  verdict    %s\n", cmt_verdict_name(e->verdict));
+    printf("  request    %s (%" PRIu64 " bytes) at %s, thread %u%s%s%s, seq %" PRIu64 "\n", a,
+           e->request_bytes, cmt__duration(e->t_ns, b), e->tid, thread ? " (" : "",
+           thread ? thread : "", thread ? ")" : "", e->seq);
+    printf("  device     total %s, free %s%s, shortfall %s\n", cmt__bytes(e->total_bytes, a),
+           cmt__bytes(e->free_bytes, b), e->have_meminfo ? "" : " (last sample before the failure)",
+           cmt__bytes(e->shortfall_bytes, c));
+    printf("  held       this process %s (of which pool retention %s), others %s\n",
+           cmt__bytes(e->process_bytes, a), cmt__bytes(e->pool_retained_bytes, b),
+           cmt__bytes(e->others_bytes, c));
+    printf("  attempts   %" PRIu64 ", %" PRIu64 " frees between them released %s; %s\n",
+           e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
+           e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
+    if (e->hint_retention)
+        printf("  hint       memory was released and the request retried: a caching allocator "
+               "held it (try smaller cached segments, e.g. PYTORCH_CUDA_ALLOC_CONF="
+               "max_split_size_mb or expandable_segments:True)\n");
+    if (e->hint_leak)
+        printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
+               cmt__stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
+               cmt__bytes(e->holders[e->hint_leak - 1].bytes, a));
+    if (e->stack) {
+        int n = 0;
+        printf("  failing stack:\n");
+        cmt__stack_frames(r, e->stack, 32, print_frame, &n);
+    }
+    if (e->holder_count)
+        printf("  top holders on %s at the failure:\n", dev);
+    for (uint32_t h = 0; h < e->holder_count; h++)
+        printf("    %10s  %6" PRIu64 " alloc%s  %s\n", cmt__bytes(e->holders[h].bytes, a),
+               e->holders[h].count, e->holders[h].count == 1 ? " " : "s",
+               cmt__stack_top(r, e->holders[h].stack, top, sizeof top));
+}
+
+int cmt_cmd_oom(int argc, char **argv)
+{
+    int json = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (cmt__is(argv[i], "--json", NULL)) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cmt__usage_error("oom", "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return cmt__usage_error("oom", "one trace file expected, got '%s' too", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return cmt__usage_error("oom", "missing trace FILE");
+    struct cmt__pass p;
+    if (cmt__pass_run(&p, "oom", path, 1, NULL) != 0)
+        return 1;
+    uint32_t n = cmt_oom_count(p.oom);
+    if (json) {
+        struct cmt__json j;
+        cmt__json_init(&j, stdout);
+        cmt__json_object(&j, NULL);
+        cmt__json_string(&j, "file", path);
+        cmt__json_array(&j, "episodes");
+        for (uint32_t i = 0; i < n; i++)
+            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i));
+        cmt__json_end_array(&j);
+        cmt__json_end_object(&j);
+        cmt__json_finish(&j);
+    } else if (n == 0) {
+        const struct cmt_replay_totals *t = cmt_replay_totals(p.replay);
+        char a[32];
+        printf("%s: no out-of-memory failures (%" PRIu64 " allocation calls, peak %s).\n", path,
+               t->alloc_calls, cmt__bytes(t->peak_live_bytes, a));
+    } else {
+        for (uint32_t i = 0; i < n; i++) {
+            if (i)
+                putchar('\n');
+            print_episode(&p, cmt_oom_episode(p.oom, i), i);
+        }
+    }
+    cmt__pass_close(&p);
+    return 0;
+}

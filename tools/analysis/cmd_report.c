@@ -1,0 +1,242 @@
+/* cmd_report.c — `cumemtrace report [--json] FILE`. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_common.h"
+#include "output.h"
+#include "sites.h"
+
+static const char usage[] =
+    "usage: cumemtrace report [--json] FILE\n"
+    "\n"
+    "Summarises a trace: the process, its devices, calls per API, peak device memory per device\n"
+    "and when, the call sites that held the most at the peak, allocations still alive at exit\n"
+    "(leaks) by call site, failures, the size histogram, temporary allocations (freed before the\n"
+    "next allocation) and per-thread totals. docs/analysis.md defines every figure.\n"
+    "\n"
+    "  --json      one JSON object\n"
+    "  -h, --help  this help\n";
+
+#define TOP 10
+
+static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *rp,
+                       enum cmt__rank_by by)
+{
+    struct cmt__ranked top[TOP];
+    size_t n = cmt__rank_sites(rp, by, top, TOP);
+    cmt__json_array(j, key);
+    for (size_t i = 0; i < n; i++) {
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "bytes", top[i].bytes);
+        cmt__json_u64(j, "count", top[i].count);
+        cmt__json_stack(j, "stack", cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void json_report(const struct cmt__pass *p)
+{
+    const cmt_replay *rp = p->replay;
+    const cmt_reader *r = p->reader;
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    const struct cmt_process *proc = cmt_reader_process(r);
+    struct cmt__json j;
+    cmt__json_init(&j, stdout);
+    cmt__json_object(&j, NULL);
+    cmt__json_string(&j, "file", p->path);
+    cmt__json_object(&j, "process");
+    if (proc) {
+        cmt__json_u64(&j, "pid", proc->pid);
+        cmt__json_string(&j, "exe", proc->exe);
+        cmt__json_array(&j, "argv");
+        for (uint32_t i = 0; i < proc->argc; i++)
+            cmt__json_string(&j, NULL, proc->argv[i]);
+        cmt__json_end_array(&j);
+        cmt__json_string(&j, "hostname", proc->hostname);
+        cmt__json_u64(&j, "driver_version", proc->driver_version);
+    }
+    cmt__json_bool(&j, "clean_exit", t->ended);
+    if (t->signaled)
+        cmt__json_u64(&j, "signal", t->signo);
+    cmt__json_bool(&j, "damaged", p->damage < 0);
+    cmt__json_end_object(&j);
+    cmt__json_u64(&j, "events", t->events);
+    cmt__json_u64(&j, "duration_ns", t->last_t_ns);
+    cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
+    cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
+    cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
+    cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
+    cmt__json_array(&j, "devices");
+    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (!d)
+            continue;
+        cmt__json_object(&j, NULL);
+        cmt__json_i64(&j, "dev", d->dev);
+        if (d->name)
+            cmt__json_string(&j, "name", d->name);
+        cmt__json_u64(&j, "total_bytes", d->total_bytes);
+        cmt__json_u64(&j, "peak_live_bytes", d->peak_live_bytes);
+        cmt__json_u64(&j, "peak_t_ns", d->peak_t_ns);
+        cmt__json_u64(&j, "live_bytes_at_end", d->live_bytes);
+        cmt__json_u64(&j, "alloc_calls", d->alloc_calls);
+        cmt__json_u64(&j, "free_calls", d->free_calls);
+        cmt__json_u64(&j, "failures", d->failures);
+        cmt__json_u64(&j, "oom_failures", d->oom_failures);
+        cmt__json_end_object(&j);
+    }
+    cmt__json_end_array(&j);
+    cmt__json_object(&j, "api_calls");
+    for (uint32_t id = 0; id < 65536; id++) {
+        const struct cmt_api *a = cmt_reader_api(r, id);
+        uint64_t n = a ? cmt_replay_api_calls(rp, id) : 0;
+        if (n)
+            cmt__json_u64(&j, a->name, n);
+    }
+    cmt__json_end_object(&j);
+    json_sites(&j, "peak_sites", rp, CMT__AT_PEAK);
+    json_sites(&j, "leaks", rp, CMT__LIVE);
+    cmt__json_object(&j, "failures");
+    cmt__json_u64(&j, "total", t->failures);
+    cmt__json_u64(&j, "out_of_memory", t->oom_failures);
+    cmt__json_u64(&j, "unknown_frees", t->unknown_frees);
+    cmt__json_end_object(&j);
+    cmt__json_array(&j, "size_histogram");
+    for (int b = 0; b < 65; b++) {
+        if (!t->size_histogram[b])
+            continue;
+        cmt__json_object(&j, NULL);
+        cmt__json_u64(&j, "min_bytes", b ? UINT64_C(1) << (b - 1) : 0);
+        cmt__json_u64(&j, "max_bytes", b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1);
+        cmt__json_u64(&j, "count", t->size_histogram[b]);
+        cmt__json_end_object(&j);
+    }
+    cmt__json_end_array(&j);
+    cmt__json_object(&j, "temporary");
+    cmt__json_u64(&j, "count", t->temporary_count);
+    cmt__json_u64(&j, "bytes", t->temporary_bytes);
+    cmt__json_end_object(&j);
+    cmt__json_array(&j, "threads");
+    for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
+        const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
+        const char *name = cmt_reader_thread_name(r, th->tid);
+        cmt__json_object(&j, NULL);
+        cmt__json_u64(&j, "tid", th->tid);
+        if (name)
+            cmt__json_string(&j, "name", name);
+        cmt__json_u64(&j, "alloc_count", th->alloc_count);
+        cmt__json_u64(&j, "alloc_bytes", th->alloc_bytes);
+        cmt__json_u64(&j, "free_count", th->free_count);
+        cmt__json_u64(&j, "freed_bytes", th->freed_bytes);
+        cmt__json_u64(&j, "failures", th->failures);
+        cmt__json_end_object(&j);
+    }
+    cmt__json_end_array(&j);
+    cmt__json_end_object(&j);
+    cmt__json_finish(&j);
+}
+
+static void text_sites(const cmt_replay *rp, const char *title, enum cmt__rank_by by)
+{
+    struct cmt__ranked top[TOP];
+    char a[32], frame[512];
+    size_t n = cmt__rank_sites(rp, by, top, TOP);
+    if (!n)
+        return;
+    printf("\n%s\n", title);
+    for (size_t i = 0; i < n; i++)
+        printf("  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
+               top[i].count == 1 ? " " : "s",
+               cmt__stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
+                              frame, sizeof frame));
+}
+
+static void text_report(const struct cmt__pass *p)
+{
+    const cmt_replay *rp = p->replay;
+    const cmt_reader *r = p->reader;
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    const struct cmt_process *proc = cmt_reader_process(r);
+    char a[32], b[32], c[32], label[160];
+    printf("%s: peak %s of device memory at %s", p->path, cmt__bytes(t->peak_live_bytes, a),
+           cmt__duration(t->peak_t_ns, b));
+    printf(", %s still allocated at the end\n", cmt__bytes(t->live_bytes, c));
+    if (proc) {
+        printf("process    pid %" PRIu64 " on %s:", proc->pid, proc->hostname);
+        for (uint32_t i = 0; i < proc->argc && i < 16; i++)
+            printf(" %s", proc->argv[i]);
+        printf("\n");
+    }
+    printf("exit       %s\n", t->ended ? "clean" : t->signaled ? "killed by a signal"
+                                                   : "no end marker (crashed or killed)");
+    printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
+    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (!d || (!d->alloc_calls && !d->total_bytes))
+            continue;
+        printf("%-10s %s: peak %s at %s of %s, %" PRIu64 " allocations, %" PRIu64 " failed\n",
+               "device", cmt__device_label(rp, d->dev, label, sizeof label),
+               cmt__bytes(d->peak_live_bytes, a), cmt__duration(d->peak_t_ns, b),
+               cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
+    }
+    printf("\ncalls by API\n");
+    for (uint32_t id = 0; id < 65536; id++) {
+        const struct cmt_api *api = cmt_reader_api(r, id);
+        uint64_t n = api ? cmt_replay_api_calls(rp, id) : 0;
+        if (n)
+            printf("  %10" PRIu64 "  %s\n", n, api->name);
+    }
+    text_sites(rp, "top call sites at the peak", CMT__AT_PEAK);
+    text_sites(rp, "still allocated at the end (leaks), by call site", CMT__LIVE);
+    printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64 "), frees of unknown pointers %"
+           PRIu64 "\n", t->failures, t->oom_failures, t->unknown_frees);
+    printf("temporary  %" PRIu64 " allocations (%s) freed before the next allocation\n",
+           t->temporary_count, cmt__bytes(t->temporary_bytes, a));
+    printf("\nsizes\n");
+    for (int k = 0; k < 65; k++)
+        if (t->size_histogram[k])
+            printf("  %10s .. %-10s %10" PRIu64 "\n", cmt__bytes(k ? UINT64_C(1) << (k - 1) : 0, a),
+                   cmt__bytes(k == 0 ? 0 : k == 64 ? UINT64_MAX : (UINT64_C(1) << k) - 1, b),
+                   t->size_histogram[k]);
+    printf("\nthreads\n");
+    for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
+        const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
+        const char *name = cmt_reader_thread_name(r, th->tid);
+        printf("  %-8u %-16s %8" PRIu64 " allocs %10s, %8" PRIu64 " frees, %" PRIu64 " failed\n",
+               th->tid, name ? name : "", th->alloc_count, cmt__bytes(th->alloc_bytes, a),
+               th->free_count, th->failures);
+    }
+}
+
+int cmt_cmd_report(int argc, char **argv)
+{
+    int json = 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (cmt__is(argv[i], "--json", NULL)) {
+            json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cmt__usage_error("report", "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return cmt__usage_error("report", "one trace file expected, got '%s' too", argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path)
+        return cmt__usage_error("report", "missing trace FILE");
+    struct cmt__pass p;
+    if (cmt__pass_run(&p, "report", path, 0, NULL) != 0)
+        return 1;
+    if (json)
+        json_report(&p);
+    else
+        text_report(&p);
+    cmt__pass_close(&p);
+    return 0;
+}

@@ -1,0 +1,226 @@
+/* cmd_timeline.c — `cumemtrace timeline [--csv | --json | --svg OUT.svg] [--points N] FILE`. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_common.h"
+#include "output.h"
+#include "timeline.h"
+
+static const char usage[] =
+    "usage: cumemtrace timeline [--csv | --json | --svg OUT.svg] [--points N] FILE\n"
+    "\n"
+    "Device memory of the traced process over time, per device: live bytes by kind, reserved\n"
+    "address space, pool retention, allocation count and fragmentation, with the peak and the\n"
+    "out-of-memory failures marked. Downsampling keeps each bucket's maximum, so the peak is\n"
+    "exact. Without an output option: a short summary with a sparkline.\n"
+    "\n"
+    "  --csv         one row per point (columns in docs/analysis.md)\n"
+    "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
+    "  --svg OUT     write a self-contained SVG chart to OUT\n"
+    "  --points N    at most N points per device (default 60 for the summary, 1000 otherwise)\n"
+    "  -h, --help    this help\n";
+
+enum format { TEXT, CSV, JSON, SVG };
+
+static const int chart_kinds[] = {CMT_KIND_DEVICE, CMT_KIND_PITCHED, CMT_KIND_MANAGED,
+                                  CMT_KIND_ASYNC, CMT_KIND_VMM};
+#define NCHART (sizeof chart_kinds / sizeof *chart_kinds)
+
+static void csv(const struct cmt_timeline *tl)
+{
+    printf("t_ns,dev,live_bytes");
+    for (size_t k = 0; k < NCHART; k++)
+        printf(",%s_bytes", cmt_kind_name(chart_kinds[k]));
+    printf(",host_pinned_bytes,reserved_va_bytes,mapped_bytes,pool_retained_bytes,allocations,"
+           "hole_bytes,largest_hole_bytes,hole_fragmentation,largest_unmapped_bytes,"
+           "granularity_waste_bytes,oom,peak\n");
+    for (uint32_t s = 0; s < tl->device_count; s++) {
+        const struct cmt_timeline_device *d = &tl->devices[s];
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_timeline_point *p = &d->points[i];
+            if (!p->used)
+                continue;
+            printf("%" PRIu64 ",%d,%" PRIu64, p->t_ns, d->dev, p->live_bytes);
+            for (size_t k = 0; k < NCHART; k++)
+                printf(",%" PRIu64, p->kind_bytes[chart_kinds[k]]);
+            printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+                   ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u\n",
+                   p->kind_bytes[CMT_KIND_HOST], p->kind_bytes[CMT_KIND_VA], p->mapped_bytes,
+                   p->kind_bytes[CMT_KIND_POOL], p->allocations, p->hole_bytes, p->largest_hole,
+                   p->hole_fragmentation, p->largest_unmapped, p->waste_bytes, p->oom, p->peak);
+        }
+    }
+}
+
+static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
+{
+    struct cmt__json j;
+    cmt__json_init(&j, stdout);
+    cmt__json_object(&j, NULL);
+    cmt__json_string(&j, "file", pass->path);
+    cmt__json_u64(&j, "bucket_ns", tl->width);
+    cmt__json_array(&j, "devices");
+    for (uint32_t s = 0; s < tl->device_count; s++) {
+        const struct cmt_timeline_device *d = &tl->devices[s];
+        const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
+        if (!rd)
+            continue;
+        cmt__json_object(&j, NULL);
+        cmt__json_i64(&j, "dev", d->dev);
+        cmt__json_u64(&j, "peak_live_bytes", rd->peak_live_bytes);
+        cmt__json_u64(&j, "peak_t_ns", rd->peak_t_ns);
+        cmt__json_array(&j, "points");
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_timeline_point *p = &d->points[i];
+            if (!p->used)
+                continue;
+            cmt__json_object(&j, NULL);
+            cmt__json_u64(&j, "t_ns", p->t_ns);
+            cmt__json_i64(&j, "dev", d->dev);
+            cmt__json_u64(&j, "live_bytes", p->live_bytes);
+            for (size_t k = 0; k < NCHART; k++) {
+                char key[48];
+                snprintf(key, sizeof key, "%s_bytes", cmt_kind_name(chart_kinds[k]));
+                cmt__json_u64(&j, key, p->kind_bytes[chart_kinds[k]]);
+            }
+            cmt__json_u64(&j, "host_pinned_bytes", p->kind_bytes[CMT_KIND_HOST]);
+            cmt__json_u64(&j, "reserved_va_bytes", p->kind_bytes[CMT_KIND_VA]);
+            cmt__json_u64(&j, "mapped_bytes", p->mapped_bytes);
+            cmt__json_u64(&j, "pool_retained_bytes", p->kind_bytes[CMT_KIND_POOL]);
+            cmt__json_u64(&j, "allocations", p->allocations);
+            cmt__json_u64(&j, "hole_bytes", p->hole_bytes);
+            cmt__json_u64(&j, "largest_hole_bytes", p->largest_hole);
+            cmt__json_double(&j, "hole_fragmentation", p->hole_fragmentation);
+            cmt__json_u64(&j, "largest_unmapped_bytes", p->largest_unmapped);
+            cmt__json_u64(&j, "granularity_waste_bytes", p->waste_bytes);
+            cmt__json_u64(&j, "oom", p->oom);
+            cmt__json_bool(&j, "peak", p->peak);
+            cmt__json_end_object(&j);
+        }
+        cmt__json_end_array(&j);
+        cmt__json_end_object(&j);
+    }
+    cmt__json_end_array(&j);
+    cmt__json_array(&j, "oom_episodes");
+    for (uint32_t i = 0; pass->oom && i < cmt_oom_count(pass->oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(pass->oom, i);
+        cmt__json_object(&j, NULL);
+        cmt__json_u64(&j, "t_ns", e->t_ns);
+        cmt__json_i64(&j, "dev", e->dev);
+        cmt__json_u64(&j, "request_bytes", e->request_bytes);
+        cmt__json_string(&j, "verdict", cmt_verdict_name(e->verdict));
+        cmt__json_end_object(&j);
+    }
+    cmt__json_end_array(&j);
+    cmt__json_end_object(&j);
+    cmt__json_finish(&j);
+}
+
+static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
+{
+    static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+    char a[32], b[32], c[32], label[160];
+    int any = 0;
+    for (uint32_t s = 0; s < tl->device_count; s++) {
+        const struct cmt_timeline_device *d = &tl->devices[s];
+        const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
+        if (!rd || (!rd->peak_live_bytes && !rd->alloc_calls))
+            continue;
+        any = 1;
+        printf("%s: peak %s at %s", cmt__device_label(pass->replay, d->dev, label, sizeof label),
+               cmt__bytes(rd->peak_live_bytes, a), cmt__duration(rd->peak_t_ns, b));
+        printf(", at the end %s", cmt__bytes(rd->live_bytes, c));
+        if (rd->oom_failures)
+            printf(", %" PRIu64 " out-of-memory failure%s", rd->oom_failures,
+                   rd->oom_failures == 1 ? "" : "s");
+        printf("\n  ");
+        uint64_t last = 0;
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_timeline_point *p = &d->points[i];
+            uint64_t v = p->used ? p->live_bytes : last;
+            last = v;
+            int level = rd->peak_live_bytes ? (int)(v * 7 / rd->peak_live_bytes) : 0;
+            fputs(p->oom ? "!" : bars[level > 7 ? 7 : level], stdout);
+        }
+        printf("  0 .. %s\n", cmt__duration(tl->width * tl->max_points, a));
+        struct cmt_fragmentation f;
+        if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
+            printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "
+                   "waste %s, pool retention %s\n",
+                   cmt__bytes(f.hole_bytes, a), cmt__bytes(f.largest_hole, b),
+                   f.hole_fragmentation, cmt__bytes(f.waste_bytes, c),
+                   cmt__bytes(f.pool_retained_bytes, label));
+    }
+    if (!any)
+        printf("%s: no device memory was allocated.\n", pass->path);
+}
+
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
+
+int cmt_cmd_timeline(int argc, char **argv)
+{
+    enum format fmt = TEXT;
+    const char *path = NULL, *svg_path = NULL;
+    long points = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (cmt__is(arg, "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (cmt__is(arg, "--csv", NULL)) {
+            fmt = CSV;
+        } else if (cmt__is(arg, "--json", NULL)) {
+            fmt = JSON;
+        } else if (cmt__is(arg, "--svg", NULL)) {
+            if (++i >= argc)
+                return cmt__usage_error("timeline", "--svg needs an output file");
+            fmt = SVG;
+            svg_path = argv[i];
+        } else if (cmt__is(arg, "--points", NULL)) {
+            char *end;
+            if (++i >= argc)
+                return cmt__usage_error("timeline", "--points needs a number");
+            points = strtol(argv[i], &end, 10);
+            if (*end || points < 2 || points > 1000000)
+                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'",
+                                        argv[i]);
+        } else if (arg[0] == '-' && arg[1]) {
+            return cmt__usage_error("timeline", "unknown option '%s'", arg);
+        } else if (path) {
+            return cmt__usage_error("timeline", "one trace file expected, got '%s' too", arg);
+        } else {
+            path = arg;
+        }
+    }
+    if (!path)
+        return cmt__usage_error("timeline", "missing trace FILE");
+    struct cmt_timeline tl;
+    cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
+    struct cmt__pass p;
+    if (cmt__pass_run(&p, "timeline", path, 1, &tl) != 0) {
+        cmt_timeline_free(&tl);
+        return 1;
+    }
+    int rc = 0;
+    if (fmt == CSV) {
+        csv(&tl);
+    } else if (fmt == JSON) {
+        json(&p, &tl);
+    } else if (fmt == SVG) {
+        FILE *f = fopen(svg_path, "w");
+        int bad = !f || cmt__timeline_svg(f, &p, &tl) != 0;
+        if ((f && fclose(f) != 0) || bad) {
+            fprintf(stderr, "cumemtrace timeline: %s: cannot write the chart\n", svg_path);
+            rc = 1;
+        } else {
+            printf("%s: wrote %s\n", path, svg_path);
+        }
+    } else {
+        text(&p, &tl);
+    }
+    cmt__pass_close(&p);
+    cmt_timeline_free(&tl);
+    return rc;
+}

@@ -1,0 +1,167 @@
+/* frag.c — fragmentation measures of a device's live set (docs/analysis.md). */
+#include <stdlib.h>
+
+#include "cmt_error.h"
+#include "replay_internal.h"
+
+struct range {
+    uint64_t addr, size;
+};
+
+static int by_addr(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct ranges {
+    struct range *v;
+    size_t n, cap;
+    int failed;
+};
+
+static void push(struct ranges *r, uint64_t addr, uint64_t size)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 256;
+        struct range *v = realloc(r->v, cap * sizeof *v);
+        if (!v) {
+            r->failed = 1;
+            return;
+        }
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = (struct range){addr, size};
+}
+
+/* Holes between allocations in address order. A gap wider than the device itself is a jump
+ * between address regions, not memory an allocation could have used: it is not a hole. */
+static void holes(struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
+{
+    qsort(a->v, a->n, sizeof *a->v, by_addr);
+    uint64_t end = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        if (i && a->v[i].addr > end) {
+            uint64_t gap = a->v[i].addr - end;
+            if (gap <= limit) {
+                f->hole_bytes += gap;
+                if (gap > f->largest_hole)
+                    f->largest_hole = gap;
+            }
+        }
+        uint64_t e = a->v[i].addr + a->v[i].size;
+        if (i == 0 || e > end)
+            end = e;
+    }
+    f->hole_fragmentation = f->hole_bytes ? 1.0 - (double)f->largest_hole / (double)f->hole_bytes : 0;
+}
+
+/* Mapped bytes and the largest unmapped extent inside reservations. */
+static void reservations(struct ranges *va, struct ranges *maps, struct cmt_fragmentation *f)
+{
+    qsort(va->v, va->n, sizeof *va->v, by_addr);
+    qsort(maps->v, maps->n, sizeof *maps->v, by_addr);
+    size_t m = 0;
+    for (size_t i = 0; i < va->n; i++) {
+        uint64_t lo = va->v[i].addr, hi = lo + va->v[i].size, at = lo;
+        f->reserved_va_bytes += va->v[i].size;
+        while (m < maps->n && maps->v[m].addr < lo)
+            m++;
+        for (; m < maps->n && maps->v[m].addr < hi; m++) {
+            uint64_t s = maps->v[m].addr, e = s + maps->v[m].size;
+            if (e > hi)
+                e = hi;
+            if (s > at && s - at > f->largest_unmapped)
+                f->largest_unmapped = s - at;
+            if (e > at) {
+                f->mapped_in_va_bytes += e - (s > at ? s : at);
+                at = e;
+            }
+        }
+        if (hi > at && hi - at > f->largest_unmapped)
+            f->largest_unmapped = hi - at;
+    }
+}
+
+static int is_hole_kind(int kind)
+{
+    /* managed memory lives in its own address range: it would show up as one huge gap */
+    return kind == CMT_KIND_DEVICE || kind == CMT_KIND_PITCHED || kind == CMT_KIND_ASYNC;
+}
+
+struct collect {
+    int32_t dev;
+    uint64_t max_tick; /* only objects born at or before this replay tick */
+    struct ranges allocs, va, maps;
+};
+
+static void collect_one(struct collect *c, int kind, int32_t dev, uint64_t addr, uint64_t size,
+                        uint64_t tick)
+{
+    if (tick > c->max_tick)
+        return;
+    if (kind == CMT_KIND_MAPPING) {
+        push(&c->maps, addr, size); /* mappings of every device: a reservation names none */
+        return;
+    }
+    if (dev != c->dev)
+        return;
+    if (is_hole_kind(kind))
+        push(&c->allocs, addr, size);
+    else if (kind == CMT_KIND_VA)
+        push(&c->va, addr, size);
+}
+
+static void visit(const struct cmt__map *m, struct collect *c)
+{
+    for (size_t i = 0; m->slots && i <= m->mask; i++) {
+        const struct cmt__entry *e = &m->slots[i];
+        if (e->kind)
+            collect_one(c, e->kind - 1, e->dev, e->key, e->size, e->seq);
+    }
+}
+
+static int measure(const cmt_replay *rp, int32_t dev, uint64_t max_tick, int with_log,
+                   const struct cmt_replay_device *d, struct cmt_fragmentation *out)
+{
+    *out = (struct cmt_fragmentation){0};
+    struct collect c = {.dev = dev, .max_tick = max_tick};
+    visit(&rp->allocs, &c);
+    visit(&rp->vas, &c);
+    visit(&rp->mappings, &c);
+    for (size_t i = 0; with_log && i < rp->log_count; i++) {
+        const struct cmt__logged *l = &rp->log[i];
+        collect_one(&c, l->kind - 1, l->dev, l->addr, l->size, 0);
+    }
+    int rc = 0;
+    if (c.allocs.failed || c.va.failed || c.maps.failed) {
+        rc = CMT_ENOMEM;
+    } else {
+        uint64_t limit = d && d->total_bytes ? d->total_bytes : UINT64_C(1) << 40;
+        holes(&c.allocs, limit, out);
+        reservations(&c.va, &c.maps, out);
+        if (d) {
+            out->waste_bytes = d->waste_bytes;
+            out->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
+        }
+    }
+    free(c.allocs.v);
+    free(c.va.v);
+    free(c.maps.v);
+    return rc;
+}
+
+int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out)
+{
+    return measure(rp, dev, UINT64_MAX, 0, cmt_replay_device(rp, dev), out);
+}
+
+int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out)
+{
+    const struct cmt_replay_device *d = NULL;
+    uint32_t slot = (uint32_t)(dev + 1);
+    if (dev >= -1 && slot < rp->peak_device_count)
+        d = &rp->peak_devices[slot];
+    return measure(rp, dev, rp->peak_tick, 1, d, out);
+}

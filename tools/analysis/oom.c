@@ -1,0 +1,235 @@
+/* oom.c — out-of-memory episodes from a replay (see oom.h). */
+#include "oom.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "output.h"
+
+#define MAX_EPISODES 100000 /* a hostile trace must not make us keep unbounded state */
+
+const char *cmt_verdict_name(int verdict)
+{
+    static const char *const names[] = {
+#define CMT__VERDICT_NAME(name, text) text,
+        CMT_VERDICTS(CMT__VERDICT_NAME)
+#undef CMT__VERDICT_NAME
+    };
+    return verdict >= 0 && verdict < (int)(sizeof names / sizeof *names) ? names[verdict] : "?";
+}
+
+struct cmt_oom {
+    struct cmt_oom_episode *v;
+    uint32_t count, cap;
+    int open; /* the last episode still takes retries */
+    uint64_t *site_bytes, *site_count; /* scratch for grouping holders */
+    uint32_t scratch_cap;
+};
+
+int cmt_oom_create(cmt_oom **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : CMT_ENOMEM;
+}
+
+void cmt_oom_destroy(cmt_oom *o)
+{
+    if (!o)
+        return;
+    free(o->v);
+    free(o->site_bytes);
+    free(o->site_count);
+    free(o);
+}
+
+uint32_t cmt_oom_count(const cmt_oom *o)
+{
+    return o->count;
+}
+
+const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i)
+{
+    return i < o->count ? &o->v[i] : NULL;
+}
+
+static void verdict(struct cmt_oom_episode *e)
+{
+    uint64_t used = e->total_bytes > e->free_bytes ? e->total_bytes - e->free_bytes : 0;
+    e->others_bytes = used > e->process_bytes ? used - e->process_bytes : 0;
+    e->shortfall_bytes = e->request_bytes > e->free_bytes ? e->request_bytes - e->free_bytes : 0;
+    if (e->total_bytes && e->request_bytes > e->total_bytes)
+        e->verdict = CMT_VERDICT_OVER_CAPACITY;
+    else if (e->request_bytes <= e->free_bytes)
+        e->verdict = CMT_VERDICT_FRAGMENTATION;
+    else if (e->others_bytes >= e->process_bytes)
+        e->verdict = CMT_VERDICT_HELD_BY_OTHERS;
+    else
+        e->verdict = CMT_VERDICT_EXHAUSTED_BY_PROCESS;
+}
+
+struct group_ctx {
+    cmt_oom *o;
+    int32_t dev;
+};
+
+static void group(void *ctx, const struct cmt_replay_object *obj)
+{
+    struct group_ctx *g = ctx;
+    if (obj->dev != g->dev || !CMT_KIND_IS_DEVICE_MEMORY(obj->kind) || obj->site >= g->o->scratch_cap)
+        return;
+    g->o->site_bytes[obj->site] += obj->size;
+    g->o->site_count[obj->site]++;
+}
+
+/* Live allocations on the device grouped by call site, largest first. */
+static void holders(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
+{
+    uint32_t n = cmt_replay_site_count(rp);
+    if (n > o->scratch_cap) {
+        uint64_t *b = realloc(o->site_bytes, n * sizeof *b);
+        if (b)
+            o->site_bytes = b;
+        uint64_t *c = b ? realloc(o->site_count, n * sizeof *c) : NULL;
+        if (!c)
+            return;
+        o->site_count = c;
+        o->scratch_cap = n;
+    }
+    memset(o->site_bytes, 0, n * sizeof *o->site_bytes);
+    memset(o->site_count, 0, n * sizeof *o->site_count);
+    struct group_ctx g = {o, e->dev};
+    cmt_replay_foreach_live(rp, group, &g);
+    for (uint32_t s = 0; s < n; s++) {
+        if (!o->site_bytes[s])
+            continue;
+        struct cmt_oom_holder h = {cmt_replay_site(rp, s)->stack, s, o->site_bytes[s],
+                                   o->site_count[s]};
+        uint32_t i = e->holder_count < CMT_OOM_HOLDERS ? e->holder_count++ : CMT_OOM_HOLDERS;
+        if (i == CMT_OOM_HOLDERS && h.bytes <= e->holders[i - 1].bytes)
+            continue;
+        if (i == CMT_OOM_HOLDERS)
+            i--;
+        while (i > 0 && e->holders[i - 1].bytes < h.bytes) { /* insertion, largest first */
+            e->holders[i] = e->holders[i - 1];
+            i--;
+        }
+        e->holders[i] = h;
+    }
+    /* leak hint: a site that allocated repeatedly, never freed, and holds >= 10% of it all */
+    for (uint32_t i = 0; i < e->holder_count; i++) {
+        const struct cmt_replay_site *s = cmt_replay_site(rp, e->holders[i].site);
+        if (s->free_count == 0 && s->alloc_count >= 3 &&
+            e->holders[i].bytes * 10 >= e->process_bytes && e->process_bytes) {
+            e->hint_leak = (int)i + 1;
+            break;
+        }
+    }
+}
+
+static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    if (o->count == o->cap) {
+        if (o->cap >= MAX_EPISODES)
+            return;
+        uint32_t cap = o->cap ? o->cap * 2 : 8;
+        struct cmt_oom_episode *v = realloc(o->v, cap * sizeof *v);
+        if (!v)
+            return;
+        o->v = v;
+        o->cap = cap;
+    }
+    const struct cmt_event *ev = &st->rec.u.event;
+    struct cmt_oom_episode *e = &o->v[o->count++];
+    *e = (struct cmt_oom_episode){.request_bytes = st->request, .api = st->api, .op = st->op,
+                                  .dev = ev->dev, .t_ns = ev->t_ns, .seq = ev->seq,
+                                  .tid = ev->tid, .stack = ev->stack, .attempts = 1,
+                                  .fatal = 1};
+    const struct cmt_replay_device *d = cmt_replay_device(rp, ev->dev);
+    if (d) {
+        e->free_bytes = d->free_bytes;
+        e->total_bytes = d->total_bytes;
+        e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
+        e->process_bytes = d->live_bytes + e->pool_retained_bytes;
+    }
+    verdict(e);
+    holders(o, rp, e);
+    cmt_replay_fragmentation(rp, ev->dev, &e->frag);
+    o->open = 1;
+}
+
+void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    struct cmt_oom_episode *e = o->open ? &o->v[o->count - 1] : NULL;
+    if (st->rec.type == CMT_REC_MEMINFO) {
+        const struct cmt_meminfo *m = &st->rec.u.meminfo;
+        /* the shim's sample right after the first failure is the figure to trust */
+        if (e && !e->have_meminfo && m->reason == CMT_MEMINFO_OOM && m->seq == e->seq &&
+            m->dev == e->dev) {
+            e->have_meminfo = 1;
+            e->free_bytes = m->free_bytes;
+            e->total_bytes = m->total_bytes;
+            verdict(e);
+        }
+        return;
+    }
+    if (st->rec.type != CMT_REC_EVENT)
+        return;
+    const struct cmt_event *ev = &st->rec.u.event;
+    if (st->is_alloc) {
+        int retry = e && ev->dev == e->dev && st->request == e->request_bytes;
+        if (retry) {
+            e->attempts++;
+            if (!st->failed) {
+                e->fatal = 0;
+                o->open = 0;
+            }
+            return;
+        }
+        if (st->oom) {
+            start(o, rp, st);
+            return;
+        }
+        o->open = 0; /* the program moved on to other requests */
+        return;
+    }
+    if (e && st->released && ev->dev == e->dev) {
+        e->frees_between++;
+        e->released_bytes += st->released;
+        e->hint_retention = 1;
+    }
+}
+
+void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp)
+{
+    (void)rp;
+    o->open = 0;
+}
+
+void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
+{
+    char req[32], proc[32], tot[32], fr[32], oth[32];
+    cmt__bytes(e->request_bytes, req);
+    cmt__bytes(e->process_bytes, proc);
+    cmt__bytes(e->total_bytes, tot);
+    cmt__bytes(e->free_bytes, fr);
+    cmt__bytes(e->others_bytes, oth);
+    switch (e->verdict) {
+    case CMT_VERDICT_OVER_CAPACITY:
+        snprintf(buf, size, "the request for %s is larger than the whole device (%s): no amount "
+                 "of freeing can satisfy it", req, tot);
+        break;
+    case CMT_VERDICT_FRAGMENTATION:
+        snprintf(buf, size, "%s was free, enough for the %s request, yet it failed: the free "
+                 "memory is fragmented (no contiguous range large enough)", fr, req);
+        break;
+    case CMT_VERDICT_HELD_BY_OTHERS:
+        snprintf(buf, size, "other processes or contexts held %s of the %s device, more than "
+                 "this process's %s: the device is shared", oth, tot, proc);
+        break;
+    default:
+        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s): "
+                 "its own allocations exhausted the memory", proc, tot, oth, fr);
+    }
+}

@@ -1,0 +1,72 @@
+/* oom.h — out-of-memory episodes: which request failed, why, and who held the memory.
+ *
+ * Feed every replay step to cmt_oom_observe() and call cmt_oom_finish() at the end.
+ * An episode starts at an allocation that fails with CUDA_ERROR_OUT_OF_MEMORY and groups the
+ * retries of the same request (same size and device) that follow, with the frees between
+ * them; it ends at a successful retry (fatal = 0), at another allocation request, or at the
+ * end of the trace (fatal = 1). docs/analysis.md defines every figure and verdict. */
+#ifndef CMT_OOM_H
+#define CMT_OOM_H
+
+#include <stdint.h>
+
+#include "replay.h"
+
+#define CMT_VERDICTS(X)                                                                  \
+    X(OVER_CAPACITY, "over_capacity")                                                   \
+    X(FRAGMENTATION, "fragmentation")                                                   \
+    X(HELD_BY_OTHERS, "held_by_others")                                                 \
+    X(EXHAUSTED_BY_PROCESS, "exhausted_by_process")
+
+enum cmt_verdict {
+#define CMT__VERDICT_ENUM(name, text) CMT_VERDICT_##name,
+    CMT_VERDICTS(CMT__VERDICT_ENUM)
+#undef CMT__VERDICT_ENUM
+};
+const char *cmt_verdict_name(int verdict);
+
+#define CMT_OOM_HOLDERS 10 /* call sites kept per episode */
+
+struct cmt_oom_holder {
+    uint32_t stack; /* leaf STACK_NODE id */
+    uint32_t site;  /* replay site index */
+    uint64_t bytes, count;
+};
+
+struct cmt_oom_episode {
+    uint64_t request_bytes;
+    const char *api;
+    int op;
+    int32_t dev;
+    uint64_t t_ns, seq;
+    uint32_t tid, stack;
+    uint64_t attempts, frees_between, released_bytes;
+    int fatal;
+    int have_meminfo;        /* free/total come from the OOM sample (else the last sample) */
+    uint64_t free_bytes, total_bytes;
+    uint64_t process_bytes;  /* live bytes + pool retention of this process on dev */
+    uint64_t pool_retained_bytes;
+    uint64_t others_bytes;   /* total - free - process (0 when negative) */
+    uint64_t shortfall_bytes;
+    int verdict;
+    int hint_retention, hint_leak; /* hint_leak: holders[] index + 1 of the growing site */
+    struct cmt_fragmentation frag;
+    struct cmt_oom_holder holders[CMT_OOM_HOLDERS];
+    uint32_t holder_count;
+};
+
+typedef struct cmt_oom cmt_oom;
+
+/* @return 0 or CMT_ENOMEM. */
+int cmt_oom_create(cmt_oom **out);
+void cmt_oom_destroy(cmt_oom *o);
+void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st);
+void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp);
+
+uint32_t cmt_oom_count(const cmt_oom *o);
+const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i);
+
+/* The episode's one-sentence explanation (for the human output). */
+void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size);
+
+#endif

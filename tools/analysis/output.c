@@ -1,0 +1,252 @@
+/* output.c — units, JSON, trace opening and stack text for the analysis commands. */
+#include "output.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cmt_error.h"
+
+const char *cmt__bytes(uint64_t bytes, char buf[32])
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, 32, "%" PRIu64 " B", bytes);
+        return buf;
+    }
+    double v = (double)bytes / 1024;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+const char *cmt__duration(uint64_t ns, char buf[32])
+{
+    if (ns < 1000)
+        snprintf(buf, 32, "%" PRIu64 " ns", ns);
+    else if (ns < 1000000)
+        snprintf(buf, 32, "%.2f us", ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, 32, "%.2f ms", ns / 1e6);
+    else if (ns < UINT64_C(60000000000))
+        snprintf(buf, 32, "%.2f s", ns / 1e9);
+    else
+        snprintf(buf, 32, "%" PRIu64 " min %04.1f s", ns / UINT64_C(60000000000),
+                 fmod(ns / 1e9, 60.0));
+    return buf;
+}
+
+/* ---- JSON ---- */
+
+void cmt__json_init(struct cmt__json *j, FILE *f)
+{
+    memset(j, 0, sizeof *j);
+    j->f = f;
+    j->first[0] = 1;
+}
+
+void cmt__json_quote(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else if (*p >= 0x80) /* keep JSON valid whatever the bytes: escape as Latin-1 */
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void sep(struct cmt__json *j, const char *key)
+{
+    if (!j->first[j->depth])
+        fputc(',', j->f);
+    j->first[j->depth] = 0;
+    if (key) {
+        cmt__json_quote(j->f, key);
+        fputc(':', j->f);
+    }
+}
+
+static void open_(struct cmt__json *j, const char *key, char c)
+{
+    sep(j, key);
+    fputc(c, j->f);
+    if (j->depth < 63)
+        j->depth++;
+    j->first[j->depth] = 1;
+}
+
+void cmt__json_object(struct cmt__json *j, const char *key) { open_(j, key, '{'); }
+void cmt__json_array(struct cmt__json *j, const char *key) { open_(j, key, '['); }
+
+void cmt__json_end_object(struct cmt__json *j)
+{
+    fputc('}', j->f);
+    if (j->depth)
+        j->depth--;
+}
+
+void cmt__json_end_array(struct cmt__json *j)
+{
+    fputc(']', j->f);
+    if (j->depth)
+        j->depth--;
+}
+
+void cmt__json_u64(struct cmt__json *j, const char *key, uint64_t v)
+{
+    sep(j, key);
+    fprintf(j->f, "%" PRIu64, v);
+}
+
+void cmt__json_i64(struct cmt__json *j, const char *key, int64_t v)
+{
+    sep(j, key);
+    fprintf(j->f, "%" PRId64, v);
+}
+
+void cmt__json_double(struct cmt__json *j, const char *key, double v)
+{
+    sep(j, key);
+    if (isfinite(v))
+        fprintf(j->f, "%.6g", v);
+    else
+        fputs("null", j->f);
+}
+
+void cmt__json_bool(struct cmt__json *j, const char *key, int v)
+{
+    sep(j, key);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void cmt__json_string(struct cmt__json *j, const char *key, const char *s)
+{
+    sep(j, key);
+    cmt__json_quote(j->f, s);
+}
+
+void cmt__json_null(struct cmt__json *j, const char *key)
+{
+    sep(j, key);
+    fputs("null", j->f);
+}
+
+void cmt__json_finish(struct cmt__json *j)
+{
+    fputc('\n', j->f);
+}
+
+/* ---- traces ---- */
+
+int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
+{
+    int rc = cmt_reader_open_file(out, path);
+    if (rc)
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc));
+    return rc;
+}
+
+void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc)
+{
+    if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) {
+        fprintf(stderr,
+                "cumemtrace %s: warning: %s: %s; analysing the %" PRIu64
+                " events before it\n",
+                cmd, path, cmt_reader_damage(r), cmt_reader_event_count(r));
+    } else if (rc < 0) {
+        fprintf(stderr, "cumemtrace %s: warning: %s: %s; results are partial\n", cmd, path,
+                cmt_strerror(rc));
+    }
+}
+
+void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
+                       void (*fn)(void *ctx, const char *frame), void *ctx)
+{
+    char buf[512];
+    struct cmt_stack_node n;
+    uint32_t id = leaf;
+    for (int i = 0; id && i < max; i++) {
+        if (cmt_reader_stack_node(r, id, &n) != 0)
+            break;
+        cmt_reader_format_frame(r, id, buf, sizeof buf);
+        fn(ctx, buf);
+        if (n.parent == id)
+            break;
+        id = n.parent;
+    }
+}
+
+/* cumemtrace's own frames and the driver's entry points are not where the user should look */
+static int uninteresting(const char *frame)
+{
+    return strncmp(frame, "cmt_", 4) == 0 || strncmp(frame, "cmt__", 5) == 0 ||
+           strstr(frame, "libcumemtrace") != NULL;
+}
+
+struct top {
+    char *buf;
+    size_t size;
+    int found;
+};
+
+static void take_top(void *ctx, const char *frame)
+{
+    struct top *t = ctx;
+    if (t->found || uninteresting(frame))
+        return;
+    snprintf(t->buf, t->size, "%s", frame);
+    t->found = 1;
+}
+
+const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
+{
+    struct top t = {buf, size, 0};
+    snprintf(buf, size, "(no stack)");
+    cmt__stack_frames(r, leaf, 64, take_top, &t);
+    return buf;
+}
+
+static void json_frame(void *ctx, const char *frame)
+{
+    cmt__json_string(ctx, NULL, frame);
+}
+
+void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf)
+{
+    cmt__json_array(j, key);
+    cmt__stack_frames(r, leaf, 128, json_frame, j);
+    cmt__json_end_array(j);
+}
+
+int cmt__is(const char *arg, const char *a, const char *b)
+{
+    return (a && strcmp(arg, a) == 0) || (b && strcmp(arg, b) == 0);
+}
+
+int cmt__usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "cumemtrace %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'cumemtrace %s --help')\n", cmd);
+    return 2;
+}

@@ -1,0 +1,60 @@
+/* output.h — internal helpers shared by the analysis commands: byte and time units, a tiny
+ * JSON emitter, opening a trace with one clear error line, and stack formatting. */
+#ifndef CMT__OUTPUT_H
+#define CMT__OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "reader.h"
+
+/* "512 B", "1.50 KiB", "3.25 GiB" (2 decimals from KiB on). @return buf. */
+const char *cmt__bytes(uint64_t bytes, char buf[32]);
+/* "950 ns", "12.35 ms", "3.20 s", "2 min 05.1 s". @return buf. */
+const char *cmt__duration(uint64_t ns, char buf[32]);
+
+/* JSON writer: values are written with their key inside objects and with key NULL in arrays.
+ * Strings are escaped (control characters, quotes, backslash; invalid UTF-8 passes through). */
+struct cmt__json {
+    FILE *f;
+    int depth;
+    unsigned char first[64];
+    int pretty;
+};
+void cmt__json_init(struct cmt__json *j, FILE *f);
+void cmt__json_object(struct cmt__json *j, const char *key); /* opens { */
+void cmt__json_array(struct cmt__json *j, const char *key);  /* opens [ */
+void cmt__json_end_object(struct cmt__json *j);
+void cmt__json_end_array(struct cmt__json *j);
+void cmt__json_u64(struct cmt__json *j, const char *key, uint64_t v);
+void cmt__json_i64(struct cmt__json *j, const char *key, int64_t v);
+void cmt__json_double(struct cmt__json *j, const char *key, double v);
+void cmt__json_bool(struct cmt__json *j, const char *key, int v);
+void cmt__json_string(struct cmt__json *j, const char *key, const char *s);
+void cmt__json_null(struct cmt__json *j, const char *key);
+void cmt__json_finish(struct cmt__json *j); /* newline */
+/* Writes s as a JSON string literal (with quotes). */
+void cmt__json_quote(FILE *f, const char *s);
+
+/* Opens a trace for command `cmd`. On failure prints "cumemtrace CMD: PATH: reason" to stderr.
+ * @return 0 or the error code. */
+int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
+
+/* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
+void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
+
+/* Calls fn for each frame of stack `leaf`, innermost first, at most `max` frames. */
+void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
+                       void (*fn)(void *ctx, const char *frame), void *ctx);
+/* The innermost frame worth naming (skipping cumemtrace's own frames), as text. */
+const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size);
+
+/* Writes a stack as a JSON array of frame strings under key. */
+void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf);
+
+/* Argument parsing: @return 1 when arg is exactly one of the names. */
+int cmt__is(const char *arg, const char *a, const char *b);
+/* Prints "cumemtrace CMD: MESSAGE" (printf-style) to stderr. @return 2 (usage) */
+int cmt__usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,861 @@
+/* replay.c — applies a trace's events to a model of the process's memory (see replay.h). */
+#include "replay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "replay_internal.h"
+
+#define MAX_DEVICE_SLOTS 4097 /* dev -1 .. 4095; other ordinals fold into slot 0 */
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+
+const char *cmt_kind_name(int kind)
+{
+    static const char *const names[] = {
+#define CMT__KIND_NAME(name, text) text,
+        CMT_KINDS(CMT__KIND_NAME)
+#undef CMT__KIND_NAME
+    };
+    return kind >= 0 && kind < CMT_KIND_COUNT ? names[kind] : "?";
+}
+
+int cmt_replay_create(cmt_replay **out, cmt_reader *r)
+{
+    *out = NULL;
+    cmt_replay *rp = calloc(1, sizeof *rp);
+    if (!rp)
+        return CMT_ENOMEM;
+    rp->reader = r;
+    rp->ops = calloc(65536, 1);
+    rp->sites = calloc(64, sizeof *rp->sites);
+    if (!rp->ops || !rp->sites) {
+        cmt_replay_destroy(rp);
+        return CMT_ENOMEM;
+    }
+    rp->site_cap = 64;
+    rp->site_count = 1; /* index 0: allocations without a stack */
+    *out = rp;
+    return 0;
+}
+
+void cmt_replay_destroy(cmt_replay *rp)
+{
+    if (!rp)
+        return;
+    cmt__map_free(&rp->allocs);
+    cmt__map_free(&rp->handles);
+    cmt__map_free(&rp->vas);
+    cmt__map_free(&rp->mappings);
+    cmt__map_free(&rp->pools);
+    cmt__map_free(&rp->site_ids);
+    cmt__map_free(&rp->tids);
+    free(rp->ops);
+    free(rp->devices);
+    free(rp->current_pool);
+    free(rp->sites);
+    free(rp->threads);
+    free(rp->peak_devices);
+    free(rp->log);
+    free(rp->pool_keys);
+    free(rp->api_calls);
+    free(rp);
+}
+
+/* ---- tables ---- */
+
+static struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
+{
+    uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
+    if (slot >= rp->device_cap) {
+        uint32_t cap = rp->device_cap ? rp->device_cap : 4;
+        while (cap <= slot)
+            cap *= 2;
+        struct cmt_replay_device *d = realloc(rp->devices, cap * sizeof *d);
+        uint64_t *pools = d ? realloc(rp->current_pool, cap * sizeof *pools) : NULL;
+        if (d)
+            rp->devices = d;
+        if (!pools) {
+            static struct cmt_replay_device spare;
+            rp->failed = 1;
+            return &spare;
+        }
+        rp->current_pool = pools;
+        memset(d + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *d);
+        memset(pools + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *pools);
+        for (uint32_t i = rp->device_cap; i < cap; i++)
+            d[i].dev = (int32_t)i - 1;
+        rp->device_cap = cap;
+    }
+    if (slot >= rp->device_count)
+        rp->device_count = slot + 1;
+    rp->devices[slot].seen = 1;
+    return &rp->devices[slot];
+}
+
+static uint32_t site_index(cmt_replay *rp, uint32_t stack)
+{
+    if (stack == 0)
+        return 0;
+    struct cmt__entry *e = cmt__map_insert(&rp->site_ids, stack);
+    if (!e) {
+        rp->failed = 1;
+        return 0;
+    }
+    if (e->kind)
+        return (uint32_t)e->aux;
+    if (rp->site_count == rp->site_cap) {
+        struct cmt_replay_site *s = realloc(rp->sites, 2 * rp->site_cap * sizeof *s);
+        if (!s) {
+            cmt__map_remove(&rp->site_ids, e);
+            rp->failed = 1;
+            return 0;
+        }
+        rp->sites = s;
+        rp->site_cap *= 2;
+    }
+    e->kind = 1;
+    e->aux = rp->site_count;
+    rp->sites[rp->site_count] = (struct cmt_replay_site){.stack = stack};
+    return rp->site_count++;
+}
+
+static struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
+{
+    static struct cmt_replay_thread spare;
+    struct cmt__entry *e = cmt__map_insert(&rp->tids, (uint64_t)tid + 1);
+    if (!e)
+        return &spare;
+    if (!e->kind) {
+        if (rp->thread_count == rp->thread_cap) {
+            uint32_t cap = rp->thread_cap ? rp->thread_cap * 2 : 16;
+            struct cmt_replay_thread *t = realloc(rp->threads, cap * sizeof *t);
+            if (!t) {
+                cmt__map_remove(&rp->tids, e);
+                return &spare;
+            }
+            rp->threads = t;
+            rp->thread_cap = cap;
+        }
+        e->kind = 1;
+        e->aux = rp->thread_count;
+        rp->threads[rp->thread_count++] = (struct cmt_replay_thread){.tid = tid};
+    }
+    return &rp->threads[e->aux];
+}
+
+/* Before a site changes: keep its value at the last process peak (see cmt_replay_finish). */
+static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
+{
+    if (s->last_mod_seq <= rp->peak_tick) {
+        s->saved_bytes = s->live_bytes;
+        s->saved_count = s->live_count;
+    }
+    s->last_mod_seq = rp->tick;
+}
+
+static void log_freed(cmt_replay *rp, const struct cmt__entry *e)
+{
+    if (e->seq > rp->peak_tick)
+        return; /* born after the peak: not part of it */
+    if (rp->log_count == rp->log_cap) {
+        size_t cap = rp->log_cap ? rp->log_cap * 2 : 256;
+        struct cmt__logged *l = realloc(rp->log, cap * sizeof *l);
+        if (!l) {
+            rp->failed = 1;
+            return;
+        }
+        rp->log = l;
+        rp->log_cap = cap;
+    }
+    rp->log[rp->log_count++] = (struct cmt__logged){e->key, e->size, e->aux, e->dev, e->kind};
+}
+
+static void new_peak(cmt_replay *rp, uint64_t t_ns, uint64_t seq)
+{
+    rp->totals.peak_live_bytes = rp->totals.live_bytes;
+    rp->totals.peak_t_ns = t_ns;
+    rp->totals.peak_seq = seq;
+    rp->peak_tick = rp->tick;
+    rp->log_count = 0;
+    if (rp->peak_device_count < rp->device_count) {
+        struct cmt_replay_device *d =
+            realloc(rp->peak_devices, rp->device_count * sizeof *d);
+        if (!d) {
+            rp->failed = 1;
+            return;
+        }
+        rp->peak_devices = d;
+    }
+    memcpy(rp->peak_devices, rp->devices, rp->device_count * sizeof *rp->devices);
+    rp->peak_device_count = rp->device_count;
+}
+
+/* ---- accounting of one object ---- */
+
+static uint64_t waste_of(uint64_t size)
+{
+    uint64_t rounded = (size + CMT_GRANULARITY - 1) & ~(CMT_GRANULARITY - 1);
+    return rounded >= size ? rounded - size : 0;
+}
+
+static void account(cmt_replay *rp, struct cmt_replay_device *d, int kind, uint64_t size, int sign)
+{
+    uint64_t waste = (kind != CMT_KIND_VMM && CMT_KIND_IS_DEVICE_MEMORY(kind)) ? waste_of(size) : 0;
+    if (sign > 0) {
+        d->kind_bytes[kind] += size;
+        d->kind_count[kind]++;
+        if (CMT_KIND_IS_DEVICE_MEMORY(kind)) {
+            d->live_bytes += size;
+            d->allocations++;
+            d->waste_bytes += waste;
+            rp->totals.live_bytes += size;
+        } else if (kind == CMT_KIND_HOST) {
+            rp->totals.host_bytes += size;
+        }
+    } else {
+        d->kind_bytes[kind] -= size;
+        d->kind_count[kind]--;
+        if (CMT_KIND_IS_DEVICE_MEMORY(kind)) {
+            d->live_bytes -= size;
+            d->allocations--;
+            d->waste_bytes -= waste;
+            rp->totals.live_bytes -= size;
+        } else if (kind == CMT_KIND_HOST) {
+            rp->totals.host_bytes -= size;
+        }
+    }
+}
+
+static void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
+{
+    struct cmt_replay_site *s = &rp->sites[site];
+    site_touch(rp, s);
+    if (sign > 0) {
+        s->live_bytes += size;
+        s->live_count++;
+        if (s->live_bytes > s->peak_bytes)
+            s->peak_bytes = s->live_bytes;
+    } else {
+        s->live_bytes -= size;
+        s->live_count--;
+        s->free_count++;
+    }
+}
+
+/* Removes a live object from the books (the caller removes it from its map). */
+static void drop(cmt_replay *rp, const struct cmt__entry *e)
+{
+    int kind = e->kind - 1;
+    account(rp, device_slot(rp, e->dev), kind, e->size, -1);
+    if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST)
+        site_add(rp, e->site, e->size, -1);
+    log_freed(rp, e);
+}
+
+
+/* ---- applying events ---- */
+
+static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
+{
+    struct cmt__entry *p = cmt__map_find(&rp->pools, key);
+    if (!p || !p->size)
+        return;
+    uint64_t reuse = p->size < size ? p->size : size;
+    p->size -= reuse;
+    struct cmt_replay_device *pd = device_slot(rp, p->dev);
+    pd->kind_bytes[CMT_KIND_POOL] -= reuse;
+    rp->totals.pool_retained_bytes -= reuse;
+}
+
+static void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+{
+    struct cmt__entry *p = cmt__map_insert(&rp->pools, key);
+    if (!p) {
+        rp->failed = 1;
+        return;
+    }
+    if (!p->kind) {
+        if (rp->pool_count == rp->pool_cap) {
+            size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
+            uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
+            if (!k) {
+                cmt__map_remove(&rp->pools, p);
+                rp->failed = 1;
+                return;
+            }
+            rp->pool_keys = k;
+            rp->pool_cap = cap;
+        }
+        rp->pool_keys[rp->pool_count++] = key;
+        p->kind = CMT_KIND_POOL + 1;
+        p->dev = dev;
+        p->seq = rp->tick;
+    }
+    p->size += size;
+    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
+    rp->totals.pool_retained_bytes += size;
+}
+
+/* Pool memory kept after a trim to `keep` bytes (keep 0: a synchronisation releases all). */
+static void pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep)
+{
+    if (p->size <= keep)
+        return;
+    uint64_t cut = p->size - keep;
+    p->size = keep;
+    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= cut;
+    rp->totals.pool_retained_bytes -= cut;
+}
+
+static void sync_pools(cmt_replay *rp, int32_t dev)
+{
+    if (!rp->totals.pool_retained_bytes)
+        return;
+    for (size_t i = 0; i < rp->pool_count; i++) {
+        struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
+        if (p && (dev < 0 || p->dev == dev))
+            pool_trim(rp, p, 0);
+    }
+}
+
+static void pool_forget(cmt_replay *rp, struct cmt__entry *p)
+{
+    for (size_t i = 0; i < rp->pool_count; i++)
+        if (rp->pool_keys[i] == p->key) {
+            rp->pool_keys[i] = rp->pool_keys[--rp->pool_count];
+            break;
+        }
+    cmt__map_remove(&rp->pools, p);
+}
+
+static uint64_t pool_key(cmt_replay *rp, const struct cmt_event *e)
+{
+    if (e->fields & CMT_F(POOL))
+        return e->v[CMT_FIELD_POOL];
+    uint32_t slot = (uint32_t)(device_slot(rp, e->dev) - rp->devices);
+    return rp->current_pool[slot] ? rp->current_pool[slot] : CMT__DEFAULT_POOL(slot);
+}
+
+static int alloc_kind(int op)
+{
+    switch (op) {
+    case CMT_OP_ALLOC: return CMT_KIND_DEVICE;
+    case CMT_OP_ALLOC_PITCH: return CMT_KIND_PITCHED;
+    case CMT_OP_ALLOC_MANAGED: return CMT_KIND_MANAGED;
+    case CMT_OP_ALLOC_ASYNC: return CMT_KIND_ASYNC;
+    case CMT_OP_ALLOC_HOST: return CMT_KIND_HOST;
+    case CMT_OP_VMM_CREATE: return CMT_KIND_VMM;
+    default: return -1;
+    }
+}
+
+/* A successful allocation of any kind (the entry's map is chosen by the caller). */
+static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+                       uint64_t key, int kind, uint64_t size, uint64_t aux)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt__entry *old = cmt__map_find(map, key);
+    if (old) { /* the free that ended the old one was not recorded */
+        drop(rp, old);
+        cmt__map_remove(map, old);
+    }
+    struct cmt__entry *n = cmt__map_insert(map, key);
+    if (!n) {
+        rp->failed = 1;
+        return;
+    }
+    uint32_t site = site_index(rp, e->stack);
+    *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
+                             .site = site, .dev = e->dev, .alloc_index = rp->alloc_index,
+                             .refs = 1, .kind = (uint8_t)(kind + 1)};
+    account(rp, device_slot(rp, e->dev), kind, size, +1);
+    if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST) {
+        struct cmt_replay_site *s = &rp->sites[site];
+        rp->alloc_index++;
+        site_add(rp, site, size, +1);
+        s->alloc_count++;
+        s->alloc_bytes += size;
+    }
+    st->kind = kind;
+    st->site = site;
+    st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
+}
+
+static void apply_alloc(cmt_replay *rp, struct cmt_replay_step *st, int kind)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt_replay_device *d = device_slot(rp, e->dev);
+    struct cmt_replay_thread *th = thread_of(rp, e->tid);
+    st->is_alloc = 1;
+    st->request = e->v[CMT_FIELD_SIZE];
+    d->alloc_calls++;
+    rp->totals.alloc_calls++;
+    if (e->result != 0) {
+        st->failed = 1;
+        st->oom = e->result == CUDA_ERROR_OUT_OF_MEMORY;
+        d->failures++;
+        rp->totals.failures++;
+        th->failures++;
+        if (st->oom) {
+            d->oom_failures++;
+            rp->totals.oom_failures++;
+        }
+        st->site = site_index(rp, e->stack);
+        rp->sites[st->site].failures++;
+        return;
+    }
+    uint64_t size = e->v[CMT_FIELD_SIZE];
+    th->alloc_count++;
+    th->alloc_bytes += size;
+    rp->totals.size_histogram[size ? 64 - __builtin_clzll(size) : 0]++;
+    if (kind == CMT_KIND_VMM) {
+        if (e->fields & CMT_F(HANDLE))
+            add_object(rp, st, &rp->handles, e->v[CMT_FIELD_HANDLE], kind, size, 0);
+        return;
+    }
+    if (!(e->fields & CMT_F(PTR)))
+        return;
+    uint64_t aux = 0;
+    if (kind == CMT_KIND_ASYNC) {
+        aux = pool_key(rp, e);
+        pool_reuse(rp, aux, size);
+    }
+    add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
+}
+
+static void apply_free(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt_replay_thread *th = thread_of(rp, e->tid);
+    device_slot(rp, e->dev)->free_calls++;
+    rp->totals.free_calls++;
+    if (e->result != 0) {
+        st->failed = 1;
+        return;
+    }
+    uint64_t ptr = e->v[CMT_FIELD_PTR];
+    struct cmt__entry *a = cmt__map_find(&rp->allocs, ptr);
+    if (!a) {
+        if (ptr) {
+            st->unknown_free = 1;
+            rp->totals.unknown_frees++;
+        }
+        return;
+    }
+    int kind = a->kind - 1;
+    st->kind = kind;
+    st->site = a->site;
+    if (CMT_KIND_IS_DEVICE_MEMORY(kind)) {
+        st->released = a->size;
+        st->delta = -(int64_t)a->size;
+    }
+    th->free_count++;
+    th->freed_bytes += a->size;
+    if (a->alloc_index + 1 == rp->alloc_index) { /* nothing was allocated since */
+        rp->totals.temporary_count++;
+        rp->totals.temporary_bytes += a->size;
+    }
+    if (kind == CMT_KIND_ASYNC && st->op == CMT_OP_FREE_ASYNC)
+        pool_retain(rp, a->aux, a->dev, a->size);
+    drop(rp, a);
+    cmt__map_remove(&rp->allocs, a);
+}
+
+static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h)
+{
+    if (h->refs || h->maps)
+        return;
+    st->kind = CMT_KIND_VMM;
+    st->released = h->size;
+    st->delta = -(int64_t)h->size;
+    st->site = h->site;
+    drop(rp, h);
+    cmt__map_remove(&rp->handles, h);
+}
+
+static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    uint64_t at = e->v[CMT_FIELD_PTR], end = at + e->v[CMT_FIELD_SIZE];
+    int found = 0;
+    do { /* one cuMemUnmap may cover several adjacent mappings */
+        struct cmt__entry *m = cmt__map_find(&rp->mappings, at);
+        if (!m)
+            break;
+        found = 1;
+        uint64_t size = m->size ? m->size : 1, handle = m->aux;
+        struct cmt_replay_device *d = device_slot(rp, m->dev);
+        d->mapped_bytes -= m->size;
+        log_freed(rp, m);
+        d->kind_bytes[CMT_KIND_MAPPING] -= m->size;
+        d->kind_count[CMT_KIND_MAPPING]--;
+        cmt__map_remove(&rp->mappings, m);
+        struct cmt__entry *h = cmt__map_find(&rp->handles, handle);
+        if (h && h->maps) {
+            if (h->maps != 255)
+                h->maps--;
+            handle_unref(rp, st, h);
+        }
+        at += size;
+    } while (at < end);
+    if (!found) {
+        st->unknown_free = 1;
+        rp->totals.unknown_frees++;
+    }
+}
+
+static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt__entry *h = cmt__map_find(&rp->handles, e->v[CMT_FIELD_HANDLE]);
+    int32_t dev = h ? h->dev : e->dev;
+    uint64_t ptr = e->v[CMT_FIELD_PTR], size = e->v[CMT_FIELD_SIZE];
+    if (h && h->maps != 255)
+        h->maps++;
+    struct cmt__entry *m = cmt__map_find(&rp->mappings, ptr);
+    if (m) { /* remapped without an unmap */
+        struct cmt_replay_device *od = device_slot(rp, m->dev);
+        od->mapped_bytes -= m->size;
+        od->kind_bytes[CMT_KIND_MAPPING] -= m->size;
+        od->kind_count[CMT_KIND_MAPPING]--;
+    } else if (!(m = cmt__map_insert(&rp->mappings, ptr))) {
+        rp->failed = 1;
+        return;
+    }
+    *m = (struct cmt__entry){.key = ptr, .size = size, .aux = e->v[CMT_FIELD_HANDLE],
+                             .seq = rp->tick, .dev = dev, .kind = CMT_KIND_MAPPING + 1};
+    struct cmt_replay_device *d = device_slot(rp, dev);
+    d->mapped_bytes += size;
+    d->kind_bytes[CMT_KIND_MAPPING] += size;
+    d->kind_count[CMT_KIND_MAPPING]++;
+    st->kind = CMT_KIND_MAPPING;
+}
+
+static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    uint64_t handle = e->v[CMT_FIELD_HANDLE];
+    struct cmt__entry *h;
+    switch (st->op) {
+    case CMT_OP_VMM_RELEASE:
+        if (!(h = cmt__map_find(&rp->handles, handle))) {
+            st->unknown_free = 1;
+            rp->totals.unknown_frees++;
+        } else {
+            if (h->refs)
+                h->refs--;
+            handle_unref(rp, st, h);
+        }
+        break;
+    case CMT_OP_VMM_RETAIN:
+        if ((h = cmt__map_find(&rp->handles, handle)) && h->refs != UINT16_MAX)
+            h->refs++;
+        break;
+    case CMT_OP_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
+        if ((h = cmt__map_find(&rp->handles, handle))) {
+            if (h->refs != UINT16_MAX)
+                h->refs++;
+        } else if (e->fields & CMT_F(HANDLE)) {
+            add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
+        }
+        break;
+    case CMT_OP_VMM_MAP:
+        apply_map(rp, st);
+        break;
+    case CMT_OP_VMM_UNMAP:
+        apply_unmap(rp, st);
+        break;
+    case CMT_OP_VA_RESERVE:
+        if (e->fields & CMT_F(PTR)) {
+            add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
+                       e->v[CMT_FIELD_SIZE], 0);
+        }
+        break;
+    case CMT_OP_VA_FREE:
+        if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
+            st->unknown_free = 1;
+            rp->totals.unknown_frees++;
+        } else {
+            st->kind = CMT_KIND_VA;
+            drop(rp, h);
+            cmt__map_remove(&rp->vas, h);
+        }
+        break;
+    }
+}
+
+/* cuDevicePrimaryCtxReset frees everything the device's primary context held. */
+static void reset_device(cmt_replay *rp, int32_t dev)
+{
+    sync_pools(rp, dev);
+    struct cmt__map *maps[] = {&rp->allocs, &rp->handles, &rp->mappings};
+    for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
+        struct cmt__map *map = maps[m];
+        for (size_t i = 0; map->slots && i <= map->mask;) {
+            struct cmt__entry *e = &map->slots[i];
+            if (!e->kind || e->dev != dev || e->kind == CMT_KIND_HOST + 1) {
+                i++;
+                continue;
+            }
+            if (e->kind == CMT_KIND_MAPPING + 1) {
+                struct cmt_replay_device *d = device_slot(rp, e->dev);
+                d->mapped_bytes -= e->size;
+                d->kind_bytes[CMT_KIND_MAPPING] -= e->size;
+                d->kind_count[CMT_KIND_MAPPING]--;
+            } else
+                drop(rp, e);
+            cmt__map_remove(map, e); /* slot i now holds a shifted entry (or is empty) */
+        }
+    }
+}
+
+static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    rp->tick++;
+    rp->totals.events++;
+    rp->totals.last_t_ns = e->t_ns;
+    uint32_t code = e->api < 65536 ? rp->ops[e->api] : 0;
+    if (e->api < rp->api_cap)
+        rp->api_calls[e->api]++;
+    st->op = code ? code - 1 : CMT_OP_OTHER;
+    const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
+    st->api = api ? api->name : "?";
+    int kind = alloc_kind(st->op);
+    if (kind >= 0) {
+        apply_alloc(rp, st, kind);
+    } else {
+        switch (st->op) {
+        case CMT_OP_FREE:
+        case CMT_OP_FREE_ASYNC:
+        case CMT_OP_FREE_HOST:
+        case CMT_OP_IPC_CLOSE:
+            apply_free(rp, st);
+            break;
+        case CMT_OP_IPC_OPEN:
+            if (e->result == 0 && (e->fields & CMT_F(PTR)))
+                add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], CMT_KIND_IPC, 0, 0);
+            break;
+        case CMT_OP_MEM_INFO:
+            if (e->result == 0 && (e->fields & CMT_F(FREE))) {
+                struct cmt_replay_device *d = device_slot(rp, e->dev);
+                d->have_sample = 1;
+                d->free_bytes = e->v[CMT_FIELD_FREE];
+                d->total_bytes = e->v[CMT_FIELD_TOTAL];
+                d->sample_t_ns = e->t_ns;
+            }
+            break;
+        case CMT_OP_POOL_CREATE:
+            if (e->result == 0 && (e->fields & CMT_F(POOL)))
+                pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
+            break;
+        case CMT_OP_POOL_DESTROY:
+        case CMT_OP_POOL_TRIM: {
+            struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
+            if (p && e->result == 0) {
+                pool_trim(rp, p, st->op == CMT_OP_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
+                if (st->op == CMT_OP_POOL_DESTROY)
+                    pool_forget(rp, p);
+            }
+            break;
+        }
+        case CMT_OP_POOL_SET:
+            if (e->result == 0) {
+                uint32_t slot = (uint32_t)(device_slot(rp, e->dev) - rp->devices);
+                if (!rp->failed)
+                    rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
+            }
+            break;
+        case CMT_OP_SYNC:
+        case CMT_OP_CTX_DESTROY:
+            sync_pools(rp, st->op == CMT_OP_SYNC ? e->dev : -1);
+            break;
+        case CMT_OP_PRIMARY_RESET:
+            if (e->result == 0)
+                reset_device(rp, e->dev);
+            break;
+        default:
+            if (st->op >= CMT_OP_VMM_RELEASE && st->op <= CMT_OP_VMM_IMPORT && e->result == 0)
+                apply_vmm(rp, st);
+            break;
+        }
+    }
+    if (st->delta > 0) {
+        struct cmt_replay_device *d = device_slot(rp, e->dev);
+        if (d->live_bytes > d->peak_live_bytes) {
+            d->peak_live_bytes = d->live_bytes;
+            d->peak_t_ns = e->t_ns;
+            d->peak_seq = e->seq;
+        }
+        if (rp->totals.live_bytes > rp->totals.peak_live_bytes)
+            new_peak(rp, e->t_ns, e->seq);
+    }
+}
+
+static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    struct cmt_record *rec = &st->rec;
+    switch (rec->type) {
+    case CMT_REC_EVENT:
+        apply_event(rp, st);
+        break;
+    case CMT_REC_API:
+        if (rec->u.api.id < 65536 && rec->u.api.op < CMT_OP_MAX)
+            rp->ops[rec->u.api.id] = (uint8_t)(rec->u.api.op + 1);
+        if (rec->u.api.id < 65536 && rec->u.api.id >= rp->api_cap) {
+            uint32_t cap = rec->u.api.id + 64;
+            uint64_t *c = realloc(rp->api_calls, cap * sizeof *c);
+            if (!c) {
+                rp->failed = 1;
+                break;
+            }
+            memset(c + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *c);
+            rp->api_calls = c;
+            rp->api_cap = cap;
+        }
+        break;
+    case CMT_REC_DEVICE: {
+        struct cmt_replay_device *d = device_slot(rp, rec->u.device.dev);
+        d->name = rec->u.device.name;
+        d->have_sample = 1;
+        d->total_bytes = rec->u.device.total_bytes;
+        d->free_bytes = rec->u.device.free_bytes;
+        d->sample_t_ns = rec->u.device.t_ns;
+        break;
+    }
+    case CMT_REC_MEMINFO: {
+        struct cmt_replay_device *d = device_slot(rp, rec->u.meminfo.dev);
+        d->have_sample = 1;
+        d->total_bytes = rec->u.meminfo.total_bytes;
+        d->free_bytes = rec->u.meminfo.free_bytes;
+        d->sample_t_ns = rec->u.meminfo.t_ns;
+        break;
+    }
+    case CMT_REC_END:
+        rp->totals.ended = 1;
+        if (rec->u.end.t_ns > rp->totals.last_t_ns)
+            rp->totals.last_t_ns = rec->u.end.t_ns;
+        break;
+    case CMT_REC_SIGNAL:
+        rp->totals.signaled = 1;
+        rp->totals.signo = rec->u.signal.signo;
+        break;
+    }
+}
+
+/* ---- driving ---- */
+
+int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
+{
+    int rc = cmt_reader_next(rp->reader, &step->rec);
+    if (rc <= 0)
+        return rc;
+    step->op = -1;
+    step->api = NULL;
+    step->kind = -1;
+    step->is_alloc = step->failed = step->oom = step->unknown_free = 0;
+    step->request = step->released = 0;
+    step->delta = 0;
+    step->site = 0;
+    rp->totals.records++;
+    apply_record(rp, step);
+    return rp->failed ? CMT_ENOMEM : 1;
+}
+
+int cmt_replay_run(cmt_replay *rp)
+{
+    struct cmt_replay_step step;
+    int rc;
+    while ((rc = cmt_replay_next(rp, &step)) > 0)
+        ;
+    return rc;
+}
+
+void cmt_replay_finish(cmt_replay *rp)
+{
+    for (uint32_t i = 0; i < rp->site_count; i++) {
+        struct cmt_replay_site *s = &rp->sites[i];
+        int unchanged = s->last_mod_seq <= rp->peak_tick;
+        s->at_peak_bytes = unchanged ? s->live_bytes : s->saved_bytes;
+        s->at_peak_count = unchanged ? s->live_count : s->saved_count;
+    }
+}
+
+/* ---- queries ---- */
+
+cmt_reader *cmt_replay_reader(const cmt_replay *rp)
+{
+    return rp->reader;
+}
+
+uint32_t cmt_replay_device_count(const cmt_replay *rp)
+{
+    return rp->device_count;
+}
+
+const struct cmt_replay_device *cmt_replay_device_slot(const cmt_replay *rp, uint32_t slot)
+{
+    return slot < rp->device_count && rp->devices[slot].seen ? &rp->devices[slot] : NULL;
+}
+
+const struct cmt_replay_device *cmt_replay_device(const cmt_replay *rp, int32_t dev)
+{
+    if (dev < -1 || dev >= MAX_DEVICE_SLOTS - 1)
+        return NULL;
+    return cmt_replay_device_slot(rp, (uint32_t)(dev + 1));
+}
+
+const struct cmt_replay_totals *cmt_replay_totals(const cmt_replay *rp)
+{
+    return &rp->totals;
+}
+
+uint32_t cmt_replay_site_count(const cmt_replay *rp)
+{
+    return rp->site_count;
+}
+
+const struct cmt_replay_site *cmt_replay_site(const cmt_replay *rp, uint32_t index)
+{
+    return index < rp->site_count ? &rp->sites[index] : NULL;
+}
+
+uint64_t cmt_replay_api_calls(const cmt_replay *rp, uint32_t api)
+{
+    return api < rp->api_cap ? rp->api_calls[api] : 0;
+}
+
+uint32_t cmt_replay_thread_count(const cmt_replay *rp)
+{
+    return rp->thread_count;
+}
+
+const struct cmt_replay_thread *cmt_replay_thread(const cmt_replay *rp, uint32_t i)
+{
+    return i < rp->thread_count ? &rp->threads[i] : NULL;
+}
+
+static void visit_map(const struct cmt__map *m,
+                      void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
+{
+    if (!m->slots)
+        return;
+    for (size_t i = 0; i <= m->mask; i++) {
+        const struct cmt__entry *e = &m->slots[i];
+        if (!e->kind)
+            continue;
+        struct cmt_replay_object o = {e->kind - 1, e->dev, e->key, e->size, e->aux, e->seq, e->site};
+        fn(ctx, &o);
+    }
+}
+
+void cmt_replay_foreach_live(const cmt_replay *rp,
+                             void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
+{
+    visit_map(&rp->allocs, fn, ctx);
+    visit_map(&rp->handles, fn, ctx);
+    visit_map(&rp->vas, fn, ctx);
+    visit_map(&rp->mappings, fn, ctx);
+    visit_map(&rp->pools, fn, ctx);
+}

@@ -1,0 +1,182 @@
+/* replay.h — the replay engine: rebuilds a process's CUDA memory state from its trace.
+ *
+ * Every analysis (oom, timeline, report, diff) drives one replay: cmt_replay_next() reads the
+ * next record, applies it to the state, and says what it did (struct cmt_replay_step). Between
+ * calls the state of every device can be queried. The engine classifies calls by the `op` of
+ * their API record, never by name. State is proportional to the live set (allocations, handles,
+ * reservations, mappings, pools, call sites), not to the trace: nothing is kept per event.
+ *
+ * Accounting (docs/analysis.md gives the reasons):
+ *  - live bytes of a device = requested bytes of live device, pitched, managed and stream-
+ *    ordered allocations + physical bytes of live VMM handles (a handle's memory is freed only
+ *    after it is released AND its last mapping is unmapped). Host pinned memory is kept apart.
+ *  - VA reservations are address space only; mapped bytes are counted per reservation.
+ *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
+ *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
+ *    synchronisation releases everything (the default release threshold is 0).
+ *  - a free of an unknown pointer is counted (unknown_frees) and otherwise ignored. */
+#ifndef CMT_REPLAY_H
+#define CMT_REPLAY_H
+
+#include <stdint.h>
+
+#include "reader.h"
+
+/* Kinds of live memory. */
+#define CMT_KINDS(X)                                              \
+    X(DEVICE, "device")       /* cuMemAlloc */                    \
+    X(PITCHED, "pitched")     /* cuMemAllocPitch */               \
+    X(MANAGED, "managed")     /* cuMemAllocManaged */             \
+    X(ASYNC, "async")         /* cuMemAllocAsync / FromPool */    \
+    X(VMM, "vmm_physical")    /* cuMemCreate handles */           \
+    X(HOST, "host_pinned")    /* cuMemAllocHost / HostAlloc: not device memory */ \
+    X(VA, "va_reserved")      /* cuMemAddressReserve: address space only */ \
+    X(MAPPING, "mapping")     /* cuMemMap ranges */               \
+    X(IPC, "ipc")             /* cuIpcOpenMemHandle: another process's memory */ \
+    X(POOL, "pool")           /* a memory pool (retained bytes) */
+
+enum cmt_kind {
+#define CMT__KIND_ENUM(name, text) CMT_KIND_##name,
+    CMT_KINDS(CMT__KIND_ENUM)
+#undef CMT__KIND_ENUM
+    CMT_KIND_COUNT
+};
+
+/* @return the kind's name ("device", "pitched", ...), or "?" when out of range. */
+const char *cmt_kind_name(int kind);
+
+/* Kinds that count as this process's device memory (live_bytes). */
+#define CMT_KIND_IS_DEVICE_MEMORY(k)                                                         \
+    ((k) == CMT_KIND_DEVICE || (k) == CMT_KIND_PITCHED || (k) == CMT_KIND_MANAGED ||        \
+     (k) == CMT_KIND_ASYNC || (k) == CMT_KIND_VMM)
+
+#define CMT_GRANULARITY (UINT64_C(2) << 20) /* the driver's allocation granularity */
+
+/* State of one device. Byte counts are requested bytes unless said otherwise. */
+struct cmt_replay_device {
+    int32_t dev;
+    int seen;                           /* any record named this device */
+    uint64_t kind_bytes[CMT_KIND_COUNT]; /* live bytes per kind (POOL: retained bytes) */
+    uint64_t kind_count[CMT_KIND_COUNT]; /* live objects per kind */
+    uint64_t live_bytes;                /* device memory in use (CMT_KIND_IS_DEVICE_MEMORY) */
+    uint64_t allocations;               /* live objects counted in live_bytes */
+    uint64_t mapped_bytes;              /* bytes of live cuMemMap ranges */
+    uint64_t waste_bytes;               /* rounding of live allocations up to CMT_GRANULARITY */
+    uint64_t peak_live_bytes, peak_t_ns, peak_seq;
+    /* last recorded free/total (DEVICE, MEMINFO, or a program's cuMemGetInfo) */
+    int have_sample;
+    uint64_t free_bytes, total_bytes, sample_t_ns;
+    const char *name; /* from the DEVICE record, or NULL */
+    uint64_t alloc_calls, free_calls, failures, oom_failures;
+};
+
+/* What the last cmt_replay_next() did. */
+struct cmt_replay_step {
+    struct cmt_record rec; /* the record (rec.type says which) */
+    int op;                /* enum cmt_op of an EVENT, -1 for other records */
+    const char *api;       /* exact entry point of an EVENT ("?" when its API is unknown) */
+    int kind;              /* kind created or destroyed, -1 when none */
+    int is_alloc;          /* an allocation attempt (alloc, pitch, managed, async, host, vmm_create) */
+    int failed;            /* the call returned an error */
+    int oom;               /* an allocation failed with CUDA_ERROR_OUT_OF_MEMORY */
+    uint64_t request;      /* bytes asked for by an allocation attempt */
+    uint64_t released;     /* device bytes a free gave back (0 for unknown pointers) */
+    int64_t delta;         /* change of live_bytes on the event's device */
+    uint32_t site;         /* call-site index of the allocation created or freed (0 = none) */
+    int unknown_free;      /* a free or unmap named something not live */
+};
+
+/* A call site: the allocations made from one stack. Index 0 is "no stack". */
+struct cmt_replay_site {
+    uint32_t stack;          /* leaf STACK_NODE id */
+    uint64_t live_bytes, live_count;
+    uint64_t peak_bytes;     /* this site's own maximum */
+    uint64_t at_peak_bytes, at_peak_count; /* at the process-wide peak (cmt_replay_finish) */
+    uint64_t alloc_count, alloc_bytes, free_count, failures;
+    /* internal: lazy copy at the process peak */
+    uint64_t last_mod_seq, saved_bytes, saved_count, saved_peak;
+};
+
+struct cmt_replay_thread {
+    uint32_t tid;
+    uint64_t alloc_count, alloc_bytes, free_count, freed_bytes, failures;
+};
+
+typedef struct cmt_replay cmt_replay;
+
+/* Creates a replay over an open reader (not owned). @return 0 or CMT_ENOMEM. */
+int cmt_replay_create(cmt_replay **out, cmt_reader *r);
+void cmt_replay_destroy(cmt_replay *rp);
+
+/* Reads and applies the next record. @return 1 with *step filled; 0 at the end; a negative
+ * CMT_E* code at damage (the state holds everything before it) or when memory runs out. */
+int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
+
+/* Runs to the end. @return 0 or the code that stopped it. */
+int cmt_replay_run(cmt_replay *rp);
+
+/* Settles the values that are computed lazily (each site's bytes at the process peak).
+ * Call once after the last cmt_replay_next(). */
+void cmt_replay_finish(cmt_replay *rp);
+
+cmt_reader *cmt_replay_reader(const cmt_replay *rp);
+
+/* Devices are numbered 0..count-1 as slots; slot 0 is dev -1 (unknown), slot i is dev i-1. */
+uint32_t cmt_replay_device_count(const cmt_replay *rp);
+const struct cmt_replay_device *cmt_replay_device_slot(const cmt_replay *rp, uint32_t slot);
+/* @return the device's state, or NULL when no record named it. */
+const struct cmt_replay_device *cmt_replay_device(const cmt_replay *rp, int32_t dev);
+
+/* Process-wide figures. */
+struct cmt_replay_totals {
+    uint64_t events, records;
+    uint64_t live_bytes, host_bytes, pool_retained_bytes;
+    uint64_t peak_live_bytes, peak_t_ns, peak_seq;
+    uint64_t alloc_calls, free_calls, failures, oom_failures, unknown_frees;
+    uint64_t temporary_count, temporary_bytes; /* freed before the next allocation */
+    uint64_t size_histogram[65];               /* successful allocations by bit length of size */
+    uint64_t last_t_ns;
+    int ended, signaled;                       /* END seen; SIGNAL seen */
+    uint32_t signo;
+};
+const struct cmt_replay_totals *cmt_replay_totals(const cmt_replay *rp);
+
+uint32_t cmt_replay_site_count(const cmt_replay *rp); /* including index 0 */
+const struct cmt_replay_site *cmt_replay_site(const cmt_replay *rp, uint32_t index);
+
+/* Calls made to API id `api` (events whose API record came first). */
+uint64_t cmt_replay_api_calls(const cmt_replay *rp, uint32_t api);
+
+uint32_t cmt_replay_thread_count(const cmt_replay *rp);
+const struct cmt_replay_thread *cmt_replay_thread(const cmt_replay *rp, uint32_t i);
+
+/* A live object, as visited by cmt_replay_foreach_live. */
+struct cmt_replay_object {
+    int kind;
+    int32_t dev;
+    uint64_t addr; /* address, or handle for VMM, or pool handle for POOL */
+    uint64_t size; /* bytes (POOL: retained bytes; VA: reserved bytes) */
+    uint64_t aux;  /* MAPPING: handle; VA: mapped bytes */
+    uint64_t seq;
+    uint32_t site;
+};
+/* Calls fn for every live object (any order). */
+void cmt_replay_foreach_live(const cmt_replay *rp,
+                             void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx);
+
+/* Fragmentation of one device's state (docs/analysis.md defines each). */
+struct cmt_fragmentation {
+    uint64_t hole_bytes;        /* gaps between live device allocations in address order */
+    uint64_t largest_hole;
+    double hole_fragmentation;  /* 1 - largest_hole / hole_bytes (0 without holes) */
+    uint64_t reserved_va_bytes, mapped_in_va_bytes;
+    uint64_t largest_unmapped;  /* largest unmapped extent inside a reservation */
+    uint64_t waste_bytes;       /* granularity rounding */
+    uint64_t pool_retained_bytes;
+};
+/* Measures the current state of device dev. @return 0 or CMT_ENOMEM. */
+int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+/* The same at the process-wide peak (exact; valid after cmt_replay_finish). */
+int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+
+#endif

@@ -1,0 +1,56 @@
+/* replay_internal.h — internal: the replay engine's state, shared by replay.c and frag.c. */
+#ifndef CMT__REPLAY_INTERNAL_H
+#define CMT__REPLAY_INTERNAL_H
+
+#include "replay.h"
+#include "replay_map.h"
+
+/* An object freed after the process peak that was alive at it (for exact peak measures). */
+struct cmt__logged {
+    uint64_t addr, size, aux;
+    int32_t dev;
+    uint8_t kind;
+};
+
+struct cmt_replay {
+    cmt_reader *reader;
+    uint8_t *ops; /* op + 1 per API id (0 = unknown API), 65536 entries */
+
+    struct cmt__map allocs;   /* address -> allocation (device, pitched, managed, async, host, ipc) */
+    struct cmt__map handles;  /* VMM handle -> physical allocation */
+    struct cmt__map vas;      /* address -> reservation */
+    struct cmt__map mappings; /* address -> mapped range */
+    struct cmt__map pools;    /* pool handle -> retained bytes (in size) */
+    uint64_t *pool_keys;      /* the pools' keys, dense, so a sync visits only real pools */
+    size_t pool_count, pool_cap;
+    struct cmt__map site_ids; /* stack id -> index (aux) */
+    struct cmt__map tids;     /* tid + 1 -> index (aux) */
+
+    struct cmt_replay_device *devices; /* slot = dev + 1 */
+    uint32_t device_count, device_cap;
+    uint64_t *current_pool; /* per slot: pool set by cuDeviceSetMemPool, 0 = default */
+
+    struct cmt_replay_site *sites;
+    uint32_t site_count, site_cap;
+    struct cmt_replay_thread *threads;
+    uint32_t thread_count, thread_cap;
+
+    uint64_t *api_calls; /* calls per API id, sized by the highest id named by an API record */
+    uint32_t api_cap;
+    struct cmt_replay_totals totals;
+    uint64_t tick;        /* events applied so far (replay order) */
+    uint64_t peak_tick;   /* tick of the process-wide peak */
+    uint32_t alloc_index; /* successful allocations so far */
+
+    /* the process peak: devices as they were, and objects freed since that were alive then */
+    struct cmt_replay_device *peak_devices;
+    uint32_t peak_device_count;
+    struct cmt__logged *log;
+    size_t log_count, log_cap;
+    int failed; /* out of memory inside the engine */
+};
+
+/* Default pool of a device slot (a key no real handle takes). */
+#define CMT__DEFAULT_POOL(slot) (UINT64_C(0xFFFFFFFF00000000) | (slot))
+
+#endif

@@ -1,0 +1,58 @@
+/* replay_map.h — internal: an open-addressing hash map from a 64-bit key to a fixed entry.
+ *
+ * Linear probing with backward-shift deletion (no tombstones), so a long replay with millions
+ * of allocate/free pairs never degrades and never allocates per event: the table only grows
+ * (doubling) when the live set grows. An entry with kind 0 is empty. */
+#ifndef CMT__REPLAY_MAP_H
+#define CMT__REPLAY_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One tracked object: an allocation, a physical handle, a reservation, a mapping or a pool. */
+struct cmt__entry {
+    uint64_t key;  /* address, handle or pool */
+    uint64_t size; /* bytes */
+    uint64_t aux;  /* handle of a mapping, pool of an async allocation, mapped bytes of a VA */
+    uint64_t seq;  /* seq of the call that created it */
+    uint32_t site; /* index into the call-site table */
+    int32_t dev;
+    uint32_t alloc_index; /* number of allocations before it (temporary-allocation test) */
+    uint16_t refs;        /* VMM handles: references (create/retain/import minus releases) */
+    uint8_t kind;         /* enum cmt_kind + 1; 0 = empty slot */
+    uint8_t maps;         /* VMM handles: live mappings (saturates at 255) */
+};
+
+struct cmt__map {
+    struct cmt__entry *slots;
+    size_t mask; /* capacity - 1 (capacity is a power of two, or 0) */
+    size_t count;
+    unsigned shift; /* 64 - log2(capacity): Fibonacci hashing takes the product's top bits */
+};
+
+/* @return the entry for key, or NULL. */
+static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_t key)
+{
+    if (!m->slots)
+        return NULL;
+    size_t i = (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> m->shift);
+    for (;;) {
+        struct cmt__entry *e = &m->slots[i];
+        if (!e->kind)
+            return NULL;
+        if (e->key == key)
+            return e;
+        i = (i + 1) & m->mask;
+    }
+}
+
+/* Inserts (or finds) key. @return the entry (kind 0 when new: the caller fills it), or NULL
+ * when the table cannot grow. */
+struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t key);
+
+/* Removes an entry returned by find/insert (pointers into the table become stale). */
+void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e);
+
+void cmt__map_free(struct cmt__map *m);
+
+#endif

@@ -1,0 +1,52 @@
+/* timeline.h — memory over time per device, downsampled to a bounded number of points.
+ *
+ * Time is cut into equal buckets; when the trace outgrows them, neighbours merge and the width
+ * doubles, so memory stays O(points) whatever the trace's length. A bucket keeps the state at
+ * the moment of its highest live_bytes, so the peak survives downsampling exactly. */
+#ifndef CMT_TIMELINE_H
+#define CMT_TIMELINE_H
+
+#include <stdint.h>
+
+#include "replay.h"
+
+struct cmt_timeline_point {
+    uint64_t t_ns;
+    uint64_t live_bytes;
+    uint64_t kind_bytes[CMT_KIND_COUNT]; /* POOL: retained bytes, VA: reserved bytes */
+    uint64_t allocations;
+    uint64_t mapped_bytes, waste_bytes;
+    /* hole measures: sampled (docs/analysis.md), exact on the peak point */
+    uint64_t hole_bytes, largest_hole, largest_unmapped;
+    double hole_fragmentation;
+    uint32_t oom;  /* out-of-memory failures inside the bucket */
+    uint8_t peak;  /* the device's peak */
+    uint8_t used;  /* the bucket saw an event */
+};
+
+struct cmt_timeline_device {
+    int32_t dev;
+    struct cmt_timeline_point *points; /* `count` buckets of `width` ns from t = 0 */
+    uint32_t count;
+    uint64_t events_since_sample, last_event_t;
+    struct cmt_timeline_point last_holes; /* carried hole measures */
+    int32_t open;                         /* bucket index of the last event, -1 none */
+};
+
+struct cmt_timeline {
+    uint32_t max_points;
+    uint64_t width; /* ns per bucket */
+    struct cmt_timeline_device *devices; /* by replay device slot */
+    uint32_t device_count;
+    int failed;
+};
+
+/* @return 0 or CMT_ENOMEM. max_points >= 2. */
+int cmt_timeline_init(struct cmt_timeline *tl, uint32_t max_points);
+void cmt_timeline_free(struct cmt_timeline *tl);
+void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
+                          const struct cmt_replay_step *st);
+/* Marks the peaks and puts the exact peak-time measures on them. */
+void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp);
+
+#endif

@@ -1,0 +1,136 @@
+/* timeline_svg.c — a self-contained SVG chart of a timeline: one panel per device, kinds
+ * stacked, the peak and out-of-memory failures marked, axes labelled with units. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cmd_common.h"
+#include "output.h"
+#include "timeline.h"
+
+#define W 900
+#define PANEL_H 260
+#define LEFT 90
+#define RIGHT 20
+#define TOP 40
+#define BOTTOM 40
+
+static const int kinds[] = {CMT_KIND_DEVICE, CMT_KIND_PITCHED, CMT_KIND_MANAGED, CMT_KIND_ASYNC,
+                            CMT_KIND_VMM};
+static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1"};
+#define NK (sizeof kinds / sizeof *kinds)
+
+/* A "nice" axis step: 1, 2 or 5 times a power of ten (or of 1024 for bytes). */
+static double nice_step(double range, int ticks)
+{
+    double raw = range / ticks, p = 1;
+    while (p * 10 <= raw)
+        p *= 10;
+    while (p > raw && p > 1e-9)
+        p /= 10;
+    return raw <= p * 2 ? p * 2 : raw <= p * 5 ? p * 5 : p * 10;
+}
+
+static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                  const struct cmt_timeline_device *d, int y0)
+{
+    const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
+    char a[32], b[32], label[160];
+    double plot_w = W - LEFT - RIGHT, plot_h = PANEL_H - TOP - BOTTOM;
+    uint64_t t_end = 1;
+    for (uint32_t i = 0; i < tl->max_points; i++)
+        if (d->points[i].used && d->points[i].t_ns > t_end)
+            t_end = d->points[i].t_ns;
+    double ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
+    fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
+    cmt__device_label(pass->replay, d->dev, label, sizeof label);
+    fprintf(f, "%s: peak %s at %s</text>\n", label, cmt__bytes(rd->peak_live_bytes, a),
+            cmt__duration(rd->peak_t_ns, b));
+    /* y axis in bytes */
+    double step = nice_step(ymax, 5);
+    for (double v = 0; v <= ymax; v += step) {
+        double y = TOP + plot_h - v / ymax * plot_h;
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", LEFT,
+                W - RIGHT, y, y);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
+                LEFT - 6, y + 4, cmt__bytes((uint64_t)v, a));
+    }
+    /* x axis in time */
+    double tstep = nice_step((double)t_end, 6);
+    for (double t = 0; t <= (double)t_end; t += tstep) {
+        double x = LEFT + t / (double)t_end * plot_w;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
+                   "</text>\n", x, TOP + plot_h + 16, cmt__duration((uint64_t)t, a));
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since "
+               "start</text>\n", LEFT + plot_w / 2, PANEL_H - 4);
+    /* stacked kinds: draw cumulative polygons from the top layer down */
+    for (int k = (int)NK - 1; k >= 0; k--) {
+        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f", colors[k],
+                LEFT, TOP + plot_h);
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_timeline_point *p = &d->points[i];
+            if (!p->used)
+                continue;
+            uint64_t sum = 0;
+            for (int j = 0; j <= k; j++)
+                sum += p->kind_bytes[kinds[j]];
+            fprintf(f, " %.1f,%.1f", LEFT + (double)p->t_ns / (double)t_end * plot_w,
+                    TOP + plot_h - (double)sum / ymax * plot_h);
+        }
+        fprintf(f, " %.1f,%.1f\"/>\n", LEFT + plot_w, TOP + plot_h);
+    }
+    fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", LEFT,
+            W - RIGHT, TOP + plot_h, TOP + plot_h);
+    /* OOM failures and the peak */
+    for (uint32_t i = 0; pass->oom && i < cmt_oom_count(pass->oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(pass->oom, i);
+        if (e->dev != d->dev)
+            continue;
+        double x = LEFT + (double)e->t_ns / (double)t_end * plot_w;
+        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#e15759\" "
+                   "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: %s %s (%s)"
+                   "</title></line>\n", x, x, TOP, TOP + plot_h, e->api,
+                cmt__bytes(e->request_bytes, a), cmt_verdict_name(e->verdict));
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#e15759\">OOM</text>\n",
+                x + 3, TOP + 10);
+    }
+    double px = LEFT + (double)rd->peak_t_ns / (double)t_end * plot_w;
+    double py = TOP + plot_h - (double)rd->peak_live_bytes / ymax * plot_h;
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>"
+               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n",
+            px, py, px + 6, py - 6, cmt__bytes(rd->peak_live_bytes, a));
+    /* legend */
+    for (size_t k = 0; k < NK; k++)
+        fprintf(f, "<rect x=\"%zu\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/><text "
+                   "x=\"%zu\" y=\"37\" font-size=\"11\">%s</text>\n",
+                (size_t)W - 560 + k * 110, colors[k], (size_t)W - 546 + k * 110,
+                cmt_kind_name(kinds[k]));
+    fprintf(f, "</g>\n");
+}
+
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl)
+{
+    int panels = 0;
+    for (uint32_t s = 0; s < tl->device_count; s++) {
+        const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, tl->devices[s].dev);
+        if (rd && rd->peak_live_bytes)
+            panels++;
+    }
+    int h = (panels ? panels : 1) * PANEL_H;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", W, h, W, h);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
+    int y = 0;
+    for (uint32_t s = 0; s < tl->device_count; s++) {
+        const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, tl->devices[s].dev);
+        if (!rd || !rd->peak_live_bytes)
+            continue;
+        panel(f, pass, tl, &tl->devices[s], y);
+        y += PANEL_H;
+    }
+    if (!panels)
+        fprintf(f, "<text x=\"20\" y=\"40\">no device memory was allocated</text>\n");
+    fprintf(f, "</svg>\n");
+    return ferror(f) ? -1 : 0;
+}
