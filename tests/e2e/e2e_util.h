@@ -1,0 +1,207 @@
+/* e2e_util.h — run programs under `cumemtrace record` in a scratch directory and read the
+ * traces back with the reader library. */
+#ifndef CMT_E2E_UTIL_H
+#define CMT_E2E_UTIL_H
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmt_error.h"
+#include "reader.h"
+
+extern char **environ;
+
+struct run {
+    int status; /* exit status, or 128 + signal */
+    char out[1 << 16];
+    char err[1 << 16];
+};
+
+static char e2e_dir[PATH_MAX];
+
+static inline const char *build_dir(void)
+{
+    const char *b = getenv("CMT_BUILD_DIR");
+    cr_assert(b, "CMT_BUILD_DIR is not set (run through ctest)");
+    return b;
+}
+
+/* path of a build artefact: e2e_path(buf, "bin/cumemtrace") */
+static inline const char *e2e_path(char *buf, const char *rel)
+{
+    snprintf(buf, PATH_MAX, "%s/%s", build_dir(), rel);
+    return buf;
+}
+
+static inline void e2e_setup(void)
+{
+    snprintf(e2e_dir, sizeof e2e_dir, "/tmp/cmt-e2e.XXXXXX");
+    cr_assert_not_null(mkdtemp(e2e_dir));
+    cr_assert_eq(chdir(e2e_dir), 0);
+    char lib[PATH_MAX];
+    setenv("LD_LIBRARY_PATH", e2e_path(lib, "lib/simcuda"), 1);
+    unsetenv("CUMEMTRACE_OUTPUT");
+    unsetenv("LD_PRELOAD");
+}
+
+static inline void e2e_teardown(void)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", e2e_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", e2e_dir);
+}
+
+static inline void slurp(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : 0;
+    buf[n > 0 ? n : 0] = 0;
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Runs argv (NULL-terminated) in the scratch directory with stdout/stderr captured. */
+static inline void e2e_run(struct run *r, char *const argv[])
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, "stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0, "spawn %s", argv[0]);
+    posix_spawn_file_actions_destroy(&fa);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    slurp("stdout.txt", r->out, sizeof r->out);
+    slurp("stderr.txt", r->err, sizeof r->err);
+}
+
+/* cumemtrace record [opts...] -- prog args... ; `record_args` ends at "--". */
+#define E2E_MAX_ARGS 32
+static inline void e2e_record(struct run *r, const char *const record_args[], const char *prog,
+                              const char *const prog_args[])
+{
+    char cli[PATH_MAX], progpath[PATH_MAX];
+    char *argv[E2E_MAX_ARGS];
+    int n = 0;
+    argv[n++] = (char *)e2e_path(cli, "bin/cumemtrace");
+    argv[n++] = "record";
+    for (int i = 0; record_args && record_args[i]; i++)
+        argv[n++] = (char *)record_args[i];
+    argv[n++] = "--";
+    argv[n++] = (char *)(prog[0] == '/' ? prog : e2e_path(progpath, prog));
+    for (int i = 0; prog_args && prog_args[i]; i++)
+        argv[n++] = (char *)prog_args[i];
+    argv[n] = NULL;
+    e2e_run(r, argv);
+}
+
+/* Trace files (*.cmt) in the scratch directory, sorted. @return count. */
+static inline int e2e_traces(char names[][NAME_MAX + 1], int max)
+{
+    DIR *d = opendir(".");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && !strcmp(e->d_name + len - 4, ".cmt") && n < max)
+            snprintf(names[n++], NAME_MAX + 1, "%s", e->d_name);
+    }
+    if (d)
+        closedir(d);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char t[NAME_MAX + 1];
+            memcpy(t, names[j], sizeof t);
+            memcpy(names[j], names[j - 1], sizeof t);
+            memcpy(names[j - 1], t, sizeof t);
+        }
+    return n;
+}
+
+/* A trace read back whole. */
+struct trace {
+    cmt_reader *r;
+    struct cmt_event *ev;
+    size_t n;
+    struct cmt_meminfo mem[64];
+    int nmem;
+    int ndevices;
+    int signo;
+    int rc; /* final reader code: 0 sound, <0 damaged */
+    const struct cmt_process *process;
+};
+
+static inline void trace_load(struct trace *t, const char *path)
+{
+    memset(t, 0, sizeof *t);
+    cr_assert_eq(cmt_reader_open_file(&t->r, path), 0, "cannot open %s", path);
+    cmt_reader_preload(t->r);
+    size_t cap = 1024;
+    t->ev = malloc(cap * sizeof *t->ev);
+    struct cmt_record rec;
+    while ((t->rc = cmt_reader_next(t->r, &rec)) > 0) {
+        if (rec.type == CMT_REC_EVENT) {
+            if (t->n == cap)
+                t->ev = realloc(t->ev, (cap *= 2) * sizeof *t->ev);
+            t->ev[t->n++] = rec.u.event;
+        } else if (rec.type == CMT_REC_MEMINFO && t->nmem < 64) {
+            t->mem[t->nmem++] = rec.u.meminfo;
+        } else if (rec.type == CMT_REC_DEVICE) {
+            t->ndevices++;
+        } else if (rec.type == CMT_REC_SIGNAL) {
+            t->signo = (int)rec.u.signal.signo;
+        }
+    }
+    t->process = cmt_reader_process(t->r);
+}
+
+static inline void trace_free(struct trace *t)
+{
+    free(t->ev);
+    cmt_reader_close(t->r);
+}
+
+static inline const char *api_of(const struct trace *t, const struct cmt_event *e)
+{
+    const struct cmt_api *a = cmt_reader_api(t->r, e->api);
+    return a ? a->name : "?";
+}
+
+/* Events whose API is `name` (and, when size != 0, whose size field equals it). */
+static inline size_t count_api(const struct trace *t, const char *name, uint64_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(api_of(t, &t->ev[i]), name) &&
+            (!size || ((t->ev[i].fields & CMT_F(SIZE)) && t->ev[i].v[CMT_FIELD_SIZE] == size)))
+            n++;
+    return n;
+}
+
+/* Does stack `leaf` have a frame whose text contains `needle`? */
+static inline int stack_has(const struct trace *t, uint32_t leaf, const char *needle)
+{
+    struct cmt_stack_node node;
+    for (uint32_t id = leaf; id && cmt_reader_stack_node(t->r, id, &node) == 0; id = node.parent) {
+        char frame[512];
+        cmt_reader_format_frame(t->r, id, frame, sizeof frame);
+        if (strstr(frame, needle))
+            return 1;
+    }
+    return 0;
+}
+
+#endif

@@ -1,0 +1,242 @@
+/* scenarios.c — one driver-API program, many behaviours the e2e tests record.
+ * Linked against libcuda.so.1 (simcuda), built without -rdynamic.
+ *   scenarios threads T N   T threads × N alloc/free pairs
+ *   scenarios fork          parent allocs, a child that uses CUDA, a child that never does
+ *   scenarios exec PROG     allocs, then execs PROG
+ *   scenarios signal NAME   allocs, then dies: segv | abort | term | term-handled | kill | _exit
+ *   scenarios oom           fills the device until an allocation fails
+ *   scenarios all-apis      every intercepted memory entry point once
+ *   scenarios deepbind LIB  dlopen(LIB, RTLD_DEEPBIND) after some CUDA use
+ *   scenarios none          no CUDA at all */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                              \
+    do {                                                                         \
+        CUresult rc_ = (call);                                                   \
+        if (rc_ != CUDA_SUCCESS) {                                               \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, rc_); \
+            exit(10);                                                            \
+        }                                                                        \
+    } while (0)
+
+static CUcontext ctx;
+static CUdevice dev;
+
+static void init_cuda(void)
+{
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+}
+
+static CUdeviceptr alloc(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, n));
+    return p;
+}
+
+static void *thread_main(void *arg)
+{
+    long n = (long)arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p = alloc((size_t)(1 + (i % 7)) << 20);
+        CHECK(cuMemFree(p));
+    }
+    return NULL;
+}
+
+static int threads(int t, long n)
+{
+    init_cuda();
+    pthread_t th[64];
+    for (int i = 0; i < t && i < 64; i++)
+        pthread_create(&th[i], NULL, thread_main, (void *)n);
+    for (int i = 0; i < t && i < 64; i++)
+        pthread_join(th[i], NULL);
+    return 0;
+}
+
+static int forks(void)
+{
+    init_cuda();
+    CUdeviceptr keep = alloc(11111111); /* the parent's: must never appear in a child's trace */
+    pid_t cuda_child = fork();
+    if (cuda_child == 0) {
+        CUdeviceptr p = alloc(22222222);
+        CHECK(cuMemFree(p));
+        _exit(0);
+    }
+    pid_t quiet_child = fork();
+    if (quiet_child == 0)
+        _exit(0);
+    int st;
+    waitpid(cuda_child, &st, 0);
+    waitpid(quiet_child, &st, 0);
+    CHECK(cuMemFree(keep));
+    return 0;
+}
+
+static int exec_prog(const char *prog)
+{
+    init_cuda();
+    alloc(33333333);
+    execl(prog, prog, (char *)NULL);
+    perror("execl");
+    return 1;
+}
+
+static void on_term(int sig)
+{
+    static const char msg[] = "handled SIGTERM\n";
+    write(1, msg, sizeof msg - 1);
+    _exit(42);
+}
+
+static int die(const char *how)
+{
+    init_cuda();
+    for (int i = 0; i < 10; i++)
+        alloc(4444444);
+    if (!strcmp(how, "segv")) {
+        volatile int *null = NULL;
+        return *null;
+    }
+    if (!strcmp(how, "abort"))
+        abort();
+    if (!strcmp(how, "term"))
+        raise(SIGTERM);
+    if (!strcmp(how, "term-handled")) {
+        signal(SIGTERM, on_term); /* installed after the shim's: replaces it */
+        raise(SIGTERM);
+    }
+    struct timespec nap = {0, 400 * 1000000L}; /* longer than CUMEMTRACE_FLUSH_MS in the test */
+    nanosleep(&nap, NULL);
+    if (!strcmp(how, "kill"))
+        raise(SIGKILL);
+    if (!strcmp(how, "_exit"))
+        _exit(7);
+    return 1;
+}
+
+static int oom(void)
+{
+    init_cuda();
+    CUdeviceptr p;
+    int n = 0;
+    while (cuMemAlloc(&p, 1ull << 30) == CUDA_SUCCESS)
+        n++;
+    printf("allocated %d GiB before OOM\n", n);
+    return 0;
+}
+
+static int all_apis(void)
+{
+    init_cuda();
+    CUdeviceptr p, q;
+    size_t pitch, free_b, total_b;
+    CHECK(cuMemAlloc(&p, 1 << 20));
+    CHECK(cuMemFree(p));
+    CHECK(cuMemAllocPitch(&p, &pitch, 1000, 100, 4));
+    CHECK(cuMemFree(p));
+    CHECK(cuMemAllocManaged(&p, 3 << 20, CU_MEM_ATTACH_GLOBAL));
+    CHECK(cuMemFree(p));
+    CHECK(cuMemGetInfo(&free_b, &total_b));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAllocAsync(&p, 5 << 20, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CUmemoryPool pool;
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CHECK(cuMemPoolCreate(&pool, &props));
+    CHECK(cuMemAllocFromPoolAsync(&p, 6 << 20, pool, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuMemPoolTrimTo(pool, 0));
+    CHECK(cuDeviceSetMemPool(dev, pool));
+    CUmemoryPool def;
+    CHECK(cuDeviceGetDefaultMemPool(&def, dev));
+    CHECK(cuDeviceSetMemPool(dev, def));
+    CHECK(cuMemPoolDestroy(pool));
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
+                                .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
+    CUmemGenericAllocationHandle h, h2, h3;
+    CHECK(cuMemCreate(&h, 4 << 20, &prop, 0));
+    CHECK(cuMemAddressReserve(&q, 8 << 20, 0, 0, 0));
+    CHECK(cuMemMap(q, 4 << 20, 0, h, 0));
+    CUmemAccessDesc acc = {.location = prop.location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CHECK(cuMemSetAccess(q, 4 << 20, &acc, 1));
+    CHECK(cuMemRetainAllocationHandle(&h2, (void *)q));
+    CHECK(cuMemRelease(h2));
+    int fd = -1;
+    CHECK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemImportFromShareableHandle(&h3, (void *)(long)fd,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    CHECK(cuMemRelease(h3));
+    CHECK(cuMemUnmap(q, 4 << 20));
+    CHECK(cuMemRelease(h));
+    CHECK(cuMemAddressFree(q, 8 << 20));
+    CUipcMemHandle ipc;
+    CHECK(cuMemAlloc(&p, 2 << 20));
+    CHECK(cuIpcGetMemHandle(&ipc, p));
+    CHECK(cuIpcOpenMemHandle(&q, ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    CHECK(cuIpcCloseMemHandle(q));
+    CHECK(cuMemFree(p));
+    void *host;
+    CHECK(cuMemAllocHost(&host, 1 << 20));
+    CHECK(cuMemFreeHost(host));
+    CHECK(cuMemHostAlloc(&host, 1 << 20, 0));
+    CHECK(cuMemFreeHost(host));
+    CHECK(cuCtxSynchronize());
+    CUcontext own;
+    CHECK(cuCtxCreate(&own, NULL, 0, dev));
+    CHECK(cuMemAlloc(&p, 7 << 20)); /* freed implicitly by the destroy below */
+    CHECK(cuCtxDestroy(own));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuMemFree(0xdead0000)); /* unknown pointer: passed through, error recorded */
+    return 0;
+}
+
+static int deepbind(const char *lib)
+{
+    init_cuda();
+    alloc(1 << 20);
+    void *h = dlopen(lib, RTLD_NOW | RTLD_DEEPBIND);
+    return h ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "threads") && argc > 3)
+        return threads(atoi(argv[2]), atol(argv[3]));
+    if (!strcmp(mode, "fork"))
+        return forks();
+    if (!strcmp(mode, "exec") && argc > 2)
+        return exec_prog(argv[2]);
+    if (!strcmp(mode, "signal") && argc > 2)
+        return die(argv[2]);
+    if (!strcmp(mode, "oom"))
+        return oom();
+    if (!strcmp(mode, "all-apis"))
+        return all_apis();
+    if (!strcmp(mode, "deepbind") && argc > 2)
+        return deepbind(argv[2]);
+    if (!strcmp(mode, "none"))
+        return 0;
+    fprintf(stderr, "usage: scenarios MODE ...\n");
+    return 2;
+}

@@ -1,0 +1,135 @@
+/* The walking skeleton end to end: record → trace → dump, and record's own behaviour. */
+#include "e2e_util.h"
+
+TestSuite(record, .init = e2e_setup, .fini = e2e_teardown);
+
+Test(record, deep_allocation_and_its_free_exactly)
+{
+    struct run r;
+    e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    cr_assert(strstr(r.out, names[0]) && strstr(r.out, "(4 events)"), "stdout: %s", r.out);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_eq(t.rc, 0);
+    cr_assert(cmt_reader_clean_exit(t.r));
+    cr_assert_eq(cmt_reader_seq_gaps(t.r), 0);
+    size_t allocs = 0, frees = 0;
+    uint64_t ptr = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct cmt_event *e = &t.ev[i];
+        cr_assert_eq(e->seq, i);
+        if (!strcmp(api_of(&t, e), "cuMemAlloc_v2")) {
+            allocs++;
+            cr_assert_eq(e->result, 0);
+            cr_assert_eq(e->dev, 0);
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 12345678);
+            cr_assert(e->fields & CMT_F(PTR));
+            ptr = e->v[CMT_FIELD_PTR];
+            /* static functions of a binary built without -rdynamic, named */
+            cr_assert(stack_has(&t, e->stack, "level3"));
+            cr_assert(stack_has(&t, e->stack, "level2"));
+            cr_assert(stack_has(&t, e->stack, "level1"));
+            cr_assert(stack_has(&t, e->stack, "alloc_deep.c:9"));
+        } else if (!strcmp(api_of(&t, e), "cuMemFree_v2")) {
+            frees++;
+            cr_assert_eq(e->v[CMT_FIELD_PTR], ptr, "the free names the allocated pointer");
+            cr_assert_gt(e->seq, 1);
+        }
+    }
+    cr_assert_eq(allocs, 1);
+    cr_assert_eq(frees, 1);
+    cr_assert_eq(t.ndevices, 1);
+    cr_assert_eq(t.nmem, 1, "one baseline");
+    cr_assert_eq(t.mem[0].reason, CMT_MEMINFO_BASELINE);
+    cr_assert_eq(t.mem[0].total_bytes, 24ull << 30);
+    cr_assert_str_eq(t.process->argv[0] + strlen(t.process->argv[0]) - 10, "alloc_deep");
+    trace_free(&t);
+}
+
+Test(record, dump_prints_the_events_as_json_lines)
+{
+    struct run r;
+    e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
+    char names[4][NAME_MAX + 1], cli[PATH_MAX];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "dump", "--stacks", names[0], NULL};
+    e2e_run(&r, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    int lines = 0;
+    for (char *p = r.out; (p = strchr(p, '\n')); p++)
+        lines++;
+    cr_assert_eq(lines, 4, "%s", r.out);
+    char *alloc = strstr(r.out, "\"api\":\"cuMemAlloc_v2\"");
+    cr_assert_not_null(alloc);
+    cr_assert(strstr(alloc, "\"size\":12345678"));
+    cr_assert(strstr(alloc, "\"result\":0"));
+    cr_assert(strstr(alloc, "\"frames\":[\"level3 alloc_deep.c:9\""), "%s", alloc);
+    cr_assert(strstr(r.out, "\"api\":\"cuMemFree_v2\""));
+    cr_assert(r.out[0] == '{', "each line is one object");
+}
+
+Test(record, program_without_cuda_writes_no_file)
+{
+    struct run r;
+    const char *args[] = {"none", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 0);
+    cr_assert(strstr(r.out, "no trace written"), "%s", r.out);
+}
+
+Test(record, unwritable_output_warns_once_and_the_program_runs_on)
+{
+    struct run r;
+    const char *opts[] = {"-o", "/nonexistent-dir/x.%p.cmt", NULL};
+    const char *args[] = {"threads", "2", "50", NULL};
+    e2e_record(&r, opts, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0, "the program must not notice: %s", r.err);
+    cr_assert(strstr(r.err, "cumemtrace: cannot write /nonexistent-dir/x."), "%s", r.err);
+    cr_assert_null(strstr(strstr(r.err, "cannot write") + 1, "cannot write"), "one line only");
+}
+
+Test(record, exit_status_and_bad_usage)
+{
+    struct run r;
+    const char *args[] = {"bogus-mode", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 2, "the program's own status");
+    char cli[PATH_MAX];
+    char *unknown[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "record", "--frobnicate", "--",
+                       "/bin/true", NULL};
+    e2e_run(&r, unknown);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "unknown option '--frobnicate'"), "%s", r.err);
+    char *missing[] = {cli, "record", "--", "/no/such/program", NULL};
+    e2e_run(&r, missing);
+    cr_assert_eq(r.status, 127);
+    cr_assert(strstr(r.err, "cannot run /no/such/program"), "%s", r.err);
+    char *nofile[] = {cli, "dump", "/no/such/trace.cmt", NULL};
+    e2e_run(&r, nofile);
+    cr_assert_eq(r.status, 1);
+    cr_assert(strstr(r.err, "/no/such/trace.cmt"), "%s", r.err);
+    char *nocmd[] = {cli, "frobnicate", NULL};
+    e2e_run(&r, nocmd);
+    cr_assert_eq(r.status, 2);
+    cr_assert(strstr(r.err, "unknown command 'frobnicate'"), "%s", r.err);
+}
+
+Test(record, stack_depth_zero_records_no_stacks)
+{
+    struct run r;
+    const char *opts[] = {"--stack-depth", "0", NULL};
+    e2e_record(&r, opts, "tests/progs/alloc_deep", NULL);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_eq(t.n, 4);
+    for (size_t i = 0; i < t.n; i++)
+        cr_assert_eq(t.ev[i].stack, 0);
+    trace_free(&t);
+}
