@@ -194,6 +194,8 @@ void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_s
         o->open = 0; /* the program moved on to other requests */
         return;
     }
+    if (e && e->hint_leak && st->site == e->holders[e->hint_leak - 1].site && st->released)
+        e->hint_leak = 0; /* it gave memory back when pressed: retention, not a leak */
     if (e && st->released && ev->dev == e->dev) {
         e->frees_between++;
         e->released_bytes += st->released;

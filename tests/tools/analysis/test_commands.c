@@ -1,0 +1,142 @@
+/* Tests of the analysis commands' interfaces: options, JSON keys, errors, exit codes. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "capture.h"
+#include "trace_builder.h"
+
+int cmt_cmd_report(int argc, char **argv);
+int cmt_cmd_oom(int argc, char **argv);
+int cmt_cmd_timeline(int argc, char **argv);
+int cmt_cmd_diff(int argc, char **argv);
+
+/* A device filled by this process, one failed request, frees, a failed retry. */
+static const char *oom_trace(int index, uint64_t segment_bytes)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB - 300 * TB_MIB);
+    uint32_t s = tb_stack(&b, "segment_alloc", 3);
+    for (int i = 0; i < 20; i++)
+        tb_alloc(&b, 0x700000000000 + (uint64_t)i * 2 * TB_GIB, segment_bytes, s);
+    uint64_t seq = tb_alloc_fail(&b, 12345678ull * 1000, s);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 24 * TB_GIB - 300 * TB_MIB - 20 * segment_bytes,
+               24 * TB_GIB, seq);
+    tb_free(&b, 0x700000000000);
+    seq = tb_alloc_fail(&b, 12345678ull * 1000, s);
+    tb_finish(&b, 0);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(commands, oom_json_has_the_contract_keys)
+{
+    const char *path = oom_trace(0, TB_GIB);
+    const char *argv[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    static const char *keys[] = {"\"episodes\":[", "\"request_bytes\":12345678000", "\"api\":\"cuMemAlloc_v2\"",
+                                 "\"dev\":0", "\"t_ns\":", "\"attempts\":2", "\"frees_between\":1",
+                                 "\"released_bytes\":1073741824", "\"fatal\":true",
+                                 "\"free_bytes\":", "\"total_bytes\":25769803776",
+                                 "\"process_bytes\":21474836480", "\"others_bytes\":314572800",
+                                 "\"verdict\":\"exhausted_by_process\"", "\"stack\":[\"segment_alloc_0\"",
+                                 "\"holders\":[{\"bytes\":21474836480,\"count\":20"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        cr_expect(strstr(c.out, keys[i]), "missing %s in %s", keys[i], c.out);
+    cr_expect_str_eq(c.err, "");
+    captured_free(&c);
+}
+
+Test(commands, oom_text_leads_with_one_sentence)
+{
+    const char *path = oom_trace(0, TB_GIB);
+    const char *argv[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "out of memory #1: cuMemAlloc_v2 of 11.50 GiB"), "%s", c.out);
+    cr_expect(strstr(c.out, "exhausted_by_process"));
+    cr_expect(strstr(c.out, "segment_alloc_0"));
+    captured_free(&c);
+}
+
+Test(commands, report_and_timeline_agree_on_the_peak)
+{
+    const char *path = oom_trace(0, TB_GIB);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    struct captured r = capture_run(cmt_cmd_report, rargv);
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "\"peak_live_bytes\":21474836480"), "%s", r.out);
+    const char *targv[] = {"timeline", "--csv", "--points", "4", path, NULL};
+    struct captured t = capture_run(cmt_cmd_timeline, targv);
+    cr_expect_eq(t.status, 0);
+    cr_expect(strstr(t.out, "t_ns,dev,live_bytes"));
+    cr_expect(strstr(t.out, ",0,21474836480,"), "%s", t.out);
+    captured_free(&r);
+    captured_free(&t);
+}
+
+Test(commands, timeline_svg_writes_a_chart)
+{
+    const char *path = oom_trace(0, TB_GIB);
+    char svg[128];
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    const char *argv[] = {"timeline", "--svg", svg, path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0);
+    FILE *f = fopen(svg, "r");
+    cr_assert_not_null(f);
+    char head[64] = {0};
+    cr_expect(fread(head, 1, sizeof head - 1, f) > 0);
+    fclose(f);
+    cr_expect(strncmp(head, "<svg", 4) == 0);
+    remove(svg);
+    captured_free(&c);
+}
+
+Test(commands, diff_tells_runs_apart_and_gates_on_peak_growth)
+{
+    const char *a = oom_trace(1, TB_GIB / 2);
+    const char *b = oom_trace(2, TB_GIB);
+    const char *argv[] = {"diff", "--json", "--fail-if-peak-grows", "10", a, b, NULL};
+    struct captured c = capture_run(cmt_cmd_diff, argv);
+    cr_expect_eq(c.status, 1, "B's peak doubled");
+    cr_expect(strstr(c.out, "\"a\":{"));
+    cr_expect(strstr(c.out, "\"b\":{"));
+    cr_expect(strstr(c.out, "\"delta\":{"));
+    cr_expect(strstr(c.out, "\"peak_live_bytes\":10737418240"));
+    cr_expect(strstr(c.out, "\"oom_episodes\":1"));
+    cr_expect(strstr(c.err, "peak grew"));
+    captured_free(&c);
+    const char *same[] = {"diff", "--fail-if-peak-grows", "10", a, a, NULL};
+    c = capture_run(cmt_cmd_diff, same);
+    cr_expect_eq(c.status, 0);
+    captured_free(&c);
+}
+
+Test(commands, help_and_bad_usage)
+{
+    int (*fns[])(int, char **) = {cmt_cmd_report, cmt_cmd_oom, cmt_cmd_timeline, cmt_cmd_diff};
+    const char *names[] = {"report", "oom", "timeline", "diff"};
+    for (int i = 0; i < 4; i++) {
+        const char *help[] = {names[i], "--help", NULL};
+        struct captured c = capture_run(fns[i], help);
+        cr_expect_eq(c.status, 0);
+        cr_expect(strstr(c.out, "usage: cumemtrace"));
+        captured_free(&c);
+        const char *bad[] = {names[i], "--bogus", "x.cmt", NULL};
+        c = capture_run(fns[i], bad);
+        cr_expect_neq(c.status, 0);
+        cr_expect(strstr(c.err, "unknown option '--bogus'"), "%s", c.err);
+        captured_free(&c);
+        const char *missing[] = {names[i], "/nonexistent/trace.cmt", "/nonexistent/trace.cmt", NULL};
+        if (i != 3)
+            missing[2] = NULL;
+        c = capture_run(fns[i], missing);
+        cr_expect_eq(c.status, 1);
+        cr_expect(strstr(c.err, "/nonexistent/trace.cmt: No such file"), "%s", c.err);
+        cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line");
+        captured_free(&c);
+    }
+}

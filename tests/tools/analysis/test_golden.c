@@ -1,0 +1,89 @@
+/* Runs every analysis command over every golden trace (golden/, see make_golden.c). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "capture.h"
+
+int cmt_cmd_report(int argc, char **argv);
+int cmt_cmd_oom(int argc, char **argv);
+int cmt_cmd_timeline(int argc, char **argv);
+int cmt_cmd_diff(int argc, char **argv);
+
+static int prefixed(const char *name, const char *prefix)
+{
+    return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+static void each_command(const char *name, const char *path)
+{
+    struct {
+        int (*fn)(int, char **);
+        const char *argv[6];
+    } runs[] = {
+        {cmt_cmd_report, {"report", path, NULL}},
+        {cmt_cmd_report, {"report", "--json", path, NULL}},
+        {cmt_cmd_oom, {"oom", path, NULL}},
+        {cmt_cmd_oom, {"oom", "--json", path, NULL}},
+        {cmt_cmd_timeline, {"timeline", path, NULL}},
+        {cmt_cmd_timeline, {"timeline", "--csv", path, NULL}},
+        {cmt_cmd_timeline, {"timeline", "--json", "--points", "7", path, NULL}},
+        {cmt_cmd_diff, {"diff", "--json", path, path, NULL}},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct captured c = capture_run(runs[i].fn, runs[i].argv);
+        const char *cmd = runs[i].argv[0];
+        if (prefixed(name, "valid_")) {
+            cr_expect_eq(c.status, 0, "%s %s", cmd, name);
+            cr_expect_str_eq(c.err, "", "%s %s: %s", cmd, name, c.err);
+        } else if (prefixed(name, "damaged_")) {
+            cr_expect_eq(c.status, 0, "%s %s", cmd, name);
+            cr_expect(strstr(c.err, "at byte "), "%s %s: %s", cmd, name, c.err);
+            if (strcmp(cmd, "diff") != 0)
+                cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err),
+                             "%s %s warns once: %s", cmd, name, c.err);
+        } else {
+            cr_expect_eq(c.status, 1, "%s %s", cmd, name);
+            cr_expect(strstr(c.err, path), "%s %s names the file: %s", cmd, name, c.err);
+            cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err),
+                         "%s %s: one line: %s", cmd, name, c.err);
+        }
+        captured_free(&c);
+    }
+}
+
+Test(golden, every_command_over_every_trace)
+{
+    DIR *d = opendir(CMT_GOLDEN_DIR);
+    cr_assert_not_null(d);
+    int valid = 0, damaged = 0, bad = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strstr(e->d_name, ".cmt"))
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", CMT_GOLDEN_DIR, e->d_name);
+        valid += prefixed(e->d_name, "valid_");
+        damaged += prefixed(e->d_name, "damaged_");
+        bad += prefixed(e->d_name, "bad_");
+        each_command(e->d_name, path);
+    }
+    closedir(d);
+    cr_expect_geq(valid, 3);
+    cr_expect_geq(damaged, 2);
+    cr_expect_geq(bad, 3);
+}
+
+Test(golden, pytorch_oom_story)
+{
+    const char *argv[] = {"oom", "--json", CMT_GOLDEN_DIR "/valid_pytorch_oom.cmt", NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "\"request_bytes\":6636000000"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"attempts\":2"));
+    cr_expect(strstr(c.out, "\"frees_between\":2"));
+    cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""));
+    cr_expect(strstr(c.out, "\"holders\":[{\"bytes\":18966642688,\"count\":17,\"stack\":[\"cudaCachingAllocator_malloc_0\""), "%s", c.out);
+    captured_free(&c);
+}

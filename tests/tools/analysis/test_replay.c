@@ -1,0 +1,198 @@
+/* Tests of the replay engine's accounting (tools/analysis/replay.c). */
+#include <criterion/criterion.h>
+
+#include "cmt_error.h"
+#include "reader.h"
+#include "replay.h"
+#include "trace_builder.h"
+
+static cmt_reader *reader;
+static cmt_replay *rp;
+
+static void replay(struct tb *b)
+{
+    cr_assert_eq(cmt_reader_open_memory(&reader, b->buf.data, b->buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    cr_assert_eq(cmt_replay_run(rp), 0);
+    cmt_replay_finish(rp);
+}
+
+static void done(struct tb *b)
+{
+    cmt_replay_destroy(rp);
+    cmt_reader_close(reader);
+    tb_free_builder(b);
+}
+
+Test(replay, tracks_live_bytes_and_peak)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 23 * TB_GIB);
+    uint32_t s = tb_stack(&b, "alloc_three_deep", 3);
+    tb_alloc(&b, 0x10000000, 12345678, s);
+    tb_alloc(&b, 0x20000000, 1000, s);
+    tb_free(&b, 0x10000000);
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    cr_expect_eq(t->peak_live_bytes, 12345678 + 1000);
+    cr_expect_eq(t->live_bytes, 1000);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->peak_live_bytes, 12345678 + 1000);
+    cr_expect_eq(d->total_bytes, 24 * TB_GIB);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_DEVICE], 1000);
+    cr_expect(t->ended);
+    done(&b);
+}
+
+Test(replay, counts_unknown_frees_without_crashing)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_free(&b, 0xdead0000);
+    tb_alloc(&b, 0x1000, 100, 0);
+    tb_free(&b, 0x1000);
+    tb_free(&b, 0x1000);
+    tb_finish(&b, 1);
+    replay(&b);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 2);
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 0);
+    done(&b);
+}
+
+Test(replay, vmm_physical_memory_freed_after_release_and_last_unmap)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint64_t create[] = {4 * TB_MIB, 0x77}; /* values in field-bit order */
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create);
+    uint64_t reserve[] = {0x7000000000, 64 * TB_MIB, 0};
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN), reserve);
+    uint64_t map[] = {0x7000000000, 4 * TB_MIB, 0x77, 0};
+    tb_event(&b, TB_MAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE), map);
+    uint64_t release[] = {0x77};
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), release);
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 4 * TB_MIB, "released but still mapped: still held");
+    cr_expect_eq(d->kind_bytes[CMT_KIND_VA], 64 * TB_MIB);
+    cr_expect_eq(d->mapped_bytes, 4 * TB_MIB);
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.reserved_va_bytes, 64 * TB_MIB);
+    cr_expect_eq(f.mapped_in_va_bytes, 4 * TB_MIB);
+    cr_expect_eq(f.largest_unmapped, 60 * TB_MIB);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create);
+    tb_event(&b, TB_MAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE), map);
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), release);
+    uint64_t unmap[] = {0x7000000000, 4 * TB_MIB};
+    tb_event(&b, TB_UNMAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE), unmap);
+    tb_finish(&b, 1);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 0);
+    cr_expect_eq(cmt_replay_totals(rp)->peak_live_bytes, 4 * TB_MIB);
+    done(&b);
+}
+
+Test(replay, pools_retain_async_frees_until_sync)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint64_t a[] = {0x5000, 8 * TB_MIB, 1};
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM), a);
+    uint64_t f[] = {0x5000, 1};
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), f);
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 0);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_POOL], 8 * TB_MIB);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM), a);
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), f);
+    uint64_t s[] = {1};
+    tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), s);
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL], 0);
+    done(&b);
+}
+
+Test(replay, host_pinned_memory_is_not_device_memory)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint64_t h[] = {0x9000, 64 * TB_MIB, 0};
+    tb_event(&b, TB_HOST, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS), h);
+    tb_finish(&b, 1);
+    replay(&b);
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 0);
+    cr_expect_eq(cmt_replay_totals(rp)->host_bytes, 64 * TB_MIB);
+    done(&b);
+}
+
+Test(replay, call_sites_at_the_peak_are_exact)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint32_t s1 = tb_stack(&b, "weights", 2), s2 = tb_stack(&b, "activations", 2);
+    tb_alloc(&b, 0x1000000, 100 * TB_MIB, s1);
+    tb_alloc(&b, 0x9000000, 300 * TB_MIB, s2); /* peak: 400 MiB */
+    tb_free(&b, 0x9000000);
+    tb_alloc(&b, 0x9000000, 50 * TB_MIB, s1);
+    tb_finish(&b, 1);
+    replay(&b);
+    uint64_t at_peak[2] = {0, 0};
+    for (uint32_t i = 1; i < cmt_replay_site_count(rp); i++) {
+        const struct cmt_replay_site *s = cmt_replay_site(rp, i);
+        at_peak[s->stack == s2] = s->at_peak_bytes;
+    }
+    cr_expect_eq(at_peak[0], 100 * TB_MIB);
+    cr_expect_eq(at_peak[1], 300 * TB_MIB);
+    cr_expect_eq(cmt_replay_totals(rp)->peak_live_bytes, 400 * TB_MIB);
+    done(&b);
+}
+
+Test(replay, holes_between_allocations)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x10000000, 2 * TB_MIB, 0);
+    tb_alloc(&b, 0x10000000 + 4 * TB_MIB, 2 * TB_MIB, 0); /* 2 MiB hole */
+    tb_alloc(&b, 0x10000000 + 12 * TB_MIB, 1 * TB_MIB, 0); /* 6 MiB hole, 1 MiB waste */
+    tb_finish(&b, 1);
+    replay(&b);
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.hole_bytes, 8 * TB_MIB);
+    cr_expect_eq(f.largest_hole, 6 * TB_MIB);
+    cr_expect_float_eq(f.hole_fragmentation, 0.25, 1e-9);
+    cr_expect_eq(f.waste_bytes, 1 * TB_MIB);
+    done(&b);
+}
+
+Test(replay, damaged_trace_keeps_what_came_before)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 4096, 0);
+    cmt_writer_flush(b.w);
+    size_t first = b.buf.len;
+    tb_alloc(&b, 0x2000, 4096, 0);
+    tb_finish(&b, 1);
+    b.buf.data[first + 20] ^= 0xff; /* inside the second chunk's frame */
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    int rc = cmt_replay_run(rp);
+    cr_expect(rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED);
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 4096);
+    cr_expect_eq(cmt_reader_damage_offset(reader), first);
+    done(&b);
+}

@@ -1,0 +1,141 @@
+/* trace_builder.c — see trace_builder.h. */
+#include "trace_builder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct cmt_api apis[] = {
+    {TB_ALLOC, CMT_OP_ALLOC, "cuMemAlloc_v2"},
+    {TB_FREE, CMT_OP_FREE, "cuMemFree_v2"},
+    {TB_PITCH, CMT_OP_ALLOC_PITCH, "cuMemAllocPitch_v2"},
+    {TB_MANAGED, CMT_OP_ALLOC_MANAGED, "cuMemAllocManaged"},
+    {TB_ALLOC_ASYNC, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"},
+    {TB_FREE_ASYNC, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"},
+    {TB_HOST, CMT_OP_ALLOC_HOST, "cuMemAllocHost_v2"},
+    {TB_FREE_HOST, CMT_OP_FREE_HOST, "cuMemFreeHost"},
+    {TB_INFO, CMT_OP_MEM_INFO, "cuMemGetInfo_v2"},
+    {TB_CREATE, CMT_OP_VMM_CREATE, "cuMemCreate"},
+    {TB_RELEASE, CMT_OP_VMM_RELEASE, "cuMemRelease"},
+    {TB_MAP, CMT_OP_VMM_MAP, "cuMemMap"},
+    {TB_UNMAP, CMT_OP_VMM_UNMAP, "cuMemUnmap"},
+    {TB_RESERVE, CMT_OP_VA_RESERVE, "cuMemAddressReserve"},
+    {TB_VA_FREE, CMT_OP_VA_FREE, "cuMemAddressFree"},
+    {TB_POOL_TRIM, CMT_OP_POOL_TRIM, "cuMemPoolTrimTo"},
+    {TB_SYNC, CMT_OP_SYNC, "cuStreamSynchronize"},
+    {TB_POOL_CREATE, CMT_OP_POOL_CREATE, "cuMemPoolCreate"},
+    {TB_RESET, CMT_OP_PRIMARY_RESET, "cuDevicePrimaryCtxReset_v2"},
+};
+
+#define MAX_NODES 4096
+static char node_names[MAX_NODES][64];
+
+static void must(int rc)
+{
+    if (rc) {
+        fprintf(stderr, "trace_builder: writer error %d\n", rc);
+        abort();
+    }
+}
+
+void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes)
+{
+    memset(b, 0, sizeof *b);
+    b->next_node = 1;
+    must(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL));
+    static const char *argv[] = {"./fill_device", "--big"};
+    struct cmt_process p = {100, 1, 1700000000000000000ull, 5000, 12040, "testhost",
+                            "/tmp/fill_device", 2, argv};
+    must(cmt_writer_process(b->w, &p));
+    for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
+        must(cmt_writer_api(b->w, &apis[i]));
+    struct cmt_thread th = {77, "main"};
+    must(cmt_writer_thread(b->w, &th));
+    struct cmt_device d = {0, "Simulated GPU", total, free_bytes, 0};
+    must(cmt_writer_device(b->w, &d));
+    tb_meminfo(b, CMT_MEMINFO_BASELINE, free_bytes, total, 0);
+}
+
+uint32_t tb_stack(struct tb *b, const char *name, int depth)
+{
+    uint32_t parent = 0;
+    for (int i = depth - 1; i >= 0; i--) {
+        uint32_t id = b->next_node++;
+        struct cmt_stack_node n = {id, parent, 0x401000 + (uint64_t)id * 16};
+        must(cmt_writer_stack_node(b->w, &n));
+        if (id < MAX_NODES)
+            snprintf(node_names[id], sizeof node_names[id], "%s_%d", name, i);
+        parent = id;
+    }
+    return parent;
+}
+
+uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,
+                  uint32_t fields, const uint64_t *values)
+{
+    b->t_ns += 1000;
+    struct cmt_event e = {.seq = ++b->seq, .t_ns = b->t_ns, .tid = 77, .api = api,
+                          .result = result, .dev = dev, .stack = stack, .fields = fields};
+    int k = 0;
+    for (uint32_t m = fields; m; m &= m - 1)
+        e.v[__builtin_ctz(m)] = values[k++];
+    must(cmt_writer_event(b->w, &e));
+    return b->seq;
+}
+
+uint64_t tb_alloc(struct tb *b, uint64_t ptr, uint64_t size, uint32_t stack)
+{
+    uint64_t v[] = {ptr, size};
+    return tb_event(b, TB_ALLOC, 0, 0, stack, CMT_F(PTR) | CMT_F(SIZE), v);
+}
+
+uint64_t tb_alloc_fail(struct tb *b, uint64_t size, uint32_t stack)
+{
+    uint64_t v[] = {size};
+    return tb_event(b, TB_ALLOC, 2, 0, stack, CMT_F(SIZE), v);
+}
+
+uint64_t tb_free(struct tb *b, uint64_t ptr)
+{
+    uint64_t v[] = {ptr};
+    return tb_event(b, TB_FREE, 0, 0, 0, CMT_F(PTR), v);
+}
+
+void tb_meminfo(struct tb *b, uint32_t reason, uint64_t free_bytes, uint64_t total, uint64_t seq)
+{
+    struct cmt_meminfo m = {b->t_ns, 0, reason, free_bytes, total, seq};
+    must(cmt_writer_meminfo(b->w, &m));
+}
+
+void tb_finish(struct tb *b, int clean)
+{
+    if (clean) {
+        struct cmt_end e = {b->t_ns + 1000, b->seq, 0};
+        must(cmt_writer_end(b->w, &e));
+    }
+    uint32_t string_id = 1;
+    for (uint32_t id = 1; id < b->next_node && id < MAX_NODES; id++) {
+        must(cmt_writer_string(b->w, string_id, node_names[id]));
+        struct cmt_symbol s = {id, string_id++, 0, 0, 0};
+        must(cmt_writer_symbol(b->w, &s));
+    }
+    must(cmt_writer_flush(b->w));
+    cmt_writer_destroy(b->w);
+    b->w = NULL;
+}
+
+int tb_save(const struct tb *b, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t n = fwrite(b->buf.data, 1, b->buf.len, f);
+    return fclose(f) == 0 && n == b->buf.len ? 0 : -1;
+}
+
+void tb_free_builder(struct tb *b)
+{
+    if (b->w)
+        cmt_writer_destroy(b->w);
+    cmt_membuf_free(&b->buf);
+}

@@ -1,0 +1,45 @@
+/* trace_builder.h — builds small traces in memory for the analysis tests, with the API names
+ * and ops the shim records. */
+#ifndef CMT_TEST_TRACE_BUILDER_H
+#define CMT_TEST_TRACE_BUILDER_H
+
+#include <stdint.h>
+
+#include "writer.h"
+
+enum tb_api {
+    TB_ALLOC = 1, TB_FREE, TB_PITCH, TB_MANAGED, TB_ALLOC_ASYNC, TB_FREE_ASYNC, TB_HOST,
+    TB_FREE_HOST, TB_INFO, TB_CREATE, TB_RELEASE, TB_MAP, TB_UNMAP, TB_RESERVE, TB_VA_FREE,
+    TB_POOL_TRIM, TB_SYNC, TB_POOL_CREATE, TB_RESET, TB_API_COUNT
+};
+
+struct tb {
+    struct cmt_membuf buf;
+    cmt_writer *w;
+    uint64_t seq, t_ns;
+    uint32_t next_node;
+};
+
+#define TB_GIB (UINT64_C(1) << 30)
+#define TB_MIB (UINT64_C(1) << 20)
+
+/* Header records: PROCESS, every API, and device 0 of `total` bytes with `free` free. */
+void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes);
+/* A stack of `depth` frames; functions named "<name>_<level>" via SYMBOL records written at
+ * tb_finish. @return the leaf node id. */
+uint32_t tb_stack(struct tb *b, const char *name, int depth);
+/* One event with the given fields; values come in field-bit order (ptr, size, stream, pool,
+ * handle, offset, flags, ...), whatever the call's argument order. @return its seq. */
+uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,
+                  uint32_t fields, const uint64_t *values);
+uint64_t tb_alloc(struct tb *b, uint64_t ptr, uint64_t size, uint32_t stack);
+uint64_t tb_alloc_fail(struct tb *b, uint64_t size, uint32_t stack);
+uint64_t tb_free(struct tb *b, uint64_t ptr);
+void tb_meminfo(struct tb *b, uint32_t reason, uint64_t free_bytes, uint64_t total, uint64_t seq);
+/* END (when clean) and SYMBOL records, then flush. The trace is in b->buf. */
+void tb_finish(struct tb *b, int clean);
+/* Writes b->buf to path. @return 0. */
+int tb_save(const struct tb *b, const char *path);
+void tb_free_builder(struct tb *b);
+
+#endif
