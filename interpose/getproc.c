@@ -10,6 +10,18 @@
 
 #include "shim.h"
 
+/* Is `symbol` the base name of an entry point we wrap (cuMemAlloc → cuMemAlloc_v2)? */
+static int wraps_base_name(const char *symbol)
+{
+    size_t n = strlen(symbol);
+    for (uint32_t id = 1; id < CMT__API_COUNT; id++) {
+        const char *w = cmt__api_name[id];
+        if (!strncmp(w, symbol, n) && (w[n] == 0 || w[n] == '_'))
+            return 1;
+    }
+    return 0;
+}
+
 static CUresult substitute(const char *symbol, void **pfn, int version, cuuint64_t flags,
                            uint32_t api, CUresult rc)
 {
@@ -22,8 +34,10 @@ static CUresult substitute(const char *symbol, void **pfn, int version, cuuint64
         target = cmt__api_by_real(*pfn);
     if (target)
         *pfn = cmt__api_wrapper[target];
+    /* Record lookups of what we wrap (a miss, target 0, would be a variant we do not wrap),
+     * not the other ~400 entry points a runtime asks for. */
     struct cmt__call c;
-    if (target && cmt__begin(&c, api)) { /* record lookups of what we wrap, not the other ~400 */
+    if ((target || wraps_base_name(symbol)) && cmt__begin(&c, api)) {
         c.ev.fields = CMT_F(VERSION) | CMT_F(FLAGS) | CMT_F(TARGET);
         c.ev.v[CMT_FIELD_VERSION] = (uint64_t)version;
         c.ev.v[CMT_FIELD_FLAGS] = flags;

@@ -4,12 +4,13 @@
  * gets no file and no thread. A forked child drops what it inherited (the parent writes its
  * own events) and starts its own trace on its own first call. On SIGSEGV, SIGBUS, SIGABRT,
  * SIGTERM and SIGINT the queued events reach the file before the program's own handler or
- * the default action runs. */
+ * the default action runs; so do they before _exit. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,4 +148,27 @@ __attribute__((destructor)) static void cmt__at_exit(void)
     if (atomic_load(&cmt__rec.state) == CMT__RUNNING || cmt__rec.fd >= 0)
         pthread_join(cmt__rec.writer, NULL);
     atomic_store(&cmt__rec.state, CMT__OFF);
+}
+
+/* _exit skips destructors; programs (Python's os._exit in worker processes, forked children)
+ * use it to leave at once. Write what is queued first, then leave exactly as _exit would. */
+static _Noreturn void leave_now(int status)
+{
+    if (atomic_load(&cmt__rec.state) == CMT__RUNNING &&
+        atomic_load(&cmt__rec.writer_tid) != cmt__gettid()) {
+        cmt__drop_pending();
+        cmt__wait_flushed(atomic_load(&cmt__rec.seq), 2000);
+    }
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+CMT_EXPORT void _exit(int status)
+{
+    leave_now(status);
+}
+
+CMT_EXPORT void _Exit(int status)
+{
+    leave_now(status);
 }

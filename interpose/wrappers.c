@@ -119,6 +119,12 @@ static void cmt__rec_cuStreamSynchronize(struct cmt_event *e, int ok, CUstream s
 
 #define cmt__rec_cuStreamSynchronize_ptsz cmt__rec_cuStreamSynchronize
 
+static void cmt__rec_cuCtxSynchronize_v2(struct cmt_event *e, int ok, CUcontext ctx)
+{
+    if (ctx)
+        SET(e, CTX, (uintptr_t)ctx);
+}
+
 static void cmt__rec_cuCtxSynchronize(struct cmt_event *e, int ok)
 {
 }
@@ -211,6 +217,8 @@ static void cmt__rec_cuIpcOpenMemHandle_v2(struct cmt_event *e, int ok, CUdevice
     OUT(e, ok, PTR, pdptr);
 }
 
+#define cmt__rec_cuIpcOpenMemHandle cmt__rec_cuIpcOpenMemHandle_v2
+
 static void cmt__rec_cuIpcCloseMemHandle(struct cmt_event *e, int ok, CUdeviceptr dptr)
 {
     SET(e, PTR, dptr);
@@ -281,6 +289,8 @@ static void cmt__rec_cuDevicePrimaryCtxRelease_v2(struct cmt_event *e, int ok, C
 }
 
 #define cmt__rec_cuDevicePrimaryCtxReset_v2 cmt__rec_cuDevicePrimaryCtxRelease_v2
+#define cmt__rec_cuDevicePrimaryCtxRelease cmt__rec_cuDevicePrimaryCtxRelease_v2
+#define cmt__rec_cuDevicePrimaryCtxReset cmt__rec_cuDevicePrimaryCtxRelease_v2
 
 /* ---- the wrappers ---- */
 

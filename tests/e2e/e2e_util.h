@@ -39,7 +39,8 @@ static inline const char *build_dir(void)
 /* path of a build artefact: e2e_path(buf, "bin/cumemtrace") */
 static inline const char *e2e_path(char *buf, const char *rel)
 {
-    snprintf(buf, PATH_MAX, "%s/%s", build_dir(), rel);
+    int n = snprintf(buf, PATH_MAX, "%s/%s", build_dir(), rel);
+    cr_assert_lt(n, PATH_MAX, "path too long");
     return buf;
 }
 

@@ -1,1 +1,84 @@
+/* Every intercepted memory entry point, called once by a real program, is recorded with the
+ * values its op needs. */
+#include "e2e_util.h"
 
+TestSuite(apis, .init = e2e_setup, .fini = e2e_teardown);
+
+struct expect {
+    const char *api;
+    uint32_t fields; /* must all be present on the (first) successful call */
+};
+
+Test(apis, every_memory_entry_point_is_recorded)
+{
+    struct run r;
+    const char *args[] = {"all-apis", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_eq(t.rc, 0);
+    static const struct expect want[] = {
+        {"cuMemAlloc_v2", CMT_F(PTR) | CMT_F(SIZE)},
+        {"cuMemFree_v2", CMT_F(PTR)},
+        {"cuMemAllocPitch_v2", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(PITCH) | CMT_F(WIDTH) | CMT_F(HEIGHT)},
+        {"cuMemAllocManaged", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS)},
+        {"cuMemGetInfo_v2", CMT_F(FREE) | CMT_F(TOTAL)},
+        {"cuMemAllocAsync", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM)},
+        {"cuMemFreeAsync", CMT_F(PTR) | CMT_F(STREAM)},
+        {"cuMemAllocFromPoolAsync", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM) | CMT_F(POOL)},
+        {"cuMemPoolCreate", CMT_F(POOL)},
+        {"cuMemPoolTrimTo", CMT_F(POOL) | CMT_F(SIZE)},
+        {"cuDeviceSetMemPool", CMT_F(POOL)},
+        {"cuMemPoolDestroy", CMT_F(POOL)},
+        {"cuStreamSynchronize", CMT_F(STREAM)},
+        {"cuMemCreate", CMT_F(HANDLE) | CMT_F(SIZE)},
+        {"cuMemAddressReserve", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN)},
+        {"cuMemMap", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE)},
+        {"cuMemSetAccess", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(COUNT)},
+        {"cuMemRetainAllocationHandle", CMT_F(PTR) | CMT_F(HANDLE)},
+        {"cuMemExportToShareableHandle", CMT_F(HANDLE) | CMT_F(FLAGS)},
+        {"cuMemImportFromShareableHandle", CMT_F(HANDLE) | CMT_F(FLAGS)},
+        {"cuMemUnmap", CMT_F(PTR) | CMT_F(SIZE)},
+        {"cuMemRelease", CMT_F(HANDLE)},
+        {"cuMemAddressFree", CMT_F(PTR) | CMT_F(SIZE)},
+        {"cuIpcOpenMemHandle_v2", CMT_F(PTR) | CMT_F(FLAGS)},
+        {"cuIpcCloseMemHandle", CMT_F(PTR)},
+        {"cuMemAllocHost_v2", CMT_F(PTR) | CMT_F(SIZE)},
+        {"cuMemHostAlloc", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS)},
+        {"cuMemFreeHost", CMT_F(PTR)},
+        {"cuCtxSynchronize", 0},
+        {"cuCtxCreate_v4", CMT_F(CTX)},
+        {"cuCtxDestroy_v2", CMT_F(CTX)},
+        {"cuDevicePrimaryCtxRetain", CMT_F(CTX)},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        const struct cmt_event *hit = NULL;
+        for (size_t i = 0; i < t.n && !hit; i++)
+            if (!strcmp(api_of(&t, &t.ev[i]), want[k].api) && t.ev[i].result == 0)
+                hit = &t.ev[i];
+        cr_assert_not_null(hit, "%s not recorded", want[k].api);
+        cr_assert_eq(hit->fields & want[k].fields, want[k].fields, "%s: fields %#x", want[k].api,
+                     hit->fields);
+    }
+    /* Values, not just presence. */
+    for (size_t i = 0; i < t.n; i++) {
+        const struct cmt_event *e = &t.ev[i];
+        const char *api = api_of(&t, e);
+        if (!strcmp(api, "cuMemAllocPitch_v2")) {
+            cr_assert_eq(e->v[CMT_FIELD_WIDTH], 1000);
+            cr_assert_eq(e->v[CMT_FIELD_HEIGHT], 100);
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], e->v[CMT_FIELD_PITCH] * 100);
+        } else if (!strcmp(api, "cuMemCreate")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 4 << 20);
+            cr_assert_eq(e->dev, 0);
+        } else if (!strcmp(api, "cuMemFree_v2") && e->v[CMT_FIELD_PTR] == 0xdead0000) {
+            cr_assert_neq(e->result, 0, "a free of an unknown pointer passes through, failing");
+        } else if (!strcmp(api, "cuMemAllocHost_v2")) {
+            cr_assert_eq(e->dev, -1, "host memory is no device's");
+        }
+    }
+    trace_free(&t);
+}
