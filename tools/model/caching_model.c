@@ -120,6 +120,41 @@ void cmt__reserved_add(struct cmt_model *m, uint64_t bytes) {
     m->stats.peak_reserved = m->stats.reserved_bytes;
 }
 
+bool cmt__device_alloc(struct cmt_model *m, uint64_t address, uint64_t size,
+                       uint64_t page) {
+  if (!m->hooks.alloc)
+    return true;
+  for (uint64_t done = 0; done < size; done += page) {
+    uint64_t piece = size - done < page ? size - done : page;
+    if (m->hooks.alloc(m->hooks.ctx, address + done, piece) != 0) {
+      cmt__device_free(m, address, done, page);
+      return false;
+    }
+  }
+  return true;
+}
+
+void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size,
+                      uint64_t page) {
+  if (!m->hooks.free)
+    return;
+  for (uint64_t done = 0; done < size; done += page) {
+    uint64_t piece = size - done < page ? size - done : page;
+    m->hooks.free(m->hooks.ctx, address + done, piece);
+  }
+}
+
+int cmt_model_set_device_hooks(struct cmt_model *model,
+                               const struct cmt_model_device_hooks *hooks) {
+  if (!model)
+    return CMT_MODEL_E_INVALID;
+  if (hooks)
+    model->hooks = *hooks;
+  else
+    memset(&model->hooks, 0, sizeof model->hooks);
+  return CMT_MODEL_E_OK;
+}
+
 /* Merge free neighbour `src` into `dst` (neither may be in a tree by key
  * change: src is taken out here, dst must be out already).
  * @return the bytes subsumed, 0 if src cannot merge. */
@@ -304,6 +339,7 @@ static bool get_free_block(struct cmt_model *m, struct cmt__request *r) {
 static void release_block(struct cmt_model *m, uint32_t i) {
   struct cmt__block *b = cmt__b(m, i);
   m->stats.device_free_calls++;
+  cmt__device_free(m, b->address, b->size, b->size);
   m->stats.reserved_bytes -= b->size;
   m->stats.segment--;
   if (b->size >= m->split_limit)
@@ -441,7 +477,8 @@ static bool alloc_block(struct cmt_model *m, struct cmt__request *r, bool is_ret
     return r->block != CMT__NIL;
   }
   m->stats.device_alloc_calls++;
-  if (m->stats.reserved_bytes + r->alloc_size > m->config.capacity)
+  if (m->stats.reserved_bytes + r->alloc_size > m->config.capacity ||
+      !cmt__device_alloc(m, m->next_address, r->alloc_size, r->alloc_size))
     return false;
   uint32_t i = cmt__block_new(m);
   struct cmt__block *b = cmt__b(m, i);

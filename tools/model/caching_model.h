@@ -273,6 +273,30 @@ struct cmt_model_block {
 int cmt_model_block_info(const struct cmt_model *model, cmt_model_handle handle,
                          struct cmt_model_block *out);
 
+/* Device callbacks: let a program use the model as its real allocator. The
+ * model calls `alloc` for every device allocation it decides to make (after
+ * its own capacity and fraction checks pass) and `free` for every release, so
+ * a program can back segments with cuMemAlloc/cuMemFree. Addresses are the
+ * model's (block addresses as cmt_model_block_info reports them); keep a map
+ * from them to device pointers. Classic segments: one call per segment.
+ * Expandable segments: one call per page (2 MiB small pool, 20 MiB large
+ * pool) mapped or unmapped. A nonzero return from `alloc` is a failed device
+ * allocation (cudaMalloc returning out of memory): the model takes its OOM
+ * path exactly as for a full device. */
+struct cmt_model_device_hooks {
+  int (*alloc)(void *ctx, uint64_t address, uint64_t size);
+  void (*free)(void *ctx, uint64_t address, uint64_t size);
+  void *ctx;
+};
+
+/**
+ * Install device callbacks (copied); NULL removes them. Install them before
+ * the first allocation.
+ * @return CMT_MODEL_E_OK; CMT_MODEL_E_INVALID for a NULL model.
+ */
+int cmt_model_set_device_hooks(struct cmt_model *model,
+                               const struct cmt_model_device_hooks *hooks);
+
 /**
  * Check the model's internal invariants (block chains, free trees, stats
  * against a recount). O(number of blocks); for tests and fuzzers.

@@ -84,7 +84,8 @@ static bool map_block(struct cmt_model *m, uint32_t i, uint64_t size) {
   if (bytes > b->size)
     bytes = b->size;
   m->stats.device_alloc_calls++;
-  if (m->stats.reserved_bytes + bytes > m->config.capacity)
+  if (m->stats.reserved_bytes + bytes > m->config.capacity ||
+      !cmt__device_alloc(m, b->address, bytes, page))
     return false; /* cuMemCreate failed: nothing stays mapped */
   cmt__tree_erase(m, &m->pools[b->pool].unmapped_root, i, CMT__BY_ADDRESS);
   b->where = CMT__LOOSE;
@@ -193,6 +194,7 @@ uint64_t cmt__expandable_unmap(struct cmt_model *m, uint32_t i) {
   cmt__try_merge(m, i, cmt__b(m, i)->next);
   cmt__b(m, i)->where = CMT__UNMAPPED;
   cmt__tree_insert(m, &m->pools[cmt__b(m, i)->pool].unmapped_root, i, CMT__BY_ADDRESS);
+  cmt__device_free(m, unmap_address, unmap_size, page);
   m->stats.reserved_bytes -= unmap_size;
   m->stats.device_free_calls++;
   return unmap_size;

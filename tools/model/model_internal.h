@@ -88,6 +88,7 @@ struct cmt_model {
   struct cmt_model_stats stats;
   struct cmt_model_oom last_oom;
   bool has_oom;
+  struct cmt_model_device_hooks hooks; /* all NULL: the device is a counter */
 };
 
 static inline struct cmt__block *cmt__b(const struct cmt_model *m, uint32_t i) {
@@ -122,6 +123,12 @@ void cmt__free_insert(struct cmt_model *m, uint32_t i);
 void cmt__free_erase(struct cmt_model *m, uint32_t i);
 uint64_t cmt__try_merge(struct cmt_model *m, uint32_t dst, uint32_t src);
 void cmt__reserved_add(struct cmt_model *m, uint64_t bytes);
+/* The device callbacks, page by page for expandable segments.
+ * @return true when the device gave all `size` bytes (nothing held otherwise). */
+bool cmt__device_alloc(struct cmt_model *m, uint64_t address, uint64_t size,
+                       uint64_t page);
+void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size,
+                      uint64_t page);
 
 /* model_expandable.c */
 uint32_t cmt__expandable_allocate(struct cmt_model *m, int pool, uint64_t stream,
