@@ -1,0 +1,202 @@
+/*
+ * whatif.h — replay a recorded tensor-level allocation stream through the
+ * caching-allocator model under many settings, and pick one.
+ *
+ * Three steps, each usable on its own:
+ *   1. cmt_whatif_stream_load: read a trace (format/reader.h) and keep the
+ *      successful alloc/free and alloc_async/free_async calls of one device
+ *      as model events, with their call sites, the device's capacity figures
+ *      and a verdict on whether the trace already went through a caching
+ *      allocator (then it is not a tensor-level stream).
+ *   2. cmt_whatif_run: replay the stream once per setting (in parallel on
+ *      several threads), each until its first OOM, collecting the figures
+ *      PyTorch's memory_stats() would show.
+ *   3. cmt_whatif_recommend: the setting without OOM with the lowest peak
+ *      reserved, and the write-up author's rule made exact.
+ * The CLI (`cumemtrace whatif`, cmd_whatif.c) prints the result as a table or
+ * JSON. Nothing here writes to stdout or stderr.
+ */
+#ifndef CMT_WHATIF_H
+#define CMT_WHATIF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caching_model.h"
+#include "reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One tensor-level event. `id` is dense from 0; a free names its alloc's id. */
+struct cmt_whatif_event {
+  uint64_t size;   /* bytes requested (alloc only) */
+  uint64_t stream; /* CUstream handle; 0 for plain cuMemAlloc */
+  uint64_t t_ns;   /* since the trace started */
+  uint64_t seq;    /* the call's seq in the trace (as `cumemtrace dump` shows) */
+  uint32_t id;
+  uint32_t site;   /* index into cmt_whatif_stream.sites; 0 = unknown */
+  uint8_t is_free;
+};
+
+struct cmt_whatif_stream {
+  struct cmt_whatif_event *events;
+  size_t event_count;
+  uint32_t id_count;
+  /* Call-site texts ("vae_decode demo_diffusion.c:140"), sites[0] = "". */
+  char **sites;
+  uint32_t site_count;
+
+  int32_t device;           /* the device whose calls were kept */
+  char device_name[128];    /* "" when the trace does not name it */
+  uint64_t device_total;    /* 0 when unknown */
+  uint64_t device_free;     /* free at first use; 0 when unknown */
+  bool has_capacity;        /* device_total and device_free are known */
+
+  /* What the trace held besides the kept stream. */
+  uint64_t allocs, frees;         /* kept events */
+  uint64_t failed_allocs;         /* allocations that returned an error */
+  uint64_t unmatched_frees;       /* frees of pointers not allocated in the trace */
+  uint64_t other_device_events;   /* alloc/free on other devices (ignored) */
+
+  /* A caching allocator (PyTorch's native one, or similar) sits between the
+   * program and the driver: replaying would model caching twice. */
+  bool caching_detected;
+  char caching_reason[256];
+
+  int damage; /* 0, or the reader's damage code (events before it are kept) */
+};
+
+/* Error codes of this module (also CMT_MODEL_E_* from the model). */
+#define CMT_WHATIF_E_READ (-100)  /* the trace could not be read: see err */
+#define CMT_WHATIF_E_EMPTY (-101) /* no successful allocation in the trace */
+
+/**
+ * Extract the tensor-level stream from an open trace. The reader is
+ * preloaded (so stacks can be named) and rewound by this call. When the trace
+ * holds allocations on several devices, the device of the first successful
+ * allocation is kept and the others are counted in other_device_events.
+ * A damaged trace yields the events before the damage (damage set).
+ * @return 0 and *out filled (free it with cmt_whatif_stream_free);
+ *         CMT_WHATIF_E_EMPTY; CMT_MODEL_E_NO_MEMORY; CMT_MODEL_E_INVALID.
+ *         On error a one-line reason is in err (if err_len > 0).
+ */
+int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out,
+                           char *err, size_t err_len);
+
+/**
+ * Build a stream from events already in memory (tests, benchmarks). Copies
+ * the events; no sites; the capacity figures are taken as given (0: unknown).
+ * @return 0; CMT_MODEL_E_INVALID (an id >= id_count, a free of an id that is
+ *         not live); CMT_MODEL_E_NO_MEMORY.
+ */
+int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t count,
+                                  uint32_t id_count, uint64_t device_total,
+                                  uint64_t device_free, struct cmt_whatif_stream *out);
+
+/** Free what a stream holds (not the struct itself). NULL is allowed. */
+void cmt_whatif_stream_free(struct cmt_whatif_stream *stream);
+
+/**
+ * Run the caching-allocator detector over a stream's figures again (after
+ * cmt_whatif_stream_from_events, which does not). Sets caching_detected and
+ * caching_reason. Exposed for tests.
+ */
+void cmt_whatif_detect_caching(struct cmt_whatif_stream *stream);
+
+/* One setting to replay. */
+struct cmt_whatif_setting {
+  uint64_t max_split_size;           /* bytes; UINT64_MAX = unlimited */
+  bool expandable_segments;
+  unsigned roundup_power2_divisions; /* 0 = off */
+  double gc_threshold;               /* 0 = off */
+};
+
+/* What one replay found. */
+struct cmt_whatif_result {
+  struct cmt_whatif_setting setting;
+  int error;             /* 0, or a CMT_MODEL_E_* that stopped the replay */
+  bool oom;
+  size_t oom_event;      /* index in the stream of the failing alloc */
+  struct cmt_model_oom oom_info;
+  size_t events_replayed;
+  uint64_t peak_reserved, peak_allocated;
+  /* At the moment reserved first reached its peak. */
+  uint64_t allocated_at_peak, inactive_split_at_peak;
+  uint64_t alloc_retries, device_alloc_calls, device_free_calls;
+  uint64_t oversize_segments;
+  double seconds;        /* wall time of this replay */
+};
+
+/**
+ * Replay the stream once per setting against a device that lets the
+ * allocator reserve `capacity` bytes of `device_total` (0: = capacity).
+ * A gc_threshold acts, as in PyTorch, only with a memory fraction: here the
+ * fraction capacity / device_total, so the cap is the capacity itself. Each
+ * replay stops at its first OOM (PyTorch raises there). Settings run on up to
+ * `threads` threads (0: the number of online CPUs).
+ * @return 0 (every result filled; per-setting failures are in .error);
+ *         CMT_MODEL_E_INVALID for bad arguments.
+ */
+int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
+                   uint64_t device_total, const struct cmt_whatif_setting *settings,
+                   size_t count, unsigned threads, struct cmt_whatif_result *results);
+
+struct cmt_whatif_recommendation {
+  /* Index of the setting without OOM with the lowest peak reserved (ties:
+   * the one closest to PyTorch's defaults, then the larger split size);
+   * -1 when every setting ran out of memory. */
+  long best;
+  /* The author's rule: the smallest request that failed in any setting
+   * (rounded, bytes; 0 when none failed), the largest finite
+   * max_split_size among the settings tried that is at or below it and had
+   * no OOM (-1 when none), and the exact bound: the largest whole MiB value
+   * that still makes that request oversize (0 when it would be < 20 MiB). */
+  uint64_t smallest_failing_request;
+  long rule;
+  uint64_t exact_max_split_mb;
+};
+
+/**
+ * Pick the recommendation from finished results.
+ * @return nothing; every pointer must be valid.
+ */
+void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
+                          struct cmt_whatif_recommendation *out);
+
+/**
+ * The default max_split_size_mb ladder around a failing request: the
+ * multiple of a step (1 GiB for requests >= 3 GiB, smaller below) at or
+ * below it, two steps down and two up (values < 20 MiB dropped), ascending.
+ * For the write-up's 6.18 GiB: 4096, 5120, 6144, 7168, 8192.
+ * @return the number of values written to mb (at most 5).
+ */
+size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5]);
+
+/**
+ * The default max_split_size list when the user gives none: unlimited, then
+ * the ladder (cmt_whatif_default_ladder) around the request the unlimited
+ * replay of `base` (its other fields) fails on, or around the largest
+ * request when it does not fail.
+ * @return the number of split sizes written to split (bytes; UINT64_MAX =
+ *         unlimited; at most 6).
+ */
+size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *stream, uint64_t capacity,
+                                 uint64_t device_total, const struct cmt_whatif_setting *base,
+                                 uint64_t split[6]);
+
+/**
+ * Write a setting as a PYTORCH_CUDA_ALLOC_CONF value ("" for the defaults),
+ * e.g. "max_split_size_mb:6144,expandable_segments:True".
+ * @return the length of the full string (as snprintf).
+ */
+int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf,
+                            size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CMT_WHATIF_H */

@@ -1,0 +1,31 @@
+/* whatif_cli.h — internal to `cumemtrace whatif`: one finished sweep and its
+ * printers (whatif_print.c). */
+#ifndef CMT__WHATIF_CLI_H
+#define CMT__WHATIF_CLI_H
+
+#include <stdio.h>
+
+#include "whatif.h"
+
+struct cmt_whatif_run_out {
+  const struct cmt_whatif_stream *stream;
+  const char *path;
+  uint64_t capacity, device_total;
+  bool capacity_from_trace;
+  struct cmt_whatif_result *results;
+  size_t count;
+  double seconds;   /* wall time of the sweep */
+  unsigned threads; /* 0: one per CPU */
+  struct cmt_whatif_recommendation rec;
+  bool has_exact;   /* exact holds the replay of rec.exact_max_split_mb */
+  struct cmt_whatif_result exact;
+};
+
+/* "20GiB", "21556 MiB", "1.5G", plain bytes (binary units, any case).
+ * @return 0, or -1 for anything else (0 bytes included). */
+int cmt_whatif_parse_bytes(const char *text, uint64_t *out);
+
+void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run);
+void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run);
+
+#endif
