@@ -133,3 +133,17 @@ Test(record, stack_depth_zero_records_no_stacks)
         cr_assert_eq(t.ev[i].stack, 0);
     trace_free(&t);
 }
+
+Test(record, report_json_shows_the_peak)
+{
+    struct run r;
+    e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
+    char names[4][NAME_MAX + 1], cli[PATH_MAX];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "report", "--json", names[0], NULL};
+    e2e_run(&r, argv);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"peak_live_bytes\":12345678,"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"live_bytes_at_end\":0,"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"stack\":[\"level3 alloc_deep.c:9\""), "%s", r.out);
+}
