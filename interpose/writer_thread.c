@@ -314,7 +314,7 @@ static int emit_tables(void)
  * (all of them when `all`). @return 0 or a writer error. */
 static int drain(int all)
 {
-    uint64_t bound = atomic_load(&cmt__rec.seq);
+    uint64_t taken = atomic_load(&cmt__rec.seq), bound = taken;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t p = atomic_load(&t->pending);
         if (p < bound)
@@ -328,17 +328,21 @@ static int drain(int all)
                 return CMT_ENOMEM;
         atomic_store_explicit(&t->tail, head, memory_order_release);
     }
-    if (ws.batch.len == 0)
-        return 0;
-    qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
     int rc = emit_tables();
     size_t i = 0;
+    for (size_t k = 1; k < ws.batch.len; k++) /* one thread's entries arrive sorted already */
+        if (by_seq(&ws.batch.items[k - 1], &ws.batch.items[k]) > 0) {
+            qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
+            break;
+        }
     for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].ev.seq < bound); i++)
         rc = emit_entry(&ws.batch.items[i]);
     if (i > 0 && ws.batch.items[i - 1].ev.seq + 1 > ws.emitted)
         ws.emitted = ws.batch.items[i - 1].ev.seq + 1;
-    if (!all && bound > ws.emitted)
+    if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
+    if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
+        ws.emitted = taken;
     memmove(ws.batch.items, ws.batch.items + i, (ws.batch.len - i) * sizeof *ws.batch.items);
     ws.batch.len -= i;
     return rc;
@@ -404,8 +408,10 @@ void *cmt__writer_main(void *arg)
     uint64_t flush_ns = (uint64_t)cmt__cfg.flush_ms * 1000000ull;
     while (!rc && !atomic_load(&cmt__rec.stop)) {
         uint32_t seen = atomic_load(&cmt__rec.kick);
-        if (atomic_load(&cmt__rec.flush_want) <= atomic_load(&cmt__rec.flushed))
-            wait_for_kick(seen, 10);
+        /* A waiting thread (OOM, signal, _exit) shortens the nap, never to a busy loop: a
+         * thread inside a slow driver call can hold the bound back for a while. */
+        int wanted = atomic_load(&cmt__rec.flush_want) > atomic_load(&cmt__rec.flushed);
+        wait_for_kick(seen, wanted ? 1 : 10);
         rc = drain(atomic_load(&cmt__rec.fatal_signo) != 0);
         if (!rc)
             rc = write_signal();
