@@ -38,8 +38,7 @@ static const char *site_of(const struct cmt_whatif_run_out *run, size_t event) {
 static void print_header(FILE *f, const struct cmt_whatif_run_out *run) {
   const struct cmt_whatif_stream *s = run->stream;
   char a[32], b[32], c[32];
-  fprintf(f, "cumemtrace whatif %s\n", run->path);
-  fprintf(f, "  stream    %" PRIu64 " allocations, %" PRIu64 " frees on device %d%s%s%s",
+  fprintf(f, "%s: %" PRIu64 " allocations and %" PRIu64 " frees on GPU %d%s%s%s", run->path,
           s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
           s->device_name[0] ? ")" : "");
   if (s->failed_allocs)
