@@ -85,13 +85,38 @@ static int parse(int argc, char **argv, struct options *o)
     return -1;
 }
 
+/* The program may chdir before it first uses CUDA: anchor a relative pattern here. */
+static const char *absolute_pattern(const char *pattern, char *buf, size_t size)
+{
+    char cwd[PATH_MAX];
+    if (pattern[0] == '/' || !getcwd(cwd, sizeof cwd))
+        return pattern;
+    int n = snprintf(buf, size, "%s/%s", cwd, pattern);
+    return n > 0 && (size_t)n < size ? buf : pattern;
+}
+
+/* The path as the user would like to read it: relative to here when it lies below. */
+static const char *display_path(const char *path)
+{
+    char cwd[PATH_MAX];
+    size_t n;
+    if (getcwd(cwd, sizeof cwd) && (n = strlen(cwd)) > 1 && !strncmp(path, cwd, n) &&
+        path[n] == '/')
+        return path + n + 1;
+    return path;
+}
+
 static int setup_env(const struct options *o, const char *shim, const char *manifest)
 {
-    char preload[PATH_MAX * 4];
+    char preload[PATH_MAX * 4], pattern[PATH_MAX];
+    const char *env_output = getenv("CUMEMTRACE_OUTPUT");
+    const char *output = o->output ? o->output
+                         : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
     const char *old = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     return setenv("LD_PRELOAD", preload, 1) || setenv("CUMEMTRACE_MANIFEST", manifest, 1) ||
-           (o->output && setenv("CUMEMTRACE_OUTPUT", o->output, 1)) ||
+           setenv("CUMEMTRACE_OUTPUT",
+                  absolute_pattern(output, pattern, sizeof pattern), 1) ||
            (o->stack_depth && setenv("CUMEMTRACE_STACK_DEPTH", o->stack_depth, 1)) ||
            (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
 }
@@ -140,7 +165,7 @@ static void describe(const char *path, const struct options *o)
         if (rec.type == CMT_REC_SIGNAL)
             signo = (int)rec.u.signal.signo;
     if (!o->quiet) {
-        printf("cumemtrace: wrote %s (%llu events", path,
+        printf("cumemtrace: wrote %s (%llu events", display_path(path),
                (unsigned long long)cmt_reader_event_count(r));
         if (signo)
             printf(", process died on signal %d (%s)", signo, strsignal(signo));
