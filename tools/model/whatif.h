@@ -149,11 +149,13 @@ struct cmt_whatif_recommendation {
    * the one closest to PyTorch's defaults, then the larger split size);
    * -1 when every setting ran out of memory. */
   long best;
-  /* The author's rule: the smallest request that failed in any setting
-   * (rounded, bytes; 0 when none failed), the largest finite
-   * max_split_size among the settings tried that is at or below it and had
-   * no OOM (-1 when none), and the exact bound: the largest whole MiB value
-   * that still makes that request oversize (0 when it would be < 20 MiB). */
+  /* The author's rule: the smallest allocation that failed in any setting
+   * (its segment size, PyTorch's "Tried to allocate"; 0 when none failed),
+   * the largest finite max_split_size among the settings tried that is at or
+   * below it and had no OOM (-1 when none), and the exact bound: the largest
+   * whole MiB value at or below it (0 when < 20 MiB). With such a value the
+   * failing allocation's cached block is oversize, so smaller tensors never
+   * split it; whether that avoids every OOM is for a replay to say. */
   uint64_t smallest_failing_request;
   long rule;
   uint64_t exact_max_split_mb;

@@ -140,9 +140,9 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run) 
   }
   if (rec->smallest_failing_request) {
     uint64_t req = rec->smallest_failing_request;
-    fprintf(f, "  The write-up's rule, made exact: the smallest failing request is %s "
-               "(%.2f MiB);\n  a max_split_size_mb at or below %" PRIu64
-               " makes it an oversize block that smaller tensors never split.\n",
+    fprintf(f, "  The write-up's rule, made exact: the smallest failing allocation is %s "
+               "(%.2f MiB);\n  with max_split_size_mb at or below %" PRIu64
+               " its cached block is oversize, and smaller tensors never split it.\n",
             cmt__bytes(req, a), (double)req / (double)MIB, req / MIB);
     if (rec->rule >= 0)
       fprintf(f, "  Largest such value tried without OOM: %s.",

@@ -166,8 +166,9 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
     if (r->error)
       continue;
     if (r->oom) {
-      if (!out->smallest_failing_request || r->oom_info.rounded < out->smallest_failing_request)
-        out->smallest_failing_request = r->oom_info.rounded;
+      if (!out->smallest_failing_request ||
+          r->oom_info.alloc_size < out->smallest_failing_request)
+        out->smallest_failing_request = r->oom_info.alloc_size;
       continue;
     }
     if (out->best < 0) {
@@ -182,7 +183,8 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
   uint64_t request = out->smallest_failing_request;
   if (!request)
     return;
-  /* A request is oversize when its rounded size is >= S. */
+  /* With S at or below the failing allocation's segment size, its cached
+   * block is oversize: refused to smaller requests, so never split. */
   uint64_t exact = request / MIB;
   out->exact_max_split_mb = exact >= 20 ? exact : 0;
   for (size_t i = 0; i < count; i++) {
