@@ -1,0 +1,100 @@
+/* End to end: the demo program recorded on simcuda, whatif over its
+ * tensor-level trace, and `cumemtrace demo` as a whole. */
+#include "e2e_util.h"
+
+TestSuite(whatif_demo, .init = e2e_setup, .fini = e2e_teardown);
+
+#define DEMO "libexec/cumemtrace/demo_diffusion"
+
+Test(whatif_demo, default_run_fails_with_the_writeup_message)
+{
+    struct run r;
+    const char *args[] = {"-o", "sd-oom.cmt", NULL};
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    e2e_record(&r, args, DEMO, NULL);
+    cr_assert_eq(r.status, 1, "stderr: %s", r.err);
+    cr_assert(strstr(r.err, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
+                            "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in "
+                            "total by PyTorch)"),
+              "stderr: %s", r.err);
+    cr_assert(strstr(r.out, "wrote sd-oom.cmt"), "stdout: %s", r.out);
+}
+
+Test(whatif_demo, tensor_level_trace_recommends_6144)
+{
+    struct run r;
+    const char *args[] = {"-o", "sd-tensors.cmt", NULL};
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+    e2e_record(&r, args, DEMO, NULL);
+    unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    char cli[PATH_MAX];
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json",
+                    "sd-tensors.cmt", NULL};
+    e2e_run(&r, argv);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    /* 24 GiB - 2764 MiB used elsewhere - 256 MiB context = 21556 MiB */
+    cr_assert(strstr(r.out, "\"capacity_bytes\":22603104256"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"caching_allocator_detected\":false"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"pytorch_cuda_alloc_conf\":\"PYTORCH_CUDA_ALLOC_CONF="
+                            "max_split_size_mb:6144\""), "%s", r.out);
+    cr_assert(strstr(r.out, "\"call_site\":\"vae_decode demo_diffusion.c:"), "%s", r.out);
+    /* The write-up's table: OOM above the request, none below. */
+    const char *rows[] = {"\"max_split_size_mb\":null,\"expandable_segments\":false,"
+                          "\"roundup_power2_divisions\":0,\"garbage_collection_threshold\":0,"
+                          "\"oom\":true",
+                          "\"max_split_size_mb\":4096,\"expandable_segments\":false,"
+                          "\"roundup_power2_divisions\":0,\"garbage_collection_threshold\":0,"
+                          "\"oom\":false",
+                          "\"max_split_size_mb\":6144,\"expandable_segments\":false,"
+                          "\"roundup_power2_divisions\":0,\"garbage_collection_threshold\":0,"
+                          "\"oom\":false",
+                          "\"max_split_size_mb\":7168,\"expandable_segments\":false,"
+                          "\"roundup_power2_divisions\":0,\"garbage_collection_threshold\":0,"
+                          "\"oom\":true",
+                          "\"max_split_size_mb\":8192,\"expandable_segments\":false,"
+                          "\"roundup_power2_divisions\":0,\"garbage_collection_threshold\":0,"
+                          "\"oom\":true"};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        cr_assert(strstr(r.out, rows[i]), "missing %s in %s", rows[i], r.out);
+    /* The caching trace of the same run is recognised as one. */
+    const char *cached[] = {"-o", "sd-cached.cmt", NULL};
+    e2e_record(&r, cached, DEMO, NULL);
+    char *argv2[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json",
+                     "sd-cached.cmt", NULL};
+    e2e_run(&r, argv2);
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_assert(strstr(r.out, "\"caching_allocator_detected\":true"), "%s", r.out);
+}
+
+Test(whatif_demo, recommended_setting_fixes_the_run)
+{
+    struct run r;
+    const char *args[] = {"-o", "sd-fixed.cmt", NULL};
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144", 1);
+    e2e_record(&r, args, DEMO, NULL);
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    cr_assert_eq(r.status, 0, "stderr: %s", r.err);
+    cr_assert(strstr(r.out, "done: 2 images inpainted"), "%s", r.out);
+}
+
+Test(whatif_demo, demo_command_tells_the_whole_story)
+{
+    struct run r;
+    char cli[PATH_MAX];
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "demo", "--dir", "story", NULL};
+    e2e_run(&r, argv);
+    cr_assert_eq(r.status, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+    const char *want[] = {"Step 1 of 5", "Step 2 of 5", "Step 3 of 5", "Step 4 of 5",
+                          "Step 5 of 5", "$ cumemtrace oom sd-oom.cmt",
+                          "$ PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record",
+                          "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144",
+                          "$ cumemtrace diff sd-oom.cmt sd-fixed.cmt", "Done in"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        cr_assert(strstr(r.out, want[i]), "missing '%s' in\n%s", want[i], r.out);
+    struct stat st;
+    cr_assert_eq(stat("story/sd-oom.svg", &st), 0);
+    cr_assert_gt(st.st_size, 100);
+}
