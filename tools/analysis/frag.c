@@ -14,6 +14,12 @@ static int by_addr(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static void sort_ranges(struct range *v, size_t n)
+{
+    if (n > 1) /* qsort's pointer must not be NULL, even for 0 elements */
+        qsort(v, n, sizeof *v, by_addr);
+}
+
 struct ranges {
     struct range *v;
     size_t n, cap;
@@ -39,7 +45,7 @@ static void push(struct ranges *r, uint64_t addr, uint64_t size)
  * between address regions, not memory an allocation could have used: it is not a hole. */
 static void holes(struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
 {
-    qsort(a->v, a->n, sizeof *a->v, by_addr);
+    sort_ranges(a->v, a->n);
     uint64_t end = 0;
     for (size_t i = 0; i < a->n; i++) {
         if (i && a->v[i].addr > end) {
@@ -60,8 +66,8 @@ static void holes(struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
 /* Mapped bytes and the largest unmapped extent inside reservations. */
 static void reservations(struct ranges *va, struct ranges *maps, struct cmt_fragmentation *f)
 {
-    qsort(va->v, va->n, sizeof *va->v, by_addr);
-    qsort(maps->v, maps->n, sizeof *maps->v, by_addr);
+    sort_ranges(va->v, va->n);
+    sort_ranges(maps->v, maps->n);
     size_t m = 0;
     for (size_t i = 0; i < va->n; i++) {
         uint64_t lo = va->v[i].addr, hi = lo + va->v[i].size, at = lo;

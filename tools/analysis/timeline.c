@@ -73,8 +73,9 @@ static void coarsen(struct cmt_timeline *tl)
 static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
                          const struct cmt_replay_device *rd)
 {
-    /* hole measures sort the live set: sample them at most once per ~live/8 events */
-    uint64_t every = rd->allocations / 8 + rd->kind_count[CMT_KIND_MAPPING] / 8 + 64;
+    /* hole measures sort the live set: sample them at most once per 2 x live + 1024 events,
+     * which keeps their cost a small constant per event */
+    uint64_t every = 2 * (rd->allocations + rd->kind_count[CMT_KIND_MAPPING]) + 1024;
     if (d->events_since_sample < every)
         return;
     d->events_since_sample = 0;
