@@ -19,6 +19,22 @@ static const int kinds[] = {CMT_KIND_DEVICE, CMT_KIND_PITCHED, CMT_KIND_MANAGED,
 static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1"};
 #define NK (sizeof kinds / sizeof *kinds)
 
+/* Text from the trace (device and API names) may hold markup characters. */
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20)
+                fputc(*s, f);
+        }
+    }
+}
+
 /* A "nice" axis step: 1, 2 or 5 times a power of ten (or of 1024 for bytes). */
 static double nice_step(double range, int ticks)
 {
@@ -43,8 +59,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     double ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
     fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
     fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
-    cmt__device_label(pass->replay, d->dev, label, sizeof label);
-    fprintf(f, "%s: peak %s at %s</text>\n", label, cmt__bytes(rd->peak_live_bytes, a),
+    xml_text(f, cmt__device_label(pass->replay, d->dev, label, sizeof label));
+    fprintf(f, ": peak %s at %s</text>\n", cmt__bytes(rd->peak_live_bytes, a),
             cmt__duration(rd->peak_t_ns, b));
     /* y axis in bytes */
     double step = nice_step(ymax, 5);
@@ -89,9 +105,11 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             continue;
         double x = LEFT + (double)e->t_ns / (double)t_end * plot_w;
         fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#e15759\" "
-                   "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: %s %s (%s)"
-                   "</title></line>\n", x, x, TOP, TOP + plot_h, e->api,
-                cmt__bytes(e->request_bytes, a), cmt_verdict_name(e->verdict));
+                   "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: ",
+                x, x, TOP, TOP + plot_h);
+        xml_text(f, e->api);
+        fprintf(f, " %s (%s)</title></line>\n", cmt__bytes(e->request_bytes, a),
+                cmt_verdict_name(e->verdict));
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#e15759\">OOM</text>\n",
                 x + 3, TOP + 10);
     }
