@@ -122,9 +122,16 @@ uint32_t cmt__stack_capture(int max_depth)
         n = skip + max_depth;
     if (n <= skip)
         return 0;
-    uint64_t h = (uint64_t)(n - skip);
-    for (int i = skip; i < n; i++)
-        h = mix(h, (uint64_t)ips[i]);
+    /* Two independent lanes (even and odd frames): half the multiply chain of one lane. */
+    uint64_t h = (uint64_t)(n - skip), odd = 0;
+    int f = skip;
+    for (; f + 1 < n; f += 2) {
+        h = mix(h, (uint64_t)ips[f]);
+        odd = mix(odd, (uint64_t)ips[f + 1]);
+    }
+    if (f < n)
+        h = mix(h, (uint64_t)ips[f]);
+    h = mix(h, odd);
     struct cache_entry *c = &cache[h & (CACHE_SLOTS - 1)];
     if (c->hash == h && c->leaf)
         return c->leaf;
