@@ -43,7 +43,8 @@ struct cmt_reader {
     const uint8_t *cur, *end; /* unread part of the current chunk */
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */
-    uint64_t prev_t, prev_seq;
+    uint64_t prev_t, prev_seq, prev_ptr;
+    uint32_t prev_tid, prev_stack;
     uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
 
     int error; /* sticky damage code */
@@ -270,6 +271,8 @@ static int load_chunk(cmt_reader *r)
         return set_damage(r, CMT_ECORRUPT, at, "impossible chunk size");
     if (r->len - at - CMT_CHUNK_HEADER_SIZE < csize)
         return set_damage(r, CMT_ETRUNCATED, at, "chunk cut short");
+    if (rsize == 0) /* an empty chunk holds no records */
+        return set_damage(r, CMT_ECORRUPT, at, "empty chunk");
     if (rsize > r->raw_cap) {
         uint8_t *p = realloc(r->raw, rsize);
         if (!p)
@@ -285,8 +288,8 @@ static int load_chunk(cmt_reader *r)
     r->pos = at + CMT_CHUNK_HEADER_SIZE + csize;
     r->cur = r->raw;
     r->end = r->raw + rsize;
-    r->prev_t = 0;
-    r->prev_seq = 0;
+    r->prev_t = r->prev_seq = r->prev_ptr = 0;
+    r->prev_tid = r->prev_stack = 0;
     r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
     return 1;
@@ -299,17 +302,44 @@ struct dec {
     int bad;
 };
 
-static uint64_t u64(struct dec *d)
+/* Multi-byte varints, and the end of a payload: absent trailing fields read as 0
+ * (forward compatibility). */
+static __attribute__((noinline)) uint64_t u64_slow(struct dec *d)
 {
     uint64_t v = 0;
-    if (d->p >= d->end) /* absent trailing fields read as 0 (forward compatibility) */
+    if (d->p >= d->end)
         return 0;
+    if (d->end - d->p >= CMT__VARINT_MAX) { /* no bounds check per byte */
+        const uint8_t *p = d->p;
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+            uint8_t b = *p++;
+            v |= (uint64_t)(b & 0x7f) << shift;
+            if (b < 0x80) {
+                if (shift == 63 && b > 1)
+                    break;
+                d->p = p;
+                return v;
+            }
+        }
+        d->bad = 1;
+        return 0;
+    }
     if (cmt__get_varint(&d->p, d->end, &v))
         d->bad = 1;
     return v;
 }
 
-static uint32_t u32(struct dec *d)
+static inline __attribute__((always_inline)) uint64_t u64(struct dec *d)
+{
+    const uint8_t *p = d->p;
+    if (__builtin_expect(p < d->end && *p < 0x80, 1)) {
+        d->p = p + 1;
+        return *p;
+    }
+    return u64_slow(d);
+}
+
+static inline uint32_t u32(struct dec *d)
 {
     uint64_t v = u64(d);
     if (v > UINT32_MAX)
@@ -317,7 +347,7 @@ static uint32_t u32(struct dec *d)
     return (uint32_t)v;
 }
 
-static int32_t s32(struct dec *d)
+static inline int32_t s32(struct dec *d)
 {
     int64_t v = cmt__unzigzag(u64(d));
     if (v < INT32_MIN || v > INT32_MAX)
@@ -343,27 +373,36 @@ static const char *str(cmt_reader *r, struct dec *d, size_t *len_out)
     return s;
 }
 
-static uint64_t time_delta(cmt_reader *r, struct dec *d)
+static inline uint64_t time_delta(cmt_reader *r, struct dec *d)
 {
     r->prev_t += (uint64_t)cmt__unzigzag(u64(d));
     return r->prev_t;
 }
 
-static int decode_event(cmt_reader *r, struct dec *d, struct cmt_event *e)
+static inline __attribute__((always_inline)) int decode_event(cmt_reader *r, struct dec *d,
+                                                            struct cmt_event *e)
 {
     r->prev_seq += u64(d);
     e->seq = r->prev_seq;
     e->t_ns = time_delta(r, d);
-    e->tid = u32(d);
+    r->prev_tid += (uint32_t)cmt__unzigzag(u64(d));
+    e->tid = r->prev_tid;
     e->api = u32(d);
     e->result = (int32_t)u32(d);
     e->dev = s32(d);
-    e->stack = u32(d);
-    e->fields = u32(d);
-    if (e->fields >> CMT_NFIELDS) /* a newer writer's fields: keep the ones we know */
-        e->fields &= (UINT32_C(1) << CMT_NFIELDS) - 1;
-    for (uint32_t m = e->fields; m; m &= m - 1)
-        e->v[__builtin_ctz(m)] = u64(d);
+    r->prev_stack += (uint32_t)cmt__unzigzag(u64(d));
+    e->stack = r->prev_stack;
+    uint32_t fields = u32(d);
+    if (fields & CMT_F(PTR)) {
+        r->prev_ptr += (uint64_t)cmt__unzigzag(u64(d));
+        e->v[CMT_FIELD_PTR] = r->prev_ptr;
+    }
+    for (uint32_t m = fields & ~CMT_F(PTR); m; m &= m - 1) {
+        uint64_t v = u64(d);
+        if (__builtin_ctz(m) < CMT_NFIELDS)
+            e->v[__builtin_ctz(m)] = v;
+    }
+    e->fields = fields & ((UINT32_C(1) << CMT_NFIELDS) - 1); /* a newer writer's: skipped */
     if (r->events && e->seq > r->last_seq + 1)
         r->gaps += e->seq - r->last_seq - 1;
     r->last_seq = e->seq;
@@ -623,10 +662,16 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
         struct dec d = {r->cur, r->cur + len, 0};
         r->cur += len;
         r->records_seen++;
-        if (type == 0 || type >= CMT_REC_MAX)
-            continue; /* unknown record types are skipped (MUST) */
         rec->type = (uint32_t)type;
         rec->offset = r->chunk_offset;
+        if (type == CMT_REC_EVENT) { /* the hot path: most records are events */
+            decode_event(r, &d, &rec->u.event);
+            if (__builtin_expect(d.bad, 0))
+                return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
+            return 1;
+        }
+        if (type == 0 || type >= CMT_REC_MAX)
+            continue; /* unknown record types are skipped (MUST) */
         if (decode(r, (uint32_t)type, &d, rec) != 0 || d.bad)
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
         return 1;

@@ -21,7 +21,8 @@ struct cmt_writer {
     uint8_t *scratch;  /* one record's payload while it is encoded */
     size_t scratch_cap;
     uint32_t records;  /* in the current chunk */
-    uint64_t prev_t, prev_seq; /* delta bases, reset per chunk */
+    uint64_t prev_t, prev_seq, prev_ptr; /* delta bases, reset per chunk */
+    uint32_t prev_tid, prev_stack;
     uint64_t events;
     int failed;
 };
@@ -118,8 +119,8 @@ int cmt_writer_flush(cmt_writer *w)
     }
     w->raw_len = 0;
     w->records = 0;
-    w->prev_t = 0;
-    w->prev_seq = 0;
+    w->prev_t = w->prev_seq = w->prev_ptr = 0;
+    w->prev_tid = w->prev_stack = 0;
     return 0;
 }
 
@@ -273,14 +274,20 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     uint8_t *p = cmt__put_varint(w->scratch, e->seq - w->prev_seq);
     w->prev_seq = e->seq;
     p = put_time(w, p, e->t_ns);
-    p = cmt__put_varint(p, e->tid);
+    p = cmt__put_varint(p, cmt__zigzag((int64_t)e->tid - (int64_t)w->prev_tid));
+    w->prev_tid = e->tid;
     p = cmt__put_varint(p, e->api);
     p = cmt__put_varint(p, (uint32_t)e->result);
     p = cmt__put_varint(p, cmt__zigzag(e->dev));
-    p = cmt__put_varint(p, e->stack);
+    p = cmt__put_varint(p, cmt__zigzag((int64_t)e->stack - (int64_t)w->prev_stack));
+    w->prev_stack = e->stack;
     uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
     p = cmt__put_varint(p, mask);
-    for (uint32_t m = mask; m; m &= m - 1)
+    if (mask & CMT_F(PTR)) { /* addresses repeat and cluster: store the difference */
+        p = cmt__put_varint(p, cmt__zigzag((int64_t)(e->v[CMT_FIELD_PTR] - w->prev_ptr)));
+        w->prev_ptr = e->v[CMT_FIELD_PTR];
+    }
+    for (uint32_t m = mask & ~CMT_F(PTR); m; m &= m - 1)
         p = cmt__put_varint(p, e->v[__builtin_ctz(m)]);
     w->events++;
     return emit(w, CMT_REC_EVENT, p);

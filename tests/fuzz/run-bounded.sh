@@ -16,7 +16,7 @@ mkdir -p "$work/corpus" "$build/fuzz-artifacts"
 cp "$here/corpus/reader_decode/"* "$work/corpus/" 2>/dev/null || true
 cp "$src/tests/tools/analysis/golden/"*.cmt "$work/corpus/" 2>/dev/null || true
 status=0
-UBSAN_OPTIONS=halt_on_error=1:suppressions="$here/ubsan.supp" "$build/tests/fuzz_reader_decode" "$work/corpus" \
+UBSAN_OPTIONS=halt_on_error=1 "$build/tests/fuzz_reader_decode" "$work/corpus" \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$build/fuzz-artifacts/" >"$work/log" 2>&1 || status=$?
 tail -n 5 "$work/log"
