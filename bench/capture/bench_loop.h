@@ -1,0 +1,98 @@
+/* bench_loop.h — the loop shape shared by bench_capture_loop and bench_malloc_loop.
+ *
+ * Each thread descends `depth` noinline frames, then runs `warmup` untimed pairs (first-call
+ * setup, stack caches) and `pairs` timed alloc/free pairs. A pair is two intercepted calls,
+ * so ns per call = elapsed / (2 × pairs). Both wall time and the thread's CPU time are kept:
+ * with more threads than cores the wall figure includes time spent descheduled. */
+#ifndef BENCH_LOOP_H
+#define BENCH_LOOP_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct bench_options {
+    long pairs, warmup;
+    int depth, threads;
+    size_t size;
+};
+
+struct bench_result {
+    uint64_t wall_ns, cpu_ns;
+    long calls;
+};
+
+static inline uint64_t bench_clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The leaf: runs the pairs. `arg` is the benchmark's per-thread state. */
+typedef void (*bench_leaf_fn)(void *arg);
+
+/* Recurses `depth` frames, then calls leaf(arg). The empty asm after the call keeps the
+ * compiler from turning the recursion into a loop or a tail call, so every frame is real. */
+static __attribute__((noinline)) void bench_descend(int depth, bench_leaf_fn leaf, void *arg)
+{
+    if (depth > 0)
+        bench_descend(depth - 1, leaf, arg);
+    else
+        leaf(arg);
+    __asm__ volatile("" ::: "memory");
+}
+
+static inline void bench_usage(const char *prog, const char *what)
+{
+    fprintf(stderr,
+            "usage: %s [-n PAIRS] [-w WARMUP] [-d DEPTH] [-t THREADS] [-s BYTES]\n"
+            "  %s, PAIRS timed pairs per thread (default 200000) after WARMUP untimed ones\n"
+            "  (default 1000), DEPTH frames deep (default 20), BYTES each (default 1048576).\n"
+            "Prints one line: ... ns_per_call=WALL cpu_ns_per_call=CPU (means over threads).\n",
+            prog, what);
+    exit(2);
+}
+
+static inline void bench_parse(int argc, char **argv, struct bench_options *o, const char *what)
+{
+    *o = (struct bench_options){.pairs = 200000, .warmup = 1000, .depth = 20, .threads = 1,
+                                .size = 1 << 20};
+    for (int i = 1; i < argc; i++) {
+        if (strlen(argv[i]) != 2 || argv[i][0] != '-' || i + 1 >= argc)
+            bench_usage(argv[0], what);
+        char *end;
+        long v = strtol(argv[i + 1], &end, 10);
+        if (*end || v < 0)
+            bench_usage(argv[0], what);
+        switch (argv[i][1]) {
+        case 'n': o->pairs = v > 0 ? v : 1; break;
+        case 'w': o->warmup = v; break;
+        case 'd': o->depth = (int)v; break;
+        case 't': o->threads = v > 0 && v <= 256 ? (int)v : 1; break;
+        case 's': o->size = (size_t)v; break;
+        default: bench_usage(argv[0], what);
+        }
+        i++;
+    }
+}
+
+static inline void bench_report(const char *name, const struct bench_options *o,
+                                const struct bench_result *r, int n, uint64_t wall_total_ns)
+{
+    double wall = 0, cpu = 0;
+    long calls = 0;
+    for (int i = 0; i < n; i++) {
+        wall += (double)r[i].wall_ns / (double)r[i].calls;
+        cpu += (double)r[i].cpu_ns / (double)r[i].calls;
+        calls += r[i].calls;
+    }
+    printf("%s threads=%d depth=%d pairs=%ld size=%zu ns_per_call=%.1f cpu_ns_per_call=%.1f "
+           "throughput_ns_per_call=%.1f\n",
+           name, o->threads, o->depth, o->pairs, o->size, wall / n, cpu / n,
+           (double)wall_total_ns / (double)calls);
+}
+
+#endif

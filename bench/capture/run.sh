@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# run.sh [BUILD_DIR] — the capture benchmark: what libcumemtrace.so adds per intercepted
+# driver call, next to what heaptrack adds per malloc/free on the same loop shape.
+#
+# Runs, interleaved so that load from other processes hits every mode alike, each mode
+# BENCH_REPS times (default 5) and prints the medians:
+#   bench_capture_loop bare, under the shim with CUMEMTRACE_STACK_DEPTH=0, with default
+#   stacks (64), on 4 and 8 threads bare and shimmed; bench_malloc_loop bare and under
+#   heaptrack; and bytes per event of each trace (file size / events from `cumemtrace dump`).
+# Prints figures only (the target lines are information, never a failure); a full run takes
+# about a minute on 2 cores. Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
+# BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000), BENCH_KEEP=1
+# (keep the work folder with the traces).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+reps=${BENCH_REPS:-5}
+pairs=${BENCH_PAIRS:-200000}
+tpairs=${BENCH_THREAD_PAIRS:-50000}
+depth=20
+capture=$build/bench/bench_capture_loop
+mallocb=$build/bench/bench_malloc_loop
+cli=$build/bin/cumemtrace
+for f in "$capture" "$mallocb" "$cli" "$build/lib/libcumemtrace.so"; do
+    [[ -x $f || -f $f ]] || { echo "run.sh: $f is missing; build first" >&2; exit 2; }
+done
+have_heaptrack=1
+command -v heaptrack >/dev/null || have_heaptrack=0
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench.XXXXXX")
+[[ ${BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
+
+# Modes: name | command prefix (the benchmark's arguments are appended).
+modes=(bare shim0 shim64 t4bare t4shim t8bare t8shim mbare mheap)
+declare -A label args
+label[bare]="driver loop, no shim";            args[bare]="-n $pairs"
+label[shim0]="shim, stacks off (DEPTH=0)";     args[shim0]="-n $pairs"
+label[shim64]="shim, stacks on (DEPTH=64)";    args[shim64]="-n $pairs"
+label[t4bare]="4 threads, no shim";            args[t4bare]="-n $tpairs -t 4"
+label[t4shim]="4 threads, shim (DEPTH=64)";    args[t4shim]="-n $tpairs -t 4"
+label[t8bare]="8 threads, no shim";            args[t8bare]="-n $tpairs -t 8"
+label[t8shim]="8 threads, shim (DEPTH=64)";    args[t8shim]="-n $tpairs -t 8"
+label[mbare]="malloc loop, no tracer";         args[mbare]="-n $pairs"
+label[mheap]="malloc loop under heaptrack";    args[mheap]="-n $pairs"
+
+run_mode() { # mode rep → prints the benchmark's result line
+    local m=$1 rep=$2 out=$work/$1.$2
+    local a="-d $depth ${args[$m]}"
+    case $m in
+    bare | t4bare | t8bare) "$capture" $a ;;
+    shim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$capture" $a ;;
+    shim64 | t4shim | t8shim)
+        "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$capture" $a ;;
+    mbare) "$mallocb" $a ;;
+    mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
+    esac | grep -E '^bench_(capture|malloc)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
+}
+
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
+median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "cumemtrace capture benchmark: $reps runs per mode, medians"
+echo "  $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  driver loop: cuMemAlloc_v2(1 MiB)/cuMemFree_v2 pairs, $depth frames deep, on simcuda;"
+echo "  malloc loop: malloc(1 MiB)/free pairs, same shape; $pairs pairs (threads: $tpairs each)"
+for ((rep = 1; rep <= reps; rep++)); do
+    for m in "${modes[@]}"; do
+        [[ $m == mheap && $have_heaptrack == 0 ]] && continue
+        line=$(run_mode "$m" "$rep")
+        echo "$line" | field ns_per_call >>"$work/$m.wall"
+        echo "$line" | field cpu_ns_per_call >>"$work/$m.cpu"
+        echo "$line" | field throughput_ns_per_call >>"$work/$m.tput"
+    done
+done
+
+declare -A wall cpu tput bpe
+for m in "${modes[@]}"; do
+    [[ -f $work/$m.wall ]] || continue
+    wall[$m]=$(median <"$work/$m.wall")
+    cpu[$m]=$(median <"$work/$m.cpu")
+    tput[$m]=$(median <"$work/$m.tput")
+done
+for m in shim0 shim64 t4shim t8shim; do # bytes per event of the last run's trace
+    f=$(ls "$work/$m.$reps".*cmt 2>/dev/null | head -1)
+    [[ -n $f ]] || continue
+    events=$("$cli" dump "$f" | wc -l)
+    size=$(stat -c %s "$f")
+    bpe[$m]=$(awk -v s="$size" -v e="$events" 'BEGIN {printf "%.2f (%d B / %d events)", s/e, s, e}')
+done
+
+added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
+base_of() { case $1 in shim*) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; esac; }
+echo
+printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
+for m in "${modes[@]}"; do
+    [[ -n ${wall[$m]:-} ]] || { printf '%-30s (heaptrack not installed)\n' "${label[$m]}"; continue; }
+    b=$(base_of "$m")
+    aw=-; ac=-
+    [[ -n $b ]] && aw=$(added "${wall[$m]}" "${wall[$b]}") && ac=$(added "${cpu[$m]}" "${cpu[$b]}")
+    printf '%-30s %9s %9s %9s %9s %9s  %s\n' "${label[$m]}" "${wall[$m]}" "$aw" "${cpu[$m]}" "$ac" \
+        "${tput[$m]}" "${bpe[$m]:--}"
+done
+echo
+echo "ns/call: wall time per call on the calling thread (threads: mean over threads; with more"
+echo "threads than cores it includes time spent descheduled). cpu ns: that thread's CPU time"
+echo "per call (the writer thread and heaptrack's interpreter run beside it and are not counted)."
+echo "all thr: wall time of the whole run / calls of all threads (inverse throughput)."
+echo
+heap_added=$(added "${wall[mheap]:-}" "${wall[mbare]:-}")
+verdict() { awk -v v="$1" -v lim="$2" 'BEGIN {if (v == "-" || lim == "-") print "no figure"; else print (v <= lim ? "met" : "NOT met")}'; }
+echo "targets (issue 3), from the wall figures above:"
+printf '  stacks on adds no more than heaptrack: %s ns vs %s ns -> %s\n' \
+    "$(added "${wall[shim64]}" "${wall[bare]}")" "$heap_added" \
+    "$(verdict "$(added "${wall[shim64]}" "${wall[bare]}")" "$heap_added")"
+printf '  stacks off adds <= 150 ns:             %s ns -> %s\n' \
+    "$(added "${wall[shim0]}" "${wall[bare]}")" "$(verdict "$(added "${wall[shim0]}" "${wall[bare]}")" 150)"
+printf '  <= 4 bytes per event (stacks on):      %s -> %s\n' "${bpe[shim64]%% *}" \
+    "$(verdict "${bpe[shim64]%% *}" 4)"
+[[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
+exit 0
