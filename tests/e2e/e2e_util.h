@@ -23,7 +23,7 @@ extern char **environ;
 
 struct run {
     int status; /* exit status, or 128 + signal */
-    char out[1 << 16];
+    char out[1 << 20];
     char err[1 << 16];
 };
 

@@ -11,7 +11,7 @@ struct expect {
 
 Test(apis, every_memory_entry_point_is_recorded)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"all-apis", NULL};
     e2e_record(&r, NULL, "tests/progs/scenarios", args);
     cr_assert_eq(r.status, 0, "%s", r.err);

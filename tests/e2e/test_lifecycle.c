@@ -38,7 +38,7 @@ static void assert_consistent_pairs(const struct trace *t, size_t *allocs, size_
 
 Test(lifecycle, eight_threads_lose_nothing)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"threads", "8", "20000", NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -72,7 +72,7 @@ Test(lifecycle, eight_threads_lose_nothing)
 
 Test(lifecycle, fork_child_with_cuda_writes_its_own_trace_only)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"fork", NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -106,7 +106,7 @@ Test(lifecycle, fork_child_with_cuda_writes_its_own_trace_only)
 Test(lifecycle, exec_child_is_traced)
 {
     char prog[PATH_MAX];
-    struct run r;
+    static struct run r;
     const char *args[] = {"exec", e2e_path(prog, "tests/progs/alloc_deep"), NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -127,7 +127,7 @@ Test(lifecycle, exec_child_is_traced)
  * status is what it would have been without the shim. */
 static void death(const char *how, int status, int signo, int expect_clean)
 {
-    struct run r;
+    static struct run r;
     const char *opts[] = {"--flush-ms", "50", NULL};
     const char *args[] = {"signal", how, NULL};
     record_scenario(&r, opts, args);
@@ -160,7 +160,7 @@ Test(lifecycle, sigterm_flushes_then_dies_as_before)
 
 Test(lifecycle, programs_own_handler_still_runs)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"signal", "term-handled", NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 42, "%s", r.err);
@@ -179,7 +179,7 @@ Test(lifecycle, underscore_exit_loses_at_most_the_flush_interval)
 
 Test(lifecycle, oom_failure_is_recorded_with_free_and_total)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"oom", NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);
@@ -208,7 +208,7 @@ Test(lifecycle, oom_failure_is_recorded_with_free_and_total)
 Test(lifecycle, deepbind_is_reported_once)
 {
     char lib[PATH_MAX];
-    struct run r;
+    static struct run r;
     const char *args[] = {"deepbind", e2e_path(lib, "tests/progs/libdeepbind_lib.so"), NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);

@@ -5,7 +5,7 @@ TestSuite(record, .init = e2e_setup, .fini = e2e_teardown);
 
 Test(record, deep_allocation_and_its_free_exactly)
 {
-    struct run r;
+    static struct run r;
     e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     char names[4][NAME_MAX + 1];
@@ -51,7 +51,7 @@ Test(record, deep_allocation_and_its_free_exactly)
 
 Test(record, dump_prints_the_events_as_json_lines)
 {
-    struct run r;
+    static struct run r;
     e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
     char names[4][NAME_MAX + 1], cli[PATH_MAX];
     cr_assert_eq(e2e_traces(names, 4), 1);
@@ -73,7 +73,7 @@ Test(record, dump_prints_the_events_as_json_lines)
 
 Test(record, program_without_cuda_writes_no_file)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"none", NULL};
     e2e_record(&r, NULL, "tests/progs/scenarios", args);
     cr_assert_eq(r.status, 0);
@@ -84,7 +84,7 @@ Test(record, program_without_cuda_writes_no_file)
 
 Test(record, unwritable_output_warns_once_and_the_program_runs_on)
 {
-    struct run r;
+    static struct run r;
     const char *opts[] = {"-o", "/nonexistent-dir/x.%p.cmt", NULL};
     const char *args[] = {"threads", "2", "50", NULL};
     e2e_record(&r, opts, "tests/progs/scenarios", args);
@@ -95,7 +95,7 @@ Test(record, unwritable_output_warns_once_and_the_program_runs_on)
 
 Test(record, exit_status_and_bad_usage)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"bogus-mode", NULL};
     e2e_record(&r, NULL, "tests/progs/scenarios", args);
     cr_assert_eq(r.status, 2, "the program's own status");
@@ -121,7 +121,7 @@ Test(record, exit_status_and_bad_usage)
 
 Test(record, stack_depth_zero_records_no_stacks)
 {
-    struct run r;
+    static struct run r;
     const char *opts[] = {"--stack-depth", "0", NULL};
     e2e_record(&r, opts, "tests/progs/alloc_deep", NULL);
     char names[4][NAME_MAX + 1];
@@ -136,7 +136,7 @@ Test(record, stack_depth_zero_records_no_stacks)
 
 Test(record, report_json_shows_the_peak)
 {
-    struct run r;
+    static struct run r;
     e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
     char names[4][NAME_MAX + 1], cli[PATH_MAX];
     cr_assert_eq(e2e_traces(names, 4), 1);

@@ -5,7 +5,7 @@ TestSuite(routes, .init = e2e_setup, .fini = e2e_teardown);
 
 static void record_one(struct trace *t, const char *prog)
 {
-    struct run r;
+    static struct run r;
     e2e_record(&r, NULL, prog, NULL);
     cr_assert_eq(r.status, 0, "%s: %s", prog, r.err);
     char names[4][NAME_MAX + 1];
@@ -36,7 +36,7 @@ Test(routes, dlopen_and_dlsym_of_handle_default_and_next)
 Test(routes, dlopen_by_absolute_path)
 {
     char lib[PATH_MAX], prog[PATH_MAX];
-    struct run r;
+    static struct run r;
     const char *args[] = {e2e_path(lib, "lib/simcuda/libcuda.so.1"), NULL};
     e2e_record(&r, NULL, e2e_path(prog, "tests/progs/route_dlsym"), args);
     cr_assert_eq(r.status, 0, "%s", r.err);

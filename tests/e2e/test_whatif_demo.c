@@ -8,7 +8,7 @@ TestSuite(whatif_demo, .init = e2e_setup, .fini = e2e_teardown);
 
 Test(whatif_demo, default_run_fails_with_the_writeup_message)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"-o", "sd-oom.cmt", NULL};
     unsetenv("PYTORCH_CUDA_ALLOC_CONF");
     unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
@@ -23,7 +23,7 @@ Test(whatif_demo, default_run_fails_with_the_writeup_message)
 
 Test(whatif_demo, tensor_level_trace_recommends_6144)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"-o", "sd-tensors.cmt", NULL};
     unsetenv("PYTORCH_CUDA_ALLOC_CONF");
     setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
@@ -71,7 +71,7 @@ Test(whatif_demo, tensor_level_trace_recommends_6144)
 
 Test(whatif_demo, recommended_setting_fixes_the_run)
 {
-    struct run r;
+    static struct run r;
     const char *args[] = {"-o", "sd-fixed.cmt", NULL};
     setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144", 1);
     e2e_record(&r, args, DEMO, NULL);
@@ -82,7 +82,7 @@ Test(whatif_demo, recommended_setting_fixes_the_run)
 
 Test(whatif_demo, demo_command_tells_the_whole_story)
 {
-    struct run r;
+    static struct run r;
     char cli[PATH_MAX];
     char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "demo", "--dir", "story", NULL};
     e2e_run(&r, argv);

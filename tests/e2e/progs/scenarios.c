@@ -7,6 +7,8 @@
  *   scenarios oom           fills the device until an allocation fails
  *   scenarios all-apis      every intercepted memory entry point once
  *   scenarios deepbind LIB  dlopen(LIB, RTLD_DEEPBIND) after some CUDA use
+ *   scenarios cache-oom     a caching allocator's OOM: fill with segments, fail 4 GiB, free
+ *                           two cached 512 MiB segments, fail again, exit 1
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -211,6 +213,48 @@ static int all_apis(void)
     return 0;
 }
 
+/* The "weights" and "activations" call sites hold the memory; the request comes from "decode". */
+static __attribute__((noinline)) CUdeviceptr load_weights(void)
+{
+    CUdeviceptr p = 0;
+    return cuMemAlloc(&p, 512ull << 20) == CUDA_SUCCESS ? p : 0;
+}
+
+static __attribute__((noinline)) CUdeviceptr activations(void)
+{
+    CUdeviceptr p = 0;
+    return cuMemAlloc(&p, 64ull << 20) == CUDA_SUCCESS ? p : 0;
+}
+
+static __attribute__((noinline)) CUresult decode(CUdeviceptr *out)
+{
+    return cuMemAlloc(out, 4ull << 30);
+}
+
+static int cache_oom(void)
+{
+    init_cuda();
+    size_t free_b, total_b;
+    CHECK(cuMemGetInfo(&free_b, &total_b));
+    CUdeviceptr segs[256];
+    int n = 0;
+    for (int i = 0; i < 8 && free_b > (1ull << 30) + (64ull << 20); i++, free_b -= 64ull << 20)
+        activations();
+    while (n < 256 && free_b >= (1ull << 30) + (512ull << 20)) { /* leave ~1 GiB free */
+        segs[n++] = load_weights();
+        free_b -= 512ull << 20;
+    }
+    CUdeviceptr big;
+    if (decode(&big) != CUDA_ERROR_OUT_OF_MEMORY)
+        return 20;
+    CHECK(cuMemFree(segs[--n])); /* release two cached segments, retry */
+    CHECK(cuMemFree(segs[--n]));
+    if (decode(&big) != CUDA_ERROR_OUT_OF_MEMORY)
+        return 21;
+    fprintf(stderr, "CUDA out of memory. Tried to allocate 4.00 GiB\n");
+    return 1;
+}
+
 static int deepbind(const char *lib)
 {
     init_cuda();
@@ -236,6 +280,8 @@ int main(int argc, char **argv)
         return all_apis();
     if (!strcmp(mode, "deepbind") && argc > 2)
         return deepbind(argv[2]);
+    if (!strcmp(mode, "cache-oom"))
+        return cache_oom();
     if (!strcmp(mode, "none"))
         return 0;
     fprintf(stderr, "usage: scenarios MODE ...\n");

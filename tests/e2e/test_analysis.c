@@ -1,0 +1,166 @@
+/* The analyses over traces recorded from real programs on simcuda (issue 4's checks). */
+#include "e2e_util.h"
+
+TestSuite(analysis, .init = e2e_setup, .fini = e2e_teardown);
+
+static void record_cache_oom(char path[NAME_MAX + 1], const char *used)
+{
+    if (used)
+        setenv("SIMCUDA_USED", used, 1);
+    else
+        unsetenv("SIMCUDA_USED");
+    static struct run r;
+    const char *args[] = {"cache-oom", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    unsetenv("SIMCUDA_USED");
+    cr_assert_eq(r.status, 1, "the program dies of its OOM: %s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    memcpy(path, names[0], NAME_MAX + 1);
+}
+
+static void cli(struct run *r, const char *cmd, const char *a, const char *b, const char *c)
+{
+    char exe[PATH_MAX];
+    char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"), (char *)cmd, (char *)a, (char *)b,
+                    (char *)c, NULL};
+    e2e_run(r, argv);
+}
+
+static int has(const char *text, const char *fmt, uint64_t value)
+{
+    char needle[256];
+    snprintf(needle, sizeof needle, fmt, (unsigned long long)value);
+    return strstr(text, needle) != NULL;
+}
+
+Test(analysis, caching_allocator_oom_is_one_episode_exhausted_by_process)
+{
+    char path[NAME_MAX + 1];
+    record_cache_oom(path, NULL);
+    struct trace t;
+    trace_load(&t, path);
+    const struct cmt_meminfo *first = NULL;
+    for (int i = 0; i < t.nmem && !first; i++)
+        if (t.mem[i].reason == CMT_MEMINFO_OOM)
+            first = &t.mem[i];
+    cr_assert_not_null(first, "the shim recorded free/total at the failure");
+    uint64_t process = 0; /* live bytes at the first failure, replayed here independently */
+    for (size_t i = 0; i < t.n && t.ev[i].seq < first->seq; i++) {
+        const char *api = api_of(&t, &t.ev[i]);
+        if (t.ev[i].result)
+            continue;
+        if (!strcmp(api, "cuMemAlloc_v2"))
+            process += t.ev[i].v[CMT_FIELD_SIZE];
+        else if (!strcmp(api, "cuMemFree_v2"))
+            process -= 512ull << 20; /* only load_weights segments are freed */
+    }
+    static struct run r;
+    cli(&r, "oom", "--json", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"episodes\":[{"), "%s", r.out);
+    cr_assert_null(strstr(r.out, "},{\"request_bytes\""), "exactly one episode: %s", r.out);
+    cr_assert(has(r.out, "\"request_bytes\":%llu,", 4ull << 30), "%s", r.out);
+    cr_assert(strstr(r.out, "\"api\":\"cuMemAlloc_v2\""));
+    cr_assert(strstr(r.out, "\"attempts\":2,"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"frees_between\":2,"), "%s", r.out);
+    cr_assert(has(r.out, "\"released_bytes\":%llu,", 1ull << 30), "%s", r.out);
+    cr_assert(strstr(r.out, "\"fatal\":true"), "%s", r.out);
+    cr_assert(has(r.out, "\"free_bytes\":%llu,", first->free_bytes), "%s", r.out);
+    cr_assert(has(r.out, "\"total_bytes\":%llu,", 24ull << 30), "%s", r.out);
+    cr_assert(has(r.out, "\"process_bytes\":%llu,", process), "%s", r.out);
+    cr_assert(has(r.out, "\"others_bytes\":%llu,", (24ull << 30) - first->free_bytes - process),
+              "%s", r.out);
+    cr_assert(strstr(r.out, "\"verdict\":\"exhausted_by_process\""), "%s", r.out);
+    cr_assert(strstr(r.out, "\"holders\":[{\"bytes\":"), "%s", r.out);
+    cr_assert(strstr(strstr(r.out, "\"holders\":"), "\"stack\":[\"load_weights scenarios.c"),
+              "the largest call site first: %s", r.out);
+    cr_assert(strstr(r.out, "\"stack\":[\"decode scenarios.c"), "the failing stack: %s", r.out);
+    cli(&r, "oom", path, NULL, NULL);
+    cr_assert_eq(r.status, 0);
+    cr_assert(strstr(r.out, "out of memory #1: cuMemAlloc_v2 of 4.00 GiB"), "%s", r.out);
+    trace_free(&t);
+}
+
+Test(analysis, shared_device_oom_is_held_by_others)
+{
+    char path[NAME_MAX + 1];
+    record_cache_oom(path, "20GiB");
+    static struct run r;
+    cli(&r, "oom", "--json", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"verdict\":\"held_by_others\""), "%s", r.out);
+    cr_assert(has(r.out, "\"others_bytes\":%llu,", (20ull << 30) + (256ull << 20)),
+              "SIMCUDA_USED + the context: %s", r.out);
+}
+
+/* The timeline's peak equals the peak replayed from the dumped events. */
+Test(analysis, timeline_peak_equals_the_replayed_peak)
+{
+    static struct run r;
+    const char *args[] = {"threads", "4", "3000", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    struct trace t;
+    trace_load(&t, names[0]);
+    enum { SLOTS = 1 << 16 };
+    static uint64_t size_at[SLOTS];
+    uint64_t live = 0, peak = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct cmt_event *e = &t.ev[i];
+        uint64_t slot = (e->v[CMT_FIELD_PTR] >> 21) & (SLOTS - 1);
+        if (e->result)
+            continue;
+        if (!strcmp(api_of(&t, e), "cuMemAlloc_v2")) {
+            size_at[slot] = e->v[CMT_FIELD_SIZE];
+            live += size_at[slot];
+            peak = live > peak ? live : peak;
+        } else if (!strcmp(api_of(&t, e), "cuMemFree_v2")) {
+            live -= size_at[slot];
+        }
+    }
+    cr_assert_gt(peak, 0);
+    for (const char *points = "20"; points; points = points[0] == '2' ? "5000" : NULL) {
+        char exe[PATH_MAX];
+        char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"), "timeline", "--json",
+                        "--points", (char *)points, names[0], NULL};
+        e2e_run(&r, argv);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        cr_assert(has(r.out, "\"peak_live_bytes\":%llu,", peak), "peak %llu: %.400s",
+                  (unsigned long long)peak, r.out);
+        uint64_t max_point = 0;
+        for (const char *p = r.out; (p = strstr(p, "\"live_bytes\":")); p++) {
+            uint64_t v = strtoull(p + 13, NULL, 10);
+            max_point = v > max_point ? v : max_point;
+        }
+        cr_assert_eq(max_point, peak, "downsampling to %s points keeps the peak", points);
+    }
+    trace_free(&t);
+}
+
+Test(analysis, diff_tells_two_runs_apart_and_gates_growth)
+{
+    char a[NAME_MAX + 1], b[NAME_MAX + 1];
+    record_cache_oom(a, "20GiB");
+    rename(a, "a.trace");
+    record_cache_oom(b, NULL);
+    rename(b, "b.trace");
+    static struct run r;
+    cli(&r, "diff", "--json", "a.trace", "b.trace");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"a\":{") && strstr(r.out, "\"b\":{") && strstr(r.out, "\"delta\":"),
+              "%s", r.out);
+    cr_assert(strstr(r.out, "held_by_others") && strstr(r.out, "exhausted_by_process"),
+              "each run's verdict: %s", r.out);
+    cli(&r, "diff", "--fail-if-peak-grows", "10", "a.trace");
+    cr_assert_eq(r.status, 2, "two traces are needed");
+    char exe[PATH_MAX];
+    char *grow[] = {(char *)e2e_path(exe, "bin/cumemtrace"), "diff", "--fail-if-peak-grows", "10",
+                    "a.trace", "b.trace", NULL};
+    e2e_run(&r, grow);
+    cr_assert_eq(r.status, 1, "B's peak is ~9x A's: the gate fails: %s", r.out);
+    char *shrink[] = {exe, "diff", "--fail-if-peak-grows", "10", "b.trace", "a.trace", NULL};
+    e2e_run(&r, shrink);
+    cr_assert_eq(r.status, 0, "a smaller peak passes the gate: %s", r.err);
+}
