@@ -19,6 +19,9 @@
 #define MAX_TABLE_ID (1u << 26)
 #define MAX_API_ID 65535u
 #define MAX_DEVICES 1024
+/* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
+ * outside the buffer (it checks its position against the record's end afterwards). */
+#define PAD 256
 
 struct arena_block {
     struct arena_block *next;
@@ -274,7 +277,7 @@ static int load_chunk(cmt_reader *r)
     if (rsize == 0) /* an empty chunk holds no records */
         return set_damage(r, CMT_ECORRUPT, at, "empty chunk");
     if (rsize > r->raw_cap) {
-        uint8_t *p = realloc(r->raw, rsize);
+        uint8_t *p = realloc(r->raw, (size_t)rsize + PAD);
         if (!p)
             return set_damage(r, CMT_ENOMEM, at, "out of memory");
         r->raw = p;
@@ -284,6 +287,7 @@ static int load_chunk(cmt_reader *r)
     if (ZSTD_isError(n) || n != rsize)
         return set_damage(r, CMT_ECORRUPT, at,
                           ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
+    memset(r->raw + rsize, 0, PAD);
     r->chunk_offset = at;
     r->pos = at + CMT_CHUNK_HEADER_SIZE + csize;
     r->cur = r->raw;
@@ -406,6 +410,78 @@ static inline __attribute__((always_inline)) int decode_event(cmt_reader *r, str
     if (r->events && e->seq > r->last_seq + 1)
         r->gaps += e->seq - r->last_seq - 1;
     r->last_seq = e->seq;
+    r->events++;
+    return 0;
+}
+
+/* Unchecked varint for the event fast path: may read up to 10 bytes past the record (into
+ * the chunk's padding at worst); the caller compares the position with the record's end. */
+static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int *bad)
+{
+    const uint8_t *p = *pp;
+    uint64_t b = *p++;
+    if (__builtin_expect(b < 0x80, 1)) {
+        *pp = p;
+        return b;
+    }
+    uint64_t v = b & 0x7f;
+    for (unsigned shift = 7; shift < 70; shift += 7) {
+        b = *p++;
+        v |= (b & 0x7f) << shift;
+        if (b < 0x80) {
+            *bad |= shift == 63 && b > 1;
+            *pp = p;
+            return v;
+        }
+    }
+    *bad = 1;
+    *pp = p;
+    return 0;
+}
+
+/* The common case: a complete event record. Decodes into locals and commits only when the
+ * record was well formed and not shorter than its fields (then the checked decoder, which
+ * reads absent trailing fields as 0, takes over). @return 0 done, -1 use the checked path. */
+static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r,
+                                                                 const uint8_t *p,
+                                                                 const uint8_t *end,
+                                                                 struct cmt_event *e)
+{
+    int bad = 0;
+    uint64_t seq = r->prev_seq + uv(&p, &bad);
+    uint64_t t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
+    uint32_t tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+    uint64_t api = uv(&p, &bad), result = uv(&p, &bad);
+    int64_t dev = cmt__unzigzag(uv(&p, &bad));
+    uint32_t stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+    uint64_t fields = uv(&p, &bad), ptr = r->prev_ptr;
+    if (fields & CMT_F(PTR)) {
+        ptr += (uint64_t)cmt__unzigzag(uv(&p, &bad));
+        e->v[CMT_FIELD_PTR] = ptr;
+    }
+    for (uint64_t m = fields & ~(uint64_t)CMT_F(PTR) & ((UINT64_C(1) << CMT_NFIELDS) - 1); m;
+         m &= m - 1)
+        e->v[__builtin_ctzll(m)] = uv(&p, &bad);
+    if (__builtin_expect(bad || p != end || api > UINT32_MAX || result > UINT32_MAX ||
+                             dev < INT32_MIN || dev > INT32_MAX || fields >> CMT_NFIELDS,
+                         0))
+        return -1;
+    r->prev_seq = seq;
+    r->prev_t = t;
+    r->prev_tid = tid;
+    r->prev_stack = stack;
+    r->prev_ptr = ptr;
+    e->seq = seq;
+    e->t_ns = t;
+    e->tid = tid;
+    e->api = (uint32_t)api;
+    e->result = (int32_t)(uint32_t)result;
+    e->dev = (int32_t)dev;
+    e->stack = stack;
+    e->fields = (uint32_t)fields;
+    if (r->events && seq > r->last_seq + 1)
+        r->gaps += seq - r->last_seq - 1;
+    r->last_seq = seq;
     r->events++;
     return 0;
 }
@@ -665,6 +741,8 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
         rec->type = (uint32_t)type;
         rec->offset = r->chunk_offset;
         if (type == CMT_REC_EVENT) { /* the hot path: most records are events */
+            if (decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
+                return 1;
             decode_event(r, &d, &rec->u.event);
             if (__builtin_expect(d.bad, 0))
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
