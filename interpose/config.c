@@ -32,6 +32,7 @@ void cmt__config_load(void)
     env_str("CUMEMTRACE_OUTPUT", "cumemtrace.%p.cmt", cmt__cfg.output, sizeof cmt__cfg.output);
     env_str("CUMEMTRACE_MANIFEST", "", cmt__cfg.manifest, sizeof cmt__cfg.manifest);
     cmt__cfg.stack_depth = env_int("CUMEMTRACE_STACK_DEPTH", 64, 0, 256);
+    cmt__cfg.free_stacks = env_int("CUMEMTRACE_FREE_STACKS", 0, 0, 1);
     cmt__cfg.flush_ms = env_int("CUMEMTRACE_FLUSH_MS", 500, 1, 60000);
     cmt__cfg.disabled = env_int("CUMEMTRACE_DISABLE", 0, 0, 1);
 }

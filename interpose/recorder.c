@@ -6,7 +6,6 @@
  * release op). */
 #include <errno.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -167,16 +166,19 @@ static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *e
 {
     uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-    while (head - tail >= CMT__RING_SIZE) { /* full: wait for the writer, never drop */
+    while (head - tail >= CMT__RING_SIZE) { /* full: sleep until the writer drains, never drop */
         if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
             return;
+        uint32_t drained = atomic_load(&t->drained);
+        atomic_store(&t->waiting, 1);
         cmt__kick();
-        sched_yield();
+        if (atomic_load_explicit(&t->tail, memory_order_acquire) == tail) {
+            struct timespec ms = {0, 1000000};
+            syscall(SYS_futex, &t->drained, FUTEX_WAIT_PRIVATE, drained, &ms, NULL, 0);
+        }
         tail = atomic_load_explicit(&t->tail, memory_order_acquire);
     }
-    struct cmt__entry *e = &t->ring[head & (CMT__RING_SIZE - 1)];
-    e->kind = kind;
-    e->ev = *ev;
+    cmt__entry_pack(&t->ring[head & (CMT__RING_SIZE - 1)], kind, ev);
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
     if (head - tail == CMT__RING_SIZE / 2)
         cmt__kick();
@@ -208,7 +210,8 @@ static int device_first_use(int32_t dev)
 static void push_info(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev,
                       uint64_t free, uint64_t total)
 {
-    struct cmt_event info = {.seq = ev->seq, .t_ns = ev->t_ns, .tid = ev->tid, .dev = ev->dev};
+    struct cmt_event info = {.seq = ev->seq, .t_ns = ev->t_ns, .tid = ev->tid, .dev = ev->dev,
+                             .fields = CMT_F(FREE) | CMT_F(TOTAL)};
     info.v[CMT_FIELD_FREE] = free;
     info.v[CMT_FIELD_TOTAL] = total;
     push(t, kind, &info);
@@ -251,8 +254,8 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
     struct cmt_event *ev = &c->ev;
     uint8_t flags = op_flags[cmt__api_op[ev->api]];
     ev->result = (int32_t)rc;
-    if (flags & RELEASES) {
-        ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
+    if (flags & RELEASES) { /* like heaptrack, frees are not unwound unless asked for */
+        ev->stack = cmt__cfg.free_stacks ? cmt__stack_capture(cmt__cfg.stack_depth) : 0;
     } else {
         ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
         take_seq(t, ev);

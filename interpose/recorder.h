@@ -15,7 +15,8 @@
 
 #include "shim.h"
 
-#define CMT__RING_SIZE 1024 /* entries per thread; a power of two */
+#define CMT__RING_SIZE 8192 /* entries per thread (~700 KiB, touched as used); a power of two */
+#define CMT__ENTRY_VALUES 6 /* no entry point records more fields than this */
 #define CMT__MAX_DEVICES 64
 #define CMT__MAX_NOTES 16
 #define CMT__NO_PENDING UINT64_MAX
@@ -28,15 +29,55 @@ enum cmt__entry_kind {
     CMT__ENTRY_OOM = 3,      /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
 };
 
+/* A queued event, packed: only the values named by `fields` are stored, in bit order. */
 struct cmt__entry {
-    uint32_t kind;
-    struct cmt_event ev;
+    uint64_t seq, t_ns;
+    uint32_t tid, fields, stack;
+    int32_t result, dev;
+    uint16_t api;
+    uint8_t kind;
+    uint64_t v[CMT__ENTRY_VALUES];
 };
+
+static inline void cmt__entry_pack(struct cmt__entry *e, uint32_t kind, const struct cmt_event *ev)
+{
+    e->seq = ev->seq;
+    e->t_ns = ev->t_ns;
+    e->tid = ev->tid;
+    e->stack = ev->stack;
+    e->result = ev->result;
+    e->dev = ev->dev;
+    e->api = (uint16_t)ev->api;
+    e->kind = (uint8_t)kind;
+    uint32_t n = 0, kept = 0;
+    for (uint32_t m = ev->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
+        e->v[n] = ev->v[__builtin_ctz(m)];
+        kept |= m & -m;
+    }
+    e->fields = kept;
+}
+
+static inline void cmt__entry_unpack(const struct cmt__entry *e, struct cmt_event *ev)
+{
+    ev->seq = e->seq;
+    ev->t_ns = e->t_ns;
+    ev->tid = e->tid;
+    ev->stack = e->stack;
+    ev->result = e->result;
+    ev->dev = e->dev;
+    ev->api = e->api;
+    ev->fields = e->fields;
+    uint32_t n = 0;
+    for (uint32_t m = e->fields; m; m &= m - 1)
+        ev->v[__builtin_ctz(m)] = e->v[n++];
+}
 
 struct cmt__thread {
     _Atomic uint64_t head; /* written by the owning thread */
     _Atomic uint64_t tail; /* written by the writer */
     _Atomic uint64_t pending;
+    _Atomic uint32_t drained; /* futex word: bumped by the writer after draining this ring */
+    _Atomic uint32_t waiting; /* the owner sleeps on `drained` (its ring is full) */
     _Atomic int alive;
     uint32_t tid;
     CUcontext ctx; /* cache of the current context's device */

@@ -67,6 +67,7 @@ struct cmt__config {
     char output[4096];   /* CUMEMTRACE_OUTPUT pattern, %p = pid */
     char manifest[4096]; /* CUMEMTRACE_MANIFEST: file that lists every trace written */
     int stack_depth;     /* CUMEMTRACE_STACK_DEPTH, 0 = no stacks */
+    int free_stacks;     /* CUMEMTRACE_FREE_STACKS=1: unwind frees and other releases too */
     int flush_ms;        /* CUMEMTRACE_FLUSH_MS */
     int disabled;        /* CUMEMTRACE_DISABLE=1 */
 };

@@ -28,10 +28,14 @@ struct batch {
     size_t len, cap;
 };
 
+#define MAX_RUNS 16 /* sorted runs merged directly; more (many threads) fall back to qsort */
+
 /* The writer thread's own state; reset for each trace (a forked child starts afresh). */
 static struct {
     cmt_writer *w;
-    struct batch batch;
+    struct batch batch, merged;
+    size_t run_start[MAX_RUNS + 1];
+    size_t runs;
     uint32_t nodes_written;
     uint32_t notes_written;
     uint32_t *tids;
@@ -227,22 +231,66 @@ static int scan_modules(void)
 static int by_seq(const void *a, const void *b)
 {
     const struct cmt__entry *x = a, *y = b;
-    if (x->ev.seq != y->ev.seq)
-        return x->ev.seq < y->ev.seq ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
     return (int)x->kind - (int)y->kind;
 }
 
-static int batch_add(const struct cmt__entry *e)
+static int batch_reserve(struct batch *b, size_t n)
 {
-    if (ws.batch.len == ws.batch.cap) {
-        size_t cap = ws.batch.cap ? ws.batch.cap * 2 : 4096;
-        struct cmt__entry *p = realloc(ws.batch.items, cap * sizeof *p);
-        if (!p)
-            return -1;
-        ws.batch.items = p;
-        ws.batch.cap = cap;
+    if (n <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < n)
+        cap *= 2;
+    struct cmt__entry *p = realloc(b->items, cap * sizeof *p);
+    if (!p)
+        return -1;
+    b->items = p;
+    b->cap = cap;
+    return 0;
+}
+
+/* Appends ring entries [tail, head) as one sorted run (a thread queues in seq order). */
+static int batch_add_run(struct cmt__thread *t, uint64_t tail, uint64_t head)
+{
+    if (batch_reserve(&ws.batch, ws.batch.len + (size_t)(head - tail)))
+        return -1;
+    if (ws.runs < MAX_RUNS + 1)
+        ws.run_start[ws.runs] = ws.batch.len;
+    ws.runs++;
+    for (; tail < head; tail++)
+        ws.batch.items[ws.batch.len++] = t->ring[tail & (CMT__RING_SIZE - 1)];
+    return 0;
+}
+
+/* Puts the batch (a concatenation of sorted runs) in (seq, kind) order. */
+static int batch_sort(void)
+{
+    if (ws.runs <= 1)
+        return 0;
+    if (ws.runs > MAX_RUNS || batch_reserve(&ws.merged, ws.batch.len)) {
+        qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
+        return 0;
     }
-    ws.batch.items[ws.batch.len++] = *e;
+    size_t pos[MAX_RUNS], end[MAX_RUNS];
+    for (size_t r = 0; r < ws.runs; r++) {
+        pos[r] = ws.run_start[r];
+        end[r] = r + 1 < ws.runs ? ws.run_start[r + 1] : ws.batch.len;
+    }
+    for (size_t out = 0; out < ws.batch.len; out++) {
+        size_t best = MAX_RUNS;
+        for (size_t r = 0; r < ws.runs; r++)
+            if (pos[r] < end[r] &&
+                (best == MAX_RUNS || by_seq(&ws.batch.items[pos[r]], &ws.batch.items[pos[best]]) < 0))
+                best = r;
+        ws.merged.items[out] = ws.batch.items[pos[best]++];
+    }
+    struct batch t = ws.batch;
+    ws.batch.items = ws.merged.items;
+    ws.batch.cap = ws.merged.cap;
+    ws.merged.items = t.items;
+    ws.merged.cap = t.cap;
     return 0;
 }
 
@@ -270,7 +318,9 @@ static int emit_thread(uint32_t tid)
 
 static int emit_entry(const struct cmt__entry *e)
 {
-    const struct cmt_event *ev = &e->ev;
+    struct cmt_event event;
+    const struct cmt_event *ev = &event;
+    cmt__entry_unpack(e, &event);
     switch (e->kind) {
     case CMT__ENTRY_DEVICE: {
         const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
@@ -320,25 +370,27 @@ static int drain(int all)
         if (p < bound)
             bound = p;
     }
+    ws.runs = ws.batch.len ? 1 : 0; /* what was held back last time is one sorted run */
+    ws.run_start[0] = 0;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
         uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
-        for (; tail < head; tail++)
-            if (batch_add(&t->ring[tail & (CMT__RING_SIZE - 1)]))
-                return CMT_ENOMEM;
+        if (tail == head)
+            continue;
+        if (batch_add_run(t, tail, head))
+            return CMT_ENOMEM;
         atomic_store_explicit(&t->tail, head, memory_order_release);
+        atomic_fetch_add(&t->drained, 1);
+        if (atomic_exchange(&t->waiting, 0)) /* its owner sleeps on a full ring */
+            syscall(SYS_futex, &t->drained, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
     int rc = emit_tables();
     size_t i = 0;
-    for (size_t k = 1; k < ws.batch.len; k++) /* one thread's entries arrive sorted already */
-        if (by_seq(&ws.batch.items[k - 1], &ws.batch.items[k]) > 0) {
-            qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
-            break;
-        }
-    for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].ev.seq < bound); i++)
+    batch_sort();
+    for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
         rc = emit_entry(&ws.batch.items[i]);
-    if (i > 0 && ws.batch.items[i - 1].ev.seq + 1 > ws.emitted)
-        ws.emitted = ws.batch.items[i - 1].ev.seq + 1;
+    if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
+        ws.emitted = ws.batch.items[i - 1].seq + 1;
     if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
     if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
@@ -393,13 +445,16 @@ void *cmt__writer_main(void *arg)
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     atomic_store(&cmt__rec.writer_tid, cmt__gettid());
     free(ws.batch.items);
+    free(ws.merged.items);
     free(ws.tids);
     free(ws.module_bases);
     memset(&ws, 0, sizeof ws);
     char path[PATH_MAX];
     if (open_trace(path, sizeof path))
         return NULL;
-    int rc = cmt_writer_create(&ws.w, cmt_fd_sink, &cmt__rec.fd, NULL);
+    /* zstd level 1: the writer shares the machine with the program; traces stay ~1 B/event */
+    struct cmt_writer_options options = {.level = 1};
+    int rc = cmt_writer_create(&ws.w, cmt_fd_sink, &cmt__rec.fd, &options);
     if (!rc)
         rc = write_process();
     if (!rc)
