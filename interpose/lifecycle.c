@@ -106,7 +106,6 @@ static void after_fork_child(void)
     atomic_store(&cmt__rec.flush_want, 0);
     atomic_store(&cmt__rec.flushed, 0);
     atomic_store(&cmt__rec.stop, 0);
-    atomic_store(&cmt__rec.recorded, 0);
     atomic_store(&cmt__rec.state, CMT__IDLE);
 }
 

@@ -266,7 +266,6 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
         push_info(t, CMT__ENTRY_BASELINE, ev, d->free, d->total);
     }
     push(t, CMT__ENTRY_EVENT, ev);
-    atomic_fetch_add_explicit(&cmt__rec.recorded, 1, memory_order_relaxed);
     int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CAN_OOM);
     if (oom) { /* the process may be about to die: keep free/total and flush now */
         size_t free = 0, total = 0;

@@ -106,7 +106,6 @@ struct cmt__recorder {
     _Atomic int stop;
     _Atomic int fatal_signo;
     _Atomic uint32_t fatal_tid;
-    _Atomic uint64_t recorded;    /* entries queued (EVENTs) */
     pthread_t writer;
     _Atomic uint32_t writer_tid;
     int fd;
