@@ -3,7 +3,11 @@
  * allocated and freed mostly last-in first-out, a few streams, sizes from
  * 512 B to hundreds of MiB), then reports events/s for each setting alone,
  * for all settings on the available threads, and for reading the same stream
- * out of a trace. Prints figures; asserts nothing. */
+ * out of a trace. Prints figures; asserts nothing. With a second argument the
+ * trace is also written to that file, so `cumemtrace whatif --json` can be run
+ * over exactly the stream timed here (to check that a faster model gives the
+ * same answers). The box is often shared: the CPU seconds of each replay are
+ * the figure to compare, wall seconds are printed beside them. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,18 @@
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double process_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -99,7 +115,7 @@ static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *bu
 int main(int argc, char **argv) {
   double millions = argc > 1 ? atof(argv[1]) : 4.0;
   if (!(millions > 0 && millions <= 200)) {
-    fprintf(stderr, "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4]\n");
+    fprintf(stderr, "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT]\n");
     return 2;
   }
   size_t n = (size_t)(millions * 1e6);
@@ -122,33 +138,48 @@ int main(int argc, char **argv) {
   struct cmt_whatif_result results[16];
   printf("bench_whatif: %zu events (%" PRIu64 " allocs, %" PRIu64 " frees), capacity 60 GiB, "
          "%ld CPUs\n", s.event_count, s.allocs, s.frees, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("  %-70s %9s %12s  %s\n", "setting", "seconds", "events/s", "outcome");
+  printf("  %-34s %8s %8s %12s  %s\n", "setting", "cpu s", "wall s", "events/cpu-s",
+         "outcome");
   for (size_t i = 0; i < count; i++) {
     char conf[160];
+    /* One thread: the replay runs on this thread, so its CPU clock times it. */
+    double cpu0 = thread_cpu();
     cmt_whatif_run(&s, capacity, 80ull << 30, &settings[i], 1, 1, &results[i]);
+    double cpu = thread_cpu() - cpu0;
     if (cmt_whatif_setting_conf(&settings[i], conf, sizeof conf) <= 0)
       snprintf(conf, sizeof conf, "default");
     const struct cmt_whatif_result *r = &results[i];
-    printf("  %-70s %9.3f %12.3g  %s, peak reserved %.2f GiB, %" PRIu64 " device allocs\n", conf,
-           r->seconds, (double)r->events_replayed / r->seconds,
+    printf("  %-34s %8.3f %8.3f %12.3g  %s, peak reserved %.2f GiB, %" PRIu64 " device allocs\n",
+           conf, cpu, r->seconds, (double)r->events_replayed / cpu,
            r->oom ? "OOM" : "ok", (double)r->peak_reserved / (double)(1ull << 30),
            r->device_alloc_calls);
   }
-  double t0 = now();
-  cmt_whatif_run(&s, capacity, 80ull << 30, settings, count, 0, results);
-  double all = now() - t0;
   uint64_t replayed = 0;
   for (size_t i = 0; i < count; i++)
     replayed += results[i].events_replayed;
-  printf("  all %zu settings on %ld threads: %.3f s, %.3g events/s in total\n", count,
-         sysconf(_SC_NPROCESSORS_ONLN), all, (double)replayed / all);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long threads = 1; threads <= cpus && threads <= 8; threads *= 2) {
+    double t0 = now(), cpu0 = process_cpu();
+    cmt_whatif_run(&s, capacity, 80ull << 30, settings, count, (unsigned)threads, results);
+    double all = now() - t0, cpu = process_cpu() - cpu0;
+    printf("  all %zu settings on %ld thread%s: %.3f s wall, %.3f cpu s, %.3g events/s wall\n",
+           count, threads, threads == 1 ? "" : "s", all, cpu, (double)replayed / all);
+  }
 
   struct cmt_membuf buf = {0};
   write_trace(&s, &buf);
+  if (argc > 2) {
+    FILE *f = fopen(argv[2], "wb");
+    if (!f || fwrite(buf.data, 1, buf.len, f) != buf.len || fclose(f) != 0) {
+      fprintf(stderr, "bench_whatif: cannot write %s\n", argv[2]);
+      return 1;
+    }
+    printf("  wrote the stream as a trace to %s (its capacity: use --capacity 60GiB)\n", argv[2]);
+  }
   cmt_reader *r;
   struct cmt_whatif_stream loaded;
   char err[256];
-  t0 = now();
+  double t0 = now();
   if (cmt_reader_open_memory(&r, buf.data, buf.len) != 0 ||
       cmt_whatif_stream_load(r, &loaded, err, sizeof err) != 0) {
     fprintf(stderr, "bench_whatif: cannot read the synthetic trace back\n");
