@@ -34,5 +34,7 @@ void cmt__config_load(void)
     cmt__cfg.stack_depth = env_int("CUMEMTRACE_STACK_DEPTH", 64, 0, 256);
     cmt__cfg.free_stacks = env_int("CUMEMTRACE_FREE_STACKS", 0, 0, 1);
     cmt__cfg.flush_ms = env_int("CUMEMTRACE_FLUSH_MS", 500, 1, 60000);
+    const char *clock = getenv("CUMEMTRACE_CLOCK");
+    cmt__cfg.monotonic_clock = clock && !strcmp(clock, "monotonic");
     cmt__cfg.disabled = env_int("CUMEMTRACE_DISABLE", 0, 0, 1);
 }

@@ -117,7 +117,9 @@ int cmt__start(void)
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
         cmt__rec.start_wall_ns = (uint64_t)wall.tv_sec * 1000000000ull + (uint64_t)wall.tv_nsec;
+        cmt__clock_init();
         cmt__rec.start_mono_ns = cmt__mono_ns();
+        cmt__rec.start_ticks = cmt__ticks();
         if (!atfork_registered) {
             atfork_registered = 1;
             pthread_atfork(before_fork, after_fork_parent, after_fork_child);

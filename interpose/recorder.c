@@ -5,6 +5,8 @@
  * thread holds a pending seq only for a few instructions (or across the driver call of a
  * release op). */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +55,40 @@ uint64_t cmt__mono_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <x86intrin.h>
+
+void cmt__clock_init(void)
+{
+    unsigned a, b, c, d;
+    char source[32] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, source, sizeof source - 1);
+        source[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    int invariant = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+    cmt__rec.use_tsc = invariant && !strncmp(source, "tsc", 3) && !cmt__cfg.monotonic_clock;
+}
+
+uint64_t cmt__ticks(void)
+{
+    return cmt__rec.use_tsc ? __rdtsc() : cmt__mono_ns();
+}
+#else
+void cmt__clock_init(void)
+{
+    cmt__rec.use_tsc = 0;
+}
+
+uint64_t cmt__ticks(void)
+{
+    return cmt__mono_ns();
+}
+#endif
 
 uint32_t cmt__gettid(void)
 {
@@ -159,7 +195,7 @@ static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
 {
     atomic_store(&t->pending, atomic_load(&cmt__rec.seq));
     ev->seq = atomic_fetch_add(&cmt__rec.seq, 1);
-    ev->t_ns = cmt__mono_ns() - cmt__rec.start_mono_ns;
+    ev->t_ns = cmt__ticks() - cmt__rec.start_ticks; /* converted to ns by the writer */
 }
 
 static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)

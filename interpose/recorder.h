@@ -98,6 +98,8 @@ struct cmt__recorder {
     _Atomic int state;
     _Atomic uint64_t seq;
     uint64_t start_mono_ns, start_wall_ns;
+    uint64_t start_ticks; /* cmt__ticks() at start */
+    int use_tsc;          /* ticks are TSC cycles (converted by the writer), else ns */
     _Atomic(struct cmt__thread *) threads;
     struct cmt__device_info devices[CMT__MAX_DEVICES];
     _Atomic uint32_t kick;        /* futex word: wakes the writer */
@@ -122,6 +124,12 @@ extern struct cmt__note cmt__notes[CMT__MAX_NOTES];
 extern _Atomic uint32_t cmt__note_count;
 
 uint64_t cmt__mono_ns(void);
+/* The hot path's clock: the invariant TSC where the kernel itself trusts it (about half the
+ * cost of clock_gettime here), else CLOCK_MONOTONIC ns. Events carry ticks since start; the
+ * writer converts them to ns. */
+uint64_t cmt__ticks(void);
+/* Decides the clock source (at start). */
+void cmt__clock_init(void);
 uint32_t cmt__gettid(void);
 void cmt__kick(void);
 /* Blocks (bounded) until every entry below `seq` is on disk. Safe in a signal handler. */

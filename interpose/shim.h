@@ -69,6 +69,7 @@ struct cmt__config {
     int stack_depth;     /* CUMEMTRACE_STACK_DEPTH, 0 = no stacks */
     int free_stacks;     /* CUMEMTRACE_FREE_STACKS=1: unwind frees and other releases too */
     int flush_ms;        /* CUMEMTRACE_FLUSH_MS */
+    int monotonic_clock; /* CUMEMTRACE_CLOCK=monotonic: never the TSC */
     int disabled;        /* CUMEMTRACE_DISABLE=1 */
 };
 extern struct cmt__config cmt__cfg;

@@ -45,6 +45,8 @@ static struct {
     uintptr_t *module_bases;
     size_t module_cap;
     uint64_t emitted; /* entries with seq below this are in the writer */
+    double ns_per_tick; /* TSC scale, measured over the whole run so far */
+    uint64_t last_t;    /* timestamps leave in non-decreasing order */
     uint64_t last_flush_ns;
     int signal_written;
 } ws;
@@ -316,11 +318,35 @@ static int emit_thread(uint32_t tid)
     return cmt_writer_thread(ws.w, &(struct cmt_thread){tid, name});
 }
 
+/* Re-measures the TSC scale against CLOCK_MONOTONIC over everything since start: the longer
+ * the baseline, the smaller the error (clock jitter / elapsed time). */
+static void calibrate(void)
+{
+    if (!cmt__rec.use_tsc)
+        return;
+    uint64_t ticks = cmt__ticks() - cmt__rec.start_ticks;
+    uint64_t ns = cmt__mono_ns() - cmt__rec.start_mono_ns;
+    if (ticks > 0 && ns > 100000) /* before 100 µs, keep the previous (or a 1 GHz) guess */
+        ws.ns_per_tick = (double)ns / (double)ticks;
+    else if (ws.ns_per_tick == 0)
+        ws.ns_per_tick = 1.0;
+}
+
+static uint64_t to_ns(uint64_t ticks)
+{
+    uint64_t ns = cmt__rec.use_tsc ? (uint64_t)((double)ticks * ws.ns_per_tick) : ticks;
+    if (ns < ws.last_t) /* a scale refinement may not move time backwards */
+        ns = ws.last_t;
+    ws.last_t = ns;
+    return ns;
+}
+
 static int emit_entry(const struct cmt__entry *e)
 {
     struct cmt_event event;
     const struct cmt_event *ev = &event;
     cmt__entry_unpack(e, &event);
+    event.t_ns = to_ns(e->t_ns);
     switch (e->kind) {
     case CMT__ENTRY_DEVICE: {
         const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
@@ -387,6 +413,7 @@ static int drain(int all)
     int rc = emit_tables();
     size_t i = 0;
     batch_sort();
+    calibrate();
     for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
         rc = emit_entry(&ws.batch.items[i]);
     if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
