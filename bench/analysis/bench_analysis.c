@@ -1,5 +1,7 @@
 /* bench_analysis.c — times report, oom and timeline over a trace; prints events/s and the
  * peak RSS of each (one child process per analysis, output to /dev/null). Never asserts.
+ * Events/s are per second of CPU time (user + system, the best of REPEAT runs): the machine
+ * is shared, and wall time there measures the neighbours as much as the analysis.
  *
  * usage: cmt_bench_analysis TRACE.cmt [REPEAT]   (make one with cmt_bench_gen_trace) */
 #include <fcntl.h>
@@ -23,18 +25,38 @@ static double now(void)
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-static uint64_t count_events(const char *path)
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static double seconds(struct timeval tv)
+{
+    return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+static uint64_t count_events(const char *path, int repeat)
 {
     cmt_reader *r;
     if (cmt_reader_open_file(&r, path) != 0)
         return 0;
     struct cmt_record rec;
-    double t0 = now();
-    while (cmt_reader_next(r, &rec) > 0)
-        ;
-    double s = now() - t0;
-    uint64_t n = cmt_reader_event_count(r);
-    printf("%-18s %8.2f M events/s  (decoding only, %.3f s)\n", "reader", n / s / 1e6, s);
+    double best = 1e30;
+    uint64_t n = 0;
+    for (int k = 0; k < repeat; k++) {
+        cmt_reader_rewind(r);
+        double t0 = cpu_now();
+        while (cmt_reader_next(r, &rec) > 0)
+            ;
+        double s = cpu_now() - t0;
+        if (s < best)
+            best = s;
+        n = cmt_reader_event_count(r);
+    }
+    printf("%-18s %8.2f M events/s  (decoding only, %.3f s CPU, best of %d)\n", "reader",
+           n / best / 1e6, best, repeat);
     cmt_reader_close(r);
     return n;
 }
@@ -46,7 +68,9 @@ int main(int argc, char **argv)
         return 2;
     }
     int repeat = argc > 2 ? atoi(argv[2]) : 3;
-    uint64_t events = count_events(argv[1]);
+    if (repeat < 1)
+        repeat = 1;
+    uint64_t events = count_events(argv[1], repeat);
     struct {
         const char *name;
         int (*fn)(int, char **);
@@ -58,7 +82,7 @@ int main(int argc, char **argv)
         {"timeline --csv", cmt_cmd_timeline, {"timeline", "--csv", argv[1], NULL}},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
-        double best = 1e30;
+        double best = 1e30, best_wall = 1e30;
         long rss = 0;
         for (int k = 0; k < repeat; k++) {
             double t0 = now();
@@ -74,13 +98,15 @@ int main(int argc, char **argv)
             int status;
             struct rusage ru;
             wait4(pid, &status, 0, &ru);
-            double s = now() - t0;
+            double wall = now() - t0, s = seconds(ru.ru_utime) + seconds(ru.ru_stime);
             if (s < best)
                 best = s;
+            if (wall < best_wall)
+                best_wall = wall;
             rss = ru.ru_maxrss;
         }
-        printf("%-18s %8.2f M events/s  (%.3f s best of %d, peak RSS %.1f MiB)\n", runs[i].name,
-               events / best / 1e6, best, repeat, rss / 1024.0);
+        printf("%-18s %8.2f M events/s  (%.3f s CPU, %.3f s wall, best of %d, peak RSS %.1f MiB)\n",
+               runs[i].name, events / best / 1e6, best, best_wall, repeat, rss / 1024.0);
     }
     return 0;
 }
