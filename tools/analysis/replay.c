@@ -49,6 +49,8 @@ void cmt_replay_destroy(cmt_replay *rp)
     cmt__map_free(&rp->mappings);
     cmt__map_free(&rp->pools);
     cmt__map_free(&rp->site_ids);
+    free(rp->stack_sites);
+    free(rp->api_names);
     cmt__map_free(&rp->tids);
     free(rp->ops);
     free(rp->devices);
@@ -64,7 +66,8 @@ void cmt_replay_destroy(cmt_replay *rp)
 
 /* ---- tables ---- */
 
-static struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
+static __attribute__((noinline)) struct cmt_replay_device *device_slot_slow(cmt_replay *rp,
+                                                                            int32_t dev)
 {
     uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
     if (slot >= rp->device_cap) {
@@ -93,10 +96,61 @@ static struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
     return &rp->devices[slot];
 }
 
-static uint32_t site_index(cmt_replay *rp, uint32_t stack)
+/* The device's state, marked seen. Almost every event names a device already seen. */
+static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
+{
+    uint32_t slot = (uint32_t)dev + 1; /* dev -1 -> 0; out of range -> slow path */
+    if (__builtin_expect(slot < rp->device_count && rp->devices[slot].seen, 1))
+        return &rp->devices[slot];
+    return device_slot_slow(rp, dev);
+}
+
+static uint32_t new_site(cmt_replay *rp, uint32_t stack)
+{
+    if (rp->site_count == rp->site_cap) {
+        struct cmt_replay_site *s = realloc(rp->sites, 2 * rp->site_cap * sizeof *s);
+        if (!s) {
+            rp->failed = 1;
+            return 0;
+        }
+        rp->sites = s;
+        rp->site_cap *= 2;
+    }
+    rp->sites[rp->site_count] = (struct cmt_replay_site){.stack = stack};
+    return rp->site_count++;
+}
+
+/* Stack ids are dense node ids: a flat table covers every id up to the highest node read
+ * (memory proportional to the reader's own node table); larger ids, which only a damaged or
+ * hostile trace has, go through a hash map. */
+static int grow_stack_sites(cmt_replay *rp, uint32_t stack)
+{
+    if (stack >= (UINT32_C(1) << 16) && stack > cmt_reader_stack_node_count(rp->reader))
+        return -1;
+    uint32_t cap = rp->stack_site_cap ? rp->stack_site_cap : 1024;
+    while (cap <= stack && cap < (UINT32_C(1) << 31))
+        cap *= 2;
+    if (cap <= stack)
+        return -1;
+    uint32_t *t = realloc(rp->stack_sites, (size_t)cap * sizeof *t);
+    if (!t)
+        return -1;
+    memset(t + rp->stack_site_cap, 0, (size_t)(cap - rp->stack_site_cap) * sizeof *t);
+    rp->stack_sites = t;
+    rp->stack_site_cap = cap;
+    return 0;
+}
+
+static uint32_t site_index_slow(cmt_replay *rp, uint32_t stack)
 {
     if (stack == 0)
         return 0;
+    if (stack < rp->stack_site_cap || grow_stack_sites(rp, stack) == 0) {
+        uint32_t site = rp->stack_sites[stack];
+        if (!site && (site = new_site(rp, stack)) != 0)
+            rp->stack_sites[stack] = site;
+        return site;
+    }
     struct cmt__entry *e = cmt__map_insert(&rp->site_ids, stack);
     if (!e) {
         rp->failed = 1;
@@ -104,23 +158,27 @@ static uint32_t site_index(cmt_replay *rp, uint32_t stack)
     }
     if (e->kind)
         return (uint32_t)e->aux;
-    if (rp->site_count == rp->site_cap) {
-        struct cmt_replay_site *s = realloc(rp->sites, 2 * rp->site_cap * sizeof *s);
-        if (!s) {
-            cmt__map_remove(&rp->site_ids, e);
-            rp->failed = 1;
-            return 0;
-        }
-        rp->sites = s;
-        rp->site_cap *= 2;
+    uint32_t site = new_site(rp, stack);
+    if (!site) {
+        cmt__map_remove(&rp->site_ids, e);
+        return 0;
     }
     e->kind = 1;
-    e->aux = rp->site_count;
-    rp->sites[rp->site_count] = (struct cmt_replay_site){.stack = stack};
-    return rp->site_count++;
+    e->aux = site;
+    return site;
 }
 
-static struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
+/* The call-site index of a stack (created on first use; 0 for no stack). */
+static inline uint32_t site_index(cmt_replay *rp, uint32_t stack)
+{
+    uint32_t site;
+    if (__builtin_expect(stack < rp->stack_site_cap && (site = rp->stack_sites[stack]) != 0, 1))
+        return site;
+    return site_index_slow(rp, stack);
+}
+
+static __attribute__((noinline)) struct cmt_replay_thread *thread_slow(cmt_replay *rp,
+                                                                      uint32_t tid)
 {
     static struct cmt_replay_thread spare;
     struct cmt__entry *e = cmt__map_insert(&rp->tids, (uint64_t)tid + 1);
@@ -141,7 +199,18 @@ static struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
         e->aux = rp->thread_count;
         rp->threads[rp->thread_count++] = (struct cmt_replay_thread){.tid = tid};
     }
+    uint32_t c = tid & 63;
+    rp->thread_cache[c].key = (uint64_t)tid + 1;
+    rp->thread_cache[c].index = (uint32_t)e->aux;
     return &rp->threads[e->aux];
+}
+
+static inline struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
+{
+    uint32_t c = tid & 63;
+    if (__builtin_expect(rp->thread_cache[c].key == (uint64_t)tid + 1, 1))
+        return &rp->threads[rp->thread_cache[c].index];
+    return thread_slow(rp, tid);
 }
 
 /* Before a site changes: keep its value at the last process peak (see cmt_replay_finish). */
@@ -355,16 +424,13 @@ static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__m
                        uint64_t key, int kind, uint64_t size, uint64_t aux)
 {
     const struct cmt_event *e = &st->rec.u.event;
-    struct cmt__entry *old = cmt__map_find(map, key);
-    if (old) { /* the free that ended the old one was not recorded */
-        drop(rp, old);
-        cmt__map_remove(map, old);
-    }
     struct cmt__entry *n = cmt__map_insert(map, key);
     if (!n) {
         rp->failed = 1;
         return;
     }
+    if (n->kind) /* still live: the free that ended the old one was not recorded */
+        drop(rp, n);
     uint32_t site = site_index(rp, e->stack);
     *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
                              .site = site, .dev = e->dev, .alloc_index = rp->alloc_index,
@@ -616,12 +682,19 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
     rp->tick++;
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
-    uint32_t code = e->api < 65536 ? rp->ops[e->api] : 0;
-    if (e->api < rp->api_cap)
+    uint32_t code = 0;
+    const char *name = NULL;
+    if (__builtin_expect(e->api < rp->api_cap, 1)) { /* ops[] is 0 beyond api_cap */
+        code = rp->ops[e->api];
         rp->api_calls[e->api]++;
+        name = rp->api_names[e->api];
+    }
     st->op = code ? code - 1 : CMT_OP_OTHER;
-    const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
-    st->api = api ? api->name : "?";
+    if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
+        const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
+        name = api ? api->name : "?";
+    }
+    st->api = name;
     int kind = alloc_kind(st->op);
     if (kind >= 0) {
         apply_alloc(rp, st, kind);
@@ -706,14 +779,20 @@ static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
         if (rec->u.api.id < 65536 && rec->u.api.id >= rp->api_cap) {
             uint32_t cap = rec->u.api.id + 64;
             uint64_t *c = realloc(rp->api_calls, cap * sizeof *c);
-            if (!c) {
+            if (c)
+                rp->api_calls = c;
+            const char **n = c ? realloc(rp->api_names, cap * sizeof *n) : NULL;
+            if (!n) {
                 rp->failed = 1;
                 break;
             }
+            rp->api_names = n;
             memset(c + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *c);
-            rp->api_calls = c;
+            memset(n + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *n);
             rp->api_cap = cap;
         }
+        if (rec->u.api.id < rp->api_cap)
+            rp->api_names[rec->u.api.id] = rec->u.api.name;
         break;
     case CMT_REC_DEVICE: {
         struct cmt_replay_device *d = device_slot(rp, rec->u.device.dev);
@@ -759,7 +838,10 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     step->delta = 0;
     step->site = 0;
     rp->totals.records++;
-    apply_record(rp, step);
+    if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
+        apply_event(rp, step);
+    else
+        apply_record(rp, step);
     return rp->failed ? CMT_ENOMEM : 1;
 }
 

@@ -23,8 +23,14 @@ struct cmt_replay {
     struct cmt__map pools;    /* pool handle -> retained bytes (in size) */
     uint64_t *pool_keys;      /* the pools' keys, dense, so a sync visits only real pools */
     size_t pool_count, pool_cap;
-    struct cmt__map site_ids; /* stack id -> index (aux) */
+    uint32_t *stack_sites;    /* stack id -> site index (0 = none yet), for ids below its cap */
+    uint32_t stack_site_cap;
+    struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */
     struct cmt__map tids;     /* tid + 1 -> index (aux) */
+    struct {
+        uint64_t key; /* tid + 1, 0 = empty */
+        uint32_t index;
+    } thread_cache[64];       /* direct-mapped by tid: most lookups never reach tids */
 
     struct cmt_replay_device *devices; /* slot = dev + 1 */
     uint32_t device_count, device_cap;
@@ -36,6 +42,7 @@ struct cmt_replay {
     uint32_t thread_count, thread_cap;
 
     uint64_t *api_calls; /* calls per API id, sized by the highest id named by an API record */
+    const char **api_names; /* the API records' names, same size */
     uint32_t api_cap;
     struct cmt_replay_totals totals;
     uint64_t tick;        /* events applied so far (replay order) */
