@@ -18,7 +18,7 @@
 
 static int reserve_slots(struct cmt_model *m, uint64_t need) {
   if (m->unused_count >= need)
-    return 0;
+    return cmt__sets_reserve(m, m->block_capacity);
   uint64_t missing = need - m->unused_count;
   if ((uint64_t)m->block_count + missing > CMT__NIL - 1)
     return CMT_MODEL_E_NO_MEMORY;
@@ -43,7 +43,7 @@ static int reserve_slots(struct cmt_model *m, uint64_t need) {
     m->unused_head = m->block_count++;
     m->unused_count++;
   }
-  return 0;
+  return cmt__sets_reserve(m, m->block_capacity);
 }
 
 /* Takes a slot reserved earlier by reserve_slots; never fails. */
@@ -55,7 +55,7 @@ uint32_t cmt__block_new(struct cmt_model *m) {
   uint32_t generation = b->generation;
   memset(b, 0, sizeof *b);
   b->generation = generation;
-  b->prev = b->next = b->left = b->right = CMT__NIL;
+  b->prev = b->next = CMT__NIL;
   b->expandable = CMT__NIL;
   b->mapped = 1;
   b->where = CMT__LOOSE;
@@ -102,14 +102,25 @@ void cmt__free_insert(struct cmt_model *m, uint32_t i) {
   struct cmt__pool *pool = &m->pools[b->pool];
   b->gc_base = pool->get_free_calls;
   b->where = CMT__FREE;
-  cmt__tree_insert(m, &pool->free_root, i, CMT__BY_SIZE);
+  cmt__set_insert(m, &pool->free_set, i);
   pool->free_count++;
+}
+
+/* Free block `old` leaves the pool and `i` enters it (in old's place when
+ * the order allows). old's key fields must still be intact. */
+static void free_replace(struct cmt_model *m, uint32_t old, uint32_t i) {
+  struct cmt__block *b = cmt__b(m, i);
+  struct cmt__pool *pool = &m->pools[b->pool];
+  b->gc_base = pool->get_free_calls;
+  b->where = CMT__FREE;
+  cmt__b(m, old)->where = CMT__LOOSE;
+  cmt__set_replace(m, &pool->free_set, old, i);
 }
 
 void cmt__free_erase(struct cmt_model *m, uint32_t i) {
   struct cmt__block *b = cmt__b(m, i);
   struct cmt__pool *pool = &m->pools[b->pool];
-  cmt__tree_erase(m, &pool->free_root, i, CMT__BY_SIZE);
+  cmt__set_erase(m, &pool->free_set, i);
   pool->free_count--;
   b->where = CMT__LOOSE;
 }
@@ -155,21 +166,19 @@ int cmt_model_set_device_hooks(struct cmt_model *model,
   return CMT_MODEL_E_OK;
 }
 
-/* Merge free neighbour `src` into `dst` (neither may be in a tree by key
- * change: src is taken out here, dst must be out already).
- * @return the bytes subsumed, 0 if src cannot merge. */
-uint64_t cmt__try_merge(struct cmt_model *m, uint32_t dst, uint32_t src) {
+static bool mergeable(const struct cmt_model *m, uint32_t dst, uint32_t src) {
   if (src == CMT__NIL)
-    return 0;
+    return false;
+  const struct cmt__block *s = cmt__b(m, src);
+  return (s->where == CMT__FREE || s->where == CMT__UNMAPPED) &&
+         s->mapped == cmt__b(m, dst)->mapped;
+}
+
+/* Take neighbour src's range into dst: links and size only; src's own
+ * fields (its key) stay as they were. @return the bytes subsumed. */
+static uint64_t absorb(struct cmt_model *m, uint32_t dst, uint32_t src) {
   struct cmt__block *s = cmt__b(m, src);
   struct cmt__block *d = cmt__b(m, dst);
-  if ((s->where != CMT__FREE && s->where != CMT__UNMAPPED) || s->mapped != d->mapped)
-    return 0;
-  if (s->mapped) {
-    cmt__free_erase(m, src);
-  } else {
-    cmt__tree_erase(m, &m->pools[s->pool].unmapped_root, src, CMT__BY_ADDRESS);
-  }
   if (d->prev == src) {
     d->address = s->address;
     d->prev = s->prev;
@@ -180,8 +189,22 @@ uint64_t cmt__try_merge(struct cmt_model *m, uint32_t dst, uint32_t src) {
     if (d->next != CMT__NIL)
       cmt__b(m, d->next)->prev = dst;
   }
-  uint64_t subsumed = s->size;
-  d->size += subsumed;
+  d->size += s->size;
+  return s->size;
+}
+
+/* Merge free neighbour `src` into `dst` (neither may be in a set by key
+ * change: src is taken out here, dst must be out already).
+ * @return the bytes subsumed, 0 if src cannot merge. */
+uint64_t cmt__try_merge(struct cmt_model *m, uint32_t dst, uint32_t src) {
+  if (!mergeable(m, dst, src))
+    return 0;
+  struct cmt__block *s = cmt__b(m, src);
+  if (s->mapped)
+    cmt__free_erase(m, src);
+  else
+    cmt__set_erase(m, &m->pools[s->pool].unmapped_set, src);
+  uint64_t subsumed = absorb(m, dst, src);
   cmt__block_release(m, src);
   return subsumed;
 }
@@ -244,9 +267,8 @@ int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **o
   }
   m->unused_head = CMT__NIL;
   for (int p = 0; p < 2; p++)
-    m->pools[p].free_root = m->pools[p].unmapped_root = CMT__NIL;
+    m->pools[p].free_set.by_size = CMT__BY_SIZE;
   m->next_address = (uint64_t)1 << 40; /* looks like a device address */
-  m->rng = 0x9e3779b9u;
   *out = m;
   return CMT_MODEL_E_OK;
 }
@@ -254,6 +276,7 @@ int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **o
 void cmt_model_destroy(struct cmt_model *model) {
   if (!model)
     return;
+  cmt__sets_destroy(model);
   free(model->blocks);
   free(model->segments);
   free(model->scratch);
@@ -280,6 +303,7 @@ struct cmt__request {
   uint64_t alloc_size; /* segment size */
   int pool;
   uint32_t block;
+  bool in_pool; /* block is still in the free set (found by get_free_block) */
 };
 
 static bool gc_enabled(const struct cmt_model *m) {
@@ -298,24 +322,23 @@ static bool get_free_block(struct cmt_model *m, struct cmt__request *r) {
   struct cmt__pool *pool = &m->pools[r->pool];
   if (gc_enabled(m))
     pool->get_free_calls++;
-  uint32_t it = cmt__tree_lower_bound(m, pool->free_root, r->stream, r->size, 0,
-                                      CMT__BY_SIZE);
+  uint32_t it = cmt__set_lower_bound(m, &pool->free_set, r->stream, r->size, 0);
   if (it == CMT__NIL || cmt__b(m, it)->stream != r->stream)
     return false;
   if (cmt__b(m, it)->expandable != CMT__NIL) {
     if (m->config.expandable_segments) {
       /* A block that can still grow counts as big as it can grow, so
        * blocks of true size fit first. */
-      uint32_t next = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE);
+      uint32_t next = cmt__set_after(m, &pool->free_set, it);
       while (cmt__b(m, it)->expandable != CMT__NIL && next != CMT__NIL &&
              cmt__b(m, next)->stream == r->stream &&
              expandable_size(m, next) < expandable_size(m, it)) {
         it = next;
-        next = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE);
+        next = cmt__set_after(m, &pool->free_set, it);
       }
     } else {
       do {
-        it = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE);
+        it = cmt__set_after(m, &pool->free_set, it);
       } while (it != CMT__NIL && cmt__b(m, it)->expandable != CMT__NIL &&
                cmt__b(m, it)->stream == r->stream);
       if (it == CMT__NIL || cmt__b(m, it)->stream != r->stream)
@@ -330,8 +353,10 @@ static bool get_free_block(struct cmt_model *m, struct cmt__request *r) {
   if (r->size >= m->split_limit &&
       block_size >= r->size + (uint64_t)m->config.max_non_split_rounding)
     return false;
-  cmt__free_erase(m, it);
+  /* Left in the free set: alloc_found_block takes it out, or swaps in the
+   * split remainder in one step. */
   r->block = it;
+  r->in_pool = true;
   return true;
 }
 
@@ -372,23 +397,22 @@ static bool release_available_cached_blocks(struct cmt_model *m,
     return false;
   struct cmt__pool *pool = &m->pools[r->pool];
   uint64_t key = r->size < m->split_limit ? m->split_limit : r->size;
-  uint32_t it = cmt__tree_lower_bound(m, pool->free_root, r->stream, key, 0,
-                                      CMT__BY_SIZE);
+  uint32_t it = cmt__set_lower_bound(m, &pool->free_set, r->stream, key, 0);
   if (it != CMT__NIL && cmt__b(m, it)->stream == r->stream) {
     release_any(m, it);
     return true;
   }
   /* No single block is large enough: free oversize blocks from the largest
    * down; what is freed stays freed even if it is not enough. */
-  uint32_t cur = cmt__tree_before(m, pool->free_root, r->stream, key, 0, CMT__BY_SIZE);
+  uint32_t cur = cmt__set_before(m, &pool->free_set, r->stream, key, 0);
   if (cur == CMT__NIL)
     return false;
   uint64_t released = 0;
   while (cur != CMT__NIL && released < key && cmt__b(m, cur)->size >= m->split_limit &&
          cmt__b(m, cur)->stream == r->stream) {
     const struct cmt__block *b = cmt__b(m, cur);
-    uint32_t lower = cmt__tree_before(m, pool->free_root, b->stream, b->size,
-                                      b->address, CMT__BY_SIZE);
+    uint32_t lower = cmt__set_before(m, &pool->free_set, b->stream, b->size,
+                                      b->address);
     released += b->size;
     release_any(m, cur);
     cur = lower;
@@ -401,9 +425,9 @@ static bool release_available_cached_blocks(struct cmt_model *m,
 static void release_pool_blocks(struct cmt_model *m, int p) {
   struct cmt__pool *pool = &m->pools[p];
   uint32_t to_unmap = 0;
-  uint32_t it = cmt__tree_lower_bound(m, pool->free_root, 0, 0, 0, CMT__BY_SIZE);
+  uint32_t it = cmt__set_lower_bound(m, &pool->free_set, 0, 0, 0);
   while (it != CMT__NIL) {
-    uint32_t next = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE);
+    uint32_t next = cmt__set_after(m, &pool->free_set, it);
     if (cmt__b(m, it)->expandable != CMT__NIL)
       m->scratch[to_unmap++] = it;
     else if (!cmt__is_split(m, it))
@@ -436,8 +460,8 @@ static void garbage_collect(struct cmt_model *m) {
   uint64_t target = m->stats.reserved_bytes - threshold;
   uint64_t total_age = 0, reclaimed = 0, count = 0;
   uint32_t it;
-  for (it = cmt__tree_lower_bound(m, pool->free_root, 0, 0, 0, CMT__BY_SIZE);
-       it != CMT__NIL; it = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE)) {
+  for (it = cmt__set_lower_bound(m, &pool->free_set, 0, 0, 0);
+       it != CMT__NIL; it = cmt__set_after(m, &pool->free_set, it)) {
     if (!cmt__is_split(m, it) && cmt__b(m, it)->expandable == CMT__NIL) {
       total_age += pool->get_free_calls - cmt__b(m, it)->gc_base;
       count++;
@@ -449,9 +473,9 @@ static void garbage_collect(struct cmt_model *m) {
     freed = false;
     /* Free every block at least as old as the average; do not stop at the
      * target, so GC does not run again at once. */
-    it = cmt__tree_lower_bound(m, pool->free_root, 0, 0, 0, CMT__BY_SIZE);
+    it = cmt__set_lower_bound(m, &pool->free_set, 0, 0, 0);
     while (it != CMT__NIL) {
-      uint32_t next = cmt__tree_after(m, pool->free_root, it, CMT__BY_SIZE);
+      uint32_t next = cmt__set_after(m, &pool->free_set, it);
       uint64_t age = pool->get_free_calls - cmt__b(m, it)->gc_base;
       if (!cmt__is_split(m, it) && cmt__b(m, it)->expandable == CMT__NIL &&
           (double)age >= age_threshold) {
@@ -520,20 +544,27 @@ static void alloc_found_block(struct cmt_model *m, const struct cmt__request *r,
     t->expandable = b->expandable;
     t->prev = i;
     t->next = b->next;
+    if (r->in_pool)
+      free_replace(m, i, rest); /* before b's key changes */
+    else
+      cmt__free_insert(m, rest);
     if (t->next != CMT__NIL)
       cmt__b(m, t->next)->prev = rest;
     b->next = rest;
     b->size = r->size;
-    cmt__free_insert(m, rest);
     if (already_split && !expandable) {
       s->inactive_split_bytes -= r->size;
     } else if (!expandable) {
       s->inactive_split_bytes += cmt__b(m, rest)->size;
       s->inactive_split++;
     }
-  } else if (already_split && !expandable) {
-    s->inactive_split_bytes -= cmt__b(m, i)->size;
-    s->inactive_split--;
+  } else {
+    if (r->in_pool)
+      cmt__free_erase(m, i);
+    if (already_split && !expandable) {
+      s->inactive_split_bytes -= cmt__b(m, i)->size;
+      s->inactive_split--;
+    }
   }
   struct cmt__block *b = cmt__b(m, i);
   b->where = CMT__ALLOCATED;
@@ -623,15 +654,31 @@ static void free_block(struct cmt_model *m, uint32_t i) {
   uint64_t original_size = b->size, requested = b->requested;
   int64_t split_blocks = 0, split_bytes = 0;
   b->where = CMT__LOOSE;
+  /* The merged block takes the place of the first free neighbour in the
+   * free set (in place when the order allows): one search instead of an
+   * erase and an insert. An allocated block is mapped, so its mergeable
+   * neighbours are all in the free set. */
   uint32_t candidates[2] = {b->prev, b->next};
+  uint32_t keep = CMT__NIL;
   for (int k = 0; k < 2; k++) {
-    uint64_t subsumed = cmt__try_merge(m, i, candidates[k]);
-    if (subsumed > 0) {
-      split_blocks -= 1;
-      split_bytes -= (int64_t)subsumed;
-    }
+    uint32_t c = candidates[k];
+    if (!mergeable(m, i, c))
+      continue;
+    if (keep == CMT__NIL)
+      keep = c;
+    else
+      cmt__free_erase(m, c);
+    split_blocks -= 1;
+    split_bytes -= (int64_t)absorb(m, i, c);
+    if (c != keep)
+      cmt__block_release(m, c);
   }
-  cmt__free_insert(m, i);
+  if (keep != CMT__NIL) {
+    free_replace(m, keep, i);
+    cmt__block_release(m, keep);
+  } else {
+    cmt__free_insert(m, i);
+  }
   if (cmt__is_split(m, i)) {
     split_blocks += 1;
     split_bytes += (int64_t)cmt__b(m, i)->size;

@@ -1,42 +1,43 @@
 /* model_check.c — recount everything and compare (tests and fuzzers). */
 #include "model_internal.h"
 
-struct walk {
-  uint64_t count;
-  bool ok;
-  bool have_last;
-  uint64_t last[3];
-};
-
-static void walk_tree(const struct cmt_model *m, uint32_t t, enum cmt__order order,
-                      enum cmt__where where, int pool, uint32_t parent_priority,
-                      struct walk *w) {
-  if (t == CMT__NIL || !w->ok)
-    return;
-  if (t >= m->block_count) {
-    w->ok = false;
-    return;
+/* Every key in order, matching its block, chunks filled as model_set.c
+ * promises. @return the number of keys, or UINT64_MAX when something is off. */
+static uint64_t walk_set(const struct cmt_model *m, const struct cmt__set *s,
+                         enum cmt__where where, int pool) {
+  uint64_t count = 0;
+  const struct cmt__entry *prev = NULL;
+  if (s->chunk_count > m->chunk_capacity)
+    return UINT64_MAX;
+  for (uint32_t c = 0; c < s->chunk_count; c++) {
+    uint32_t n = s->fill[c];
+    if (s->ids[c] >= m->chunk_capacity || n == 0 || n > CMT__CHUNK ||
+        (c > 0 && s->fill[c - 1] + n <= CMT__CHUNK / 2))
+      return UINT64_MAX;
+    const struct cmt__entry *e = &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
+    for (uint32_t k = 0; k < n; k++, count++) {
+      const struct cmt__entry *x = &e[k];
+      if (x->slot >= m->block_count)
+        return UINT64_MAX;
+      const struct cmt__block *b = cmt__b(m, x->slot);
+      if (b->where != where || b->pool != pool || x->stream != b->stream ||
+          x->size != (s->by_size ? b->size : 0) || x->address != b->address)
+        return UINT64_MAX;
+      if (prev) {
+        bool greater = x->stream != prev->stream ? x->stream > prev->stream
+                       : x->size != prev->size   ? x->size > prev->size
+                                                 : x->address > prev->address;
+        if (!greater)
+          return UINT64_MAX;
+      }
+      prev = x;
+    }
+    const struct cmt__entry *l = &s->last[c];
+    if (l->stream != prev->stream || l->size != prev->size || l->address != prev->address ||
+        l->slot != prev->slot)
+      return UINT64_MAX;
   }
-  const struct cmt__block *b = cmt__b(m, t);
-  if (b->where != where || b->pool != pool || b->priority > parent_priority ||
-      w->count > m->block_count) {
-    w->ok = false;
-    return;
-  }
-  walk_tree(m, b->left, order, where, pool, b->priority, w);
-  uint64_t key[3] = {b->stream, order == CMT__BY_SIZE ? b->size : 0, b->address};
-  if (w->have_last) {
-    bool greater = key[0] != w->last[0] ? key[0] > w->last[0]
-                   : key[1] != w->last[1] ? key[1] > w->last[1]
-                                          : key[2] > w->last[2];
-    if (!greater)
-      w->ok = false;
-  }
-  w->have_last = true;
-  for (int k = 0; k < 3; k++)
-    w->last[k] = key[k];
-  w->count++;
-  walk_tree(m, b->right, order, where, pool, b->priority, w);
+  return count == s->count ? count : UINT64_MAX;
 }
 
 static bool chain_ok(const struct cmt_model *m, uint32_t i) {
@@ -101,16 +102,18 @@ int cmt_model_check(const struct cmt_model *m) {
       t->active_bytes != t->allocated_bytes || t->reserved_bytes > m->config.capacity ||
       t->peak_reserved < t->reserved_bytes || t->peak_allocated < t->allocated_bytes)
     return CMT_MODEL_E_CORRUPT;
+  uint64_t chunks = m->chunk_free_count;
   for (int p = 0; p < 2; p++) {
-    struct walk w = {0, true, false, {0, 0, 0}};
-    walk_tree(m, m->pools[p].free_root, CMT__BY_SIZE, CMT__FREE, p, UINT32_MAX, &w);
-    if (!w.ok || w.count != free_blocks[p] || w.count != m->pools[p].free_count)
+    const struct cmt__pool *pool = &m->pools[p];
+    uint64_t n = walk_set(m, &pool->free_set, CMT__FREE, p);
+    if (n != free_blocks[p] || n != pool->free_count || !pool->free_set.by_size)
       return CMT_MODEL_E_CORRUPT;
-    struct walk u = {0, true, false, {0, 0, 0}};
-    walk_tree(m, m->pools[p].unmapped_root, CMT__BY_ADDRESS, CMT__UNMAPPED, p, UINT32_MAX,
-              &u);
-    if (!u.ok || u.count != unmapped_blocks[p])
+    n = walk_set(m, &pool->unmapped_set, CMT__UNMAPPED, p);
+    if (n != unmapped_blocks[p] || pool->unmapped_set.by_size)
       return CMT_MODEL_E_CORRUPT;
+    chunks += pool->free_set.chunk_count + pool->unmapped_set.chunk_count;
   }
+  if (chunks != m->chunk_capacity)
+    return CMT_MODEL_E_CORRUPT;
   return CMT_MODEL_E_OK;
 }

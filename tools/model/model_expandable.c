@@ -4,7 +4,7 @@
  * 1.125 x device memory per (stream, pool), mapped from the front in pages of
  * 2 MiB (small pool) or 20 MiB (large pool); every mapped byte counts as
  * reserved. The unmapped rest of a reservation is a block in its pool's
- * unmapped tree (ordered by stream, address). Growth maps pages after the
+ * unmapped set (ordered by stream, address). Growth maps pages after the
  * free block at the end of the mapped part, which then merges with it;
  * releasing unmaps the whole pages inside a free block. One map or unmap of
  * any number of pages counts as one device call. */
@@ -51,7 +51,7 @@ static uint32_t new_segment(struct cmt_model *m, int pool, uint64_t stream) {
   b->expandable = m->segment_count++;
   b->mapped = 0;
   b->where = CMT__UNMAPPED;
-  cmt__tree_insert(m, &m->pools[pool].unmapped_root, i, CMT__BY_ADDRESS);
+  cmt__set_insert(m, &m->pools[pool].unmapped_set, i);
   return i;
 }
 
@@ -59,10 +59,10 @@ static uint32_t new_segment(struct cmt_model *m, int pool, uint64_t stream) {
  * free and unmapped space follow each other, else a new reservation. */
 static uint32_t find_expandable_block(struct cmt_model *m, int pool,
                                       uint64_t stream, uint64_t size) {
-  uint32_t root = m->pools[pool].unmapped_root;
-  for (uint32_t it = cmt__tree_lower_bound(m, root, stream, 0, 0, CMT__BY_ADDRESS);
+  struct cmt__set *unmapped = &m->pools[pool].unmapped_set;
+  for (uint32_t it = cmt__set_lower_bound(m, unmapped, stream, 0, 0);
        it != CMT__NIL && cmt__b(m, it)->stream == stream;
-       it = cmt__tree_after(m, root, it, CMT__BY_ADDRESS)) {
+       it = cmt__set_after(m, unmapped, it)) {
     uint32_t c = it;
     if (allocatable(m, cmt__b(m, c)->prev))
       c = cmt__b(m, c)->prev;
@@ -76,7 +76,7 @@ static uint32_t find_expandable_block(struct cmt_model *m, int pool,
 }
 
 /* PyTorch's map_block: map the pages covering the first `size` bytes of the
- * unmapped block `i`, merge with free neighbours, put it in the free tree. */
+ * unmapped block `i`, merge with free neighbours, put it in the free set. */
 static bool map_block(struct cmt_model *m, uint32_t i, uint64_t size) {
   struct cmt__block *b = cmt__b(m, i);
   uint64_t page = m->segments[b->expandable].page;
@@ -87,7 +87,7 @@ static bool map_block(struct cmt_model *m, uint32_t i, uint64_t size) {
   if (m->stats.reserved_bytes + bytes > m->config.capacity ||
       !cmt__device_alloc(m, b->address, bytes, page))
     return false; /* cuMemCreate failed: nothing stays mapped */
-  cmt__tree_erase(m, &m->pools[b->pool].unmapped_root, i, CMT__BY_ADDRESS);
+  cmt__set_erase(m, &m->pools[b->pool].unmapped_set, i);
   b->where = CMT__LOOSE;
   b->mapped = 1;
   if (bytes < b->size) {
@@ -107,7 +107,7 @@ static bool map_block(struct cmt_model *m, uint32_t i, uint64_t size) {
       cmt__b(m, r->next)->prev = rest;
     b->next = rest;
     b->size = bytes;
-    cmt__tree_insert(m, &m->pools[r->pool].unmapped_root, rest, CMT__BY_ADDRESS);
+    cmt__set_insert(m, &m->pools[r->pool].unmapped_set, rest);
   }
   cmt__try_merge(m, i, cmt__b(m, i)->prev);
   cmt__try_merge(m, i, cmt__b(m, i)->next);
@@ -193,7 +193,7 @@ uint64_t cmt__expandable_unmap(struct cmt_model *m, uint32_t i) {
   cmt__try_merge(m, i, b->prev);
   cmt__try_merge(m, i, cmt__b(m, i)->next);
   cmt__b(m, i)->where = CMT__UNMAPPED;
-  cmt__tree_insert(m, &m->pools[cmt__b(m, i)->pool].unmapped_root, i, CMT__BY_ADDRESS);
+  cmt__set_insert(m, &m->pools[cmt__b(m, i)->pool].unmapped_set, i);
   cmt__device_free(m, unmap_address, unmap_size, page);
   m->stats.reserved_bytes -= unmap_size;
   m->stats.device_free_calls++;
@@ -207,6 +207,6 @@ void cmt__expandable_drop_if_empty(struct cmt_model *m, uint32_t i) {
     return;
   m->segments[b->expandable].live = false;
   m->live_segments--;
-  cmt__tree_erase(m, &m->pools[b->pool].unmapped_root, i, CMT__BY_ADDRESS);
+  cmt__set_erase(m, &m->pools[b->pool].unmapped_set, i);
   cmt__block_release(m, i);
 }

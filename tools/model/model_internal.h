@@ -21,15 +21,15 @@ enum { CMT__POOL_SMALL = 0, CMT__POOL_LARGE = 1 };
 enum cmt__where {
   CMT__UNUSED = 0,  /* slot on the host free list */
   CMT__ALLOCATED,   /* handed out */
-  CMT__FREE,        /* in its pool's free tree (mapped, not allocated) */
-  CMT__UNMAPPED,    /* in its pool's unmapped tree (expandable segments) */
-  CMT__LOOSE        /* between trees during an operation */
+  CMT__FREE,        /* in its pool's free set (mapped, not allocated) */
+  CMT__UNMAPPED,    /* in its pool's unmapped set (expandable segments) */
+  CMT__LOOSE        /* between sets during an operation */
 };
 
-/* Which order a tree keeps. */
+/* Which order a set keeps. */
 enum cmt__order {
-  CMT__BY_SIZE = 0, /* (stream, size, address): PyTorch's BlockComparatorSize */
-  CMT__BY_ADDRESS   /* (stream, address): BlockComparatorAddress */
+  CMT__BY_ADDRESS = 0, /* (stream, address): BlockComparatorAddress */
+  CMT__BY_SIZE = 1     /* (stream, size, address): PyTorch's BlockComparatorSize */
 };
 
 struct cmt__block {
@@ -39,8 +39,6 @@ struct cmt__block {
   uint64_t stream;
   uint64_t gc_base;    /* pool's get_free_block count when inserted */
   uint32_t prev, next; /* neighbours in the same segment */
-  uint32_t left, right;/* tree children */
-  uint32_t priority;   /* treap heap key */
   uint32_t generation; /* bumped whenever the slot is recycled */
   uint32_t expandable; /* index in model->segments, or CMT__NIL */
   uint8_t pool;
@@ -48,11 +46,32 @@ struct cmt__block {
   uint8_t where;       /* enum cmt__where */
 };
 
+/* Keys per chunk of a set (model_set.c). */
+#define CMT__CHUNK 64
+
+/* A key of a set: (stream, size, address), size 0 in a CMT__BY_ADDRESS set. */
+struct cmt__entry {
+  uint64_t stream, size, address;
+  uint32_t slot; /* the block */
+};
+
+/* An ordered set of blocks: chunks of sorted keys, in key order. The three
+ * arrays have the model's chunk_capacity elements. */
+struct cmt__set {
+  uint32_t *ids;           /* chunk ids (into chunk_entries), in order */
+  uint32_t *fill;          /* keys in each chunk, 1..CMT__CHUNK */
+  struct cmt__entry *last; /* the last key of each chunk: the search index */
+  uint32_t chunk_count;
+  uint32_t hint_chunk, hint_pos; /* where the last search landed */
+  uint8_t by_size;         /* CMT__BY_SIZE (1) or CMT__BY_ADDRESS (0) */
+  uint64_t count;          /* keys */
+};
+
 struct cmt__pool {
-  uint32_t free_root;     /* CMT__BY_SIZE tree of free mapped blocks */
-  uint32_t unmapped_root; /* CMT__BY_ADDRESS tree of unmapped ranges */
-  uint64_t get_free_calls;/* PyTorch's get_free_blocks_call_count */
-  uint64_t free_count;    /* blocks in free_root */
+  struct cmt__set free_set;     /* (stream, size, address) of free mapped blocks */
+  struct cmt__set unmapped_set; /* (stream, address) of unmapped ranges */
+  uint64_t get_free_calls;      /* PyTorch's get_free_blocks_call_count */
+  uint64_t free_count;          /* blocks in free_set */
 };
 
 /* One expandable segment: a virtual reservation mapped page by page. */
@@ -80,11 +99,16 @@ struct cmt_model {
   uint32_t segment_count, segment_capacity;
   uint32_t live_segments;
 
+  /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
+   * the ids not in use. */
+  struct cmt__entry *chunk_entries;
+  uint32_t *chunk_free;
+  uint32_t chunk_free_count, chunk_capacity;
+
   uint32_t *scratch;        /* work list for release paths */
   uint32_t scratch_capacity;
 
   uint64_t next_address;
-  uint32_t rng;
   struct cmt_model_stats stats;
   struct cmt_model_oom last_oom;
   bool has_oom;
@@ -99,22 +123,25 @@ static inline bool cmt__is_split(const struct cmt_model *m, uint32_t i) {
   return m->blocks[i].prev != CMT__NIL || m->blocks[i].next != CMT__NIL;
 }
 
-/* model_tree.c: an intrusive treap over block slots. */
-void cmt__tree_insert(struct cmt_model *m, uint32_t *root, uint32_t node,
-                      enum cmt__order order);
-void cmt__tree_erase(struct cmt_model *m, uint32_t *root, uint32_t node,
-                     enum cmt__order order);
-/* Smallest node with key >= (stream, size, address). */
-uint32_t cmt__tree_lower_bound(const struct cmt_model *m, uint32_t root,
-                               uint64_t stream, uint64_t size, uint64_t address,
-                               enum cmt__order order);
+/* model_set.c: ordered sets of block slots; nothing here allocates. */
+void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node);
+void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node);
+/* Erase `old` (its key fields still intact) and insert `node`, in place when
+ * node's key sorts where old's was. */
+void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node);
+/* Smallest node with key >= (stream, size, address); CMT__NIL if none.
+ * Searches remember where they landed (the set's hint), hence not const. */
+uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s,
+                              uint64_t stream, uint64_t size, uint64_t address);
 /* Largest node with key < (stream, size, address). */
-uint32_t cmt__tree_before(const struct cmt_model *m, uint32_t root,
-                          uint64_t stream, uint64_t size, uint64_t address,
-                          enum cmt__order order);
-/* The node after `node` (which may already be out of the tree). */
-uint32_t cmt__tree_after(const struct cmt_model *m, uint32_t root,
-                         uint32_t node, enum cmt__order order);
+uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
+                         uint64_t stream, uint64_t size, uint64_t address);
+/* The node after `node` (which may already be out of the set). */
+uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node);
+/* Make room for the sets of a model with `slots` block slots.
+ * @return 0 or CMT_MODEL_E_NO_MEMORY (the sets stay usable as they were). */
+int cmt__sets_reserve(struct cmt_model *m, uint64_t slots);
+void cmt__sets_destroy(struct cmt_model *m);
 
 /* caching_model.c: slots and the pieces the expandable path shares. */
 uint32_t cmt__block_new(struct cmt_model *m);
