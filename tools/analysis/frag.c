@@ -1,5 +1,6 @@
 /* frag.c — fragmentation measures of a device's live set (docs/analysis.md). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmt_error.h"
 #include "replay_internal.h"
@@ -8,23 +9,63 @@ struct range {
     uint64_t addr, size;
 };
 
-static int by_addr(const void *a, const void *b)
-{
-    const struct range *x = a, *y = b;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static void sort_ranges(struct range *v, size_t n)
-{
-    if (n > 1) /* qsort's pointer must not be NULL, even for 0 elements */
-        qsort(v, n, sizeof *v, by_addr);
-}
-
 struct ranges {
     struct range *v;
     size_t n, cap;
     int failed;
 };
+
+/* Sorts by address, stably (equal addresses keep their order, as a merge sort would).
+ * The timeline measures the live set often, so this is an LSD radix sort on the address
+ * bytes that differ (addresses share their high bytes), with insertion sort for small sets.
+ * @return 0, or -1 when the scratch buffer cannot be had (nothing sorted). */
+static int sort_ranges(struct range *v, size_t n)
+{
+    if (n < 2)
+        return 0;
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            struct range x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1].addr > x.addr; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return 0;
+    }
+    size_t(*count)[256] = calloc(8, sizeof *count);
+    struct range *tmp = malloc(n * sizeof *tmp);
+    if (!count || !tmp) {
+        free(count);
+        free(tmp);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (unsigned b = 0; b < 8; b++)
+            count[b][(v[i].addr >> (8 * b)) & 0xff]++;
+    struct range *from = v, *to = tmp;
+    for (unsigned b = 0; b < 8; b++) {
+        size_t *c = count[b];
+        if (c[(v[0].addr >> (8 * b)) & 0xff] == n)
+            continue; /* every address has the same byte here */
+        size_t sum = 0;
+        for (unsigned k = 0; k < 256; k++) {
+            size_t x = c[k];
+            c[k] = sum;
+            sum += x;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[c[(from[i].addr >> (8 * b)) & 0xff]++] = from[i];
+        struct range *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v)
+        memcpy(v, from, n * sizeof *v);
+    free(count);
+    free(tmp);
+    return 0;
+}
 
 static void push(struct ranges *r, uint64_t addr, uint64_t size)
 {
@@ -41,11 +82,11 @@ static void push(struct ranges *r, uint64_t addr, uint64_t size)
     r->v[r->n++] = (struct range){addr, size};
 }
 
-/* Holes between allocations in address order. A gap wider than the device itself is a jump
- * between address regions, not memory an allocation could have used: it is not a hole. */
-static void holes(struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
+/* Holes between allocations in address order (a is sorted). A gap wider than the device
+ * itself is a jump between address regions, not memory an allocation could have used: it is
+ * not a hole. */
+static void holes(const struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
 {
-    sort_ranges(a->v, a->n);
     uint64_t end = 0;
     for (size_t i = 0; i < a->n; i++) {
         if (i && a->v[i].addr > end) {
@@ -64,10 +105,9 @@ static void holes(struct ranges *a, uint64_t limit, struct cmt_fragmentation *f)
 }
 
 /* Mapped bytes and the largest unmapped extent inside reservations. */
-static void reservations(struct ranges *va, struct ranges *maps, struct cmt_fragmentation *f)
+static void reservations(const struct ranges *va, const struct ranges *maps,
+                         struct cmt_fragmentation *f)
 {
-    sort_ranges(va->v, va->n);
-    sort_ranges(maps->v, maps->n);
     size_t m = 0;
     for (size_t i = 0; i < va->n; i++) {
         uint64_t lo = va->v[i].addr, hi = lo + va->v[i].size, at = lo;
@@ -141,7 +181,8 @@ static int measure(const cmt_replay *rp, int32_t dev, uint64_t max_tick, int wit
         collect_one(&c, l->kind - 1, l->dev, l->addr, l->size, 0);
     }
     int rc = 0;
-    if (c.allocs.failed || c.va.failed || c.maps.failed) {
+    if (c.allocs.failed || c.va.failed || c.maps.failed || sort_ranges(c.allocs.v, c.allocs.n) ||
+        sort_ranges(c.va.v, c.va.n) || sort_ranges(c.maps.v, c.maps.n)) {
         rc = CMT_ENOMEM;
     } else {
         uint64_t limit = d && d->total_bytes ? d->total_bytes : UINT64_C(1) << 40;

@@ -161,6 +161,8 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
 
 void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
 {
+    if (!o->open && !st->oom)
+        return; /* between episodes only a new out-of-memory failure matters */
     struct cmt_oom_episode *e = o->open ? &o->v[o->count - 1] : NULL;
     if (st->rec.type == CMT_REC_MEMINFO) {
         const struct cmt_meminfo *m = &st->rec.u.meminfo;

@@ -764,6 +764,8 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
         if (rp->totals.live_bytes > rp->totals.peak_live_bytes)
             new_peak(rp, e->t_ns, e->seq);
     }
+    uint32_t slot = (uint32_t)e->dev + 1; /* as cmt_replay_device(): no folding into slot 0 */
+    st->device = slot < rp->device_count && rp->devices[slot].seen ? &rp->devices[slot] : NULL;
 }
 
 static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
@@ -837,6 +839,7 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     step->request = step->released = 0;
     step->delta = 0;
     step->site = 0;
+    step->device = NULL;
     rp->totals.records++;
     if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
         apply_event(rp, step);

@@ -84,6 +84,9 @@ struct cmt_replay_step {
     int64_t delta;         /* change of live_bytes on the event's device */
     uint32_t site;         /* call-site index of the allocation created or freed (0 = none) */
     int unknown_free;      /* a free or unmap named something not live */
+    /* an EVENT's device after the event (what cmt_replay_device(rp, rec.u.event.dev) gives),
+     * NULL when no record has named it; valid until the next cmt_replay_next() */
+    const struct cmt_replay_device *device;
 };
 
 /* A call site: the allocations made from one stack. Index 0 is "no stack". */

@@ -11,6 +11,7 @@ int cmt_timeline_init(struct cmt_timeline *tl, uint32_t max_points)
     memset(tl, 0, sizeof *tl);
     tl->max_points = max_points < 2 ? 2 : max_points;
     tl->width = 1024; /* ns; doubles as the trace grows */
+    tl->width_shift = 10;
     return 0;
 }
 
@@ -22,7 +23,7 @@ void cmt_timeline_free(struct cmt_timeline *tl)
     memset(tl, 0, sizeof *tl);
 }
 
-static struct cmt_timeline_device *device(struct cmt_timeline *tl, uint32_t slot)
+static struct cmt_timeline_device *add_devices(struct cmt_timeline *tl, uint32_t slot)
 {
     if (slot >= tl->device_count) {
         struct cmt_timeline_device *d = realloc(tl->devices, (slot + 1) * sizeof *d);
@@ -41,6 +42,13 @@ static struct cmt_timeline_device *device(struct cmt_timeline *tl, uint32_t slot
         tl->device_count = slot + 1;
     }
     return &tl->devices[slot];
+}
+
+static inline struct cmt_timeline_device *device(struct cmt_timeline *tl, uint32_t slot)
+{
+    if (__builtin_expect(slot < tl->device_count, 1))
+        return &tl->devices[slot];
+    return add_devices(tl, slot);
 }
 
 static void merge(struct cmt_timeline_point *into, const struct cmt_timeline_point *b)
@@ -68,6 +76,7 @@ static void coarsen(struct cmt_timeline *tl)
             d->open /= 2;
     }
     tl->width *= 2;
+    tl->width_shift++;
 }
 
 static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
@@ -94,8 +103,7 @@ void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
     if (st->rec.type != CMT_REC_EVENT || tl->failed)
         return;
     const struct cmt_event *e = &st->rec.u.event;
-    int32_t devno = e->dev;
-    const struct cmt_replay_device *rd = cmt_replay_device(rp, devno);
+    const struct cmt_replay_device *rd = st->device;
     if (!rd)
         return;
     struct cmt_timeline_device *d = device(tl, (uint32_t)(rd->dev + 1));
@@ -103,9 +111,9 @@ void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
         tl->failed = 1;
         return;
     }
-    while (e->t_ns / tl->width >= tl->max_points && tl->width < (UINT64_C(1) << 62))
+    while ((e->t_ns >> tl->width_shift) >= tl->max_points && tl->width < (UINT64_C(1) << 62))
         coarsen(tl);
-    uint64_t k64 = e->t_ns / tl->width;
+    uint64_t k64 = e->t_ns >> tl->width_shift;
     uint32_t k = k64 < tl->max_points ? (uint32_t)k64 : tl->max_points - 1;
     d->events_since_sample++;
     if (d->open >= 0 && (uint32_t)d->open != k)

@@ -35,7 +35,8 @@ struct cmt_timeline_device {
 
 struct cmt_timeline {
     uint32_t max_points;
-    uint64_t width; /* ns per bucket */
+    uint64_t width; /* ns per bucket: a power of two */
+    unsigned width_shift; /* log2(width) */
     struct cmt_timeline_device *devices; /* by replay device slot */
     uint32_t device_count;
     int failed;
