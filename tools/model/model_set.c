@@ -240,8 +240,8 @@ uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t 
 }
 
 int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
-  /* Four sets; each of n keys needs at most n / 16 + 1 chunks (see above),
-   * and a split briefly takes one more. */
+  /* Four sets; each of n keys needs at most 2n / (HALF + 1) + 1 <
+   * n / (HALF / 2) + 1 chunks (see above), and a split briefly takes one more. */
   uint64_t need = slots / (HALF / 2) + 8;
   if (need <= m->chunk_capacity)
     return 0;
