@@ -7,8 +7,10 @@
 
 #include "cmt_error.h"
 #include "output.h"
+#include "sites.h"
 
 #define MAX_EPISODES 100000 /* a hostile trace must not make us keep unbounded state */
+#define CANDIDATES 32       /* largest sites kept per episode, grouped into holders at the end */
 
 const char *cmt_verdict_name(int verdict)
 {
@@ -26,6 +28,12 @@ struct cmt_oom {
     int open; /* the last episode still takes retries */
     uint64_t *site_bytes, *site_count; /* scratch for grouping holders */
     uint32_t scratch_cap;
+    /* per episode, its largest sites at the failure: symbols come at the end of a trace, so
+     * they are grouped by call site (sites.h) only in cmt_oom_finish */
+    struct cmt__site_item *cands;
+    size_t cand_count, cand_cap;
+    size_t *cand_first; /* per episode (same capacity as v) */
+    uint32_t *cand_n;
 };
 
 int cmt_oom_create(cmt_oom **out)
@@ -41,6 +49,9 @@ void cmt_oom_destroy(cmt_oom *o)
     free(o->v);
     free(o->site_bytes);
     free(o->site_count);
+    free(o->cands);
+    free(o->cand_first);
+    free(o->cand_n);
     free(o);
 }
 
@@ -83,7 +94,30 @@ static void group(void *ctx, const struct cmt_replay_object *obj)
     g->o->site_count[obj->site]++;
 }
 
-/* Live allocations on the device grouped by call site, largest first. */
+/* Keeps the episode's largest sites for cmt_oom_finish (without them, the holders stay
+ * per site). */
+static void keep_candidates(cmt_oom *o, const struct cmt_oom_holder *top, uint32_t count)
+{
+    uint32_t ep = o->count - 1;
+    o->cand_n[ep] = 0;
+    o->cand_first[ep] = o->cand_count;
+    if (o->cand_count + count > o->cand_cap) {
+        size_t cap = o->cand_cap ? o->cand_cap * 2 : 256;
+        while (cap < o->cand_count + count)
+            cap *= 2;
+        struct cmt__site_item *c = realloc(o->cands, cap * sizeof *c);
+        if (!c)
+            return;
+        o->cands = c;
+        o->cand_cap = cap;
+    }
+    for (uint32_t i = 0; i < count; i++)
+        o->cands[o->cand_count++] = (struct cmt__site_item){top[i].site, top[i].stack,
+                                                             top[i].bytes, top[i].count};
+    o->cand_n[ep] = count;
+}
+
+/* Live allocations on the device by site, largest first (grouped at the end). */
 static void holders(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
 {
     uint32_t n = cmt_replay_site_count(rp);
@@ -101,22 +135,27 @@ static void holders(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
     memset(o->site_count, 0, n * sizeof *o->site_count);
     struct group_ctx g = {o, e->dev};
     cmt_replay_foreach_live(rp, group, &g);
+    struct cmt_oom_holder top[CANDIDATES];
+    uint32_t count = 0;
     for (uint32_t s = 0; s < n; s++) {
         if (!o->site_bytes[s])
             continue;
         struct cmt_oom_holder h = {cmt_replay_site(rp, s)->stack, s, o->site_bytes[s],
                                    o->site_count[s]};
-        uint32_t i = e->holder_count < CMT_OOM_HOLDERS ? e->holder_count++ : CMT_OOM_HOLDERS;
-        if (i == CMT_OOM_HOLDERS && h.bytes <= e->holders[i - 1].bytes)
+        uint32_t i = count < CANDIDATES ? count++ : CANDIDATES;
+        if (i == CANDIDATES && h.bytes <= top[i - 1].bytes)
             continue;
-        if (i == CMT_OOM_HOLDERS)
+        if (i == CANDIDATES)
             i--;
-        while (i > 0 && e->holders[i - 1].bytes < h.bytes) { /* insertion, largest first */
-            e->holders[i] = e->holders[i - 1];
+        while (i > 0 && top[i - 1].bytes < h.bytes) { /* insertion, largest first */
+            top[i] = top[i - 1];
             i--;
         }
-        e->holders[i] = h;
+        top[i] = h;
     }
+    e->holder_count = count < CMT_OOM_HOLDERS ? count : CMT_OOM_HOLDERS;
+    memcpy(e->holders, top, e->holder_count * sizeof *top);
+    keep_candidates(o, top, count);
     /* leak hint: a site that allocated repeatedly, never freed, and holds >= 10% of it all */
     for (uint32_t i = 0; i < e->holder_count; i++) {
         const struct cmt_replay_site *s = cmt_replay_site(rp, e->holders[i].site);
@@ -138,6 +177,14 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
         if (!v)
             return;
         o->v = v;
+        size_t *first = realloc(o->cand_first, cap * sizeof *first);
+        if (!first)
+            return;
+        o->cand_first = first;
+        uint32_t *cn = realloc(o->cand_n, cap * sizeof *cn);
+        if (!cn)
+            return;
+        o->cand_n = cn;
         o->cap = cap;
     }
     const struct cmt_event *ev = &st->rec.u.event;
@@ -205,10 +252,43 @@ void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_s
     }
 }
 
+/* The holders grouped by call site (sites.h), now that the symbols are known. */
+static void group_holders(cmt_oom *o, const cmt_reader *r, uint32_t ep)
+{
+    struct cmt_oom_episode *e = &o->v[ep];
+    uint32_t n = o->cand_n[ep];
+    if (!n)
+        return;
+    const struct cmt__site_item *items = &o->cands[o->cand_first[ep]];
+    uint32_t leak_site = e->hint_leak ? e->holders[e->hint_leak - 1].site : 0;
+    struct cmt__ranked top[CMT_OOM_HOLDERS];
+    size_t count = cmt__group_sites(r, items, n, top, CMT_OOM_HOLDERS);
+    char key[1024], other[1024];
+    uint32_t leak_stack = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (items[i].site == leak_site)
+            leak_stack = items[i].stack;
+    if (e->hint_leak)
+        cmt__site_key(r, leak_stack, key, sizeof key);
+    int hint = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t stack = 0;
+        for (uint32_t k = 0; k < n; k++)
+            if (items[k].site == top[i].site)
+                stack = items[k].stack;
+        e->holders[i] = (struct cmt_oom_holder){stack, top[i].site, top[i].bytes, top[i].count};
+        if (e->hint_leak && !hint && strcmp(key, cmt__site_key(r, stack, other, sizeof other)) == 0)
+            hint = (int)i + 1;
+    }
+    e->holder_count = (uint32_t)count;
+    e->hint_leak = hint; /* the group of the growing site (0: it fell out of the top) */
+}
+
 void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp)
 {
-    (void)rp;
     o->open = 0;
+    for (uint32_t i = 0; i < o->count; i++)
+        group_holders(o, cmt_replay_reader(rp), i);
 }
 
 void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)

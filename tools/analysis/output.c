@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "frames.h"
 
 const char *cmt__bytes(uint64_t bytes, char buf[32])
 {
@@ -193,33 +194,13 @@ void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
     }
 }
 
-/* cumemtrace's own frames and the driver's entry points are not where the user should look */
-static int uninteresting(const char *frame)
-{
-    return strncmp(frame, "cmt_", 4) == 0 || strncmp(frame, "cmt__", 5) == 0 ||
-           strstr(frame, "libcumemtrace") != NULL;
-}
-
-struct top {
-    char *buf;
-    size_t size;
-    int found;
-};
-
-static void take_top(void *ctx, const char *frame)
-{
-    struct top *t = ctx;
-    if (t->found || uninteresting(frame))
-        return;
-    snprintf(t->buf, t->size, "%s", frame);
-    t->found = 1;
-}
-
 const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
 {
-    struct top t = {buf, size, 0};
-    snprintf(buf, size, "(no stack)");
-    cmt__stack_frames(r, leaf, 64, take_top, &t);
+    uint32_t node = cmt__call_site_node(r, leaf);
+    if (node)
+        cmt_reader_format_frame(r, node, buf, size);
+    else
+        snprintf(buf, size, "(no stack)");
     return buf;
 }
 

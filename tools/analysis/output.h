@@ -46,7 +46,8 @@ void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, in
 /* Calls fn for each frame of stack `leaf`, innermost first, at most `max` frames. */
 void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
                        void (*fn)(void *ctx, const char *frame), void *ctx);
-/* The innermost frame worth naming (skipping cumemtrace's own frames), as text. */
+/* The frame a call site is named by (cmt__call_site_node: the first frame outside allocator
+ * internals), as text; "(no stack)" when none. @return buf. */
 const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size);
 
 /* Writes a stack as a JSON array of frame strings under key. */

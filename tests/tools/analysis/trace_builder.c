@@ -70,6 +70,16 @@ uint32_t tb_stack(struct tb *b, const char *name, int depth)
     return parent;
 }
 
+uint32_t tb_frame(struct tb *b, uint32_t parent, const char *function)
+{
+    uint32_t id = b->next_node++;
+    struct cmt_stack_node n = {id, parent, 0x401000 + (uint64_t)id * 16};
+    must(cmt_writer_stack_node(b->w, &n));
+    if (id < MAX_NODES)
+        snprintf(node_names[id], sizeof node_names[id], "%s", function);
+    return id;
+}
+
 uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,
                   uint32_t fields, const uint64_t *values)
 {

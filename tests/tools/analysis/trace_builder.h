@@ -28,6 +28,8 @@ void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes);
 /* A stack of `depth` frames; functions named "<name>_<level>" via SYMBOL records written at
  * tb_finish. @return the leaf node id. */
 uint32_t tb_stack(struct tb *b, const char *name, int depth);
+/* One frame named `function` called from `parent` (0: the root). @return its node id. */
+uint32_t tb_frame(struct tb *b, uint32_t parent, const char *function);
 /* One event with the given fields; values come in field-bit order (ptr, size, stream, pool,
  * handle, offset, flags, ...), whatever the call's argument order. @return its seq. */
 uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,

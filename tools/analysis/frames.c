@@ -1,0 +1,91 @@
+/* frames.c — allocator-internal frames and call-site naming (see frames.h). */
+#include "frames.h"
+
+#include <string.h>
+
+#define MAX_DEPTH 128 /* frames walked from the leaf */
+
+static const struct {
+    int what;
+    const char *pattern;
+} internal[] = {
+#define CMT__FRAME_PATTERN(what, pattern) {CMT__FRAME_##what, pattern},
+    CMT__ALLOCATOR_FRAMES(CMT__FRAME_PATTERN)
+#undef CMT__FRAME_PATTERN
+};
+
+int cmt__glob(const char *p, const char *t)
+{
+    const char *star = NULL, *resume = NULL;
+    while (*t) {
+        if (*p == '*') {
+            star = p++;
+            resume = t;
+        } else if (*p == *t) {
+            p++;
+            t++;
+        } else if (star) {
+            p = star + 1;
+            t = ++resume;
+        } else {
+            return 0;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == 0;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    return slash ? slash + 1 : path;
+}
+
+int cmt__frame_is_internal(const cmt_reader *r, uint32_t node)
+{
+    const struct cmt_symbol *s = cmt_reader_symbol(r, node);
+    const char *function = s ? cmt_reader_string(r, s->function) : NULL;
+    const char *file = s ? base_name(cmt_reader_string(r, s->file)) : NULL;
+    const char *module = NULL;
+    struct cmt_stack_node n;
+    if (cmt_reader_stack_node(r, node, &n) == 0) {
+        const struct cmt_module *m = cmt_reader_module_at(r, n.ip);
+        module = m ? base_name(m->path) : NULL;
+    }
+    for (size_t i = 0; i < sizeof internal / sizeof *internal; i++) {
+        const char *text = internal[i].what == CMT__FRAME_FUNCTION ? function
+                           : internal[i].what == CMT__FRAME_MODULE ? module
+                                                                   : file;
+        if (text && cmt__glob(internal[i].pattern, text))
+            return 1;
+    }
+    return 0;
+}
+
+/* cumemtrace's own frames: never a call site, not even when nothing else is left */
+static int is_tracer(const cmt_reader *r, uint32_t node)
+{
+    char buf[512];
+    cmt_reader_format_frame(r, node, buf, sizeof buf);
+    return strncmp(buf, "cmt_", 4) == 0 || strstr(buf, "libcumemtrace") != NULL;
+}
+
+uint32_t cmt__call_site_node(const cmt_reader *r, uint32_t leaf)
+{
+    struct cmt_stack_node n;
+    uint32_t fallback = 0;
+    uint32_t id = leaf;
+    for (int depth = 0; id && depth < MAX_DEPTH; depth++) {
+        if (cmt_reader_stack_node(r, id, &n) != 0)
+            break;
+        if (!cmt__frame_is_internal(r, id))
+            return id;
+        if (!fallback && !is_tracer(r, id))
+            fallback = id;
+        if (n.parent == id)
+            break;
+        id = n.parent;
+    }
+    return fallback;
+}
