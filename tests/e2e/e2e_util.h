@@ -132,6 +132,17 @@ static inline int e2e_traces(char names[][NAME_MAX + 1], int max)
     return n;
 }
 
+/* Records prog, expects exit `status` and exactly one trace; its name goes to `path`. */
+static inline void e2e_record_one(struct run *r, char path[NAME_MAX + 1], const char *const opts[],
+                                  const char *prog, const char *const args[], int status)
+{
+    e2e_record(r, opts, prog, args);
+    cr_assert_eq(r->status, status, "%s: status %d: %s", prog, r->status, r->err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1, "%s: one trace expected: %s", prog, r->out);
+    memcpy(path, names[0], NAME_MAX + 1);
+}
+
 /* A trace read back whole. */
 struct trace {
     cmt_reader *r;

@@ -11,12 +11,8 @@ static void record_cache_oom(char path[NAME_MAX + 1], const char *used)
         unsetenv("SIMCUDA_USED");
     static struct run r;
     const char *args[] = {"cache-oom", NULL};
-    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 1); /* dies of its OOM */
     unsetenv("SIMCUDA_USED");
-    cr_assert_eq(r.status, 1, "the program dies of its OOM: %s", r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
-    memcpy(path, names[0], NAME_MAX + 1);
 }
 
 static void cli(struct run *r, const char *cmd, const char *a, const char *b, const char *c)
@@ -99,9 +95,8 @@ Test(analysis, timeline_peak_equals_the_replayed_peak)
 {
     static struct run r;
     const char *args[] = {"threads", "4", "3000", NULL};
-    e2e_record(&r, NULL, "tests/progs/scenarios", args);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
+    char names[1][NAME_MAX + 1];
+    e2e_record_one(&r, names[0], NULL, "tests/progs/scenarios", args, 0);
     struct trace t;
     trace_load(&t, names[0]);
     enum { SLOTS = 1 << 16 };

@@ -40,12 +40,10 @@ Test(lifecycle, eight_threads_lose_nothing)
 {
     static struct run r;
     const char *args[] = {"threads", "8", "20000", NULL};
-    record_scenario(&r, NULL, args);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
     struct trace t;
-    trace_load(&t, names[0]);
+    trace_load(&t, path);
     cr_assert_eq(t.rc, 0);
     cr_assert(cmt_reader_clean_exit(t.r));
     cr_assert_eq(cmt_reader_seq_gaps(t.r), 0, "events lost");
@@ -181,12 +179,10 @@ Test(lifecycle, oom_failure_is_recorded_with_free_and_total)
 {
     static struct run r;
     const char *args[] = {"oom", NULL};
-    record_scenario(&r, NULL, args);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
     struct trace t;
-    trace_load(&t, names[0]);
+    trace_load(&t, path);
     const struct cmt_event *failed = NULL;
     for (size_t i = 0; i < t.n; i++)
         if (t.ev[i].result == CUDA_ERROR_OUT_OF_MEMORY_VALUE)
@@ -210,13 +206,11 @@ Test(lifecycle, deepbind_is_reported_once)
     char lib[PATH_MAX];
     static struct run r;
     const char *args[] = {"deepbind", e2e_path(lib, "tests/progs/libdeepbind_lib.so"), NULL};
-    record_scenario(&r, NULL, args);
-    cr_assert_eq(r.status, 0, "%s", r.err);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
     cr_assert(strstr(r.err, "RTLD_DEEPBIND"), "%s", r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
     cmt_reader *rd;
-    cr_assert_eq(cmt_reader_open_file(&rd, names[0]), 0);
+    cr_assert_eq(cmt_reader_open_file(&rd, path), 0);
     struct cmt_record rec;
     int notes = 0;
     while (cmt_reader_next(rd, &rec) > 0)

@@ -52,10 +52,9 @@ Test(record, deep_allocation_and_its_free_exactly)
 Test(record, dump_prints_the_events_as_json_lines)
 {
     static struct run r;
-    e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
-    char names[4][NAME_MAX + 1], cli[PATH_MAX];
-    cr_assert_eq(e2e_traces(names, 4), 1);
-    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "dump", "--stacks", names[0], NULL};
+    char path[NAME_MAX + 1], cli[PATH_MAX];
+    e2e_record_one(&r, path, NULL, "tests/progs/alloc_deep", NULL, 0);
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "dump", "--stacks", path, NULL};
     e2e_run(&r, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     int lines = 0;
@@ -123,11 +122,10 @@ Test(record, stack_depth_zero_records_no_stacks)
 {
     static struct run r;
     const char *opts[] = {"--stack-depth", "0", NULL};
-    e2e_record(&r, opts, "tests/progs/alloc_deep", NULL);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, opts, "tests/progs/alloc_deep", NULL, 0);
     struct trace t;
-    trace_load(&t, names[0]);
+    trace_load(&t, path);
     cr_assert_eq(t.n, 4);
     for (size_t i = 0; i < t.n; i++)
         cr_assert_eq(t.ev[i].stack, 0);
@@ -137,10 +135,9 @@ Test(record, stack_depth_zero_records_no_stacks)
 Test(record, report_json_shows_the_peak)
 {
     static struct run r;
-    e2e_record(&r, NULL, "tests/progs/alloc_deep", NULL);
-    char names[4][NAME_MAX + 1], cli[PATH_MAX];
-    cr_assert_eq(e2e_traces(names, 4), 1);
-    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "report", "--json", names[0], NULL};
+    char path[NAME_MAX + 1], cli[PATH_MAX];
+    e2e_record_one(&r, path, NULL, "tests/progs/alloc_deep", NULL, 0);
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "report", "--json", path, NULL};
     e2e_run(&r, argv);
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "\"peak_live_bytes\":12345678,"), "%s", r.out);

@@ -6,11 +6,9 @@ TestSuite(routes, .init = e2e_setup, .fini = e2e_teardown);
 static void record_one(struct trace *t, const char *prog)
 {
     static struct run r;
-    e2e_record(&r, NULL, prog, NULL);
-    cr_assert_eq(r.status, 0, "%s: %s", prog, r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
-    trace_load(t, names[0]);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, prog, NULL, 0);
+    trace_load(t, path);
     cr_assert_eq(t->rc, 0);
 }
 
@@ -38,12 +36,10 @@ Test(routes, dlopen_by_absolute_path)
     char lib[PATH_MAX], prog[PATH_MAX];
     static struct run r;
     const char *args[] = {e2e_path(lib, "lib/simcuda/libcuda.so.1"), NULL};
-    e2e_record(&r, NULL, e2e_path(prog, "tests/progs/route_dlsym"), args);
-    cr_assert_eq(r.status, 0, "%s", r.err);
-    char names[4][NAME_MAX + 1];
-    cr_assert_eq(e2e_traces(names, 4), 1);
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, e2e_path(prog, "tests/progs/route_dlsym"), args, 0);
     struct trace t;
-    trace_load(&t, names[0]);
+    trace_load(&t, path);
     cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), 3);
     trace_free(&t);
 }
