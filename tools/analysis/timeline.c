@@ -97,8 +97,8 @@ static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
     d->last_holes.largest_unmapped = f.largest_unmapped;
 }
 
-void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
-                          const struct cmt_replay_step *st)
+void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
+                           const struct cmt_replay_step *st)
 {
     if (st->rec.type != CMT_REC_EVENT || tl->failed)
         return;
