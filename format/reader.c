@@ -425,18 +425,19 @@ static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int
         return b;
     }
     uint64_t v = b & 0x7f;
-    for (unsigned shift = 7; shift < 70; shift += 7) {
+    unsigned shift = 7;
+    do {
         b = *p++;
         v |= (b & 0x7f) << shift;
-        if (b < 0x80) {
-            *bad |= shift == 63 && b > 1;
-            *pp = p;
-            return v;
-        }
+        shift += 7;
+    } while (b >= 0x80 && shift < 63);
+    if (b >= 0x80) { /* the tenth byte may only hold the top bit */
+        b = *p++;
+        *bad |= b > 1;
+        v |= b << 63;
     }
-    *bad = 1;
     *pp = p;
-    return 0;
+    return v;
 }
 
 /* The common case: a complete event record. Decodes into locals and commits only when the
@@ -732,8 +733,15 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
             continue;
         }
         uint64_t type, len;
-        if (cmt__get_varint(&r->cur, r->end, &type) || cmt__get_varint(&r->cur, r->end, &len) ||
-            len > (uint64_t)(r->end - r->cur))
+        if (r->end - r->cur >= 2 && (r->cur[0] | r->cur[1]) < 0x80) { /* short header */
+            type = r->cur[0];
+            len = r->cur[1];
+            r->cur += 2;
+        } else if (cmt__get_varint(&r->cur, r->end, &type) ||
+                   cmt__get_varint(&r->cur, r->end, &len)) {
+            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
+        }
+        if (len > (uint64_t)(r->end - r->cur))
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
         struct dec d = {r->cur, r->cur + len, 0};
         r->cur += len;
