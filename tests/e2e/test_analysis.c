@@ -3,16 +3,21 @@
 
 TestSuite(analysis, .init = e2e_setup, .fini = e2e_teardown);
 
-static void record_cache_oom(char path[NAME_MAX + 1], const char *used)
+static void record_oom_mode(char path[NAME_MAX + 1], const char *used, const char *mode)
 {
     if (used)
         setenv("SIMCUDA_USED", used, 1);
     else
         unsetenv("SIMCUDA_USED");
     static struct run r;
-    const char *args[] = {"cache-oom", NULL};
+    const char *args[] = {mode, NULL};
     e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 1); /* dies of its OOM */
     unsetenv("SIMCUDA_USED");
+}
+
+static void record_cache_oom(char path[NAME_MAX + 1], const char *used)
+{
+    record_oom_mode(path, used, "cache-oom");
 }
 
 static void cli(struct run *r, const char *cmd, const char *a, const char *b, const char *c)
@@ -158,4 +163,19 @@ Test(analysis, diff_tells_two_runs_apart_and_gates_growth)
     char *shrink[] = {exe, "diff", "--fail-if-peak-grows", "10", "b.trace", "a.trace", NULL};
     e2e_run(&r, shrink);
     cr_assert_eq(r.status, 0, "a smaller peak passes the gate: %s", r.err);
+}
+
+Test(analysis, retry_without_frees_hints_at_the_cache)
+{
+    char path[NAME_MAX + 1];
+    record_oom_mode(path, NULL, "retry-oom");
+    struct run r;
+    cli(&r, "oom", "--json", path, NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "\"attempts\":2,"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"frees_between\":0,"), "%s", r.out);
+    cr_assert(strstr(r.out, "\"hints\":[\"caching_allocator_retention\""), "%s", r.out);
+    cli(&r, "oom", path, NULL, NULL);
+    cr_assert(strstr(r.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif`"),
+              "%s", r.out);
 }

@@ -92,9 +92,13 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
            e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
            e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
     if (e->hint_retention)
-        printf("  hint       memory was released and the request retried: a caching allocator "
-               "held it (try smaller cached segments, e.g. PYTORCH_CUDA_ALLOC_CONF="
-               "max_split_size_mb or expandable_segments:True)\n");
+        printf("  hint       the request was retried after releasing cached memory, as PyTorch's "
+               "caching allocator does:\n"
+               "             much of this process's memory is probably its cache, split by live "
+               "tensors. Record once with\n"
+               "             PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif` to find a "
+               "PYTORCH_CUDA_ALLOC_CONF\n"
+               "             (max_split_size_mb, expandable_segments) that avoids it\n");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
                cmt__stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),

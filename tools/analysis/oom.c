@@ -230,6 +230,7 @@ void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_s
         int retry = e && ev->dev == e->dev && st->request == e->request_bytes;
         if (retry) {
             e->attempts++;
+            e->hint_retention = 1; /* retried at the same size: release-and-retry */
             if (!st->failed) {
                 e->fatal = 0;
                 o->open = 0;

@@ -9,6 +9,7 @@
  *   scenarios deepbind LIB  dlopen(LIB, RTLD_DEEPBIND) after some CUDA use
  *   scenarios cache-oom     a caching allocator's OOM: fill with segments, fail 4 GiB, free
  *                           two cached 512 MiB segments, fail again, exit 1
+ *   scenarios retry-oom     the same, but the retry comes with no frees between
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -231,7 +232,7 @@ static __attribute__((noinline)) CUresult decode(CUdeviceptr *out)
     return cuMemAlloc(out, 4ull << 30);
 }
 
-static int cache_oom(void)
+static int cache_oom(int release)
 {
     init_cuda();
     size_t free_b, total_b;
@@ -247,8 +248,10 @@ static int cache_oom(void)
     CUdeviceptr big;
     if (decode(&big) != CUDA_ERROR_OUT_OF_MEMORY)
         return 20;
-    CHECK(cuMemFree(segs[--n])); /* release two cached segments, retry */
-    CHECK(cuMemFree(segs[--n]));
+    if (release) { /* release two cached segments, retry */
+        CHECK(cuMemFree(segs[--n]));
+        CHECK(cuMemFree(segs[--n]));
+    }
     if (decode(&big) != CUDA_ERROR_OUT_OF_MEMORY)
         return 21;
     fprintf(stderr, "CUDA out of memory. Tried to allocate 4.00 GiB\n");
@@ -281,7 +284,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "deepbind") && argc > 2)
         return deepbind(argv[2]);
     if (!strcmp(mode, "cache-oom"))
-        return cache_oom();
+        return cache_oom(1);
+    if (!strcmp(mode, "retry-oom")) /* nothing cached is whole: retried with no frees */
+        return cache_oom(0);
     if (!strcmp(mode, "none"))
         return 0;
     fprintf(stderr, "usage: scenarios MODE ...\n");
