@@ -46,6 +46,17 @@ static double nice_step(double range, int ticks)
     return raw <= p * 2 ? p * 2 : raw <= p * 5 ? p * 5 : p * 10;
 }
 
+/* The same in bytes: a nice number of GiB, MiB or KiB, so grid lines read 4 GiB, not 4.66. */
+static double nice_bytes_step(double range, int ticks)
+{
+    double unit = range >= 2.0 * (1 << 30) ? (double)(1 << 30)
+                  : range >= 2.0 * (1 << 20) ? (double)(1 << 20)
+                  : range >= 2.0 * (1 << 10) ? (double)(1 << 10)
+                                             : 1.0;
+    double step = nice_step(range / unit, ticks) * unit;
+    return step >= 1 ? step : 1;
+}
+
 static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
                   const struct cmt_timeline_device *d, int y0)
 {
@@ -63,7 +74,7 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     fprintf(f, ": peak %s at %s</text>\n", cmt__bytes(rd->peak_live_bytes, a),
             cmt__duration(rd->peak_t_ns, b));
     /* y axis in bytes */
-    double step = nice_step(ymax, 5);
+    double step = nice_bytes_step(ymax, 5);
     for (double v = 0; v <= ymax; v += step) {
         double y = TOP + plot_h - v / ymax * plot_h;
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", LEFT,
@@ -80,10 +91,12 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since "
                "start</text>\n", LEFT + plot_w / 2, PANEL_H - 4);
-    /* stacked kinds: draw cumulative polygons from the top layer down */
+    /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
+     * holds its level until the next change) */
     for (int k = (int)NK - 1; k >= 0; k--) {
         fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f", colors[k],
                 LEFT, TOP + plot_h);
+        double last_y = TOP + plot_h;
         for (uint32_t i = 0; i < tl->max_points; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
@@ -91,8 +104,10 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             uint64_t sum = 0;
             for (int j = 0; j <= k; j++)
                 sum += p->kind_bytes[kinds[j]];
-            fprintf(f, " %.1f,%.1f", LEFT + (double)p->t_ns / (double)t_end * plot_w,
-                    TOP + plot_h - (double)sum / ymax * plot_h);
+            double x = LEFT + (double)p->t_ns / (double)t_end * plot_w;
+            double y = TOP + plot_h - (double)sum / ymax * plot_h;
+            fprintf(f, " %.1f,%.1f %.1f,%.1f", x, last_y, x, y);
+            last_y = y;
         }
         fprintf(f, " %.1f,%.1f\"/>\n", LEFT + plot_w, TOP + plot_h);
     }
