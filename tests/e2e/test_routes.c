@@ -101,3 +101,12 @@ Test(routes, libcudart_static_gets_only_wrappers)
 {
     cudart("tests/progs/cudart_static_malloc");
 }
+
+/* The dlopen override must not change whose RUNPATH glibc uses. */
+Test(routes, dlopen_keeps_the_callers_runpath)
+{
+    static struct run r;
+    e2e_record(&r, NULL, "tests/progs/origin_main", NULL);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert(strstr(r.out, "no trace written"), "no CUDA, no trace: %s", r.out);
+}

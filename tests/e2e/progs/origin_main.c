@@ -1,0 +1,7 @@
+/* origin_main.c — calls origin_load() (see origin_loader.c); exits 0 when it worked. */
+int origin_load(void);
+
+int main(void)
+{
+    return origin_load() ? 0 : 1;
+}
