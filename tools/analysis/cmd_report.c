@@ -212,24 +212,11 @@ static void text_report(const struct cmt__pass *p)
 
 int cmt_cmd_report(int argc, char **argv)
 {
-    int json = 0;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cmt__is(argv[i], "-h", "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (cmt__is(argv[i], "--json", NULL)) {
-            json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error("report", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return cmt__usage_error("report", "one trace file expected, got '%s' too", argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path)
-        return cmt__usage_error("report", "missing trace FILE");
+    int json;
+    const char *path;
+    int rc = cmt__parse_json_file(argc, argv, "report", usage, &json, &path);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct cmt__pass p;
     if (cmt__pass_run(&p, "report", path, 0, NULL) != 0)
         return 1;

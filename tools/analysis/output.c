@@ -231,3 +231,25 @@ int cmt__usage_error(const char *cmd, const char *fmt, ...)
     fprintf(stderr, " (see 'cumemtrace %s --help')\n", cmd);
     return 2;
 }
+
+int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,
+                         const char **path)
+{
+    *json = 0;
+    *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            return -1;
+        } else if (cmt__is(argv[i], "--json", NULL)) {
+            *json = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cmt__usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (*path) {
+            return cmt__usage_error(cmd, "one trace file expected, got '%s' too", argv[i]);
+        } else {
+            *path = argv[i];
+        }
+    }
+    return *path ? 0 : cmt__usage_error(cmd, "missing trace FILE");
+}

@@ -55,6 +55,10 @@ void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, 
 
 /* Argument parsing: @return 1 when arg is exactly one of the names. */
 int cmt__is(const char *arg, const char *a, const char *b);
+/* Parses `cumemtrace CMD [--json] FILE` (with -h/--help printing `usage`).
+ * @return 0 with *json and *path set; -1 after printing help (exit 0); 2 after a usage error. */
+int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,
+                         const char **path);
 /* Prints "cumemtrace CMD: MESSAGE" (printf-style) to stderr. @return 2 (usage) */
 int cmt__usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
