@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "reader.h"
 #include "writer.h"
 
@@ -121,40 +122,11 @@ static inline char *tb_file(struct tb *b) {
   return path;
 }
 
-struct captured {
-  int status;
-  char out[1 << 16], err[1 << 14];
-};
-
-static inline void read_back(FILE *f, char *buf, size_t size) {
-  fflush(f);
-  rewind(f);
-  size_t n = fread(buf, 1, size - 1, f);
-  buf[n] = 0;
-  fclose(f);
-}
-
-/* Runs fn(argc, argv) with stdout and stderr in temporary files. */
+/* Runs fn(argc, argv) with stdout and stderr captured (tests/tools/analysis/capture.h);
+ * the strings are left to the test process, which ends with the test. */
 static inline void capture(struct captured *c, int (*fn)(int, char **), const char *const *argv) {
-  int argc = 0;
-  while (argv[argc])
-    argc++;
-  FILE *out = tmpfile(), *err = tmpfile();
-  cr_assert(out && err);
-  fflush(stdout);
-  fflush(stderr);
-  int saved_out = dup(1), saved_err = dup(2);
-  dup2(fileno(out), 1);
-  dup2(fileno(err), 2);
-  c->status = fn(argc, (char **)argv);
-  fflush(stdout);
-  fflush(stderr);
-  dup2(saved_out, 1);
-  dup2(saved_err, 2);
-  close(saved_out);
-  close(saved_err);
-  read_back(out, c->out, sizeof c->out);
-  read_back(err, c->err, sizeof c->err);
+  *c = capture_run(fn, argv);
+  cr_assert(c->out && c->err);
 }
 
 static inline int count_lines(const char *s) {
