@@ -324,12 +324,12 @@ static void calibrate(void)
 {
     if (!cmt__rec.use_tsc)
         return;
+    uint64_t ns;
+    while ((ns = cmt__mono_ns() - cmt__rec.start_mono_ns) < 200000)
+        ; /* at least 200 µs of baseline (once, on the writer thread) */
     uint64_t ticks = cmt__ticks() - cmt__rec.start_ticks;
-    uint64_t ns = cmt__mono_ns() - cmt__rec.start_mono_ns;
-    if (ticks > 0 && ns > 100000) /* before 100 µs, keep the previous (or a 1 GHz) guess */
+    if (ticks > 0)
         ws.ns_per_tick = (double)ns / (double)ticks;
-    else if (ws.ns_per_tick == 0)
-        ws.ns_per_tick = 1.0;
 }
 
 static uint64_t to_ns(uint64_t ticks)

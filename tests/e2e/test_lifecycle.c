@@ -218,3 +218,34 @@ Test(lifecycle, deepbind_is_reported_once)
     cr_assert_eq(notes, 1);
     cmt_reader_close(rd);
 }
+
+/* Timestamps (TSC converted by the writer, or clock_gettime) follow real time. */
+static void sleepy(const char *clock)
+{
+    setenv("CUMEMTRACE_CLOCK", clock, 1);
+    static struct run r;
+    const char *args[] = {"sleepy", NULL};
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
+    unsetenv("CUMEMTRACE_CLOCK");
+    struct trace t;
+    trace_load(&t, path);
+    uint64_t a = 0, b = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        if (count_api(&t, "cuMemAlloc_v2", 0) != 2)
+            break;
+        if (!strcmp(api_of(&t, &t.ev[i]), "cuMemAlloc_v2"))
+            (a ? &b : &a)[0] = t.ev[i].t_ns;
+    }
+    cr_assert(b > a, "%s clock: %lu then %lu", clock, a, b);
+    cr_assert(b - a >= 300000000 && b - a < 400000000, "%s clock: %lu ns apart, slept 300 ms",
+              clock, b - a);
+    trace_free(&t);
+    unlink(path);
+}
+
+Test(lifecycle, timestamps_follow_real_time)
+{
+    sleepy("auto");
+    sleepy("monotonic");
+}

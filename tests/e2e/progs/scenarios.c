@@ -10,6 +10,7 @@
  *   scenarios cache-oom     a caching allocator's OOM: fill with segments, fail 4 GiB, free
  *                           two cached 512 MiB segments, fail again, exit 1
  *   scenarios retry-oom     the same, but the retry comes with no frees between
+ *   scenarios sleepy        alloc, sleep 300 ms, alloc (timestamps against real time)
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -287,6 +288,14 @@ int main(int argc, char **argv)
         return cache_oom(1);
     if (!strcmp(mode, "retry-oom")) /* nothing cached is whole: retried with no frees */
         return cache_oom(0);
+    if (!strcmp(mode, "sleepy")) {
+        init_cuda();
+        alloc(1 << 20);
+        struct timespec nap = {0, 300 * 1000000L};
+        nanosleep(&nap, NULL);
+        alloc(2 << 20);
+        return 0;
+    }
     if (!strcmp(mode, "none"))
         return 0;
     fprintf(stderr, "usage: scenarios MODE ...\n");
