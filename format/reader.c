@@ -13,111 +13,8 @@
 #include <zstd.h>
 
 #include "cmt_error.h"
+#include "reader_internal.h"
 #include "varint.h"
-
-/* Bounds that keep a hostile file from asking for absurd tables. */
-#define MAX_TABLE_ID (1u << 26)
-#define MAX_API_ID 65535u
-#define MAX_DEVICES 1024
-/* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
- * outside the buffer (it checks its position against the record's end afterwards). */
-#define PAD 256
-
-struct arena_block {
-    struct arena_block *next;
-    size_t used, cap;
-    char data[];
-};
-
-struct thread_entry {
-    uint32_t tid;
-    const char *name;
-};
-
-struct cmt_reader {
-    const uint8_t *data; /* whole file */
-    size_t len;
-    void *map; /* non-NULL when we mmap'ed it */
-    size_t map_len;
-
-    ZSTD_DCtx *dctx;
-    uint8_t *raw; /* current chunk, decompressed */
-    size_t raw_cap;
-    const uint8_t *cur, *end; /* unread part of the current chunk */
-    uint64_t pos;             /* offset of the next chunk header */
-    uint64_t chunk_offset;    /* offset of the current chunk */
-    uint64_t prev_t, prev_seq, prev_ptr;
-    uint32_t prev_tid, prev_stack;
-    uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
-
-    int error; /* sticky damage code */
-    uint64_t damage_offset;
-    char damage[160];
-
-    struct arena_block *arena;
-
-    struct cmt_process process;
-    int have_process;
-    const char **argv;
-
-    struct cmt_api *apis;
-    uint32_t api_cap;
-    const char **strings;
-    uint32_t string_cap, string_max;
-    uint32_t *node_parent;
-    uint64_t *node_ip;
-    uint32_t node_cap, node_max;
-    struct cmt_symbol *symbols;
-    uint32_t symbol_cap;
-    struct cmt_module *modules;
-    uint32_t module_count, module_cap;
-    struct cmt_device *devices;
-    uint32_t device_cap;
-    struct thread_entry *threads;
-    uint32_t thread_count, thread_cap;
-    struct cmt_env *envs;
-    size_t env_count, env_cap;
-
-    int clean_exit;
-    uint64_t events, gaps, last_seq;
-};
-
-/* ---- small helpers ---- */
-
-static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need < *cap)
-        return p;
-    uint32_t n = *cap ? *cap : 64;
-    while (n <= need)
-        n *= 2;
-    void *q = realloc(p, (size_t)n * elem);
-    if (!q)
-        return NULL;
-    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-    *cap = n;
-    return q;
-}
-
-static const char *arena_str(cmt_reader *r, const uint8_t *s, size_t len)
-{
-    struct arena_block *b = r->arena;
-    if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
-        b = malloc(sizeof *b + cap);
-        if (!b)
-            return NULL;
-        b->next = r->arena;
-        b->used = 0;
-        b->cap = cap;
-        r->arena = b;
-    }
-    char *out = b->data + b->used;
-    memcpy(out, s, len);
-    out[len] = 0;
-    b->used += len + 1;
-    return out;
-}
 
 static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what)
 {
@@ -225,21 +122,7 @@ void cmt_reader_close(cmt_reader *r)
         munmap(r->map, r->map_len);
     ZSTD_freeDCtx(r->dctx);
     free(r->raw);
-    while (r->arena) {
-        struct arena_block *n = r->arena->next;
-        free(r->arena);
-        r->arena = n;
-    }
-    free(r->argv);
-    free(r->apis);
-    free(r->strings);
-    free(r->node_parent);
-    free(r->node_ip);
-    free(r->symbols);
-    free(r->modules);
-    free(r->devices);
-    free(r->threads);
-    free(r->envs);
+    cmt__reader_free_tables(r);
     free(r);
 }
 
@@ -277,7 +160,7 @@ static int load_chunk(cmt_reader *r)
     if (rsize == 0) /* an empty chunk holds no records */
         return set_damage(r, CMT_ECORRUPT, at, "empty chunk");
     if (rsize > r->raw_cap) {
-        uint8_t *p = realloc(r->raw, (size_t)rsize + PAD);
+        uint8_t *p = realloc(r->raw, (size_t)rsize + CMT__CHUNK_PAD);
         if (!p)
             return set_damage(r, CMT_ENOMEM, at, "out of memory");
         r->raw = p;
@@ -287,7 +170,7 @@ static int load_chunk(cmt_reader *r)
     if (ZSTD_isError(n) || n != rsize)
         return set_damage(r, CMT_ECORRUPT, at,
                           ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
-    memset(r->raw + rsize, 0, PAD);
+    memset(r->raw + rsize, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
     r->pos = at + CMT_CHUNK_HEADER_SIZE + csize;
     r->cur = r->raw;
@@ -366,7 +249,7 @@ static const char *str(cmt_reader *r, struct dec *d, size_t *len_out)
         d->bad = 1;
         return "";
     }
-    const char *s = arena_str(r, d->p, (size_t)len);
+    const char *s = cmt__reader_strdup(r, d->p, (size_t)len);
     d->p += len;
     if (!s) {
         d->bad = 1;
@@ -512,124 +395,6 @@ static int decode_process(cmt_reader *r, struct dec *d, struct cmt_process *p)
     return 0;
 }
 
-static int store_api(cmt_reader *r, const struct cmt_api *a)
-{
-    if (a->id > MAX_API_ID)
-        return -1;
-    struct cmt_api *t = grow(r->apis, &r->api_cap, a->id, sizeof *t);
-    if (!t)
-        return -1;
-    r->apis = t;
-    t[a->id] = *a;
-    return 0;
-}
-
-static int store_string(cmt_reader *r, uint32_t id, const char *s)
-{
-    if (id == 0 || id > MAX_TABLE_ID)
-        return -1;
-    const char **t = grow(r->strings, &r->string_cap, id, sizeof *t);
-    if (!t)
-        return -1;
-    r->strings = t;
-    t[id] = s;
-    if (id > r->string_max)
-        r->string_max = id;
-    return 0;
-}
-
-static int store_node(cmt_reader *r, const struct cmt_stack_node *n)
-{
-    if (n->id == 0 || n->id > MAX_TABLE_ID)
-        return -1;
-    if (n->id >= r->node_cap) {
-        uint32_t cap = r->node_cap;
-        uint32_t *p = grow(r->node_parent, &cap, n->id, sizeof *p);
-        if (!p)
-            return -1;
-        r->node_parent = p;
-        cap = r->node_cap;
-        uint64_t *ip = grow(r->node_ip, &cap, n->id, sizeof *ip);
-        if (!ip)
-            return -1;
-        r->node_ip = ip;
-        r->node_cap = cap;
-    }
-    r->node_parent[n->id] = n->parent;
-    r->node_ip[n->id] = n->ip;
-    if (n->id > r->node_max)
-        r->node_max = n->id;
-    return 0;
-}
-
-static int store_symbol(cmt_reader *r, const struct cmt_symbol *s)
-{
-    if (s->node == 0 || s->node > MAX_TABLE_ID)
-        return -1;
-    struct cmt_symbol *t = grow(r->symbols, &r->symbol_cap, s->node, sizeof *t);
-    if (!t)
-        return -1;
-    r->symbols = t;
-    t[s->node] = *s;
-    return 0;
-}
-
-static int store_module(cmt_reader *r, const struct cmt_module *m)
-{
-    for (uint32_t i = 0; i < r->module_count; i++)
-        if (r->modules[i].id == m->id) {
-            r->modules[i] = *m;
-            return 0;
-        }
-    struct cmt_module *t = grow(r->modules, &r->module_cap, r->module_count, sizeof *t);
-    if (!t)
-        return -1;
-    r->modules = t;
-    t[r->module_count++] = *m;
-    return 0;
-}
-
-static int store_device(cmt_reader *r, const struct cmt_device *d)
-{
-    if (d->dev < 0 || d->dev >= MAX_DEVICES)
-        return -1;
-    struct cmt_device *t = grow(r->devices, &r->device_cap, (uint32_t)d->dev, sizeof *t);
-    if (!t)
-        return -1;
-    r->devices = t;
-    t[d->dev] = *d;
-    return 0;
-}
-
-static int store_thread(cmt_reader *r, const struct cmt_thread *th)
-{
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == th->tid) {
-            r->threads[i].name = th->name;
-            return 0;
-        }
-    struct thread_entry *t = grow(r->threads, &r->thread_cap, r->thread_count, sizeof *t);
-    if (!t)
-        return -1;
-    r->threads = t;
-    t[r->thread_count++] = (struct thread_entry){th->tid, th->name};
-    return 0;
-}
-
-static int store_env(cmt_reader *r, const struct cmt_env *e)
-{
-    if (r->env_count == r->env_cap) {
-        size_t cap = r->env_cap ? r->env_cap * 2 : 16;
-        struct cmt_env *t = realloc(r->envs, cap * sizeof *t);
-        if (!t)
-            return -1;
-        r->envs = t;
-        r->env_cap = cap;
-    }
-    r->envs[r->env_count++] = *e;
-    return 0;
-}
-
 /* Decodes one known record's payload. @return 0, or -1 when the payload is malformed. */
 static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record *rec)
 {
@@ -642,16 +407,16 @@ static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record
     case CMT_REC_ENV:
         rec->u.env.name = str(r, d, NULL);
         rec->u.env.value = str(r, d, NULL);
-        return d->bad ? -1 : store_env(r, &rec->u.env);
+        return d->bad ? -1 : cmt__reader_store_env(r, &rec->u.env);
     case CMT_REC_API:
         rec->u.api.id = u32(d);
         rec->u.api.op = u32(d);
         rec->u.api.name = str(r, d, NULL);
-        return d->bad ? -1 : store_api(r, &rec->u.api);
+        return d->bad ? -1 : cmt__reader_store_api(r, &rec->u.api);
     case CMT_REC_STRING:
         rec->u.string.id = u32(d);
         rec->u.string.text = str(r, d, NULL);
-        return d->bad ? -1 : store_string(r, rec->u.string.id, rec->u.string.text);
+        return d->bad ? -1 : cmt__reader_store_string(r, rec->u.string.id, rec->u.string.text);
     case CMT_REC_MODULE: {
         struct cmt_module *m = &rec->u.module;
         size_t len = 0;
@@ -661,17 +426,17 @@ static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record
         m->size = u64(d);
         m->build_id = (const uint8_t *)str(r, d, &len);
         m->build_id_len = (uint32_t)len;
-        return d->bad ? -1 : store_module(r, m);
+        return d->bad ? -1 : cmt__reader_store_module(r, m);
     }
     case CMT_REC_STACK_NODE:
         rec->u.stack_node.id = u32(d);
         rec->u.stack_node.parent = u32(d);
         rec->u.stack_node.ip = u64(d);
-        return d->bad ? -1 : store_node(r, &rec->u.stack_node);
+        return d->bad ? -1 : cmt__reader_store_node(r, &rec->u.stack_node);
     case CMT_REC_THREAD:
         rec->u.thread.tid = u32(d);
         rec->u.thread.name = str(r, d, NULL);
-        return d->bad ? -1 : store_thread(r, &rec->u.thread);
+        return d->bad ? -1 : cmt__reader_store_thread(r, &rec->u.thread);
     case CMT_REC_DEVICE: {
         struct cmt_device *dv = &rec->u.device;
         dv->dev = s32(d);
@@ -679,7 +444,7 @@ static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record
         dv->total_bytes = u64(d);
         dv->free_bytes = u64(d);
         dv->t_ns = u64(d);
-        return d->bad ? -1 : store_device(r, dv);
+        return d->bad ? -1 : cmt__reader_store_device(r, dv);
     }
     case CMT_REC_MEMINFO: {
         struct cmt_meminfo *m = &rec->u.meminfo;
@@ -713,7 +478,7 @@ static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record
         s->file = u32(d);
         s->line = u32(d);
         s->module = u32(d);
-        return d->bad ? -1 : store_symbol(r, s);
+        return d->bad ? -1 : cmt__reader_store_symbol(r, s);
     }
     }
     return 0;
@@ -774,138 +539,3 @@ int cmt_reader_preload(cmt_reader *r)
     return rc;
 }
 
-/* ---- queries ---- */
-
-uint64_t cmt_reader_damage_offset(const cmt_reader *r)
-{
-    return r->damage_offset;
-}
-
-const char *cmt_reader_damage(const cmt_reader *r)
-{
-    return r->damage;
-}
-
-const struct cmt_process *cmt_reader_process(const cmt_reader *r)
-{
-    return r->have_process ? &r->process : NULL;
-}
-
-const struct cmt_api *cmt_reader_api(const cmt_reader *r, uint32_t id)
-{
-    return id < r->api_cap && r->apis[id].name ? &r->apis[id] : NULL;
-}
-
-const char *cmt_reader_string(const cmt_reader *r, uint32_t id)
-{
-    return id < r->string_cap ? r->strings[id] : NULL;
-}
-
-const struct cmt_module *cmt_reader_module(const cmt_reader *r, uint32_t id)
-{
-    for (uint32_t i = 0; i < r->module_count; i++)
-        if (r->modules[i].id == id)
-            return &r->modules[i];
-    return NULL;
-}
-
-const struct cmt_module *cmt_reader_module_at(const cmt_reader *r, uint64_t ip)
-{
-    for (uint32_t i = 0; i < r->module_count; i++)
-        if (ip >= r->modules[i].base && ip - r->modules[i].base < r->modules[i].size)
-            return &r->modules[i];
-    return NULL;
-}
-
-uint32_t cmt_reader_module_count(const cmt_reader *r)
-{
-    return r->module_count;
-}
-
-const struct cmt_device *cmt_reader_device(const cmt_reader *r, int32_t dev)
-{
-    if (dev < 0 || (uint32_t)dev >= r->device_cap || !r->devices[dev].name)
-        return NULL;
-    return &r->devices[dev];
-}
-
-const char *cmt_reader_thread_name(const cmt_reader *r, uint32_t tid)
-{
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == tid)
-            return r->threads[i].name;
-    return NULL;
-}
-
-const struct cmt_symbol *cmt_reader_symbol(const cmt_reader *r, uint32_t node)
-{
-    return node < r->symbol_cap && r->symbols[node].node ? &r->symbols[node] : NULL;
-}
-
-size_t cmt_reader_env_count(const cmt_reader *r)
-{
-    return r->env_count;
-}
-
-const struct cmt_env *cmt_reader_env(const cmt_reader *r, size_t i)
-{
-    return i < r->env_count ? &r->envs[i] : NULL;
-}
-
-uint32_t cmt_reader_string_count(const cmt_reader *r)
-{
-    return r->string_max;
-}
-
-uint32_t cmt_reader_stack_node_count(const cmt_reader *r)
-{
-    return r->node_max;
-}
-
-int cmt_reader_stack_node(const cmt_reader *r, uint32_t id, struct cmt_stack_node *out)
-{
-    if (id == 0 || id > r->node_max || (r->node_ip[id] == 0 && r->node_parent[id] == 0))
-        return CMT_ENOT_FOUND;
-    out->id = id;
-    out->parent = r->node_parent[id];
-    out->ip = r->node_ip[id];
-    return 0;
-}
-
-size_t cmt_reader_format_frame(const cmt_reader *r, uint32_t node, char *buf, size_t size)
-{
-    struct cmt_stack_node n = {0};
-    if (cmt_reader_stack_node(r, node, &n) != 0)
-        return (size_t)snprintf(buf, size, "?");
-    const struct cmt_symbol *s = cmt_reader_symbol(r, node);
-    const char *fn = s ? cmt_reader_string(r, s->function) : NULL;
-    const char *file = s ? cmt_reader_string(r, s->file) : NULL;
-    if (fn && file && s->line) {
-        const char *base = strrchr(file, '/');
-        return (size_t)snprintf(buf, size, "%s %s:%u", fn, base ? base + 1 : file, s->line);
-    }
-    if (fn)
-        return (size_t)snprintf(buf, size, "%s", fn);
-    const struct cmt_module *m = cmt_reader_module_at(r, n.ip);
-    if (m) {
-        const char *base = strrchr(m->path, '/');
-        return (size_t)snprintf(buf, size, "%s+0x%" PRIx64, base ? base + 1 : m->path,
-                                n.ip - m->base);
-    }
-    return (size_t)snprintf(buf, size, "0x%" PRIx64, n.ip);
-}
-
-int cmt_reader_clean_exit(const cmt_reader *r)
-{
-    return r->clean_exit;
-}
-
-uint64_t cmt_reader_event_count(const cmt_reader *r)
-{
-    return r->events;
-}
-
-uint64_t cmt_reader_seq_gaps(const cmt_reader *r)
-{
-    return r->gaps;
-}

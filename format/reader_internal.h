@@ -1,0 +1,90 @@
+/* reader_internal.h — the reader's state, shared by reader.c (decoding) and
+ * reader_tables.c (interned tables and queries). Internal to format/. */
+#ifndef CMT__READER_INTERNAL_H
+#define CMT__READER_INTERNAL_H
+
+#include <zstd.h>
+
+#include "reader.h"
+
+/* Bounds that keep a hostile file from asking for absurd tables. */
+#define CMT__MAX_TABLE_ID (1u << 26)
+#define CMT__MAX_API_ID 65535u
+#define CMT__MAX_DEVICES 1024
+/* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
+ * outside the buffer (it checks its position against the record's end afterwards). */
+#define CMT__CHUNK_PAD 256
+
+struct cmt__arena_block {
+    struct cmt__arena_block *next;
+    size_t used, cap;
+    char data[];
+};
+
+struct cmt__thread_entry {
+    uint32_t tid;
+    const char *name;
+};
+
+struct cmt_reader {
+    const uint8_t *data; /* whole file */
+    size_t len;
+    void *map; /* non-NULL when we mmap'ed it */
+    size_t map_len;
+
+    ZSTD_DCtx *dctx;
+    uint8_t *raw; /* current chunk, decompressed */
+    size_t raw_cap;
+    const uint8_t *cur, *end; /* unread part of the current chunk */
+    uint64_t pos;             /* offset of the next chunk header */
+    uint64_t chunk_offset;    /* offset of the current chunk */
+    uint64_t prev_t, prev_seq, prev_ptr;
+    uint32_t prev_tid, prev_stack;
+    uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
+
+    int error; /* sticky damage code */
+    uint64_t damage_offset;
+    char damage[160];
+
+    struct cmt__arena_block *arena;
+
+    struct cmt_process process;
+    int have_process;
+    const char **argv;
+
+    struct cmt_api *apis;
+    uint32_t api_cap;
+    const char **strings;
+    uint32_t string_cap, string_max;
+    uint32_t *node_parent;
+    uint64_t *node_ip;
+    uint32_t node_cap, node_max;
+    struct cmt_symbol *symbols;
+    uint32_t symbol_cap;
+    struct cmt_module *modules;
+    uint32_t module_count, module_cap;
+    struct cmt_device *devices;
+    uint32_t device_cap;
+    struct cmt__thread_entry *threads;
+    uint32_t thread_count, thread_cap;
+    struct cmt_env *envs;
+    size_t env_count, env_cap;
+
+    int clean_exit;
+    uint64_t events, gaps, last_seq;
+};
+
+/* Tables (reader_tables.c). Each store returns 0, or -1 for an id out of bounds or no memory. */
+const char *cmt__reader_strdup(cmt_reader *r, const uint8_t *s, size_t len);
+int cmt__reader_store_api(cmt_reader *r, const struct cmt_api *a);
+int cmt__reader_store_string(cmt_reader *r, uint32_t id, const char *s);
+int cmt__reader_store_node(cmt_reader *r, const struct cmt_stack_node *n);
+int cmt__reader_store_symbol(cmt_reader *r, const struct cmt_symbol *s);
+int cmt__reader_store_module(cmt_reader *r, const struct cmt_module *m);
+int cmt__reader_store_device(cmt_reader *r, const struct cmt_device *d);
+int cmt__reader_store_thread(cmt_reader *r, const struct cmt_thread *th);
+int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e);
+/* Frees every table and the string arena. */
+void cmt__reader_free_tables(cmt_reader *r);
+
+#endif
