@@ -1,9 +1,12 @@
-/* replay_internal.h — internal: the replay engine's state, shared by replay.c and frag.c. */
+/* replay_internal.h — internal: the replay engine's state, shared by replay.c (events),
+ * replay_tables.c (lifetime and queries) and frag.c. */
 #ifndef CMT__REPLAY_INTERNAL_H
 #define CMT__REPLAY_INTERNAL_H
 
 #include "replay.h"
 #include "replay_map.h"
+
+#define MAX_DEVICE_SLOTS 4097 /* dev -1 .. 4095; other ordinals fold into slot 0 */
 
 /* An object freed after the process peak that was alive at it (for exact peak measures). */
 struct cmt__logged {
