@@ -5,19 +5,15 @@
  * bottom of the recursion. Run it bare and under `cumemtrace record` to see what the shim
  * adds per intercepted call (bench/capture/run.sh does both). Prints figures, asserts none. */
 #include <cuda.h>
-#include <pthread.h>
 
 #include "bench_loop.h"
 
-struct worker {
-    const struct bench_options *opt;
-    CUcontext ctx;
-    pthread_barrier_t *start;
-    struct bench_result result;
-    int failed;
-};
+static int make_current(struct bench_worker *w)
+{
+    return cuCtxSetCurrent((CUcontext)w->ctx) != CUDA_SUCCESS;
+}
 
-static void pairs(struct worker *w, long n)
+static void pairs(struct bench_worker *w, long n)
 {
     for (long i = 0; i < n; i++) {
         CUdeviceptr p = 0;
@@ -26,31 +22,6 @@ static void pairs(struct worker *w, long n)
             return;
         }
     }
-}
-
-static void leaf(void *arg)
-{
-    struct worker *w = arg;
-    pairs(w, w->opt->warmup);
-    pthread_barrier_wait(w->start);
-    uint64_t wall0 = bench_clock_ns(CLOCK_MONOTONIC);
-    uint64_t cpu0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-    pairs(w, w->opt->pairs);
-    w->result.cpu_ns = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-    w->result.wall_ns = bench_clock_ns(CLOCK_MONOTONIC) - wall0;
-    w->result.calls = 2 * w->opt->pairs;
-}
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-    if (cuCtxSetCurrent(w->ctx) != CUDA_SUCCESS) {
-        w->failed = 1;
-        pthread_barrier_wait(w->start);
-        return NULL;
-    }
-    bench_descend(w->opt->depth, leaf, w);
-    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -63,36 +34,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_capture_loop: no CUDA device\n");
         return 1;
     }
-    struct worker *w = calloc((size_t)opt.threads, sizeof *w);
-    pthread_t *tid = calloc((size_t)opt.threads, sizeof *tid);
-    struct bench_result *r = calloc((size_t)opt.threads, sizeof *r);
-    pthread_barrier_t start;
-    if (!w || !tid || !r || pthread_barrier_init(&start, NULL, (unsigned)opt.threads + 1))
-        return 1;
-    for (int i = 0; i < opt.threads; i++) {
-        w[i] = (struct worker){.opt = &opt, .ctx = ctx, .start = &start};
-        if (pthread_create(&tid[i], NULL, worker_main, &w[i])) {
-            fprintf(stderr, "bench_capture_loop: cannot start thread %d\n", i);
-            return 1;
-        }
-    }
-    pthread_barrier_wait(&start);
-    uint64_t wall0 = bench_clock_ns(CLOCK_MONOTONIC);
-    int failed = 0;
-    for (int i = 0; i < opt.threads; i++) {
-        pthread_join(tid[i], NULL);
-        failed |= w[i].failed;
-        r[i] = w[i].result;
-    }
-    uint64_t wall = bench_clock_ns(CLOCK_MONOTONIC) - wall0;
-    if (failed) {
-        fprintf(stderr, "bench_capture_loop: a driver call failed\n");
-        return 1;
-    }
-    bench_report("bench_capture_loop", &opt, r, opt.threads, wall);
+    int rc = bench_run("bench_capture_loop", &opt, ctx, make_current, pairs,
+                       "a driver call failed");
     cuDevicePrimaryCtxRelease(dev);
-    free(w);
-    free(tid);
-    free(r);
-    return 0;
+    return rc;
 }

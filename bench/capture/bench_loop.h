@@ -7,6 +7,7 @@
 #ifndef BENCH_LOOP_H
 #define BENCH_LOOP_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,82 @@ static inline void bench_report(const char *name, const struct bench_options *o,
            "throughput_ns_per_call=%.1f\n",
            name, o->threads, o->depth, o->pairs, o->size, wall / n, cpu / n,
            (double)wall_total_ns / (double)calls);
+}
+
+/* One thread's state; `ctx` is the benchmark's own (a CUcontext for the driver loop). */
+struct bench_worker {
+    const struct bench_options *opt;
+    void *ctx;
+    int (*setup)(struct bench_worker *w);          /* on the thread, first; may be NULL */
+    void (*pairs)(struct bench_worker *w, long n); /* n alloc/free pairs; sets failed */
+    pthread_barrier_t *start;
+    struct bench_result result;
+    int failed;
+};
+
+/* At the bottom of the recursion: untimed warm-up pairs, the barrier, then the timed pairs. */
+static void bench_leaf(void *arg)
+{
+    struct bench_worker *w = arg;
+    w->pairs(w, w->opt->warmup);
+    pthread_barrier_wait(w->start);
+    uint64_t wall0 = bench_clock_ns(CLOCK_MONOTONIC);
+    uint64_t cpu0 = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    w->pairs(w, w->opt->pairs);
+    w->result.cpu_ns = bench_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    w->result.wall_ns = bench_clock_ns(CLOCK_MONOTONIC) - wall0;
+    w->result.calls = 2 * w->opt->pairs;
+}
+
+static void *bench_thread(void *arg)
+{
+    struct bench_worker *w = arg;
+    if (w->setup && w->setup(w)) {
+        w->failed = 1;
+        pthread_barrier_wait(w->start);
+        return NULL;
+    }
+    bench_descend(w->opt->depth, bench_leaf, w);
+    return NULL;
+}
+
+/* Runs `pairs` on opt->threads threads, each `depth` frames deep, and prints the report line
+ * (or `failure` on stderr). @return the exit status. */
+static inline int bench_run(const char *name, const struct bench_options *opt, void *ctx,
+                            int (*setup)(struct bench_worker *),
+                            void (*pairs)(struct bench_worker *, long), const char *failure)
+{
+    int n = opt->threads, failed = 0;
+    struct bench_worker *w = calloc((size_t)n, sizeof *w);
+    pthread_t *tid = calloc((size_t)n, sizeof *tid);
+    struct bench_result *r = calloc((size_t)n, sizeof *r);
+    pthread_barrier_t start;
+    if (!w || !tid || !r || pthread_barrier_init(&start, NULL, (unsigned)n + 1))
+        return 1;
+    for (int i = 0; i < n; i++) {
+        w[i] = (struct bench_worker){.opt = opt, .ctx = ctx, .setup = setup, .pairs = pairs,
+                                     .start = &start};
+        if (pthread_create(&tid[i], NULL, bench_thread, &w[i])) {
+            fprintf(stderr, "%s: cannot start thread %d\n", name, i);
+            return 1;
+        }
+    }
+    pthread_barrier_wait(&start);
+    uint64_t wall0 = bench_clock_ns(CLOCK_MONOTONIC);
+    for (int i = 0; i < n; i++) {
+        pthread_join(tid[i], NULL);
+        failed |= w[i].failed;
+        r[i] = w[i].result;
+    }
+    uint64_t wall = bench_clock_ns(CLOCK_MONOTONIC) - wall0;
+    if (failed)
+        fprintf(stderr, "%s: %s\n", name, failure);
+    else
+        bench_report(name, opt, r, n, wall);
+    free(w);
+    free(tid);
+    free(r);
+    return failed;
 }
 
 #endif
