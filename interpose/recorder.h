@@ -1,7 +1,7 @@
 /* recorder.h — state shared by the recorder's three parts (internal).
  *
  * recorder.c   the application-thread side: per-thread rings, seq/time, devices, OOM.
- * writer.c     the background writer thread: drains rings in seq order, writes the file.
+ * writer_thread.c the background writer thread: drains rings in seq order, writes the file.
  * lifecycle.c  start, fork, fatal signals and exit.
  *
  * Ordering: every queued entry carries a global seq. Ops that release memory take theirs
@@ -135,7 +135,7 @@ void cmt__kick(void);
 /* Blocks (bounded) until every entry below `seq` is on disk. Safe in a signal handler. */
 void cmt__wait_flushed(uint64_t seq, int timeout_ms);
 
-/* writer.c */
+/* writer_thread.c */
 void *cmt__writer_main(void *arg);
 
 /* lifecycle.c */

@@ -1,7 +1,8 @@
 /* shim.h — internal interfaces of libcumemtrace.so (nothing here is exported).
  *
  * Split: wrappers.c (generated from calls.def) only wrap and call the recorder;
- * recorder.c owns per-thread rings, the background writer and the trace file;
+ * recorder.c owns the per-thread rings, writer_thread.c the background writer and the trace
+ * file, lifecycle.c start, fork, signals and exit;
  * stack.c unwinds and interns stacks; real.c finds the real driver; routes.c handles
  * dlopen/dlsym; getproc.c handles cuGetProcAddress. */
 #ifndef CMT__SHIM_H
