@@ -20,6 +20,7 @@ static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what
 {
     if (!r->error) {
         r->error = code;
+        r->cur = r->end; /* nothing more is decoded: the fast path of cmt_reader_next stops */
         r->damage_offset = offset;
         snprintf(r->damage, sizeof r->damage, "%s at byte %" PRIu64 " (%s)",
                  code == CMT_ETRUNCATED ? "trace is truncated" : "trace is damaged", offset, what);
@@ -484,7 +485,9 @@ static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record
     return 0;
 }
 
-int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+/* Everything but a complete, well-formed event in the current chunk: chunk boundaries, long
+ * record headers, other record types, damage, and events the fast decoder refused. */
+static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record *rec)
 {
     for (;;) {
         if (r->error)
@@ -498,35 +501,42 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
             continue;
         }
         uint64_t type, len;
-        if (r->end - r->cur >= 2 && (r->cur[0] | r->cur[1]) < 0x80) { /* short header */
-            type = r->cur[0];
-            len = r->cur[1];
-            r->cur += 2;
-        } else if (cmt__get_varint(&r->cur, r->end, &type) ||
-                   cmt__get_varint(&r->cur, r->end, &len)) {
-            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
-        }
-        if (len > (uint64_t)(r->end - r->cur))
+        if (cmt__get_varint(&r->cur, r->end, &type) || cmt__get_varint(&r->cur, r->end, &len) ||
+            len > (uint64_t)(r->end - r->cur))
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
         struct dec d = {r->cur, r->cur + len, 0};
         r->cur += len;
         r->records_seen++;
         rec->type = (uint32_t)type;
         rec->offset = r->chunk_offset;
-        if (type == CMT_REC_EVENT) { /* the hot path: most records are events */
-            if (decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
-                return 1;
-            decode_event(r, &d, &rec->u.event);
-            if (__builtin_expect(d.bad, 0))
-                return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
+        if (type == CMT_REC_EVENT && decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
             return 1;
-        }
         if (type == 0 || type >= CMT_REC_MAX)
             continue; /* unknown record types are skipped (MUST) */
         if (decode(r, (uint32_t)type, &d, rec) != 0 || d.bad)
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
         return 1;
     }
+}
+
+int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+{
+    /* the hot path: an event with a two-byte header, whole inside the current chunk (a
+     * damaged reader has cur == end, so it always takes the slow path) */
+    const uint8_t *cur = r->cur;
+    if (__builtin_expect(r->end - cur >= 2 && cur[0] == CMT_REC_EVENT && cur[1] < 0x80 &&
+                             cur[1] <= r->end - cur - 2,
+                         1)) {
+        const uint8_t *p = cur + 2, *end = p + cur[1];
+        if (__builtin_expect(decode_event_fast(r, p, end, &rec->u.event) == 0, 1)) {
+            r->cur = end;
+            r->records_seen++;
+            rec->type = CMT_REC_EVENT;
+            rec->offset = r->chunk_offset;
+            return 1;
+        }
+    }
+    return next_slow(r, rec);
 }
 
 int cmt_reader_preload(cmt_reader *r)
