@@ -257,14 +257,20 @@ static void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
     }
 }
 
-/* Removes a live object from the books (the caller removes it from its map). */
-static void drop(cmt_replay *rp, const struct cmt__entry *e)
+/* Removes a live object of device d (its own) from the books (the caller removes it from
+ * its map). */
+static void drop_on(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt__entry *e)
 {
     int kind = e->kind - 1;
-    account(rp, device_slot(rp, e->dev), kind, e->size, -1);
+    account(rp, d, kind, e->size, -1);
     if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST)
         site_add(rp, e->site, e->size, -1);
     log_freed(rp, e);
+}
+
+static void drop(cmt_replay *rp, const struct cmt__entry *e)
+{
+    drop_on(rp, device_slot(rp, e->dev), e);
 }
 
 
@@ -343,11 +349,12 @@ static void pool_forget(cmt_replay *rp, struct cmt__entry *p)
     cmt__map_remove(&rp->pools, p);
 }
 
-static uint64_t pool_key(cmt_replay *rp, const struct cmt_event *e)
+static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
+                         const struct cmt_event *e)
 {
     if (e->fields & CMT_F(POOL))
         return e->v[CMT_FIELD_POOL];
-    uint32_t slot = (uint32_t)(device_slot(rp, e->dev) - rp->devices);
+    uint32_t slot = (uint32_t)(d - rp->devices);
     return rp->current_pool[slot] ? rp->current_pool[slot] : CMT__DEFAULT_POOL(slot);
 }
 
@@ -364,9 +371,10 @@ static int alloc_kind(int op)
     }
 }
 
-/* A successful allocation of any kind (the entry's map is chosen by the caller). */
-static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
-                       uint64_t key, int kind, uint64_t size, uint64_t aux)
+/* A successful allocation of any kind on the event's device d (the caller picks the map). */
+static void add_object_on(cmt_replay *rp, struct cmt_replay_device *d,
+                          struct cmt_replay_step *st, struct cmt__map *map, uint64_t key,
+                          int kind, uint64_t size, uint64_t aux)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt__entry *n = cmt__map_insert(map, key);
@@ -380,7 +388,7 @@ static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__m
     *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
                              .site = site, .dev = e->dev, .alloc_index = rp->alloc_index,
                              .refs = 1, .kind = (uint8_t)(kind + 1)};
-    account(rp, device_slot(rp, e->dev), kind, size, +1);
+    account(rp, d, kind, size, +1);
     if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST) {
         struct cmt_replay_site *s = &rp->sites[site];
         rp->alloc_index++;
@@ -393,10 +401,16 @@ static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__m
     st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
 }
 
-static void apply_alloc(cmt_replay *rp, struct cmt_replay_step *st, int kind)
+static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+                       uint64_t key, int kind, uint64_t size, uint64_t aux)
+{
+    add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
+}
+
+static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                        int kind)
 {
     const struct cmt_event *e = &st->rec.u.event;
-    struct cmt_replay_device *d = device_slot(rp, e->dev);
     struct cmt_replay_thread *th = thread_of(rp, e->tid);
     st->is_alloc = 1;
     st->request = e->v[CMT_FIELD_SIZE];
@@ -422,24 +436,24 @@ static void apply_alloc(cmt_replay *rp, struct cmt_replay_step *st, int kind)
     rp->totals.size_histogram[size ? 64 - __builtin_clzll(size) : 0]++;
     if (kind == CMT_KIND_VMM) {
         if (e->fields & CMT_F(HANDLE))
-            add_object(rp, st, &rp->handles, e->v[CMT_FIELD_HANDLE], kind, size, 0);
+            add_object_on(rp, d, st, &rp->handles, e->v[CMT_FIELD_HANDLE], kind, size, 0);
         return;
     }
     if (!(e->fields & CMT_F(PTR)))
         return;
     uint64_t aux = 0;
     if (kind == CMT_KIND_ASYNC) {
-        aux = pool_key(rp, e);
+        aux = pool_key(rp, d, e);
         pool_reuse(rp, aux, size);
     }
-    add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
+    add_object_on(rp, d, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
 }
 
-static void apply_free(cmt_replay *rp, struct cmt_replay_step *st)
+static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt_replay_thread *th = thread_of(rp, e->tid);
-    device_slot(rp, e->dev)->free_calls++;
+    d->free_calls++;
     rp->totals.free_calls++;
     if (e->result != 0) {
         st->failed = 1;
@@ -469,7 +483,7 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_step *st)
     }
     if (kind == CMT_KIND_ASYNC && st->op == CMT_OP_FREE_ASYNC)
         pool_retain(rp, a->aux, a->dev, a->size);
-    drop(rp, a);
+    drop_on(rp, a->dev == e->dev ? d : device_slot(rp, a->dev), a);
     cmt__map_remove(&rp->allocs, a);
 }
 
@@ -629,27 +643,29 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
     rp->totals.last_t_ns = e->t_ns;
     uint32_t code = 0;
     const char *name = NULL;
-    if (__builtin_expect(e->api < rp->api_cap, 1)) { /* ops[] is 0 beyond api_cap */
-        code = rp->ops[e->api];
-        rp->api_calls[e->api]++;
-        name = rp->api_names[e->api];
+    if (__builtin_expect(e->api < rp->api_cap, 1)) {
+        struct cmt__replay_api *a = &rp->apis[e->api];
+        code = a->op;
+        a->calls++;
+        name = a->name;
     }
-    st->op = code ? code - 1 : CMT_OP_OTHER;
+    st->op = code ? (int)code - 1 : CMT_OP_OTHER;
     if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
         const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
         name = api ? api->name : "?";
     }
     st->api = name;
+    struct cmt_replay_device *d = device_slot(rp, e->dev);
     int kind = alloc_kind(st->op);
     if (kind >= 0) {
-        apply_alloc(rp, st, kind);
+        apply_alloc(rp, d, st, kind);
     } else {
         switch (st->op) {
         case CMT_OP_FREE:
         case CMT_OP_FREE_ASYNC:
         case CMT_OP_FREE_HOST:
         case CMT_OP_IPC_CLOSE:
-            apply_free(rp, st);
+            apply_free(rp, d, st);
             break;
         case CMT_OP_IPC_OPEN:
             if (e->result == 0 && (e->fields & CMT_F(PTR)))
@@ -657,7 +673,6 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
             break;
         case CMT_OP_MEM_INFO:
             if (e->result == 0 && (e->fields & CMT_F(FREE))) {
-                struct cmt_replay_device *d = device_slot(rp, e->dev);
                 d->have_sample = 1;
                 d->free_bytes = e->v[CMT_FIELD_FREE];
                 d->total_bytes = e->v[CMT_FIELD_TOTAL];
@@ -680,7 +695,7 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
         }
         case CMT_OP_POOL_SET:
             if (e->result == 0) {
-                uint32_t slot = (uint32_t)(device_slot(rp, e->dev) - rp->devices);
+                uint32_t slot = (uint32_t)(d - rp->devices);
                 if (!rp->failed)
                     rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
             }
@@ -700,7 +715,6 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
         }
     }
     if (st->delta > 0) {
-        struct cmt_replay_device *d = device_slot(rp, e->dev);
         if (d->live_bytes > d->peak_live_bytes) {
             d->peak_live_bytes = d->live_bytes;
             d->peak_t_ns = e->t_ns;
@@ -709,8 +723,9 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
         if (rp->totals.live_bytes > rp->totals.peak_live_bytes)
             new_peak(rp, e->t_ns, e->seq);
     }
-    uint32_t slot = (uint32_t)e->dev + 1; /* as cmt_replay_device(): no folding into slot 0 */
-    st->device = slot < rp->device_count && rp->devices[slot].seen ? &rp->devices[slot] : NULL;
+    /* as cmt_replay_device(): no folding into slot 0 (d is a folded or spare slot then) */
+    uint32_t slot = (uint32_t)e->dev + 1;
+    st->device = slot < rp->device_count && d == &rp->devices[slot] ? d : NULL;
 }
 
 static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
@@ -721,25 +736,21 @@ static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
         apply_event(rp, st);
         break;
     case CMT_REC_API:
-        if (rec->u.api.id < 65536 && rec->u.api.op < CMT_OP_MAX)
-            rp->ops[rec->u.api.id] = (uint8_t)(rec->u.api.op + 1);
-        if (rec->u.api.id < 65536 && rec->u.api.id >= rp->api_cap) {
+        if (rec->u.api.id >= 65536)
+            break;
+        if (rec->u.api.id >= rp->api_cap) {
             uint32_t cap = rec->u.api.id + 64;
-            uint64_t *c = realloc(rp->api_calls, cap * sizeof *c);
-            if (c)
-                rp->api_calls = c;
-            const char **n = c ? realloc(rp->api_names, cap * sizeof *n) : NULL;
-            if (!n) {
+            struct cmt__replay_api *a = realloc(rp->apis, cap * sizeof *a);
+            if (!a) {
                 rp->failed = 1;
                 break;
             }
-            rp->api_names = n;
-            memset(c + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *c);
-            memset(n + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *n);
+            memset(a + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *a);
+            rp->apis = a;
             rp->api_cap = cap;
         }
-        if (rec->u.api.id < rp->api_cap)
-            rp->api_names[rec->u.api.id] = rec->u.api.name;
+        rp->apis[rec->u.api.id].name = rec->u.api.name;
+        rp->apis[rec->u.api.id].op = rec->u.api.op < CMT_OP_MAX ? rec->u.api.op + 1 : 0;
         break;
     case CMT_REC_DEVICE: {
         struct cmt_replay_device *d = device_slot(rp, rec->u.device.dev);

@@ -15,9 +15,15 @@ struct cmt__logged {
     uint8_t kind;
 };
 
+/* What the replay knows of one API id (from its API record). */
+struct cmt__replay_api {
+    const char *name; /* NULL until the API record is replayed */
+    uint64_t calls;
+    uint32_t op; /* enum cmt_op + 1; 0 = unknown */
+};
+
 struct cmt_replay {
     cmt_reader *reader;
-    uint8_t *ops; /* op + 1 per API id (0 = unknown API), 65536 entries */
 
     struct cmt__map allocs;   /* address -> allocation (device, pitched, managed, async, host, ipc) */
     struct cmt__map handles;  /* VMM handle -> physical allocation */
@@ -44,8 +50,7 @@ struct cmt_replay {
     struct cmt_replay_thread *threads;
     uint32_t thread_count, thread_cap;
 
-    uint64_t *api_calls; /* calls per API id, sized by the highest id named by an API record */
-    const char **api_names; /* the API records' names, same size */
+    struct cmt__replay_api *apis; /* by API id, up to the highest id an API record named */
     uint32_t api_cap;
     struct cmt_replay_totals totals;
     uint64_t tick;        /* events applied so far (replay order) */

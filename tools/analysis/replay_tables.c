@@ -25,9 +25,8 @@ int cmt_replay_create(cmt_replay **out, cmt_reader *r)
     if (!rp)
         return CMT_ENOMEM;
     rp->reader = r;
-    rp->ops = calloc(65536, 1);
     rp->sites = calloc(64, sizeof *rp->sites);
-    if (!rp->ops || !rp->sites) {
+    if (!rp->sites) {
         cmt_replay_destroy(rp);
         return CMT_ENOMEM;
     }
@@ -48,9 +47,8 @@ void cmt_replay_destroy(cmt_replay *rp)
     cmt__map_free(&rp->pools);
     cmt__map_free(&rp->site_ids);
     free(rp->stack_sites);
-    free(rp->api_names);
+    free(rp->apis);
     cmt__map_free(&rp->tids);
-    free(rp->ops);
     free(rp->devices);
     free(rp->current_pool);
     free(rp->sites);
@@ -58,7 +56,6 @@ void cmt_replay_destroy(cmt_replay *rp)
     free(rp->peak_devices);
     free(rp->log);
     free(rp->pool_keys);
-    free(rp->api_calls);
     free(rp);
 }
 
@@ -103,7 +100,7 @@ const struct cmt_replay_site *cmt_replay_site(const cmt_replay *rp, uint32_t ind
 
 uint64_t cmt_replay_api_calls(const cmt_replay *rp, uint32_t api)
 {
-    return api < rp->api_cap ? rp->api_calls[api] : 0;
+    return api < rp->api_cap ? rp->apis[api].calls : 0;
 }
 
 uint32_t cmt_replay_thread_count(const cmt_replay *rp)
