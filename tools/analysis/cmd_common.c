@@ -28,9 +28,10 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int wa
     if (!p->oom && !timeline) {
         rc = cmt_replay_run(p->replay);
     } else {
+        int oom_open = 0;
         while ((rc = cmt_replay_next(p->replay, &st)) > 0) {
-            if (p->oom)
-                cmt_oom_observe(p->oom, p->replay, &st);
+            if (p->oom && (oom_open || st.oom))
+                oom_open = cmt_oom_observe(p->oom, p->replay, &st);
             if (timeline)
                 cmt_timeline_observe(timeline, p->replay, &st);
         }

@@ -206,10 +206,8 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
     o->open = 1;
 }
 
-void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+static void observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
 {
-    if (!o->open && !st->oom)
-        return; /* between episodes only a new out-of-memory failure matters */
     struct cmt_oom_episode *e = o->open ? &o->v[o->count - 1] : NULL;
     if (st->rec.type == CMT_REC_MEMINFO) {
         const struct cmt_meminfo *m = &st->rec.u.meminfo;
@@ -251,6 +249,13 @@ void cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_s
         e->released_bytes += st->released;
         e->hint_retention = 1;
     }
+}
+
+int cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    if (o->open || st->oom) /* between episodes only a new out-of-memory failure matters */
+        observe(o, rp, st);
+    return o->open;
 }
 
 /* The holders grouped by call site (sites.h), now that the symbols are known. */

@@ -49,19 +49,18 @@ void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
                            const struct cmt_replay_step *st);
 
 /* Feeds one replay step. Inline: most events land in the open bucket below its maximum and
- * change nothing but a counter. */
+ * change nothing but a counter (the open bucket is always a used one, inside the range). */
 static inline void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
                                         const struct cmt_replay_step *st)
 {
-    const struct cmt_replay_device *rd = st->device;
-    if (st->rec.type != CMT_REC_EVENT || !rd || tl->failed)
+    const struct cmt_replay_device *rd = st->device; /* NULL but for events */
+    if (!rd)
         return;
     uint32_t slot = (uint32_t)rd->dev + 1;
-    uint64_t k = st->rec.u.event.t_ns >> tl->width_shift;
-    if (__builtin_expect(slot < tl->device_count && !st->oom && k < tl->max_points, 1)) {
+    if (__builtin_expect(slot < tl->device_count && !st->oom, 1)) {
         struct cmt_timeline_device *d = &tl->devices[slot];
-        const struct cmt_timeline_point *p = &d->points[k];
-        if (d->open == (int32_t)k && p->used && rd->live_bytes <= p->live_bytes) {
+        uint64_t k = st->rec.u.event.t_ns >> tl->width_shift;
+        if ((uint64_t)(int64_t)d->open == k && rd->live_bytes <= d->points[k].live_bytes) {
             d->events_since_sample++; /* what the full path does for such an event */
             return;
         }
