@@ -168,10 +168,8 @@ static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
     s->last_mod_seq = rp->tick;
 }
 
-static void log_freed(cmt_replay *rp, const struct cmt__entry *e)
+static __attribute__((noinline)) void log_freed_slow(cmt_replay *rp, const struct cmt__entry *e)
 {
-    if (e->seq > rp->peak_tick)
-        return; /* born after the peak: not part of it */
     if (rp->log_count == rp->log_cap) {
         size_t cap = rp->log_cap ? rp->log_cap * 2 : 256;
         struct cmt__logged *l = realloc(rp->log, cap * sizeof *l);
@@ -183,6 +181,13 @@ static void log_freed(cmt_replay *rp, const struct cmt__entry *e)
         rp->log_cap = cap;
     }
     rp->log[rp->log_count++] = (struct cmt__logged){e->key, e->size, e->aux, e->dev, e->kind};
+}
+
+/* Keeps an object freed after the process peak that was alive at it. */
+static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
+{
+    if (e->seq <= rp->peak_tick) /* else born after the peak: not part of it */
+        log_freed_slow(rp, e);
 }
 
 static void new_peak(cmt_replay *rp, uint64_t t_ns, uint64_t seq)
@@ -213,7 +218,7 @@ static uint64_t waste_of(uint64_t size)
     return rounded >= size ? rounded - size : 0;
 }
 
-static void account(cmt_replay *rp, struct cmt_replay_device *d, int kind, uint64_t size, int sign)
+static inline __attribute__((always_inline)) void account(cmt_replay *rp, struct cmt_replay_device *d, int kind, uint64_t size, int sign)
 {
     uint64_t waste = (kind != CMT_KIND_VMM && CMT_KIND_IS_DEVICE_MEMORY(kind)) ? waste_of(size) : 0;
     if (sign > 0) {
@@ -241,7 +246,7 @@ static void account(cmt_replay *rp, struct cmt_replay_device *d, int kind, uint6
     }
 }
 
-static void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
+static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
 {
     struct cmt_replay_site *s = &rp->sites[site];
     site_touch(rp, s);
@@ -259,7 +264,7 @@ static void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
 
 /* Removes a live object of device d (its own) from the books (the caller removes it from
  * its map). */
-static void drop_on(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt__entry *e)
+static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt__entry *e)
 {
     int kind = e->kind - 1;
     account(rp, d, kind, e->size, -1);
@@ -268,7 +273,7 @@ static void drop_on(cmt_replay *rp, struct cmt_replay_device *d, const struct cm
     log_freed(rp, e);
 }
 
-static void drop(cmt_replay *rp, const struct cmt__entry *e)
+static __attribute__((noinline)) void drop(cmt_replay *rp, const struct cmt__entry *e)
 {
     drop_on(rp, device_slot(rp, e->dev), e);
 }
@@ -372,7 +377,7 @@ static int alloc_kind(int op)
 }
 
 /* A successful allocation of any kind on the event's device d (the caller picks the map). */
-static void add_object_on(cmt_replay *rp, struct cmt_replay_device *d,
+static inline __attribute__((always_inline)) void add_object_on(cmt_replay *rp, struct cmt_replay_device *d,
                           struct cmt_replay_step *st, struct cmt__map *map, uint64_t key,
                           int kind, uint64_t size, uint64_t aux)
 {
@@ -401,7 +406,7 @@ static void add_object_on(cmt_replay *rp, struct cmt_replay_device *d,
     st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
 }
 
-static void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+static __attribute__((noinline)) void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
                        uint64_t key, int kind, uint64_t size, uint64_t aux)
 {
     add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
