@@ -728,9 +728,8 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
         if (rp->totals.live_bytes > rp->totals.peak_live_bytes)
             new_peak(rp, e->t_ns, e->seq);
     }
-    /* as cmt_replay_device(): no folding into slot 0 (d is a folded or spare slot then) */
-    uint32_t slot = (uint32_t)e->dev + 1;
-    st->device = slot < rp->device_count && d == &rp->devices[slot] ? d : NULL;
+    /* as cmt_replay_device(): an ordinal outside the table was folded into slot 0 */
+    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS - 1 ? d : NULL;
 }
 
 static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
