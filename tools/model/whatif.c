@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frames.h"
+
 #define MIB ((uint64_t)1 << 20)
 
 /* ---- an open-addressing map u64 -> u32 (linear probing, backward-shift
@@ -140,28 +142,13 @@ static int push_site(struct builder *b, const char *text, uint32_t *index) {
   return 0;
 }
 
-/* Frames of cumemtrace itself and of the driver are not where a user looks. */
-static bool uninteresting_frame(const char *frame) {
-  return strncmp(frame, "cmt_", 4) == 0 || strncmp(frame, "cmt__", 5) == 0 ||
-         strstr(frame, "libcumemtrace") != NULL || strstr(frame, "libcuda.so") != NULL;
-}
-
-/* The innermost frame worth naming, as text ("" without a stack). */
+/* The frame a call site is named by, as report and oom name it (frames.h), as text ("" without
+ * a stack). */
 static void site_text(const cmt_reader *r, uint32_t leaf, char *buf, size_t size) {
-  struct cmt_stack_node n;
   buf[0] = 0;
-  uint32_t id = leaf;
-  for (int depth = 0; id && depth < 64; depth++) {
-    if (cmt_reader_stack_node(r, id, &n) != 0)
-      break;
-    cmt_reader_format_frame(r, id, buf, size);
-    if (!uninteresting_frame(buf))
-      return;
-    if (n.parent == id)
-      break;
-    id = n.parent;
-  }
-  buf[0] = 0;
+  uint32_t node = cmt__call_site_node(r, leaf);
+  if (node)
+    cmt_reader_format_frame(r, node, buf, size);
 }
 
 static int site_of(struct builder *b, const cmt_reader *r, uint32_t stack, uint32_t *out) {
