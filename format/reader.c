@@ -130,6 +130,7 @@ void cmt_reader_close(cmt_reader *r)
 void cmt_reader_rewind(cmt_reader *r)
 {
     r->pos = CMT_FILE_HEADER_SIZE;
+    r->released = 0;
     r->cur = r->end = NULL;
     r->chunk_records = r->records_seen = 0;
     r->events = 0;
@@ -141,6 +142,23 @@ void cmt_reader_rewind(cmt_reader *r)
 }
 
 /* ---- chunks ---- */
+
+/* Hands back the mapped pages of chunks already decompressed, in steps of 4 MiB, so that the
+ * resident memory of a pass stays bounded by the live state, not by the file (the pages stay
+ * in the page cache; a rewind faults them in again). */
+static void release_consumed(cmt_reader *r, uint64_t upto)
+{
+    static size_t page;
+    if (!r->map)
+        return;
+    if (!page)
+        page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t end = (size_t)upto & ~(page - 1);
+    if (end >= r->released + (4u << 20)) {
+        madvise((char *)r->map + r->released, end - r->released, MADV_DONTNEED);
+        r->released = end;
+    }
+}
 
 /* Loads the next chunk. @return 1 loaded, 0 clean end, <0 damage. */
 static int load_chunk(cmt_reader *r)
@@ -174,6 +192,7 @@ static int load_chunk(cmt_reader *r)
     memset(r->raw + rsize, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
     r->pos = at + CMT_CHUNK_HEADER_SIZE + csize;
+    release_consumed(r, r->pos);
     r->cur = r->raw;
     r->end = r->raw + rsize;
     r->prev_t = r->prev_seq = r->prev_ptr = 0;

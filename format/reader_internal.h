@@ -31,6 +31,7 @@ struct cmt_reader {
     size_t len;
     void *map; /* non-NULL when we mmap'ed it */
     size_t map_len;
+    size_t released; /* the mapping's pages below this offset were handed back (madvise) */
 
     ZSTD_DCtx *dctx;
     uint8_t *raw; /* current chunk, decompressed */
