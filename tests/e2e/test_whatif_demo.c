@@ -94,6 +94,11 @@ Test(whatif_demo, demo_command_tells_the_whole_story)
                           "$ cumemtrace diff sd-oom.cmt sd-fixed.cmt", "Done in"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_assert(strstr(r.out, want[i]), "missing '%s' in\n%s", want[i], r.out);
+    /* the failing stack starts at the program's call site, not in the caching allocator */
+    const char *stack = strstr(r.out, "failing stack, from the call site (5 allocator frames");
+    cr_assert(stack, "the failing stack does not start at the call site:\n%s", r.out);
+    const char *first = strchr(stack, '#');
+    cr_assert(first && strncmp(first, "#5  vae_decode demo_diffusion.c:", 32) == 0, "%s", stack);
     struct stat st;
     cr_assert_eq(stat("story/sd-oom.svg", &st), 0);
     cr_assert_gt(st.st_size, 100);

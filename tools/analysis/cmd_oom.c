@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd_common.h"
+#include "frames.h"
 #include "output.h"
 
 static const char usage[] =
@@ -69,6 +70,22 @@ static void print_frame(void *ctx, const char *frame)
     printf("      #%-2d %s\n", (*n)++, frame);
 }
 
+/* @return how many frames lie between leaf and node (node's depth), or 0 when node is not on
+ * the stack. */
+static int frames_above(const cmt_reader *r, uint32_t leaf, uint32_t node)
+{
+    struct cmt_stack_node n;
+    uint32_t id = leaf;
+    for (int depth = 0; id && depth < 4096; depth++) {
+        if (id == node)
+            return depth;
+        if (cmt_reader_stack_node(r, id, &n) != 0 || n.parent == id)
+            break;
+        id = n.parent;
+    }
+    return 0;
+}
+
 static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episode *e, uint32_t i)
 {
     char a[32], b[32], c[32], dev[160], sentence[512], top[512];
@@ -103,10 +120,16 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
                cmt__stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
                cmt__bytes(e->holders[e->hint_leak - 1].bytes, a));
-    if (e->stack) {
-        int n = 0;
-        printf("  failing stack:\n");
-        cmt__stack_frames(r, e->stack, 32, print_frame, &n);
+    if (e->stack) { /* from the call site: the allocator's own frames say nothing new */
+        uint32_t site = cmt__call_site_node(r, e->stack);
+        int n = site ? frames_above(r, e->stack, site) : 0;
+        if (n > 0)
+            printf("  failing stack, from the call site (%d allocator frame%s above it: --json "
+                   "lists them):\n",
+                   n, n == 1 ? "" : "s");
+        else
+            printf("  failing stack:\n");
+        cmt__stack_frames(r, n > 0 ? site : e->stack, 32, print_frame, &n);
     }
     if (e->holder_count)
         printf("  top holders on %s at the failure:\n", dev);
