@@ -8,17 +8,22 @@
 #include "cmt_error.h"
 #include "reader_internal.h"
 
+/* Grows a table indexed by id to hold index `need` (ids are bounded by the callers). The
+ * new part comes zeroed from calloc, so the pages a sparse hostile id skips over are never
+ * touched and cost address space, not memory. */
 static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
 {
     if (need < *cap)
         return p;
     uint32_t n = *cap ? *cap : 64;
     while (n <= need)
-        n *= 2;
-    void *q = realloc(p, (size_t)n * elem);
+        n = n > CMT__MAX_TABLE_ID / 2 ? CMT__MAX_TABLE_ID + 1 : n * 2;
+    void *q = calloc(n, elem);
     if (!q)
         return NULL;
-    memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+    if (p)
+        memcpy(q, p, (size_t)*cap * elem);
+    free(p);
     *cap = n;
     return q;
 }

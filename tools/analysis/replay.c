@@ -77,10 +77,12 @@ static int grow_stack_sites(cmt_replay *rp, uint32_t stack)
         cap *= 2;
     if (cap <= stack)
         return -1;
-    uint32_t *t = realloc(rp->stack_sites, (size_t)cap * sizeof *t);
+    uint32_t *t = calloc(cap, sizeof *t); /* untouched zero pages for ids never used */
     if (!t)
         return -1;
-    memset(t + rp->stack_site_cap, 0, (size_t)(cap - rp->stack_site_cap) * sizeof *t);
+    if (rp->stack_sites)
+        memcpy(t, rp->stack_sites, (size_t)rp->stack_site_cap * sizeof *t);
+    free(rp->stack_sites);
     rp->stack_sites = t;
     rp->stack_site_cap = cap;
     return 0;
