@@ -60,10 +60,17 @@ static void *glibc_versioned(const char *name)
     return NULL;
 }
 
+void cmt__resolve_dl(void)
+{
+    if (!cmt__real_dlsym)
+        cmt__real_dlsym = (void *(*)(void *, const char *))glibc_versioned("dlsym");
+    if (!cmt__real_dlopen)
+        cmt__real_dlopen = (void *(*)(const char *, int))glibc_versioned("dlopen");
+}
+
 __attribute__((constructor)) static void cmt__constructor(void)
 {
-    cmt__real_dlsym = (void *(*)(void *, const char *))glibc_versioned("dlsym");
-    cmt__real_dlopen = (void *(*)(const char *, int))glibc_versioned("dlopen");
+    cmt__resolve_dl();
     Dl_info info;
     if (dladdr((void *)cmt__constructor, &info) && info.dli_fbase)
         dl_iterate_phdr(find_own_extent, info.dli_fbase);

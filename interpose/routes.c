@@ -67,6 +67,8 @@ static void *next_after(const void *caller, const char *name)
 
 CMT_EXPORT void *dlsym(void *handle, const char *name)
 {
+    if (__builtin_expect(!cmt__real_dlsym, 0))
+        cmt__resolve_dl(); /* called before our constructor ran */
     uint32_t id = cmt__api_by_name(name);
     if (!id)
         return cmt__real_dlsym(handle, name); /* tail call: glibc sees the real caller */
@@ -83,6 +85,8 @@ CMT_EXPORT void *dlsym(void *handle, const char *name)
 
 CMT_EXPORT void *dlopen(const char *file, int mode)
 {
+    if (__builtin_expect(!cmt__real_dlopen, 0))
+        cmt__resolve_dl(); /* called before our constructor ran */
     if (mode & RTLD_DEEPBIND)
         cmt__note_once("deepbind", 1,
                        "%s was opened with RTLD_DEEPBIND: its CUDA calls may bypass cumemtrace",

@@ -57,9 +57,12 @@ int cmt__resolve(void);
 uint32_t cmt__api_by_name(const char *name);
 /* A real driver function pointer → the API id of its exact name, 0 when not wrapped. */
 uint32_t cmt__api_by_real(const void *fn);
-/* The real dlsym/dlopen (resolved in the constructor via dlvsym). */
+/* The real dlsym/dlopen (resolved in the constructor via dlvsym, or by cmt__resolve_dl() when
+ * a constructor that runs before ours, such as a later LD_PRELOAD library's or a sanitizer
+ * runtime's, already calls dlsym or dlopen). */
 extern void *(*cmt__real_dlsym)(void *, const char *);
 extern void *(*cmt__real_dlopen)(const char *, int);
+void cmt__resolve_dl(void);
 /* Is this address inside libcumemtrace.so? (used to drop our own frames) */
 int cmt__is_own_address(uintptr_t ip);
 

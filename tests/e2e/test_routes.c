@@ -110,3 +110,18 @@ Test(routes, dlopen_keeps_the_callers_runpath)
     cr_assert_eq(r.status, 0, "%s", r.err);
     cr_assert(strstr(r.out, "no trace written"), "no CUDA, no trace: %s", r.out);
 }
+
+/* A library preloaded after the shim runs its constructor first; its dlsym and dlopen must
+ * reach glibc although the shim's constructor has not run yet, and the program is traced. */
+Test(routes, dlsym_and_dlopen_before_the_shims_constructor)
+{
+    static struct run r;
+    char lib[PATH_MAX], path[NAME_MAX + 1];
+    setenv("LD_PRELOAD", e2e_path(lib, "tests/progs/libearly_dlsym.so"), 1);
+    e2e_record_one(&r, path, NULL, "tests/progs/alloc_deep", NULL, 0);
+    unsetenv("LD_PRELOAD");
+    struct trace t;
+    trace_load(&t, path);
+    cr_assert_geq(t.n, 2, "the allocation and its free are traced");
+    trace_free(&t);
+}
