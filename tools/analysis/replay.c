@@ -642,7 +642,8 @@ static void reset_device(cmt_replay *rp, int32_t dev)
     }
 }
 
-static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
+static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
+                                                              struct cmt_replay_step *st)
 {
     const struct cmt_event *e = &st->rec.u.event;
     rp->tick++;
@@ -734,13 +735,11 @@ static void apply_event(cmt_replay *rp, struct cmt_replay_step *st)
     st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS - 1 ? d : NULL;
 }
 
-static void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
+/* Every record but an EVENT (cmt_replay_next applies those itself). */
+static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
 {
     struct cmt_record *rec = &st->rec;
     switch (rec->type) {
-    case CMT_REC_EVENT:
-        apply_event(rp, st);
-        break;
     case CMT_REC_API:
         if (rec->u.api.id >= 65536)
             break;
