@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# run.sh [BUILD_DIR] — the analysis benchmark: report, oom and timeline on two 4-million-event
+# run.sh [BUILD_DIR] — the analysis benchmark: report, oom and timeline on three 4-million-event
 # traces, next to heaptrack_print reading a 4-million-event heaptrack trace.
 #
 # The traces:
-#   recorded   what the shim writes for a real program: bench_capture_loop on simcuda, 4
-#              threads of cuMemAlloc_v2/cuMemFree_v2 pairs 20 frames deep, under
-#              `cumemtrace record` (about 1.7 bytes per event on disk)
+#   recorded   what the shim writes for a program that allocates and frees the same size in
+#              a loop: bench_capture_loop on simcuda, 4 threads of cuMemAlloc_v2/cuMemFree_v2
+#              pairs 20 frames deep, under `cumemtrace record` (about 1.8 bytes per event)
+#   churn      what the shim writes for a stream-ordered workload: bench_churn on simcuda,
+#              cuMemAllocAsync/cuMemFreeAsync of 512 B to 8 MiB from 16 call sites, 2048 live
+#              buffers replaced at random (about 6.9 bytes per event: random sizes and
+#              addresses, and the stream handle, a pointer, written in full every time)
 #   synthetic  cmt_bench_gen_trace's stress trace: 300 call sites, 4096 live stream-ordered
 #              buffers replaced at random, addresses never reused, sizes and intervals drawn at
 #              random, a VMM segment, an OOM episode (about 8.7 bytes per event on disk: it is
@@ -14,8 +18,9 @@
 #   anchor     heaptrack over bench_malloc_loop (malloc/free pairs), read by heaptrack_print
 #
 # The runs are interleaved (BENCH_ROUNDS rounds, default 7) and measured in CPU time; the
-# figure to quote is "x anchor", the median over rounds of the speed ratio to heaptrack_print
-# in the same round, because this machine's speed changes by 2x from minute to minute.
+# figure to quote is "x anchor", the median over rounds of the speed ratio to the
+# heaptrack_print run just before each, because this machine's speed changes by 2x from
+# minute to minute.
 # Prints figures only; never fails on a slow result. Knobs: BENCH_ROUNDS, BENCH_KEEP=1.
 set -euo pipefail
 
@@ -24,7 +29,8 @@ build=$(cd "${1:-$here/../../build}" && pwd)
 rounds=${BENCH_ROUNDS:-7}
 cli=$build/bin/cumemtrace
 for f in "$build/bench/cmt_bench_analysis" "$build/bench/cmt_bench_gen_trace" \
-    "$build/bench/bench_capture_loop" "$build/bench/bench_malloc_loop" "$cli"; do
+    "$build/bench/bench_capture_loop" "$build/bench/bench_churn" "$build/bench/bench_malloc_loop" \
+    "$cli"; do
     [[ -x $f ]] || { echo "run.sh: $f is missing; build first" >&2; exit 2; }
 done
 
@@ -34,6 +40,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench-analysis.XXXXXX")
 # 4 threads x 500000 pairs x 2 calls = 4,000,000 events (no warm-up pairs)
 "$cli" record -q --no-symbolize -o "$work/recorded.cmt" -- \
     "$build/bench/bench_capture_loop" -t 4 -n 500000 -w 0 -d 20 >/dev/null
+"$cli" record -q --no-symbolize -o "$work/churn.cmt" -- "$build/bench/bench_churn" 4000000
 "$build/bench/cmt_bench_gen_trace" "$work/synthetic.cmt" 4000000 >/dev/null
 
 anchor=()
@@ -49,7 +56,7 @@ fi
 echo "cumemtrace analysis benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- |
     sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/cmt_bench_analysis" -r "$rounds" "${anchor[@]}" "$work/recorded.cmt" \
-    "$work/synthetic.cmt"
+    "$work/churn.cmt" "$work/synthetic.cmt"
 echo
 echo "target (issue 4): >= 20 M events/s where heaptrack_print reads about 16 M/s, i.e. at"
 echo "least x1.25 anchor for report, oom and timeline"
