@@ -1,4 +1,4 @@
-/* cmt_format.h — constants and record structures of the cumemtrace trace format v1.
+/* cmt_format.h — constants and record structures of the cumemtrace trace format v2.
  *
  * docs/trace-format.md is the contract; every name here is the spec's name.
  * This header needs nothing but the C library: the format knows no CUDA. */
@@ -12,7 +12,7 @@
 #define CMT_MAGIC "\x89" "CMT\r\n\x1a\n"
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
-#define CMT_VERSION_MAJOR 1
+#define CMT_VERSION_MAJOR 2 /* readers also read major 1 (docs/trace-format.md) */
 #define CMT_VERSION_MINOR 0
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
@@ -115,6 +115,20 @@ enum cmt_field {
     CMT_NFIELDS
 };
 #define CMT_F(name) (UINT32_C(1) << CMT_FIELD_##name)
+
+/* Fields stored as zigzag deltas from the previous EVENT's value in the chunk (v2; in v1 only
+ * ptr): addresses cluster, and handles (pointers or ids) repeat from call to call. */
+#define CMT_DELTA_FIELDS (CMT_F(PTR) | CMT_F(STREAM) | CMT_F(POOL) | CMT_F(HANDLE) | CMT_F(CTX))
+
+/* The first byte of a v2 EVENT payload: which of the rarely changing parts follow. A part
+ * whose bit is clear takes its usual value: the next seq, the previous EVENT's tid, device and
+ * stack in the chunk (0 at a chunk's start), a result of 0. */
+#define CMT_EV_SEQ 0x01u    /* varint seq delta follows (else the step is 1) */
+#define CMT_EV_TID 0x02u    /* zigzag tid delta follows */
+#define CMT_EV_RESULT 0x04u /* varint result follows */
+#define CMT_EV_DEV 0x08u    /* zigzag dev follows */
+#define CMT_EV_STACK 0x10u  /* zigzag stack delta follows */
+#define CMT_EV_ALL 0x1fu    /* other bits are malformed */
 
 /* One intercepted call. `t_ns` counts from the trace's start (PROCESS.start_mono_ns). */
 struct cmt_event {

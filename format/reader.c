@@ -63,6 +63,8 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
     }
     r->data = data;
     r->len = len;
+    r->major = ((const uint8_t *)data)[8] | (unsigned)((const uint8_t *)data)[9] << 8;
+    r->delta_fields = r->major >= 2 ? CMT_DELTA_FIELDS : CMT_F(PTR);
     r->damage_offset = UINT64_MAX;
     cmt_reader_rewind(r);
     *out = r;
@@ -195,8 +197,10 @@ static int load_chunk(cmt_reader *r)
     release_consumed(r, r->pos);
     r->cur = r->raw;
     r->end = r->raw + rsize;
-    r->prev_t = r->prev_seq = r->prev_ptr = 0;
+    r->prev_t = r->prev_seq = 0;
+    memset(r->prev_v, 0, sizeof r->prev_v);
     r->prev_tid = r->prev_stack = 0;
+    r->prev_dev = 0;
     r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
     return 1;
@@ -286,30 +290,47 @@ static inline uint64_t time_delta(cmt_reader *r, struct dec *d)
     return r->prev_t;
 }
 
-static inline __attribute__((always_inline)) int decode_event(cmt_reader *r, struct dec *d,
-                                                            struct cmt_event *e)
+/* The checked decoder (both versions): absent trailing fields read as 0. */
+static int decode_event(cmt_reader *r, struct dec *d, struct cmt_event *e)
 {
-    r->prev_seq += u64(d);
+    if (r->major >= 2) {
+        uint64_t flags = u64(d);
+        if (flags & ~(uint64_t)CMT_EV_ALL)
+            d->bad = 1;
+        e->t_ns = time_delta(r, d);
+        e->api = u32(d);
+        r->prev_seq += flags & CMT_EV_SEQ ? u64(d) : 1;
+        if (flags & CMT_EV_TID)
+            r->prev_tid += (uint32_t)cmt__unzigzag(u64(d));
+        e->result = flags & CMT_EV_RESULT ? (int32_t)u32(d) : 0;
+        if (flags & CMT_EV_DEV)
+            r->prev_dev = s32(d);
+        if (flags & CMT_EV_STACK)
+            r->prev_stack += (uint32_t)cmt__unzigzag(u64(d));
+    } else {
+        r->prev_seq += u64(d);
+        e->t_ns = time_delta(r, d);
+        r->prev_tid += (uint32_t)cmt__unzigzag(u64(d));
+        e->api = u32(d);
+        e->result = (int32_t)u32(d);
+        r->prev_dev = s32(d);
+        r->prev_stack += (uint32_t)cmt__unzigzag(u64(d));
+    }
     e->seq = r->prev_seq;
-    e->t_ns = time_delta(r, d);
-    r->prev_tid += (uint32_t)cmt__unzigzag(u64(d));
     e->tid = r->prev_tid;
-    e->api = u32(d);
-    e->result = (int32_t)u32(d);
-    e->dev = s32(d);
-    r->prev_stack += (uint32_t)cmt__unzigzag(u64(d));
+    e->dev = r->prev_dev;
     e->stack = r->prev_stack;
     uint32_t fields = u32(d);
-    if (fields & CMT_F(PTR)) {
-        r->prev_ptr += (uint64_t)cmt__unzigzag(u64(d));
-        e->v[CMT_FIELD_PTR] = r->prev_ptr;
-    }
-    for (uint32_t m = fields & ~CMT_F(PTR); m; m &= m - 1) {
+    for (uint32_t m = fields; m; m &= m - 1) {
+        int f = __builtin_ctz(m);
         uint64_t v = u64(d);
-        if (__builtin_ctz(m) < CMT_NFIELDS)
-            e->v[__builtin_ctz(m)] = v;
+        if (f >= CMT_NFIELDS)
+            continue; /* a newer writer's: skipped */
+        if (r->delta_fields & (UINT32_C(1) << f))
+            v = r->prev_v[f] += (uint64_t)cmt__unzigzag(v);
+        e->v[f] = v;
     }
-    e->fields = fields & ((UINT32_C(1) << CMT_NFIELDS) - 1); /* a newer writer's: skipped */
+    e->fields = fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
     if (r->events && e->seq > r->last_seq + 1)
         r->gaps += e->seq - r->last_seq - 1;
     r->last_seq = e->seq;
@@ -343,6 +364,28 @@ static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int
     return v;
 }
 
+/* The values of an event: delta fields against the chunk's previous values (committed by
+ * commit_values once the record proved well formed). */
+static inline __attribute__((always_inline)) const uint8_t *
+fast_values(const cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *e, int *bad)
+{
+    for (uint64_t m = fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m; m &= m - 1) {
+        int f = __builtin_ctzll(m);
+        uint64_t v = uv(&p, bad);
+        e->v[f] = (r->delta_fields >> f & 1) ? r->prev_v[f] + (uint64_t)cmt__unzigzag(v) : v;
+    }
+    return p;
+}
+
+static inline __attribute__((always_inline)) void commit_values(cmt_reader *r, uint64_t fields,
+                                                              const struct cmt_event *e)
+{
+    for (uint64_t m = fields & r->delta_fields; m; m &= m - 1)
+        r->prev_v[__builtin_ctzll(m)] = e->v[__builtin_ctzll(m)];
+}
+
+_Static_assert(10 * (9 + CMT_NFIELDS) <= CMT__CHUNK_PAD, "the event fast path may overrun");
+
 /* The common case: a complete event record. Decodes into locals and commits only when the
  * record was well formed and not shorter than its fields (then the checked decoder, which
  * reads absent trailing fields as 0, takes over). @return 0 done, -1 use the checked path. */
@@ -352,29 +395,44 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
                                                                  struct cmt_event *e)
 {
     int bad = 0;
-    uint64_t seq = r->prev_seq + uv(&p, &bad);
-    uint64_t t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
-    uint32_t tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
-    uint64_t api = uv(&p, &bad), result = uv(&p, &bad);
-    int64_t dev = cmt__unzigzag(uv(&p, &bad));
-    uint32_t stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
-    uint64_t fields = uv(&p, &bad), ptr = r->prev_ptr;
-    if (fields & CMT_F(PTR)) {
-        ptr += (uint64_t)cmt__unzigzag(uv(&p, &bad));
-        e->v[CMT_FIELD_PTR] = ptr;
+    uint64_t seq, t, api, result, flags = 0;
+    uint32_t tid, stack;
+    int64_t dev;
+    if (__builtin_expect(r->major >= 2, 1)) {
+        flags = uv(&p, &bad);
+        t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
+        api = uv(&p, &bad);
+        seq = r->prev_seq + (flags & CMT_EV_SEQ ? uv(&p, &bad) : 1);
+        tid = r->prev_tid;
+        if (flags & CMT_EV_TID)
+            tid += (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        result = flags & CMT_EV_RESULT ? uv(&p, &bad) : 0;
+        dev = flags & CMT_EV_DEV ? cmt__unzigzag(uv(&p, &bad)) : r->prev_dev;
+        stack = r->prev_stack;
+        if (flags & CMT_EV_STACK)
+            stack += (uint32_t)cmt__unzigzag(uv(&p, &bad));
+    } else {
+        seq = r->prev_seq + uv(&p, &bad);
+        t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
+        tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        api = uv(&p, &bad);
+        result = uv(&p, &bad);
+        dev = cmt__unzigzag(uv(&p, &bad));
+        stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
     }
-    for (uint64_t m = fields & ~(uint64_t)CMT_F(PTR) & ((UINT64_C(1) << CMT_NFIELDS) - 1); m;
-         m &= m - 1)
-        e->v[__builtin_ctzll(m)] = uv(&p, &bad);
+    uint64_t fields = uv(&p, &bad);
+    p = fast_values(r, p, fields, e, &bad);
     if (__builtin_expect(bad || p != end || api > UINT32_MAX || result > UINT32_MAX ||
-                             dev < INT32_MIN || dev > INT32_MAX || fields >> CMT_NFIELDS,
+                             dev < INT32_MIN || dev > INT32_MAX || fields >> CMT_NFIELDS ||
+                             flags & ~(uint64_t)CMT_EV_ALL,
                          0))
         return -1;
     r->prev_seq = seq;
     r->prev_t = t;
     r->prev_tid = tid;
+    r->prev_dev = (int32_t)dev;
     r->prev_stack = stack;
-    r->prev_ptr = ptr;
+    commit_values(r, fields, e);
     e->seq = seq;
     e->t_ns = t;
     e->tid = tid;

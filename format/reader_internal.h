@@ -12,8 +12,10 @@
 #define CMT__MAX_API_ID 65535u
 #define CMT__MAX_DEVICES 1024
 /* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
- * outside the buffer (it checks its position against the record's end afterwards). */
-#define CMT__CHUNK_PAD 256
+ * outside the buffer (it checks its position against the record's end afterwards): an event
+ * has at most 9 + CMT_NFIELDS varints of at most 10 bytes, so even a record cut to one byte
+ * keeps every read within 10 * (9 + CMT_NFIELDS) bytes past its end. */
+#define CMT__CHUNK_PAD 320
 
 struct cmt__arena_block {
     struct cmt__arena_block *next;
@@ -39,8 +41,11 @@ struct cmt_reader {
     const uint8_t *cur, *end; /* unread part of the current chunk */
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */
-    uint64_t prev_t, prev_seq, prev_ptr;
+    unsigned major;        /* format major version of the file (1 or 2) */
+    uint32_t delta_fields; /* CMT_DELTA_FIELDS (v2), or CMT_F(PTR) alone (v1) */
+    uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS]; /* delta bases, reset per chunk */
     uint32_t prev_tid, prev_stack;
+    int32_t prev_dev;
     uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
 
     int error; /* sticky damage code */

@@ -21,8 +21,10 @@ struct cmt_writer {
     uint8_t *scratch;  /* one record's payload while it is encoded */
     size_t scratch_cap;
     uint32_t records;  /* in the current chunk */
-    uint64_t prev_t, prev_seq, prev_ptr; /* delta bases, reset per chunk */
+    /* delta bases, reset per chunk */
+    uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS];
     uint32_t prev_tid, prev_stack;
+    int32_t prev_dev;
     uint64_t events;
     int failed;
 };
@@ -119,8 +121,10 @@ int cmt_writer_flush(cmt_writer *w)
     }
     w->raw_len = 0;
     w->records = 0;
-    w->prev_t = w->prev_seq = w->prev_ptr = 0;
+    w->prev_t = w->prev_seq = 0;
+    memset(w->prev_v, 0, sizeof w->prev_v);
     w->prev_tid = w->prev_stack = 0;
+    w->prev_dev = 0;
     return 0;
 }
 
@@ -271,24 +275,45 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     int rc = scratch(w, (8 + CMT_NFIELDS) * CMT__VARINT_MAX);
     if (rc)
         return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, e->seq - w->prev_seq);
-    w->prev_seq = e->seq;
+    uint8_t *flags = w->scratch, *p = w->scratch + 1; /* CMT_EV_* bits, filled in below */
+    *flags = 0;
     p = put_time(w, p, e->t_ns);
-    p = cmt__put_varint(p, cmt__zigzag((int64_t)e->tid - (int64_t)w->prev_tid));
-    w->prev_tid = e->tid;
     p = cmt__put_varint(p, e->api);
-    p = cmt__put_varint(p, (uint32_t)e->result);
-    p = cmt__put_varint(p, cmt__zigzag(e->dev));
-    p = cmt__put_varint(p, cmt__zigzag((int64_t)e->stack - (int64_t)w->prev_stack));
-    w->prev_stack = e->stack;
+    if (e->seq - w->prev_seq != 1) {
+        *flags |= CMT_EV_SEQ;
+        p = cmt__put_varint(p, e->seq - w->prev_seq);
+    }
+    w->prev_seq = e->seq;
+    if (e->tid != w->prev_tid) {
+        *flags |= CMT_EV_TID;
+        p = cmt__put_varint(p, cmt__zigzag((int64_t)e->tid - (int64_t)w->prev_tid));
+        w->prev_tid = e->tid;
+    }
+    if (e->result != 0) {
+        *flags |= CMT_EV_RESULT;
+        p = cmt__put_varint(p, (uint32_t)e->result);
+    }
+    if (e->dev != w->prev_dev) {
+        *flags |= CMT_EV_DEV;
+        p = cmt__put_varint(p, cmt__zigzag(e->dev));
+        w->prev_dev = e->dev;
+    }
+    if (e->stack != w->prev_stack) {
+        *flags |= CMT_EV_STACK;
+        p = cmt__put_varint(p, cmt__zigzag((int64_t)e->stack - (int64_t)w->prev_stack));
+        w->prev_stack = e->stack;
+    }
     uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
     p = cmt__put_varint(p, mask);
-    if (mask & CMT_F(PTR)) { /* addresses repeat and cluster: store the difference */
-        p = cmt__put_varint(p, cmt__zigzag((int64_t)(e->v[CMT_FIELD_PTR] - w->prev_ptr)));
-        w->prev_ptr = e->v[CMT_FIELD_PTR];
+    for (uint32_t m = mask; m; m &= m - 1) {
+        int f = __builtin_ctz(m);
+        if (CMT_DELTA_FIELDS & (UINT32_C(1) << f)) {
+            p = cmt__put_varint(p, cmt__zigzag((int64_t)(e->v[f] - w->prev_v[f])));
+            w->prev_v[f] = e->v[f];
+        } else {
+            p = cmt__put_varint(p, e->v[f]);
+        }
     }
-    for (uint32_t m = mask & ~CMT_F(PTR); m; m &= m - 1)
-        p = cmt__put_varint(p, e->v[__builtin_ctz(m)]);
     w->events++;
     return emit(w, CMT_REC_EVENT, p);
 }

@@ -64,4 +64,22 @@ static inline int fixture_read_all(cmt_reader *r, uint64_t counts[CMT_REC_MAX])
     return rc;
 }
 
+/* A digest of every event read (until the end or damage), to compare two readings. */
+static inline uint64_t fixture_event_digest(cmt_reader *r)
+{
+    struct cmt_record rec;
+    uint64_t h = 1469598103934665603ull;
+    while (cmt_reader_next(r, &rec) > 0) {
+        if (rec.type != CMT_REC_EVENT)
+            continue;
+        const struct cmt_event *e = &rec.u.event;
+        uint64_t parts[] = {e->seq, e->t_ns, e->tid, e->api, (uint32_t)e->result,
+                            (uint32_t)e->dev, e->stack, e->fields, e->v[CMT_FIELD_PTR],
+                            e->v[CMT_FIELD_SIZE]};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+            h = (h ^ parts[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
 #endif

@@ -1,11 +1,14 @@
 /* make_golden.c — writes the golden traces of tests/tools/analysis/golden/ (run once by hand:
  * `cmt_make_golden tests/tools/analysis/golden`; the files are committed).
  *   valid_*.cmt   must decode cleanly; every command succeeds without a warning
+ *                 (valid_v1_*.cmt were written by format v1 and are kept as they are: the
+ *                 reader still reads v1)
  *   damaged_*.cmt must give a warning naming the byte offset, and results before it
  *   bad_*.cmt     must be refused with one clear line (foreign, empty, newer version) */
 #include <stdio.h>
 #include <string.h>
 
+#include "cmt_format.h"
 #include "trace_builder.h"
 
 static char dir[512];
@@ -113,7 +116,8 @@ int main(int argc, char **argv)
     save("bad_empty.cmt", "", 0);
     static const char foreign[] = "PK\x03\x04 this is a zip file, not a trace";
     save("bad_foreign.cmt", foreign, sizeof foreign - 1);
-    static const unsigned char newer[16] = {0x89, 'C', 'M', 'T', '\r', '\n', 0x1a, '\n', 2, 0};
+    static const unsigned char newer[16] = {0x89, 'C',  'M',  'T',  '\r', '\n',
+                                            0x1a, '\n', CMT_VERSION_MAJOR + 1, 0};
     save("bad_newer_version.cmt", newer, sizeof newer);
     save("bad_short_header.cmt", "\x89" "CMT", 4);
     return 0;
