@@ -9,18 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_rng.h"
+
 #define LIVE 2048
 #define SITES 16
-
-static uint64_t rng = 88172645463325252ull;
-
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static CUstream stream;
 static long calls;

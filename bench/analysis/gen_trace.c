@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_rng.h"
 #include "writer.h"
 
 enum { A_ALLOC = 1, A_FREE, A_ALLOC_ASYNC, A_FREE_ASYNC, A_INFO, A_SYNC, A_CREATE, A_RELEASE,
@@ -38,15 +39,6 @@ static const struct cmt_api apis[] = {
 #define DEPTH 12
 #define LIVE_ASYNC 4096
 #define SEGMENTS 64
-
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 static cmt_writer *w;
 static uint64_t seq, t_ns;
