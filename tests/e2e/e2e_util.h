@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,18 +73,42 @@ static inline void slurp(const char *path, char *buf, size_t size)
         close(fd);
 }
 
-/* Runs argv (NULL-terminated) in the scratch directory with stdout/stderr captured. */
+#define E2E_TIMEOUT_S 60 /* a run that takes longer hangs: the test fails, naming it */
+
+/* Runs argv (NULL-terminated) in the scratch directory with stdout/stderr captured, in a
+ * process group of its own; after E2E_TIMEOUT_S the group is killed and the test fails with
+ * the command line and what it printed, instead of hanging the whole suite. */
 static inline void e2e_run(struct run *r, char *const argv[])
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, "stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, argv, environ), 0, "spawn %s", argv[0]);
+    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, &attr, argv, environ), 0, "spawn %s", argv[0]);
     posix_spawn_file_actions_destroy(&fa);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    posix_spawnattr_destroy(&attr);
+    int st = 0;
+    pid_t got = 0;
+    for (int ms = 0; ms < E2E_TIMEOUT_S * 1000 && (got = waitpid(pid, &st, WNOHANG)) == 0;
+         ms += 5)
+        usleep(5000);
+    if (got == 0) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        slurp("stdout.txt", r->out, sizeof r->out);
+        slurp("stderr.txt", r->err, sizeof r->err);
+        char cmd[1024] = "";
+        for (int i = 0; argv[i]; i++)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+        cr_assert_fail("hung for %d s, killed: %s\nstdout: %s\nstderr: %s", E2E_TIMEOUT_S, cmd,
+                       r->out, r->err);
+    }
+    cr_assert_eq(got, pid);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     slurp("stdout.txt", r->out, sizeof r->out);
     slurp("stderr.txt", r->err, sizeof r->err);
