@@ -181,8 +181,8 @@ static void describe(const char *path, const struct options *o)
 static int report_traces(const char *manifest, const struct options *o)
 {
     FILE *f = fopen(manifest, "r");
-    char line[PATH_MAX], seen[64][PATH_MAX];
-    int n = 0;
+    char line[PATH_MAX], **seen = NULL;
+    int n = 0, cap = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
         int dup = 0;
@@ -190,11 +190,20 @@ static int report_traces(const char *manifest, const struct options *o)
             dup = !strcmp(seen[i], line);
         if (dup || !*line)
             continue;
-        if (n < 64)
-            memcpy(seen[n], line, strlen(line) + 1);
+        if (n == cap) { /* a program that forks many CUDA children writes many traces */
+            char **grown = realloc(seen, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *seen);
+            if (!grown)
+                break;
+            seen = grown;
+        }
+        if (!(seen[n] = strdup(line)))
+            break;
         n++;
         describe(line, o);
     }
+    for (int i = 0; i < n; i++)
+        free(seen[i]);
+    free(seen);
     if (f)
         fclose(f);
     if (n == 0 && !o->quiet)
