@@ -22,6 +22,13 @@ void simcuda__unlock(void)
   pthread_mutex_unlock(&simcuda__state.lock);
 }
 
+/* A child forked while another thread is inside the simulator must not inherit its lock
+ * held: fork waits for the lock and both sides release it. */
+__attribute__((constructor)) static void simcuda__register_atfork(void)
+{
+  pthread_atfork(simcuda__lock, simcuda__unlock, simcuda__unlock);
+}
+
 /* Plain bytes, or a K/M/G/T suffix with or without "iB" (all binary: K = KiB). */
 static bool parse_size(const char *text, uint64_t *out)
 {
