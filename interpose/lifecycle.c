@@ -7,6 +7,7 @@
  * the default action runs; so do they before _exit. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,14 +75,27 @@ static void install_signal_handlers(void)
     }
 }
 
+atomic_int cmt__dl_users, cmt__dl_forking;
+
+void cmt__dl_wait_fork(void)
+{
+    while (atomic_load(&cmt__dl_forking))
+        sched_yield();
+}
+
 static void before_fork(void)
 {
+    /* no thread inside dl_iterate_phdr (the loader's lock) when the process is copied */
+    atomic_fetch_add(&cmt__dl_forking, 1);
+    while (atomic_load(&cmt__dl_users))
+        sched_yield();
     cmt__stack_atfork_prepare();
 }
 
 static void after_fork_parent(void)
 {
     cmt__stack_atfork_release();
+    atomic_fetch_sub(&cmt__dl_forking, 1);
 }
 
 /* The child inherits the parent's rings and writer state, but not its writer thread: drop
@@ -89,6 +103,8 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     cmt__stack_atfork_release();
+    atomic_store(&cmt__dl_users, 0); /* the other threads are gone */
+    atomic_store(&cmt__dl_forking, 0);
     if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
         return;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {

@@ -108,4 +108,28 @@ int cmt__stack_node_get(uint32_t id, uint32_t *parent, uint64_t *ip);
 void cmt__stack_atfork_prepare(void);
 void cmt__stack_atfork_release(void);
 
+/* lifecycle.c — sections that take the dynamic loader's lock (dl_iterate_phdr, which the
+ * writer's module scan and libunwind call). glibc's fork() does not take that lock: a child
+ * forked while another thread held it inherits it held, and deadlocks on its first unwind.
+ * So fork waits until no thread is inside such a section, and none enters one while a fork
+ * is under way. Not for signal handlers. */
+extern atomic_int cmt__dl_users, cmt__dl_forking;
+void cmt__dl_wait_fork(void);
+
+static inline void cmt__dl_enter(void)
+{
+    for (;;) {
+        atomic_fetch_add(&cmt__dl_users, 1);
+        if (__builtin_expect(!atomic_load(&cmt__dl_forking), 1))
+            return;
+        atomic_fetch_sub(&cmt__dl_users, 1);
+        cmt__dl_wait_fork();
+    }
+}
+
+static inline void cmt__dl_leave(void)
+{
+    atomic_fetch_sub(&cmt__dl_users, 1);
+}
+
 #endif

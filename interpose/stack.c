@@ -114,7 +114,9 @@ uint32_t cmt__stack_capture(int max_depth)
         return 0;
     void *ips[MAX_FRAMES];
     int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
+    cmt__dl_enter(); /* libunwind finds unwind tables with dl_iterate_phdr */
     int n = unw_backtrace(ips, want);
+    cmt__dl_leave();
     int skip = 0;
     while (skip < n && cmt__is_own_address((uintptr_t)ips[skip]))
         skip++;

@@ -219,12 +219,16 @@ static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
 static int scan_modules(void)
 {
     uint64_t adds = 0;
+    cmt__dl_enter();
     dl_iterate_phdr(adds_cb, &adds);
+    cmt__dl_leave();
     if (adds == ws.modules_adds && ws.module_count)
         return 0;
     ws.modules_adds = adds;
     int rc = 0;
+    cmt__dl_enter();
     dl_iterate_phdr(module_cb, &rc);
+    cmt__dl_leave();
     return rc;
 }
 

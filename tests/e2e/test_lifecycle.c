@@ -68,6 +68,17 @@ Test(lifecycle, eight_threads_lose_nothing)
     trace_free(&t);
 }
 
+/* 300 forks while two threads unwind without pause: no child may inherit the loader's lock
+ * taken (each would deadlock on its first unwind, and the run hang until the watchdog). */
+Test(lifecycle, forks_during_unwinding_never_deadlock)
+{
+    static struct run r;
+    const char *args[] = {"forkstorm", "300", NULL};
+    const char *opts[] = {"-o", "storm.%p.cmt", "--no-symbolize", NULL};
+    e2e_record(&r, opts, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+}
+
 Test(lifecycle, fork_child_with_cuda_writes_its_own_trace_only)
 {
     static struct run r;

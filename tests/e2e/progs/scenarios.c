@@ -2,6 +2,8 @@
  * Linked against libcuda.so.1 (simcuda), built without -rdynamic.
  *   scenarios threads T N   T threads × N alloc/free pairs
  *   scenarios fork          parent allocs, a child that uses CUDA, a child that never does
+ *   scenarios forkstorm N   two threads unwind (alloc/free) without pause while the main
+ *                           thread forks N children, each of which allocs and frees once
  *   scenarios exec PROG     allocs, then execs PROG
  *   scenarios signal NAME   allocs, then dies: segv | abort | term | term-handled | kill | _exit
  *   scenarios oom           fills the device until an allocation fails
@@ -16,6 +18,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +93,43 @@ static int forks(void)
     waitpid(quiet_child, &st, 0);
     CHECK(cuMemFree(keep));
     return 0;
+}
+
+static atomic_int storm_over;
+
+static void *storm_thread(void *arg)
+{
+    CHECK(cuCtxSetCurrent(ctx));
+    while (!atomic_load(&storm_over))
+        CHECK(cuMemFree(alloc(1 << 20)));
+    return NULL;
+}
+
+/* A fork while another thread holds the dynamic loader's lock (an unwind, a module scan)
+ * used to leave the child deadlocked on its first unwind. */
+static int forkstorm(int n)
+{
+    init_cuda();
+    CHECK(cuMemFree(alloc(1 << 20)));
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, storm_thread, NULL);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t child = fork();
+        if (child == 0) {
+            CHECK(cuCtxSetCurrent(ctx));
+            CHECK(cuMemFree(alloc(2 << 20)));
+            _exit(0);
+        }
+        int st;
+        waitpid(child, &st, 0);
+        bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+    }
+    atomic_store(&storm_over, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    return bad ? 1 : 0;
 }
 
 static int exec_prog(const char *prog)
@@ -274,6 +314,8 @@ int main(int argc, char **argv)
         return threads(atoi(argv[2]), atol(argv[3]));
     if (!strcmp(mode, "fork"))
         return forks();
+    if (!strcmp(mode, "forkstorm") && argc > 2)
+        return forkstorm(atoi(argv[2]));
     if (!strcmp(mode, "exec") && argc > 2)
         return exec_prog(argv[2]);
     if (!strcmp(mode, "signal") && argc > 2)
