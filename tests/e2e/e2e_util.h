@@ -64,13 +64,18 @@ static inline void e2e_teardown(void)
         fprintf(stderr, "could not remove %s\n", e2e_dir);
 }
 
+/* Reads a whole file into buf; a file that does not fit fails the test (an assertion over a
+ * cut output would fail or pass by chance). */
 static inline void slurp(const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY);
     ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : 0;
     buf[n > 0 ? n : 0] = 0;
+    char more;
+    int cut = fd >= 0 && n == (ssize_t)size - 1 && read(fd, &more, 1) == 1;
     if (fd >= 0)
         close(fd);
+    cr_assert(!cut, "%s is larger than the %zu bytes the test keeps", path, size - 1);
 }
 
 #define E2E_TIMEOUT_S 60 /* a run that takes longer hangs: the test fails, naming it */
