@@ -69,7 +69,8 @@ Test(lifecycle, eight_threads_lose_nothing)
 }
 
 /* 300 forks while two threads unwind without pause: no child may inherit the loader's lock
- * taken (each would deadlock on its first unwind, and the run hang until the watchdog). */
+ * taken (a child walking the loaded objects, as C++ exceptions do, would deadlock, and the
+ * run hang until the watchdog). */
 Test(lifecycle, forks_during_unwinding_never_deadlock)
 {
     static struct run r;

@@ -3,7 +3,8 @@
  *   scenarios threads T N   T threads × N alloc/free pairs
  *   scenarios fork          parent allocs, a child that uses CUDA, a child that never does
  *   scenarios forkstorm N   two threads unwind (alloc/free) without pause while the main
- *                           thread forks N children, each of which allocs and frees once
+ *                           thread forks N children, each of which walks the loaded objects
+ *                           (dl_iterate_phdr, as C++ exceptions and unwinders do) and exits
  *   scenarios exec PROG     allocs, then execs PROG
  *   scenarios signal NAME   allocs, then dies: segv | abort | term | term-handled | kill | _exit
  *   scenarios oom           fills the device until an allocation fails
@@ -16,6 +17,7 @@
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -105,8 +107,14 @@ static void *storm_thread(void *arg)
     return NULL;
 }
 
+static int count_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    ++*(int *)data;
+    return 0;
+}
+
 /* A fork while another thread holds the dynamic loader's lock (an unwind, a module scan)
- * used to leave the child deadlocked on its first unwind. */
+ * used to leave the child deadlocked the first time it walked the loaded objects. */
 static int forkstorm(int n)
 {
     init_cuda();
@@ -118,13 +126,18 @@ static int forkstorm(int n)
     for (int i = 0; i < n; i++) {
         pid_t child = fork();
         if (child == 0) {
-            CHECK(cuCtxSetCurrent(ctx));
-            CHECK(cuMemFree(alloc(2 << 20)));
-            _exit(0);
+            int objects = 0;
+            dl_iterate_phdr(count_object, &objects);
+            _exit(objects > 0 ? 0 : 1);
         }
         int st;
         waitpid(child, &st, 0);
-        bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "forkstorm: child %d of %d %s %d\n", i, n,
+                    WIFEXITED(st) ? "exited with" : "died of signal",
+                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+            bad++;
+        }
     }
     atomic_store(&storm_over, 1);
     for (int i = 0; i < 2; i++)
