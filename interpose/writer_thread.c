@@ -475,10 +475,9 @@ void *cmt__writer_main(void *arg)
     sigfillset(&all); /* fatal signals go to the program's threads, never to this one */
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     atomic_store(&cmt__rec.writer_tid, cmt__gettid());
-    free(ws.batch.items);
-    free(ws.merged.items);
-    free(ws.tids);
-    free(ws.module_bases);
+    /* A forked child inherits the parent writer's buffers in whatever state the fork caught
+     * them (even halfway through swapping two of them): drop them, never free them. Their
+     * pages are the parent's, shared copy-on-write, so they cost the child nothing. */
     memset(&ws, 0, sizeof ws);
     char path[PATH_MAX];
     if (open_trace(path, sizeof path))
