@@ -30,7 +30,8 @@ static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what
 
 /* ---- open / close ---- */
 
-static int check_header(const uint8_t *data, size_t len)
+/* @return 0 with *major set, or the code that refuses the file. */
+static int check_header(const uint8_t *data, size_t len, unsigned *major_out)
 {
     if (len == 0)
         return CMT_EEMPTY;
@@ -44,13 +45,15 @@ static int check_header(const uint8_t *data, size_t len)
         return CMT_ENEWER_VERSION;
     if (major == 0)
         return CMT_EBAD_MAGIC;
+    *major_out = major;
     return 0;
 }
 
 int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
 {
     *out = NULL;
-    int rc = check_header(data, len);
+    unsigned major;
+    int rc = check_header(data, len, &major);
     if (rc)
         return rc;
     cmt_reader *r = calloc(1, sizeof *r);
@@ -63,8 +66,8 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
     }
     r->data = data;
     r->len = len;
-    r->major = ((const uint8_t *)data)[8] | (unsigned)((const uint8_t *)data)[9] << 8;
-    r->delta_fields = r->major >= 2 ? CMT_DELTA_FIELDS : CMT_F(PTR);
+    r->major = major;
+    r->delta_fields = major >= 2 ? CMT_DELTA_FIELDS : CMT_F(PTR);
     r->damage_offset = UINT64_MAX;
     cmt_reader_rewind(r);
     *out = r;

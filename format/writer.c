@@ -272,7 +272,7 @@ int cmt_writer_device(cmt_writer *w, const struct cmt_device *d)
 
 int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
 {
-    int rc = scratch(w, (8 + CMT_NFIELDS) * CMT__VARINT_MAX);
+    int rc = scratch(w, (9 + CMT_NFIELDS) * CMT__VARINT_MAX); /* flags, 8 parts, values */
     if (rc)
         return rc;
     uint8_t *flags = w->scratch, *p = w->scratch + 1; /* CMT_EV_* bits, filled in below */
