@@ -110,7 +110,8 @@ void cmt__stack_atfork_release(void);
 
 /* lifecycle.c — sections that take the dynamic loader's lock (dl_iterate_phdr, which the
  * writer's module scan and libunwind call). glibc's fork() does not take that lock: a child
- * forked while another thread held it inherits it held, and deadlocks on its first unwind.
+ * forked while another thread held it inherits it held, and deadlocks the first time it
+ * walks the loaded objects (an unwind of ours, a C++ exception of its own).
  * So fork waits until no thread is inside such a section, and none enters one while a fork
  * is under way. Not for signal handlers. */
 extern atomic_int cmt__dl_users, cmt__dl_forking;

@@ -216,19 +216,23 @@ static int adds_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* dl_iterate_phdr inside a section fork waits for (shim.h, cmt__dl_enter). */
+static void walk_objects(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+    cmt__dl_enter();
+    dl_iterate_phdr(cb, data);
+    cmt__dl_leave();
+}
+
 static int scan_modules(void)
 {
     uint64_t adds = 0;
-    cmt__dl_enter();
-    dl_iterate_phdr(adds_cb, &adds);
-    cmt__dl_leave();
+    walk_objects(adds_cb, &adds);
     if (adds == ws.modules_adds && ws.module_count)
         return 0;
     ws.modules_adds = adds;
     int rc = 0;
-    cmt__dl_enter();
-    dl_iterate_phdr(module_cb, &rc);
-    cmt__dl_leave();
+    walk_objects(module_cb, &rc);
     return rc;
 }
 
