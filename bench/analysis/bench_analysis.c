@@ -145,7 +145,8 @@ static void line(const char *name, uint64_t events, const double *t, const doubl
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] TRACE...\n");
+    fprintf(stderr,
+            "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] TRACE...\n");
     return 2;
 }
 

@@ -220,7 +220,9 @@ static uint64_t waste_of(uint64_t size)
     return rounded >= size ? rounded - size : 0;
 }
 
-static inline __attribute__((always_inline)) void account(cmt_replay *rp, struct cmt_replay_device *d, int kind, uint64_t size, int sign)
+static inline __attribute__((always_inline)) void account(cmt_replay *rp,
+                                                          struct cmt_replay_device *d,
+                                                          int kind, uint64_t size, int sign)
 {
     uint64_t waste = (kind != CMT_KIND_VMM && CMT_KIND_IS_DEVICE_MEMORY(kind)) ? waste_of(size) : 0;
     if (sign > 0) {
@@ -248,7 +250,8 @@ static inline __attribute__((always_inline)) void account(cmt_replay *rp, struct
     }
 }
 
-static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint32_t site, uint64_t size, int sign)
+static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint32_t site,
+                                                           uint64_t size, int sign)
 {
     struct cmt_replay_site *s = &rp->sites[site];
     site_touch(rp, s);
@@ -266,7 +269,9 @@ static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint3
 
 /* Removes a live object of device d (its own) from the books (the caller removes it from
  * its map). */
-static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt__entry *e)
+static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
+                                                          struct cmt_replay_device *d,
+                                                          const struct cmt__entry *e)
 {
     int kind = e->kind - 1;
     account(rp, d, kind, e->size, -1);
@@ -379,9 +384,9 @@ static int alloc_kind(int op)
 }
 
 /* A successful allocation of any kind on the event's device d (the caller picks the map). */
-static inline __attribute__((always_inline)) void add_object_on(cmt_replay *rp, struct cmt_replay_device *d,
-                          struct cmt_replay_step *st, struct cmt__map *map, uint64_t key,
-                          int kind, uint64_t size, uint64_t aux)
+static inline __attribute__((always_inline)) void
+add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+              struct cmt__map *map, uint64_t key, int kind, uint64_t size, uint64_t aux)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt__entry *n = cmt__map_insert(map, key);
@@ -408,8 +413,9 @@ static inline __attribute__((always_inline)) void add_object_on(cmt_replay *rp, 
     st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
 }
 
-static __attribute__((noinline)) void add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
-                       uint64_t key, int kind, uint64_t size, uint64_t aux)
+static __attribute__((noinline)) void add_object(cmt_replay *rp, struct cmt_replay_step *st,
+                                                 struct cmt__map *map, uint64_t key, int kind,
+                                                 uint64_t size, uint64_t aux)
 {
     add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
 }
