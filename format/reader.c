@@ -342,17 +342,33 @@ static int decode_event(cmt_reader *r, struct dec *d, struct cmt_event *e)
 }
 
 /* Unchecked varint for the event fast path: may read up to 10 bytes past the record (into
- * the chunk's padding at worst); the caller compares the position with the record's end. */
+ * the chunk's padding at worst); the caller compares the position with the record's end.
+ * A varint of 2 to 8 bytes is assembled from one 8-byte load without a branch per byte (its
+ * length is random in a trace of random sizes and addresses, so a byte loop mispredicts). */
 static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int *bad)
 {
     const uint8_t *p = *pp;
-    uint64_t b = *p++;
+    uint64_t b = *p;
     if (__builtin_expect(b < 0x80, 1)) {
-        *pp = p;
+        *pp = p + 1;
         return b;
     }
-    uint64_t v = b & 0x7f;
-    unsigned shift = 7;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    uint64_t stops = ~w & UINT64_C(0x8080808080808080); /* top bit clear: the last byte */
+    if (__builtin_expect(stops != 0, 1)) {
+        unsigned bits = (unsigned)__builtin_ctzll(stops) + 1; /* 8 * length */
+        uint64_t x = w & (~UINT64_C(0) >> (64 - bits)) & UINT64_C(0x7f7f7f7f7f7f7f7f);
+        x = (x & UINT64_C(0x007f007f007f007f)) | (x & UINT64_C(0x7f007f007f007f00)) >> 1;
+        x = (x & UINT64_C(0x00003fff00003fff)) | (x & UINT64_C(0x3fff00003fff0000)) >> 2;
+        x = (x & UINT64_C(0x000000000fffffff)) | (x & UINT64_C(0x0fffffff00000000)) >> 4;
+        *pp = p + bits / 8;
+        return x;
+    }
+#endif
+    uint64_t v = 0;
+    unsigned shift = 0;
     do {
         b = *p++;
         v |= (b & 0x7f) << shift;
@@ -367,24 +383,31 @@ static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int
     return v;
 }
 
-/* The values of an event: delta fields against the chunk's previous values (committed by
- * commit_values once the record proved well formed). */
+/* The values of an event. A delta field is applied to the chunk's previous value at once,
+ * and its delta kept in undo[] so that undo_values can restore the previous values when the
+ * record turns out malformed (rare: the checked decoder then reads it again). */
 static inline __attribute__((always_inline)) const uint8_t *
-fast_values(const cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *e, int *bad)
+fast_values(cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *e,
+            uint64_t *undo, int *bad)
 {
     for (uint64_t m = fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m; m &= m - 1) {
         int f = __builtin_ctzll(m);
         uint64_t v = uv(&p, bad);
-        e->v[f] = (r->delta_fields >> f & 1) ? r->prev_v[f] + (uint64_t)cmt__unzigzag(v) : v;
+        if (r->delta_fields >> f & 1) {
+            undo[f] = (uint64_t)cmt__unzigzag(v);
+            v = r->prev_v[f] += undo[f];
+        }
+        e->v[f] = v;
     }
     return p;
 }
 
-static inline __attribute__((always_inline)) void commit_values(cmt_reader *r, uint64_t fields,
-                                                              const struct cmt_event *e)
+static __attribute__((noinline)) void undo_values(cmt_reader *r, uint64_t fields,
+                                                  const uint64_t *undo)
 {
-    for (uint64_t m = fields & r->delta_fields; m; m &= m - 1)
-        r->prev_v[__builtin_ctzll(m)] = e->v[__builtin_ctzll(m)];
+    for (uint64_t m = fields & r->delta_fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m;
+         m &= m - 1)
+        r->prev_v[__builtin_ctzll(m)] -= undo[__builtin_ctzll(m)];
 }
 
 _Static_assert(10 * (9 + CMT_NFIELDS) <= CMT__CHUNK_PAD, "the event fast path may overrun");
@@ -423,19 +446,20 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
         dev = cmt__unzigzag(uv(&p, &bad));
         stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
     }
-    uint64_t fields = uv(&p, &bad);
-    p = fast_values(r, p, fields, e, &bad);
+    uint64_t fields = uv(&p, &bad), undo[CMT_NFIELDS];
+    p = fast_values(r, p, fields, e, undo, &bad);
     if (__builtin_expect(bad || p != end || api > UINT32_MAX || result > UINT32_MAX ||
                              dev < INT32_MIN || dev > INT32_MAX || fields >> CMT_NFIELDS ||
                              flags & ~(uint64_t)CMT_EV_ALL,
-                         0))
+                         0)) {
+        undo_values(r, fields, undo);
         return -1;
+    }
     r->prev_seq = seq;
     r->prev_t = t;
     r->prev_tid = tid;
     r->prev_dev = (int32_t)dev;
     r->prev_stack = stack;
-    commit_values(r, fields, e);
     e->seq = seq;
     e->t_ns = t;
     e->tid = tid;
