@@ -288,9 +288,22 @@ static __attribute__((noinline)) void drop(cmt_replay *rp, const struct cmt__ent
 
 /* ---- applying events ---- */
 
+/* A pool's entry, or NULL. A program allocates from one or two pools, so the entry used last
+ * is tried first; it is valid while it holds the key (a removal shifts entries within the
+ * table; pool_retain forgets it before an insert that may move the table). */
+static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
+{
+    struct cmt__entry *p = rp->pool_hit;
+    if (__builtin_expect(p && p->key == key && p->kind, 1))
+        return p;
+    if ((p = cmt__map_find(&rp->pools, key)))
+        rp->pool_hit = p;
+    return p;
+}
+
 static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
 {
-    struct cmt__entry *p = cmt__map_find(&rp->pools, key);
+    struct cmt__entry *p = pool_find(rp, key);
     if (!p || !p->size)
         return;
     uint64_t reuse = p->size < size ? p->size : size;
@@ -302,12 +315,13 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
 
 static void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
 {
-    struct cmt__entry *p = cmt__map_insert(&rp->pools, key);
+    struct cmt__entry *p = pool_find(rp, key);
     if (!p) {
-        rp->failed = 1;
-        return;
-    }
-    if (!p->kind) {
+        rp->pool_hit = NULL;
+        if (!(p = cmt__map_insert(&rp->pools, key))) {
+            rp->failed = 1;
+            return;
+        }
         if (rp->pool_count == rp->pool_cap) {
             size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
             uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);

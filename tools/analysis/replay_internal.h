@@ -30,6 +30,7 @@ struct cmt_replay {
     struct cmt__map vas;      /* address -> reservation */
     struct cmt__map mappings; /* address -> mapped range */
     struct cmt__map pools;    /* pool handle -> retained bytes (in size) */
+    struct cmt__entry *pool_hit; /* the pool entry used last (checked by key before use) */
     uint64_t *pool_keys;      /* the pools' keys, dense, so a sync visits only real pools */
     size_t pool_count, pool_cap;
     uint32_t *stack_sites;    /* stack id -> site index (0 = none yet), for ids below its cap */
