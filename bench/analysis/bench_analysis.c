@@ -1,7 +1,11 @@
 /* bench_analysis.c — times report, oom and timeline over traces, next to an anchor
  * (heaptrack_print over a heaptrack trace of a known number of events). Never asserts.
  *
- * usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] TRACE...
+ * usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] TRACE[=TWIN@EVENTS]...
+ *
+ * TWIN is a heaptrack trace of the same workload on malloc/free (EVENTS events): a trace
+ * whose addresses and sizes are as random as the TRACE's is slower to read for any tool, so
+ * its runs are also paired with heaptrack_print over TWIN ("x same-workload anchor").
  *
  * Each analysis runs in its own child process (output to /dev/null) and is measured in CPU
  * time (user + system, from wait4): the machine is shared, and wall time there measures the
@@ -126,7 +130,8 @@ static double best_of(const double *v, int n)
 /* One row: best and median CPU time, events/s at the best, peak RSS (rss < 0: none), and
  * with an anchor the median over rounds of the paired speed ratio. */
 static void line(const char *name, uint64_t events, const double *t, const double *t_anchor,
-                 uint64_t anchor_events, int rounds, long rss)
+                 uint64_t anchor_events, const double *t_twin, uint64_t twin_events, int rounds,
+                 long rss)
 {
     double b = best_of(t, rounds), ratio[MAX_ROUNDS];
     printf("  %-32s best %.3f s (%5.1f M events/s)  median %.3f s", name, b, events / b / 1e6,
@@ -140,13 +145,19 @@ static void line(const char *name, uint64_t events, const double *t, const doubl
             ratio[k] = (events / t[k]) / (anchor_events / t_anchor[k]);
         printf("  x%.2f anchor", median(ratio, rounds));
     }
+    if (t_twin) {
+        for (int k = 0; k < rounds; k++)
+            ratio[k] = (events / t[k]) / (twin_events / t_twin[k]);
+        printf("  x%.2f same-workload anchor", median(ratio, rounds));
+    }
     printf("\n");
 }
 
 static int usage(void)
 {
     fprintf(stderr,
-            "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] TRACE...\n");
+            "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] "
+            "TRACE[=TWIN@EVENTS]...\n");
     return 2;
 }
 
@@ -168,6 +179,17 @@ int main(int argc, char **argv)
         (anchor && !anchor_events))
         return usage();
     char **traces = argv + optind;
+    char *twin[MAX_TRACES] = {0};
+    uint64_t twin_events[MAX_TRACES] = {0};
+    for (int i = 0; i < ntraces; i++) {
+        char *eq = strchr(traces[i], '='), *at = eq ? strrchr(eq, '@') : NULL;
+        if (!eq)
+            continue;
+        if (!at || !(twin_events[i] = strtoull(at + 1, NULL, 10)))
+            return usage();
+        *eq = *at = 0;
+        twin[i] = eq + 1;
+    }
 
     uint64_t events[MAX_TRACES];
     for (int i = 0; i < ntraces; i++) {
@@ -181,7 +203,8 @@ int main(int argc, char **argv)
     }
 
     /* column 0: the reader alone; 1..NRUNS: the analyses */
-    static double t[MAX_TRACES][NRUNS + 1][MAX_ROUNDS], ta[MAX_TRACES][NRUNS + 1][MAX_ROUNDS];
+    static double t[MAX_TRACES][NRUNS + 1][MAX_ROUNDS], ta[MAX_TRACES][NRUNS + 1][MAX_ROUNDS],
+        tw[MAX_TRACES][NRUNS + 1][MAX_ROUNDS];
     static long rss[MAX_TRACES][NRUNS + 1];
     long anchor_rss = 0;
     char *anchor_argv[] = {"heaptrack_print", (char *)anchor, NULL};
@@ -190,6 +213,12 @@ int main(int argc, char **argv)
             for (size_t j = 0; j <= NRUNS; j++) {
                 if (anchor && (ta[i][j][k] = timed_child(NULL, anchor_argv, &anchor_rss)) < 0) {
                     fprintf(stderr, "cmt_bench_analysis: heaptrack_print %s failed\n", anchor);
+                    return 1;
+                }
+                char *twin_argv[] = {"heaptrack_print", twin[i], NULL};
+                long twin_rss;
+                if (twin[i] && (tw[i][j][k] = timed_child(NULL, twin_argv, &twin_rss)) < 0) {
+                    fprintf(stderr, "cmt_bench_analysis: heaptrack_print %s failed\n", twin[i]);
                     return 1;
                 }
                 if (j == 0) {
@@ -228,12 +257,21 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < ntraces; i++) {
         printf("%s\n", traces[i]);
+        if (twin[i]) {
+            double b = tw[i][0][0];
+            for (size_t j = 0; j <= NRUNS; j++)
+                b = b < best_of(tw[i][j], rounds) ? b : best_of(tw[i][j], rounds);
+            printf("  %-32s best %.3f s (%5.1f M events/s) over %s\n",
+                   "heaptrack_print, same workload", b, twin_events[i] / b / 1e6, twin[i]);
+        }
         for (size_t j = 0; j <= NRUNS; j++)
             line(j ? runs[j - 1].name : "reader alone (in process)", events[i], t[i][j],
-                 anchor ? ta[i][j] : NULL, anchor_events, rounds, rss[i][j]);
+                 anchor ? ta[i][j] : NULL, anchor_events, twin[i] ? tw[i][j] : NULL,
+                 twin_events[i], rounds, rss[i][j]);
     }
     if (anchor)
         printf("\nx anchor: median over rounds of (events/s of the run) / (events/s of the "
-               "heaptrack_print run just before it)\n");
+               "heaptrack_print run just before it);\nx same-workload anchor: the same, with "
+               "heaptrack_print over the trace's malloc/free twin\n");
     return 0;
 }

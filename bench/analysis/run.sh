@@ -16,6 +16,8 @@
 #              to incompressible, so zstd alone costs several times what it costs on the
 #              recorded trace)
 #   anchor     heaptrack over bench_malloc_loop (malloc/free pairs), read by heaptrack_print
+#   twin       heaptrack over bench_malloc_churn, churn's workload on malloc/free: the anchor
+#              of the same shape for the churn trace ("x same-workload anchor")
 #
 # The runs are interleaved (BENCH_ROUNDS rounds, default 7) and measured in CPU time; the
 # figure to quote is "x anchor", the median over rounds of the speed ratio to the
@@ -30,7 +32,7 @@ rounds=${BENCH_ROUNDS:-7}
 cli=$build/bin/cumemtrace
 for f in "$build/bench/cmt_bench_analysis" "$build/bench/cmt_bench_gen_trace" \
     "$build/bench/bench_capture_loop" "$build/bench/bench_churn" "$build/bench/bench_malloc_loop" \
-    "$cli"; do
+    "$build/bench/bench_malloc_churn" "$cli"; do
     [[ -x $f ]] || { echo "run.sh: $f is missing; build first" >&2; exit 2; }
 done
 
@@ -43,12 +45,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench-analysis.XXXXXX")
 "$cli" record -q --no-symbolize -o "$work/churn.cmt" -- "$build/bench/bench_churn" 4000000
 "$build/bench/cmt_bench_gen_trace" "$work/synthetic.cmt" 4000000 >/dev/null
 
-anchor=()
+anchor=() churn_arg=$work/churn.cmt
 if command -v heaptrack >/dev/null && command -v heaptrack_print >/dev/null; then
     # 2,000,000 malloc/free pairs = 4,000,000 events (and 1000 warm-up pairs)
     heaptrack -o "$work/anchor" "$build/bench/bench_malloc_loop" -n 2000000 -w 0 >/dev/null 2>&1
     for ht in "$work"/anchor*.zst "$work"/anchor*.gz; do
         [[ -f $ht ]] && anchor=(-H "$ht" -E 4000000) && break
+    done
+    calls=$(heaptrack -o "$work/twin" "$build/bench/bench_malloc_churn" 4000000 2>/dev/null |
+        grep -E '^[0-9]+$' | tail -1)
+    for ht in "$work"/twin*.zst "$work"/twin*.gz; do
+        [[ -f $ht && -n $calls ]] && churn_arg="$work/churn.cmt=$ht@$calls" && break
     done
 fi
 [[ ${#anchor[@]} -gt 0 ]] || echo "(heaptrack not installed: no anchor)"
@@ -56,7 +63,7 @@ fi
 echo "cumemtrace analysis benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- |
     sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/cmt_bench_analysis" -r "$rounds" "${anchor[@]}" "$work/recorded.cmt" \
-    "$work/churn.cmt" "$work/synthetic.cmt"
+    "$churn_arg" "$work/synthetic.cmt"
 echo
 echo "target (issue 4): >= 20 M events/s where heaptrack_print reads about 16 M/s, i.e. at"
 echo "least x1.25 anchor for report, oom and timeline"
