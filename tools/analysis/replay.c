@@ -313,7 +313,9 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-static void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+/* pool_retain for a pool not seen yet (or after pool_find missed). */
+static __attribute__((noinline)) void pool_retain_new(cmt_replay *rp, uint64_t key, int32_t dev,
+                                                      uint64_t size)
 {
     struct cmt__entry *p = pool_find(rp, key);
     if (!p) {
@@ -337,6 +339,19 @@ static void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size
         p->kind = CMT_KIND_POOL + 1;
         p->dev = dev;
         p->seq = rp->tick;
+    }
+    p->size += size;
+    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
+    rp->totals.pool_retained_bytes += size;
+}
+
+/* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
+static inline void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+{
+    struct cmt__entry *p = rp->pool_hit;
+    if (__builtin_expect(!(p && p->key == key && p->kind), 0)) {
+        pool_retain_new(rp, key, dev, size);
+        return;
     }
     p->size += size;
     device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
