@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode (a value, not a symbol) */
 #include <zstd.h>
 
 #include "cmt_error.h"
@@ -65,6 +66,8 @@ int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
     ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+    if (options && options->raw_literals) /* ignored by a libzstd without the parameter */
+        ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_disable);
 
     uint8_t header[CMT_FILE_HEADER_SIZE] = {0};
     memcpy(header, CMT_MAGIC, CMT_MAGIC_SIZE);

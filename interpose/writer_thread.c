@@ -486,8 +486,9 @@ void *cmt__writer_main(void *arg)
     char path[PATH_MAX];
     if (open_trace(path, sizeof path))
         return NULL;
-    /* zstd level 1: the writer shares the machine with the program; traces stay ~1 B/event */
-    struct cmt_writer_options options = {.level = 1};
+    /* zstd level 1 and raw literals: the writer shares the machine with the program, and a
+     * trace is read faster (traces stay ~2 B/event for a loop, ~6.5 for random sizes) */
+    struct cmt_writer_options options = {.level = 1, .raw_literals = 1};
     int rc = cmt_writer_create(&ws.w, cmt_fd_sink, &cmt__rec.fd, &options);
     if (!rc)
         rc = write_process();

@@ -103,7 +103,10 @@ int main(int argc, char **argv)
     }
     uint64_t target = argc == 3 ? strtoull(argv[2], NULL, 10) : 4000000;
     struct cmt_membuf buf = {0};
-    check(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), "writer");
+    /* the shim's settings (interpose/writer_thread.c), so the trace is what a recording of
+     * such a workload would be */
+    struct cmt_writer_options opt = {.level = 1, .raw_literals = 1};
+    check(cmt_writer_create(&w, cmt_membuf_sink, &buf, &opt), "writer");
     header();
 
     static uint64_t live_ptr[LIVE_ASYNC];

@@ -291,3 +291,40 @@ Test(writer_reader, newer_writers_events_keep_the_delta_bases)
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
 }
+
+/* The shim's setting: literals left uncompressed. The events read back the same, and the file
+ * is larger (random addresses and sizes are mostly literals), which shows zstd took the
+ * option. */
+Test(writer_reader, raw_literals_read_back_the_same_events)
+{
+    struct cmt_membuf buf[2] = {{0}};
+    for (int raw = 0; raw < 2; raw++) {
+        cmt_writer *w;
+        struct cmt_writer_options opt = {.level = 1, .raw_literals = raw};
+        cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf[raw], &opt), 0);
+        uint64_t rng = 99;
+        for (uint64_t i = 0; i < 20000; i++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            struct cmt_event e = {.seq = i + 1, .t_ns = 100 * i, .tid = 7, .api = 1 + (i & 1),
+                                  .stack = 3, .fields = CMT_F(PTR) | CMT_F(SIZE)};
+            e.v[CMT_FIELD_PTR] = 0x7f0000000000ull + (rng >> 30);
+            e.v[CMT_FIELD_SIZE] = (uint64_t)512 << (rng >> 60);
+            cr_assert_eq(cmt_writer_event(w, &e), 0);
+        }
+        cr_assert_eq(cmt_writer_flush(w), 0);
+        cmt_writer_destroy(w);
+    }
+    uint64_t digest[2];
+    for (int raw = 0; raw < 2; raw++) {
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, buf[raw].data, buf[raw].len), 0);
+        digest[raw] = fixture_event_digest(r);
+        cr_assert_eq(cmt_reader_event_count(r), 20000);
+        cmt_reader_close(r);
+    }
+    cr_assert_eq(digest[0], digest[1]);
+    cr_assert_gt(buf[1].len, buf[0].len, "raw literals %zu bytes, compressed %zu", buf[1].len,
+                 buf[0].len);
+    cmt_membuf_free(&buf[0]);
+    cmt_membuf_free(&buf[1]);
+}
