@@ -1,4 +1,4 @@
-/* cmt_format.h — constants and record structures of the cumemtrace trace format v2.
+/* cmt_format.h — constants and record structures of the cumemtrace trace format v3.
  *
  * docs/trace-format.md is the contract; every name here is the spec's name.
  * This header needs nothing but the C library: the format knows no CUDA. */
@@ -12,7 +12,7 @@
 #define CMT_MAGIC "\x89" "CMT\r\n\x1a\n"
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
-#define CMT_VERSION_MAJOR 2 /* readers also read major 1 (docs/trace-format.md) */
+#define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
 #define CMT_VERSION_MINOR 0
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
@@ -35,7 +35,8 @@
     X(NOTE, 11)             \
     X(SIGNAL, 12)           \
     X(END, 13)              \
-    X(SYMBOL, 14)
+    X(SYMBOL, 14)           \
+    X(EVENTS, 15)
 
 enum cmt_record_type {
 #define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
@@ -119,6 +120,16 @@ enum cmt_field {
 /* Fields stored as zigzag deltas from the previous EVENT's value in the chunk (v2; in v1 only
  * ptr): addresses cluster, and handles (pointers or ids) repeat from call to call. */
 #define CMT_DELTA_FIELDS (CMT_F(PTR) | CMT_F(STREAM) | CMT_F(POOL) | CMT_F(HANDLE) | CMT_F(CTX))
+
+/* EVENTS (v3): consecutive events stored column by column, each column a run of varints. The
+ * head column holds each event's flags, api, optional parts and fields mask (as a v2 EVENT,
+ * without t and values); the time column its t delta; column CMT_COL_VALUES + f the values of
+ * field f of the events that carry it. Random addresses and sizes then sit together apart
+ * from the regular parts, which zstd compresses and decompresses much faster. */
+#define CMT_COL_HEAD 0
+#define CMT_COL_TIME 1
+#define CMT_COL_VALUES 2
+#define CMT_NCOLS (CMT_COL_VALUES + CMT_NFIELDS)
 
 /* The first byte of a v2 EVENT payload: which of the rarely changing parts follow. A part
  * whose bit is clear takes its usual value: the next seq, the previous EVENT's tid, device and

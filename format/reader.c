@@ -21,6 +21,7 @@ static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what
     if (!r->error) {
         r->error = code;
         r->cur = r->end; /* nothing more is decoded: the fast path of cmt_reader_next stops */
+        r->block_left = 0;
         r->damage_offset = offset;
         snprintf(r->damage, sizeof r->damage, "%s at byte %" PRIu64 " (%s)",
                  code == CMT_ETRUNCATED ? "trace is truncated" : "trace is damaged", offset, what);
@@ -137,6 +138,7 @@ void cmt_reader_rewind(cmt_reader *r)
     r->pos = CMT_FILE_HEADER_SIZE;
     r->released = 0;
     r->cur = r->end = NULL;
+    r->block_left = 0;
     r->chunk_records = r->records_seen = 0;
     r->events = 0;
     r->gaps = 0;
@@ -206,6 +208,7 @@ static int load_chunk(cmt_reader *r)
     r->prev_dev = 0;
     r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
+    r->block_left = 0;
     return 1;
 }
 
@@ -475,6 +478,121 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
     return 0;
 }
 
+/* ---- EVENTS blocks (v3) ---- */
+
+/* Sets up the block whose payload is [p, end): varint count, varint mask of the columns
+ * present, a varint length per column, the columns. Columns this reader does not know (a
+ * newer writer's fields) are skipped. @return 0, or -1 when the header is malformed. */
+static int start_block(cmt_reader *r, const uint8_t *p, const uint8_t *end)
+{
+    uint64_t count, mask, len[64];
+    if (cmt__get_varint(&p, end, &count) || cmt__get_varint(&p, end, &mask) || count == 0 ||
+        count > UINT32_MAX || (mask & 3) != 3)
+        return -1;
+    uint64_t total = 0;
+    for (uint64_t m = mask; m; m &= m - 1) {
+        int k = __builtin_ctzll(m);
+        if (cmt__get_varint(&p, end, &len[k]) || len[k] > (uint64_t)(end - p))
+            return -1;
+        total += len[k];
+    }
+    if (total != (uint64_t)(end - p))
+        return -1;
+    for (int k = 0; k < CMT_NCOLS; k++)
+        r->col[k] = r->col_end[k] = r->end; /* absent: empty, over the zeroed padding */
+    for (uint64_t m = mask; m; m &= m - 1) {
+        int k = __builtin_ctzll(m);
+        if (k < CMT_NCOLS) {
+            r->col[k] = p;
+            r->col_end[k] = p + len[k];
+        }
+        p += len[k];
+    }
+    r->block_left = (uint32_t)count;
+    return 0;
+}
+
+/* After a block's last event: every column must end exactly there. */
+static __attribute__((noinline)) void end_block(cmt_reader *r)
+{
+    for (int k = 0; k < CMT_NCOLS; k++)
+        if (r->col[k] != r->col_end[k]) {
+            set_damage(r, CMT_ECORRUPT, r->chunk_offset, "event block longer than its events");
+            return;
+        }
+}
+
+/* Field f of a block's event, from its column. */
+static inline __attribute__((always_inline)) void block_value(cmt_reader *r, struct cmt_event *e,
+                                                              int f, int *bad)
+{
+    const uint8_t *c = r->col[CMT_COL_VALUES + f];
+    uint64_t v = uv(&c, bad);
+    *bad |= c > r->col_end[CMT_COL_VALUES + f];
+    r->col[CMT_COL_VALUES + f] = c;
+    if (CMT_DELTA_FIELDS >> f & 1)
+        v = r->prev_v[f] += (uint64_t)cmt__unzigzag(v);
+    e->v[f] = v;
+}
+
+/* The next event of the current block. Each read stays within the chunk and its padding: a
+ * cursor is at most at its column's end before an event, and an event reads at most 8
+ * varints from the head column and one from each other. @return 0, or -1 when malformed. */
+static inline __attribute__((always_inline)) int block_event(cmt_reader *r, struct cmt_event *e)
+{
+    int bad = 0;
+    const uint8_t *h = r->col[CMT_COL_HEAD], *tp = r->col[CMT_COL_TIME];
+    uint64_t flags = uv(&h, &bad), api = uv(&h, &bad);
+    uint64_t seq = r->prev_seq + (flags & CMT_EV_SEQ ? uv(&h, &bad) : 1);
+    uint32_t tid = r->prev_tid;
+    if (flags & CMT_EV_TID)
+        tid += (uint32_t)cmt__unzigzag(uv(&h, &bad));
+    uint64_t result = flags & CMT_EV_RESULT ? uv(&h, &bad) : 0;
+    int64_t dev = flags & CMT_EV_DEV ? cmt__unzigzag(uv(&h, &bad)) : r->prev_dev;
+    uint32_t stack = r->prev_stack;
+    if (flags & CMT_EV_STACK)
+        stack += (uint32_t)cmt__unzigzag(uv(&h, &bad));
+    uint64_t fields = uv(&h, &bad) & ((UINT64_C(1) << CMT_NFIELDS) - 1); /* newer: skipped */
+    uint64_t t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&tp, &bad));
+    /* ptr, size and stream, which most events carry, with constant offsets; then the rest */
+    if (fields & CMT_F(PTR))
+        block_value(r, e, CMT_FIELD_PTR, &bad);
+    if (fields & CMT_F(SIZE))
+        block_value(r, e, CMT_FIELD_SIZE, &bad);
+    if (fields & CMT_F(STREAM))
+        block_value(r, e, CMT_FIELD_STREAM, &bad);
+    for (uint64_t m = fields & ~(uint64_t)(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM)); m;
+         m &= m - 1)
+        block_value(r, e, __builtin_ctzll(m), &bad);
+    if (__builtin_expect(bad || h > r->col_end[CMT_COL_HEAD] || tp > r->col_end[CMT_COL_TIME] ||
+                             api > UINT32_MAX || result > UINT32_MAX || dev < INT32_MIN ||
+                             dev > INT32_MAX || flags & ~(uint64_t)CMT_EV_ALL,
+                         0))
+        return -1;
+    r->col[CMT_COL_HEAD] = h;
+    r->col[CMT_COL_TIME] = tp;
+    r->prev_seq = seq;
+    r->prev_t = t;
+    r->prev_tid = tid;
+    r->prev_dev = (int32_t)dev;
+    r->prev_stack = stack;
+    e->seq = seq;
+    e->t_ns = t;
+    e->tid = tid;
+    e->api = (uint32_t)api;
+    e->result = (int32_t)(uint32_t)result;
+    e->dev = (int32_t)dev;
+    e->stack = stack;
+    e->fields = (uint32_t)fields;
+    if (r->events && seq > r->last_seq + 1)
+        r->gaps += seq - r->last_seq - 1;
+    r->last_seq = seq;
+    r->events++;
+    if (__builtin_expect(--r->block_left == 0, 0))
+        end_block(r);
+    return 0;
+}
+
 static int decode_process(cmt_reader *r, struct dec *d, struct cmt_process *p)
 {
     p->pid = u64(d);
@@ -615,8 +733,14 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
         rec->offset = r->chunk_offset;
         if (type == CMT_REC_EVENT && decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
             return 1;
-        if (type == 0 || type >= CMT_REC_MAX)
-            continue; /* unknown record types are skipped (MUST) */
+        if (type == CMT_REC_EVENTS && r->major >= 3) {
+            if (start_block(r, d.p, d.end) != 0 || block_event(r, &rec->u.event) != 0)
+                return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
+            rec->type = CMT_REC_EVENT;
+            return 1;
+        }
+        if (type == 0 || type >= CMT_REC_MAX || type == CMT_REC_EVENTS)
+            continue; /* unknown record types are skipped (MUST); EVENTS before v3 too */
         if (decode(r, (uint32_t)type, &d, rec) != 0 || d.bad)
             return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
         return 1;
@@ -625,6 +749,13 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
 
 int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
 {
+    if (__builtin_expect(r->block_left != 0, 1)) { /* the next event of an EVENTS block */
+        if (__builtin_expect(block_event(r, &rec->u.event) != 0, 0))
+            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
+        rec->type = CMT_REC_EVENT;
+        rec->offset = r->chunk_offset;
+        return 1;
+    }
     /* the hot path: an event with a two-byte header, whole inside the current chunk (a
      * damaged reader has cur == end, so it always takes the slow path) */
     const uint8_t *cur = r->cur;

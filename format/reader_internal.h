@@ -47,6 +47,10 @@ struct cmt_reader {
     uint32_t prev_tid, prev_stack;
     int32_t prev_dev;
     uint32_t chunk_records, records_seen; /* declared in the chunk header / decoded */
+    /* the EVENTS block being read (v3): events left, and a cursor and end per column (an
+     * absent column is empty: a cursor at the chunk's zeroed padding) */
+    uint32_t block_left;
+    const uint8_t *col[CMT_NCOLS], *col_end[CMT_NCOLS];
 
     int error; /* sticky damage code */
     uint64_t damage_offset;

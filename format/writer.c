@@ -22,6 +22,13 @@ struct cmt_writer {
     uint8_t *scratch;  /* one record's payload while it is encoded */
     size_t scratch_cap;
     uint32_t records;  /* in the current chunk */
+    /* the EVENTS block being built: its columns (CMT_COL_*), events and bytes */
+    struct {
+        uint8_t *buf;
+        size_t len, cap;
+    } col[CMT_NCOLS];
+    uint32_t block_events;
+    size_t block_bytes;
     /* delta bases, reset per chunk */
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS];
     uint32_t prev_tid, prev_stack;
@@ -91,6 +98,8 @@ void cmt_writer_destroy(cmt_writer *w)
     free(w->raw);
     free(w->out);
     free(w->scratch);
+    for (int k = 0; k < CMT_NCOLS; k++)
+        free(w->col[k].buf);
     free(w);
 }
 
@@ -99,10 +108,47 @@ uint64_t cmt_writer_event_count(const cmt_writer *w)
     return w->events;
 }
 
+/* Appends the EVENTS block being built as one record: varint count, varint mask of the columns
+ * present, a varint length per column, then the columns, in column order. */
+static int close_block(cmt_writer *w)
+{
+    if (!w->block_events)
+        return 0;
+    uint8_t head[(2 + CMT_NCOLS) * CMT__VARINT_MAX], *p = head;
+    uint64_t mask = 0;
+    for (int k = 0; k < CMT_NCOLS; k++)
+        mask |= (uint64_t)(w->col[k].len != 0) << k;
+    p = cmt__put_varint(p, w->block_events);
+    p = cmt__put_varint(p, mask);
+    for (int k = 0; k < CMT_NCOLS; k++)
+        if (w->col[k].len)
+            p = cmt__put_varint(p, w->col[k].len);
+    size_t len = (size_t)(p - head) + w->block_bytes;
+    if (reserve(&w->raw, &w->raw_cap, w->raw_len + len + 2 * CMT__VARINT_MAX))
+        return CMT_ENOMEM;
+    uint8_t *q = cmt__put_varint(w->raw + w->raw_len, CMT_REC_EVENTS);
+    q = cmt__put_varint(q, len);
+    memcpy(q, head, (size_t)(p - head));
+    q += p - head;
+    for (int k = 0; k < CMT_NCOLS; k++) {
+        memcpy(q, w->col[k].buf, w->col[k].len);
+        q += w->col[k].len;
+        w->col[k].len = 0;
+    }
+    w->raw_len = (size_t)(q - w->raw);
+    w->records++;
+    w->block_events = 0;
+    w->block_bytes = 0;
+    return 0;
+}
+
 int cmt_writer_flush(cmt_writer *w)
 {
     if (w->failed)
         return CMT_ESINK;
+    int rc = close_block(w);
+    if (rc)
+        return rc;
     if (w->raw_len == 0)
         return 0;
     size_t bound = ZSTD_compressBound(w->raw_len) + CMT_CHUNK_HEADER_SIZE;
@@ -151,9 +197,12 @@ static int scratch(cmt_writer *w, size_t need)
     return reserve(&w->scratch, &w->scratch_cap, need + 16 * CMT__VARINT_MAX);
 }
 
-/* Appends record `type` whose payload is scratch[0, end). */
+/* Appends record `type` whose payload is scratch[0, end), after the events before it. */
 static int emit(cmt_writer *w, uint32_t type, const uint8_t *end)
 {
+    int rc = close_block(w);
+    if (rc)
+        return rc;
     size_t len = (size_t)(end - w->scratch);
     if (reserve(&w->raw, &w->raw_cap, w->raw_len + len + 2 * CMT__VARINT_MAX))
         return CMT_ENOMEM;
@@ -273,14 +322,35 @@ int cmt_writer_device(cmt_writer *w, const struct cmt_device *d)
     return emit(w, CMT_REC_DEVICE, p);
 }
 
+/* Room for `n` more bytes in column k. @return its end, or NULL when out of memory. */
+static uint8_t *col_room(cmt_writer *w, int k, size_t n)
+{
+    if (reserve(&w->col[k].buf, &w->col[k].cap, w->col[k].len + n))
+        return NULL;
+    return w->col[k].buf + w->col[k].len;
+}
+
+/* Adds one varint to column k (room reserved). */
+static void col_put(cmt_writer *w, int k, uint64_t v)
+{
+    uint8_t *p = w->col[k].buf + w->col[k].len, *end = cmt__put_varint(p, v);
+    w->col[k].len += (size_t)(end - p);
+    w->block_bytes += (size_t)(end - p);
+}
+
 int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
 {
-    int rc = scratch(w, (9 + CMT_NFIELDS) * CMT__VARINT_MAX); /* flags, 8 parts, values */
-    if (rc)
-        return rc;
-    uint8_t *flags = w->scratch, *p = w->scratch + 1; /* CMT_EV_* bits, filled in below */
-    *flags = 0;
-    p = put_time(w, p, e->t_ns);
+    if (w->failed)
+        return CMT_ESINK;
+    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
+    if (!col_room(w, CMT_COL_HEAD, 8 * CMT__VARINT_MAX) ||
+        !col_room(w, CMT_COL_TIME, CMT__VARINT_MAX))
+        return CMT_ENOMEM;
+    for (uint32_t m = mask; m; m &= m - 1)
+        if (!col_room(w, CMT_COL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
+            return CMT_ENOMEM;
+    uint8_t *head = col_room(w, CMT_COL_HEAD, 0), *flags = head, *p = head + 1;
+    *flags = 0; /* CMT_EV_* bits, filled in below */
     p = cmt__put_varint(p, e->api);
     if (e->seq - w->prev_seq != 1) {
         *flags |= CMT_EV_SEQ;
@@ -306,19 +376,23 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
         p = cmt__put_varint(p, cmt__zigzag((int64_t)e->stack - (int64_t)w->prev_stack));
         w->prev_stack = e->stack;
     }
-    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
     p = cmt__put_varint(p, mask);
+    w->col[CMT_COL_HEAD].len += (size_t)(p - head);
+    w->block_bytes += (size_t)(p - head);
+    col_put(w, CMT_COL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_t)));
+    w->prev_t = e->t_ns;
     for (uint32_t m = mask; m; m &= m - 1) {
         int f = __builtin_ctz(m);
         if (CMT_DELTA_FIELDS & (UINT32_C(1) << f)) {
-            p = cmt__put_varint(p, cmt__zigzag((int64_t)(e->v[f] - w->prev_v[f])));
+            col_put(w, CMT_COL_VALUES + f, cmt__zigzag((int64_t)(e->v[f] - w->prev_v[f])));
             w->prev_v[f] = e->v[f];
         } else {
-            p = cmt__put_varint(p, e->v[f]);
+            col_put(w, CMT_COL_VALUES + f, e->v[f]);
         }
     }
     w->events++;
-    return emit(w, CMT_REC_EVENT, p);
+    w->block_events++;
+    return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
 }
 
 int cmt_writer_meminfo(cmt_writer *w, const struct cmt_meminfo *m)

@@ -1,4 +1,5 @@
 #include "trace_fixture.h"
+#include "varint.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -62,8 +63,9 @@ Test(writer_reader, round_trips_every_record_type)
         }
     }
     cr_assert_eq(rc, 0, "clean end expected, got %d (%s)", rc, cmt_reader_damage(r));
-    for (int t = 1; t < CMT_REC_MAX; t++)
-        cr_assert(seen[t] > 0, "record type %s not seen", cmt_record_name(t));
+    for (int t = 1; t < CMT_REC_MAX; t++) /* an EVENTS block's events arrive as EVENTs */
+        cr_assert(t == CMT_REC_EVENTS || seen[t] > 0, "record type %s not seen",
+                  cmt_record_name(t));
     cr_assert_eq(events, FIXTURE_EVENTS);
     cr_assert(cmt_reader_clean_exit(r));
     cr_assert_eq(cmt_reader_seq_gaps(r), 0);
@@ -112,25 +114,12 @@ Test(writer_reader, small_chunks_keep_deltas_correct)
 Test(writer_reader, skips_unknown_record_types)
 {
     struct cmt_membuf buf = {0};
-    cmt_writer *w;
-    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
-    cr_assert_eq(cmt_writer_note(w, &(struct cmt_note){0, "before"}), 0);
-    cr_assert_eq(cmt_writer_flush(w), 0);
-    cmt_writer_destroy(w);
-    /* Hand-build a chunk holding an unknown type 99 followed by a NOTE. */
+    /* a chunk holding an unknown type 99 followed by a NOTE */
     uint8_t raw[] = {99, 3, 1, 2, 3, CMT_REC_NOTE, 7, 0, 5, 'a', 'f', 't', 'e', 'r'};
-    size_t bound = ZSTD_compressBound(sizeof raw);
-    uint8_t *chunk = malloc(16 + bound);
-    size_t n = ZSTD_compress(chunk + 16, bound, raw, sizeof raw, 1);
-    uint32_t hdr[4] = {CMT_CHUNK_MAGIC, (uint32_t)n, sizeof raw, 2};
-    memcpy(chunk, hdr, 16); /* little-endian host */
-    cmt_membuf_sink(&buf, chunk, 16 + n);
-    free(chunk);
+    fixture_hand_chunk(&buf, raw, sizeof raw, 2);
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
     struct cmt_record rec;
-    cr_assert_eq(cmt_reader_next(r, &rec), 1);
-    cr_assert_str_eq(rec.u.note.text, "before");
     cr_assert_eq(cmt_reader_next(r, &rec), 1);
     cr_assert_eq(rec.type, CMT_REC_NOTE);
     cr_assert_str_eq(rec.u.note.text, "after");
@@ -254,22 +243,12 @@ Test(writer_reader, stream_ordered_events_are_compact_before_compression)
 Test(writer_reader, newer_writers_events_keep_the_delta_bases)
 {
     struct cmt_membuf buf = {0};
-    cmt_writer *w;
-    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
-    cr_assert_eq(cmt_writer_flush(w), 0);
-    cmt_writer_destroy(w);
     /* flags 0, time +10, api 1, then fields and zigzag deltas (ptr bit 0, stream bit 2) */
     uint8_t raw[] = {CMT_REC_EVENT, 7, 0, 20, 1, 5, 0x80, 0x40, 14, /* ptr 0x1000, stream 7 */
                      CMT_REC_EVENT, 8, 0, 20, 1, 5, 0x80, 0x04, 0, 0x33, /* +0x100, trailing */
                      CMT_REC_EVENT, 8, 0, 20, 1, 0x81, 0x80, 0x40, 0x20, 5, /* +0x10, field 20 */
                      CMT_REC_EVENT, 6, 0, 20, 1, 5, 2, 2}; /* +1, stream +1 */
-    size_t bound = ZSTD_compressBound(sizeof raw);
-    uint8_t *chunk = malloc(16 + bound);
-    size_t n = ZSTD_compress(chunk + 16, bound, raw, sizeof raw, 1);
-    uint32_t hdr[4] = {CMT_CHUNK_MAGIC, (uint32_t)n, sizeof raw, 4};
-    memcpy(chunk, hdr, 16); /* little-endian host */
-    cmt_membuf_sink(&buf, chunk, 16 + n);
-    free(chunk);
+    fixture_hand_chunk(&buf, raw, sizeof raw, 4);
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
     const uint64_t ptr[] = {0x1000, 0x1100, 0x1110, 0x1111}, stream[] = {7, 7, 0, 8};
@@ -327,4 +306,85 @@ Test(writer_reader, raw_literals_read_back_the_same_events)
                  buf[0].len);
     cmt_membuf_free(&buf[0]);
     cmt_membuf_free(&buf[1]);
+}
+
+/* An EVENTS block by hand: 3 events (flags 0, api 1, t +10 each, ptr 0x1000 then +1, +1),
+ * with `count` declared, the time column `time_len` bytes long (3 is right) and, with `extra`,
+ * a column of an unknown field 38 (column 40) that every event names. */
+static size_t events_block(uint8_t *out, uint64_t count, size_t time_len, int extra)
+{
+    uint8_t payload[128], *p = payload;
+    uint64_t fields = CMT_F(PTR) | (extra ? UINT64_C(1) << 38 : 0);
+    uint8_t head[64], *h = head;
+    for (int i = 0; i < 3; i++) {
+        *h++ = 0;
+        *h++ = 1;
+        h = cmt__put_varint(h, fields);
+    }
+    const uint8_t time[] = {20, 20, 20}, ptr[] = {0x80, 0x40, 2, 2}, unknown[] = {5, 5, 5};
+    p = cmt__put_varint(p, count);
+    p = cmt__put_varint(p, 7 | (extra ? UINT64_C(1) << 40 : 0));
+    p = cmt__put_varint(p, (uint64_t)(h - head));
+    p = cmt__put_varint(p, time_len);
+    p = cmt__put_varint(p, sizeof ptr);
+    if (extra)
+        p = cmt__put_varint(p, sizeof unknown);
+    memcpy(p, head, (size_t)(h - head));
+    p += h - head;
+    memcpy(p, time, time_len);
+    p += time_len;
+    memcpy(p, ptr, sizeof ptr);
+    p += sizeof ptr;
+    if (extra) {
+        memcpy(p, unknown, sizeof unknown);
+        p += sizeof unknown;
+    }
+    uint8_t *o = cmt__put_varint(out, CMT_REC_EVENTS);
+    o = cmt__put_varint(o, (uint64_t)(p - payload));
+    memcpy(o, payload, (size_t)(p - payload));
+    return (size_t)(o - out) + (size_t)(p - payload);
+}
+
+/* Reads a trace of one hand-built EVENTS block. @return the events read; *rc the final code. */
+static int read_block(uint64_t count, size_t time_len, int extra, int *rc)
+{
+    uint8_t raw[256];
+    size_t n = events_block(raw, count, time_len, extra);
+    struct cmt_membuf buf = {0};
+    fixture_hand_chunk(&buf, raw, n, 1);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    int events = 0;
+    while ((*rc = cmt_reader_next(r, &rec)) > 0) {
+        cr_assert_eq(rec.type, CMT_REC_EVENT);
+        cr_assert_eq(rec.u.event.t_ns, 10 * ((uint64_t)events + 1));
+        cr_assert_eq(rec.u.event.v[CMT_FIELD_PTR], 0x1000 + (uint64_t)events);
+        cr_assert_eq(rec.u.event.fields, CMT_F(PTR));
+        events++;
+    }
+    if (*rc < 0)
+        cr_assert(strstr(cmt_reader_damage(r), "at byte 16"), "%s", cmt_reader_damage(r));
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+    return events;
+}
+
+Test(writer_reader, events_blocks_read_exactly_or_report_damage)
+{
+    int rc;
+    cr_assert_eq(read_block(3, 3, 0, &rc), 3);
+    cr_assert_eq(rc, 0);
+    /* a newer writer's field: its column and its values are skipped */
+    cr_assert_eq(read_block(3, 3, 1, &rc), 3);
+    cr_assert_eq(rc, 0);
+    /* the time column a byte short: the third event reads past it */
+    cr_assert_eq(read_block(3, 2, 0, &rc), 2);
+    cr_assert_eq(rc, CMT_ECORRUPT);
+    /* fewer events than the columns hold: the first two, then damage */
+    cr_assert_eq(read_block(2, 3, 0, &rc), 2);
+    cr_assert_eq(rc, CMT_ECORRUPT);
+    /* more events than the columns hold */
+    cr_assert_eq(read_block(1000, 3, 0, &rc), 3);
+    cr_assert_eq(rc, CMT_ECORRUPT);
 }

@@ -3,7 +3,9 @@
 #define CMT_TEST_TRACE_FIXTURE_H
 
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "cmt_error.h"
 #include "reader.h"
@@ -51,6 +53,24 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
     cr_assert_eq(cmt_writer_symbol(w, &(struct cmt_symbol){2, 1, 2, 42, 1}), 0);
     cr_assert_eq(cmt_writer_flush(w), 0);
     cmt_writer_destroy(w);
+}
+
+/* A trace of one hand-built chunk: the writer's file header, then raw[0, n) (records) as one
+ * zstd frame declaring `records` records. */
+static inline void fixture_hand_chunk(struct cmt_membuf *buf, const uint8_t *raw, size_t n,
+                                      uint32_t records)
+{
+    cmt_writer *w;
+    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, buf, NULL), 0);
+    cr_assert_eq(cmt_writer_flush(w), 0);
+    cmt_writer_destroy(w);
+    size_t bound = ZSTD_compressBound(n);
+    uint8_t *chunk = malloc(16 + bound);
+    size_t len = ZSTD_compress(chunk + 16, bound, raw, n, 1);
+    uint32_t hdr[4] = {CMT_CHUNK_MAGIC, (uint32_t)len, (uint32_t)n, records};
+    memcpy(chunk, hdr, 16); /* little-endian host */
+    cmt_membuf_sink(buf, chunk, 16 + len);
+    free(chunk);
 }
 
 /* Reads until the end or damage; counts records per type. @return the final code. */

@@ -1,8 +1,8 @@
 /* make_golden.c — writes the golden traces of tests/tools/analysis/golden/ (run once by hand:
  * `cmt_make_golden tests/tools/analysis/golden`; the files are committed).
  *   valid_*.cmt   must decode cleanly; every command succeeds without a warning
- *                 (valid_v1_*.cmt were written by format v1 and are kept as they are: the
- *                 reader still reads v1)
+ *                 (valid_v1_*.cmt and valid_v2_*.cmt were written by formats 1 and 2 and
+ *                 are kept as they are: the reader still reads both)
  *   damaged_*.cmt must give a warning naming the byte offset, and results before it
  *   bad_*.cmt     must be refused with one clear line (foreign, empty, newer version) */
 #include <stdio.h>

@@ -88,29 +88,34 @@ Test(golden, pytorch_oom_story)
     captured_free(&c);
 }
 
-/* A trace written by format v1 reads as the same trace written by v2: every analysis prints
- * the same (but for the file name). */
-Test(golden, v1_trace_reads_as_its_v2_twin)
+/* A trace written by format v1 or v2 reads as the same trace written by v3: every analysis
+ * prints the same (but for the file name). */
+Test(golden, v1_and_v2_traces_read_as_their_v3_twin)
 {
     int (*fns[])(int, char **) = {cmt_cmd_report, cmt_cmd_oom, cmt_cmd_timeline};
     const char *cmds[] = {"report", "oom", "timeline"};
-    for (size_t i = 0; i < 3; i++) {
-        const char *a1[] = {cmds[i], "--json", CMT_GOLDEN_DIR "/valid_v1_pytorch_oom.cmt", NULL};
-        const char *a2[] = {cmds[i], "--json", CMT_GOLDEN_DIR "/valid_pytorch_oom.cmt", NULL};
-        struct captured c1 = capture_run(fns[i], a1), c2 = capture_run(fns[i], a2);
-        cr_expect_eq(c1.status, 0);
-        cr_expect_eq(c2.status, 0);
-        const char *o1 = strstr(c1.out, "valid_v1_pytorch_oom.cmt");
-        const char *o2 = strstr(c2.out, "valid_pytorch_oom.cmt");
-        /* from the file name on, and before it */
-        cr_expect(o1 && o2, "%s: %s", cmds[i], c1.out);
-        if (o1 && o2) {
-            cr_expect_str_eq(o1 + strlen("valid_v1_pytorch_oom.cmt"),
-                             o2 + strlen("valid_pytorch_oom.cmt"), "%s", cmds[i]);
-            cr_expect_eq(o1 - c1.out, o2 - c2.out, "%s", cmds[i]);
-            cr_expect_eq(strncmp(c1.out, c2.out, (size_t)(o2 - c2.out)), 0, "%s", cmds[i]);
+    const char *old[] = {"valid_v1_pytorch_oom.cmt", "valid_v2_pytorch_oom.cmt"};
+    const char *now = "valid_pytorch_oom.cmt";
+    for (size_t v = 0; v < 2; v++)
+        for (size_t i = 0; i < 3; i++) {
+            char p1[1024], p2[1024];
+            snprintf(p1, sizeof p1, "%s/%s", CMT_GOLDEN_DIR, old[v]);
+            snprintf(p2, sizeof p2, "%s/%s", CMT_GOLDEN_DIR, now);
+            const char *a1[] = {cmds[i], "--json", p1, NULL};
+            const char *a2[] = {cmds[i], "--json", p2, NULL};
+            struct captured c1 = capture_run(fns[i], a1), c2 = capture_run(fns[i], a2);
+            cr_expect_eq(c1.status, 0);
+            cr_expect_eq(c2.status, 0);
+            const char *o1 = strstr(c1.out, old[v]), *o2 = strstr(c2.out, now);
+            /* from the file name on, and before it */
+            cr_expect(o1 && o2, "%s %s: %s", cmds[i], old[v], c1.out);
+            if (o1 && o2) {
+                cr_expect_str_eq(o1 + strlen(old[v]), o2 + strlen(now), "%s %s", cmds[i], old[v]);
+                cr_expect_eq(o1 - c1.out, o2 - c2.out, "%s %s", cmds[i], old[v]);
+                cr_expect_eq(strncmp(c1.out, c2.out, (size_t)(o2 - c2.out)), 0, "%s %s", cmds[i],
+                             old[v]);
+            }
+            captured_free(&c1);
+            captured_free(&c2);
         }
-        captured_free(&c1);
-        captured_free(&c2);
-    }
 }
