@@ -413,6 +413,30 @@ static __attribute__((noinline)) void undo_values(cmt_reader *r, uint64_t fields
         r->prev_v[__builtin_ctzll(m)] -= undo[__builtin_ctzll(m)];
 }
 
+/* A well-formed event's parts become the chunk's delta bases and the record. */
+static inline __attribute__((always_inline)) void
+commit_event(cmt_reader *r, struct cmt_event *e, uint64_t seq, uint64_t t, uint32_t tid,
+             uint64_t api, uint64_t result, int64_t dev, uint32_t stack, uint64_t fields)
+{
+    r->prev_seq = seq;
+    r->prev_t = t;
+    r->prev_tid = tid;
+    r->prev_dev = (int32_t)dev;
+    r->prev_stack = stack;
+    e->seq = seq;
+    e->t_ns = t;
+    e->tid = tid;
+    e->api = (uint32_t)api;
+    e->result = (int32_t)(uint32_t)result;
+    e->dev = (int32_t)dev;
+    e->stack = stack;
+    e->fields = (uint32_t)fields;
+    if (r->events && seq > r->last_seq + 1)
+        r->gaps += seq - r->last_seq - 1;
+    r->last_seq = seq;
+    r->events++;
+}
+
 _Static_assert(10 * (9 + CMT_NFIELDS) <= CMT__CHUNK_PAD, "the event fast path may overrun");
 
 /* The common case: a complete event record. Decodes into locals and commits only when the
@@ -458,23 +482,7 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
         undo_values(r, fields, undo);
         return -1;
     }
-    r->prev_seq = seq;
-    r->prev_t = t;
-    r->prev_tid = tid;
-    r->prev_dev = (int32_t)dev;
-    r->prev_stack = stack;
-    e->seq = seq;
-    e->t_ns = t;
-    e->tid = tid;
-    e->api = (uint32_t)api;
-    e->result = (int32_t)(uint32_t)result;
-    e->dev = (int32_t)dev;
-    e->stack = stack;
-    e->fields = (uint32_t)fields;
-    if (r->events && seq > r->last_seq + 1)
-        r->gaps += seq - r->last_seq - 1;
-    r->last_seq = seq;
-    r->events++;
+    commit_event(r, e, seq, t, tid, api, result, dev, stack, fields);
     return 0;
 }
 
@@ -571,23 +579,7 @@ static inline __attribute__((always_inline)) int block_event(cmt_reader *r, stru
         return -1;
     r->col[CMT_COL_HEAD] = h;
     r->col[CMT_COL_TIME] = tp;
-    r->prev_seq = seq;
-    r->prev_t = t;
-    r->prev_tid = tid;
-    r->prev_dev = (int32_t)dev;
-    r->prev_stack = stack;
-    e->seq = seq;
-    e->t_ns = t;
-    e->tid = tid;
-    e->api = (uint32_t)api;
-    e->result = (int32_t)(uint32_t)result;
-    e->dev = (int32_t)dev;
-    e->stack = stack;
-    e->fields = (uint32_t)fields;
-    if (r->events && seq > r->last_seq + 1)
-        r->gaps += seq - r->last_seq - 1;
-    r->last_seq = seq;
-    r->events++;
+    commit_event(r, e, seq, t, tid, api, result, dev, stack, fields);
     if (__builtin_expect(--r->block_left == 0, 0))
         end_block(r);
     return 0;
