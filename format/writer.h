@@ -17,9 +17,8 @@ typedef int (*cmt_sink_fn)(void *ctx, const void *data, size_t len);
 
 struct cmt_writer_options {
     int level;          /* zstd level; 0 = default (3) */
-    /* 1: zstd leaves literals (the bytes no match covers) uncompressed. A trace of random
-     * addresses and sizes is mostly literals: compressing and decompressing it gets 20-50%
-     * faster for 10-18% more bytes on disk. */
+    /* 1: zstd leaves literals (the bytes no match covers) uncompressed: compressing and
+     * decompressing get faster, and the file larger (docs/capture.md has the figures). */
     int raw_literals;
     size_t chunk_bytes; /* raw bytes per chunk before it is compressed; 0 = 1 MiB */
     int append;         /* 1: write no file header (adding chunks to an existing trace) */

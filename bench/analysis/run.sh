@@ -5,16 +5,15 @@
 # The traces:
 #   recorded   what the shim writes for a program that allocates and frees the same size in
 #              a loop: bench_capture_loop on simcuda, 4 threads of cuMemAlloc_v2/cuMemFree_v2
-#              pairs 20 frames deep, under `cumemtrace record` (about 1.8 bytes per event)
+#              pairs 20 frames deep, under `cumemtrace record` (about 1.9 bytes per event)
 #   churn      what the shim writes for a stream-ordered workload: bench_churn on simcuda,
 #              cuMemAllocAsync/cuMemFreeAsync of 512 B to 8 MiB from 16 call sites, 2048 live
-#              buffers replaced at random (about 6.4 bytes per event: random sizes and
+#              buffers replaced at random (about 5.7 bytes per event: random sizes and
 #              addresses compress poorly)
 #   synthetic  cmt_bench_gen_trace's stress trace: 300 call sites, 4096 live stream-ordered
 #              buffers replaced at random, addresses never reused, sizes and intervals drawn at
-#              random, a VMM segment, an OOM episode (about 8.6 bytes per event on disk: close
-#              to incompressible, so zstd alone costs several times what it costs on the
-#              recorded trace)
+#              random, a VMM segment, an OOM episode (about 8 bytes per event on disk: close
+#              to incompressible, written with the shim's settings)
 #   anchor     heaptrack over bench_malloc_loop (malloc/free pairs), read by heaptrack_print
 #   twin       heaptrack over bench_malloc_churn, churn's workload on malloc/free: the anchor
 #              of the same shape for the churn trace ("x same-workload anchor")
