@@ -413,27 +413,56 @@ static __attribute__((noinline)) void undo_values(cmt_reader *r, uint64_t fields
         r->prev_v[__builtin_ctzll(m)] -= undo[__builtin_ctzll(m)];
 }
 
-/* A well-formed event's parts become the chunk's delta bases and the record. */
+/* An event's parts but its values, as the fast decoders read them (before range checks). */
+struct parts {
+    uint64_t flags, seq, t, api, result, fields;
+    int64_t dev;
+    uint32_t tid, stack;
+};
+
+/* The parts that follow `api` in a v2 EVENT and in a v3 head column, as `flags` names them:
+ * seq, tid, result, dev and stack, each its usual value when absent. */
 static inline __attribute__((always_inline)) void
-commit_event(cmt_reader *r, struct cmt_event *e, uint64_t seq, uint64_t t, uint32_t tid,
-             uint64_t api, uint64_t result, int64_t dev, uint32_t stack, uint64_t fields)
+optional_parts(const cmt_reader *r, const uint8_t **pp, struct parts *x, int *bad)
 {
-    r->prev_seq = seq;
-    r->prev_t = t;
-    r->prev_tid = tid;
-    r->prev_dev = (int32_t)dev;
-    r->prev_stack = stack;
-    e->seq = seq;
-    e->t_ns = t;
-    e->tid = tid;
-    e->api = (uint32_t)api;
-    e->result = (int32_t)(uint32_t)result;
-    e->dev = (int32_t)dev;
-    e->stack = stack;
-    e->fields = (uint32_t)fields;
-    if (r->events && seq > r->last_seq + 1)
-        r->gaps += seq - r->last_seq - 1;
-    r->last_seq = seq;
+    x->seq = r->prev_seq + (x->flags & CMT_EV_SEQ ? uv(pp, bad) : 1);
+    x->tid = r->prev_tid;
+    if (x->flags & CMT_EV_TID)
+        x->tid += (uint32_t)cmt__unzigzag(uv(pp, bad));
+    x->result = x->flags & CMT_EV_RESULT ? uv(pp, bad) : 0;
+    x->dev = x->flags & CMT_EV_DEV ? cmt__unzigzag(uv(pp, bad)) : r->prev_dev;
+    x->stack = r->prev_stack;
+    if (x->flags & CMT_EV_STACK)
+        x->stack += (uint32_t)cmt__unzigzag(uv(pp, bad));
+}
+
+/* @return non-zero when a part is out of its range (a malformed event). */
+static inline __attribute__((always_inline)) int parts_out_of_range(const struct parts *x)
+{
+    return x->api > UINT32_MAX || x->result > UINT32_MAX || x->dev < INT32_MIN ||
+           x->dev > INT32_MAX || x->flags & ~(uint64_t)CMT_EV_ALL;
+}
+
+/* A well-formed event's parts become the chunk's delta bases and the record. */
+static inline __attribute__((always_inline)) void commit_event(cmt_reader *r, struct cmt_event *e,
+                                                               const struct parts *x)
+{
+    r->prev_seq = x->seq;
+    r->prev_t = x->t;
+    r->prev_tid = x->tid;
+    r->prev_dev = (int32_t)x->dev;
+    r->prev_stack = x->stack;
+    e->seq = x->seq;
+    e->t_ns = x->t;
+    e->tid = x->tid;
+    e->api = (uint32_t)x->api;
+    e->result = (int32_t)(uint32_t)x->result;
+    e->dev = (int32_t)x->dev;
+    e->stack = x->stack;
+    e->fields = (uint32_t)x->fields;
+    if (r->events && x->seq > r->last_seq + 1)
+        r->gaps += x->seq - r->last_seq - 1;
+    r->last_seq = x->seq;
     r->events++;
 }
 
@@ -448,41 +477,30 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
                                                                  struct cmt_event *e)
 {
     int bad = 0;
-    uint64_t seq, t, api, result, flags = 0;
-    uint32_t tid, stack;
-    int64_t dev;
+    struct parts x = {0};
     if (__builtin_expect(r->major >= 2, 1)) {
-        flags = uv(&p, &bad);
-        t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
-        api = uv(&p, &bad);
-        seq = r->prev_seq + (flags & CMT_EV_SEQ ? uv(&p, &bad) : 1);
-        tid = r->prev_tid;
-        if (flags & CMT_EV_TID)
-            tid += (uint32_t)cmt__unzigzag(uv(&p, &bad));
-        result = flags & CMT_EV_RESULT ? uv(&p, &bad) : 0;
-        dev = flags & CMT_EV_DEV ? cmt__unzigzag(uv(&p, &bad)) : r->prev_dev;
-        stack = r->prev_stack;
-        if (flags & CMT_EV_STACK)
-            stack += (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        x.flags = uv(&p, &bad);
+        x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
+        x.api = uv(&p, &bad);
+        optional_parts(r, &p, &x, &bad);
     } else {
-        seq = r->prev_seq + uv(&p, &bad);
-        t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
-        tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
-        api = uv(&p, &bad);
-        result = uv(&p, &bad);
-        dev = cmt__unzigzag(uv(&p, &bad));
-        stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        x.seq = r->prev_seq + uv(&p, &bad);
+        x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
+        x.tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        x.api = uv(&p, &bad);
+        x.result = uv(&p, &bad);
+        x.dev = cmt__unzigzag(uv(&p, &bad));
+        x.stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
     }
-    uint64_t fields = uv(&p, &bad), undo[CMT_NFIELDS];
-    p = fast_values(r, p, fields, e, undo, &bad);
-    if (__builtin_expect(bad || p != end || api > UINT32_MAX || result > UINT32_MAX ||
-                             dev < INT32_MIN || dev > INT32_MAX || fields >> CMT_NFIELDS ||
-                             flags & ~(uint64_t)CMT_EV_ALL,
+    uint64_t undo[CMT_NFIELDS];
+    x.fields = uv(&p, &bad);
+    p = fast_values(r, p, x.fields, e, undo, &bad);
+    if (__builtin_expect(bad || p != end || x.fields >> CMT_NFIELDS || parts_out_of_range(&x),
                          0)) {
-        undo_values(r, fields, undo);
+        undo_values(r, x.fields, undo);
         return -1;
     }
-    commit_event(r, e, seq, t, tid, api, result, dev, stack, fields);
+    commit_event(r, e, &x);
     return 0;
 }
 
@@ -550,39 +568,43 @@ static inline __attribute__((always_inline)) int block_event(cmt_reader *r, stru
 {
     int bad = 0;
     const uint8_t *h = r->col[CMT_COL_HEAD], *tp = r->col[CMT_COL_TIME];
-    uint64_t flags = uv(&h, &bad), api = uv(&h, &bad);
-    uint64_t seq = r->prev_seq + (flags & CMT_EV_SEQ ? uv(&h, &bad) : 1);
-    uint32_t tid = r->prev_tid;
-    if (flags & CMT_EV_TID)
-        tid += (uint32_t)cmt__unzigzag(uv(&h, &bad));
-    uint64_t result = flags & CMT_EV_RESULT ? uv(&h, &bad) : 0;
-    int64_t dev = flags & CMT_EV_DEV ? cmt__unzigzag(uv(&h, &bad)) : r->prev_dev;
-    uint32_t stack = r->prev_stack;
-    if (flags & CMT_EV_STACK)
-        stack += (uint32_t)cmt__unzigzag(uv(&h, &bad));
-    uint64_t fields = uv(&h, &bad) & ((UINT64_C(1) << CMT_NFIELDS) - 1); /* newer: skipped */
-    uint64_t t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&tp, &bad));
+    struct parts x;
+    x.flags = uv(&h, &bad);
+    x.api = uv(&h, &bad);
+    optional_parts(r, &h, &x, &bad);
+    x.fields = uv(&h, &bad) & ((UINT64_C(1) << CMT_NFIELDS) - 1); /* newer: skipped */
+    x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&tp, &bad));
     /* ptr, size and stream, which most events carry, with constant offsets; then the rest */
-    if (fields & CMT_F(PTR))
+    if (x.fields & CMT_F(PTR))
         block_value(r, e, CMT_FIELD_PTR, &bad);
-    if (fields & CMT_F(SIZE))
+    if (x.fields & CMT_F(SIZE))
         block_value(r, e, CMT_FIELD_SIZE, &bad);
-    if (fields & CMT_F(STREAM))
+    if (x.fields & CMT_F(STREAM))
         block_value(r, e, CMT_FIELD_STREAM, &bad);
-    for (uint64_t m = fields & ~(uint64_t)(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM)); m;
+    for (uint64_t m = x.fields & ~(uint64_t)(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM)); m;
          m &= m - 1)
         block_value(r, e, __builtin_ctzll(m), &bad);
     if (__builtin_expect(bad || h > r->col_end[CMT_COL_HEAD] || tp > r->col_end[CMT_COL_TIME] ||
-                             api > UINT32_MAX || result > UINT32_MAX || dev < INT32_MIN ||
-                             dev > INT32_MAX || flags & ~(uint64_t)CMT_EV_ALL,
+                             parts_out_of_range(&x),
                          0))
         return -1;
     r->col[CMT_COL_HEAD] = h;
     r->col[CMT_COL_TIME] = tp;
-    commit_event(r, e, seq, t, tid, api, result, dev, stack, fields);
+    commit_event(r, e, &x);
     if (__builtin_expect(--r->block_left == 0, 0))
         end_block(r);
     return 0;
+}
+
+/* Returns the current block's next event as an EVENT record, or the damage it shows. */
+static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
+                                                                  struct cmt_record *rec)
+{
+    if (__builtin_expect(block_event(r, &rec->u.event) != 0, 0))
+        return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
+    rec->type = CMT_REC_EVENT;
+    rec->offset = r->chunk_offset;
+    return 1;
 }
 
 static int decode_process(cmt_reader *r, struct dec *d, struct cmt_process *p)
@@ -726,10 +748,9 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
         if (type == CMT_REC_EVENT && decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
             return 1;
         if (type == CMT_REC_EVENTS && r->major >= 3) {
-            if (start_block(r, d.p, d.end) != 0 || block_event(r, &rec->u.event) != 0)
+            if (start_block(r, d.p, d.end) != 0)
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
-            rec->type = CMT_REC_EVENT;
-            return 1;
+            return next_block_event(r, rec);
         }
         if (type == 0 || type >= CMT_REC_MAX || type == CMT_REC_EVENTS)
             continue; /* unknown record types are skipped (MUST); EVENTS before v3 too */
@@ -741,13 +762,8 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
 
 int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
 {
-    if (__builtin_expect(r->block_left != 0, 1)) { /* the next event of an EVENTS block */
-        if (__builtin_expect(block_event(r, &rec->u.event) != 0, 0))
-            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
-        rec->type = CMT_REC_EVENT;
-        rec->offset = r->chunk_offset;
-        return 1;
-    }
+    if (__builtin_expect(r->block_left != 0, 1)) /* the next event of an EVENTS block */
+        return next_block_event(r, rec);
     /* the hot path: an event with a two-byte header, whole inside the current chunk (a
      * damaged reader has cur == end, so it always takes the slow path) */
     const uint8_t *cur = r->cur;
