@@ -288,15 +288,20 @@ static __attribute__((noinline)) void drop(cmt_replay *rp, const struct cmt__ent
 
 /* ---- applying events ---- */
 
-/* A pool's entry, or NULL. A program allocates from one or two pools, so the entry used last
- * is tried first; it is valid while it holds the key (a removal shifts entries within the
- * table; pool_retain forgets it before an insert that may move the table). */
-static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
+/* The pool entry used last when it is key's, else NULL. A program allocates from one or two
+ * pools; the entry stays valid while it holds the key (a removal shifts entries within the
+ * table; pool_add forgets it before an insert that may move the table). */
+static inline struct cmt__entry *pool_cached(const cmt_replay *rp, uint64_t key)
 {
     struct cmt__entry *p = rp->pool_hit;
-    if (__builtin_expect(p && p->key == key && p->kind, 1))
-        return p;
-    if ((p = cmt__map_find(&rp->pools, key)))
+    return __builtin_expect(p && p->key == key && p->kind, 1) ? p : NULL;
+}
+
+/* A pool's entry, or NULL. */
+static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
+{
+    struct cmt__entry *p = pool_cached(rp, key);
+    if (!p && (p = cmt__map_find(&rp->pools, key)))
         rp->pool_hit = p;
     return p;
 }
@@ -313,46 +318,43 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-/* pool_retain for a pool not seen yet (or after pool_find missed). */
-static __attribute__((noinline)) void pool_retain_new(cmt_replay *rp, uint64_t key, int32_t dev,
-                                                      uint64_t size)
+/* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
+ * memory (rp->failed set). */
+static __attribute__((noinline)) struct cmt__entry *pool_add(cmt_replay *rp, uint64_t key,
+                                                             int32_t dev)
 {
     struct cmt__entry *p = pool_find(rp, key);
-    if (!p) {
-        rp->pool_hit = NULL;
-        if (!(p = cmt__map_insert(&rp->pools, key))) {
-            rp->failed = 1;
-            return;
-        }
-        if (rp->pool_count == rp->pool_cap) {
-            size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
-            uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
-            if (!k) {
-                cmt__map_remove(&rp->pools, p);
-                rp->failed = 1;
-                return;
-            }
-            rp->pool_keys = k;
-            rp->pool_cap = cap;
-        }
-        rp->pool_keys[rp->pool_count++] = key;
-        p->kind = CMT_KIND_POOL + 1;
-        p->dev = dev;
-        p->seq = rp->tick;
+    if (p)
+        return p;
+    rp->pool_hit = NULL;
+    if (!(p = cmt__map_insert(&rp->pools, key))) {
+        rp->failed = 1;
+        return NULL;
     }
-    p->size += size;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
-    rp->totals.pool_retained_bytes += size;
+    if (rp->pool_count == rp->pool_cap) {
+        size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
+        uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
+        if (!k) {
+            cmt__map_remove(&rp->pools, p);
+            rp->failed = 1;
+            return NULL;
+        }
+        rp->pool_keys = k;
+        rp->pool_cap = cap;
+    }
+    rp->pool_keys[rp->pool_count++] = key;
+    p->kind = CMT_KIND_POOL + 1;
+    p->dev = dev;
+    p->seq = rp->tick;
+    return rp->pool_hit = p;
 }
 
 /* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
 static inline void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
 {
-    struct cmt__entry *p = rp->pool_hit;
-    if (__builtin_expect(!(p && p->key == key && p->kind), 0)) {
-        pool_retain_new(rp, key, dev, size);
+    struct cmt__entry *p = pool_cached(rp, key);
+    if (__builtin_expect(!p, 0) && !(p = pool_add(rp, key, dev)))
         return;
-    }
     p->size += size;
     device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
     rp->totals.pool_retained_bytes += size;
