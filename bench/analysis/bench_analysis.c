@@ -127,29 +127,34 @@ static double best_of(const double *v, int n)
     return b;
 }
 
+/* The median over rounds of the speed ratio of runs t (of `events`) to the reference runs
+ * paired with them (of `ref_events`). */
+static double paired(uint64_t events, const double *t, uint64_t ref_events, const double *t_ref,
+                     int rounds)
+{
+    double ratio[MAX_ROUNDS];
+    for (int k = 0; k < rounds; k++)
+        ratio[k] = (events / t[k]) / (ref_events / t_ref[k]);
+    return median(ratio, rounds);
+}
+
 /* One row: best and median CPU time, events/s at the best, peak RSS (rss < 0: none), and
  * with an anchor the median over rounds of the paired speed ratio. */
 static void line(const char *name, uint64_t events, const double *t, const double *t_anchor,
                  uint64_t anchor_events, const double *t_twin, uint64_t twin_events, int rounds,
                  long rss)
 {
-    double b = best_of(t, rounds), ratio[MAX_ROUNDS];
+    double b = best_of(t, rounds);
     printf("  %-32s best %.3f s (%5.1f M events/s)  median %.3f s", name, b, events / b / 1e6,
            median(t, rounds));
     if (rss >= 0)
         printf("  peak RSS %5.1f MiB", rss / 1024.0);
     else
         printf("  %19s", "");
-    if (t_anchor) {
-        for (int k = 0; k < rounds; k++)
-            ratio[k] = (events / t[k]) / (anchor_events / t_anchor[k]);
-        printf("  x%.2f anchor", median(ratio, rounds));
-    }
-    if (t_twin) {
-        for (int k = 0; k < rounds; k++)
-            ratio[k] = (events / t[k]) / (twin_events / t_twin[k]);
-        printf("  x%.2f same-workload anchor", median(ratio, rounds));
-    }
+    if (t_anchor)
+        printf("  x%.2f anchor", paired(events, t, anchor_events, t_anchor, rounds));
+    if (t_twin)
+        printf("  x%.2f same-workload anchor", paired(events, t, twin_events, t_twin, rounds));
     printf("\n");
 }
 
