@@ -23,24 +23,13 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int wa
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_replay_step st;
-    int rc;
-    if (!p->oom && !timeline) {
-        rc = cmt_replay_run(p->replay);
-    } else {
-        int oom_open = 0;
-        while ((rc = cmt_replay_next(p->replay, &st)) > 0) {
-            if (p->oom && (oom_open || st.oom))
-                oom_open = cmt_oom_observe(p->oom, p->replay, &st);
-            if (timeline)
-                cmt_timeline_observe(timeline, p->replay, &st);
-        }
-    }
-    cmt_replay_finish(p->replay);
+    struct cmt_observer obs[2];
+    size_t n = 0;
     if (p->oom)
-        cmt_oom_finish(p->oom, p->replay);
+        obs[n++] = cmt_oom_observer(p->oom);
     if (timeline)
-        cmt_timeline_finish(timeline, p->replay);
+        obs[n++] = cmt_timeline_observer(timeline);
+    int rc = cmt_replay_run(p->replay, obs, n);
     p->damage = rc;
     cmt__warn_damage(cmd, path, p->reader, rc);
     return 0;

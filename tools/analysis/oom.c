@@ -323,3 +323,19 @@ void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
                  "its own allocations exhausted the memory", proc, tot, oth, fr);
     }
 }
+
+static unsigned oom_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    return cmt_oom_observe(ctx, rp, st) ? CMT_OBSERVE_ALL : CMT_OBSERVE_OOM;
+}
+
+static int oom_finish(void *ctx, const cmt_replay *rp)
+{
+    cmt_oom_finish(ctx, rp);
+    return 0;
+}
+
+struct cmt_observer cmt_oom_observer(cmt_oom *o)
+{
+    return (struct cmt_observer){CMT_OBSERVE_OOM, oom_step, oom_finish, o};
+}

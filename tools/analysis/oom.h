@@ -64,6 +64,8 @@ void cmt_oom_destroy(cmt_oom *o);
  * can matter next (a caller may skip the others: the replay loop of cmd_common.c does). */
 int cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st);
 void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp);
+/* The analysis as a replay observer (cmt_replay_run): observe and finish as above. */
+struct cmt_observer cmt_oom_observer(cmt_oom *o);
 
 uint32_t cmt_oom_count(const cmt_oom *o);
 const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i);

@@ -214,6 +214,30 @@ static void new_peak(cmt_replay *rp, uint64_t t_ns, uint64_t seq)
 
 /* ---- accounting of one object ---- */
 
+/* A fresh object id for a device or host allocation: the last one freed, else the next.
+ * The free stack always has room for every id issued, so a free never grows it. */
+static __attribute__((noinline)) uint32_t new_object_slow(cmt_replay *rp)
+{
+    if (rp->object_count + 1 >= rp->free_object_cap) {
+        uint32_t cap = rp->free_object_cap ? rp->free_object_cap * 2 : 1024;
+        uint32_t *f = realloc(rp->free_objects, (size_t)cap * sizeof *f);
+        if (!f) {
+            rp->failed = 1;
+            return CMT_NO_OBJECT;
+        }
+        rp->free_objects = f;
+        rp->free_object_cap = cap;
+    }
+    return ++rp->object_count;
+}
+
+static inline uint32_t new_object(cmt_replay *rp)
+{
+    if (__builtin_expect(rp->free_object_count > 0, 1))
+        return rp->free_objects[--rp->free_object_count];
+    return new_object_slow(rp);
+}
+
 static uint64_t waste_of(uint64_t size)
 {
     uint64_t rounded = (size + CMT_GRANULARITY - 1) & ~(CMT_GRANULARITY - 1);
@@ -277,6 +301,8 @@ static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
     account(rp, d, kind, e->size, -1);
     if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST)
         site_add(rp, e->site, e->size, -1);
+    if (e->object != CMT_NO_OBJECT)
+        rp->free_objects[rp->free_object_count++] = e->object;
     log_freed(rp, e);
 }
 
@@ -425,22 +451,28 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
         rp->failed = 1;
         return;
     }
-    if (n->kind) /* still live: the free that ended the old one was not recorded */
+    if (n->kind) { /* still live: the free that ended the old one was not recorded */
+        st->replaced = n->object;
         drop(rp, n);
+    }
     uint32_t site = site_index(rp, e->stack);
-    *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
-                             .site = site, .dev = e->dev, .alloc_index = rp->alloc_index,
-                             .refs = 1, .kind = (uint8_t)(kind + 1)};
-    account(rp, d, kind, size, +1);
+    uint32_t object = CMT_NO_OBJECT;
     if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST) {
         struct cmt_replay_site *s = &rp->sites[site];
-        rp->alloc_index++;
+        object = rp->last_object = new_object(rp);
         site_add(rp, site, size, +1);
         s->alloc_count++;
         s->alloc_bytes += size;
     }
+    *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
+                             .site = site, .dev = e->dev, .object = object,
+                             .refs = 1, .kind = (uint8_t)(kind + 1)};
+    account(rp, d, kind, size, +1);
     st->kind = kind;
     st->site = site;
+    st->key = key;
+    st->bytes = size;
+    st->object = object;
     st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
 }
 
@@ -515,13 +547,16 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
     int kind = a->kind - 1;
     st->kind = kind;
     st->site = a->site;
+    st->key = a->key;
+    st->bytes = a->size;
+    st->object = a->object;
     if (CMT_KIND_IS_DEVICE_MEMORY(kind)) {
         st->released = a->size;
         st->delta = -(int64_t)a->size;
     }
     th->free_count++;
     th->freed_bytes += a->size;
-    if (a->alloc_index + 1 == rp->alloc_index) { /* nothing was allocated since */
+    if (a->object != CMT_NO_OBJECT && a->object == rp->last_object) { /* nothing allocated since */
         rp->totals.temporary_count++;
         rp->totals.temporary_bytes += a->size;
     }
@@ -536,6 +571,9 @@ static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt_
     if (h->refs || h->maps)
         return;
     st->kind = CMT_KIND_VMM;
+    st->key = h->key;
+    st->bytes = h->size;
+    st->object = h->object;
     st->released = h->size;
     st->delta = -(int64_t)h->size;
     st->site = h->site;
@@ -837,6 +875,8 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     step->request = step->released = 0;
     step->delta = 0;
     step->site = 0;
+    step->key = step->bytes = 0;
+    step->object = step->replaced = CMT_NO_OBJECT;
     step->device = NULL;
     rp->totals.records++;
     if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
@@ -846,12 +886,44 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     return rp->failed ? CMT_ENOMEM : 1;
 }
 
-int cmt_replay_run(cmt_replay *rp)
+/* The steps an observer is shown: CMT_OBSERVE_RECORD, or CMT_OBSERVE_EVENT with
+ * CMT_OBSERVE_OOM when the event is an out-of-memory failure. */
+static inline unsigned step_class(const struct cmt_replay_step *st)
+{
+    if (st->rec.type != CMT_REC_EVENT)
+        return CMT_OBSERVE_RECORD;
+    return CMT_OBSERVE_EVENT | (st->oom ? CMT_OBSERVE_OOM : 0);
+}
+
+static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
+{
+    struct cmt_replay_step st;
+    int rc;
+    while ((rc = cmt_replay_next(rp, &st)) > 0) {
+        unsigned c = step_class(&st);
+        for (size_t i = 0; i < n; i++)
+            if (obs[i].wants & c)
+                obs[i].wants = obs[i].step(obs[i].ctx, rp, &st);
+    }
+    return rc;
+}
+
+int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step step;
     int rc;
-    while ((rc = cmt_replay_next(rp, &step)) > 0)
-        ;
+    if (n == 0) {
+        while ((rc = cmt_replay_next(rp, &step)) > 0)
+            ;
+    } else {
+        rc = observe_all(rp, obs, n);
+    }
+    cmt_replay_finish(rp);
+    for (size_t i = 0; i < n; i++) {
+        int frc = obs[i].finish ? obs[i].finish(obs[i].ctx, rp) : 0;
+        if (frc < 0 && rc >= 0)
+            rc = frc;
+    }
     return rc;
 }
 

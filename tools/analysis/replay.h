@@ -1,8 +1,9 @@
 /* replay.h — the replay engine: rebuilds a process's CUDA memory state from its trace.
  *
- * Every analysis (oom, timeline, report, diff) drives one replay: cmt_replay_next() reads the
- * next record, applies it to the state, and says what it did (struct cmt_replay_step). Between
- * calls the state of every device can be queried. The engine classifies calls by the `op` of
+ * Every analysis (oom, timeline, report, diff, whatif's tensor stream) is an observer of one
+ * replay (struct cmt_observer, cmt_replay_run): cmt_replay_next() reads the next record,
+ * applies it to the state, and says what it did (struct cmt_replay_step). Between calls the
+ * state of every device can be queried. The engine classifies calls by the `op` of
  * their API record, never by name. State is proportional to the live set (allocations, handles,
  * reservations, mappings, pools, call sites), not to the trace: nothing is kept per event.
  *
@@ -18,6 +19,7 @@
 #ifndef CMT_REPLAY_H
 #define CMT_REPLAY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "reader.h"
@@ -84,10 +86,20 @@ struct cmt_replay_step {
     int64_t delta;         /* change of live_bytes on the event's device */
     uint32_t site;         /* call-site index of the allocation created or freed (0 = none) */
     int unknown_free;      /* a free or unmap named something not live */
+    /* the object created or destroyed (kind >= 0): its key (address; handle for VMM), its
+     * bytes, and for a device or host allocation its object id (dense from 1, reused after
+     * the object is gone; CMT_NO_OBJECT for other kinds) */
+    uint64_t key, bytes;
+    uint32_t object;
+    /* an allocation at a key still live: the old object was dropped (its free was never
+     * recorded); its object id, or CMT_NO_OBJECT */
+    uint32_t replaced;
     /* an EVENT's device after the event (what cmt_replay_device(rp, rec.u.event.dev) gives),
      * NULL when no record has named it; valid until the next cmt_replay_next() */
     const struct cmt_replay_device *device;
 };
+
+#define CMT_NO_OBJECT 0u
 
 /* A call site: the allocations made from one stack. Index 0 is "no stack". */
 struct cmt_replay_site {
@@ -115,11 +127,35 @@ void cmt_replay_destroy(cmt_replay *rp);
  * CMT_E* code at damage (the state holds everything before it) or when memory runs out. */
 int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
 
-/* Runs to the end. @return 0 or the code that stopped it. */
-int cmt_replay_run(cmt_replay *rp);
+/* An analysis fed by a replay: one pass over a trace drives any number of them.
+ *
+ * `wants` says which steps the observer is shown (a mask of CMT_OBSERVE_*); step() sees them
+ * with the state already updated and returns the mask for the steps after it, so an observer
+ * that waits for something rare (oom waits for an out-of-memory failure) costs nothing
+ * between. finish() runs once at the end, after cmt_replay_finish(), when symbols are known;
+ * it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
+ * wants 0). */
+enum {
+    CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
+    CMT_OBSERVE_EVENT = 2u,  /* every event */
+    CMT_OBSERVE_OOM = 4u,    /* only events that failed with out-of-memory */
+    CMT_OBSERVE_ALL = 3u,
+};
+struct cmt_observer {
+    unsigned wants;
+    unsigned (*step)(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st);
+    int (*finish)(void *ctx, const cmt_replay *rp);
+    void *ctx;
+};
+
+/* Runs to the end, showing each step to the observers (n may be 0), then settles the state
+ * (cmt_replay_finish) and calls each observer's finish. @return 0, or the code that stopped
+ * the replay (damage: the state and the observers hold everything before it), or the first
+ * observer's finish error. */
+int cmt_replay_run(cmt_replay *rp, struct cmt_observer *observers, size_t n);
 
 /* Settles the values that are computed lazily (each site's bytes at the process peak).
- * Call once after the last cmt_replay_next(). */
+ * Call once after the last cmt_replay_next() (cmt_replay_run does). */
 void cmt_replay_finish(cmt_replay *rp);
 
 cmt_reader *cmt_replay_reader(const cmt_replay *rp);

@@ -56,7 +56,9 @@ struct cmt_replay {
     struct cmt_replay_totals totals;
     uint64_t tick;        /* events applied so far (replay order) */
     uint64_t peak_tick;   /* tick of the process-wide peak */
-    uint32_t alloc_index; /* successful allocations so far */
+    uint32_t last_object; /* object id of the last device or host allocation (temporary test) */
+    uint32_t *free_objects; /* object ids free for reuse (a stack; room for every id issued) */
+    uint32_t free_object_count, object_count, free_object_cap;
 
     /* the process peak: devices as they were, and objects freed since that were alive then */
     struct cmt_replay_device *peak_devices;

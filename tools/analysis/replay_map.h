@@ -20,7 +20,7 @@ struct cmt__entry {
     uint64_t seq;  /* seq of the call that created it */
     uint32_t site; /* index into the call-site table */
     int32_t dev;
-    uint32_t alloc_index; /* number of allocations before it (temporary-allocation test) */
+    uint32_t object;      /* dense id of a device or host allocation (CMT_NO_OBJECT otherwise) */
     uint16_t refs;        /* VMM handles: references (create/retain/import minus releases) */
     uint8_t kind;         /* enum cmt_kind + 1; 0 = empty slot */
     uint8_t maps;         /* VMM handles: live mappings (saturates at 255) */

@@ -56,6 +56,7 @@ void cmt_replay_destroy(cmt_replay *rp)
     free(rp->peak_devices);
     free(rp->log);
     free(rp->pool_keys);
+    free(rp->free_objects);
     free(rp);
 }
 

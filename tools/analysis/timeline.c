@@ -163,3 +163,20 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
         }
     }
 }
+
+static unsigned timeline_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    cmt_timeline_observe(ctx, rp, st);
+    return CMT_OBSERVE_EVENT;
+}
+
+static int timeline_finish(void *ctx, const cmt_replay *rp)
+{
+    cmt_timeline_finish(ctx, rp);
+    return 0;
+}
+
+struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
+{
+    return (struct cmt_observer){CMT_OBSERVE_EVENT, timeline_step, timeline_finish, tl};
+}

@@ -13,8 +13,7 @@ static void replay(struct tb *b)
 {
     cr_assert_eq(cmt_reader_open_memory(&reader, b->buf.data, b->buf.len), 0);
     cr_assert_eq(cmt_replay_create(&rp, reader), 0);
-    cr_assert_eq(cmt_replay_run(rp), 0);
-    cmt_replay_finish(rp);
+    cr_assert_eq(cmt_replay_run(rp, NULL, 0), 0);
 }
 
 static void done(struct tb *b)
@@ -190,7 +189,7 @@ Test(replay, damaged_trace_keeps_what_came_before)
     b.buf.data[first + 20] ^= 0xff; /* inside the second chunk's frame */
     cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
     cr_assert_eq(cmt_replay_create(&rp, reader), 0);
-    int rc = cmt_replay_run(rp);
+    int rc = cmt_replay_run(rp, NULL, 0);
     cr_expect(rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED);
     cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 4096);
     cr_expect_eq(cmt_reader_damage_offset(reader), first);
