@@ -24,31 +24,6 @@ _Atomic uint32_t cmt__note_count;
 static __thread struct cmt__thread *self __attribute__((tls_model("initial-exec")));
 static __thread int in_shim __attribute__((tls_model("initial-exec")));
 
-/* What an op needs from the recorder. */
-enum { RELEASES = 1, CURRENT_DEV = 2, CAN_OOM = 4 };
-static const uint8_t op_flags[CMT_OP_MAX] = {
-    [CMT_OP_ALLOC] = CURRENT_DEV | CAN_OOM,
-    [CMT_OP_ALLOC_PITCH] = CURRENT_DEV | CAN_OOM,
-    [CMT_OP_ALLOC_MANAGED] = CURRENT_DEV | CAN_OOM,
-    [CMT_OP_FREE] = RELEASES | CURRENT_DEV,
-    [CMT_OP_ALLOC_ASYNC] = CURRENT_DEV | CAN_OOM,
-    [CMT_OP_FREE_ASYNC] = RELEASES | CURRENT_DEV,
-    [CMT_OP_FREE_HOST] = RELEASES,
-    [CMT_OP_MEM_INFO] = CURRENT_DEV,
-    [CMT_OP_POOL_DESTROY] = RELEASES,
-    [CMT_OP_POOL_TRIM] = RELEASES,
-    [CMT_OP_VMM_CREATE] = CURRENT_DEV | CAN_OOM,
-    [CMT_OP_VMM_RELEASE] = RELEASES,
-    [CMT_OP_VMM_UNMAP] = RELEASES,
-    [CMT_OP_VA_FREE] = RELEASES,
-    [CMT_OP_IPC_OPEN] = CURRENT_DEV,
-    [CMT_OP_IPC_CLOSE] = RELEASES | CURRENT_DEV,
-    [CMT_OP_CTX_DESTROY] = RELEASES,
-    [CMT_OP_PRIMARY_RELEASE] = RELEASES,
-    [CMT_OP_PRIMARY_RESET] = RELEASES,
-    [CMT_OP_SYNC] = RELEASES | CURRENT_DEV, /* pools give memory back during a sync */
-};
-
 uint64_t cmt__mono_ns(void)
 {
     struct timespec ts;
@@ -273,13 +248,13 @@ int cmt__begin(struct cmt__call *c, uint32_t api)
     ev->stack = 0;
     ev->fields = 0;
     ev->result = 0;
-    uint8_t flags = op_flags[cmt__api_op[api]];
+    unsigned flags = cmt_op_flags(cmt__api_op[api]);
     c->new_device = 0;
-    if (flags & CURRENT_DEV) {
+    if (flags & CMT_OPF_CURRENT_DEV) {
         ev->dev = cmt__current_device();
         c->new_device = device_first_use(ev->dev);
     }
-    if (flags & RELEASES)
+    if (flags & CMT_OPF_RELEASES)
         take_seq(t, ev);
     return 1;
 }
@@ -288,9 +263,9 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
 {
     struct cmt__thread *t = c->thread;
     struct cmt_event *ev = &c->ev;
-    uint8_t flags = op_flags[cmt__api_op[ev->api]];
+    unsigned flags = cmt_op_flags(cmt__api_op[ev->api]);
     ev->result = (int32_t)rc;
-    if (flags & RELEASES) { /* like heaptrack, frees are not unwound unless asked for */
+    if (flags & CMT_OPF_RELEASES) { /* like heaptrack, frees are not unwound unless asked for */
         ev->stack = cmt__cfg.free_stacks ? cmt__stack_capture(cmt__cfg.stack_depth) : 0;
     } else {
         ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
@@ -302,7 +277,7 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
         push_info(t, CMT__ENTRY_BASELINE, ev, d->free, d->total);
     }
     push(t, CMT__ENTRY_EVENT, ev);
-    int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CAN_OOM);
+    int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CMT_OPF_CAN_OOM);
     if (oom) { /* the process may be about to die: keep free/total and flush now */
         size_t free = 0, total = 0;
         if (cmt__real.cuMemGetInfo_v2 && cmt__real.cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS)

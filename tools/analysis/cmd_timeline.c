@@ -24,15 +24,14 @@ static const char usage[] =
 
 enum format { TEXT, CSV, JSON, SVG };
 
-static const int chart_kinds[] = {CMT_KIND_DEVICE, CMT_KIND_PITCHED, CMT_KIND_MANAGED,
-                                  CMT_KIND_ASYNC, CMT_KIND_VMM};
-#define NCHART (sizeof chart_kinds / sizeof *chart_kinds)
 
 static void csv(const struct cmt_timeline *tl)
 {
+    int chart[CMT_KIND_COUNT];
+    size_t nchart = cmt_timeline_charted_kinds(chart);
     printf("t_ns,dev,live_bytes");
-    for (size_t k = 0; k < NCHART; k++)
-        printf(",%s_bytes", cmt_kind_name(chart_kinds[k]));
+    for (size_t k = 0; k < nchart; k++)
+        printf(",%s_bytes", cmt_kind_name(chart[k]));
     printf(",host_pinned_bytes,reserved_va_bytes,mapped_bytes,pool_retained_bytes,allocations,"
            "hole_bytes,largest_hole_bytes,hole_fragmentation,largest_unmapped_bytes,"
            "granularity_waste_bytes,oom,peak\n");
@@ -43,8 +42,8 @@ static void csv(const struct cmt_timeline *tl)
             if (!p->used)
                 continue;
             printf("%" PRIu64 ",%d,%" PRIu64, p->t_ns, d->dev, p->live_bytes);
-            for (size_t k = 0; k < NCHART; k++)
-                printf(",%" PRIu64, p->kind_bytes[chart_kinds[k]]);
+            for (size_t k = 0; k < nchart; k++)
+                printf(",%" PRIu64, p->kind_bytes[chart[k]]);
             printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
                    ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u\n",
                    p->kind_bytes[CMT_KIND_HOST], p->kind_bytes[CMT_KIND_VA], p->mapped_bytes,
@@ -56,6 +55,8 @@ static void csv(const struct cmt_timeline *tl)
 
 static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
 {
+    int chart[CMT_KIND_COUNT];
+    size_t nchart = cmt_timeline_charted_kinds(chart);
     struct cmt__json j;
     cmt__json_init(&j, stdout);
     cmt__json_object(&j, NULL);
@@ -80,10 +81,10 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
             cmt__json_u64(&j, "t_ns", p->t_ns);
             cmt__json_i64(&j, "dev", d->dev);
             cmt__json_u64(&j, "live_bytes", p->live_bytes);
-            for (size_t k = 0; k < NCHART; k++) {
+            for (size_t k = 0; k < nchart; k++) {
                 char key[48];
-                snprintf(key, sizeof key, "%s_bytes", cmt_kind_name(chart_kinds[k]));
-                cmt__json_u64(&j, key, p->kind_bytes[chart_kinds[k]]);
+                snprintf(key, sizeof key, "%s_bytes", cmt_kind_name(chart[k]));
+                cmt__json_u64(&j, key, p->kind_bytes[chart[k]]);
             }
             cmt__json_u64(&j, "host_pinned_bytes", p->kind_bytes[CMT_KIND_HOST]);
             cmt__json_u64(&j, "reserved_va_bytes", p->kind_bytes[CMT_KIND_VA]);

@@ -130,12 +130,6 @@ static void reservations(const struct ranges *va, const struct ranges *maps,
     }
 }
 
-static int is_hole_kind(int kind)
-{
-    /* managed memory lives in its own address range: it would show up as one huge gap */
-    return kind == CMT_KIND_DEVICE || kind == CMT_KIND_PITCHED || kind == CMT_KIND_ASYNC;
-}
-
 struct collect {
     int32_t dev;
     uint64_t max_tick; /* only objects born at or before this replay tick */
@@ -153,7 +147,7 @@ static void collect_one(struct collect *c, int kind, int32_t dev, uint64_t addr,
     }
     if (dev != c->dev)
         return;
-    if (is_hole_kind(kind))
+    if (CMT_KIND_HAS(kind, HOLE)) /* managed memory has its own range: no holes */
         push(&c->allocs, addr, size);
     else if (kind == CMT_KIND_VA)
         push(&c->va, addr, size);

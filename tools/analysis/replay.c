@@ -248,7 +248,7 @@ static inline __attribute__((always_inline)) void account(cmt_replay *rp,
                                                           struct cmt_replay_device *d,
                                                           int kind, uint64_t size, int sign)
 {
-    uint64_t waste = (kind != CMT_KIND_VMM && CMT_KIND_IS_DEVICE_MEMORY(kind)) ? waste_of(size) : 0;
+    uint64_t waste = CMT_KIND_HAS(kind, WASTE) ? waste_of(size) : 0;
     if (sign > 0) {
         d->kind_bytes[kind] += size;
         d->kind_count[kind]++;
@@ -427,19 +427,6 @@ static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
     return rp->current_pool[slot] ? rp->current_pool[slot] : CMT__DEFAULT_POOL(slot);
 }
 
-static int alloc_kind(int op)
-{
-    switch (op) {
-    case CMT_OP_ALLOC: return CMT_KIND_DEVICE;
-    case CMT_OP_ALLOC_PITCH: return CMT_KIND_PITCHED;
-    case CMT_OP_ALLOC_MANAGED: return CMT_KIND_MANAGED;
-    case CMT_OP_ALLOC_ASYNC: return CMT_KIND_ASYNC;
-    case CMT_OP_ALLOC_HOST: return CMT_KIND_HOST;
-    case CMT_OP_VMM_CREATE: return CMT_KIND_VMM;
-    default: return -1;
-    }
-}
-
 /* A successful allocation of any kind on the event's device d (the caller picks the map). */
 static inline __attribute__((always_inline)) void
 add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
@@ -492,6 +479,7 @@ static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_
     st->request = e->v[CMT_FIELD_SIZE];
     d->alloc_calls++;
     rp->totals.alloc_calls++;
+    st->kind = kind; /* asked for, also when the call fails */
     if (e->result != 0) {
         st->failed = 1;
         st->oom = e->result == CUDA_ERROR_OUT_OF_MEMORY;
@@ -525,7 +513,8 @@ static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_
     add_object_on(rp, d, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
 }
 
-static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st)
+static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                       int kind_freed, int to_pool)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt_replay_thread *th = thread_of(rp, e->tid);
@@ -538,6 +527,7 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
     uint64_t ptr = e->v[CMT_FIELD_PTR];
     struct cmt__entry *a = cmt__map_find(&rp->allocs, ptr);
     if (!a) {
+        st->kind = kind_freed; /* what the op frees, for observers of unknown frees */
         if (ptr) {
             st->unknown_free = 1;
             rp->totals.unknown_frees++;
@@ -560,7 +550,7 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
         rp->totals.temporary_count++;
         rp->totals.temporary_bytes += a->size;
     }
-    if (kind == CMT_KIND_ASYNC && st->op == CMT_OP_FREE_ASYNC)
+    if (kind == CMT_KIND_ASYNC && to_pool)
         pool_retain(rp, a->aux, a->dev, a->size);
     drop_on(rp, a->dev == e->dev ? d : device_slot(rp, a->dev), a);
     cmt__map_remove(&rp->allocs, a);
@@ -639,13 +629,13 @@ static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
     st->kind = CMT_KIND_MAPPING;
 }
 
-static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st)
+static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
 {
     const struct cmt_event *e = &st->rec.u.event;
     uint64_t handle = e->v[CMT_FIELD_HANDLE];
     struct cmt__entry *h;
-    switch (st->op) {
-    case CMT_OP_VMM_RELEASE:
+    switch (apply) {
+    case CMT_APPLY_VMM_RELEASE:
         if (!(h = cmt__map_find(&rp->handles, handle))) {
             st->unknown_free = 1;
             rp->totals.unknown_frees++;
@@ -655,11 +645,11 @@ static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st)
             handle_unref(rp, st, h);
         }
         break;
-    case CMT_OP_VMM_RETAIN:
+    case CMT_APPLY_VMM_RETAIN:
         if ((h = cmt__map_find(&rp->handles, handle)) && h->refs != UINT16_MAX)
             h->refs++;
         break;
-    case CMT_OP_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
+    case CMT_APPLY_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
         if ((h = cmt__map_find(&rp->handles, handle))) {
             if (h->refs != UINT16_MAX)
                 h->refs++;
@@ -667,19 +657,19 @@ static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st)
             add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
         }
         break;
-    case CMT_OP_VMM_MAP:
+    case CMT_APPLY_VMM_MAP:
         apply_map(rp, st);
         break;
-    case CMT_OP_VMM_UNMAP:
+    case CMT_APPLY_VMM_UNMAP:
         apply_unmap(rp, st);
         break;
-    case CMT_OP_VA_RESERVE:
+    case CMT_APPLY_VA_RESERVE:
         if (e->fields & CMT_F(PTR)) {
             add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
                        e->v[CMT_FIELD_SIZE], 0);
         }
         break;
-    case CMT_OP_VA_FREE:
+    case CMT_APPLY_VA_FREE:
         if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
             st->unknown_free = 1;
             rp->totals.unknown_frees++;
@@ -717,6 +707,49 @@ static void reset_device(cmt_replay *rp, int32_t dev)
     }
 }
 
+/* Pools, contexts and the VMM calls: rare next to allocations and frees. */
+static __attribute__((noinline)) void apply_pool_or_context(cmt_replay *rp,
+                                                           struct cmt_replay_device *d,
+                                                           struct cmt_replay_step *st, int apply)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    switch (apply) {
+    case CMT_APPLY_POOL_CREATE:
+        if (e->result == 0 && (e->fields & CMT_F(POOL)))
+            pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
+        break;
+    case CMT_APPLY_POOL_DESTROY:
+    case CMT_APPLY_POOL_TRIM: {
+        struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
+        if (p && e->result == 0) {
+            pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
+            if (apply == CMT_APPLY_POOL_DESTROY)
+                pool_forget(rp, p);
+        }
+        break;
+    }
+    case CMT_APPLY_POOL_SET:
+        if (e->result == 0) {
+            uint32_t slot = (uint32_t)(d - rp->devices);
+            if (!rp->failed)
+                rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
+        }
+        break;
+    case CMT_APPLY_SYNC:
+    case CMT_APPLY_SYNC_ALL:
+        sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1);
+        break;
+    case CMT_APPLY_RESET:
+        if (e->result == 0)
+            reset_device(rp, e->dev);
+        break;
+    default:
+        if (e->result == 0)
+            apply_vmm(rp, st, apply);
+        break;
+    }
+}
+
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
                                                               struct cmt_replay_step *st)
 {
@@ -725,12 +758,15 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
     uint32_t code = 0;
+    int apply = CMT_APPLY_NONE, kind = CMT_KIND_NONE;
     const char *name = NULL;
     if (__builtin_expect(e->api < rp->api_cap, 1)) {
         struct cmt__replay_api *a = &rp->apis[e->api];
         code = a->op;
         a->calls++;
         name = a->name;
+        apply = a->apply;
+        kind = a->kind;
     }
     st->op = code ? (int)code - 1 : CMT_OP_OTHER;
     if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
@@ -739,63 +775,31 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     }
     st->api = name;
     struct cmt_replay_device *d = device_slot(rp, e->dev);
-    int kind = alloc_kind(st->op);
-    if (kind >= 0) {
+    switch (apply) {
+    case CMT_APPLY_NONE:
+        break;
+    case CMT_APPLY_ALLOC:
         apply_alloc(rp, d, st, kind);
-    } else {
-        switch (st->op) {
-        case CMT_OP_FREE:
-        case CMT_OP_FREE_ASYNC:
-        case CMT_OP_FREE_HOST:
-        case CMT_OP_IPC_CLOSE:
-            apply_free(rp, d, st);
-            break;
-        case CMT_OP_IPC_OPEN:
-            if (e->result == 0 && (e->fields & CMT_F(PTR)))
-                add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], CMT_KIND_IPC, 0, 0);
-            break;
-        case CMT_OP_MEM_INFO:
-            if (e->result == 0 && (e->fields & CMT_F(FREE))) {
-                d->have_sample = 1;
-                d->free_bytes = e->v[CMT_FIELD_FREE];
-                d->total_bytes = e->v[CMT_FIELD_TOTAL];
-                d->sample_t_ns = e->t_ns;
-            }
-            break;
-        case CMT_OP_POOL_CREATE:
-            if (e->result == 0 && (e->fields & CMT_F(POOL)))
-                pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
-            break;
-        case CMT_OP_POOL_DESTROY:
-        case CMT_OP_POOL_TRIM: {
-            struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
-            if (p && e->result == 0) {
-                pool_trim(rp, p, st->op == CMT_OP_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
-                if (st->op == CMT_OP_POOL_DESTROY)
-                    pool_forget(rp, p);
-            }
-            break;
+        break;
+    case CMT_APPLY_FREE:
+    case CMT_APPLY_FREE_TO_POOL:
+        apply_free(rp, d, st, kind, apply == CMT_APPLY_FREE_TO_POOL);
+        break;
+    case CMT_APPLY_IPC_OPEN:
+        if (e->result == 0 && (e->fields & CMT_F(PTR)))
+            add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
+        break;
+    case CMT_APPLY_MEM_INFO:
+        if (e->result == 0 && (e->fields & CMT_F(FREE))) {
+            d->have_sample = 1;
+            d->free_bytes = e->v[CMT_FIELD_FREE];
+            d->total_bytes = e->v[CMT_FIELD_TOTAL];
+            d->sample_t_ns = e->t_ns;
         }
-        case CMT_OP_POOL_SET:
-            if (e->result == 0) {
-                uint32_t slot = (uint32_t)(d - rp->devices);
-                if (!rp->failed)
-                    rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
-            }
-            break;
-        case CMT_OP_SYNC:
-        case CMT_OP_CTX_DESTROY:
-            sync_pools(rp, st->op == CMT_OP_SYNC ? e->dev : -1);
-            break;
-        case CMT_OP_PRIMARY_RESET:
-            if (e->result == 0)
-                reset_device(rp, e->dev);
-            break;
-        default:
-            if (st->op >= CMT_OP_VMM_RELEASE && st->op <= CMT_OP_VMM_IMPORT && e->result == 0)
-                apply_vmm(rp, st);
-            break;
-        }
+        break;
+    default:
+        apply_pool_or_context(rp, d, st, apply);
+        break;
     }
     if (st->delta > 0) {
         if (d->live_bytes > d->peak_live_bytes) {
@@ -829,8 +833,11 @@ static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_re
             rp->apis = a;
             rp->api_cap = cap;
         }
-        rp->apis[rec->u.api.id].name = rec->u.api.name;
-        rp->apis[rec->u.api.id].op = rec->u.api.op < CMT_OP_MAX ? rec->u.api.op + 1 : 0;
+        struct cmt__replay_api *ra = &rp->apis[rec->u.api.id];
+        ra->name = rec->u.api.name;
+        ra->op = rec->u.api.op < CMT_OP_MAX ? rec->u.api.op + 1 : 0;
+        ra->apply = (uint8_t)cmt_op_apply(rec->u.api.op);
+        ra->kind = (int8_t)cmt_op_kind(rec->u.api.op);
         break;
     case CMT_REC_DEVICE: {
         struct cmt_replay_device *d = device_slot(rp, rec->u.device.dev);

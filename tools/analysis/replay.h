@@ -24,21 +24,33 @@
 
 #include "reader.h"
 
-/* Kinds of live memory. */
-#define CMT_KINDS(X)                                              \
-    X(DEVICE, "device")       /* cuMemAlloc */                    \
-    X(PITCHED, "pitched")     /* cuMemAllocPitch */               \
-    X(MANAGED, "managed")     /* cuMemAllocManaged */             \
-    X(ASYNC, "async")         /* cuMemAllocAsync / FromPool */    \
-    X(VMM, "vmm_physical")    /* cuMemCreate handles */           \
-    X(HOST, "host_pinned")    /* cuMemAllocHost / HostAlloc: not device memory */ \
-    X(VA, "va_reserved")      /* cuMemAddressReserve: address space only */ \
-    X(MAPPING, "mapping")     /* cuMemMap ranges */               \
-    X(IPC, "ipc")             /* cuIpcOpenMemHandle: another process's memory */ \
-    X(POOL, "pool")           /* a memory pool (retained bytes) */
+/* Kinds of live memory, with their attributes (CMT_KA_*):
+ *   DEVICE_MEMORY  counts as this process's device memory (live_bytes)
+ *   HOLE           lies in the device's address range beside the others (hole measures)
+ *   CHARTED        drawn in the timeline's chart
+ *   WASTE          the driver rounds it up to CMT_GRANULARITY (granularity waste) */
+#define CMT_KA_DEVICE_MEMORY 1u
+#define CMT_KA_HOLE 2u
+#define CMT_KA_CHARTED 4u
+#define CMT_KA_WASTE 8u
+#define CMT__KA_PLAIN (CMT_KA_DEVICE_MEMORY | CMT_KA_HOLE | CMT_KA_CHARTED | CMT_KA_WASTE)
+/* clang-format off */
+#define CMT_KINDS(X)                                                                        \
+    X(DEVICE, "device", CMT__KA_PLAIN)             /* cuMemAlloc */                         \
+    X(PITCHED, "pitched", CMT__KA_PLAIN)           /* cuMemAllocPitch */                    \
+    X(MANAGED, "managed", CMT__KA_PLAIN & ~CMT_KA_HOLE) /* cuMemAllocManaged: own range */  \
+    X(ASYNC, "async", CMT__KA_PLAIN)               /* cuMemAllocAsync / FromPool */         \
+    X(VMM, "vmm_physical", CMT_KA_DEVICE_MEMORY | CMT_KA_CHARTED) /* cuMemCreate handles */ \
+    X(HOST, "host_pinned", 0)     /* cuMemAllocHost / HostAlloc / HostRegister: not device memory */ \
+    X(VA, "va_reserved", 0)       /* cuMemAddressReserve: address space only */             \
+    X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
+    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
+    X(POOL, "pool", 0)            /* a memory pool (retained bytes) */
+/* clang-format on */
 
 enum cmt_kind {
-#define CMT__KIND_ENUM(name, text) CMT_KIND_##name,
+    CMT_KIND_NONE = -1, /* an op's kind column when it touches no memory */
+#define CMT__KIND_ENUM(name, text, attrs) CMT_KIND_##name,
     CMT_KINDS(CMT__KIND_ENUM)
 #undef CMT__KIND_ENUM
     CMT_KIND_COUNT
@@ -47,10 +59,43 @@ enum cmt_kind {
 /* @return the kind's name ("device", "pitched", ...), or "?" when out of range. */
 const char *cmt_kind_name(int kind);
 
+/* The kinds with attribute a, as a bit mask by kind (a constant). */
+#define CMT_KIND_MASK(a) (0u CMT_KINDS(CMT__KIND_BIT_##a))
+#define CMT__KIND_BIT_DEVICE_MEMORY(n, t, at) | (((at) & CMT_KA_DEVICE_MEMORY) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_HOLE(n, t, at) | (((at) & CMT_KA_HOLE) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_CHARTED(n, t, at) | (((at) & CMT_KA_CHARTED) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_WASTE(n, t, at) | (((at) & CMT_KA_WASTE) ? 1u << CMT_KIND_##n : 0u)
+/* @return whether kind k (any int) has attribute a (DEVICE_MEMORY, HOLE, CHARTED, WASTE). */
+#define CMT_KIND_HAS(k, a) ((unsigned)(k) < CMT_KIND_COUNT && ((CMT_KIND_MASK(a) >> (k)) & 1u))
+
 /* Kinds that count as this process's device memory (live_bytes). */
-#define CMT_KIND_IS_DEVICE_MEMORY(k)                                                         \
-    ((k) == CMT_KIND_DEVICE || (k) == CMT_KIND_PITCHED || (k) == CMT_KIND_MANAGED ||        \
-     (k) == CMT_KIND_ASYNC || (k) == CMT_KIND_VMM)
+#define CMT_KIND_IS_DEVICE_MEMORY(k) CMT_KIND_HAS(k, DEVICE_MEMORY)
+
+/* How the replay applies an op: the `apply` column of CMT_OPS (format/cmt_format.h). */
+#define CMT_APPLIES(X)                                                                   \
+    X(NONE)         /* nothing to apply */                                               \
+    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */    \
+    X(FREE)         /* ends the allocation at ptr, whatever its kind */                  \
+    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */ \
+    X(MEM_INFO)     /* a free/total sample */                                            \
+    X(POOL_CREATE) X(POOL_DESTROY) X(POOL_TRIM) X(POOL_SET)                              \
+    X(VMM_RELEASE) X(VMM_RETAIN) X(VMM_IMPORT) X(VMM_MAP) X(VMM_UNMAP)                   \
+    X(VA_RESERVE) X(VA_FREE)                                                             \
+    X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
+    X(SYNC)         /* pools of the event's device release what they retain */           \
+    X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
+    X(RESET)        /* the device's primary context reset: everything on it is freed */
+
+enum cmt_apply {
+#define CMT__APPLY_ENUM(name) CMT_APPLY_##name,
+    CMT_APPLIES(CMT__APPLY_ENUM)
+#undef CMT__APPLY_ENUM
+};
+
+/* @return the op's kind column (CMT_KIND_NONE when it has none, or the op is unknown). */
+int cmt_op_kind(uint32_t op);
+/* @return the op's apply column (CMT_APPLY_NONE for an unknown op). */
+int cmt_op_apply(uint32_t op);
 
 #define CMT_GRANULARITY (UINT64_C(2) << 20) /* the driver's allocation granularity */
 

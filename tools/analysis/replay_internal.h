@@ -20,6 +20,8 @@ struct cmt__replay_api {
     const char *name; /* NULL until the API record is replayed */
     uint64_t calls;
     uint32_t op; /* enum cmt_op + 1; 0 = unknown */
+    uint8_t apply; /* the op's enum cmt_apply (CMT_APPLY_NONE when unknown) */
+    int8_t kind;   /* the op's kind column */
 };
 
 struct cmt_replay {

@@ -11,11 +11,31 @@
 const char *cmt_kind_name(int kind)
 {
     static const char *const names[] = {
-#define CMT__KIND_NAME(name, text) text,
+#define CMT__KIND_NAME(name, text, attrs) text,
         CMT_KINDS(CMT__KIND_NAME)
 #undef CMT__KIND_NAME
     };
     return kind >= 0 && kind < CMT_KIND_COUNT ? names[kind] : "?";
+}
+
+int cmt_op_kind(uint32_t op)
+{
+    static const signed char kinds[CMT_OP_MAX] = {
+#define CMT__OP_KIND(name, value, text, apply, kind, flags) [value] = CMT_KIND_##kind,
+        CMT_OPS(CMT__OP_KIND)
+#undef CMT__OP_KIND
+    };
+    return op < CMT_OP_MAX ? kinds[op] : CMT_KIND_NONE;
+}
+
+int cmt_op_apply(uint32_t op)
+{
+    static const unsigned char applies[CMT_OP_MAX] = {
+#define CMT__OP_APPLY(name, value, text, apply, kind, flags) [value] = CMT_APPLY_##apply,
+        CMT_OPS(CMT__OP_APPLY)
+#undef CMT__OP_APPLY
+    };
+    return op < CMT_OP_MAX ? applies[op] : CMT_APPLY_NONE;
 }
 
 int cmt_replay_create(cmt_replay **out, cmt_reader *r)

@@ -180,3 +180,12 @@ struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
 {
     return (struct cmt_observer){CMT_OBSERVE_EVENT, timeline_step, timeline_finish, tl};
 }
+
+unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT])
+{
+    unsigned n = 0;
+    for (int k = 0; k < CMT_KIND_COUNT; k++)
+        if (CMT_KIND_HAS(k, CHARTED))
+            kinds[n++] = k;
+    return n;
+}

@@ -69,6 +69,8 @@ static inline void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_repla
 }
 /* Marks the peaks and puts the exact peak-time measures on them. */
 void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp);
+/* The kinds a chart stacks (CMT_KA_CHARTED), in table order. @return how many. */
+unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT]);
 /* The timeline as a replay observer (cmt_replay_run). */
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl);
 

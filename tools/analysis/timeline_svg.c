@@ -14,10 +14,9 @@
 #define TOP 40
 #define BOTTOM 40
 
-static const int kinds[] = {CMT_KIND_DEVICE, CMT_KIND_PITCHED, CMT_KIND_MANAGED, CMT_KIND_ASYNC,
-                            CMT_KIND_VMM};
-static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1"};
-#define NK (sizeof kinds / sizeof *kinds)
+static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1",
+                                     "#76b7b2"};
+#define NCOLORS (sizeof colors / sizeof *colors)
 
 /* Text from the trace (device and API names) may hold markup characters. */
 static void xml_text(FILE *f, const char *s)
@@ -60,6 +59,8 @@ static double nice_bytes_step(double range, int ticks)
 static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
                   const struct cmt_timeline_device *d, int y0)
 {
+    int chart[CMT_KIND_COUNT];
+    unsigned nchart = cmt_timeline_charted_kinds(chart);
     const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
     char a[32], b[32], label[160];
     double plot_w = W - LEFT - RIGHT, plot_h = PANEL_H - TOP - BOTTOM;
@@ -93,8 +94,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
                "start</text>\n", LEFT + plot_w / 2, PANEL_H - 4);
     /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
      * holds its level until the next change) */
-    for (int k = (int)NK - 1; k >= 0; k--) {
-        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f", colors[k],
+    for (int k = (int)nchart - 1; k >= 0; k--) {
+        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f", colors[(size_t)k % NCOLORS],
                 LEFT, TOP + plot_h);
         double last_y = TOP + plot_h;
         for (uint32_t i = 0; i < tl->max_points; i++) {
@@ -103,7 +104,7 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
                 continue;
             uint64_t sum = 0;
             for (int j = 0; j <= k; j++)
-                sum += p->kind_bytes[kinds[j]];
+                sum += p->kind_bytes[chart[j]];
             double x = LEFT + (double)p->t_ns / (double)t_end * plot_w;
             double y = TOP + plot_h - (double)sum / ymax * plot_h;
             fprintf(f, " %.1f,%.1f %.1f,%.1f", x, last_y, x, y);
@@ -134,11 +135,11 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n",
             px, py, px + 6, py - 6, cmt__bytes(rd->peak_live_bytes, a));
     /* legend */
-    for (size_t k = 0; k < NK; k++)
+    for (size_t k = 0; k < nchart; k++)
         fprintf(f, "<rect x=\"%zu\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/><text "
                    "x=\"%zu\" y=\"37\" font-size=\"11\">%s</text>\n",
-                (size_t)W - 560 + k * 110, colors[k], (size_t)W - 546 + k * 110,
-                cmt_kind_name(kinds[k]));
+                (size_t)W - 560 + k * 110, colors[(size_t)k % NCOLORS], (size_t)W - 546 + k * 110,
+                cmt_kind_name(chart[k]));
     fprintf(f, "</g>\n");
 }
 
