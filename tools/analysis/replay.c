@@ -814,6 +814,15 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS - 1 ? d : NULL;
 }
 
+static void baseline(struct cmt_replay_device *d, uint64_t free_bytes, uint64_t total_bytes)
+{
+    if (d->have_baseline)
+        return;
+    d->have_baseline = 1;
+    d->baseline_free_bytes = free_bytes;
+    d->baseline_total_bytes = total_bytes;
+}
+
 /* Every record but an EVENT (cmt_replay_next applies those itself). */
 static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
 {
@@ -846,6 +855,7 @@ static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_re
         d->total_bytes = rec->u.device.total_bytes;
         d->free_bytes = rec->u.device.free_bytes;
         d->sample_t_ns = rec->u.device.t_ns;
+        baseline(d, d->free_bytes, d->total_bytes);
         break;
     }
     case CMT_REC_MEMINFO: {
@@ -854,6 +864,8 @@ static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_re
         d->total_bytes = rec->u.meminfo.total_bytes;
         d->free_bytes = rec->u.meminfo.free_bytes;
         d->sample_t_ns = rec->u.meminfo.t_ns;
+        if (rec->u.meminfo.reason == CMT_MEMINFO_BASELINE)
+            baseline(d, d->free_bytes, d->total_bytes);
         break;
     }
     case CMT_REC_END:

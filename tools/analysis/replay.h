@@ -114,6 +114,10 @@ struct cmt_replay_device {
     int have_sample;
     uint64_t free_bytes, total_bytes, sample_t_ns;
     const char *name; /* from the DEVICE record, or NULL */
+    /* the first free/total recorded (DEVICE record or baseline sample): the device as the
+     * process found it */
+    int have_baseline;
+    uint64_t baseline_free_bytes, baseline_total_bytes;
     uint64_t alloc_calls, free_calls, failures, oom_failures;
 };
 

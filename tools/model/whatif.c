@@ -7,101 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_error.h"
 #include "frames.h"
 
 #define MIB ((uint64_t)1 << 20)
 
-/* ---- an open-addressing map u64 -> u32 (linear probing, backward-shift
- * deletion), for device pointers and stack ids ------------------------- */
+/* ---- the stream, collected from replay steps -------------------------- */
 
-struct map_slot {
-  uint64_t key; /* 0 = empty (neither pointers nor stack ids are 0) */
-  uint32_t value;
-};
-
-struct map {
-  struct map_slot *slots;
-  size_t mask, count;
-};
-
-static uint64_t mix(uint64_t k) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return k;
-}
-
-static int map_grow(struct map *m) {
-  size_t cap = m->slots ? (m->mask + 1) * 2 : 1024;
-  struct map_slot *slots = calloc(cap, sizeof *slots);
-  if (!slots)
-    return -1;
-  if (m->slots) {
-    for (size_t i = 0; i <= m->mask; i++) {
-      if (!m->slots[i].key)
-        continue;
-      size_t j = mix(m->slots[i].key) & (cap - 1);
-      while (slots[j].key)
-        j = (j + 1) & (cap - 1);
-      slots[j] = m->slots[i];
-    }
-  }
-  free(m->slots);
-  m->slots = slots;
-  m->mask = cap - 1;
-  return 0;
-}
-
-/* @return the slot of key, or NULL. */
-static struct map_slot *map_find(const struct map *m, uint64_t key) {
-  if (!m->slots)
-    return NULL;
-  for (size_t j = mix(key) & m->mask;; j = (j + 1) & m->mask) {
-    if (m->slots[j].key == key)
-      return &m->slots[j];
-    if (!m->slots[j].key)
-      return NULL;
-  }
-}
-
-/* Insert or overwrite. @return 0 or -1 (host memory). */
-static int map_put(struct map *m, uint64_t key, uint32_t value) {
-  if (!m->slots || (m->count + 1) * 4 > (m->mask + 1) * 3)
-    if (map_grow(m))
-      return -1;
-  size_t j = mix(key) & m->mask;
-  while (m->slots[j].key && m->slots[j].key != key)
-    j = (j + 1) & m->mask;
-  if (!m->slots[j].key)
-    m->count++;
-  m->slots[j].key = key;
-  m->slots[j].value = value;
-  return 0;
-}
-
-static void map_erase(struct map *m, struct map_slot *s) {
-  size_t i = (size_t)(s - m->slots);
-  for (size_t j = (i + 1) & m->mask; m->slots[j].key; j = (j + 1) & m->mask) {
-    size_t home = mix(m->slots[j].key) & m->mask;
-    /* Move j into the hole at i when its home is not in (i, j]. */
-    if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-      m->slots[i] = m->slots[j];
-      i = j;
-    }
-  }
-  m->slots[i].key = 0;
-  m->count--;
-}
-
-/* ---- the stream being built -------------------------------------------- */
-
-struct builder {
+/* The replay names every allocation by a dense object id (reused after its free); the stream's
+ * tensor ids are those ids less one. The collector only remembers which ids are tensors of the
+ * kept device now (mine[]). */
+struct cmt_whatif_collector {
   struct cmt_whatif_stream *s;
-  size_t event_capacity, site_capacity;
-  struct map live;  /* device pointer -> id */
-  struct map sites; /* stack leaf -> site index */
-  uint32_t *free_ids; /* ids whose allocation was freed, for reuse */
-  size_t free_id_count, free_id_capacity;
+  size_t event_capacity;
+  uint8_t *mine; /* by object id: 1 while it is a live tensor of the stream */
+  uint32_t mine_cap;
+  int failed;    /* out of host memory */
   /* Shape of the allocations, for the caching detector. */
   uint64_t segment_shaped;
   uint64_t last_failed_size;
@@ -110,7 +31,7 @@ struct builder {
   uint64_t retry_size;
 };
 
-static int push_event(struct builder *b, const struct cmt_whatif_event *e) {
+static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_event *e) {
   struct cmt_whatif_stream *s = b->s;
   if (s->event_count == b->event_capacity) {
     size_t cap = b->event_capacity ? b->event_capacity * 2 : 4096;
@@ -124,22 +45,139 @@ static int push_event(struct builder *b, const struct cmt_whatif_event *e) {
   return 0;
 }
 
-static int push_site(struct builder *b, const char *text, uint32_t *index) {
-  struct cmt_whatif_stream *s = b->s;
-  if (s->site_count == b->site_capacity) {
-    size_t cap = b->site_capacity ? b->site_capacity * 2 : 64;
-    char **grown = realloc(s->sites, cap * sizeof *grown);
+static int mark(struct cmt_whatif_collector *b, uint32_t object, uint8_t v) {
+  if (object >= b->mine_cap) {
+    uint32_t cap = b->mine_cap ? b->mine_cap : 1024;
+    while (cap <= object)
+      cap *= 2;
+    uint8_t *grown = realloc(b->mine, cap);
     if (!grown)
       return -1;
-    s->sites = grown;
-    b->site_capacity = cap;
+    memset(grown + b->mine_cap, 0, cap - b->mine_cap);
+    b->mine = grown;
+    b->mine_cap = cap;
   }
-  char *copy = strdup(text);
-  if (!copy)
-    return -1;
-  *index = s->site_count;
-  s->sites[s->site_count++] = copy;
+  b->mine[object] = v;
   return 0;
+}
+
+static bool is_mine(const struct cmt_whatif_collector *b, uint32_t object) {
+  return object != CMT_NO_OBJECT && object < b->mine_cap && b->mine[object];
+}
+
+/* The tensor `object` ends (freed, or dropped by the replay without a recorded free). */
+static int end_tensor(struct cmt_whatif_collector *b, uint32_t object, const struct cmt_event *ev) {
+  struct cmt_whatif_event f = {.id = object - 1, .t_ns = ev->t_ns, .seq = ev->seq, .is_free = 1};
+  b->mine[object] = 0;
+  return push_event(b, &f);
+}
+
+static bool segment_shaped(uint64_t size) {
+  return size == 2 * MIB || (size >= 20 * MIB && size % (2 * MIB) == 0);
+}
+
+/* A failed allocation, then (after frees, or directly) the same size again:
+ * PyTorch's release-and-retry path. */
+static void note_failure(struct cmt_whatif_collector *b, uint64_t size) {
+  if (b->last_failed_size == size && !b->retry_signature) {
+    b->retry_signature = true;
+    b->retry_size = size;
+  }
+  b->last_failed_size = size;
+  b->freed_since_failure = false;
+}
+
+static void note_success(struct cmt_whatif_collector *b, uint64_t size) {
+  if (b->last_failed_size == size && b->freed_since_failure && !b->retry_signature) {
+    b->retry_signature = true;
+    b->retry_size = size;
+  }
+  b->last_failed_size = 0;
+}
+
+/* The model replays plain and stream-ordered device allocations (what PyTorch's allocator
+ * turns tensors into when caching is off, or with backend:cudaMallocAsync). */
+static bool modelled_kind(int kind) {
+  return kind == CMT_KIND_DEVICE || kind == CMT_KIND_ASYNC;
+}
+
+static int on_alloc(struct cmt_whatif_collector *b, const struct cmt_replay_step *st) {
+  struct cmt_whatif_stream *s = b->s;
+  const struct cmt_event *ev = &st->rec.u.event;
+  uint64_t size = st->request;
+  if (st->failed) {
+    s->failed_allocs++;
+    note_failure(b, size);
+    return 0;
+  }
+  if (st->object == CMT_NO_OBJECT || !st->key)
+    return 0;
+  if (s->allocs == 0)
+    s->device = ev->dev;
+  if (ev->dev != s->device) {
+    s->other_device_events++;
+    return 0;
+  }
+  note_success(b, size);
+  /* A pointer allocated again without a recorded free (or a tensor the replay dropped with
+   * its context): the old tensor ends here. */
+  if (is_mine(b, st->replaced) && end_tensor(b, st->replaced, ev))
+    return -1;
+  if (is_mine(b, st->object) && end_tensor(b, st->object, ev))
+    return -1;
+  struct cmt_whatif_event e = {.size = size,
+                               .stream = st->kind == CMT_KIND_ASYNC ? ev->v[CMT_FIELD_STREAM] : 0,
+                               .t_ns = ev->t_ns,
+                               .seq = ev->seq,
+                               .id = st->object - 1,
+                               .site = st->site};
+  if (mark(b, st->object, 1) || push_event(b, &e))
+    return -1;
+  if (st->object > s->id_count)
+    s->id_count = st->object;
+  s->allocs++;
+  if (segment_shaped(size))
+    b->segment_shaped++;
+  return 0;
+}
+
+static int on_free(struct cmt_whatif_collector *b, const struct cmt_replay_step *st) {
+  struct cmt_whatif_stream *s = b->s;
+  const struct cmt_event *ev = &st->rec.u.event;
+  if (is_mine(b, st->object)) {
+    if (end_tensor(b, st->object, ev))
+      return -1;
+    s->frees++;
+    b->freed_since_failure = true;
+    return 0;
+  }
+  /* a free of device memory that is not a tensor of the stream */
+  int apply = cmt_op_apply((uint32_t)st->op);
+  if (st->failed || !ev->v[CMT_FIELD_PTR] || !modelled_kind(cmt_op_kind((uint32_t)st->op)) ||
+      (apply != CMT_APPLY_FREE && apply != CMT_APPLY_FREE_TO_POOL))
+    return 0;
+  if (s->allocs && ev->dev != s->device && ev->dev >= 0)
+    s->other_device_events++;
+  else
+    s->unmatched_frees++;
+  return 0;
+}
+
+static unsigned collect_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st) {
+  (void)rp;
+  struct cmt_whatif_collector *b = ctx;
+  int failed = 0;
+  if (st->is_alloc) {
+    if (modelled_kind(st->kind))
+      failed = on_alloc(b, st);
+  } else if (st->object != CMT_NO_OBJECT || st->unknown_free) {
+    failed = on_free(b, st);
+  }
+  if (failed) {
+    b->failed = 1;
+    return 0; /* out of host memory: nothing more to collect */
+  }
+  return CMT_OBSERVE_EVENT;
 }
 
 /* The frame a call site is named by, as report and oom name it (frames.h), as text ("" without
@@ -151,129 +189,21 @@ static void site_text(const cmt_reader *r, uint32_t leaf, char *buf, size_t size
     cmt_reader_format_frame(r, node, buf, size);
 }
 
-static int site_of(struct builder *b, const cmt_reader *r, uint32_t stack, uint32_t *out) {
-  *out = 0;
-  if (!stack)
-    return 0;
-  struct map_slot *hit = map_find(&b->sites, stack);
-  if (hit) {
-    *out = hit->value;
-    return 0;
-  }
+/* Sites are the replay's call sites, named once the symbols (at the trace's end) are known. */
+static int name_sites(struct cmt_whatif_stream *s, const cmt_replay *rp) {
+  uint32_t n = cmt_replay_site_count(rp);
+  s->sites = calloc(n ? n : 1, sizeof *s->sites);
+  if (!s->sites)
+    return -1;
   char text[512];
-  site_text(r, stack, text, sizeof text);
-  uint32_t index = 0;
-  if (text[0] && push_site(b, text, &index))
-    return -1;
-  if (map_put(&b->sites, stack, index))
-    return -1;
-  *out = index;
-  return 0;
-}
-
-static uint32_t take_id(struct builder *b) {
-  if (b->free_id_count)
-    return b->free_ids[--b->free_id_count];
-  return b->s->id_count++;
-}
-
-static int give_id(struct builder *b, uint32_t id) {
-  if (b->free_id_count == b->free_id_capacity) {
-    size_t cap = b->free_id_capacity ? b->free_id_capacity * 2 : 1024;
-    uint32_t *grown = realloc(b->free_ids, cap * sizeof *grown);
-    if (!grown)
+  for (uint32_t i = 0; i < n; i++) {
+    text[0] = 0;
+    if (i)
+      site_text(cmt_replay_reader(rp), cmt_replay_site(rp, i)->stack, text, sizeof text);
+    if (!(s->sites[i] = strdup(text)))
       return -1;
-    b->free_ids = grown;
-    b->free_id_capacity = cap;
+    s->site_count = i + 1;
   }
-  b->free_ids[b->free_id_count++] = id;
-  return 0;
-}
-
-static bool segment_shaped(uint64_t size) {
-  return size == 2 * MIB || (size >= 20 * MIB && size % (2 * MIB) == 0);
-}
-
-/* A failed allocation, then (after frees, or directly) the same size again:
- * PyTorch's release-and-retry path. */
-static void note_failure(struct builder *b, uint64_t size) {
-  if (b->last_failed_size == size && !b->retry_signature) {
-    b->retry_signature = true;
-    b->retry_size = size;
-  }
-  b->last_failed_size = size;
-  b->freed_since_failure = false;
-}
-
-static void note_success(struct builder *b, uint64_t size) {
-  if (b->last_failed_size == size && b->freed_since_failure && !b->retry_signature) {
-    b->retry_signature = true;
-    b->retry_size = size;
-  }
-  b->last_failed_size = 0;
-}
-
-static int on_alloc(struct builder *b, const cmt_reader *r, const struct cmt_event *ev,
-                    bool async) {
-  struct cmt_whatif_stream *s = b->s;
-  uint64_t size = ev->v[CMT_FIELD_SIZE];
-  if (ev->result != 0) {
-    s->failed_allocs++;
-    note_failure(b, size);
-    return 0;
-  }
-  if (!(ev->fields & CMT_F(PTR)) || !ev->v[CMT_FIELD_PTR])
-    return 0;
-  if (s->allocs == 0)
-    s->device = ev->dev;
-  if (ev->dev != s->device) {
-    s->other_device_events++;
-    return 0;
-  }
-  note_success(b, size);
-  struct cmt_whatif_event e = {.size = size,
-                               .stream = async ? ev->v[CMT_FIELD_STREAM] : 0,
-                               .t_ns = ev->t_ns,
-                               .seq = ev->seq};
-  if (site_of(b, r, ev->stack, &e.site))
-    return -1;
-  /* A pointer allocated again without a recorded free: drop the old one. */
-  struct map_slot *old = map_find(&b->live, ev->v[CMT_FIELD_PTR]);
-  if (old) {
-    struct cmt_whatif_event f = {.id = old->value, .t_ns = ev->t_ns, .seq = ev->seq,
-                                 .is_free = 1};
-    if (push_event(b, &f) || give_id(b, old->value))
-      return -1;
-    map_erase(&b->live, old);
-  }
-  e.id = take_id(b);
-  if (map_put(&b->live, ev->v[CMT_FIELD_PTR], e.id) || push_event(b, &e))
-    return -1;
-  s->allocs++;
-  if (segment_shaped(size))
-    b->segment_shaped++;
-  return 0;
-}
-
-static int on_free(struct builder *b, const struct cmt_event *ev) {
-  struct cmt_whatif_stream *s = b->s;
-  if (ev->result != 0 || !ev->v[CMT_FIELD_PTR])
-    return 0;
-  struct map_slot *hit = map_find(&b->live, ev->v[CMT_FIELD_PTR]);
-  if (!hit) {
-    if (s->allocs && ev->dev != s->device && ev->dev >= 0)
-      s->other_device_events++;
-    else
-      s->unmatched_frees++;
-    return 0;
-  }
-  struct cmt_whatif_event e = {.id = hit->value, .t_ns = ev->t_ns, .seq = ev->seq,
-                               .is_free = 1};
-  if (push_event(b, &e) || give_id(b, hit->value))
-    return -1;
-  map_erase(&b->live, hit);
-  s->frees++;
-  b->freed_since_failure = true;
   return 0;
 }
 
@@ -301,118 +231,93 @@ static void judge_caching(struct cmt_whatif_stream *s, uint64_t shaped, bool ret
   }
 }
 
+static int collect_finish(void *ctx, const cmt_replay *rp) {
+  struct cmt_whatif_collector *b = ctx;
+  struct cmt_whatif_stream *s = b->s;
+  if (b->failed || name_sites(s, rp))
+    return b->failed = 1, CMT_MODEL_E_NO_MEMORY;
+  const struct cmt_replay_device *d = s->allocs ? cmt_replay_device(rp, s->device) : NULL;
+  if (d && d->have_baseline) {
+    snprintf(s->device_name, sizeof s->device_name, "%s", d->name ? d->name : "");
+    s->device_total = d->baseline_total_bytes;
+    s->device_free = d->baseline_free_bytes;
+    s->has_capacity = d->baseline_total_bytes > 0 && d->baseline_free_bytes > 0 &&
+                      d->baseline_free_bytes <= d->baseline_total_bytes;
+  }
+  judge_caching(s, b->segment_shaped, b->retry_signature, b->retry_size);
+  return 0;
+}
+
+int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
+                                struct cmt_whatif_stream *stream) {
+  *out = NULL;
+  if (!stream)
+    return CMT_MODEL_E_INVALID;
+  memset(stream, 0, sizeof *stream);
+  struct cmt_whatif_collector *b = calloc(1, sizeof *b);
+  if (!b)
+    return CMT_MODEL_E_NO_MEMORY;
+  b->s = stream;
+  *out = b;
+  return 0;
+}
+
+struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c) {
+  return (struct cmt_observer){CMT_OBSERVE_EVENT, collect_step, collect_finish, c};
+}
+
 static void set_err(char *err, size_t len, const char *msg) {
   if (len)
     snprintf(err, len, "%s", msg);
 }
 
-/* Device figures: the DEVICE record of the kept device, else its first
- * MEMINFO baseline. Both are only known after the device is chosen, so they
- * are gathered per device first. */
-struct device_info {
-  bool seen;
-  char name[128];
-  uint64_t total, free;
-};
-#define MAX_DEVICES 64
-
-static void remember_device(struct device_info *d, const struct cmt_record *rec) {
-  if (rec->type == CMT_REC_DEVICE) {
-    int32_t dev = rec->u.device.dev;
-    if (dev < 0 || dev >= MAX_DEVICES || d[dev].seen)
-      return;
-    d[dev].seen = true;
-    snprintf(d[dev].name, sizeof d[dev].name, "%s",
-             rec->u.device.name ? rec->u.device.name : "");
-    d[dev].total = rec->u.device.total_bytes;
-    d[dev].free = rec->u.device.free_bytes;
-  } else if (rec->type == CMT_REC_MEMINFO &&
-             rec->u.meminfo.reason == CMT_MEMINFO_BASELINE) {
-    int32_t dev = rec->u.meminfo.dev;
-    if (dev < 0 || dev >= MAX_DEVICES || d[dev].seen)
-      return;
-    d[dev].seen = true;
-    d[dev].total = rec->u.meminfo.total_bytes;
-    d[dev].free = rec->u.meminfo.free_bytes;
+int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char *err,
+                             size_t err_len) {
+  struct cmt_whatif_stream *out = b->s;
+  int rc = 0;
+  out->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
+  if (b->failed || replay_rc == CMT_ENOMEM) {
+    rc = CMT_MODEL_E_NO_MEMORY;
+    set_err(err, err_len, "out of host memory while reading the trace");
+  } else if (out->allocs == 0) {
+    rc = CMT_WHATIF_E_EMPTY;
+    set_err(err, err_len,
+            out->failed_allocs
+                ? "no allocation in the trace succeeded: there is no stream to replay"
+                : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
   }
+  if (rc)
+    cmt_whatif_stream_free(out);
+  return rc;
 }
 
-static int read_events(struct builder *b, cmt_reader *r, struct device_info *devices) {
-  struct cmt_record rec;
-  int rc;
-  while ((rc = cmt_reader_next(r, &rec)) == 1) {
-    if (rec.type != CMT_REC_EVENT) {
-      remember_device(devices, &rec);
-      continue;
-    }
-    const struct cmt_api *api = cmt_reader_api(r, rec.u.event.api);
-    if (!api)
-      continue;
-    int failed = 0;
-    switch (api->op) {
-    case CMT_OP_ALLOC:
-      failed = on_alloc(b, r, &rec.u.event, false);
-      break;
-    case CMT_OP_ALLOC_ASYNC:
-      failed = on_alloc(b, r, &rec.u.event, true);
-      break;
-    case CMT_OP_FREE:
-    case CMT_OP_FREE_ASYNC:
-      failed = on_free(b, &rec.u.event);
-      break;
-    default:
-      break;
-    }
-    if (failed)
-      return CMT_MODEL_E_NO_MEMORY;
-  }
-  b->s->damage = rc < 0 ? rc : 0;
-  return 0;
+void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b) {
+  if (!b)
+    return;
+  free(b->mine);
+  free(b);
 }
 
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
                            size_t err_len) {
   if (!reader || !out)
     return CMT_MODEL_E_INVALID;
-  memset(out, 0, sizeof *out);
-  struct builder b = {.s = out};
-  struct device_info *devices = calloc(MAX_DEVICES, sizeof *devices);
-  uint32_t none = 0;
-  int rc = CMT_MODEL_E_NO_MEMORY;
-  if (!devices || push_site(&b, "", &none))
-    goto fail;
-  cmt_reader_preload(reader); /* damage is reported by the pass below */
-  cmt_reader_rewind(reader);
-  rc = read_events(&b, reader, devices);
+  struct cmt_whatif_collector *c;
+  cmt_replay *rp = NULL;
+  int rc = cmt_whatif_collector_create(&c, out);
   if (rc)
-    goto fail;
-  if (out->allocs == 0) {
-    rc = CMT_WHATIF_E_EMPTY;
-    set_err(err, err_len,
-            out->failed_allocs
-                ? "no allocation in the trace succeeded: there is no stream to replay"
-                : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
-    goto fail;
+    return rc;
+  cmt_reader_rewind(reader);
+  if (cmt_replay_create(&rp, reader) != 0) {
+    cmt_whatif_collector_destroy(c);
+    set_err(err, err_len, "out of host memory while reading the trace");
+    return CMT_MODEL_E_NO_MEMORY;
   }
-  if (out->device >= 0 && out->device < MAX_DEVICES && devices[out->device].seen) {
-    const struct device_info *d = &devices[out->device];
-    snprintf(out->device_name, sizeof out->device_name, "%s", d->name);
-    out->device_total = d->total;
-    out->device_free = d->free;
-    out->has_capacity = d->total > 0 && d->free > 0 && d->free <= d->total;
-  }
-  judge_caching(out, b.segment_shaped, b.retry_signature, b.retry_size);
-  rc = 0;
-fail:
-  free(devices);
-  free(b.live.slots);
-  free(b.sites.slots);
-  free(b.free_ids);
-  if (rc) {
-    if (rc == CMT_MODEL_E_NO_MEMORY)
-      set_err(err, err_len, "out of host memory while reading the trace");
-    cmt_whatif_stream_free(out);
-  }
+  struct cmt_observer obs = cmt_whatif_observer(c);
+  rc = cmt_replay_run(rp, &obs, 1);
+  rc = cmt_whatif_collector_end(c, rc == CMT_MODEL_E_NO_MEMORY ? CMT_ENOMEM : rc, err, err_len);
+  cmt_replay_destroy(rp);
+  cmt_whatif_collector_destroy(c);
   return rc;
 }
 

@@ -25,6 +25,7 @@
 
 #include "caching_model.h"
 #include "reader.h"
+#include "replay.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -85,6 +86,22 @@ struct cmt_whatif_stream {
  */
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out,
                            char *err, size_t err_len);
+
+/**
+ * The same as a replay observer, so that the stream is collected in one pass with other
+ * analyses: create a collector over an (uninitialised) stream, add cmt_whatif_observer(c) to
+ * the observers of cmt_replay_run, then call cmt_whatif_collector_end with the run's result.
+ * The stream keeps the replay's call-site indices (sites[i] names replay site i).
+ * @return (create) 0, CMT_MODEL_E_INVALID, CMT_MODEL_E_NO_MEMORY;
+ *         (end) as cmt_whatif_stream_load; the stream is freed on error.
+ */
+struct cmt_whatif_collector;
+int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
+                                struct cmt_whatif_stream *stream);
+struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c);
+int cmt_whatif_collector_end(struct cmt_whatif_collector *c, int replay_rc, char *err,
+                             size_t err_len);
+void cmt_whatif_collector_destroy(struct cmt_whatif_collector *c);
 
 /**
  * Build a stream from events already in memory (tests, benchmarks). Copies

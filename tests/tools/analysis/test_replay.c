@@ -195,3 +195,65 @@ Test(replay, damaged_trace_keeps_what_came_before)
     cr_expect_eq(cmt_reader_damage_offset(reader), first);
     done(&b);
 }
+
+/* An observer that counts what it is shown and asks for every step once it saw a failure. */
+struct counting {
+    unsigned wants_after;
+    int steps, events, records, ooms, finished;
+    uint32_t objects[8];
+};
+
+static unsigned count_step(void *ctx, const cmt_replay *r, const struct cmt_replay_step *st)
+{
+    (void)r;
+    struct counting *c = ctx;
+    c->steps++;
+    if (st->rec.type == CMT_REC_EVENT)
+        c->events++;
+    else
+        c->records++;
+    if (st->oom)
+        c->ooms++;
+    if (st->is_alloc && !st->failed && c->events <= 8)
+        c->objects[c->events - 1] = st->object;
+    return c->wants_after;
+}
+
+static int count_finish(void *ctx, const cmt_replay *r)
+{
+    (void)r;
+    ((struct counting *)ctx)->finished++;
+    return 0;
+}
+
+Test(replay, observers_see_the_steps_they_ask_for)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 100, 0);
+    tb_alloc(&b, 0x2000, 100, 0);
+    tb_alloc_fail(&b, 2 * TB_GIB, 0);
+    tb_free(&b, 0x1000);
+    tb_alloc(&b, 0x3000, 100, 0); /* takes the object id 0x1000 gave back */
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct counting every = {.wants_after = CMT_OBSERVE_EVENT};
+    struct counting oom_then_all = {.wants_after = CMT_OBSERVE_ALL};
+    struct cmt_observer obs[] = {
+        {CMT_OBSERVE_EVENT, count_step, count_finish, &every},
+        {CMT_OBSERVE_OOM, count_step, count_finish, &oom_then_all},
+    };
+    cr_assert_eq(cmt_replay_run(rp, obs, 2), 0);
+    cr_expect_eq(every.events, 5);
+    cr_expect_eq(every.records, 0);
+    cr_expect_eq(oom_then_all.ooms, 1);
+    cr_expect_eq(oom_then_all.events, 3); /* the failure, the free, the last allocation */
+    cr_expect_gt(oom_then_all.records, 0); /* END and symbols after it */
+    cr_expect_eq(every.finished, 1);
+    cr_expect_eq(oom_then_all.finished, 1);
+    cr_expect_eq(every.objects[0], 1);
+    cr_expect_eq(every.objects[1], 2);
+    cr_expect_eq(every.objects[4], 1);
+    done(&b);
+}

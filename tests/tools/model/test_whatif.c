@@ -2,6 +2,8 @@
  * with the format's writer. */
 #include "whatif_fixture.h"
 
+#include "oom.h"
+#include "timeline.h"
 #include "whatif.h"
 
 static const char writeup_message[] =
@@ -242,4 +244,52 @@ Test(whatif_run, default_ladder) {
   n = cmt_whatif_default_ladder(10 * MiB, mb);
   for (size_t i = 0; i < n; i++)
     cr_assert_geq(mb[i], 20);
+}
+
+/* ---- one pass, many observers ------------------------------------------ */
+
+Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream) {
+  struct tb b;
+  struct cmt_whatif_stream alone, shared;
+  tb_open(&b, 24 * GiB, 20 * GiB);
+  tb_alloc(&b, P(0), 3000 * MiB);
+  tb_alloc(&b, P(1), 100 * MiB);
+  tb_free(&b, P(0));
+  tb_event(&b, API_ALLOC, 2, 0, 30 * GiB, 0, STACK_RAW); /* out of memory */
+  tb_alloc(&b, P(1), 200 * MiB); /* reused without a free: the old tensor ends */
+  tb_close(&b);
+  load(&b, &alone);
+  cr_assert_eq(alone.event_count, 5);
+  cmt_reader *r = tb_reader(&b);
+  cmt_replay *rp;
+  cmt_oom *oom;
+  struct cmt_timeline tl;
+  struct cmt_whatif_collector *c;
+  cr_assert_eq(cmt_replay_create(&rp, r), 0);
+  cr_assert_eq(cmt_oom_create(&oom), 0);
+  cr_assert_eq(cmt_timeline_init(&tl, 100), 0);
+  cr_assert_eq(cmt_whatif_collector_create(&c, &shared), 0);
+  struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
+                               cmt_whatif_observer(c)};
+  int rc = cmt_replay_run(rp, obs, 3);
+  char err[256] = "";
+  cr_assert_eq(cmt_whatif_collector_end(c, rc, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(shared.event_count, alone.event_count);
+  cr_assert_eq(shared.failed_allocs, 1);
+  for (size_t k = 0; k < alone.event_count; k++) {
+    cr_assert_eq(shared.events[k].id, alone.events[k].id);
+    cr_assert_eq(shared.events[k].size, alone.events[k].size);
+    cr_assert_str_eq(shared.sites[shared.events[k].site], alone.sites[alone.events[k].site]);
+  }
+  cr_assert_eq(cmt_oom_count(oom), 1);
+  cr_assert_eq(cmt_oom_episode(oom, 0)->request_bytes, 30 * GiB);
+  cr_assert_eq(tl.device_count > 1, 1);
+  cmt_whatif_collector_destroy(c);
+  cmt_whatif_stream_free(&shared);
+  cmt_whatif_stream_free(&alone);
+  cmt_timeline_free(&tl);
+  cmt_oom_destroy(oom);
+  cmt_replay_destroy(rp);
+  cmt_reader_close(r);
+  cmt_membuf_free(&b.buf);
 }
