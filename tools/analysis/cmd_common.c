@@ -8,7 +8,7 @@
 #include "output.h"
 #include "timeline.h"
 
-int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int want_oom,
+int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline)
 {
     memset(p, 0, sizeof *p);
@@ -18,17 +18,21 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int wa
     if (cmt__open_trace(cmd, path, &p->reader) != 0)
         return 1;
     if (cmt_replay_create(&p->replay, p->reader) != 0 ||
-        (want_oom && cmt_oom_create(&p->oom) != 0)) {
+        ((want & CMT__PASS_OOM) && cmt_oom_create(&p->oom) != 0)) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", cmd, path);
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[2];
+    struct cmt_observer obs[4];
     size_t n = 0;
     if (p->oom)
         obs[n++] = cmt_oom_observer(p->oom);
     if (timeline)
         obs[n++] = cmt_timeline_observer(timeline);
+    if (want & CMT__PASS_REPORT)
+        obs[n++] = cmt_report_observer(&p->report);
+    if (want & CMT__PASS_DIFF)
+        obs[n++] = cmt_diff_observer(&p->diff);
     int rc = cmt_replay_run(p->replay, obs, n);
     p->damage = rc;
     cmt__warn_damage(cmd, path, p->reader, rc);
@@ -37,6 +41,7 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int wa
 
 void cmt__pass_close(struct cmt__pass *p)
 {
+    cmt_diff_side_free(&p->diff);
     cmt_oom_destroy(p->oom);
     cmt_replay_destroy(p->replay);
     cmt_reader_close(p->reader);

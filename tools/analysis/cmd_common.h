@@ -2,23 +2,29 @@
 #ifndef CMT__CMD_COMMON_H
 #define CMT__CMD_COMMON_H
 
+#include "diff.h"
 #include "oom.h"
 #include "replay.h"
+#include "report.h"
 
 struct cmt_timeline;
 
-/* One pass over a trace: opens it, replays it to the end feeding the consumers that are
- * non-NULL, warns once about damage. @return 0 (also for a damaged trace that was read up to
- * the damage), or 1 after printing why the trace could not be read at all. */
+/* One pass over a trace: opens it, replays it to the end feeding the analyses asked for
+ * (CMT__PASS_* and a non-NULL timeline) as observers of one replay, warns once about damage.
+ * @return 0 (also for a damaged trace that was read up to the damage), or 1 after printing
+ * why the trace could not be read at all. */
+enum { CMT__PASS_OOM = 1, CMT__PASS_REPORT = 2, CMT__PASS_DIFF = 4 };
 struct cmt__pass {
     const char *cmd, *path;
     cmt_reader *reader;
     cmt_replay *replay;
     cmt_oom *oom;                  /* NULL: no OOM analysis */
     struct cmt_timeline *timeline; /* NULL: no timeline */
+    struct cmt_report report;      /* with CMT__PASS_REPORT */
+    struct cmt_diff_side diff;     /* with CMT__PASS_DIFF */
     int damage;                    /* the damage code, 0 when sound */
 };
-int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, int want_oom,
+int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
 void cmt__pass_close(struct cmt__pass *p);
 

@@ -21,93 +21,6 @@ static const char usage[] =
     "  -h, --help                this help\n";
 
 #define SITES 10
-#define KEY 1024
-
-struct site_delta {
-    char *key;
-    uint32_t stack_a, stack_b;
-    uint64_t a, b;
-};
-
-static int by_key(const void *x, const void *y)
-{
-    return strcmp(((const struct site_delta *)x)->key, ((const struct site_delta *)y)->key);
-}
-
-static uint64_t magnitude(const struct site_delta *s)
-{
-    return s->a > s->b ? s->a - s->b : s->b - s->a;
-}
-
-static int by_change(const void *x, const void *y)
-{
-    uint64_t a = magnitude(x), b = magnitude(y);
-    return a < b ? 1 : a > b ? -1 : 0;
-}
-
-/* Sites of both runs at their peaks, matched by symbolized stack. @return count (in *out). */
-static size_t match_sites(const struct cmt__pass *pa, const struct cmt__pass *pb,
-                          struct site_delta **out)
-{
-    uint32_t na = cmt_replay_site_count(pa->replay), nb = cmt_replay_site_count(pb->replay);
-    struct site_delta *v = calloc((size_t)na + nb + 1, sizeof *v);
-    size_t n = 0;
-    char key[KEY];
-    for (int side = 0; v && side < 2; side++) {
-        const struct cmt__pass *p = side ? pb : pa;
-        uint32_t count = side ? nb : na;
-        for (uint32_t i = 0; i < count; i++) {
-            const struct cmt_replay_site *s = cmt_replay_site(p->replay, i);
-            if (!s->at_peak_bytes)
-                continue;
-            struct site_delta d = {.key = strdup(cmt__site_key(p->reader, s->stack, key, sizeof key))};
-            if (!d.key)
-                continue;
-            if (side) {
-                d.b = s->at_peak_bytes;
-                d.stack_b = s->stack;
-            } else {
-                d.a = s->at_peak_bytes;
-                d.stack_a = s->stack;
-            }
-            v[n++] = d;
-        }
-    }
-    if (!v)
-        return *out = NULL, 0;
-    qsort(v, n, sizeof *v, by_key);
-    size_t m = 0; /* merge equal keys */
-    for (size_t i = 0; i < n; i++) {
-        if (m && strcmp(v[m - 1].key, v[i].key) == 0) {
-            v[m - 1].a += v[i].a;
-            v[m - 1].b += v[i].b;
-            if (!v[m - 1].stack_a)
-                v[m - 1].stack_a = v[i].stack_a;
-            if (!v[m - 1].stack_b)
-                v[m - 1].stack_b = v[i].stack_b;
-            free(v[i].key);
-        } else {
-            v[m++] = v[i];
-        }
-    }
-    qsort(v, m, sizeof *v, by_change);
-    *out = v;
-    return m;
-}
-
-static int32_t peak_device(const cmt_replay *rp)
-{
-    int32_t best = -1;
-    uint64_t max = 0;
-    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
-        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
-        if (d && d->peak_live_bytes > max) {
-            max = d->peak_live_bytes;
-            best = d->dev;
-        }
-    }
-    return best;
-}
 
 static void json_side(struct cmt__json *j, const char *key, const struct cmt__pass *p)
 {
@@ -136,8 +49,8 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
-    struct cmt_fragmentation f;
-    if (cmt_replay_peak_fragmentation(p->replay, peak_device(p->replay), &f) == 0) {
+    const struct cmt_fragmentation f = p->diff.frag_at_peak;
+    if (p->diff.have_frag) {
         cmt__json_object(j, "fragmentation_at_peak");
         cmt__json_u64(j, "hole_bytes", f.hole_bytes);
         cmt__json_u64(j, "largest_hole_bytes", f.largest_hole);
@@ -156,7 +69,7 @@ static double pct(uint64_t a, uint64_t b)
 }
 
 static void output_json(const struct cmt__pass *pa, const struct cmt__pass *pb,
-                        const struct site_delta *sites, size_t nsites)
+                        const struct cmt_site_delta *sites, size_t nsites)
 {
     const struct cmt_replay_totals *a = cmt_replay_totals(pa->replay);
     const struct cmt_replay_totals *b = cmt_replay_totals(pb->replay);
@@ -209,7 +122,7 @@ static void row(const char *name, uint64_t a, uint64_t b, int bytes)
 }
 
 static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
-                        const struct site_delta *sites, size_t nsites)
+                        const struct cmt_site_delta *sites, size_t nsites)
 {
     const struct cmt_replay_totals *a = cmt_replay_totals(pa->replay);
     const struct cmt_replay_totals *b = cmt_replay_totals(pb->replay);
@@ -225,9 +138,9 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
     row("allocation calls", a->alloc_calls, b->alloc_calls, 0);
     row("failures", a->failures, b->failures, 0);
     row("OOM episodes", ea, eb, 0);
-    struct cmt_fragmentation fa = {0}, fb = {0};
-    cmt_replay_peak_fragmentation(pa->replay, peak_device(pa->replay), &fa);
-    cmt_replay_peak_fragmentation(pb->replay, peak_device(pb->replay), &fb);
+    struct cmt_fragmentation none = {0};
+    struct cmt_fragmentation fa = pa->diff.have_frag ? pa->diff.frag_at_peak : none;
+    struct cmt_fragmentation fb = pb->diff.have_frag ? pb->diff.frag_at_peak : none;
     row("holes at peak", fa.hole_bytes, fb.hole_bytes, 1);
     row("largest hole at peak", fa.largest_hole, fb.largest_hole, 1);
     row("granularity waste", fa.waste_bytes, fb.waste_bytes, 1);
@@ -280,14 +193,16 @@ int cmt_cmd_diff(int argc, char **argv)
     if (npaths != 2)
         return cmt__usage_error("diff", "two trace files A and B expected");
     struct cmt__pass pa, pb;
-    if (cmt__pass_run(&pa, "diff", paths[0], 1, NULL) != 0)
+    unsigned want = CMT__PASS_OOM | CMT__PASS_DIFF;
+    if (cmt__pass_run(&pa, "diff", paths[0], want, NULL) != 0)
         return 1;
-    if (cmt__pass_run(&pb, "diff", paths[1], 1, NULL) != 0) {
+    if (cmt__pass_run(&pb, "diff", paths[1], want, NULL) != 0) {
         cmt__pass_close(&pa);
         return 1;
     }
-    struct site_delta *sites = NULL;
-    size_t nsites = match_sites(&pa, &pb, &sites);
+    struct cmt_site_delta *sites = NULL;
+    size_t nsites = 0;
+    cmt_diff_sites(&pa.diff, &pb.diff, &sites, &nsites); /* out of memory: no sites */
     if (json)
         output_json(&pa, &pb, sites, nsites);
     else
@@ -301,8 +216,6 @@ int cmt_cmd_diff(int argc, char **argv)
                 "allowed %.1f%%\n", cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), limit);
         rc = 1;
     }
-    for (size_t i = 0; i < nsites; i++)
-        free(sites[i].key);
     free(sites);
     cmt__pass_close(&pa);
     cmt__pass_close(&pb);

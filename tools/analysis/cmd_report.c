@@ -18,13 +18,9 @@ static const char usage[] =
     "  --json      one JSON object\n"
     "  -h, --help  this help\n";
 
-#define TOP 10
-
 static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *rp,
-                       enum cmt__rank_by by)
+                       const struct cmt__ranked *top, size_t n)
 {
-    struct cmt__ranked top[TOP];
-    size_t n = cmt__rank_sites(rp, by, top, TOP);
     cmt__json_array(j, key);
     for (size_t i = 0; i < n; i++) {
         cmt__json_object(j, NULL);
@@ -96,8 +92,8 @@ static void json_report(const struct cmt__pass *p)
             cmt__json_u64(&j, a->name, n);
     }
     cmt__json_end_object(&j);
-    json_sites(&j, "peak_sites", rp, CMT__AT_PEAK);
-    json_sites(&j, "leaks", rp, CMT__LIVE);
+    json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
+    json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
     cmt__json_object(&j, "failures");
     cmt__json_u64(&j, "total", t->failures);
     cmt__json_u64(&j, "out_of_memory", t->oom_failures);
@@ -138,11 +134,10 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_finish(&j);
 }
 
-static void text_sites(const cmt_replay *rp, const char *title, enum cmt__rank_by by)
+static void text_sites(const cmt_replay *rp, const char *title, const struct cmt__ranked *top,
+                       size_t n)
 {
-    struct cmt__ranked top[TOP];
     char a[32], frame[512];
-    size_t n = cmt__rank_sites(rp, by, top, TOP);
     if (!n)
         return;
     printf("\n%s\n", title);
@@ -188,8 +183,9 @@ static void text_report(const struct cmt__pass *p)
         if (n)
             printf("  %10" PRIu64 "  %s\n", n, api->name);
     }
-    text_sites(rp, "top call sites at the peak", CMT__AT_PEAK);
-    text_sites(rp, "still allocated at the end (leaks), by call site", CMT__LIVE);
+    text_sites(rp, "top call sites at the peak", p->report.peak_sites, p->report.peak_site_count);
+    text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,
+               p->report.leak_count);
     printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64 "), frees of unknown pointers %"
            PRIu64 "\n", t->failures, t->oom_failures, t->unknown_frees);
     printf("temporary  %" PRIu64 " allocations (%s) freed before the next allocation\n",
@@ -218,7 +214,7 @@ int cmt_cmd_report(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "report", path, 0, NULL) != 0)
+    if (cmt__pass_run(&p, "report", path, CMT__PASS_REPORT, NULL) != 0)
         return 1;
     if (json)
         json_report(&p);

@@ -1,0 +1,18 @@
+/* report.c — the ranked call sites of a run's summary (see report.h). */
+#include "report.h"
+
+#include <string.h>
+
+static int report_finish(void *ctx, const cmt_replay *rp)
+{
+    struct cmt_report *r = ctx;
+    r->peak_site_count = cmt__rank_sites(rp, CMT__AT_PEAK, r->peak_sites, CMT_REPORT_TOP);
+    r->leak_count = cmt__rank_sites(rp, CMT__LIVE, r->leaks, CMT_REPORT_TOP);
+    return 0;
+}
+
+struct cmt_observer cmt_report_observer(struct cmt_report *r)
+{
+    memset(r, 0, sizeof *r);
+    return (struct cmt_observer){0, NULL, report_finish, r};
+}

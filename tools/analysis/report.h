@@ -1,0 +1,24 @@
+/* report.h — the summary of one run: its figures are the replay's (totals, devices, threads,
+ * calls per API: replay.h); this adds the call sites that held the most at the process peak
+ * and at the end (leaks), grouped by call site (sites.h). The CLI presents it. */
+#ifndef CMT_REPORT_H
+#define CMT_REPORT_H
+
+#include <stddef.h>
+
+#include "replay.h"
+#include "sites.h"
+
+#define CMT_REPORT_TOP 10
+
+struct cmt_report {
+    struct cmt__ranked peak_sites[CMT_REPORT_TOP]; /* by bytes at the process peak */
+    size_t peak_site_count;
+    struct cmt__ranked leaks[CMT_REPORT_TOP];      /* by bytes still live at the end */
+    size_t leak_count;
+};
+
+/* The report as a replay observer (finish only): fills *r after the pass. */
+struct cmt_observer cmt_report_observer(struct cmt_report *r);
+
+#endif
