@@ -96,7 +96,9 @@ enum cmt_record_type {
     X(PRIMARY_RELEASE, 29, "primary_release", NONE, NONE, CMT__REL) /* dev */                    \
     X(PRIMARY_RESET, 30, "primary_reset", RESET, NONE, CMT__REL)   /* dev */                     \
     X(GET_PROC, 31, "get_proc", NONE, NONE, 0)                     /* version, flags, target */  \
-    X(SYNC, 32, "sync", SYNC, NONE, CMT__RELCD)                    /* stream (pools trim here) */
+    X(SYNC, 32, "sync", SYNC, NONE, CMT__RELCD)                    /* stream (pools trim here) */ \
+    X(HOST_REGISTER, 33, "host_register", ALLOC, HOST, 0)          /* ptr, size, flags */        \
+    X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */
 /* clang-format on */
 
 enum cmt_op {

@@ -243,6 +243,20 @@ static void cmt__rec_cuMemFreeHost(struct cmt_event *e, int ok, void *p)
     SET(e, PTR, (uintptr_t)p);
 }
 
+/* Pinned host registration: existing host memory becomes page-locked (host_pinned bytes). */
+static void cmt__rec_cuMemHostRegister_v2(struct cmt_event *e, int ok, void *p, size_t bytesize,
+                                          unsigned int flags)
+{
+    SET(e, PTR, (uintptr_t)p);
+    SET(e, SIZE, bytesize);
+    SET(e, FLAGS, flags);
+}
+
+static void cmt__rec_cuMemHostUnregister(struct cmt_event *e, int ok, void *p)
+{
+    SET(e, PTR, (uintptr_t)p);
+}
+
 static void rec_ctx_create(struct cmt_event *e, int ok, CUcontext *pctx, unsigned int flags,
                            CUdevice dev)
 {

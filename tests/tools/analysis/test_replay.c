@@ -257,3 +257,26 @@ Test(replay, observers_see_the_steps_they_ask_for)
     cr_expect_eq(every.objects[4], 1);
     done(&b);
 }
+
+Test(replay, host_registration_is_pinned_host_memory_until_unregistered)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 100, 0);
+    tb_event(&b, TB_HOST_REGISTER, 0, -1, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7f0000000000, 64 * TB_MIB});
+    tb_event(&b, TB_HOST_REGISTER, 0, -1, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7f1000000000, 8 * TB_MIB});
+    tb_event(&b, TB_HOST_UNREGISTER, 0, -1, 0, CMT_F(PTR), (uint64_t[]){0x7f1000000000});
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    cr_expect_eq(t->host_bytes, 64 * TB_MIB);
+    cr_expect_eq(t->live_bytes, 100, "registered host memory is not device memory");
+    cr_expect_eq(t->unknown_frees, 0);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, -1);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_HOST], 64 * TB_MIB);
+    cr_expect_eq(d->kind_count[CMT_KIND_HOST], 1);
+    done(&b);
+}

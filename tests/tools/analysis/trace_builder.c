@@ -25,6 +25,8 @@ static const struct cmt_api apis[] = {
     {TB_SYNC, CMT_OP_SYNC, "cuStreamSynchronize"},
     {TB_POOL_CREATE, CMT_OP_POOL_CREATE, "cuMemPoolCreate"},
     {TB_RESET, CMT_OP_PRIMARY_RESET, "cuDevicePrimaryCtxReset_v2"},
+    {TB_HOST_REGISTER, CMT_OP_HOST_REGISTER, "cuMemHostRegister_v2"},
+    {TB_HOST_UNREGISTER, CMT_OP_HOST_UNREGISTER, "cuMemHostUnregister"},
 };
 
 #define MAX_NODES 4096
