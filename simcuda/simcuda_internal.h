@@ -155,6 +155,8 @@ struct CUmod_st {
 
 struct simcuda__host_block {
   void *pointer;
+  size_t size;
+  int registered; /* cuMemHostRegister: the program's own memory, pinned (never freed here) */
   struct simcuda__host_block *next;
 };
 

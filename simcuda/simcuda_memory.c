@@ -385,7 +385,7 @@ static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
     }
   }
   if (result == CUDA_SUCCESS) {
-    block->pointer = pointer;
+    *block = (struct simcuda__host_block){.pointer = pointer, .size = size};
     block->next = simcuda__state.host_blocks;
     simcuda__state.host_blocks = block;
     *pp = pointer;
@@ -418,10 +418,70 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
     result = CUDA_ERROR_INVALID_VALUE;
     for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
          link = &(*link)->next) {
-      if ((*link)->pointer == p) {
+      if ((*link)->pointer == p && !(*link)->registered) {
         struct simcuda__host_block *block = *link;
         *link = block->next;
         free(block->pointer);
+        free(block);
+        result = CUDA_SUCCESS;
+        break;
+      }
+    }
+  }
+  simcuda__unlock();
+  return result;
+}
+
+/* Registration pins the program's own memory: ranges may not overlap, only the start of a
+ * registered range unregisters it, and cuMemFreeHost never frees it. */
+static CUresult host_register(void *p, size_t bytesize, unsigned int flags)
+{
+  struct CUctx_st *ctx;
+  simcuda__lock();
+  CUresult result = simcuda__require_context(&ctx);
+  if (result == CUDA_SUCCESS && (!p || bytesize == 0 || (flags & ~15u)))
+    result = CUDA_ERROR_INVALID_VALUE;
+  uintptr_t lo = (uintptr_t)p, hi = lo + bytesize;
+  for (struct simcuda__host_block *b = simcuda__state.host_blocks;
+       result == CUDA_SUCCESS && b; b = b->next) {
+    uintptr_t blo = (uintptr_t)b->pointer, bhi = blo + b->size;
+    if (b->registered && lo < bhi && blo < hi)
+      result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  struct simcuda__host_block *block = NULL;
+  if (result == CUDA_SUCCESS && !(block = malloc(sizeof(*block))))
+    result = CUDA_ERROR_OUT_OF_MEMORY;
+  if (result == CUDA_SUCCESS) {
+    *block = (struct simcuda__host_block){.pointer = p, .size = bytesize, .registered = 1,
+                                          .next = simcuda__state.host_blocks};
+    simcuda__state.host_blocks = block;
+  }
+  simcuda__unlock();
+  return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+  return host_register(p, bytesize, Flags);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+  return host_register(p, bytesize, Flags);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
+{
+  struct CUctx_st *ctx;
+  simcuda__lock();
+  CUresult result = simcuda__require_context(&ctx);
+  if (result == CUDA_SUCCESS) {
+    result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
+         link = &(*link)->next) {
+      if ((*link)->pointer == p && (*link)->registered) {
+        struct simcuda__host_block *block = *link;
+        *link = block->next;
         free(block);
         result = CUDA_SUCCESS;
         break;

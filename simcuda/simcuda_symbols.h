@@ -75,6 +75,9 @@
   X(cuMemAllocHost, cuMemAllocHost_v2, 3020, 0) \
   X(cuMemHostAlloc, cuMemHostAlloc, 2020, 0) \
   X(cuMemFreeHost, cuMemFreeHost, 2000, 0) \
+  X(cuMemHostRegister, cuMemHostRegister, 4000, 0) \
+  X(cuMemHostRegister, cuMemHostRegister_v2, 6050, 0) \
+  X(cuMemHostUnregister, cuMemHostUnregister, 4000, 0) \
   X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, 0) \
   X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 4010, 0) \
   X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, 11000, 0) \

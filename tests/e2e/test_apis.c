@@ -47,6 +47,8 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuMemAllocHost_v2", CMT_F(PTR) | CMT_F(SIZE)},
         {"cuMemHostAlloc", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS)},
         {"cuMemFreeHost", CMT_F(PTR)},
+        {"cuMemHostRegister_v2", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS)},
+        {"cuMemHostUnregister", CMT_F(PTR)},
         {"cuCtxSynchronize", 0},
         {"cuCtxCreate_v4", CMT_F(CTX)},
         {"cuCtxDestroy_v2", CMT_F(CTX)},
@@ -74,6 +76,10 @@ Test(apis, every_memory_entry_point_is_recorded)
             cr_assert_eq(e->dev, 0);
         } else if (!strcmp(api, "cuMemFree_v2") && e->v[CMT_FIELD_PTR] == 0xdead0000) {
             cr_assert_neq(e->result, 0, "a free of an unknown pointer passes through, failing");
+        } else if (!strcmp(api, "cuMemHostRegister_v2")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 3 << 20);
+            cr_assert_eq(e->v[CMT_FIELD_FLAGS], 1); /* CU_MEMHOSTREGISTER_PORTABLE */
+            cr_assert_eq(e->dev, -1, "registered host memory is no device's");
         } else if (!strcmp(api, "cuMemAllocHost_v2")) {
             cr_assert_eq(e->dev, -1, "host memory is no device's");
         }

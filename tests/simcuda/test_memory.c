@@ -333,3 +333,21 @@ Test(memory, threads_share_one_consistent_book)
     pthread_join(threads[i], NULL);
   cr_assert_eq(simcuda_test_free(), 4 * GiB);
 }
+
+Test(memory, host_registration_pins_the_programs_memory)
+{
+  simcuda_test_start("1GiB", "0");
+  void *buf = aligned_alloc(4096, 3 * 4096);
+  cr_assert_not_null(buf);
+  CU_OK(cuMemHostRegister(buf, 2 * 4096, CU_MEMHOSTREGISTER_PORTABLE));
+  CU_FAILS(cuMemHostRegister((char *)buf + 4096, 4096, 0),
+           CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  CU_FAILS(cuMemFreeHost(buf), CUDA_ERROR_INVALID_VALUE); /* not the driver's to free */
+  CU_FAILS(cuMemHostRegister(buf, 4096, 0x100), CUDA_ERROR_INVALID_VALUE);
+  CU_OK(cuMemHostUnregister(buf));
+  CU_FAILS(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  CU_OK(cuMemHostRegister((char *)buf + 4096, 4096, 0)); /* free again after unregistering */
+  CU_OK(cuMemHostUnregister((char *)buf + 4096));
+  cr_assert_eq(simcuda_test_free(), 1 * GiB); /* host memory: not counted */
+  free(buf);
+}

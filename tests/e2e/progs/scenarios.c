@@ -257,6 +257,9 @@ static int all_apis(void)
     CHECK(cuMemFreeHost(host));
     CHECK(cuMemHostAlloc(&host, 1 << 20, 0));
     CHECK(cuMemFreeHost(host));
+    static char registered[3 << 20] __attribute__((aligned(4096)));
+    CHECK(cuMemHostRegister(registered, sizeof registered, CU_MEMHOSTREGISTER_PORTABLE));
+    CHECK(cuMemHostUnregister(registered));
     CHECK(cuCtxSynchronize());
     CUcontext own;
     CHECK(cuCtxCreate(&own, NULL, 0, dev));
