@@ -5,13 +5,13 @@
 #include <string.h>
 
 #include "cmt_error.h"
-#include "replay_internal.h"
+#include "replay_books.h"
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 
 /* ---- tables ---- */
 
-static __attribute__((noinline)) struct cmt_replay_device *device_slot_slow(cmt_replay *rp,
+__attribute__((noinline)) struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp,
                                                                             int32_t dev)
 {
     uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
@@ -39,15 +39,6 @@ static __attribute__((noinline)) struct cmt_replay_device *device_slot_slow(cmt_
         rp->device_count = slot + 1;
     rp->devices[slot].seen = 1;
     return &rp->devices[slot];
-}
-
-/* The device's state, marked seen. Almost every event names a device already seen. */
-static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
-{
-    uint32_t slot = (uint32_t)dev + 1; /* dev -1 -> 0; out of range -> slow path */
-    if (__builtin_expect(slot < rp->device_count && rp->devices[slot].seen, 1))
-        return &rp->devices[slot];
-    return device_slot_slow(rp, dev);
 }
 
 static uint32_t new_site(cmt_replay *rp, uint32_t stack)
@@ -170,7 +161,9 @@ static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
     s->last_mod_seq = rp->tick;
 }
 
-static __attribute__((noinline)) void log_freed_slow(cmt_replay *rp, const struct cmt__entry *e)
+
+
+__attribute__((noinline)) void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e)
 {
     if (rp->log_count == rp->log_cap) {
         size_t cap = rp->log_cap ? rp->log_cap * 2 : 256;
@@ -183,13 +176,6 @@ static __attribute__((noinline)) void log_freed_slow(cmt_replay *rp, const struc
         rp->log_cap = cap;
     }
     rp->log[rp->log_count++] = (struct cmt__logged){e->key, e->size, e->aux, e->dev, e->kind};
-}
-
-/* Keeps an object freed after the process peak that was alive at it. */
-static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
-{
-    if (e->seq <= rp->peak_tick) /* else born after the peak: not part of it */
-        log_freed_slow(rp, e);
 }
 
 static void new_peak(cmt_replay *rp, uint64_t t_ns, uint64_t seq)
@@ -306,31 +292,16 @@ static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
     log_freed(rp, e);
 }
 
-static __attribute__((noinline)) void drop(cmt_replay *rp, const struct cmt__entry *e)
+__attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry *e)
 {
     drop_on(rp, device_slot(rp, e->dev), e);
 }
 
 
+
 /* ---- applying events ---- */
 
-/* The pool entry used last when it is key's, else NULL. A program allocates from one or two
- * pools; the entry stays valid while it holds the key (a removal shifts entries within the
- * table; pool_add forgets it before an insert that may move the table). */
-static inline struct cmt__entry *pool_cached(const cmt_replay *rp, uint64_t key)
-{
-    struct cmt__entry *p = rp->pool_hit;
-    return __builtin_expect(p && p->key == key && p->kind, 1) ? p : NULL;
-}
 
-/* A pool's entry, or NULL. */
-static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
-{
-    struct cmt__entry *p = pool_cached(rp, key);
-    if (!p && (p = cmt__map_find(&rp->pools, key)))
-        rp->pool_hit = p;
-    return p;
-}
 
 static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
 {
@@ -344,79 +315,10 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-/* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
- * memory (rp->failed set). */
-static __attribute__((noinline)) struct cmt__entry *pool_add(cmt_replay *rp, uint64_t key,
-                                                             int32_t dev)
-{
-    struct cmt__entry *p = pool_find(rp, key);
-    if (p)
-        return p;
-    rp->pool_hit = NULL;
-    if (!(p = cmt__map_insert(&rp->pools, key))) {
-        rp->failed = 1;
-        return NULL;
-    }
-    if (rp->pool_count == rp->pool_cap) {
-        size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
-        uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
-        if (!k) {
-            cmt__map_remove(&rp->pools, p);
-            rp->failed = 1;
-            return NULL;
-        }
-        rp->pool_keys = k;
-        rp->pool_cap = cap;
-    }
-    rp->pool_keys[rp->pool_count++] = key;
-    p->kind = CMT_KIND_POOL + 1;
-    p->dev = dev;
-    p->seq = rp->tick;
-    return rp->pool_hit = p;
-}
 
-/* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
-static inline void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
-{
-    struct cmt__entry *p = pool_cached(rp, key);
-    if (__builtin_expect(!p, 0) && !(p = pool_add(rp, key, dev)))
-        return;
-    p->size += size;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
-    rp->totals.pool_retained_bytes += size;
-}
 
-/* Pool memory kept after a trim to `keep` bytes (keep 0: a synchronisation releases all). */
-static void pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep)
-{
-    if (p->size <= keep)
-        return;
-    uint64_t cut = p->size - keep;
-    p->size = keep;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= cut;
-    rp->totals.pool_retained_bytes -= cut;
-}
 
-static void sync_pools(cmt_replay *rp, int32_t dev)
-{
-    if (!rp->totals.pool_retained_bytes)
-        return;
-    for (size_t i = 0; i < rp->pool_count; i++) {
-        struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
-        if (p && (dev < 0 || p->dev == dev))
-            pool_trim(rp, p, 0);
-    }
-}
 
-static void pool_forget(cmt_replay *rp, struct cmt__entry *p)
-{
-    for (size_t i = 0; i < rp->pool_count; i++)
-        if (rp->pool_keys[i] == p->key) {
-            rp->pool_keys[i] = rp->pool_keys[--rp->pool_count];
-            break;
-        }
-    cmt__map_remove(&rp->pools, p);
-}
 
 static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
                          const struct cmt_event *e)
@@ -440,7 +342,7 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
     }
     if (n->kind) { /* still live: the free that ended the old one was not recorded */
         st->replaced = n->object;
-        drop(rp, n);
+        cmt__drop(rp, n);
     }
     uint32_t site = site_index(rp, e->stack);
     uint32_t object = CMT_NO_OBJECT;
@@ -463,12 +365,15 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
     st->delta = CMT_KIND_IS_DEVICE_MEMORY(kind) ? (int64_t)size : 0;
 }
 
-static __attribute__((noinline)) void add_object(cmt_replay *rp, struct cmt_replay_step *st,
+__attribute__((noinline)) void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st,
                                                  struct cmt__map *map, uint64_t key, int kind,
                                                  uint64_t size, uint64_t aux)
 {
+    if ((unsigned)kind >= CMT_KIND_COUNT) /* a table's kind column: NONE creates nothing */
+        return;
     add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
 }
+
 
 static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
                         int kind)
@@ -556,199 +461,11 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
     cmt__map_remove(&rp->allocs, a);
 }
 
-static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h)
-{
-    if (h->refs || h->maps)
-        return;
-    st->kind = CMT_KIND_VMM;
-    st->key = h->key;
-    st->bytes = h->size;
-    st->object = h->object;
-    st->released = h->size;
-    st->delta = -(int64_t)h->size;
-    st->site = h->site;
-    drop(rp, h);
-    cmt__map_remove(&rp->handles, h);
-}
 
-static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
-{
-    const struct cmt_event *e = &st->rec.u.event;
-    uint64_t at = e->v[CMT_FIELD_PTR], end = at + e->v[CMT_FIELD_SIZE];
-    int found = 0;
-    do { /* one cuMemUnmap may cover several adjacent mappings */
-        struct cmt__entry *m = cmt__map_find(&rp->mappings, at);
-        if (!m)
-            break;
-        found = 1;
-        uint64_t size = m->size ? m->size : 1, handle = m->aux;
-        struct cmt_replay_device *d = device_slot(rp, m->dev);
-        d->mapped_bytes -= m->size;
-        log_freed(rp, m);
-        d->kind_bytes[CMT_KIND_MAPPING] -= m->size;
-        d->kind_count[CMT_KIND_MAPPING]--;
-        cmt__map_remove(&rp->mappings, m);
-        struct cmt__entry *h = cmt__map_find(&rp->handles, handle);
-        if (h && h->maps) {
-            if (h->maps != 255)
-                h->maps--;
-            handle_unref(rp, st, h);
-        }
-        at += size;
-    } while (at < end);
-    if (!found) {
-        st->unknown_free = 1;
-        rp->totals.unknown_frees++;
-    }
-}
 
-static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
-{
-    const struct cmt_event *e = &st->rec.u.event;
-    struct cmt__entry *h = cmt__map_find(&rp->handles, e->v[CMT_FIELD_HANDLE]);
-    int32_t dev = h ? h->dev : e->dev;
-    uint64_t ptr = e->v[CMT_FIELD_PTR], size = e->v[CMT_FIELD_SIZE];
-    if (h && h->maps != 255)
-        h->maps++;
-    struct cmt__entry *m = cmt__map_find(&rp->mappings, ptr);
-    if (m) { /* remapped without an unmap */
-        struct cmt_replay_device *od = device_slot(rp, m->dev);
-        od->mapped_bytes -= m->size;
-        od->kind_bytes[CMT_KIND_MAPPING] -= m->size;
-        od->kind_count[CMT_KIND_MAPPING]--;
-    } else if (!(m = cmt__map_insert(&rp->mappings, ptr))) {
-        rp->failed = 1;
-        return;
-    }
-    *m = (struct cmt__entry){.key = ptr, .size = size, .aux = e->v[CMT_FIELD_HANDLE],
-                             .seq = rp->tick, .dev = dev, .kind = CMT_KIND_MAPPING + 1};
-    struct cmt_replay_device *d = device_slot(rp, dev);
-    d->mapped_bytes += size;
-    d->kind_bytes[CMT_KIND_MAPPING] += size;
-    d->kind_count[CMT_KIND_MAPPING]++;
-    st->kind = CMT_KIND_MAPPING;
-}
 
-static void apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
-{
-    const struct cmt_event *e = &st->rec.u.event;
-    uint64_t handle = e->v[CMT_FIELD_HANDLE];
-    struct cmt__entry *h;
-    switch (apply) {
-    case CMT_APPLY_VMM_RELEASE:
-        if (!(h = cmt__map_find(&rp->handles, handle))) {
-            st->unknown_free = 1;
-            rp->totals.unknown_frees++;
-        } else {
-            if (h->refs)
-                h->refs--;
-            handle_unref(rp, st, h);
-        }
-        break;
-    case CMT_APPLY_VMM_RETAIN:
-        if ((h = cmt__map_find(&rp->handles, handle)) && h->refs != UINT16_MAX)
-            h->refs++;
-        break;
-    case CMT_APPLY_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
-        if ((h = cmt__map_find(&rp->handles, handle))) {
-            if (h->refs != UINT16_MAX)
-                h->refs++;
-        } else if (e->fields & CMT_F(HANDLE)) {
-            add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
-        }
-        break;
-    case CMT_APPLY_VMM_MAP:
-        apply_map(rp, st);
-        break;
-    case CMT_APPLY_VMM_UNMAP:
-        apply_unmap(rp, st);
-        break;
-    case CMT_APPLY_VA_RESERVE:
-        if (e->fields & CMT_F(PTR)) {
-            add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
-                       e->v[CMT_FIELD_SIZE], 0);
-        }
-        break;
-    case CMT_APPLY_VA_FREE:
-        if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
-            st->unknown_free = 1;
-            rp->totals.unknown_frees++;
-        } else {
-            st->kind = CMT_KIND_VA;
-            drop(rp, h);
-            cmt__map_remove(&rp->vas, h);
-        }
-        break;
-    }
-}
 
-/* cuDevicePrimaryCtxReset frees everything the device's primary context held. */
-static void reset_device(cmt_replay *rp, int32_t dev)
-{
-    sync_pools(rp, dev);
-    struct cmt__map *maps[] = {&rp->allocs, &rp->handles, &rp->mappings};
-    for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
-        struct cmt__map *map = maps[m];
-        for (size_t i = 0; map->slots && i <= map->mask;) {
-            struct cmt__entry *e = &map->slots[i];
-            if (!e->kind || e->dev != dev || e->kind == CMT_KIND_HOST + 1) {
-                i++;
-                continue;
-            }
-            if (e->kind == CMT_KIND_MAPPING + 1) {
-                struct cmt_replay_device *d = device_slot(rp, e->dev);
-                d->mapped_bytes -= e->size;
-                d->kind_bytes[CMT_KIND_MAPPING] -= e->size;
-                d->kind_count[CMT_KIND_MAPPING]--;
-            } else
-                drop(rp, e);
-            cmt__map_remove(map, e); /* slot i now holds a shifted entry (or is empty) */
-        }
-    }
-}
 
-/* Pools, contexts and the VMM calls: rare next to allocations and frees. */
-static __attribute__((noinline)) void apply_pool_or_context(cmt_replay *rp,
-                                                           struct cmt_replay_device *d,
-                                                           struct cmt_replay_step *st, int apply)
-{
-    const struct cmt_event *e = &st->rec.u.event;
-    switch (apply) {
-    case CMT_APPLY_POOL_CREATE:
-        if (e->result == 0 && (e->fields & CMT_F(POOL)))
-            pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
-        break;
-    case CMT_APPLY_POOL_DESTROY:
-    case CMT_APPLY_POOL_TRIM: {
-        struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
-        if (p && e->result == 0) {
-            pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
-            if (apply == CMT_APPLY_POOL_DESTROY)
-                pool_forget(rp, p);
-        }
-        break;
-    }
-    case CMT_APPLY_POOL_SET:
-        if (e->result == 0) {
-            uint32_t slot = (uint32_t)(d - rp->devices);
-            if (!rp->failed)
-                rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
-        }
-        break;
-    case CMT_APPLY_SYNC:
-    case CMT_APPLY_SYNC_ALL:
-        sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1);
-        break;
-    case CMT_APPLY_RESET:
-        if (e->result == 0)
-            reset_device(rp, e->dev);
-        break;
-    default:
-        if (e->result == 0)
-            apply_vmm(rp, st, apply);
-        break;
-    }
-}
 
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
                                                               struct cmt_replay_step *st)
@@ -787,7 +504,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         break;
     case CMT_APPLY_IPC_OPEN:
         if (e->result == 0 && (e->fields & CMT_F(PTR)))
-            add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
+            cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
         break;
     case CMT_APPLY_MEM_INFO:
         if (e->result == 0 && (e->fields & CMT_F(FREE))) {
@@ -798,7 +515,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         }
         break;
     default:
-        apply_pool_or_context(rp, d, st, apply);
+        cmt__apply_pool_or_context(rp, d, st, apply);
         break;
     }
     if (st->delta > 0) {

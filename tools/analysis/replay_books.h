@@ -1,0 +1,72 @@
+/* replay_books.h — internal: the replay engine's bookkeeping shared by replay.c (allocations
+ * and frees, the hot path), replay_pools.c (pools, contexts) and replay_vmm.c (the VMM calls):
+ * the inline fast paths and the out-of-line functions behind them. */
+#ifndef CMT__REPLAY_BOOKS_H
+#define CMT__REPLAY_BOOKS_H
+
+#include "replay_internal.h"
+
+struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp, int32_t dev);
+void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e);
+/* Removes a live object from the books (the caller removes it from its map). */
+void cmt__drop(cmt_replay *rp, const struct cmt__entry *e);
+/* A successful allocation of any kind on the event's device (the caller picks the map). */
+void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+                     uint64_t key, int kind, uint64_t size, uint64_t aux);
+struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key, int32_t dev);
+void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep);
+void cmt__sync_pools(cmt_replay *rp, int32_t dev);
+void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p);
+/* Pools, contexts and the VMM calls (CMT_APPLY_* other than ALLOC, FREE, IPC_OPEN, MEM_INFO):
+ * rare next to allocations and frees. */
+void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,
+                                struct cmt_replay_step *st, int apply);
+void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+void cmt__reset_device(cmt_replay *rp, int32_t dev);
+
+/* The device's state, marked seen. Almost every event names a device already seen. */
+static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
+{
+    uint32_t slot = (uint32_t)dev + 1; /* dev -1 -> 0; out of range -> slow path */
+    if (__builtin_expect(slot < rp->device_count && rp->devices[slot].seen, 1))
+        return &rp->devices[slot];
+    return cmt__device_slot_slow(rp, dev);
+}
+
+/* Keeps an object freed after the process peak that was alive at it. */
+static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
+{
+    if (e->seq <= rp->peak_tick) /* else born after the peak: not part of it */
+        cmt__log_freed_slow(rp, e);
+}
+
+/* The pool entry used last when it is key's, else NULL. A program allocates from one or two
+ * pools; the entry stays valid while it holds the key (a removal shifts entries within the
+ * table; pool_add forgets it before an insert that may move the table). */
+static inline struct cmt__entry *pool_cached(const cmt_replay *rp, uint64_t key)
+{
+    struct cmt__entry *p = rp->pool_hit;
+    return __builtin_expect(p && p->key == key && p->kind, 1) ? p : NULL;
+}
+
+/* A pool's entry, or NULL. */
+static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
+{
+    struct cmt__entry *p = pool_cached(rp, key);
+    if (!p && (p = cmt__map_find(&rp->pools, key)))
+        rp->pool_hit = p;
+    return p;
+}
+
+/* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
+static inline void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+{
+    struct cmt__entry *p = pool_cached(rp, key);
+    if (__builtin_expect(!p, 0) && !(p = cmt__pool_add(rp, key, dev)))
+        return;
+    p->size += size;
+    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
+    rp->totals.pool_retained_bytes += size;
+}
+
+#endif

@@ -1,0 +1,112 @@
+/* replay_pools.c — stream-ordered memory pools and context-wide events of the replay: pool
+ * creation, trims, destruction, a synchronisation's release, the current pool, a primary
+ * context's reset (see replay.h for the accounting rules). */
+#include <stdlib.h>
+
+#include "replay_books.h"
+
+/* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
+ * memory (rp->failed set). */
+__attribute__((noinline)) struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key,
+                                                             int32_t dev)
+{
+    struct cmt__entry *p = pool_find(rp, key);
+    if (p)
+        return p;
+    rp->pool_hit = NULL;
+    if (!(p = cmt__map_insert(&rp->pools, key))) {
+        rp->failed = 1;
+        return NULL;
+    }
+    if (rp->pool_count == rp->pool_cap) {
+        size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
+        uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
+        if (!k) {
+            cmt__map_remove(&rp->pools, p);
+            rp->failed = 1;
+            return NULL;
+        }
+        rp->pool_keys = k;
+        rp->pool_cap = cap;
+    }
+    rp->pool_keys[rp->pool_count++] = key;
+    p->kind = CMT_KIND_POOL + 1;
+    p->dev = dev;
+    p->seq = rp->tick;
+    return rp->pool_hit = p;
+}
+
+/* Pool memory kept after a trim to `keep` bytes (keep 0: a synchronisation releases all). */
+void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep)
+{
+    if (p->size <= keep)
+        return;
+    uint64_t cut = p->size - keep;
+    p->size = keep;
+    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= cut;
+    rp->totals.pool_retained_bytes -= cut;
+}
+
+void cmt__sync_pools(cmt_replay *rp, int32_t dev)
+{
+    if (!rp->totals.pool_retained_bytes)
+        return;
+    for (size_t i = 0; i < rp->pool_count; i++) {
+        struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
+        if (p && (dev < 0 || p->dev == dev))
+            cmt__pool_trim(rp, p, 0);
+    }
+}
+
+void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p)
+{
+    for (size_t i = 0; i < rp->pool_count; i++)
+        if (rp->pool_keys[i] == p->key) {
+            rp->pool_keys[i] = rp->pool_keys[--rp->pool_count];
+            break;
+        }
+    cmt__map_remove(&rp->pools, p);
+}
+
+/* Pools, contexts and the VMM calls: rare next to allocations and frees. */
+__attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
+                                                           struct cmt_replay_device *d,
+                                                           struct cmt_replay_step *st, int apply)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    switch (apply) {
+    case CMT_APPLY_POOL_CREATE:
+        if (e->result == 0 && (e->fields & CMT_F(POOL)))
+            pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
+        break;
+    case CMT_APPLY_POOL_DESTROY:
+    case CMT_APPLY_POOL_TRIM: {
+        struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
+        if (p && e->result == 0) {
+            cmt__pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
+            if (apply == CMT_APPLY_POOL_DESTROY)
+                cmt__pool_forget(rp, p);
+        }
+        break;
+    }
+    case CMT_APPLY_POOL_SET:
+        if (e->result == 0) {
+            uint32_t slot = (uint32_t)(d - rp->devices);
+            if (!rp->failed)
+                rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
+        }
+        break;
+    case CMT_APPLY_SYNC:
+    case CMT_APPLY_SYNC_ALL:
+        cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1);
+        break;
+    case CMT_APPLY_RESET:
+        if (e->result == 0)
+            cmt__reset_device(rp, e->dev);
+        break;
+    default:
+        if (e->result == 0)
+            cmt__apply_vmm(rp, st, apply);
+        break;
+    }
+}

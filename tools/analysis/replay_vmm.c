@@ -1,0 +1,154 @@
+/* replay_vmm.c — the virtual-memory calls of the replay: physical handles and their
+ * references, mappings, reservations (see replay.h for the VMM rules). */
+#include "replay_books.h"
+
+static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h)
+{
+    if (h->refs || h->maps)
+        return;
+    st->kind = CMT_KIND_VMM;
+    st->key = h->key;
+    st->bytes = h->size;
+    st->object = h->object;
+    st->released = h->size;
+    st->delta = -(int64_t)h->size;
+    st->site = h->site;
+    cmt__drop(rp, h);
+    cmt__map_remove(&rp->handles, h);
+}
+
+static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    uint64_t at = e->v[CMT_FIELD_PTR], end = at + e->v[CMT_FIELD_SIZE];
+    int found = 0;
+    do { /* one cuMemUnmap may cover several adjacent mappings */
+        struct cmt__entry *m = cmt__map_find(&rp->mappings, at);
+        if (!m)
+            break;
+        found = 1;
+        uint64_t size = m->size ? m->size : 1, handle = m->aux;
+        struct cmt_replay_device *d = device_slot(rp, m->dev);
+        d->mapped_bytes -= m->size;
+        log_freed(rp, m);
+        d->kind_bytes[CMT_KIND_MAPPING] -= m->size;
+        d->kind_count[CMT_KIND_MAPPING]--;
+        cmt__map_remove(&rp->mappings, m);
+        struct cmt__entry *h = cmt__map_find(&rp->handles, handle);
+        if (h && h->maps) {
+            if (h->maps != 255)
+                h->maps--;
+            handle_unref(rp, st, h);
+        }
+        at += size;
+    } while (at < end);
+    if (!found) {
+        st->unknown_free = 1;
+        rp->totals.unknown_frees++;
+    }
+}
+
+static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt__entry *h = cmt__map_find(&rp->handles, e->v[CMT_FIELD_HANDLE]);
+    int32_t dev = h ? h->dev : e->dev;
+    uint64_t ptr = e->v[CMT_FIELD_PTR], size = e->v[CMT_FIELD_SIZE];
+    if (h && h->maps != 255)
+        h->maps++;
+    struct cmt__entry *m = cmt__map_find(&rp->mappings, ptr);
+    if (m) { /* remapped without an unmap */
+        struct cmt_replay_device *od = device_slot(rp, m->dev);
+        od->mapped_bytes -= m->size;
+        od->kind_bytes[CMT_KIND_MAPPING] -= m->size;
+        od->kind_count[CMT_KIND_MAPPING]--;
+    } else if (!(m = cmt__map_insert(&rp->mappings, ptr))) {
+        rp->failed = 1;
+        return;
+    }
+    *m = (struct cmt__entry){.key = ptr, .size = size, .aux = e->v[CMT_FIELD_HANDLE],
+                             .seq = rp->tick, .dev = dev, .kind = CMT_KIND_MAPPING + 1};
+    struct cmt_replay_device *d = device_slot(rp, dev);
+    d->mapped_bytes += size;
+    d->kind_bytes[CMT_KIND_MAPPING] += size;
+    d->kind_count[CMT_KIND_MAPPING]++;
+    st->kind = CMT_KIND_MAPPING;
+}
+
+void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    uint64_t handle = e->v[CMT_FIELD_HANDLE];
+    struct cmt__entry *h;
+    switch (apply) {
+    case CMT_APPLY_VMM_RELEASE:
+        if (!(h = cmt__map_find(&rp->handles, handle))) {
+            st->unknown_free = 1;
+            rp->totals.unknown_frees++;
+        } else {
+            if (h->refs)
+                h->refs--;
+            handle_unref(rp, st, h);
+        }
+        break;
+    case CMT_APPLY_VMM_RETAIN:
+        if ((h = cmt__map_find(&rp->handles, handle)) && h->refs != UINT16_MAX)
+            h->refs++;
+        break;
+    case CMT_APPLY_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
+        if ((h = cmt__map_find(&rp->handles, handle))) {
+            if (h->refs != UINT16_MAX)
+                h->refs++;
+        } else if (e->fields & CMT_F(HANDLE)) {
+            cmt__add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
+        }
+        break;
+    case CMT_APPLY_VMM_MAP:
+        apply_map(rp, st);
+        break;
+    case CMT_APPLY_VMM_UNMAP:
+        apply_unmap(rp, st);
+        break;
+    case CMT_APPLY_VA_RESERVE:
+        if (e->fields & CMT_F(PTR)) {
+            cmt__add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
+                       e->v[CMT_FIELD_SIZE], 0);
+        }
+        break;
+    case CMT_APPLY_VA_FREE:
+        if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
+            st->unknown_free = 1;
+            rp->totals.unknown_frees++;
+        } else {
+            st->kind = CMT_KIND_VA;
+            cmt__drop(rp, h);
+            cmt__map_remove(&rp->vas, h);
+        }
+        break;
+    }
+}
+
+/* cuDevicePrimaryCtxReset frees everything the device's primary context held. */
+void cmt__reset_device(cmt_replay *rp, int32_t dev)
+{
+    cmt__sync_pools(rp, dev);
+    struct cmt__map *maps[] = {&rp->allocs, &rp->handles, &rp->mappings};
+    for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
+        struct cmt__map *map = maps[m];
+        for (size_t i = 0; map->slots && i <= map->mask;) {
+            struct cmt__entry *e = &map->slots[i];
+            if (!e->kind || e->dev != dev || e->kind == CMT_KIND_HOST + 1) {
+                i++;
+                continue;
+            }
+            if (e->kind == CMT_KIND_MAPPING + 1) {
+                struct cmt_replay_device *d = device_slot(rp, e->dev);
+                d->mapped_bytes -= e->size;
+                d->kind_bytes[CMT_KIND_MAPPING] -= e->size;
+                d->kind_count[CMT_KIND_MAPPING]--;
+            } else
+                cmt__drop(rp, e);
+            cmt__map_remove(map, e); /* slot i now holds a shifted entry (or is empty) */
+        }
+    }
+}
