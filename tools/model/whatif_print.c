@@ -175,11 +175,29 @@ void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run) {
 
 /* ---- JSON ------------------------------------------------------------- */
 
-static void json_split(struct cmt__json *j, const char *key, uint64_t split) {
-  if (split == UINT64_MAX)
+/* The JSON writers of the setting types (model_settings.h): sizes in MiB,
+ * unlimited as null. */
+static void json_mb(struct cmt__json *j, const char *key, uint64_t v) {
+  cmt__json_u64(j, key, v / MIB);
+}
+
+static void json_limit_mb(struct cmt__json *j, const char *key, uint64_t v) {
+  if (v == UINT64_MAX)
     cmt__json_null(j, key);
   else
-    cmt__json_u64(j, key, split / MIB);
+    json_mb(j, key, v);
+}
+
+static void json_pow2(struct cmt__json *j, const char *key, unsigned v) {
+  cmt__json_u64(j, key, v);
+}
+
+static void json_fraction(struct cmt__json *j, const char *key, double v) {
+  cmt__json_double(j, key, v);
+}
+
+static void json_boolean(struct cmt__json *j, const char *key, bool v) {
+  cmt__json_bool(j, key, v);
 }
 
 static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
@@ -210,10 +228,10 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
   cmt__json_object(j, NULL);
   cmt_whatif_setting_conf(&r->setting, conf, sizeof conf);
   cmt__json_string(j, "setting", conf);
-  json_split(j, "max_split_size_mb", r->setting.max_split_size);
-  cmt__json_bool(j, "expandable_segments", r->setting.expandable_segments);
-  cmt__json_u64(j, "roundup_power2_divisions", r->setting.roundup_power2_divisions);
-  cmt__json_double(j, "garbage_collection_threshold", r->setting.gc_threshold);
+#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)       \
+  json_##type(j, json_key, r->setting.field);
+  CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
+#undef CMT__SETTING_JSON
   cmt__json_bool(j, "oom", r->oom);
   cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
   cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
@@ -243,7 +261,7 @@ static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_object(j, "recommendation");
     cmt__json_u64(j, "result_index", (uint64_t)rec->best);
     cmt__json_string(j, "setting", conf);
-    json_split(j, "max_split_size_mb", best->setting.max_split_size);
+    json_limit_mb(j, "max_split_size_mb", best->setting.max_split_size);
     cmt__json_bool(j, "expandable_segments", best->setting.expandable_segments);
     cmt__json_u64(j, "peak_reserved_bytes", best->peak_reserved);
     cmt__json_string(j, "pytorch_cuda_alloc_conf", line);
@@ -255,7 +273,7 @@ static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run
   else
     cmt__json_null(j, "smallest_failing_request_bytes");
   if (rec->rule >= 0)
-    json_split(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
+    json_limit_mb(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
   else
     cmt__json_null(j, "max_split_size_mb");
   if (rec->exact_max_split_mb)
