@@ -16,7 +16,7 @@ static void load(struct tb *b, struct cmt_whatif_stream *s) {
 }
 
 static struct cmt_whatif_setting split_mb(uint64_t mb) {
-  return (struct cmt_whatif_setting){mb ? mb * MiB : UINT64_MAX, false, 0, 0.0};
+  return (struct cmt_whatif_setting){.max_split_size = mb ? mb * MiB : UINT64_MAX};
 }
 
 /* ---- extracting the stream -------------------------------------------- */
