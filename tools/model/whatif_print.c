@@ -200,6 +200,22 @@ static void json_boolean(struct cmt__json *j, const char *key, bool v) {
   cmt__json_bool(j, key, v);
 }
 
+/* The settings of a result, in table order: those the JSON had from the
+ * start (the first CMT__JSON_FIRST_SETTINGS) right after "setting", settings
+ * added since at the end of the result, so the older keys keep their place.
+ * Zero fields are written as the default they stand for. */
+#define CMT__JSON_FIRST_SETTINGS 4
+
+static void json_settings(struct cmt__json *j, const struct cmt_whatif_setting *st,
+                          bool first) {
+#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)       \
+  if ((CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS) == first)          \
+    json_##type(j, json_key, st->field || CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS \
+                                 ? st->field : def);
+  CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
+#undef CMT__SETTING_JSON
+}
+
 static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
                      const struct cmt_whatif_result *r) {
   char msg[512];
@@ -228,10 +244,7 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
   cmt__json_object(j, NULL);
   cmt_whatif_setting_conf(&r->setting, conf, sizeof conf);
   cmt__json_string(j, "setting", conf);
-#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)       \
-  json_##type(j, json_key, r->setting.field);
-  CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
-#undef CMT__SETTING_JSON
+  json_settings(j, &r->setting, true);
   cmt__json_bool(j, "oom", r->oom);
   cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
   cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
@@ -246,6 +259,7 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
     json_oom(j, run, r);
   else
     cmt__json_null(j, "first_oom");
+  json_settings(j, &r->setting, false);
   cmt__json_end_object(j);
 }
 
