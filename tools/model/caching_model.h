@@ -68,11 +68,8 @@ struct cmt_model_config {
   /* The PYTORCH_CUDA_ALLOC_CONF settings of CMT_MODEL_SETTINGS
    * (model_settings.h, which says what each one means): max_split_size,
    * expandable_segments, roundup_power2_divisions,
-   * garbage_collection_threshold. */
+   * garbage_collection_threshold, max_non_split_rounding. */
   CMT_MODEL_SETTING_FIELDS
-  /* max_non_split_rounding_mb in bytes: how much larger than an oversize
-   * request a cached oversize block may be and still be used (20 MiB). */
-  size_t max_non_split_rounding;
   /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
    * fraction x device_total bytes. */
   double memory_fraction;

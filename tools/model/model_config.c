@@ -29,7 +29,6 @@ void cmt_model_config_default(struct cmt_model_config *config, size_t capacity) 
 #define CMT__SETTING_DEFAULT(field, type, key, def, ...) config->field = def;
   CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT)
 #undef CMT__SETTING_DEFAULT
-  config->max_non_split_rounding = CMT__LARGE_BUFFER;
   config->capacity = capacity;
 }
 
@@ -174,17 +173,6 @@ static int parse_boolean(const struct tokens *t, size_t i, const char *key, doub
   return fail(err, err_len, "Expected a single True/False argument for %s", key);
 }
 
-/* max_non_split_rounding_mb: N MiB, N >= 20. */
-static int parse_size_mb(const struct tokens *t, size_t i, const char *key, size_t *out,
-                         char *err, size_t err_len) {
-  uint64_t v;
-  int rc = parse_mb(t, i, key, (double)(CMT__LARGE_BUFFER / CMT_MODEL_MIB), 0, &v, err,
-                    err_len);
-  if (rc == 0)
-    *out = (size_t)v;
-  return rc;
-}
-
 /* Keys PyTorch accepts that change nothing the model looks at. */
 static bool ignored_key(const char *key) {
   static const char *const keys[] = {
@@ -209,8 +197,6 @@ static int parse_item(const struct tokens *t, size_t i, struct cmt_model_config 
     return parse_##type(t, v, key, lo, hi, &c->field, err, err_len);
   CMT_MODEL_SETTINGS(CMT__SETTING_PARSE)
 #undef CMT__SETTING_PARSE
-  if (strcmp(key, "max_non_split_rounding_mb") == 0)
-    return parse_size_mb(t, v, key, &c->max_non_split_rounding, err, err_len);
   if (strcmp(key, "backend") == 0) {
     if (expect(t, v, "native"))
       return 0;
@@ -313,18 +299,13 @@ int cmt_model_config_format(const struct cmt_model_config *config, char *buf, si
   int rc;
   if (len > 0)
     buf[0] = '\0';
-  /* In conf_rank order; max_non_split_rounding_mb is not in the table yet. */
-  for (int rank = 0; rank <= CMT_MODEL_SETTING_COUNT; rank++) {
+  for (int rank = 0; rank < CMT_MODEL_SETTING_COUNT; rank++) {
 #define CMT__SETTING_PUT(field, type, conf_key, def, flag, json, conf_rank, lo, hi, help) \
   if (conf_rank == rank && cmt__setting_set_##type(config->field, def) &&              \
       (rc = put_##type(&o, &sep, conf_key, config->field, lo)) != 0)                   \
     return rc;
     CMT_MODEL_SETTINGS(CMT__SETTING_PUT)
 #undef CMT__SETTING_PUT
-    if (rank == 1 && config->max_non_split_rounding != CMT__LARGE_BUFFER &&
-        (rc = put_mb(&o, &sep, "max_non_split_rounding_mb", config->max_non_split_rounding,
-                     (double)(CMT__LARGE_BUFFER / CMT_MODEL_MIB))) != 0)
-      return rc;
   }
   return o.used > (size_t)INT32_MAX ? CMT_MODEL_E_INVALID : (int)o.used;
 }

@@ -36,6 +36,9 @@
  *     old as the average are released. Age is exactly PyTorch's: the number
  *     of large-pool get_free_block calls (allocations) since the block was
  *     cached. Simplification: expandable-segment blocks are never collected.
+ *   max_non_split_rounding: bytes (PyTorch 2.x; 20 MiB, kLargeBuffer, as 1.x
+ *     hard-codes). A request at or above max_split_size takes a cached
+ *     (oversize) block only if the block is smaller than request + this.
  *
  * Setting types (the value in brackets is its C type):
  *   limit_mb  [uint64_t bytes] whole MiB >= lo, or unlimited (UINT64_MAX; 0
@@ -71,7 +74,12 @@
   X(garbage_collection_threshold, fraction, "garbage_collection_threshold",    \
     0.0, "--gc-threshold", "garbage_collection_threshold", 3, 0, 1,            \
     "0 (off) or fractions in (0,1), e.g. 0,0.8; acts with\n"                   \
-    "a memory-fraction cap equal to the capacity (default: 0)")
+    "a memory-fraction cap equal to the capacity (default: 0)")               \
+  X(max_non_split_rounding, mb, "max_non_split_rounding_mb",                   \
+    (20 * ((uint64_t)1 << 20)), "--max-non-split-rounding-mb",                 \
+    "max_non_split_rounding_mb", 1, 20, (double)(1ull << 40),                  \
+    "e.g. 20,64 (default: 20): how much larger than an\n"                    \
+    "oversize request the cached block it reuses may be")
 
 /* The C type of each setting type. */
 #define CMT__SETTING_CTYPE_limit_mb uint64_t
