@@ -130,9 +130,13 @@ int main(int argc, char **argv) {
   free(ev);
   uint64_t capacity = 60ull << 30;
   struct cmt_whatif_setting settings[] = {
-      {UINT64_MAX, false, 0, 0.0}, {4096 * MIB, false, 0, 0.0}, {512 * MIB, false, 0, 0.0},
-      {128 * MIB, false, 0, 0.0},  {UINT64_MAX, true, 0, 0.0},  {UINT64_MAX, false, 4, 0.0},
-      {UINT64_MAX, false, 0, 0.8},
+      {.max_split_size = UINT64_MAX},
+      {.max_split_size = 4096 * MIB},
+      {.max_split_size = 512 * MIB},
+      {.max_split_size = 128 * MIB},
+      {.max_split_size = UINT64_MAX, .expandable_segments = true},
+      {.max_split_size = UINT64_MAX, .roundup_power2_divisions = 4},
+      {.max_split_size = UINT64_MAX, .garbage_collection_threshold = 0.8},
   };
   size_t count = sizeof settings / sizeof *settings;
   struct cmt_whatif_result results[16];

@@ -192,10 +192,13 @@ static int recommended_conf(const char *trace, char *conf, size_t len) {
   if (cmt_reader_open_file(&r, trace) != 0)
     return -1;
   if (cmt_whatif_stream_load(r, &s, err, sizeof err) == 0 && s.has_capacity) {
-    struct cmt_whatif_setting base = {UINT64_MAX, false, 0, 0.0};
+    struct cmt_whatif_setting base;
+    cmt_whatif_setting_default(&base);
     size_t n = cmt_whatif_default_splits(&s, s.device_free, s.device_total, &base, split);
-    for (size_t i = 0; i < n; i++)
-      settings[i] = (struct cmt_whatif_setting){split[i], false, 0, 0.0};
+    for (size_t i = 0; i < n; i++) {
+      settings[i] = base;
+      settings[i].max_split_size = split[i];
+    }
     cmt_whatif_run(&s, s.device_free, s.device_total, settings, n, 0, results);
     cmt_whatif_recommend(results, n, &rec);
     if (rec.best >= 0) {

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model_settings.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -63,28 +65,14 @@ const char *cmt_model_strerror(int code);
 
 /* Settings of one replay. Start from cmt_model_config_default(). */
 struct cmt_model_config {
-  /* max_split_size_mb in bytes. 0 or SIZE_MAX: unlimited (PyTorch's
-   * default). A finite value, even a huge one such as 2147483647 MiB, turns on
-   * release_available_cached_blocks just as it does in PyTorch. */
-  size_t max_split_size;
-  /* max_non_split_rounding_mb in bytes: how much larger than an oversize
-   * request a cached oversize block may be and still be used (20 MiB). */
-  size_t max_non_split_rounding;
-  /* roundup_power2_divisions, one value applied to every size interval
-   * (PyTorch's single-value form). 0 or 1: off. Should be a power of two. */
-  unsigned roundup_power2_divisions;
-  /* garbage_collection_threshold in (0, 1); 0: off. Acts only together with
-   * a memory fraction cap, as in PyTorch: before a device allocation, while
-   * reserved > threshold x cap, whole free large-pool segments at least as
-   * old as the average are released. Age is exactly PyTorch's: the number of
-   * large-pool get_free_block calls (allocations) since the block was cached.
-   * Simplification: expandable-segment blocks are never collected. */
-  double garbage_collection_threshold;
+  /* The PYTORCH_CUDA_ALLOC_CONF settings of CMT_MODEL_SETTINGS
+   * (model_settings.h, which says what each one means): max_split_size,
+   * expandable_segments, roundup_power2_divisions,
+   * garbage_collection_threshold, max_non_split_rounding. */
+  CMT_MODEL_SETTING_FIELDS
   /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
    * fraction x device_total bytes. */
   double memory_fraction;
-  /* expandable_segments:True */
-  bool expandable_segments;
   /* Bytes the allocator can obtain from the device: a segment allocation of
    * s bytes fails when reserved + s > capacity. Required (> 0). */
   size_t capacity;

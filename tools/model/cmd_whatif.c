@@ -18,10 +18,11 @@
 #define MAX_VALUES 64
 #define MAX_SETTINGS 4096
 
-static const char usage[] =
-    "usage: cumemtrace whatif [--json] [--capacity BYTES] [--max-split-size-mb LIST]\n"
-    "                         [--expandable-segments LIST] [--roundup-power2-divisions LIST]\n"
-    "                         [--gc-threshold LIST] [--jobs N] FILE\n"
+/* Options besides the settings, before and after them in the synopsis. */
+static const char *const synopsis_before[] = {"[--json]", "[--capacity BYTES]"};
+static const char *const synopsis_after[] = {"[--jobs N]", "FILE"};
+
+static const char usage_text[] =
     "\n"
     "Replays the tensor-level allocation stream in FILE through a model of PyTorch's CUDA\n"
     "caching allocator, once per combination of settings, and says which settings of\n"
@@ -34,14 +35,66 @@ static const char usage[] =
     "options:\n"
     "  --json                 print one JSON object instead of the table\n"
     "  --capacity BYTES       memory the allocator may reserve, e.g. 20GiB (default: the\n"
-    "                         device's total minus what was in use before the first allocation)\n"
-    "  --max-split-size-mb LIST          e.g. 4096,6144,8192,inf (default: unlimited and a\n"
-    "                                    ladder around the request that fails)\n"
-    "  --expandable-segments LIST        true,false (default: false)\n"
-    "  --roundup-power2-divisions LIST   0 (off) or powers of two, e.g. 0,4 (default: 0)\n"
-    "  --gc-threshold LIST               0 (off) or fractions in (0,1), e.g. 0,0.8; acts with\n"
-    "                                    a memory-fraction cap equal to the capacity (default: 0)\n"
+    "                         device's total minus what was in use before the first allocation)\n";
+
+static const char usage_jobs[] =
     "  --jobs N               replay on N threads (default: the number of CPUs)\n";
+
+#define USAGE_WIDTH 90 /* the synopsis wraps before this column */
+#define USAGE_HELP_COLUMN 36
+
+/* One word of the synopsis, wrapped under the first option. */
+static void synopsis_word(FILE *f, const char *word, size_t *column) {
+  static const char head[] = "usage: cumemtrace whatif";
+  size_t len = strlen(word);
+  if (*column == 0) {
+    fputs(head, f);
+    *column = sizeof head - 1;
+  }
+  if (*column + 1 + len > USAGE_WIDTH) {
+    fprintf(f, "\n%*s", (int)sizeof head, "");
+    *column = sizeof head;
+  } else {
+    fputc(' ', f);
+    (*column)++;
+  }
+  fputs(word, f);
+  *column += len;
+}
+
+/* "  --flag LIST   help", the help's later lines under its first. */
+static void usage_option(FILE *f, const char *flag, const char *help) {
+  char name[64];
+  snprintf(name, sizeof name, "%s LIST", flag);
+  fprintf(f, "  %-*s ", USAGE_HELP_COLUMN - 3, name);
+  for (const char *p = help; *p; p++) {
+    fputc(*p, f);
+    if (*p == '\n')
+      fprintf(f, "%*s", USAGE_HELP_COLUMN, "");
+  }
+  fputc('\n', f);
+}
+
+static void print_usage(FILE *f) {
+  char word[64];
+  size_t column = 0;
+  for (size_t i = 0; i < sizeof synopsis_before / sizeof *synopsis_before; i++)
+    synopsis_word(f, synopsis_before[i], &column);
+#define CMT__SETTING_SYNOPSIS(field, type, key, def, flag, ...)                \
+  snprintf(word, sizeof word, "[%s LIST]", flag);                              \
+  synopsis_word(f, word, &column);
+  CMT_MODEL_SETTINGS(CMT__SETTING_SYNOPSIS)
+#undef CMT__SETTING_SYNOPSIS
+  for (size_t i = 0; i < sizeof synopsis_after / sizeof *synopsis_after; i++)
+    synopsis_word(f, synopsis_after[i], &column);
+  fputc('\n', f);
+  fputs(usage_text, f);
+#define CMT__SETTING_USAGE(field, type, key, def, flag, json, rank, lo, hi, help) \
+  usage_option(f, flag, help);
+  CMT_MODEL_SETTINGS(CMT__SETTING_USAGE)
+#undef CMT__SETTING_USAGE
+  fputs(usage_jobs, f);
+}
 
 /* ---- argument parsing ------------------------------------------------- */
 
@@ -50,14 +103,14 @@ struct options {
   const char *path;
   uint64_t capacity; /* 0: from the trace */
   unsigned jobs;
-  uint64_t split[MAX_VALUES];
-  size_t split_count;
-  bool expandable[MAX_VALUES];
-  size_t expandable_count;
-  unsigned divisions[MAX_VALUES];
-  size_t divisions_count;
-  double gc[MAX_VALUES];
-  size_t gc_count;
+  /* The values given for each setting, in the order given. */
+#define CMT__SETTING_LIST(field, type, ...)                                    \
+  struct {                                                                     \
+    CMT__SETTING_CTYPE(type) values[MAX_VALUES];                               \
+    size_t count;                                                              \
+  } field;
+  CMT_MODEL_SETTINGS(CMT__SETTING_LIST)
+#undef CMT__SETTING_LIST
 };
 
 int cmt_whatif_parse_bytes(const char *text, uint64_t *out) {
@@ -108,25 +161,51 @@ static int parse_list(const char *option, const char *list, size_t *count,
   return 0;
 }
 
-static int parse_split(const char *item, size_t i, void *ctx) {
-  uint64_t *values = ctx;
-  if (!strcasecmp(item, "inf") || !strcasecmp(item, "unlimited") ||
-      !strcasecmp(item, "none") || !strcasecmp(item, "default")) {
-    values[i] = UINT64_MAX;
-    return 0;
-  }
+/* The list-item parsers of the setting types (model_settings.h), one per
+ * type: item_<type>(item, index, ctx) stores the value at values[index], and
+ * expected_<type> says what an item should have been. */
+struct list_ctx {
+  double lo, hi; /* the table's range */
+  void *values;  /* the setting's values[] */
+};
+
+static int item_mb(const char *item, size_t i, void *ctx) {
+  const struct list_ctx *c = ctx;
+  uint64_t *values = c->values;
   char *end;
   if (*item < '0' || *item > '9')
     return -1;
   unsigned long long mb = strtoull(item, &end, 10);
-  if (*end || mb < 20 || mb > ((uint64_t)1 << 40))
+  if (*end || (double)mb < c->lo || (double)mb > c->hi)
     return -1;
   values[i] = (uint64_t)mb * MIB;
   return 0;
 }
 
-static int parse_bool(const char *item, size_t i, void *ctx) {
-  bool *values = ctx;
+static void expected_mb(char *buf, size_t len, double lo, double hi) {
+  snprintf(buf, len, "a whole number of MiB >= %u", (unsigned)lo);
+}
+
+static int item_limit_mb(const char *item, size_t i, void *ctx) {
+  const struct list_ctx *c = ctx;
+  uint64_t *values = c->values;
+  if (!strcasecmp(item, "inf") || !strcasecmp(item, "unlimited") ||
+      !strcasecmp(item, "none") || !strcasecmp(item, "default")) {
+    values[i] = UINT64_MAX;
+    return 0;
+  }
+  return item_mb(item, i, ctx);
+}
+
+static void expected_limit_mb(char *buf, size_t len, double lo, double hi) {
+  expected_mb(buf, len, lo, hi);
+  size_t used = strlen(buf);
+  snprintf(buf + used, len - used, " or inf");
+}
+
+static int item_boolean(const char *item, size_t i, void *ctx) {
+  const struct list_ctx *c = ctx;
+  bool *values = c->values;
   if (!strcasecmp(item, "true") || !strcmp(item, "1") || !strcasecmp(item, "yes")) {
     values[i] = true;
   } else if (!strcasecmp(item, "false") || !strcmp(item, "0") || !strcasecmp(item, "no")) {
@@ -137,28 +216,69 @@ static int parse_bool(const char *item, size_t i, void *ctx) {
   return 0;
 }
 
-static int parse_divisions(const char *item, size_t i, void *ctx) {
-  unsigned *values = ctx;
+static void expected_boolean(char *buf, size_t len, double lo, double hi) {
+  snprintf(buf, len, "true or false");
+}
+
+static int item_pow2(const char *item, size_t i, void *ctx) {
+  const struct list_ctx *c = ctx;
+  unsigned *values = c->values;
   char *end;
   if (*item < '0' || *item > '9')
     return -1;
   unsigned long d = strtoul(item, &end, 10);
-  if (*end || d > 1024 || (d > 1 && (d & (d - 1))))
+  if (*end || (double)d > c->hi || (d > 1 && (d & (d - 1))))
     return -1;
   values[i] = (unsigned)d;
   return 0;
 }
 
-static int parse_gc(const char *item, size_t i, void *ctx) {
-  double *values = ctx;
+static void expected_pow2(char *buf, size_t len, double lo, double hi) {
+  snprintf(buf, len, "0 or a power of two up to %u", (unsigned)hi);
+}
+
+static int item_fraction(const char *item, size_t i, void *ctx) {
+  const struct list_ctx *c = ctx;
+  double *values = c->values;
   char *end;
   if (!((*item >= '0' && *item <= '9') || *item == '.'))
     return -1;
   double t = strtod(item, &end);
-  if (*end || !(t >= 0.0 && t < 1.0))
+  if (*end || !(t == 0.0 || (t > c->lo && t < c->hi)))
     return -1;
   values[i] = t;
   return 0;
+}
+
+static void expected_fraction(char *buf, size_t len, double lo, double hi) {
+  snprintf(buf, len, "0 or a fraction in (%g,%g)", lo, hi);
+}
+
+/* Whether arg is an option that takes a value. */
+static bool takes_value(const char *arg) {
+  if (cmt__is(arg, "--capacity", "--jobs"))
+    return true;
+#define CMT__SETTING_FLAG(field, type, key, def, flag, ...)                    \
+  if (cmt__is(arg, flag, NULL))                                                \
+    return true;
+  CMT_MODEL_SETTINGS(CMT__SETTING_FLAG)
+#undef CMT__SETTING_FLAG
+  return false;
+}
+
+/* The list option of a setting (takes_value(arg) holds).
+ * @return 0 or a usage error. */
+static int parse_setting(const char *arg, const char *value, struct options *o) {
+#define CMT__SETTING_OPTION(field, type, key, def, flag, json, rank, lo, hi, help) \
+  if (cmt__is(arg, flag, NULL)) {                                              \
+    struct list_ctx ctx = {lo, hi, o->field.values};                           \
+    char expected[64];                                                         \
+    expected_##type(expected, sizeof expected, lo, hi);                        \
+    return parse_list(arg, value, &o->field.count, item_##type, &ctx, expected); \
+  }
+  CMT_MODEL_SETTINGS(CMT__SETTING_OPTION)
+#undef CMT__SETTING_OPTION
+  return cmt__usage_error(CMD, "unknown option '%s'", arg);
 }
 
 static int parse_args(int argc, char **argv, struct options *o) {
@@ -167,7 +287,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
     const char *value = i + 1 < argc ? argv[i + 1] : NULL;
     int rc = 0;
     if (cmt__is(arg, "-h", "--help")) {
-      fputs(usage, stdout);
+      print_usage(stdout);
       return -1;
     } else if (cmt__is(arg, "--json", NULL)) {
       o->json = 1;
@@ -177,9 +297,7 @@ static int parse_args(int argc, char **argv, struct options *o) {
         return cmt__usage_error(CMD, "one trace file expected, got '%s' too", arg);
       o->path = arg;
       continue;
-    } else if (!cmt__is(arg, "--capacity", "--max-split-size-mb") &&
-               !cmt__is(arg, "--expandable-segments", "--roundup-power2-divisions") &&
-               !cmt__is(arg, "--gc-threshold", "--jobs")) {
+    } else if (!takes_value(arg)) {
       return cmt__usage_error(CMD, "unknown option '%s'", arg);
     }
     if (!value)
@@ -194,17 +312,8 @@ static int parse_args(int argc, char **argv, struct options *o) {
       if (*end || n < 1 || n > 64)
         return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
       o->jobs = (unsigned)n;
-    } else if (cmt__is(arg, "--max-split-size-mb", NULL)) {
-      rc = parse_list(arg, value, &o->split_count, parse_split, o->split,
-                      "a whole number of MiB >= 20 or inf");
-    } else if (cmt__is(arg, "--expandable-segments", NULL)) {
-      rc = parse_list(arg, value, &o->expandable_count, parse_bool, o->expandable,
-                      "true or false");
-    } else if (cmt__is(arg, "--roundup-power2-divisions", NULL)) {
-      rc = parse_list(arg, value, &o->divisions_count, parse_divisions, o->divisions,
-                      "0 or a power of two up to 1024");
     } else {
-      rc = parse_list(arg, value, &o->gc_count, parse_gc, o->gc, "0 or a fraction in (0,1)");
+      rc = parse_setting(arg, value, o);
     }
     if (rc)
       return rc;
@@ -216,27 +325,55 @@ static int parse_args(int argc, char **argv, struct options *o) {
 
 /* ---- the sweep -------------------------------------------------------- */
 
-/* Every combination, split size varying slowest. @return the count, or 0 when
+/* Every combination of the values given, an odometer over the table: the
+ * first setting (split size) varies slowest. @return the count, or 0 when
  * there would be too many. */
 static size_t combinations(const struct options *o, struct cmt_whatif_setting *out) {
+  size_t count[CMT_MODEL_SETTING_COUNT], at[CMT_MODEL_SETTING_COUNT] = {0};
   size_t n = 0;
-  for (size_t a = 0; a < o->split_count; a++)
-    for (size_t b = 0; b < o->expandable_count; b++)
-      for (size_t c = 0; c < o->divisions_count; c++)
-        for (size_t d = 0; d < o->gc_count; d++) {
-          if (n == MAX_SETTINGS)
-            return 0;
-          out[n++] = (struct cmt_whatif_setting){o->split[a], o->expandable[b],
-                                                 o->divisions[c], o->gc[d]};
-        }
-  return n;
+#define CMT__SETTING_COUNT(field, ...) count[CMT_MODEL_SETTING_##field] = o->field.count;
+  CMT_MODEL_SETTINGS(CMT__SETTING_COUNT)
+#undef CMT__SETTING_COUNT
+  for (size_t k = 0; k < CMT_MODEL_SETTING_COUNT; k++)
+    if (count[k] == 0)
+      return 0;
+  for (;;) {
+    if (n == MAX_SETTINGS)
+      return 0;
+#define CMT__SETTING_PICK(field, ...)                                          \
+  out[n].field = o->field.values[at[CMT_MODEL_SETTING_##field]];
+    CMT_MODEL_SETTINGS(CMT__SETTING_PICK)
+#undef CMT__SETTING_PICK
+    n++;
+    size_t k = CMT_MODEL_SETTING_COUNT;
+    while (k > 0 && ++at[k - 1] == count[k - 1])
+      at[--k] = 0;
+    if (k == 0)
+      return n;
+  }
 }
 
-/* No list given: unlimited and a ladder around the failing request. */
+/* Settings not given take their default; max_split_size is left empty, for
+ * the ladder. */
+static void default_lists(struct options *o) {
+#define CMT__SETTING_DEFAULT_LIST(field, type, key, def, ...)                  \
+  if (!o->field.count && CMT_MODEL_SETTING_##field != CMT_MODEL_SETTING_max_split_size) \
+    o->field.values[o->field.count++] = def;
+  CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT_LIST)
+#undef CMT__SETTING_DEFAULT_LIST
+}
+
+/* No list given: unlimited and a ladder around the failing request, with the
+ * first value of every other list. */
 static void default_split_list(struct options *o, const struct cmt_whatif_stream *s,
                                uint64_t capacity, uint64_t total) {
-  struct cmt_whatif_setting base = {UINT64_MAX, o->expandable[0], o->divisions[0], o->gc[0]};
-  o->split_count = cmt_whatif_default_splits(s, capacity, total, &base, o->split);
+  struct cmt_whatif_setting base;
+#define CMT__SETTING_FIRST(field, ...) base.field = o->field.values[0];
+  CMT_MODEL_SETTINGS(CMT__SETTING_FIRST)
+#undef CMT__SETTING_FIRST
+  base.max_split_size = UINT64_MAX;
+  o->max_split_size.count =
+      cmt_whatif_default_splits(s, capacity, total, &base, o->max_split_size.values);
 }
 
 static double now_seconds(void) {
@@ -257,7 +394,9 @@ static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_
       *out = run->results[i];
       return true;
     }
-  struct cmt_whatif_setting st = {exact * MIB, false, 0, 0.0};
+  struct cmt_whatif_setting st;
+  cmt_whatif_setting_default(&st);
+  st.max_split_size = exact * MIB;
   cmt_whatif_run(s, run->capacity, run->device_total, &st, 1, 1, out);
   return true;
 }
@@ -278,12 +417,7 @@ int cmt_cmd_whatif(int argc, char **argv) {
     status = rc < 0 ? 0 : rc;
     goto out;
   }
-  if (!o->expandable_count)
-    o->expandable[o->expandable_count++] = false;
-  if (!o->divisions_count)
-    o->divisions[o->divisions_count++] = 0;
-  if (!o->gc_count)
-    o->gc[o->gc_count++] = 0.0;
+  default_lists(o);
 
   if (cmt__open_trace(CMD, o->path, &r) != 0)
     goto out;
@@ -309,7 +443,7 @@ int cmt_cmd_whatif(int argc, char **argv) {
   }
   run.device_total = s.device_total > run.capacity ? s.device_total : run.capacity;
 
-  if (!o->split_count)
+  if (!o->max_split_size.count)
     default_split_list(o, &s, run.capacity, run.device_total);
   run.count = combinations(o, settings);
   if (!run.count) {

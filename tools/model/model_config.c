@@ -7,6 +7,7 @@
 #include "model_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,9 @@ const char *cmt_model_strerror(int code) {
 
 void cmt_model_config_default(struct cmt_model_config *config, size_t capacity) {
   memset(config, 0, sizeof *config);
-  config->max_split_size = SIZE_MAX;
-  config->max_non_split_rounding = CMT__LARGE_BUFFER;
+#define CMT__SETTING_DEFAULT(field, type, key, def, ...) config->field = def;
+  CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT)
+#undef CMT__SETTING_DEFAULT
   config->capacity = capacity;
 }
 
@@ -103,31 +105,41 @@ static bool expect(const struct tokens *t, size_t i, const char *what) {
   return i < t->count && strcmp(t->text[i], what) == 0;
 }
 
-/* max_split_size_mb and max_non_split_rounding_mb: N MiB, N >= 20. */
-static int parse_mb(const struct tokens *t, size_t i, const char *key, size_t *out,
-                    char *err, size_t err_len) {
+/* The value parsers of the setting types (model_settings.h), one per type:
+ * parse_<type>(tokens, index of the value, key, lo, hi, out, err, err_len).
+ * Texts reuse PyTorch's wording where it has one. */
+
+/* N MiB, N >= lo; N below PyTorch's stoi limit. */
+static int parse_mb(const struct tokens *t, size_t i, const char *key, double lo, double hi,
+                    uint64_t *out, char *err, size_t err_len) {
   unsigned long v;
   if (i >= t->count)
     return fail(err, err_len, "Error, expecting %s value", key);
   if (!parse_int(t->text[i], &v))
     return fail(err, err_len, "%s value '%s' is not a whole number of MiB", key,
                 t->text[i]);
-  if (v < CMT__LARGE_BUFFER / CMT_MODEL_MIB)
+  if ((double)v < lo)
     return fail(err, err_len, "CachingAllocator option %s too small, must be >= %u",
-                key, (unsigned)(CMT__LARGE_BUFFER / CMT_MODEL_MIB));
-  *out = (size_t)v * CMT_MODEL_MIB;
+                key, (unsigned)lo);
+  *out = (uint64_t)v * CMT_MODEL_MIB;
   return 0;
 }
 
-static int parse_divisions(const struct tokens *t, size_t i, unsigned *out,
-                           char *err, size_t err_len) {
+/* The string has no word for unlimited: that is the key left out. */
+static int parse_limit_mb(const struct tokens *t, size_t i, const char *key, double lo,
+                          double hi, uint64_t *out, char *err, size_t err_len) {
+  return parse_mb(t, i, key, lo, hi, out, err, err_len);
+}
+
+static int parse_pow2(const struct tokens *t, size_t i, const char *key, double lo, double hi,
+                      unsigned *out, char *err, size_t err_len) {
   unsigned long v;
   if (i >= t->count)
-    return fail(err, err_len, "Error, expecting roundup_power2_divisions value");
+    return fail(err, err_len, "Error, expecting %s value", key);
   if (strcmp(t->text[i], "[") == 0)
-    return fail(err, err_len,
-                "roundup_power2_divisions per size interval ([...]) is not modelled; "
-                "give one value");
+    return fail(err, err_len, "%s per size interval ([...]) is not modelled; give one value",
+                key);
+  /* PyTorch's text for roundup_power2_divisions, the only pow2 setting. */
   if (!parse_int(t->text[i], &v) || v == 0 || (v & (v - 1)) != 0)
     return fail(err, err_len, "For roundups, the divisons has to be power of 2 (got '%s')",
                 t->text[i]);
@@ -135,24 +147,25 @@ static int parse_divisions(const struct tokens *t, size_t i, unsigned *out,
   return 0;
 }
 
-static int parse_threshold(const struct tokens *t, size_t i, double *out, char *err,
-                           size_t err_len) {
+static int parse_fraction(const struct tokens *t, size_t i, const char *key, double lo,
+                          double hi, double *out, char *err, size_t err_len) {
   if (i >= t->count)
-    return fail(err, err_len, "Error, expecting garbage_collection_threshold value");
+    return fail(err, err_len, "Error, expecting %s value", key);
   errno = 0;
   char *end;
   double v = strtod(t->text[i], &end);
   if (errno != 0 || end == t->text[i] || *end != '\0')
-    return fail(err, err_len, "garbage_collection_threshold value '%s' is not a number",
-                t->text[i]);
-  if (!(v > 0.0 && v < 1.0))
-    return fail(err, err_len, "garbage_collect_threshold is invalid, set it in (0.0, 1.0)");
+    return fail(err, err_len, "%s value '%s' is not a number", key, t->text[i]);
+  /* PyTorch's text for garbage_collection_threshold, the only fraction. */
+  if (!(v > lo && v < hi))
+    return fail(err, err_len, "garbage_collect_threshold is invalid, set it in (%.1f, %.1f)",
+                lo, hi);
   *out = v;
   return 0;
 }
 
-static int parse_bool(const struct tokens *t, size_t i, const char *key, bool *out,
-                      char *err, size_t err_len) {
+static int parse_boolean(const struct tokens *t, size_t i, const char *key, double lo,
+                         double hi, bool *out, char *err, size_t err_len) {
   if (expect(t, i, "True") || expect(t, i, "False")) {
     *out = expect(t, i, "True");
     return 0;
@@ -179,16 +192,11 @@ static int parse_item(const struct tokens *t, size_t i, struct cmt_model_config 
   if (!expect(t, i + 1, ":"))
     return fail(err, err_len,
                 "Error parsing CachingAllocator settings, expected : after '%s'", key);
-  if (strcmp(key, "max_split_size_mb") == 0)
-    return parse_mb(t, v, key, &c->max_split_size, err, err_len);
-  if (strcmp(key, "max_non_split_rounding_mb") == 0)
-    return parse_mb(t, v, key, &c->max_non_split_rounding, err, err_len);
-  if (strcmp(key, "roundup_power2_divisions") == 0)
-    return parse_divisions(t, v, &c->roundup_power2_divisions, err, err_len);
-  if (strcmp(key, "garbage_collection_threshold") == 0)
-    return parse_threshold(t, v, &c->garbage_collection_threshold, err, err_len);
-  if (strcmp(key, "expandable_segments") == 0)
-    return parse_bool(t, v, key, &c->expandable_segments, err, err_len);
+#define CMT__SETTING_PARSE(field, type, conf_key, def, flag, json, rank, lo, hi, help) \
+  if (strcmp(key, conf_key) == 0)                                                \
+    return parse_##type(t, v, key, lo, hi, &c->field, err, err_len);
+  CMT_MODEL_SETTINGS(CMT__SETTING_PARSE)
+#undef CMT__SETTING_PARSE
   if (strcmp(key, "backend") == 0) {
     if (expect(t, v, "native"))
       return 0;
@@ -248,8 +256,39 @@ static void put(struct out *o, const char *fmt, ...) {
     o->used += (size_t)n;
 }
 
-static bool whole_mb(size_t bytes) {
-  return bytes % CMT_MODEL_MIB == 0 && bytes >= CMT__LARGE_BUFFER;
+/* The printers of the setting types: put_<type>(out, separator, key, value,
+ * lo) writes ",key:value" (no comma first) for a value that differs from
+ * the default; the caller has checked that. */
+static int put_mb(struct out *o, const char **sep, const char *key, uint64_t v, double lo) {
+  if (v % CMT_MODEL_MIB != 0 || (double)(v / CMT_MODEL_MIB) < lo)
+    return CMT_MODEL_E_INVALID;
+  put(o, "%s%s:%" PRIu64, *sep, key, v / CMT_MODEL_MIB);
+  *sep = ",";
+  return 0;
+}
+
+static int put_limit_mb(struct out *o, const char **sep, const char *key, uint64_t v,
+                        double lo) {
+  return put_mb(o, sep, key, v, lo);
+}
+
+static int put_pow2(struct out *o, const char **sep, const char *key, unsigned v, double lo) {
+  put(o, "%s%s:%u", *sep, key, v);
+  *sep = ",";
+  return 0;
+}
+
+static int put_fraction(struct out *o, const char **sep, const char *key, double v,
+                        double lo) {
+  put(o, "%s%s:%g", *sep, key, v);
+  *sep = ",";
+  return 0;
+}
+
+static int put_boolean(struct out *o, const char **sep, const char *key, bool v, double lo) {
+  put(o, "%s%s:%s", *sep, key, v ? "True" : "False");
+  *sep = ",";
+  return 0;
 }
 
 int cmt_model_config_format(const struct cmt_model_config *config, char *buf, size_t len) {
@@ -257,31 +296,17 @@ int cmt_model_config_format(const struct cmt_model_config *config, char *buf, si
     return CMT_MODEL_E_INVALID;
   struct out o = {buf, len, 0};
   const char *sep = "";
+  int rc;
   if (len > 0)
     buf[0] = '\0';
-  if (config->max_split_size != 0 && config->max_split_size != SIZE_MAX) {
-    if (!whole_mb(config->max_split_size))
-      return CMT_MODEL_E_INVALID;
-    put(&o, "%smax_split_size_mb:%zu", sep, config->max_split_size / CMT_MODEL_MIB);
-    sep = ",";
+  for (int rank = 0; rank < CMT_MODEL_SETTING_COUNT; rank++) {
+#define CMT__SETTING_PUT(field, type, conf_key, def, flag, json, conf_rank, lo, hi, help) \
+  if (conf_rank == rank && cmt__setting_set_##type(config->field, def) &&              \
+      (rc = put_##type(&o, &sep, conf_key, config->field, lo)) != 0)                   \
+    return rc;
+    CMT_MODEL_SETTINGS(CMT__SETTING_PUT)
+#undef CMT__SETTING_PUT
   }
-  if (config->max_non_split_rounding != CMT__LARGE_BUFFER) {
-    if (!whole_mb(config->max_non_split_rounding))
-      return CMT_MODEL_E_INVALID;
-    put(&o, "%smax_non_split_rounding_mb:%zu", sep,
-        config->max_non_split_rounding / CMT_MODEL_MIB);
-    sep = ",";
-  }
-  if (config->roundup_power2_divisions > 1) {
-    put(&o, "%sroundup_power2_divisions:%u", sep, config->roundup_power2_divisions);
-    sep = ",";
-  }
-  if (config->garbage_collection_threshold > 0.0) {
-    put(&o, "%sgarbage_collection_threshold:%g", sep, config->garbage_collection_threshold);
-    sep = ",";
-  }
-  if (config->expandable_segments)
-    put(&o, "%sexpandable_segments:True", sep);
   return o.used > (size_t)INT32_MAX ? CMT_MODEL_E_INVALID : (int)o.used;
 }
 

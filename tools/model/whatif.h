@@ -123,13 +123,22 @@ void cmt_whatif_stream_free(struct cmt_whatif_stream *stream);
  */
 void cmt_whatif_detect_caching(struct cmt_whatif_stream *stream);
 
-/* One setting to replay. */
+/* One setting to replay: a value for each entry of CMT_MODEL_SETTINGS
+ * (model_settings.h), in table order: max_split_size (bytes; UINT64_MAX =
+ * unlimited), expandable_segments, roundup_power2_divisions (0 = off),
+ * garbage_collection_threshold (0 = off). A zero field means PyTorch's
+ * default; start from cmt_whatif_setting_default() to have the defaults
+ * spelled out. */
 struct cmt_whatif_setting {
-  uint64_t max_split_size;           /* bytes; UINT64_MAX = unlimited */
-  bool expandable_segments;
-  unsigned roundup_power2_divisions; /* 0 = off */
-  double gc_threshold;               /* 0 = off */
+  CMT_MODEL_SETTING_FIELDS
 };
+
+/**
+ * Fill *setting with PyTorch's default for every setting (the table's
+ * defaults: max_split_size UINT64_MAX, the others off).
+ * @return nothing; setting must not be NULL.
+ */
+void cmt_whatif_setting_default(struct cmt_whatif_setting *setting);
 
 /* What one replay found. */
 struct cmt_whatif_result {
@@ -150,7 +159,7 @@ struct cmt_whatif_result {
 /**
  * Replay the stream once per setting against a device that lets the
  * allocator reserve `capacity` bytes of `device_total` (0: = capacity).
- * A gc_threshold acts, as in PyTorch, only with a memory fraction: here the
+ * A garbage_collection_threshold acts, as in PyTorch, only with a memory fraction: here the
  * fraction capacity / device_total, so the cap is the capacity itself. Each
  * replay stops at its first OOM (PyTorch raises there). Settings run on up to
  * `threads` threads (0: the number of online CPUs).

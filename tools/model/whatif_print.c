@@ -175,11 +175,45 @@ void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run) {
 
 /* ---- JSON ------------------------------------------------------------- */
 
-static void json_split(struct cmt__json *j, const char *key, uint64_t split) {
-  if (split == UINT64_MAX)
+/* The JSON writers of the setting types (model_settings.h): sizes in MiB,
+ * unlimited as null. */
+static void json_mb(struct cmt__json *j, const char *key, uint64_t v) {
+  cmt__json_u64(j, key, v / MIB);
+}
+
+static void json_limit_mb(struct cmt__json *j, const char *key, uint64_t v) {
+  if (v == UINT64_MAX)
     cmt__json_null(j, key);
   else
-    cmt__json_u64(j, key, split / MIB);
+    json_mb(j, key, v);
+}
+
+static void json_pow2(struct cmt__json *j, const char *key, unsigned v) {
+  cmt__json_u64(j, key, v);
+}
+
+static void json_fraction(struct cmt__json *j, const char *key, double v) {
+  cmt__json_double(j, key, v);
+}
+
+static void json_boolean(struct cmt__json *j, const char *key, bool v) {
+  cmt__json_bool(j, key, v);
+}
+
+/* The settings of a result, in table order: those the JSON had from the
+ * start (the first CMT__JSON_FIRST_SETTINGS) right after "setting", settings
+ * added since at the end of the result, so the older keys keep their place.
+ * Zero fields are written as the default they stand for. */
+#define CMT__JSON_FIRST_SETTINGS 4
+
+static void json_settings(struct cmt__json *j, const struct cmt_whatif_setting *st,
+                          bool first) {
+#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)       \
+  if ((CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS) == first)          \
+    json_##type(j, json_key, st->field || CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS \
+                                 ? st->field : def);
+  CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
+#undef CMT__SETTING_JSON
 }
 
 static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
@@ -210,10 +244,7 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
   cmt__json_object(j, NULL);
   cmt_whatif_setting_conf(&r->setting, conf, sizeof conf);
   cmt__json_string(j, "setting", conf);
-  json_split(j, "max_split_size_mb", r->setting.max_split_size);
-  cmt__json_bool(j, "expandable_segments", r->setting.expandable_segments);
-  cmt__json_u64(j, "roundup_power2_divisions", r->setting.roundup_power2_divisions);
-  cmt__json_double(j, "garbage_collection_threshold", r->setting.gc_threshold);
+  json_settings(j, &r->setting, true);
   cmt__json_bool(j, "oom", r->oom);
   cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
   cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
@@ -228,6 +259,7 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
     json_oom(j, run, r);
   else
     cmt__json_null(j, "first_oom");
+  json_settings(j, &r->setting, false);
   cmt__json_end_object(j);
 }
 
@@ -243,7 +275,7 @@ static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_object(j, "recommendation");
     cmt__json_u64(j, "result_index", (uint64_t)rec->best);
     cmt__json_string(j, "setting", conf);
-    json_split(j, "max_split_size_mb", best->setting.max_split_size);
+    json_limit_mb(j, "max_split_size_mb", best->setting.max_split_size);
     cmt__json_bool(j, "expandable_segments", best->setting.expandable_segments);
     cmt__json_u64(j, "peak_reserved_bytes", best->peak_reserved);
     cmt__json_string(j, "pytorch_cuda_alloc_conf", line);
@@ -255,7 +287,7 @@ static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run
   else
     cmt__json_null(j, "smallest_failing_request_bytes");
   if (rec->rule >= 0)
-    json_split(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
+    json_limit_mb(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
   else
     cmt__json_null(j, "max_split_size_mb");
   if (rec->exact_max_split_mb)

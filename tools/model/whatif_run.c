@@ -19,12 +19,14 @@ static void make_config(const struct cmt_whatif_setting *st, uint64_t capacity,
                         uint64_t device_total, struct cmt_model_config *c) {
   cmt_model_config_default(c, (size_t)capacity);
   c->device_total = (size_t)device_total;
-  c->max_split_size = st->max_split_size == UINT64_MAX ? SIZE_MAX : (size_t)st->max_split_size;
-  c->expandable_segments = st->expandable_segments;
-  c->roundup_power2_divisions = st->roundup_power2_divisions;
-  if (st->gc_threshold > 0.0) {
+  /* A zero field keeps PyTorch's default. */
+#define CMT__SETTING_COPY(field, ...)                                          \
+  if (st->field)                                                               \
+    c->field = st->field;
+  CMT_MODEL_SETTINGS(CMT__SETTING_COPY)
+#undef CMT__SETTING_COPY
+  if (st->garbage_collection_threshold > 0.0) {
     /* GC acts only under a fraction cap: make the cap the capacity. */
-    c->garbage_collection_threshold = st->gc_threshold;
     double fraction = (double)capacity / (double)device_total;
     c->memory_fraction = fraction > 1.0 ? 1.0 : fraction;
   }
@@ -141,10 +143,21 @@ int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
   return 0;
 }
 
+void cmt_whatif_setting_default(struct cmt_whatif_setting *setting) {
+#define CMT__SETTING_DEFAULT(field, type, key, def, ...) setting->field = def;
+  CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT)
+#undef CMT__SETTING_DEFAULT
+}
+
 /* How many settings differ from PyTorch's defaults. */
 static int distance_from_default(const struct cmt_whatif_setting *s) {
-  return (s->max_split_size != UINT64_MAX) + s->expandable_segments +
-         (s->roundup_power2_divisions > 1) + (s->gc_threshold > 0.0);
+  struct cmt_model_config c;
+  int n = 0;
+  make_config(s, 1, 1, &c);
+#define CMT__SETTING_CHANGED(field, type, key, def, ...) n += cmt__setting_set_##type(c.field, def);
+  CMT_MODEL_SETTINGS(CMT__SETTING_CHANGED)
+#undef CMT__SETTING_CHANGED
+  return n;
 }
 
 /* @return true when a is preferred to b at equal peak. */

@@ -421,6 +421,33 @@ Test(release, oversize_request_accepts_20_mib_of_slack_only) {
   cmt_model_destroy(m);
 }
 
+/* max_non_split_rounding_mb (PyTorch 2.x) widens that slack: a 150 MiB
+ * cached oversize block serves a 120 MiB request when 150 < 120 + R. */
+static uint64_t reserved_after_reuse(const char *conf) {
+  struct cmt_model_config c;
+  char err[128] = "";
+  cmt_model_config_default(&c, GiB);
+  cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_MODEL_E_OK, "%s", err);
+  struct cmt_model *m = NULL;
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  free_ok(m, alloc_ok(m, 150 * MiB, 0));
+  alloc_ok(m, 120 * MiB, 0);
+  struct cmt_model_stats s = stats_of(m);
+  cmt_model_destroy(m);
+  return s.reserved_bytes;
+}
+
+Test(release, max_non_split_rounding_widens_the_oversize_slack) {
+  /* R = 20 MiB (the default): 150 >= 140, refused, a new 120 MiB segment. */
+  cr_assert_eq(reserved_after_reuse("max_split_size_mb:100"), 270 * MiB);
+  /* R = 30 MiB: 150 >= 150, still refused (the bound is strict). */
+  cr_assert_eq(reserved_after_reuse("max_split_size_mb:100,max_non_split_rounding_mb:30"),
+               270 * MiB);
+  /* R = 64 MiB: 150 < 184, the cached block is reused whole. */
+  cr_assert_eq(reserved_after_reuse("max_split_size_mb:100,max_non_split_rounding_mb:64"),
+               150 * MiB);
+}
+
 /* ---- expandable segments ---------------------------------------------- */
 
 Test(expandable, pages_per_pool_and_release) {

@@ -18,7 +18,7 @@ static void load(struct tb *b, struct cmt_whatif_stream *s) {
 }
 
 static struct cmt_whatif_setting split_mb(uint64_t mb) {
-  return (struct cmt_whatif_setting){mb ? mb * MiB : UINT64_MAX, false, 0, 0.0};
+  return (struct cmt_whatif_setting){.max_split_size = mb ? mb * MiB : UINT64_MAX};
 }
 
 /* ---- extracting the stream -------------------------------------------- */
@@ -292,4 +292,34 @@ Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream) {
   cmt_replay_destroy(rp);
   cmt_reader_close(r);
   cmt_membuf_free(&b.buf);
+}
+
+/* max_non_split_rounding_mb is a whatif setting: with 64 MiB the 120 MiB
+ * request (>= max_split_size) reuses the cached 150 MiB block; with the
+ * default 20 MiB (a zero field) it takes a segment of its own. */
+Test(whatif_run, max_non_split_rounding_is_a_setting) {
+  struct cmt_whatif_event ev[] = {{.size = 150 * MiB, .id = 0},
+                                  {.is_free = 1, .id = 0},
+                                  {.size = 120 * MiB, .id = 1}};
+  struct cmt_whatif_stream s;
+  cr_assert_eq(cmt_whatif_stream_from_events(ev, 3, 2, 0, 0, &s), 0);
+  struct cmt_whatif_setting st[2] = {
+      {.max_split_size = 100 * MiB},
+      {.max_split_size = 100 * MiB, .max_non_split_rounding = 64 * MiB}};
+  struct cmt_whatif_result res[2];
+  cmt_whatif_run(&s, GiB, GiB, st, 2, 1, res);
+  cr_assert_not(res[0].oom || res[1].oom);
+  cr_assert_eq(res[0].peak_reserved, 270 * MiB);
+  cr_assert_eq(res[0].device_alloc_calls, 2);
+  cr_assert_eq(res[1].peak_reserved, 150 * MiB);
+  cr_assert_eq(res[1].device_alloc_calls, 1);
+  char conf[96];
+  cmt_whatif_setting_conf(&st[0], conf, sizeof conf);
+  cr_assert_str_eq(conf, "max_split_size_mb:100");
+  cmt_whatif_setting_conf(&st[1], conf, sizeof conf);
+  cr_assert_str_eq(conf, "max_split_size_mb:100,max_non_split_rounding_mb:64");
+  struct cmt_whatif_setting d;
+  cmt_whatif_setting_default(&d);
+  cr_assert_eq(d.max_non_split_rounding, 20 * MiB);
+  cmt_whatif_stream_free(&s);
 }

@@ -187,3 +187,30 @@ Test(whatif_cmd, help) {
   cr_assert_eq(c.status, 0);
   cr_assert(strstr(c.out, "usage: cumemtrace whatif"));
 }
+
+Test(whatif_cmd, max_non_split_rounding_is_swept) {
+  char *path = writeup_file();
+  const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "4096",
+                        "--max-non-split-rounding-mb", "20,64", path, NULL};
+  capture(&c, cmt_cmd_whatif, argv);
+  cr_assert_eq(c.status, 0, "%s", c.err);
+  int results = 0;
+  for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
+    results++;
+  cr_assert_eq(results, 2);
+  cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096\""), "%s", c.out);
+  cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096,max_non_split_rounding_mb:64\""),
+            "%s", c.out);
+  cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20}"), "%s", c.out);
+  cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64}"), "%s", c.out);
+  const char *bad[] = {"whatif", "--max-non-split-rounding-mb", "19", path, NULL};
+  capture(&c, cmt_cmd_whatif, bad);
+  cr_assert_eq(c.status, 2, "%s", c.err);
+  cr_assert(strstr(c.err, "--max-non-split-rounding-mb: '19' is not a whole number of MiB >= 20"),
+            "%s", c.err);
+  const char *help[] = {"whatif", "--help", NULL};
+  capture(&c, cmt_cmd_whatif, help);
+  cr_assert(strstr(c.out, "  --max-non-split-rounding-mb LIST  e.g. 20,64"), "%s", c.out);
+  unlink(path);
+  free(path);
+}
