@@ -5,6 +5,7 @@
  * and writes a chunk at least every CUMEMTRACE_FLUSH_MS. */
 #include <dirent.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -75,17 +76,52 @@ static void expand_output(char *out, size_t size)
     out[o < size ? o : size - 1] = 0;
 }
 
+/* `path` with ".tag" put before the extension of its last component (r.cmt → r.1.cmt). */
+static void tagged_name(const char *path, const char *tag, char *out, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t stem = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+    snprintf(out, size, "%.*s.%s%s", (int)stem, path, tag, path + stem);
+}
+
+/* A new file only (O_EXCL: a symlink at the path is EEXIST too), never through a symlink,
+ * readable by its owner only (a trace holds the command line and environment). */
+static int create_new(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+#define FRESH_NAMES 1000 /* r.1.cmt ... r.999.cmt, then give up */
+
+/* Opens the trace file. An existing file (an earlier trace, another process's, a planted
+ * symlink) is never overwritten: the trace goes to the first free r.N.cmt, and stderr says so
+ * once. */
 static int open_trace(char *path, size_t size)
 {
     expand_output(path, size);
-    cmt__rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cmt__rec.fd = create_new(path);
+    if (cmt__rec.fd < 0 && errno == EEXIST) {
+        char wanted[PATH_MAX], tag[16];
+        snprintf(wanted, sizeof wanted, "%s", path);
+        for (int n = 1; cmt__rec.fd < 0 && errno == EEXIST && n < FRESH_NAMES; n++) {
+            snprintf(tag, sizeof tag, "%d", n);
+            tagged_name(wanted, tag, path, size);
+            cmt__rec.fd = create_new(path);
+        }
+        if (cmt__rec.fd >= 0)
+            dprintf(2, "cumemtrace: %s exists and is kept; this process's trace is %s\n", wanted,
+                    path);
+    }
     if (cmt__rec.fd < 0) {
         char msg[PATH_MAX + 64];
         snprintf(msg, sizeof msg, "cannot write %s: %m", path);
         return fail(msg);
     }
     if (cmt__cfg.manifest[0]) { /* tell `cumemtrace record` which traces were written */
-        int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                     0600);
         if (m >= 0) {
             dprintf(m, "%s\n", path);
             close(m);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +22,9 @@ static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path, %%p = process id (default cumemtrace.%%p.cmt)\n"
+    "  -o, --output PATTERN   trace path, %%p = process id (default cumemtrace.%%p.cmt); an\n"
+    "                         existing file is never overwritten\n"
+    "  --force                replace an existing output file (never through a symlink)\n"
     "  --stack-depth N        frames per call stack, 0 = none (default 64)\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
@@ -30,7 +33,7 @@ static const char usage[] =
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
-    int symbolize, quiet;
+    int symbolize, quiet, force;
 };
 
 static int numeric(const char *s)
@@ -56,6 +59,8 @@ static int parse(int argc, char **argv, struct options *o)
         }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
         } else if (!strcmp(a, "--no-symbolize")) {
             o->symbolize = 0;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stack-depth") ||
@@ -106,12 +111,54 @@ static const char *display_path(const char *path)
     return path;
 }
 
+static const char *output_pattern(const struct options *o)
+{
+    const char *env_output = getenv("CUMEMTRACE_OUTPUT");
+    return o->output ? o->output : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
+}
+
+/* The one path a pattern without %p names (%% is %). @return 0 when it has a %p. */
+static int fixed_path(const char *pattern, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = pattern; *p; p++) {
+        if (p[0] == '%' && p[1] == 'p')
+            return 0;
+        if (p[0] == '%' && p[1] == '%')
+            p++;
+        if (n + 1 < size)
+            out[n++] = *p;
+    }
+    out[n] = 0;
+    return 1;
+}
+
+/* A fixed output name that exists is refused (the shim would write r.1.cmt beside it), or
+ * with --force removed first: unlink removes a symlink itself, never its target, and the shim
+ * creates the new file with O_EXCL. @return 0, or -1 after printing why not. */
+static int claim_output(const struct options *o, const char *pattern)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (!fixed_path(pattern, path, sizeof path) || lstat(path, &st) != 0)
+        return 0;
+    if (!o->force) {
+        fprintf(stderr, "cumemtrace record: %s exists; not overwriting it (--force replaces it)\n",
+                display_path(path));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode) || unlink(path) != 0) {
+        fprintf(stderr, "cumemtrace record: cannot replace %s: %s\n", display_path(path),
+                S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int setup_env(const struct options *o, const char *shim, const char *manifest)
 {
     char preload[PATH_MAX * 4], pattern[PATH_MAX];
-    const char *env_output = getenv("CUMEMTRACE_OUTPUT");
-    const char *output = o->output ? o->output
-                         : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
+    const char *output = output_pattern(o);
     const char *old = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     return setenv("LD_PRELOAD", preload, 1) || setenv("CUMEMTRACE_MANIFEST", manifest, 1) ||
@@ -217,23 +264,28 @@ int cmt_cmd_record(int argc, char **argv)
     int first = parse(argc, argv, &o);
     if (first < 0)
         return 2;
-    char shim[PATH_MAX], manifest[] = "/tmp/cumemtrace-manifest.XXXXXX";
+    char shim[PATH_MAX], pattern[PATH_MAX];
     if (cmt_find_shim(shim, sizeof shim))
         return 2;
-    int fd = mkstemp(manifest);
-    if (fd < 0) {
-        fprintf(stderr, "cumemtrace record: cannot create %s: %s\n", manifest, strerror(errno));
+    if (claim_output(&o, absolute_pattern(output_pattern(&o), pattern, sizeof pattern)))
+        return 2;
+    /* The manifest lives in a directory of our own (mode 0700), so nobody else can plant or
+     * swap it between our mkdtemp and the shim's appends. */
+    char dir[] = "/tmp/cumemtrace-record.XXXXXX", manifest[sizeof dir + 16];
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "cumemtrace record: cannot create %s: %s\n", dir, strerror(errno));
         return 2;
     }
-    close(fd);
+    snprintf(manifest, sizeof manifest, "%s/manifest", dir);
+    int status = 2;
     if (setup_env(&o, shim, manifest)) {
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
-        unlink(manifest);
-        return 2;
+    } else {
+        fflush(stdout);
+        status = run(argv + first);
+        report_traces(manifest, &o);
     }
-    fflush(stdout);
-    int status = run(argv + first);
-    report_traces(manifest, &o);
     unlink(manifest);
+    rmdir(dir);
     return status;
 }
