@@ -52,9 +52,23 @@ static struct {
     int signal_written;
 } ws;
 
+/* Appends a line to the manifest that tells `cumemtrace record` which traces were written:
+ * a trace's path, or "!" and what went wrong. Never through a symlink. */
+static void manifest_line(const char *prefix, const char *text)
+{
+    if (!cmt__cfg.manifest[0])
+        return;
+    int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (m >= 0) {
+        dprintf(m, "%s%s\n", prefix, text);
+        close(m);
+    }
+}
+
 static int fail(const char *what)
 {
     dprintf(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
+    manifest_line("!", what);
     atomic_store(&cmt__rec.state, CMT__OFF);
     return -1;
 }
@@ -119,14 +133,7 @@ static int open_trace(char *path, size_t size)
         snprintf(msg, sizeof msg, "cannot write %s: %m", path);
         return fail(msg);
     }
-    if (cmt__cfg.manifest[0]) { /* tell `cumemtrace record` which traces were written */
-        int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                     0600);
-        if (m >= 0) {
-            dprintf(m, "%s\n", path);
-            close(m);
-        }
-    }
+    manifest_line("", path);
     return 0;
 }
 

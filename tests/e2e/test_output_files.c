@@ -5,24 +5,6 @@
 
 TestSuite(output_files, .init = e2e_setup, .fini = e2e_teardown);
 
-/* Runs prog with the shim preloaded directly (no `record`), CUMEMTRACE_OUTPUT = output. */
-static void run_bare(struct run *r, const char *output, const char *prog,
-                     const char *const args[])
-{
-    char shim[PATH_MAX], progpath[PATH_MAX];
-    char *argv[E2E_MAX_ARGS];
-    int n = 0;
-    argv[n++] = (char *)e2e_path(progpath, prog);
-    for (int i = 0; args && args[i]; i++)
-        argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    setenv("LD_PRELOAD", e2e_path(shim, "lib/libcumemtrace.so"), 1);
-    setenv("CUMEMTRACE_OUTPUT", output, 1);
-    e2e_run(r, argv);
-    unsetenv("LD_PRELOAD");
-    unsetenv("CUMEMTRACE_OUTPUT");
-}
-
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -61,7 +43,7 @@ Test(output_files, bare_shim_never_follows_a_symlink)
     static struct run r;
     write_file("victim", "precious\n");
     cr_assert_eq(symlink("victim", "link.cmt"), 0);
-    run_bare(&r, "link.cmt", "tests/progs/alloc_deep", NULL);
+    e2e_run_bare(&r, "link.cmt", "tests/progs/alloc_deep", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     assert_file_is("victim", "precious\n");
     char target[PATH_MAX] = "";
@@ -76,7 +58,7 @@ Test(output_files, bare_shim_never_overwrites_a_file)
 {
     static struct run r;
     write_file("old.cmt", "an earlier trace\n");
-    run_bare(&r, "old.cmt", "tests/progs/alloc_deep", NULL);
+    e2e_run_bare(&r, "old.cmt", "tests/progs/alloc_deep", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     assert_file_is("old.cmt", "an earlier trace\n");
     char path[NAME_MAX + 1];
@@ -90,7 +72,7 @@ Test(output_files, trace_is_readable_by_its_owner_only)
 {
     static struct run r;
     umask(022);
-    run_bare(&r, "mode.cmt", "tests/progs/alloc_deep", NULL);
+    e2e_run_bare(&r, "mode.cmt", "tests/progs/alloc_deep", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
     struct stat st;
     cr_assert_eq(stat("mode.cmt", &st), 0);
@@ -103,7 +85,7 @@ Test(output_files, manifest_is_never_written_through_a_symlink)
     write_file("victim", "precious\n");
     cr_assert_eq(symlink("victim", "manifest"), 0);
     setenv("CUMEMTRACE_MANIFEST", "manifest", 1);
-    run_bare(&r, "m.cmt", "tests/progs/alloc_deep", NULL);
+    e2e_run_bare(&r, "m.cmt", "tests/progs/alloc_deep", NULL);
     unsetenv("CUMEMTRACE_MANIFEST");
     cr_assert_eq(r.status, 0, "the program must not notice: %s", r.err);
     assert_file_is("victim", "precious\n");

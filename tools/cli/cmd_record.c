@@ -2,8 +2,12 @@
  *
  * The shim writes one trace per process that uses CUDA (forked and exec'd children too) and
  * lists each in a manifest file; afterwards every trace is symbolized here, on the machine
- * that ran the program, and reported one line each. Exits with the program's status. */
+ * that ran the program, and reported one line each. Exits with the program's status; when
+ * that is 0 but record itself failed (a trace could not be written or read), with 1. Its own
+ * failures before the program starts (usage, the output location) exit 2, a program that
+ * cannot be run 127 (not found) or 126, as a shell does. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -136,6 +140,30 @@ static int fixed_path(const char *pattern, char *out, size_t size)
 /* A fixed output name that exists is refused (the shim would write r.1.cmt beside it), or
  * with --force removed first: unlink removes a symlink itself, never its target, and the shim
  * creates the new file with O_EXCL. @return 0, or -1 after printing why not. */
+/* The directory the traces go to must exist and be writable before the program runs (unless
+ * it depends on the pid). @return 0, or -1 after printing why not. */
+static int check_output_dir(const char *pattern)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(pattern, '/');
+    if (!slash)
+        return 0; /* absolute_pattern failed (no cwd): let the shim find out */
+    int len = slash == pattern ? 1 : (int)(slash - pattern);
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%.*s", len, pattern);
+    if (!fixed_path(prefix, dir, sizeof dir))
+        return 0;
+    struct stat st;
+    const char *why = stat(dir, &st) != 0 ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)          ? "not a directory"
+                      : access(dir, W_OK | X_OK) != 0 ? strerror(errno)
+                                                      : NULL;
+    if (!why)
+        return 0;
+    fprintf(stderr, "cumemtrace record: cannot write traces in %s: %s\n", dir, why);
+    return -1;
+}
+
 static int claim_output(const struct options *o, const char *pattern)
 {
     char path[PATH_MAX];
@@ -168,18 +196,44 @@ static int setup_env(const struct options *o, const char *shim, const char *mani
            (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
 }
 
-static int run(char **cmd)
+/* Runs cmd and waits. *ran = 0 when it could not even be started (said on stderr).
+ * @return its status, 128 + signal; 127 (not found) or 126 when it could not be run. */
+static int run(char **cmd, int *ran)
 {
+    int pipefd[2];
+    *ran = 0;
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(errno));
+        return 126;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "cumemtrace record: cannot fork: %s\n", strerror(errno));
-        return 127;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return 126;
     }
-    if (pid == 0) {
+    if (pid == 0) { /* the pipe closes on a successful exec; a failure sends its errno */
+        close(pipefd[0]);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(errno));
+        int err = errno;
+        ssize_t w = write(pipefd[1], &err, sizeof err);
+        (void)w;
         _exit(127);
     }
+    close(pipefd[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(pipefd[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    if (got == (ssize_t)sizeof exec_errno) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    *ran = 1;
     /* Like system(): the terminal's ^C reaches the program; we stay to write the report. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
     sigaction(SIGINT, &ign, &old_int);
@@ -194,8 +248,9 @@ static int run(char **cmd)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
-/* One line per trace: path, events, and how the process ended. */
-static void describe(const char *path, const struct options *o)
+/* One line per trace: path, events, and how the process ended. @return 0, or -1 when the
+ * trace cannot be read at all. */
+static int describe(const char *path, const struct options *o)
 {
     char err[512] = "";
     struct cmt_symbolize_stats stats = {0};
@@ -204,7 +259,7 @@ static void describe(const char *path, const struct options *o)
     cmt_reader *r;
     if (cmt_reader_open_file(&r, path) != 0) {
         fprintf(stderr, "cumemtrace record: %s was listed but cannot be read\n", path);
-        return;
+        return -1;
     }
     struct cmt_record rec;
     int rc, signo = 0;
@@ -223,15 +278,24 @@ static void describe(const char *path, const struct options *o)
         printf(")\n");
     }
     cmt_reader_close(r);
+    return 0;
 }
 
+/* Describes every trace the manifest lists. The shim lists a failure as "!" and what went
+ * wrong (it has said so on stderr already). @return the failures: traces not written or not
+ * readable. */
 static int report_traces(const char *manifest, const struct options *o)
 {
+    int failures = 0;
     FILE *f = fopen(manifest, "r");
     char line[PATH_MAX], **seen = NULL;
     int n = 0, cap = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
+        if (line[0] == '!') {
+            failures++;
+            continue;
+        }
         int dup = 0;
         for (int i = 0; i < n && !dup; i++)
             dup = !strcmp(seen[i], line);
@@ -246,16 +310,18 @@ static int report_traces(const char *manifest, const struct options *o)
         if (!(seen[n] = strdup(line)))
             break;
         n++;
-        describe(line, o);
+        failures += describe(line, o) != 0;
     }
     for (int i = 0; i < n; i++)
         free(seen[i]);
     free(seen);
     if (f)
         fclose(f);
-    if (n == 0 && !o->quiet)
+    if (n == 0 && failures)
+        fprintf(stderr, "cumemtrace record: no trace written (see the error above)\n");
+    else if (n == 0 && !o->quiet)
         printf("cumemtrace: no trace written (the program made no CUDA memory calls)\n");
-    return n;
+    return failures;
 }
 
 int cmt_cmd_record(int argc, char **argv)
@@ -267,7 +333,8 @@ int cmt_cmd_record(int argc, char **argv)
     char shim[PATH_MAX], pattern[PATH_MAX];
     if (cmt_find_shim(shim, sizeof shim))
         return 2;
-    if (claim_output(&o, absolute_pattern(output_pattern(&o), pattern, sizeof pattern)))
+    const char *output = absolute_pattern(output_pattern(&o), pattern, sizeof pattern);
+    if (check_output_dir(output) || claim_output(&o, output))
         return 2;
     /* The manifest lives in a directory of our own (mode 0700), so nobody else can plant or
      * swap it between our mkdtemp and the shim's appends. */
@@ -282,8 +349,10 @@ int cmt_cmd_record(int argc, char **argv)
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
     } else {
         fflush(stdout);
-        status = run(argv + first);
-        report_traces(manifest, &o);
+        int ran;
+        status = run(argv + first, &ran);
+        if (ran && report_traces(manifest, &o) && status == 0)
+            status = 1;
     }
     unlink(manifest);
     rmdir(dir);
