@@ -110,18 +110,26 @@ static int create_new(const char *path)
 #define FRESH_NAMES 1000 /* r.1.cmt ... r.999.cmt, then give up */
 
 /* Opens the trace file. An existing file (an earlier trace, another process's, a planted
- * symlink) is never overwritten: the trace goes to the first free r.N.cmt, and stderr says so
- * once. */
+ * symlink) is never overwritten: a name without %p gets the pid first (r.cmt → r.PID.cmt: a
+ * fixed name that several processes share), then the trace goes to the first free r[.PID].N.cmt,
+ * and stderr says so once. */
 static int open_trace(char *path, size_t size)
 {
     expand_output(path, size);
     cmt__rec.fd = create_new(path);
     if (cmt__rec.fd < 0 && errno == EEXIST) {
-        char wanted[PATH_MAX], tag[16];
+        char wanted[PATH_MAX], base[PATH_MAX], tag[16];
         snprintf(wanted, sizeof wanted, "%s", path);
+        snprintf(base, sizeof base, "%s", path);
+        if (!strstr(cmt__cfg.output, "%p")) { /* (a literal "%%p" skips this step) */
+            snprintf(tag, sizeof tag, "%d", (int)getpid());
+            tagged_name(wanted, tag, base, sizeof base);
+            snprintf(path, size, "%s", base);
+            cmt__rec.fd = create_new(path);
+        }
         for (int n = 1; cmt__rec.fd < 0 && errno == EEXIST && n < FRESH_NAMES; n++) {
             snprintf(tag, sizeof tag, "%d", n);
-            tagged_name(wanted, tag, path, size);
+            tagged_name(base, tag, path, size);
             cmt__rec.fd = create_new(path);
         }
         if (cmt__rec.fd >= 0)

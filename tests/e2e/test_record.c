@@ -199,3 +199,32 @@ Test(record, trace_the_shim_could_not_write_is_a_failure)
     cr_assert_null(strstr(r.out, "made no CUDA memory calls"), "%s", r.out);
     cr_assert_null(strstr(r.err, "made no CUDA memory calls"), "%s", r.err);
 }
+
+/* A fixed -o name and a program that forks: no process's trace is dropped; the one that finds
+ * the name taken writes NAME.<pid>.cmt, and stderr says so. */
+Test(record, fixed_output_name_with_a_fork_keeps_both_traces)
+{
+    static struct run r;
+    const char *opts[] = {"-o", "r.cmt", NULL};
+    const char *args[] = {"fork", NULL};
+    e2e_record(&r, opts, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 2, "%s", r.err);
+    size_t parent = 0, child = 0;
+    for (int i = 0; i < 2; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        parent += count_api(&t, "cuMemAlloc_v2", 11111111);
+        child += count_api(&t, "cuMemAlloc_v2", 22222222);
+        if (strcmp(names[i], "r.cmt")) {
+            char want[64];
+            snprintf(want, sizeof want, "r.%llu.cmt", (unsigned long long)t.process->pid);
+            cr_assert_str_eq(names[i], want, "the pid names the second trace");
+            cr_assert(strstr(r.err, want), "warned: %s", r.err);
+        }
+        trace_free(&t);
+    }
+    cr_assert_eq(parent, 1);
+    cr_assert_eq(child, 1);
+}
