@@ -90,7 +90,7 @@ Test(lifecycle, fork_child_with_cuda_writes_its_own_trace_only)
     cr_assert_eq(e2e_traces(names, 8), 2, "parent and the child that used CUDA: %s", r.out);
     int parent = 0, child = 0;
     for (int i = 0; i < 2; i++) {
-        cr_assert(strstr(r.out, names[i]), "record reports %s", names[i]);
+        cr_assert(strstr(r.err, names[i]), "record reports %s", names[i]);
         struct trace t;
         trace_load(&t, names[i]);
         cr_assert_eq(t.rc, 0);

@@ -10,7 +10,7 @@ Test(record, deep_allocation_and_its_free_exactly)
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     char names[4][NAME_MAX + 1];
     cr_assert_eq(e2e_traces(names, 4), 1);
-    cr_assert(strstr(r.out, names[0]) && strstr(r.out, "(4 events)"), "stdout: %s", r.out);
+    cr_assert(strstr(r.err, names[0]) && strstr(r.err, "(4 events)"), "stderr: %s", r.err);
     struct trace t;
     trace_load(&t, names[0]);
     cr_assert_eq(t.rc, 0);
@@ -78,7 +78,7 @@ Test(record, program_without_cuda_writes_no_file)
     cr_assert_eq(r.status, 0);
     char names[4][NAME_MAX + 1];
     cr_assert_eq(e2e_traces(names, 4), 0);
-    cr_assert(strstr(r.out, "no trace written"), "%s", r.out);
+    cr_assert(strstr(r.err, "no trace written"), "%s", r.err);
 }
 
 /* The shim alone (record now refuses an unwritable -o before the program starts). */
@@ -227,4 +227,22 @@ Test(record, fixed_output_name_with_a_fork_keeps_both_traces)
     }
     cr_assert_eq(parent, 1);
     cr_assert_eq(child, 1);
+}
+
+/* record's own lines go to stderr: the program's stdout is the program's alone
+ * (`cumemtrace record -- prog > out.json`). */
+Test(record, own_lines_never_go_to_the_programs_stdout)
+{
+    static struct run r;
+    e2e_record(&r, NULL, "/bin/sh",
+               (const char *const[]){"-c", "echo program-output; exec \"$0\"",
+                                     e2e_path((char[PATH_MAX]){0}, "tests/progs/alloc_deep"),
+                                     NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "program-output\n");
+    cr_assert(strstr(r.err, "cumemtrace: wrote ") && strstr(r.err, "(4 events)"), "%s", r.err);
+    const char *args[] = {"none", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    cr_assert_str_eq(r.out, "");
+    cr_assert(strstr(r.err, "no trace written"), "%s", r.err);
 }

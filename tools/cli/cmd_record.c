@@ -2,7 +2,8 @@
  *
  * The shim writes one trace per process that uses CUDA (forked and exec'd children too) and
  * lists each in a manifest file; afterwards every trace is symbolized here, on the machine
- * that ran the program, and reported one line each. Exits with the program's status; when
+ * that ran the program, and reported one line each, on stderr (the program's stdout stays
+ * the program's). Exits with the program's status; when
  * that is 0 but record itself failed (a trace could not be written or read), with 1. Its own
  * failures before the program starts (usage, the output location) exit 2, a program that
  * cannot be run 127 (not found) or 126, as a shell does. */
@@ -267,15 +268,20 @@ static int describe(const char *path, const struct options *o)
         if (rec.type == CMT_REC_SIGNAL)
             signo = (int)rec.u.signal.signo;
     if (!o->quiet) {
-        printf("cumemtrace: wrote %s (%llu events", display_path(path),
-               (unsigned long long)cmt_reader_event_count(r));
-        if (signo)
-            printf(", process died on signal %d (%s)", signo, strsignal(signo));
-        else if (!cmt_reader_clean_exit(r))
-            printf(", process ended without a clean exit");
-        if (rc < 0)
-            printf(", %s", cmt_reader_damage(r));
-        printf(")\n");
+        /* on stderr, one write: the program's stdout is the program's alone */
+        char line[PATH_MAX + 512];
+        size_t n = (size_t)snprintf(line, sizeof line, "cumemtrace: wrote %s (%llu events",
+                                    display_path(path),
+                                    (unsigned long long)cmt_reader_event_count(r));
+        if (signo && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n, ", process died on signal %d (%s)",
+                                  signo, strsignal(signo));
+        else if (!cmt_reader_clean_exit(r) && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n,
+                                  ", process ended without a clean exit");
+        if (rc < 0 && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n, ", %s", cmt_reader_damage(r));
+        fprintf(stderr, "%s)\n", line);
     }
     cmt_reader_close(r);
     return 0;
@@ -320,7 +326,7 @@ static int report_traces(const char *manifest, const struct options *o)
     if (n == 0 && failures)
         fprintf(stderr, "cumemtrace record: no trace written (see the error above)\n");
     else if (n == 0 && !o->quiet)
-        printf("cumemtrace: no trace written (the program made no CUDA memory calls)\n");
+        fprintf(stderr, "cumemtrace: no trace written (the program made no CUDA memory calls)\n");
     return failures;
 }
 
