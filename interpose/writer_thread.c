@@ -600,7 +600,10 @@ void *cmt__writer_main(void *arg)
         rc = write_process();
     if (!rc)
         rc = scan_modules();
-    ws.last_flush_ns = cmt__mono_ns();
+    /* On disk at once: a process killed (or a disk full) before the first flush interval
+     * still leaves a readable trace that names the program. */
+    if (!rc)
+        rc = flush_to_disk();
     uint64_t flush_ns = (uint64_t)cmt__cfg.flush_ms * 1000000ull;
     while (!rc && !atomic_load(&cmt__rec.stop)) {
         uint32_t seen = atomic_load(&cmt__rec.kick);

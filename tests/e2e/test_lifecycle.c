@@ -336,3 +336,22 @@ Test(lifecycle, vfork_child_exec_leaves_the_parents_trace_alone)
     }
     cr_assert_eq(parent, 1);
 }
+
+/* The header, the process record and the module maps reach the file as soon as tracing
+ * starts (issue 12 item 4): a process killed inside its first flush interval still leaves a
+ * trace that says which program it was. */
+Test(lifecycle, process_record_is_on_disk_from_the_start)
+{
+    static struct run r;
+    const char *args[] = {"signal", "kill", NULL}; /* killed 400 ms in: < the 500 ms flush */
+    record_scenario(&r, NULL, args);
+    cr_assert_eq(r.status, 128 + SIGKILL, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1, "%s", r.err);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_not_null(t.process, "the process record was written at start");
+    cr_assert_eq(t.process->argc, 3);
+    cr_assert_str_eq(t.process->argv[1], "signal");
+    trace_free(&t);
+}
