@@ -131,7 +131,8 @@ static int close_block(cmt_writer *w)
     memcpy(q, head, (size_t)(p - head));
     q += p - head;
     for (int k = 0; k < CMT_NCOLS; k++) {
-        memcpy(q, w->col[k].buf, w->col[k].len);
+        if (w->col[k].len) /* a column no event used has no buffer: memcpy from NULL is UB */
+            memcpy(q, w->col[k].buf, w->col[k].len);
         q += w->col[k].len;
         w->col[k].len = 0;
     }

@@ -98,21 +98,17 @@ static void after_fork_parent(void)
     atomic_fetch_sub(&cmt__dl_forking, 1);
 }
 
-/* The child inherits the parent's rings and writer state, but not its writer thread: drop
- * them all, so it never re-emits the parent's events, and start afresh on its first call. */
-static void after_fork_child(void)
+/* Back to the state before the first call, so the next one starts a new trace. What the
+ * rings hold is dropped (`threads_gone`: their owners are gone too). */
+static void reset_for_new_trace(int threads_gone)
 {
-    cmt__stack_atfork_release();
-    atomic_store(&cmt__dl_users, 0); /* the other threads are gone */
-    atomic_store(&cmt__dl_forking, 0);
-    if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
-        return;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         atomic_store(&t->tail, atomic_load(&t->head));
-        atomic_store(&t->pending, CMT__NO_PENDING);
-        atomic_store(&t->alive, 0);
+        if (threads_gone) {
+            atomic_store(&t->pending, CMT__NO_PENDING);
+            atomic_store(&t->alive, 0);
+        }
     }
-    cmt__forget_self();
     if (cmt__rec.fd >= 0)
         close(cmt__rec.fd);
     cmt__rec.fd = -1;
@@ -123,6 +119,19 @@ static void after_fork_child(void)
     atomic_store(&cmt__rec.flushed, 0);
     atomic_store(&cmt__rec.stop, 0);
     atomic_store(&cmt__rec.state, CMT__IDLE);
+}
+
+/* The child inherits the parent's rings and writer state, but not its writer thread: drop
+ * them all, so it never re-emits the parent's events, and start afresh on its first call. */
+static void after_fork_child(void)
+{
+    cmt__stack_atfork_release();
+    atomic_store(&cmt__dl_users, 0); /* the other threads are gone */
+    atomic_store(&cmt__dl_forking, 0);
+    if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
+        return;
+    cmt__forget_self();
+    reset_for_new_trace(1);
 }
 
 int cmt__start(void)
@@ -136,6 +145,7 @@ int cmt__start(void)
         cmt__clock_init();
         cmt__rec.start_mono_ns = cmt__mono_ns();
         cmt__rec.start_ticks = cmt__ticks();
+        cmt__rec.pid = getpid();
         if (!atfork_registered) {
             atfork_registered = 1;
             pthread_atfork(before_fork, after_fork_parent, after_fork_child);
@@ -156,15 +166,46 @@ int cmt__start(void)
     return atomic_load(&cmt__rec.state) == CMT__RUNNING;
 }
 
-__attribute__((destructor)) static void cmt__at_exit(void)
+/* The writer writes everything queued and END, closes the file and ends. */
+static void stop_writer(void)
 {
-    if (atomic_load(&cmt__rec.state) == CMT__IDLE)
-        return;
     atomic_store(&cmt__rec.stop, 1);
     cmt__kick();
     if (atomic_load(&cmt__rec.state) == CMT__RUNNING || cmt__rec.fd >= 0)
         pthread_join(cmt__rec.writer, NULL);
     atomic_store(&cmt__rec.state, CMT__OFF);
+}
+
+__attribute__((destructor)) static void cmt__at_exit(void)
+{
+    if (atomic_load(&cmt__rec.state) == CMT__IDLE)
+        return;
+    stop_writer();
+}
+
+int cmt__before_exec(void)
+{
+    /* Not in a vfork child (Python's subprocess, posix_spawn): it shares the parent's memory
+     * and the parent's writer goes on after the exec. */
+    if (atomic_load(&cmt__rec.state) != CMT__RUNNING || cmt__rec.pid != getpid() ||
+        atomic_load(&cmt__rec.writer_tid) == cmt__gettid())
+        return 0;
+    while (atomic_flag_test_and_set_explicit(&start_lock, memory_order_acquire))
+        ;
+    int stopped = atomic_load(&cmt__rec.state) == CMT__RUNNING;
+    if (stopped)
+        stop_writer();
+    atomic_flag_clear_explicit(&start_lock, memory_order_release);
+    return stopped;
+}
+
+void cmt__after_failed_exec(void)
+{
+    while (atomic_flag_test_and_set_explicit(&start_lock, memory_order_acquire))
+        ;
+    if (atomic_load(&cmt__rec.state) == CMT__OFF)
+        reset_for_new_trace(0);
+    atomic_flag_clear_explicit(&start_lock, memory_order_release);
 }
 
 /* _exit skips destructors; programs (Python's os._exit in worker processes, forked children)

@@ -111,6 +111,7 @@ struct cmt__recorder {
     pthread_t writer;
     _Atomic uint32_t writer_tid;
     int fd;
+    int pid; /* the process whose trace this is (a vfork child shares the memory) */
 };
 extern struct cmt__recorder cmt__rec;
 
@@ -145,5 +146,10 @@ int cmt__start(void);
 void cmt__drop_pending(void);
 /* Drops the per-thread pointer of a forked child's other threads. */
 void cmt__forget_self(void);
+/* Before an exec in this process: the trace so far is written whole (END) and closed.
+ * @return 1 when it was, then cmt__after_failed_exec must follow an exec that returns. */
+int cmt__before_exec(void);
+/* An exec failed: the next intercepted call starts a new trace. */
+void cmt__after_failed_exec(void);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * Split: wrappers.c (generated from calls.def) only wrap and call the recorder;
  * recorder.c owns the per-thread rings, writer_thread.c the background writer and the trace
- * file, lifecycle.c start, fork, signals and exit;
+ * file, lifecycle.c start, fork, signals and exit; exec.c the exec family;
  * stack.c unwinds and interns stacks; real.c finds the real driver; routes.c handles
  * dlopen/dlsym; getproc.c handles cuGetProcAddress. */
 #ifndef CMT__SHIM_H

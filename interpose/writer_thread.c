@@ -5,6 +5,7 @@
  * and writes a chunk at least every CUMEMTRACE_FLUSH_MS. */
 #include <dirent.h>
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -51,17 +52,34 @@ static struct {
     int signal_written;
 } ws;
 
+/* Appends a line to the manifest that tells `cumemtrace record` which traces were written:
+ * a trace's path, or "!" and what went wrong. Never through a symlink. */
+static void manifest_line(const char *prefix, const char *text)
+{
+    if (!cmt__cfg.manifest[0])
+        return;
+    int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (m >= 0) {
+        dprintf(m, "%s%s\n", prefix, text);
+        close(m);
+    }
+}
+
 static int fail(const char *what)
 {
     dprintf(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
+    manifest_line("!", what);
     atomic_store(&cmt__rec.state, CMT__OFF);
     return -1;
 }
 
-static void expand_output(char *out, size_t size)
+/* The pattern with %p and %% filled in. @return 0, or -1 when it does not fit (never cut: a
+ * cut path names another file). */
+static int expand_output(char *out, size_t size)
 {
     size_t o = 0;
-    for (const char *p = cmt__cfg.output; *p && o + 1 < size; p++) {
+    const char *p;
+    for (p = cmt__cfg.output; *p && o + 1 < size; p++) {
         if (p[0] == '%' && p[1] == 'p') {
             o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
             p++;
@@ -73,24 +91,72 @@ static void expand_output(char *out, size_t size)
         }
     }
     out[o < size ? o : size - 1] = 0;
+    return *p || o >= size ? -1 : 0;
 }
 
+/* `path` with ".tag" put before the extension of its last component (r.cmt → r.1.cmt).
+ * @return 0, or -1 (errno ENAMETOOLONG) when it does not fit. */
+static int tagged_name(const char *path, const char *tag, char *out, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t stem = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+    int n = snprintf(out, size, "%.*s.%s%s", (int)stem, path, tag, path + stem);
+    if (n >= 0 && (size_t)n < size)
+        return 0;
+    errno = ENAMETOOLONG;
+    return -1;
+}
+
+/* A new file only (O_EXCL: a symlink at the path is EEXIST too), never through a symlink,
+ * readable by its owner only (a trace holds the command line and environment). */
+static int create_new(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+#define FRESH_NAMES 1000 /* r.1.cmt ... r.999.cmt, then give up */
+
+/* Opens the trace file. An existing file (an earlier trace, another process's, a planted
+ * symlink) is never overwritten: a name without %p gets the pid first (r.cmt → r.PID.cmt: a
+ * fixed name that several processes share), then the trace goes to the first free r[.PID].N.cmt,
+ * and stderr says so once. */
 static int open_trace(char *path, size_t size)
 {
-    expand_output(path, size);
-    cmt__rec.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (expand_output(path, size)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the trace path (CUMEMTRACE_OUTPUT with %%p filled in) is "
+                                  "longer than %zu bytes", size - 1);
+        return fail(msg);
+    }
+    cmt__rec.fd = create_new(path);
+    if (cmt__rec.fd < 0 && errno == EEXIST) {
+        char wanted[PATH_MAX], base[PATH_MAX], tag[16];
+        snprintf(wanted, sizeof wanted, "%s", path);
+        snprintf(base, sizeof base, "%s", path);
+        if (!strstr(cmt__cfg.output, "%p")) { /* (a literal "%%p" skips this step) */
+            snprintf(tag, sizeof tag, "%d", (int)getpid());
+            if (tagged_name(wanted, tag, base, sizeof base) == 0) {
+                snprintf(path, size, "%s", base);
+                cmt__rec.fd = create_new(path);
+            }
+        }
+        for (int n = 1; cmt__rec.fd < 0 && errno == EEXIST && n < FRESH_NAMES; n++) {
+            snprintf(tag, sizeof tag, "%d", n);
+            if (tagged_name(base, tag, path, size) == 0)
+                cmt__rec.fd = create_new(path);
+        }
+        if (cmt__rec.fd >= 0)
+            dprintf(2, "cumemtrace: %s exists and is kept; this process's trace is %s\n", wanted,
+                    path);
+    }
     if (cmt__rec.fd < 0) {
         char msg[PATH_MAX + 64];
         snprintf(msg, sizeof msg, "cannot write %s: %m", path);
         return fail(msg);
     }
-    if (cmt__cfg.manifest[0]) { /* tell `cumemtrace record` which traces were written */
-        int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-        if (m >= 0) {
-            dprintf(m, "%s\n", path);
-            close(m);
-        }
-    }
+    manifest_line("", path);
     return 0;
 }
 
@@ -106,18 +172,48 @@ static size_t read_file(const char *path, char *buf, size_t size)
     return (size_t)n;
 }
 
+#define MAX_CMDLINE 65536
+#define MAX_ARGS 1024
+
+/* The command line as /proc/self/cmdline has it, at most MAX_CMDLINE bytes; *whole = its
+ * full length (more than what was kept when it was cut). */
+static size_t read_cmdline(char *buf, size_t size, size_t *whole)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    *whole = 0;
+    if (fd < 0) {
+        buf[0] = 0;
+        return 0;
+    }
+    for (;;) { /* the rest is only counted */
+        char rest[4096];
+        int full = len + 1 >= size;
+        ssize_t n = full ? read(fd, rest, sizeof rest) : read(fd, buf + len, size - 1 - len);
+        if (n <= 0)
+            break;
+        *whole += (size_t)n;
+        if (!full)
+            len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = 0;
+    return len;
+}
+
 static int write_process(void)
 {
-    static char cmdline[65536];
-    static const char *argv[1024];
+    static char cmdline[MAX_CMDLINE];
+    static const char *argv[MAX_ARGS];
     char host[256] = "", exe[PATH_MAX] = "";
     gethostname(host, sizeof host - 1);
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
-    size_t len = read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
-    uint32_t argc = 0;
-    for (size_t i = 0; i < len && argc < 1024; i += strlen(cmdline + i) + 1)
-        argv[argc++] = cmdline + i;
+    size_t whole, len = read_cmdline(cmdline, sizeof cmdline, &whole);
+    uint32_t argc = 0, all_args = 0;
+    for (size_t i = 0; i < len; i += strlen(cmdline + i) + 1, all_args++)
+        if (argc < MAX_ARGS)
+            argv[argc++] = cmdline + i;
     int version = 0;
     if (cmt__real.cuDriverGetVersion)
         cmt__real.cuDriverGetVersion(&version);
@@ -127,6 +223,16 @@ static int write_process(void)
                             .driver_version = (uint64_t)version, .hostname = host, .exe = exe,
                             .argc = argc, .argv = argv};
     int rc = cmt_writer_process(ws.w, &p);
+    if (!rc && (whole > len || all_args > argc)) { /* cut, and marked as such */
+        char text[200];
+        if (whole > len)
+            snprintf(text, sizeof text, "the command line is cut: %zu of its %zu bytes kept "
+                     "(%u arguments, the last may be partial)", len, whole, argc);
+        else
+            snprintf(text, sizeof text, "the command line is cut: %u of its %u arguments kept",
+                     argc, all_args);
+        rc = cmt_writer_note(ws.w, &(struct cmt_note){CMT_NOTE_WARNING, text});
+    }
     for (char **e = environ; !rc && e && *e; e++) {
         if (strncmp(*e, "CUDA_", 5) && strncmp(*e, "PYTORCH_", 8) && strncmp(*e, "CUMEMTRACE_", 11))
             continue;
@@ -494,7 +600,10 @@ void *cmt__writer_main(void *arg)
         rc = write_process();
     if (!rc)
         rc = scan_modules();
-    ws.last_flush_ns = cmt__mono_ns();
+    /* On disk at once: a process killed (or a disk full) before the first flush interval
+     * still leaves a readable trace that names the program. */
+    if (!rc)
+        rc = flush_to_disk();
     uint64_t flush_ns = (uint64_t)cmt__cfg.flush_ms * 1000000ull;
     while (!rc && !atomic_load(&cmt__rec.stop)) {
         uint32_t seen = atomic_load(&cmt__rec.kick);

@@ -14,7 +14,7 @@ trap 'rm -rf "$d"' EXIT
 
 "$cmake" --install "$build" --prefix "$d/usr" >/dev/null
 cd "$d"
-LD_LIBRARY_PATH=$d/usr/lib/simcuda "$d/usr/bin/cumemtrace" record -- "$progs/alloc_deep" | grep -q 'wrote cumemtrace'
+LD_LIBRARY_PATH=$d/usr/lib/simcuda "$d/usr/bin/cumemtrace" record -- "$progs/alloc_deep" 2>&1 | grep -q 'wrote cumemtrace'
 "$d/usr/bin/cumemtrace" report --json cumemtrace.*.cmt | grep -q '"peak_live_bytes":12345678,'
 "$d/usr/bin/cumemtrace" demo --dir "$d/demo" | grep -q 'export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144'
 test -f "$d/usr/share/doc/cumemtrace/trace-format.md"

@@ -139,6 +139,24 @@ static inline void e2e_record(struct run *r, const char *const record_args[], co
     e2e_run(r, argv);
 }
 
+/* Runs prog with the shim preloaded directly (no `record`), CUMEMTRACE_OUTPUT = output. */
+static inline void e2e_run_bare(struct run *r, const char *output, const char *prog,
+                                const char *const args[])
+{
+    char shim[PATH_MAX], progpath[PATH_MAX];
+    char *argv[E2E_MAX_ARGS];
+    int n = 0;
+    argv[n++] = (char *)(prog[0] == '/' ? prog : e2e_path(progpath, prog));
+    for (int i = 0; args && args[i]; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    setenv("LD_PRELOAD", e2e_path(shim, "lib/libcumemtrace.so"), 1);
+    setenv("CUMEMTRACE_OUTPUT", output, 1);
+    e2e_run(r, argv);
+    unsetenv("LD_PRELOAD");
+    unsetenv("CUMEMTRACE_OUTPUT");
+}
+
 /* Trace files (*.cmt) in the scratch directory, sorted. @return count. */
 static inline int e2e_traces(char names[][NAME_MAX + 1], int max)
 {

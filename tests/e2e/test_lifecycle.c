@@ -90,7 +90,7 @@ Test(lifecycle, fork_child_with_cuda_writes_its_own_trace_only)
     cr_assert_eq(e2e_traces(names, 8), 2, "parent and the child that used CUDA: %s", r.out);
     int parent = 0, child = 0;
     for (int i = 0; i < 2; i++) {
-        cr_assert(strstr(r.out, names[i]), "record reports %s", names[i]);
+        cr_assert(strstr(r.err, names[i]), "record reports %s", names[i]);
         struct trace t;
         trace_load(&t, names[i]);
         cr_assert_eq(t.rc, 0);
@@ -260,4 +260,98 @@ Test(lifecycle, timestamps_follow_real_time)
 {
     sleepy("auto");
     sleepy("monotonic");
+}
+
+/* exec keeps what came before (issue 12 item 2): each image allocates 10 times, then execs
+ * the next with another exec function; every image's events are kept, each in its own trace
+ * (the same pid: the later image's name gets .1, .2, ...), and record lists them all. */
+Test(lifecycle, exec_chain_keeps_every_images_events)
+{
+    static struct run r;
+    const char *args[] = {"exec-chain", "execv", "execvp", "execve", "execvpe", "fexecve",
+                          "execl", "execlp", "execle", NULL};
+    record_scenario(&r, NULL, args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char names[16][NAME_MAX + 1];
+    int n = e2e_traces(names, 16);
+    cr_assert_eq(n, 9, "one trace per image: %s", r.err);
+    for (int i = 0; i < n; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        cr_assert_eq(t.rc, 0, "%s", names[i]);
+        cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 5555555), 10, "%s: every event", names[i]);
+        cr_assert(cmt_reader_clean_exit(t.r), "%s: complete", names[i]);
+        trace_free(&t);
+        cr_assert(strstr(r.out, names[i]) || strstr(r.err, names[i]), "record lists %s",
+                  names[i]);
+    }
+}
+
+/* An exec that fails changes nothing for the program (errno kept); the trace so far is
+ * complete, and what follows goes to a new trace. */
+Test(lifecycle, failed_exec_keeps_tracing)
+{
+    static struct run r;
+    const char *args[] = {"exec-fail", NULL};
+    record_scenario(&r, NULL, args);
+    cr_assert_eq(r.status, 0, "execv returned -1 with ENOENT: %s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 2, "%s", r.err);
+    size_t total = 0;
+    for (int i = 0; i < 2; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        cr_assert_eq(t.rc, 0);
+        total += count_api(&t, "cuMemAlloc_v2", 5555555);
+        cr_assert(cmt_reader_clean_exit(t.r), "%s", names[i]);
+        trace_free(&t);
+    }
+    cr_assert_eq(total, 20);
+}
+
+/* A vfork child shares the parent's memory: its exec must leave the parent's trace alone. */
+Test(lifecycle, vfork_child_exec_leaves_the_parents_trace_alone)
+{
+    char prog[PATH_MAX];
+    static struct run r;
+    const char *args[] = {"vfork-exec", e2e_path(prog, "tests/progs/alloc_deep"), NULL};
+    record_scenario(&r, NULL, args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 2, "parent and the exec'd child: %s", r.err);
+    int parent = 0;
+    for (int i = 0; i < 2; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        cr_assert_eq(t.rc, 0);
+        if (count_api(&t, "cuMemAlloc_v2", 5555555)) {
+            parent++;
+            cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 5555555), 20);
+            cr_assert_eq(cmt_reader_seq_gaps(t.r), 0);
+            cr_assert(cmt_reader_clean_exit(t.r));
+        } else {
+            cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 12345678), 1);
+        }
+        trace_free(&t);
+    }
+    cr_assert_eq(parent, 1);
+}
+
+/* The header, the process record and the module maps reach the file as soon as tracing
+ * starts (issue 12 item 4): a process killed inside its first flush interval still leaves a
+ * trace that says which program it was. */
+Test(lifecycle, process_record_is_on_disk_from_the_start)
+{
+    static struct run r;
+    const char *args[] = {"signal", "kill", NULL}; /* killed 400 ms in: < the 500 ms flush */
+    record_scenario(&r, NULL, args);
+    cr_assert_eq(r.status, 128 + SIGKILL, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1, "%s", r.err);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_not_null(t.process, "the process record was written at start");
+    cr_assert_eq(t.process->argc, 3);
+    cr_assert_str_eq(t.process->argv[1], "signal");
+    trace_free(&t);
 }

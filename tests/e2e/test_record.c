@@ -10,7 +10,7 @@ Test(record, deep_allocation_and_its_free_exactly)
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     char names[4][NAME_MAX + 1];
     cr_assert_eq(e2e_traces(names, 4), 1);
-    cr_assert(strstr(r.out, names[0]) && strstr(r.out, "(4 events)"), "stdout: %s", r.out);
+    cr_assert(strstr(r.err, names[0]) && strstr(r.err, "(4 events)"), "stderr: %s", r.err);
     struct trace t;
     trace_load(&t, names[0]);
     cr_assert_eq(t.rc, 0);
@@ -78,15 +78,15 @@ Test(record, program_without_cuda_writes_no_file)
     cr_assert_eq(r.status, 0);
     char names[4][NAME_MAX + 1];
     cr_assert_eq(e2e_traces(names, 4), 0);
-    cr_assert(strstr(r.out, "no trace written"), "%s", r.out);
+    cr_assert(strstr(r.err, "no trace written"), "%s", r.err);
 }
 
+/* The shim alone (record now refuses an unwritable -o before the program starts). */
 Test(record, unwritable_output_warns_once_and_the_program_runs_on)
 {
     static struct run r;
-    const char *opts[] = {"-o", "/nonexistent-dir/x.%p.cmt", NULL};
     const char *args[] = {"threads", "2", "50", NULL};
-    e2e_record(&r, opts, "tests/progs/scenarios", args);
+    e2e_run_bare(&r, "/nonexistent-dir/x.%p.cmt", "tests/progs/scenarios", args);
     cr_assert_eq(r.status, 0, "the program must not notice: %s", r.err);
     cr_assert(strstr(r.err, "cumemtrace: cannot write /nonexistent-dir/x."), "%s", r.err);
     cr_assert_null(strstr(strstr(r.err, "cannot write") + 1, "cannot write"), "one line only");
@@ -143,4 +143,106 @@ Test(record, report_json_shows_the_peak)
     cr_assert(strstr(r.out, "\"peak_live_bytes\":12345678,"), "%s", r.out);
     cr_assert(strstr(r.out, "\"live_bytes_at_end\":0,"), "%s", r.out);
     cr_assert(strstr(r.out, "\"stack\":[\"level3 alloc_deep.c:9\""), "%s", r.out);
+}
+
+/* record fails early and truthfully (issue 12 item 6). */
+Test(record, unwritable_output_is_refused_before_the_program_runs)
+{
+    static struct run r;
+    const char *opts[] = {"-o", "/nonexistent-dir/x.%p.cmt", NULL};
+    e2e_record(&r, opts, "/bin/sh", (const char *const[]){"-c", "touch ran", NULL});
+    cr_assert_eq(r.status, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "cumemtrace record: cannot write traces in /nonexistent-dir: "),
+              "%s", r.err);
+    cr_assert_eq(access("ran", F_OK), -1, "the program was not started");
+    mkdir("ro", 0500);
+    const char *ro[] = {"-o", "ro/x.cmt", NULL};
+    e2e_record(&r, ro, "/bin/sh", (const char *const[]){"-c", "touch ran", NULL});
+    if (geteuid() != 0) { /* root may write anyway */
+        cr_assert_eq(r.status, 2, "%s", r.err);
+        cr_assert(strstr(r.err, "/ro: Permission denied"), "%s", r.err);
+        cr_assert_eq(access("ran", F_OK), -1, "the program was not started");
+    }
+}
+
+Test(record, program_that_cannot_run_says_so_in_one_line)
+{
+    static struct run r;
+    char cli[PATH_MAX];
+    char *missing[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "record", "--",
+                       "/no/such/program", NULL};
+    e2e_run(&r, missing);
+    cr_assert_eq(r.status, 127);
+    cr_assert_str_eq(r.err, "cumemtrace record: cannot run /no/such/program: "
+                            "No such file or directory\n");
+    cr_assert_str_eq(r.out, "", "no report of traces: nothing ran");
+    FILE *f = fopen("plain", "w");
+    fputs("not a program\n", f);
+    fclose(f);
+    char path[PATH_MAX];
+    char *plain[] = {cli, "record", "--", realpath("plain", path), NULL};
+    e2e_run(&r, plain);
+    cr_assert_eq(r.status, 126, "found but not executable, as a shell says");
+    cr_assert(strstr(r.err, "Permission denied"), "%s", r.err);
+}
+
+/* The shim could not write (the directory depends on the pid, so record cannot check it
+ * first): record says no trace was written, not that the program made no CUDA calls, and
+ * exits non-zero although the program succeeded. */
+Test(record, trace_the_shim_could_not_write_is_a_failure)
+{
+    static struct run r;
+    const char *opts[] = {"-o", "/nonexistent-%p/x.cmt", NULL};
+    e2e_record(&r, opts, "tests/progs/alloc_deep", NULL);
+    cr_assert_eq(r.status, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "cannot write /nonexistent-"), "the shim's line: %s", r.err);
+    cr_assert_null(strstr(r.out, "made no CUDA memory calls"), "%s", r.out);
+    cr_assert_null(strstr(r.err, "made no CUDA memory calls"), "%s", r.err);
+}
+
+/* A fixed -o name and a program that forks: no process's trace is dropped; the one that finds
+ * the name taken writes NAME.<pid>.cmt, and stderr says so. */
+Test(record, fixed_output_name_with_a_fork_keeps_both_traces)
+{
+    static struct run r;
+    const char *opts[] = {"-o", "r.cmt", NULL};
+    const char *args[] = {"fork", NULL};
+    e2e_record(&r, opts, "tests/progs/scenarios", args);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 2, "%s", r.err);
+    size_t parent = 0, child = 0;
+    for (int i = 0; i < 2; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        parent += count_api(&t, "cuMemAlloc_v2", 11111111);
+        child += count_api(&t, "cuMemAlloc_v2", 22222222);
+        if (strcmp(names[i], "r.cmt")) {
+            char want[64];
+            snprintf(want, sizeof want, "r.%llu.cmt", (unsigned long long)t.process->pid);
+            cr_assert_str_eq(names[i], want, "the pid names the second trace");
+            cr_assert(strstr(r.err, want), "warned: %s", r.err);
+        }
+        trace_free(&t);
+    }
+    cr_assert_eq(parent, 1);
+    cr_assert_eq(child, 1);
+}
+
+/* record's own lines go to stderr: the program's stdout is the program's alone
+ * (`cumemtrace record -- prog > out.json`). */
+Test(record, own_lines_never_go_to_the_programs_stdout)
+{
+    static struct run r;
+    e2e_record(&r, NULL, "/bin/sh",
+               (const char *const[]){"-c", "echo program-output; exec \"$0\"",
+                                     e2e_path((char[PATH_MAX]){0}, "tests/progs/alloc_deep"),
+                                     NULL});
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "program-output\n");
+    cr_assert(strstr(r.err, "cumemtrace: wrote ") && strstr(r.err, "(4 events)"), "%s", r.err);
+    const char *args[] = {"none", NULL};
+    e2e_record(&r, NULL, "tests/progs/scenarios", args);
+    cr_assert_str_eq(r.out, "");
+    cr_assert(strstr(r.err, "no trace written"), "%s", r.err);
 }

@@ -108,7 +108,7 @@ Test(routes, dlopen_keeps_the_callers_runpath)
     static struct run r;
     e2e_record(&r, NULL, "tests/progs/origin_main", NULL);
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert(strstr(r.out, "no trace written"), "no CUDA, no trace: %s", r.out);
+    cr_assert(strstr(r.err, "no trace written"), "no CUDA, no trace: %s", r.err);
 }
 
 /* A library preloaded after the shim runs its constructor first; its dlsym and dlopen must

@@ -18,7 +18,7 @@ Test(whatif_demo, default_run_fails_with_the_writeup_message)
                             "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in "
                             "total by PyTorch)"),
               "stderr: %s", r.err);
-    cr_assert(strstr(r.out, "wrote sd-oom.cmt"), "stdout: %s", r.out);
+    cr_assert(strstr(r.err, "wrote sd-oom.cmt"), "stderr: %s", r.err);
 }
 
 Test(whatif_demo, tensor_level_trace_recommends_6144)

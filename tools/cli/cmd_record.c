@@ -2,13 +2,19 @@
  *
  * The shim writes one trace per process that uses CUDA (forked and exec'd children too) and
  * lists each in a manifest file; afterwards every trace is symbolized here, on the machine
- * that ran the program, and reported one line each. Exits with the program's status. */
+ * that ran the program, and reported one line each, on stderr (the program's stdout stays
+ * the program's). Exits with the program's status; when
+ * that is 0 but record itself failed (a trace could not be written or read), with 1. Its own
+ * failures before the program starts (usage, the output location) exit 2, a program that
+ * cannot be run 127 (not found) or 126, as a shell does. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +27,9 @@ static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path, %%p = process id (default cumemtrace.%%p.cmt)\n"
+    "  -o, --output PATTERN   trace path, %%p = process id (default cumemtrace.%%p.cmt); an\n"
+    "                         existing file is never overwritten\n"
+    "  --force                replace an existing output file (never through a symlink)\n"
     "  --stack-depth N        frames per call stack, 0 = none (default 64)\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
@@ -30,7 +38,7 @@ static const char usage[] =
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
-    int symbolize, quiet;
+    int symbolize, quiet, force;
 };
 
 static int numeric(const char *s)
@@ -56,6 +64,8 @@ static int parse(int argc, char **argv, struct options *o)
         }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
         } else if (!strcmp(a, "--no-symbolize")) {
             o->symbolize = 0;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stack-depth") ||
@@ -106,12 +116,78 @@ static const char *display_path(const char *path)
     return path;
 }
 
+static const char *output_pattern(const struct options *o)
+{
+    const char *env_output = getenv("CUMEMTRACE_OUTPUT");
+    return o->output ? o->output : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
+}
+
+/* The one path a pattern without %p names (%% is %). @return 0 when it has a %p. */
+static int fixed_path(const char *pattern, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = pattern; *p; p++) {
+        if (p[0] == '%' && p[1] == 'p')
+            return 0;
+        if (p[0] == '%' && p[1] == '%')
+            p++;
+        if (n + 1 < size)
+            out[n++] = *p;
+    }
+    out[n] = 0;
+    return 1;
+}
+
+/* A fixed output name that exists is refused (the shim would write r.1.cmt beside it), or
+ * with --force removed first: unlink removes a symlink itself, never its target, and the shim
+ * creates the new file with O_EXCL. @return 0, or -1 after printing why not. */
+/* The directory the traces go to must exist and be writable before the program runs (unless
+ * it depends on the pid). @return 0, or -1 after printing why not. */
+static int check_output_dir(const char *pattern)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(pattern, '/');
+    if (!slash)
+        return 0; /* absolute_pattern failed (no cwd): let the shim find out */
+    int len = slash == pattern ? 1 : (int)(slash - pattern);
+    char prefix[PATH_MAX];
+    snprintf(prefix, sizeof prefix, "%.*s", len, pattern);
+    if (!fixed_path(prefix, dir, sizeof dir))
+        return 0;
+    struct stat st;
+    const char *why = stat(dir, &st) != 0 ? strerror(errno)
+                      : !S_ISDIR(st.st_mode)          ? "not a directory"
+                      : access(dir, W_OK | X_OK) != 0 ? strerror(errno)
+                                                      : NULL;
+    if (!why)
+        return 0;
+    fprintf(stderr, "cumemtrace record: cannot write traces in %s: %s\n", dir, why);
+    return -1;
+}
+
+static int claim_output(const struct options *o, const char *pattern)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    if (!fixed_path(pattern, path, sizeof path) || lstat(path, &st) != 0)
+        return 0;
+    if (!o->force) {
+        fprintf(stderr, "cumemtrace record: %s exists; not overwriting it (--force replaces it)\n",
+                display_path(path));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode) || unlink(path) != 0) {
+        fprintf(stderr, "cumemtrace record: cannot replace %s: %s\n", display_path(path),
+                S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int setup_env(const struct options *o, const char *shim, const char *manifest)
 {
     char preload[PATH_MAX * 4], pattern[PATH_MAX];
-    const char *env_output = getenv("CUMEMTRACE_OUTPUT");
-    const char *output = o->output ? o->output
-                         : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
+    const char *output = output_pattern(o);
     const char *old = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     return setenv("LD_PRELOAD", preload, 1) || setenv("CUMEMTRACE_MANIFEST", manifest, 1) ||
@@ -121,18 +197,44 @@ static int setup_env(const struct options *o, const char *shim, const char *mani
            (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
 }
 
-static int run(char **cmd)
+/* Runs cmd and waits. *ran = 0 when it could not even be started (said on stderr).
+ * @return its status, 128 + signal; 127 (not found) or 126 when it could not be run. */
+static int run(char **cmd, int *ran)
 {
+    int pipefd[2];
+    *ran = 0;
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(errno));
+        return 126;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "cumemtrace record: cannot fork: %s\n", strerror(errno));
-        return 127;
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return 126;
     }
-    if (pid == 0) {
+    if (pid == 0) { /* the pipe closes on a successful exec; a failure sends its errno */
+        close(pipefd[0]);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(errno));
+        int err = errno;
+        ssize_t w = write(pipefd[1], &err, sizeof err);
+        (void)w;
         _exit(127);
     }
+    close(pipefd[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(pipefd[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    close(pipefd[0]);
+    if (got == (ssize_t)sizeof exec_errno) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        fprintf(stderr, "cumemtrace record: cannot run %s: %s\n", cmd[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    *ran = 1;
     /* Like system(): the terminal's ^C reaches the program; we stay to write the report. */
     struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
     sigaction(SIGINT, &ign, &old_int);
@@ -147,8 +249,9 @@ static int run(char **cmd)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
-/* One line per trace: path, events, and how the process ended. */
-static void describe(const char *path, const struct options *o)
+/* One line per trace: path, events, and how the process ended. @return 0, or -1 when the
+ * trace cannot be read at all. */
+static int describe(const char *path, const struct options *o)
 {
     char err[512] = "";
     struct cmt_symbolize_stats stats = {0};
@@ -157,7 +260,7 @@ static void describe(const char *path, const struct options *o)
     cmt_reader *r;
     if (cmt_reader_open_file(&r, path) != 0) {
         fprintf(stderr, "cumemtrace record: %s was listed but cannot be read\n", path);
-        return;
+        return -1;
     }
     struct cmt_record rec;
     int rc, signo = 0;
@@ -165,26 +268,40 @@ static void describe(const char *path, const struct options *o)
         if (rec.type == CMT_REC_SIGNAL)
             signo = (int)rec.u.signal.signo;
     if (!o->quiet) {
-        printf("cumemtrace: wrote %s (%llu events", display_path(path),
-               (unsigned long long)cmt_reader_event_count(r));
-        if (signo)
-            printf(", process died on signal %d (%s)", signo, strsignal(signo));
-        else if (!cmt_reader_clean_exit(r))
-            printf(", process ended without a clean exit");
-        if (rc < 0)
-            printf(", %s", cmt_reader_damage(r));
-        printf(")\n");
+        /* on stderr, one write: the program's stdout is the program's alone */
+        char line[PATH_MAX + 512];
+        size_t n = (size_t)snprintf(line, sizeof line, "cumemtrace: wrote %s (%llu events",
+                                    display_path(path),
+                                    (unsigned long long)cmt_reader_event_count(r));
+        if (signo && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n, ", process died on signal %d (%s)",
+                                  signo, strsignal(signo));
+        else if (!cmt_reader_clean_exit(r) && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n,
+                                  ", process ended without a clean exit");
+        if (rc < 0 && n < sizeof line)
+            n += (size_t)snprintf(line + n, sizeof line - n, ", %s", cmt_reader_damage(r));
+        fprintf(stderr, "%s)\n", line);
     }
     cmt_reader_close(r);
+    return 0;
 }
 
+/* Describes every trace the manifest lists. The shim lists a failure as "!" and what went
+ * wrong (it has said so on stderr already). @return the failures: traces not written or not
+ * readable. */
 static int report_traces(const char *manifest, const struct options *o)
 {
+    int failures = 0;
     FILE *f = fopen(manifest, "r");
     char line[PATH_MAX], **seen = NULL;
     int n = 0, cap = 0;
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
+        if (line[0] == '!') {
+            failures++;
+            continue;
+        }
         int dup = 0;
         for (int i = 0; i < n && !dup; i++)
             dup = !strcmp(seen[i], line);
@@ -199,16 +316,18 @@ static int report_traces(const char *manifest, const struct options *o)
         if (!(seen[n] = strdup(line)))
             break;
         n++;
-        describe(line, o);
+        failures += describe(line, o) != 0;
     }
     for (int i = 0; i < n; i++)
         free(seen[i]);
     free(seen);
     if (f)
         fclose(f);
-    if (n == 0 && !o->quiet)
-        printf("cumemtrace: no trace written (the program made no CUDA memory calls)\n");
-    return n;
+    if (n == 0 && failures)
+        fprintf(stderr, "cumemtrace record: no trace written (see the error above)\n");
+    else if (n == 0 && !o->quiet)
+        fprintf(stderr, "cumemtrace: no trace written (the program made no CUDA memory calls)\n");
+    return failures;
 }
 
 int cmt_cmd_record(int argc, char **argv)
@@ -217,23 +336,31 @@ int cmt_cmd_record(int argc, char **argv)
     int first = parse(argc, argv, &o);
     if (first < 0)
         return 2;
-    char shim[PATH_MAX], manifest[] = "/tmp/cumemtrace-manifest.XXXXXX";
+    char shim[PATH_MAX], pattern[PATH_MAX];
     if (cmt_find_shim(shim, sizeof shim))
         return 2;
-    int fd = mkstemp(manifest);
-    if (fd < 0) {
-        fprintf(stderr, "cumemtrace record: cannot create %s: %s\n", manifest, strerror(errno));
+    const char *output = absolute_pattern(output_pattern(&o), pattern, sizeof pattern);
+    if (check_output_dir(output) || claim_output(&o, output))
+        return 2;
+    /* The manifest lives in a directory of our own (mode 0700), so nobody else can plant or
+     * swap it between our mkdtemp and the shim's appends. */
+    char dir[] = "/tmp/cumemtrace-record.XXXXXX", manifest[sizeof dir + 16];
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "cumemtrace record: cannot create %s: %s\n", dir, strerror(errno));
         return 2;
     }
-    close(fd);
+    snprintf(manifest, sizeof manifest, "%s/manifest", dir);
+    int status = 2;
     if (setup_env(&o, shim, manifest)) {
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
-        unlink(manifest);
-        return 2;
+    } else {
+        fflush(stdout);
+        int ran;
+        status = run(argv + first, &ran);
+        if (ran && report_traces(manifest, &o) && status == 0)
+            status = 1;
     }
-    fflush(stdout);
-    int status = run(argv + first);
-    report_traces(manifest, &o);
     unlink(manifest);
+    rmdir(dir);
     return status;
 }

@@ -6,6 +6,11 @@
  *                           thread forks N children, each of which walks the loaded objects
  *                           (dl_iterate_phdr, as C++ exceptions and unwinders do) and exits
  *   scenarios exec PROG     allocs, then execs PROG
+ *   scenarios exec-chain F... allocs 10 times, then execs itself with the first exec function
+ *                           named (execl execle execlp execv execve execvp execvpe fexecve)
+ *                           and the rest: one image per name, plus the last
+ *   scenarios exec-fail     allocs 10 times, an exec that fails (ENOENT kept), 10 more
+ *   scenarios vfork-exec PROG  allocs 10 times, vfork + exec PROG in the child, 10 more
  *   scenarios signal NAME   allocs, then dies: segv | abort | term | term-handled | kill | _exit
  *   scenarios oom           fills the device until an allocation fails
  *   scenarios all-apis      every intercepted memory entry point once
@@ -17,6 +22,8 @@
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -152,6 +159,82 @@ static int exec_prog(const char *prog)
     execl(prog, prog, (char *)NULL);
     perror("execl");
     return 1;
+}
+
+static int exec_chain(int n, char **fns)
+{
+    init_cuda();
+    for (int i = 0; i < 10; i++)
+        alloc(5555555);
+    if (n == 0)
+        return 0;
+    const char *self = "/proc/self/exe", *f = fns[0];
+    char *argv[16] = {"scenarios", "exec-chain"};
+    int k = 2;
+    for (int i = 1; i < n && k < 15; i++)
+        argv[k++] = fns[i];
+    argv[k] = NULL;
+    extern char **environ;
+    if (!strcmp(f, "execv"))
+        execv(self, argv);
+    else if (!strcmp(f, "execve"))
+        execve(self, argv, environ);
+    else if (!strcmp(f, "execvp"))
+        execvp(self, argv);
+    else if (!strcmp(f, "execvpe"))
+        execvpe(self, argv, environ);
+    else if (!strcmp(f, "fexecve")) {
+        int fd = open(self, O_RDONLY); /* not O_CLOEXEC: a script would need it open */
+        fexecve(fd, argv, environ);
+    } else if (n > 4) {
+        fprintf(stderr, "exec-chain: the l-forms come last (at most 3 more names)\n");
+        return 2;
+    } else if (!strcmp(f, "execl"))
+        execl(self, argv[0], argv[1], argv[2], argv[3], argv[4], (char *)NULL);
+    else if (!strcmp(f, "execlp"))
+        execlp(self, argv[0], argv[1], argv[2], argv[3], argv[4], (char *)NULL);
+    else if (!strcmp(f, "execle") && k == 2) /* the environment follows the first NULL */
+        execle(self, argv[0], argv[1], (char *)NULL, environ);
+    else if (!strcmp(f, "execle") && k == 3)
+        execle(self, argv[0], argv[1], argv[2], (char *)NULL, environ);
+    else if (!strcmp(f, "execle") && k == 4)
+        execle(self, argv[0], argv[1], argv[2], argv[3], (char *)NULL, environ);
+    else if (!strcmp(f, "execle"))
+        execle(self, argv[0], argv[1], argv[2], argv[3], argv[4], (char *)NULL, environ);
+    fprintf(stderr, "exec-chain: %s failed or unknown\n", f);
+    return 1;
+}
+
+static int exec_fail(void)
+{
+    init_cuda();
+    for (int i = 0; i < 10; i++)
+        alloc(5555555);
+    char *argv[] = {"missing", NULL};
+    errno = 0;
+    if (execv("/no/such/program", argv) != -1 || errno != ENOENT)
+        return 3;
+    for (int i = 0; i < 10; i++)
+        alloc(5555555);
+    return 0;
+}
+
+static int vfork_exec(const char *prog)
+{
+    init_cuda();
+    for (int i = 0; i < 10; i++)
+        alloc(5555555);
+    pid_t pid = vfork();
+    if (pid == 0) {
+        char *argv[] = {(char *)prog, NULL};
+        execv(prog, argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    for (int i = 0; i < 10; i++)
+        alloc(5555555);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 static void on_term(int sig)
@@ -334,6 +417,12 @@ int main(int argc, char **argv)
         return forkstorm(atoi(argv[2]));
     if (!strcmp(mode, "exec") && argc > 2)
         return exec_prog(argv[2]);
+    if (!strcmp(mode, "exec-chain"))
+        return exec_chain(argc - 2, argv + 2);
+    if (!strcmp(mode, "exec-fail"))
+        return exec_fail();
+    if (!strcmp(mode, "vfork-exec") && argc > 2)
+        return vfork_exec(argv[2]);
     if (!strcmp(mode, "signal") && argc > 2)
         return die(argv[2]);
     if (!strcmp(mode, "oom"))
