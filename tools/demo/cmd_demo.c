@@ -189,7 +189,7 @@ static int recommended_conf(const char *trace, char *conf, size_t len) {
   uint64_t split[6];
   char err[256];
   int rc = -1;
-  if (cmt_reader_open_file(&r, trace) != 0)
+  if (cmt_reader_open_file(&r, trace, NULL) != 0)
     return -1;
   if (cmt_whatif_stream_load(r, &s, err, sizeof err) == 0 && s.has_capacity) {
     struct cmt_whatif_setting base = {UINT64_MAX, false, 0, 0.0};
