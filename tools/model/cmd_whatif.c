@@ -328,7 +328,7 @@ int cmt_cmd_whatif(int argc, char **argv) {
   for (size_t i = 0; i < run.count; i++)
     if (results[i].error) {
       fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
-              cmt_model_strerror(results[i].error));
+              cmt_strerror(results[i].error));
       goto out;
     }
   if (o->json)

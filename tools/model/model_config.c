@@ -12,17 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cmt_model_strerror(int code) {
-  switch (code) {
-#define CMT__MODEL_ERROR_CASE(name, value, text)                               \
-  case value:                                                                  \
-    return text;
-    CMT_MODEL_ERRORS(CMT__MODEL_ERROR_CASE)
-#undef CMT__MODEL_ERROR_CASE
-  }
-  return "unknown error";
-}
-
 void cmt_model_config_default(struct cmt_model_config *config, size_t capacity) {
   memset(config, 0, sizeof *config);
   config->max_split_size = SIZE_MAX;
@@ -47,7 +36,7 @@ static int fail(char *err, size_t err_len, const char *fmt, ...) {
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
   }
-  return CMT_MODEL_E_PARSE;
+  return CMT_EMODEL_PARSE;
 }
 
 static int push(struct tokens *t, const char *s, size_t n, char *err, size_t err_len) {
@@ -209,10 +198,10 @@ static int parse_item(const struct tokens *t, size_t i, struct cmt_model_config 
 int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
                            char *err, size_t err_len) {
   if (!config || !conf)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct tokens *t = malloc(sizeof *t);
   if (!t)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   struct cmt_model_config c = *config;
   int rc = lex(conf, t, err, err_len);
   for (size_t i = 0; rc == 0 && i < t->count; i += 4) {
@@ -254,20 +243,20 @@ static bool whole_mb(size_t bytes) {
 
 int cmt_model_config_format(const struct cmt_model_config *config, char *buf, size_t len) {
   if (!config)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct out o = {buf, len, 0};
   const char *sep = "";
   if (len > 0)
     buf[0] = '\0';
   if (config->max_split_size != 0 && config->max_split_size != SIZE_MAX) {
     if (!whole_mb(config->max_split_size))
-      return CMT_MODEL_E_INVALID;
+      return CMT_EINVALID;
     put(&o, "%smax_split_size_mb:%zu", sep, config->max_split_size / CMT_MODEL_MIB);
     sep = ",";
   }
   if (config->max_non_split_rounding != CMT__LARGE_BUFFER) {
     if (!whole_mb(config->max_non_split_rounding))
-      return CMT_MODEL_E_INVALID;
+      return CMT_EINVALID;
     put(&o, "%smax_non_split_rounding_mb:%zu", sep,
         config->max_non_split_rounding / CMT_MODEL_MIB);
     sep = ",";
@@ -282,7 +271,7 @@ int cmt_model_config_format(const struct cmt_model_config *config, char *buf, si
   }
   if (config->expandable_segments)
     put(&o, "%sexpandable_segments:True", sep);
-  return o.used > (size_t)INT32_MAX ? CMT_MODEL_E_INVALID : (int)o.used;
+  return o.used > (size_t)INT32_MAX ? CMT_EINVALID : (int)o.used;
 }
 
 int cmt_model_format_size(uint64_t bytes, char *buf, size_t len) {
@@ -297,7 +286,7 @@ int cmt_model_format_size(uint64_t bytes, char *buf, size_t len) {
 
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len) {
   if (!oom)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   char tried[32], total[32], allocated[32], free_[32], allowed[48], reserved[32];
   cmt_model_format_size(oom->alloc_size, tried, sizeof tried);
   cmt_model_format_size(oom->device_total, total, sizeof total);

@@ -364,7 +364,7 @@ static int read_events(struct builder *b, cmt_reader *r, struct device_info *dev
       break;
     }
     if (failed)
-      return CMT_MODEL_E_NO_MEMORY;
+      return CMT_EMODEL_NOMEM;
   }
   b->s->damage = rc < 0 ? rc : 0;
   return 0;
@@ -373,12 +373,12 @@ static int read_events(struct builder *b, cmt_reader *r, struct device_info *dev
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
                            size_t err_len) {
   if (!reader || !out)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   memset(out, 0, sizeof *out);
   struct builder b = {.s = out};
   struct device_info *devices = calloc(MAX_DEVICES, sizeof *devices);
   uint32_t none = 0;
-  int rc = CMT_MODEL_E_NO_MEMORY;
+  int rc = CMT_EMODEL_NOMEM;
   if (!devices || push_site(&b, "", &none))
     goto fail;
   cmt_reader_preload(reader); /* damage is reported by the pass below */
@@ -387,7 +387,7 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, ch
   if (rc)
     goto fail;
   if (out->allocs == 0) {
-    rc = CMT_WHATIF_E_EMPTY;
+    rc = CMT_EWHATIF_EMPTY;
     set_err(err, err_len,
             out->failed_allocs
                 ? "no allocation in the trace succeeded: there is no stream to replay"
@@ -409,7 +409,7 @@ fail:
   free(b.sites.slots);
   free(b.free_ids);
   if (rc) {
-    if (rc == CMT_MODEL_E_NO_MEMORY)
+    if (rc == CMT_EMODEL_NOMEM)
       set_err(err, err_len, "out of host memory while reading the trace");
     cmt_whatif_stream_free(out);
   }
@@ -428,7 +428,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
                                   uint32_t id_count, uint64_t device_total,
                                   uint64_t device_free, struct cmt_whatif_stream *out) {
   if (!out || (!events && count))
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   memset(out, 0, sizeof *out);
   uint8_t *live = calloc(id_count ? id_count : 1, 1);
   out->events = malloc((count ? count : 1) * sizeof *out->events);
@@ -436,7 +436,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
   if (!live || !out->events || !out->sites || !(out->sites[0] = strdup(""))) {
     free(live);
     cmt_whatif_stream_free(out);
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   }
   out->site_count = 1;
   for (size_t k = 0; k < count; k++) {
@@ -444,7 +444,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
     if (e->id >= id_count || (e->is_free ? !live[e->id] : live[e->id])) {
       free(live);
       cmt_whatif_stream_free(out);
-      return CMT_MODEL_E_INVALID;
+      return CMT_EINVALID;
     }
     live[e->id] = !e->is_free;
     out->events[k] = *e;
