@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "shim_path.h"
 #include "whatif.h"
 

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "commands.h"
 #include "output.h"
 #include "whatif.h"
 #include "whatif_cli.h"

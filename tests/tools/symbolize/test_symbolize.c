@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmt_error.h"
+#include "commands.h"
 #include "reader.h"
 #include "stack_fixture.h"
 #include "symbolize.h"
