@@ -158,8 +158,6 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         printf("%s: no device memory was allocated.\n", pass->path);
 }
 
-int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
-
 int cmt_cmd_timeline(int argc, char **argv)
 {
     enum format fmt = TEXT;
