@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "cmt_debug.h"
 #include "cmt_error.h"
 #include "reader_internal.h"
 #include "varint.h"
@@ -570,6 +571,8 @@ static inline __attribute__((always_inline)) void block_value(cmt_reader *r, str
 static inline __attribute__((always_inline)) int block_event(cmt_reader *r, struct cmt_event *e)
 {
     int bad = 0;
+    CMT_ASSERT(r->col[CMT_COL_HEAD] <= r->col_end[CMT_COL_HEAD] &&
+               r->col[CMT_COL_TIME] <= r->col_end[CMT_COL_TIME]);
     const uint8_t *h = r->col[CMT_COL_HEAD], *tp = r->col[CMT_COL_TIME];
     struct parts x;
     x.flags = uv(&h, &bad);

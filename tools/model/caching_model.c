@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_debug.h"
+
 #define CMT__ONE_EIB ((uint64_t)1 << 60)
 
 /* ---- block slots ---------------------------------------------------- */
@@ -383,8 +385,9 @@ static uint64_t release_any(struct cmt_model *m, uint32_t i) {
     cmt__expandable_drop_if_empty(m, i);
     return got;
   }
+  CMT_ASSERT(!cmt__is_split(m, i)); /* callers pass blocks >= S, never split */
   if (cmt__is_split(m, i))
-    return 0; /* cannot happen for blocks >= S; never cudaFree a part */
+    return 0; /* never cudaFree a part */
   uint64_t size = cmt__b(m, i)->size;
   release_block(m, i);
   return size;
