@@ -1,8 +1,11 @@
-/* cmt_error.h — the one list of error codes of format/ and tools/.
+/* cmt_error.h — the one list of error codes of format/ and tools/ (analysis, model, whatif).
  * Functions return 0 on success and a negative CMT_E* code on failure. */
 #ifndef CMT_ERROR_H
 #define CMT_ERROR_H
 
+/* Values are disjoint across the modules, so a code says where it came from: format and
+ * general codes from -1, the caching-allocator model (tools/model) from -20, whatif from -30.
+ * A model code keeps its own message where the model's wording differs from the format's. */
 #define CMT_ERRORS(X)                                                          \
     X(OK, 0, "success")                                                        \
     X(NOMEM, -1, "out of memory")                                              \
@@ -16,7 +19,14 @@
     X(SINK, -9, "could not write the trace")                                   \
     X(COMPRESS, -10, "compression failed")                                     \
     X(NOT_FOUND, -11, "not found")                                             \
-    X(UNSUPPORTED, -12, "not supported")
+    X(UNSUPPORTED, -12, "not supported")                                       \
+    X(MODEL_OOM, -20, "CUDA out of memory in the model")                       \
+    X(MODEL_BAD_HANDLE, -21, "unknown or already freed allocation handle")     \
+    X(MODEL_NOMEM, -22, "out of host memory")                                  \
+    X(MODEL_PARSE, -23, "malformed allocator configuration string")            \
+    X(MODEL_CORRUPT, -24, "model consistency check failed")                    \
+    X(WHATIF_READ, -30, "the trace could not be read")                         \
+    X(WHATIF_EMPTY, -31, "no successful allocation in the trace")
 
 enum cmt_error {
 #define CMT__ERR_ENUM(name, value, text) CMT_E##name = value,

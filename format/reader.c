@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "cmt_debug.h"
 #include "cmt_error.h"
 #include "reader_internal.h"
 #include "varint.h"
@@ -75,19 +76,22 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
     return 0;
 }
 
-static int open_errno;
-
-int cmt_reader_open_file(cmt_reader **out, const char *path)
+int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno)
 {
+    int unused;
+    if (!sys_errno)
+        sys_errno = &unused;
+    *sys_errno = 0;
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        open_errno = errno;
+        *sys_errno = errno;
         return CMT_EIO;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        open_errno = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    int stat_failed = fstat(fd, &st) != 0;
+    if (stat_failed || !S_ISREG(st.st_mode)) {
+        *sys_errno = !stat_failed && S_ISDIR(st.st_mode) ? EISDIR : errno;
         close(fd);
         return CMT_EIO;
     }
@@ -96,7 +100,7 @@ int cmt_reader_open_file(cmt_reader **out, const char *path)
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
-            open_errno = errno;
+            *sys_errno = errno;
             close(fd);
             return CMT_EIO;
         }
@@ -114,10 +118,10 @@ int cmt_reader_open_file(cmt_reader **out, const char *path)
     return 0;
 }
 
-const char *cmt_reader_open_error(int code)
+const char *cmt_reader_open_error(int code, int sys_errno)
 {
     if (code == CMT_EIO)
-        return strerror(open_errno);
+        return strerror(sys_errno);
     return cmt_strerror(code);
 }
 
@@ -567,6 +571,8 @@ static inline __attribute__((always_inline)) void block_value(cmt_reader *r, str
 static inline __attribute__((always_inline)) int block_event(cmt_reader *r, struct cmt_event *e)
 {
     int bad = 0;
+    CMT_ASSERT(r->col[CMT_COL_HEAD] <= r->col_end[CMT_COL_HEAD] &&
+               r->col[CMT_COL_TIME] <= r->col_end[CMT_COL_TIME]);
     const uint8_t *h = r->col[CMT_COL_HEAD], *tp = r->col[CMT_COL_TIME];
     struct parts x;
     x.flags = uv(&h, &bad);

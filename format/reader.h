@@ -42,16 +42,20 @@ struct cmt_record {
     } u;
 };
 
-/* Opens a file (mapped read-only). @return 0; CMT_EIO (cannot open/read: see
- * cmt_reader_open_error), CMT_EEMPTY, CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED
- * (shorter than the file header), CMT_ENOMEM. On failure *out is NULL. */
-int cmt_reader_open_file(cmt_reader **out, const char *path);
+/* Opens a file (mapped read-only). When sys_errno is not NULL it receives the errno of the
+ * failed open/fstat/mmap for CMT_EIO (EISDIR for a directory), 0 otherwise.
+ * @return 0; CMT_EIO (cannot open/read: pass *sys_errno to cmt_reader_open_error), CMT_EEMPTY,
+ * CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED (shorter than the file header),
+ * CMT_ENOMEM. On failure *out is NULL. */
+int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno);
 
-/* Reads from a caller-owned buffer that must outlive the reader. Same errors as above. */
+/* Reads from a caller-owned buffer that must outlive the reader.
+ * @return as cmt_reader_open_file, except CMT_EIO. */
 int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len);
 
-/* A one-line message for a failed open (includes strerror for CMT_EIO). */
-const char *cmt_reader_open_error(int code);
+/* A one-line message for a failed open: strerror(sys_errno) for CMT_EIO, cmt_strerror(code)
+ * otherwise. @return a static string. */
+const char *cmt_reader_open_error(int code, int sys_errno);
 
 void cmt_reader_close(cmt_reader *r);
 

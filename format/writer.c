@@ -8,6 +8,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode (a value, not a symbol) */
 #include <zstd.h>
 
+#include "cmt_debug.h"
 #include "cmt_error.h"
 #include "varint.h"
 
@@ -334,6 +335,7 @@ static uint8_t *col_room(cmt_writer *w, int k, size_t n)
 /* Adds one varint to column k (room reserved). */
 static void col_put(cmt_writer *w, int k, uint64_t v)
 {
+    CMT_ASSERT(w->col[k].len + CMT__VARINT_MAX <= w->col[k].cap);
     uint8_t *p = w->col[k].buf + w->col[k].len, *end = cmt__put_varint(p, v);
     w->col[k].len += (size_t)(end - p);
     w->block_bytes += (size_t)(end - p);

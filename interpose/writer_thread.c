@@ -482,7 +482,7 @@ static int emit_entry(const struct cmt__entry *e)
 static int emit_tables(void)
 {
     int rc = 0;
-    uint32_t n = __atomic_load_n(&cmt__note_count, __ATOMIC_ACQUIRE);
+    uint32_t n = atomic_load_explicit(&cmt__note_count, memory_order_acquire);
     while (!rc && ws.notes_written < n && ws.notes_written < CMT__MAX_NOTES) {
         struct cmt__note *note = &cmt__notes[ws.notes_written];
         if (!__atomic_load_n(&note->key, __ATOMIC_ACQUIRE))

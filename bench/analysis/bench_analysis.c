@@ -64,7 +64,7 @@ static double reader_pass(const char *path, uint64_t *events)
 {
     cmt_reader *r;
     *events = 0;
-    if (cmt_reader_open_file(&r, path) != 0)
+    if (cmt_reader_open_file(&r, path, NULL) != 0)
         return -1;
     struct cmt_record rec;
     double t0 = cpu_now();

@@ -61,7 +61,7 @@ static inline void bench_parse(int argc, char **argv, struct bench_options *o, c
 {
     *o = (struct bench_options){.pairs = 200000, .warmup = 1000, .depth = 20, .threads = 1,
                                 .size = 1 << 20};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* -X VALUE pairs */
         if (strlen(argv[i]) != 2 || argv[i][0] != '-' || i + 1 >= argc)
             bench_usage(argv[0], what);
         char *end;
@@ -76,7 +76,6 @@ static inline void bench_parse(int argc, char **argv, struct bench_options *o, c
         case 's': o->size = (size_t)v; break;
         default: bench_usage(argv[0], what);
         }
-        i++;
     }
 }
 

@@ -71,15 +71,17 @@ static size_t build(struct cmt_whatif_event *ev, size_t n, uint32_t *id_count) {
     bool alloc = live_count < 8 || (live_count < 400 && next() % 100 < 52);
     if (alloc) {
       uint32_t id = free_count ? free_ids[--free_count] : ids++;
-      ev[k++] = (struct cmt_whatif_event){.size = tensor_size(), .stream = next() % 8 == 0 ? 7 : 0,
-                                          .t_ns = k, .seq = k, .id = id};
+      ev[k] = (struct cmt_whatif_event){.size = tensor_size(), .stream = next() % 8 == 0 ? 7 : 0,
+                                        .t_ns = k + 1, .seq = k + 1, .id = id};
+      k++;
       live[live_count++] = id;
     } else {
       /* Mostly the newest tensor, sometimes an older one. */
       size_t at = next() % 4 ? live_count - 1 : next() % live_count;
       uint32_t id = live[at];
       live[at] = live[--live_count];
-      ev[k++] = (struct cmt_whatif_event){.t_ns = k, .seq = k, .id = id, .is_free = 1};
+      ev[k] = (struct cmt_whatif_event){.t_ns = k + 1, .seq = k + 1, .id = id, .is_free = 1};
+      k++;
       free_ids[free_count++] = id;
     }
   }

@@ -207,7 +207,7 @@ struct trace {
 static inline void trace_load(struct trace *t, const char *path)
 {
     memset(t, 0, sizeof *t);
-    cr_assert_eq(cmt_reader_open_file(&t->r, path), 0, "cannot open %s", path);
+    cr_assert_eq(cmt_reader_open_file(&t->r, path, NULL), 0, "cannot open %s", path);
     cmt_reader_preload(t->r);
     size_t cap = 1024;
     t->ev = malloc(cap * sizeof *t->ev);

@@ -222,7 +222,7 @@ Test(lifecycle, deepbind_is_reported_once)
     e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
     cr_assert(strstr(r.err, "RTLD_DEEPBIND"), "%s", r.err);
     cmt_reader *rd;
-    cr_assert_eq(cmt_reader_open_file(&rd, path), 0);
+    cr_assert_eq(cmt_reader_open_file(&rd, path, NULL), 0);
     struct cmt_record rec;
     int notes = 0;
     while (cmt_reader_next(rd, &rec) > 0)

@@ -63,7 +63,7 @@ Test(settings, bogus_clock_is_refused_in_one_line_and_tracing_goes_on)
 static int notes_with(const char *path, const char *needle)
 {
     cmt_reader *rd;
-    cr_assert_eq(cmt_reader_open_file(&rd, path), 0);
+    cr_assert_eq(cmt_reader_open_file(&rd, path, NULL), 0);
     struct cmt_record rec;
     int n = 0;
     while (cmt_reader_next(rd, &rec) > 0)

@@ -1,4 +1,5 @@
 #include "trace_fixture.h"
+#include <errno.h>
 
 static struct cmt_membuf good;
 
@@ -107,4 +108,18 @@ Test(damage, bit_flips_never_crash_and_report_offset)
         good.data[at] ^= 0x5a;
     }
     cr_assert_gt(detected, flips * 9 / 10, "only %d of %d flips detected", detected, flips);
+}
+
+Test(reader_open, reports_errno_through_out_parameter)
+{
+    cmt_reader *r = (cmt_reader *)&r;
+    int sys_errno = -1;
+    cr_assert_eq(cmt_reader_open_file(&r, "/nonexistent/trace.cmt", &sys_errno), CMT_EIO);
+    cr_assert_null(r);
+    cr_assert_eq(sys_errno, ENOENT);
+    cr_assert_str_eq(cmt_reader_open_error(CMT_EIO, sys_errno), strerror(ENOENT));
+    cr_assert_eq(cmt_reader_open_file(&r, "/", &sys_errno), CMT_EIO);
+    cr_assert_eq(sys_errno, EISDIR);
+    cr_assert_eq(cmt_reader_open_file(&r, "/", NULL), CMT_EIO); /* NULL is allowed */
+    cr_assert_str_eq(cmt_reader_open_error(CMT_EBAD_MAGIC, 0), cmt_strerror(CMT_EBAD_MAGIC));
 }

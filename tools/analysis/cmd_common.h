@@ -3,6 +3,8 @@
 #define CMT__CMD_COMMON_H
 
 #include "diff.h"
+#include <stdio.h>
+
 #include "oom.h"
 #include "replay.h"
 #include "report.h"
@@ -27,6 +29,10 @@ struct cmt__pass {
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
 void cmt__pass_close(struct cmt__pass *p);
+
+/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
+ * @return 0, or -1 when writing to f failed. */
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
 
 /* Device label: "GPU 0 (NVIDIA H100)" or "device -1 (unknown)". @return buf. */
 const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size_t size);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd_common.h"
+#include "commands.h"
 #include "output.h"
 #include "sites.h"
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmd_common.h"
+#include "commands.h"
 #include "output.h"
 #include "timeline.h"
 
@@ -157,8 +158,6 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
     if (!any)
         printf("%s: no device memory was allocated.\n", pass->path);
 }
-
-int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
 
 int cmt_cmd_timeline(int argc, char **argv)
 {

@@ -158,9 +158,11 @@ void cmt__json_finish(struct cmt__json *j)
 
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
-    int rc = cmt_reader_open_file(out, path);
+    int sys_errno;
+    int rc = cmt_reader_open_file(out, path, &sys_errno);
     if (rc)
-        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc));
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path,
+                cmt_reader_open_error(rc, sys_errno));
     return rc;
 }
 

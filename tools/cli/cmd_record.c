@@ -258,7 +258,7 @@ static int describe(const char *path, const struct options *o)
     if (o->symbolize && cmt_symbolize_file(path, &stats, err, sizeof err) != 0 && !o->quiet)
         fprintf(stderr, "cumemtrace record: %s\n", err);
     cmt_reader *r;
-    if (cmt_reader_open_file(&r, path) != 0) {
+    if (cmt_reader_open_file(&r, path, NULL) != 0) {
         fprintf(stderr, "cumemtrace record: %s was listed but cannot be read\n", path);
         return -1;
     }

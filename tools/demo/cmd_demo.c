@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "shim_path.h"
 #include "whatif.h"
 
@@ -189,7 +190,7 @@ static int recommended_conf(const char *trace, char *conf, size_t len) {
   uint64_t split[6];
   char err[256];
   int rc = -1;
-  if (cmt_reader_open_file(&r, trace) != 0)
+  if (cmt_reader_open_file(&r, trace, NULL) != 0)
     return -1;
   if (cmt_whatif_stream_load(r, &s, err, sizeof err) == 0 && s.has_capacity) {
     struct cmt_whatif_setting base;

@@ -116,12 +116,12 @@ static void raise_oom(struct cmt_model_oom *o) {
 static NOINLINE void cached_alloc(struct tensor *t, size_t bytes) {
   t->bytes = bytes;
   int rc = cmt_model_alloc(demo.model, bytes, 0, &t->handle);
-  if (rc == CMT_MODEL_E_OOM) {
+  if (rc == CMT_EMODEL_OOM) {
     struct cmt_model_oom o = *cmt_model_last_oom(demo.model);
     raise_oom(&o);
   }
-  if (rc != CMT_MODEL_E_OK) {
-    fprintf(stderr, "demo_diffusion: allocator: %s\n", cmt_model_strerror(rc));
+  if (rc != CMT_EOK) {
+    fprintf(stderr, "demo_diffusion: allocator: %s\n", cmt_strerror(rc));
     exit(3);
   }
 }
@@ -254,11 +254,11 @@ static void setup_allocator(size_t total) {
   config.device_total = total;
   const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
   char err[256];
-  if (conf && cmt_model_config_parse(&config, conf, err, sizeof err) != CMT_MODEL_E_OK) {
+  if (conf && cmt_model_config_parse(&config, conf, err, sizeof err) != CMT_EOK) {
     fprintf(stderr, "demo_diffusion: PYTORCH_CUDA_ALLOC_CONF: %s\n", err);
     exit(2);
   }
-  if (cmt_model_create(&config, &demo.model) != CMT_MODEL_E_OK) {
+  if (cmt_model_create(&config, &demo.model) != CMT_EOK) {
     fprintf(stderr, "demo_diffusion: cannot create the allocator\n");
     exit(3);
   }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_debug.h"
+
 #define CMT__ONE_EIB ((uint64_t)1 << 60)
 
 /* ---- block slots ---------------------------------------------------- */
@@ -21,7 +23,7 @@ static int reserve_slots(struct cmt_model *m, uint64_t need) {
     return cmt__sets_reserve(m, m->block_capacity);
   uint64_t missing = need - m->unused_count;
   if ((uint64_t)m->block_count + missing > CMT__NIL - 1)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   uint32_t wanted = m->block_count + (uint32_t)missing;
   if (wanted > m->block_capacity) {
     uint64_t cap = m->block_capacity ? m->block_capacity : 64;
@@ -31,7 +33,7 @@ static int reserve_slots(struct cmt_model *m, uint64_t need) {
       cap = CMT__NIL - 1;
     struct cmt__block *grown = realloc(m->blocks, cap * sizeof *grown);
     if (!grown)
-      return CMT_MODEL_E_NO_MEMORY;
+      return CMT_EMODEL_NOMEM;
     m->blocks = grown;
     m->block_capacity = (uint32_t)cap;
   }
@@ -85,10 +87,10 @@ static int reserve_scratch(struct cmt_model *m) {
   if (need <= m->scratch_capacity)
     return 0;
   if (need > UINT32_MAX)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   uint32_t *grown = realloc(m->scratch, need * 2 * sizeof *grown);
   if (!grown)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   m->scratch = grown;
   m->scratch_capacity = (uint32_t)(need * 2 > UINT32_MAX ? UINT32_MAX : need * 2);
   return 0;
@@ -158,12 +160,12 @@ void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size,
 int cmt_model_set_device_hooks(struct cmt_model *model,
                                const struct cmt_model_device_hooks *hooks) {
   if (!model)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (hooks)
     model->hooks = *hooks;
   else
     memset(&model->hooks, 0, sizeof model->hooks);
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }
 
 static bool mergeable(const struct cmt_model *m, uint32_t dst, uint32_t src) {
@@ -246,14 +248,14 @@ size_t cmt_model_segment_size(size_t rounded_size) {
 
 int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **out) {
   if (!config || !out || config->capacity == 0)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (!(config->garbage_collection_threshold >= 0.0 &&
         config->garbage_collection_threshold < 1.0) ||
       !(config->memory_fraction >= 0.0 && config->memory_fraction <= 1.0))
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct cmt_model *m = calloc(1, sizeof *m);
   if (!m)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   m->config = *config;
   if (m->config.max_split_size == 0)
     m->config.max_split_size = SIZE_MAX;
@@ -270,7 +272,7 @@ int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **o
     m->pools[p].free_set.by_size = CMT__BY_SIZE;
   m->next_address = (uint64_t)1 << 40; /* looks like a device address */
   *out = m;
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }
 
 void cmt_model_destroy(struct cmt_model *model) {
@@ -383,8 +385,9 @@ static uint64_t release_any(struct cmt_model *m, uint32_t i) {
     cmt__expandable_drop_if_empty(m, i);
     return got;
   }
+  CMT_ASSERT(!cmt__is_split(m, i)); /* callers pass blocks >= S, never split */
   if (cmt__is_split(m, i))
-    return 0; /* cannot happen for blocks >= S; never cudaFree a part */
+    return 0; /* never cudaFree a part */
   uint64_t size = cmt__b(m, i)->size;
   release_block(m, i);
   return size;
@@ -619,13 +622,13 @@ static uint32_t slot_of(const struct cmt_model *m, cmt_model_handle h) {
 int cmt_model_alloc(struct cmt_model *m, size_t size, uint64_t stream,
                     cmt_model_handle *handle) {
   if (!m || !handle || (uint64_t)size >= CMT__ONE_EIB)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (size == 0) {
     *handle = 0;
-    return CMT_MODEL_E_OK;
+    return CMT_EOK;
   }
   if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   struct cmt__request r = {.stream = stream, .block = CMT__NIL};
   r.size = cmt_model_round_size(&m->config, size);
   r.pool = r.size <= CMT__SMALL_SIZE ? CMT__POOL_SMALL : CMT__POOL_LARGE;
@@ -641,11 +644,11 @@ int cmt_model_alloc(struct cmt_model *m, size_t size, uint64_t stream,
   }
   if (!found) {
     record_oom(m, &r, size);
-    return CMT_MODEL_E_OOM;
+    return CMT_EMODEL_OOM;
   }
   alloc_found_block(m, &r, size);
   *handle = handle_of(m, r.block);
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }
 
 /* PyTorch's free_block: merge with free neighbours, back into the pool. */
@@ -695,12 +698,12 @@ static void free_block(struct cmt_model *m, uint32_t i) {
 
 int cmt_model_free(struct cmt_model *m, cmt_model_handle handle) {
   if (!m)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (handle == 0)
-    return CMT_MODEL_E_OK;
+    return CMT_EOK;
   uint32_t i = slot_of(m, handle);
   if (i == CMT__NIL)
-    return CMT_MODEL_E_BAD_HANDLE;
+    return CMT_EMODEL_BAD_HANDLE;
   struct cmt__block *b = cmt__b(m, i);
   b->generation++; /* the handle dies even if the slot is handed out again */
   m->stats.allocation--;
@@ -708,25 +711,25 @@ int cmt_model_free(struct cmt_model *m, cmt_model_handle handle) {
   if (b->size >= m->split_limit)
     m->stats.oversize_allocations--;
   free_block(m, i);
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }
 
 int cmt_model_empty_cache(struct cmt_model *m) {
   if (!m)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   release_cached_blocks(m);
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }
 
 int cmt_model_block_info(const struct cmt_model *m, cmt_model_handle handle,
                          struct cmt_model_block *out) {
   if (!m || !out)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   uint32_t i = slot_of(m, handle);
   if (i == CMT__NIL)
-    return CMT_MODEL_E_BAD_HANDLE;
+    return CMT_EMODEL_BAD_HANDLE;
   const struct cmt__block *b = cmt__b(m, i);
   uint32_t head = i;
   while (cmt__b(m, head)->prev != CMT__NIL)
@@ -738,5 +741,5 @@ int cmt_model_block_info(const struct cmt_model *m, cmt_model_handle handle,
   out->segment_offset = b->address - cmt__b(m, head)->address;
   out->expandable = b->expandable != CMT__NIL;
   out->small_pool = b->pool == CMT__POOL_SMALL;
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }

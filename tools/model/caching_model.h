@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "model_settings.h"
+#include "cmt_error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,27 +42,8 @@ extern "C" {
  * (large pool) such pages at a time. */
 #define CMT_MODEL_PAGE_SIZE (2 * CMT_MODEL_MIB)
 
-/* Error codes: one list, one message each (cmt_model_strerror). */
-#define CMT_MODEL_ERRORS(X)                                                    \
-  X(OK, 0, "success")                                                          \
-  X(OOM, -1, "CUDA out of memory in the model")                                \
-  X(INVALID, -2, "invalid argument")                                           \
-  X(BAD_HANDLE, -3, "unknown or already freed allocation handle")              \
-  X(NO_MEMORY, -4, "out of host memory")                                       \
-  X(PARSE, -5, "malformed allocator configuration string")                     \
-  X(CORRUPT, -6, "model consistency check failed")
-
-enum cmt_model_error {
-#define CMT__MODEL_ERROR_ENUM(name, value, text) CMT_MODEL_E_##name = value,
-  CMT_MODEL_ERRORS(CMT__MODEL_ERROR_ENUM)
-#undef CMT__MODEL_ERROR_ENUM
-};
-
-/**
- * Message for a code from CMT_MODEL_ERRORS.
- * @return a static string; "unknown error" for a code not in the list.
- */
-const char *cmt_model_strerror(int code);
+/* Errors are CMT_E* codes from the one list in cmt_error.h (cmt_strerror): CMT_EINVALID and the
+ * CMT_EMODEL_* codes. */
 
 /* Settings of one replay. Start from cmt_model_config_default(). */
 struct cmt_model_config {
@@ -103,8 +85,8 @@ void cmt_model_config_default(struct cmt_model_config *config, size_t capacity);
  * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
  * pinned_num_register_threads, pinned_use_background_threads. Spaces are
  * dropped, as PyTorch's lexer does; numbers must be plain decimal.
- * @return CMT_MODEL_E_OK; CMT_MODEL_E_PARSE with a one-line reason in err
- *         (if err_len > 0) and *config unchanged; CMT_MODEL_E_INVALID for
+ * @return CMT_EOK; CMT_EMODEL_PARSE with a one-line reason in err
+ *         (if err_len > 0) and *config unchanged; CMT_EINVALID for
  *         NULL config or conf.
  */
 int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
@@ -117,7 +99,7 @@ int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
  * garbage_collection_threshold, expandable_segments. "" for all defaults.
  * capacity, device_total and memory_fraction are not part of that string.
  * @return the length of the full string (as snprintf; truncated output if it
- *         is >= len); CMT_MODEL_E_INVALID for NULL config, or for a split
+ *         is >= len); CMT_EINVALID for NULL config, or for a split
  *         size or rounding that is not a whole number of MiB >= 20 MiB.
  */
 int cmt_model_config_format(const struct cmt_model_config *config, char *buf,
@@ -184,9 +166,9 @@ typedef uint64_t cmt_model_handle;
 
 /**
  * Create a model with the given settings (copied).
- * @return CMT_MODEL_E_OK and *out; CMT_MODEL_E_INVALID for NULL arguments,
+ * @return CMT_EOK and *out; CMT_EINVALID for NULL arguments,
  *         capacity 0, a threshold outside [0, 1), a fraction outside [0, 1];
- *         CMT_MODEL_E_NO_MEMORY.
+ *         CMT_EMODEL_NOMEM.
  */
 int cmt_model_create(const struct cmt_model_config *config,
                      struct cmt_model **out);
@@ -206,10 +188,10 @@ const struct cmt_model_config *cmt_model_get_config(const struct cmt_model *mode
 /**
  * Allocate `size` bytes on `stream`, as torch would for a tensor. Size 0
  * gives the null handle 0 and touches nothing.
- * @return CMT_MODEL_E_OK and *handle; CMT_MODEL_E_OOM (num_ooms counted; the
- *         details are in cmt_model_last_oom); CMT_MODEL_E_INVALID for NULL
+ * @return CMT_EOK and *handle; CMT_EMODEL_OOM (num_ooms counted; the
+ *         details are in cmt_model_last_oom); CMT_EINVALID for NULL
  *         arguments or a size of 1 EiB or more (PyTorch refuses those before
- *         the allocator); CMT_MODEL_E_NO_MEMORY (host), model unchanged.
+ *         the allocator); CMT_EMODEL_NOMEM (host), model unchanged.
  */
 int cmt_model_alloc(struct cmt_model *model, size_t size, uint64_t stream,
                     cmt_model_handle *handle);
@@ -217,15 +199,15 @@ int cmt_model_alloc(struct cmt_model *model, size_t size, uint64_t stream,
 /**
  * Free an allocation; the block returns to its pool (merged with free
  * neighbours) and is reused only by its own stream. Handle 0 is a no-op.
- * @return CMT_MODEL_E_OK; CMT_MODEL_E_BAD_HANDLE for a handle that is not
- *         live (double free); CMT_MODEL_E_INVALID for NULL model.
+ * @return CMT_EOK; CMT_EMODEL_BAD_HANDLE for a handle that is not
+ *         live (double free); CMT_EINVALID for NULL model.
  */
 int cmt_model_free(struct cmt_model *model, cmt_model_handle handle);
 
 /**
  * torch.cuda.empty_cache(): release every free whole segment (both pools,
  * all streams) and unmap free pages of expandable segments.
- * @return CMT_MODEL_E_OK; CMT_MODEL_E_INVALID; CMT_MODEL_E_NO_MEMORY.
+ * @return CMT_EOK; CMT_EINVALID; CMT_EMODEL_NOMEM.
  */
 int cmt_model_empty_cache(struct cmt_model *model);
 
@@ -256,7 +238,7 @@ struct cmt_model_block {
 
 /**
  * Describe a live allocation.
- * @return CMT_MODEL_E_OK; CMT_MODEL_E_BAD_HANDLE; CMT_MODEL_E_INVALID.
+ * @return CMT_EOK; CMT_EMODEL_BAD_HANDLE; CMT_EINVALID.
  */
 int cmt_model_block_info(const struct cmt_model *model, cmt_model_handle handle,
                          struct cmt_model_block *out);
@@ -280,7 +262,7 @@ struct cmt_model_device_hooks {
 /**
  * Install device callbacks (copied); NULL removes them. Install them before
  * the first allocation.
- * @return CMT_MODEL_E_OK; CMT_MODEL_E_INVALID for a NULL model.
+ * @return CMT_EOK; CMT_EINVALID for a NULL model.
  */
 int cmt_model_set_device_hooks(struct cmt_model *model,
                                const struct cmt_model_device_hooks *hooks);
@@ -288,7 +270,7 @@ int cmt_model_set_device_hooks(struct cmt_model *model,
 /**
  * Check the model's internal invariants (block chains, free trees, stats
  * against a recount). O(number of blocks); for tests and fuzzers.
- * @return CMT_MODEL_E_OK or CMT_MODEL_E_CORRUPT.
+ * @return CMT_EOK or CMT_EMODEL_CORRUPT.
  */
 int cmt_model_check(const struct cmt_model *model);
 
@@ -308,7 +290,7 @@ int cmt_model_format_size(uint64_t bytes, char *buf, size_t len);
  * Management and PYTORCH_CUDA_ALLOC_CONF". With a fraction cap "X allowed; "
  * precedes the reserved figure, as in PyTorch.
  * @return the length of the full message (as snprintf);
- *         CMT_MODEL_E_INVALID for NULL oom.
+ *         CMT_EINVALID for NULL oom.
  */
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len);
 

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "commands.h"
 #include "output.h"
 #include "whatif.h"
 #include "whatif_cli.h"
@@ -462,7 +463,7 @@ int cmt_cmd_whatif(int argc, char **argv) {
   for (size_t i = 0; i < run.count; i++)
     if (results[i].error) {
       fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
-              cmt_model_strerror(results[i].error));
+              cmt_strerror(results[i].error));
       goto out;
     }
   if (o->json)

@@ -61,7 +61,7 @@ static bool chain_ok(const struct cmt_model *m, uint32_t i) {
 
 int cmt_model_check(const struct cmt_model *m) {
   if (!m)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct cmt_model_stats s = {0};
   uint64_t free_blocks[2] = {0, 0}, unmapped_blocks[2] = {0, 0}, unused = 0;
   for (uint32_t i = 0; i < m->block_count; i++) {
@@ -71,10 +71,10 @@ int cmt_model_check(const struct cmt_model *m) {
       continue;
     }
     if (b->where == CMT__LOOSE || b->pool > 1 || !chain_ok(m, i))
-      return CMT_MODEL_E_CORRUPT;
+      return CMT_EMODEL_CORRUPT;
     bool expandable = b->expandable != CMT__NIL;
     if (expandable && (b->expandable >= m->segment_count || !m->segments[b->expandable].live))
-      return CMT_MODEL_E_CORRUPT;
+      return CMT_EMODEL_CORRUPT;
     if (b->mapped)
       s.reserved_bytes += b->size;
     if (!expandable && b->prev == CMT__NIL)
@@ -101,19 +101,19 @@ int cmt_model_check(const struct cmt_model *m) {
       s.inactive_split_bytes != t->inactive_split_bytes ||
       t->active_bytes != t->allocated_bytes || t->reserved_bytes > m->config.capacity ||
       t->peak_reserved < t->reserved_bytes || t->peak_allocated < t->allocated_bytes)
-    return CMT_MODEL_E_CORRUPT;
+    return CMT_EMODEL_CORRUPT;
   uint64_t chunks = m->chunk_free_count;
   for (int p = 0; p < 2; p++) {
     const struct cmt__pool *pool = &m->pools[p];
     uint64_t n = walk_set(m, &pool->free_set, CMT__FREE, p);
     if (n != free_blocks[p] || n != pool->free_count || !pool->free_set.by_size)
-      return CMT_MODEL_E_CORRUPT;
+      return CMT_EMODEL_CORRUPT;
     n = walk_set(m, &pool->unmapped_set, CMT__UNMAPPED, p);
     if (n != unmapped_blocks[p] || pool->unmapped_set.by_size)
-      return CMT_MODEL_E_CORRUPT;
+      return CMT_EMODEL_CORRUPT;
     chunks += pool->free_set.chunk_count + pool->unmapped_set.chunk_count;
   }
   if (chunks != m->chunk_capacity)
-    return CMT_MODEL_E_CORRUPT;
-  return CMT_MODEL_E_OK;
+    return CMT_EMODEL_CORRUPT;
+  return CMT_EOK;
 }

@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *cmt_model_strerror(int code) {
-  switch (code) {
-#define CMT__MODEL_ERROR_CASE(name, value, text)                               \
-  case value:                                                                  \
-    return text;
-    CMT_MODEL_ERRORS(CMT__MODEL_ERROR_CASE)
-#undef CMT__MODEL_ERROR_CASE
-  }
-  return "unknown error";
-}
-
 void cmt_model_config_default(struct cmt_model_config *config, size_t capacity) {
   memset(config, 0, sizeof *config);
 #define CMT__SETTING_DEFAULT(field, type, key, def, ...) config->field = def;
@@ -49,7 +38,7 @@ static int fail(char *err, size_t err_len, const char *fmt, ...) {
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
   }
-  return CMT_MODEL_E_PARSE;
+  return CMT_EMODEL_PARSE;
 }
 
 static int push(struct tokens *t, const char *s, size_t n, char *err, size_t err_len) {
@@ -217,10 +206,10 @@ static int parse_item(const struct tokens *t, size_t i, struct cmt_model_config 
 int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
                            char *err, size_t err_len) {
   if (!config || !conf)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct tokens *t = malloc(sizeof *t);
   if (!t)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   struct cmt_model_config c = *config;
   int rc = lex(conf, t, err, err_len);
   for (size_t i = 0; rc == 0 && i < t->count; i += 4) {
@@ -261,7 +250,7 @@ static void put(struct out *o, const char *fmt, ...) {
  * the default; the caller has checked that. */
 static int put_mb(struct out *o, const char **sep, const char *key, uint64_t v, double lo) {
   if (v % CMT_MODEL_MIB != 0 || (double)(v / CMT_MODEL_MIB) < lo)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   put(o, "%s%s:%" PRIu64, *sep, key, v / CMT_MODEL_MIB);
   *sep = ",";
   return 0;
@@ -293,7 +282,7 @@ static int put_boolean(struct out *o, const char **sep, const char *key, bool v,
 
 int cmt_model_config_format(const struct cmt_model_config *config, char *buf, size_t len) {
   if (!config)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct out o = {buf, len, 0};
   const char *sep = "";
   int rc;
@@ -307,7 +296,7 @@ int cmt_model_config_format(const struct cmt_model_config *config, char *buf, si
     CMT_MODEL_SETTINGS(CMT__SETTING_PUT)
 #undef CMT__SETTING_PUT
   }
-  return o.used > (size_t)INT32_MAX ? CMT_MODEL_E_INVALID : (int)o.used;
+  return o.used > (size_t)INT32_MAX ? CMT_EINVALID : (int)o.used;
 }
 
 int cmt_model_format_size(uint64_t bytes, char *buf, size_t len) {
@@ -322,7 +311,7 @@ int cmt_model_format_size(uint64_t bytes, char *buf, size_t len) {
 
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len) {
   if (!oom)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   char tried[32], total[32], allocated[32], free_[32], allowed[48], reserved[32];
   cmt_model_format_size(oom->alloc_size, tried, sizeof tried);
   cmt_model_format_size(oom->device_total, total, sizeof total);

@@ -139,7 +139,7 @@ uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
 /* The node after `node` (which may already be out of the set). */
 uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node);
 /* Make room for the sets of a model with `slots` block slots.
- * @return 0 or CMT_MODEL_E_NO_MEMORY (the sets stay usable as they were). */
+ * @return 0 or CMT_EMODEL_NOMEM (the sets stay usable as they were). */
 int cmt__sets_reserve(struct cmt_model *m, uint64_t slots);
 void cmt__sets_destroy(struct cmt_model *m);
 

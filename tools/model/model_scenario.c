@@ -34,20 +34,20 @@ int cmt_model_replay(struct cmt_model *model, const struct cmt_model_event *even
                      size_t event_count, cmt_model_handle *handles, uint32_t id_count,
                      size_t *stopped_at) {
   if (!model || (!events && event_count) || !handles || !stopped_at)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   for (size_t k = 0; k < event_count; k++) {
     const struct cmt_model_event *e = &events[k];
     int rc;
     *stopped_at = k;
     if (e->id >= id_count)
-      return CMT_MODEL_E_INVALID;
+      return CMT_EINVALID;
     if (e->op == CMT_MODEL_OP_ALLOC)
       rc = cmt_model_alloc(model, e->size, e->stream, &handles[e->id]);
     else
       rc = cmt_model_free(model, handles[e->id]);
-    if (rc != CMT_MODEL_E_OK)
+    if (rc != CMT_EOK)
       return rc;
   }
   *stopped_at = event_count;
-  return CMT_MODEL_E_OK;
+  return CMT_EOK;
 }

@@ -54,8 +54,8 @@ const struct cmt_model_scenario *cmt_model_scenario_writeup(void);
 /**
  * Replay events through a model, stopping at the first error. `handles`
  * must hold one entry per id; entries are set by allocs and read by frees.
- * @return CMT_MODEL_E_OK after the last event; otherwise the error of event
- *         *stopped_at (e.g. CMT_MODEL_E_OOM); CMT_MODEL_E_INVALID for NULL
+ * @return CMT_EOK after the last event; otherwise the error of event
+ *         *stopped_at (e.g. CMT_EMODEL_OOM); CMT_EINVALID for NULL
  *         arguments or an id >= id_count.
  */
 int cmt_model_replay(struct cmt_model *model, const struct cmt_model_event *events,

@@ -246,18 +246,18 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
   if (need <= m->chunk_capacity)
     return 0;
   if (need > UINT32_MAX / 2)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   uint64_t cap = m->chunk_capacity ? m->chunk_capacity : 16;
   while (cap < need)
     cap *= 2;
   struct cmt__entry *entries =
       realloc(m->chunk_entries, cap * CMT__CHUNK * sizeof *entries);
   if (!entries)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   m->chunk_entries = entries;
   uint32_t *free_ids = realloc(m->chunk_free, cap * sizeof *free_ids);
   if (!free_ids)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   m->chunk_free = free_ids;
   for (int p = 0; p < 2; p++) {
     struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
@@ -273,7 +273,7 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
       if (last)
         s->last = last;
       if (!ids || !fill || !last)
-        return CMT_MODEL_E_NO_MEMORY;
+        return CMT_EMODEL_NOMEM;
     }
   }
   /* Hand out low ids first: the stack's top is its end. */

@@ -235,7 +235,7 @@ static int collect_finish(void *ctx, const cmt_replay *rp) {
   struct cmt_whatif_collector *b = ctx;
   struct cmt_whatif_stream *s = b->s;
   if (b->failed || name_sites(s, rp))
-    return b->failed = 1, CMT_MODEL_E_NO_MEMORY;
+    return b->failed = 1, CMT_EMODEL_NOMEM;
   const struct cmt_replay_device *d = s->allocs ? cmt_replay_device(rp, s->device) : NULL;
   if (d && d->have_baseline) {
     snprintf(s->device_name, sizeof s->device_name, "%s", d->name ? d->name : "");
@@ -252,11 +252,11 @@ int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
                                 struct cmt_whatif_stream *stream) {
   *out = NULL;
   if (!stream)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   memset(stream, 0, sizeof *stream);
   struct cmt_whatif_collector *b = calloc(1, sizeof *b);
   if (!b)
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   b->s = stream;
   *out = b;
   return 0;
@@ -277,10 +277,10 @@ int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char
   int rc = 0;
   out->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
   if (b->failed || replay_rc == CMT_ENOMEM) {
-    rc = CMT_MODEL_E_NO_MEMORY;
+    rc = CMT_EMODEL_NOMEM;
     set_err(err, err_len, "out of host memory while reading the trace");
   } else if (out->allocs == 0) {
-    rc = CMT_WHATIF_E_EMPTY;
+    rc = CMT_EWHATIF_EMPTY;
     set_err(err, err_len,
             out->failed_allocs
                 ? "no allocation in the trace succeeded: there is no stream to replay"
@@ -301,7 +301,7 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b) {
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
                            size_t err_len) {
   if (!reader || !out)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   struct cmt_whatif_collector *c;
   cmt_replay *rp = NULL;
   int rc = cmt_whatif_collector_create(&c, out);
@@ -311,11 +311,11 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, ch
   if (cmt_replay_create(&rp, reader) != 0) {
     cmt_whatif_collector_destroy(c);
     set_err(err, err_len, "out of host memory while reading the trace");
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   }
   struct cmt_observer obs = cmt_whatif_observer(c);
   rc = cmt_replay_run(rp, &obs, 1);
-  rc = cmt_whatif_collector_end(c, rc == CMT_MODEL_E_NO_MEMORY ? CMT_ENOMEM : rc, err, err_len);
+  rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
   cmt_replay_destroy(rp);
   cmt_whatif_collector_destroy(c);
   return rc;
@@ -333,7 +333,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
                                   uint32_t id_count, uint64_t device_total,
                                   uint64_t device_free, struct cmt_whatif_stream *out) {
   if (!out || (!events && count))
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   memset(out, 0, sizeof *out);
   uint8_t *live = calloc(id_count ? id_count : 1, 1);
   out->events = malloc((count ? count : 1) * sizeof *out->events);
@@ -341,7 +341,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
   if (!live || !out->events || !out->sites || !(out->sites[0] = strdup(""))) {
     free(live);
     cmt_whatif_stream_free(out);
-    return CMT_MODEL_E_NO_MEMORY;
+    return CMT_EMODEL_NOMEM;
   }
   out->site_count = 1;
   for (size_t k = 0; k < count; k++) {
@@ -349,7 +349,7 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
     if (e->id >= id_count || (e->is_free ? !live[e->id] : live[e->id])) {
       free(live);
       cmt_whatif_stream_free(out);
-      return CMT_MODEL_E_INVALID;
+      return CMT_EINVALID;
     }
     live[e->id] = !e->is_free;
     out->events[k] = *e;

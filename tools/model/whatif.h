@@ -70,9 +70,7 @@ struct cmt_whatif_stream {
   int damage; /* 0, or the reader's damage code (events before it are kept) */
 };
 
-/* Error codes of this module (also CMT_MODEL_E_* from the model). */
-#define CMT_WHATIF_E_READ (-100)  /* the trace could not be read: see err */
-#define CMT_WHATIF_E_EMPTY (-101) /* no successful allocation in the trace */
+/* Errors: CMT_EWHATIF_* (and the model's codes) from cmt_error.h. */
 
 /**
  * Extract the tensor-level stream from an open trace. The reader is
@@ -81,7 +79,7 @@ struct cmt_whatif_stream {
  * allocation is kept and the others are counted in other_device_events.
  * A damaged trace yields the events before the damage (damage set).
  * @return 0 and *out filled (free it with cmt_whatif_stream_free);
- *         CMT_WHATIF_E_EMPTY; CMT_MODEL_E_NO_MEMORY; CMT_MODEL_E_INVALID.
+ *         CMT_EWHATIF_EMPTY; CMT_EMODEL_NOMEM; CMT_EINVALID.
  *         On error a one-line reason is in err (if err_len > 0).
  */
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out,
@@ -92,7 +90,7 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out,
  * analyses: create a collector over an (uninitialised) stream, add cmt_whatif_observer(c) to
  * the observers of cmt_replay_run, then call cmt_whatif_collector_end with the run's result.
  * The stream keeps the replay's call-site indices (sites[i] names replay site i).
- * @return (create) 0, CMT_MODEL_E_INVALID, CMT_MODEL_E_NO_MEMORY;
+ * @return (create) 0, CMT_EINVALID, CMT_EMODEL_NOMEM;
  *         (end) as cmt_whatif_stream_load; the stream is freed on error.
  */
 struct cmt_whatif_collector;
@@ -106,8 +104,8 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *c);
 /**
  * Build a stream from events already in memory (tests, benchmarks). Copies
  * the events; no sites; the capacity figures are taken as given (0: unknown).
- * @return 0; CMT_MODEL_E_INVALID (an id >= id_count, a free of an id that is
- *         not live); CMT_MODEL_E_NO_MEMORY.
+ * @return 0; CMT_EINVALID (an id >= id_count, a free of an id that is
+ *         not live); CMT_EMODEL_NOMEM.
  */
 int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t count,
                                   uint32_t id_count, uint64_t device_total,
@@ -143,7 +141,7 @@ void cmt_whatif_setting_default(struct cmt_whatif_setting *setting);
 /* What one replay found. */
 struct cmt_whatif_result {
   struct cmt_whatif_setting setting;
-  int error;             /* 0, or a CMT_MODEL_E_* that stopped the replay */
+  int error;             /* 0, or a CMT_E* code that stopped the replay */
   bool oom;
   size_t oom_event;      /* index in the stream of the failing alloc */
   struct cmt_model_oom oom_info;
@@ -164,7 +162,7 @@ struct cmt_whatif_result {
  * replay stops at its first OOM (PyTorch raises there). Settings run on up to
  * `threads` threads (0: the number of online CPUs).
  * @return 0 (every result filled; per-setting failures are in .error);
- *         CMT_MODEL_E_INVALID for bad arguments.
+ *         CMT_EINVALID for bad arguments.
  */
 int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
                    uint64_t device_total, const struct cmt_whatif_setting *settings,

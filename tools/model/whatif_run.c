@@ -53,7 +53,7 @@ static void replay_one(const struct cmt_whatif_stream *s, uint64_t capacity,
       continue;
     }
     int rc = cmt_model_alloc(m, (size_t)e->size, e->stream, &handles[e->id]);
-    if (rc == CMT_MODEL_E_OOM) {
+    if (rc == CMT_EMODEL_OOM) {
       res->oom = true;
       res->oom_event = k;
       res->oom_info = *cmt_model_last_oom(m);
@@ -105,7 +105,7 @@ static void *worker(void *arg) {
     memset(res, 0, sizeof *res);
     res->setting = w->settings[i];
     if (!handles) {
-      res->error = CMT_MODEL_E_NO_MEMORY;
+      res->error = CMT_EMODEL_NOMEM;
       continue;
     }
     memset(handles, 0, ids * sizeof *handles);
@@ -119,7 +119,7 @@ int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
                    uint64_t device_total, const struct cmt_whatif_setting *settings,
                    size_t count, unsigned threads, struct cmt_whatif_result *results) {
   if (!stream || !settings || !results || capacity == 0)
-    return CMT_MODEL_E_INVALID;
+    return CMT_EINVALID;
   if (device_total < capacity)
     device_total = capacity;
   struct work w = {stream, capacity, device_total, settings, results, count, 0};

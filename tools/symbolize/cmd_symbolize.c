@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
 #include "symbolize.h"
 
 static void usage(FILE *out)

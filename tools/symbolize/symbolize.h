@@ -49,9 +49,4 @@ struct cmt_symbolize_stats {
 int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats, char *err,
                        size_t errlen);
 
-/* Entry point of `cumemtrace symbolize [--quiet] FILE...` (argv[0] is "symbolize").
- * @return the exit status: 0 all files symbolized, 1 a file could not be symbolized,
- * 2 usage error. */
-int cmt_cmd_symbolize(int argc, char **argv);
-
 #endif

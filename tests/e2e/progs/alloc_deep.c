@@ -19,6 +19,9 @@ static __attribute__((noinline)) CUdeviceptr level2(void)
     return p;
 }
 
+/* level1 stays global (level2 and level3 are static), so the stack holds both kinds of symbol. */
+CUdeviceptr level1(void);
+
 __attribute__((noinline)) CUdeviceptr level1(void)
 {
     CUdeviceptr p = level2();

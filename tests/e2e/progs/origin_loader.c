@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 
+#include "origin_loader.h"
+
 int origin_load(void)
 {
     void *h = dlopen("liborigin_target.so", RTLD_NOW);

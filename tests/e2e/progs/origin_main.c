@@ -1,5 +1,5 @@
 /* origin_main.c — calls origin_load() (see origin_loader.c); exits 0 when it worked. */
-int origin_load(void);
+#include "origin_loader.h"
 
 int main(void)
 {

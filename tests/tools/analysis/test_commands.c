@@ -4,12 +4,8 @@
 #include <string.h>
 
 #include "capture.h"
+#include "commands.h"
 #include "trace_builder.h"
-
-int cmt_cmd_report(int argc, char **argv);
-int cmt_cmd_oom(int argc, char **argv);
-int cmt_cmd_timeline(int argc, char **argv);
-int cmt_cmd_diff(int argc, char **argv);
 
 /* A device filled by this process, one failed request, frees, a failed retry. */
 static const char *oom_trace(int index, uint64_t segment_bytes)

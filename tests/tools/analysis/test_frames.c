@@ -4,11 +4,9 @@
 #include <string.h>
 
 #include "capture.h"
+#include "commands.h"
 #include "frames.h"
 #include "trace_builder.h"
-
-int cmt_cmd_report(int argc, char **argv);
-int cmt_cmd_oom(int argc, char **argv);
 
 Test(frames, glob_matches_the_documented_patterns)
 {

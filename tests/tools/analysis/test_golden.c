@@ -5,11 +5,7 @@
 #include <string.h>
 
 #include "capture.h"
-
-int cmt_cmd_report(int argc, char **argv);
-int cmt_cmd_oom(int argc, char **argv);
-int cmt_cmd_timeline(int argc, char **argv);
-int cmt_cmd_diff(int argc, char **argv);
+#include "commands.h"
 
 static int prefixed(const char *name, const char *prefix)
 {

@@ -18,22 +18,22 @@ static struct cmt_model *make(uint64_t capacity, uint64_t split, bool expandable
   c.max_split_size = split;
   c.expandable_segments = expandable;
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   return m;
 }
 
 static cmt_model_handle alloc_ok(struct cmt_model *m, uint64_t size, uint64_t stream) {
   cmt_model_handle h = 0;
   int rc = cmt_model_alloc(m, size, stream, &h);
-  cr_assert_eq(rc, CMT_MODEL_E_OK, "alloc of %llu failed: %s", (unsigned long long)size,
-               cmt_model_strerror(rc));
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(rc, CMT_EOK, "alloc of %llu failed: %s", (unsigned long long)size,
+               cmt_strerror(rc));
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   return h;
 }
 
 static void free_ok(struct cmt_model *m, cmt_model_handle h) {
-  cr_assert_eq(cmt_model_free(m, h), CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_free(m, h), CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
 }
 
 static struct cmt_model_stats stats_of(const struct cmt_model *m) {
@@ -44,7 +44,7 @@ static struct cmt_model_stats stats_of(const struct cmt_model *m) {
 
 static uint64_t offset_of(const struct cmt_model *m, cmt_model_handle h) {
   struct cmt_model_block b;
-  cr_assert_eq(cmt_model_block_info(m, h, &b), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_block_info(m, h, &b), CMT_EOK);
   return b.segment_offset;
 }
 
@@ -93,7 +93,7 @@ Test(caching_model, small_and_large_pools) {
   cmt_model_handle a = alloc_ok(m, 1000, 0);
   cmt_model_handle b = alloc_ok(m, 1000, 0);
   struct cmt_model_block info;
-  cr_assert_eq(cmt_model_block_info(m, b, &info), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_block_info(m, b, &info), CMT_EOK);
   cr_assert(info.small_pool);
   cr_assert_eq(info.size, 1024);
   cr_assert_eq(info.segment_offset, 1024); /* packed into a's 2 MiB segment */
@@ -134,7 +134,7 @@ Test(caching_model, split_and_merge) {
   cr_assert_eq(s.inactive_split_bytes, 0);
   cr_assert_eq(s.allocated_bytes, 0);
   cr_assert_eq(s.reserved_bytes, 20 * MiB);
-  cr_assert_eq(cmt_model_empty_cache(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
   s = stats_of(m);
   cr_assert_eq(s.reserved_bytes, 0);
   cr_assert_eq(s.segment, 0);
@@ -198,24 +198,24 @@ Test(caching_model, streams_do_not_share_free_blocks) {
 Test(caching_model, handles) {
   struct cmt_model *m = make(GiB, UNLIMITED, false);
   cmt_model_handle z = 1;
-  cr_assert_eq(cmt_model_alloc(m, 0, 0, &z), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_alloc(m, 0, 0, &z), CMT_EOK);
   cr_assert_eq(z, 0);
-  cr_assert_eq(cmt_model_free(m, 0), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_free(m, 0), CMT_EOK);
   cmt_model_handle a = alloc_ok(m, 4096, 0);
   free_ok(m, a);
-  cr_assert_eq(cmt_model_free(m, a), CMT_MODEL_E_BAD_HANDLE);
+  cr_assert_eq(cmt_model_free(m, a), CMT_EMODEL_BAD_HANDLE);
   cmt_model_handle b = alloc_ok(m, 4096, 0); /* may reuse a's slot */
-  cr_assert_eq(cmt_model_free(m, a), CMT_MODEL_E_BAD_HANDLE);
-  cr_assert_eq(cmt_model_free(m, 12345), CMT_MODEL_E_BAD_HANDLE);
+  cr_assert_eq(cmt_model_free(m, a), CMT_EMODEL_BAD_HANDLE);
+  cr_assert_eq(cmt_model_free(m, 12345), CMT_EMODEL_BAD_HANDLE);
   free_ok(m, b);
-  cr_assert_eq(cmt_model_alloc(m, (size_t)1 << 60, 0, &z), CMT_MODEL_E_INVALID);
-  cr_assert_eq(cmt_model_alloc(NULL, 1, 0, &z), CMT_MODEL_E_INVALID);
-  cr_assert_str_eq(cmt_model_strerror(CMT_MODEL_E_OOM), "CUDA out of memory in the model");
-  cr_assert_str_eq(cmt_model_strerror(42), "unknown error");
+  cr_assert_eq(cmt_model_alloc(m, (size_t)1 << 60, 0, &z), CMT_EINVALID);
+  cr_assert_eq(cmt_model_alloc(NULL, 1, 0, &z), CMT_EINVALID);
+  cr_assert_str_eq(cmt_strerror(CMT_EMODEL_OOM), "CUDA out of memory in the model");
+  cr_assert_str_eq(cmt_strerror(42), "unknown error");
   struct cmt_model_config c;
   cmt_model_config_default(&c, 0);
   struct cmt_model *bad = NULL;
-  cr_assert_eq(cmt_model_create(&c, &bad), CMT_MODEL_E_INVALID);
+  cr_assert_eq(cmt_model_create(&c, &bad), CMT_EINVALID);
   cmt_model_destroy(m);
 }
 
@@ -229,7 +229,7 @@ static struct cmt_model *scenario_a(uint64_t split, bool expandable, int *rc,
   free_ok(m, a);
   *b = alloc_ok(m, 100 * MiB, 0);
   *rc = cmt_model_alloc(m, 600 * MiB, 0, c);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   return m;
 }
 
@@ -237,7 +237,7 @@ static void expect_a_oom(uint64_t split) {
   int rc;
   cmt_model_handle b, c;
   struct cmt_model *m = scenario_a(split, false, &rc, &b, &c);
-  cr_assert_eq(rc, CMT_MODEL_E_OOM);
+  cr_assert_eq(rc, CMT_EMODEL_OOM);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.allocated_bytes, 100 * MiB);
   cr_assert_eq(s.reserved_bytes, 600 * MiB);
@@ -263,7 +263,7 @@ Test(scenarios, a_split_400_fits) {
   int rc;
   cmt_model_handle b, c;
   struct cmt_model *m = scenario_a(400 * MiB, false, &rc, &b, &c);
-  cr_assert_eq(rc, CMT_MODEL_E_OK);
+  cr_assert_eq(rc, CMT_EOK);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.reserved_bytes, 700 * MiB);
   cr_assert_eq(s.oversize_segments, 1);     /* the 600 */
@@ -279,7 +279,7 @@ Test(scenarios, b_unlimited_oom) {
   cmt_model_handle h;
   free_ok(m, alloc_ok(m, 500 * MiB, 0));
   alloc_ok(m, 300 * MiB, 0);
-  cr_assert_eq(cmt_model_alloc(m, 400 * MiB, 0, &h), CMT_MODEL_E_OOM);
+  cr_assert_eq(cmt_model_alloc(m, 400 * MiB, 0, &h), CMT_EMODEL_OOM);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.allocated_bytes, 300 * MiB);
   cr_assert_eq(s.reserved_bytes, 500 * MiB);
@@ -331,7 +331,7 @@ static void expect_d(uint64_t split) {
   int rc;
   cmt_model_handle b, c;
   struct cmt_model *m = scenario_a(split, true, &rc, &b, &c);
-  cr_assert_eq(rc, CMT_MODEL_E_OK);
+  cr_assert_eq(rc, CMT_EOK);
   cr_assert_eq(stats_of(m).reserved_bytes, 700 * MiB);
   struct cmt_model_block ib, ic;
   cmt_model_block_info(m, b, &ib);
@@ -427,9 +427,9 @@ static uint64_t reserved_after_reuse(const char *conf) {
   struct cmt_model_config c;
   char err[128] = "";
   cmt_model_config_default(&c, GiB);
-  cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_MODEL_E_OK, "%s", err);
+  cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_EOK, "%s", err);
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   free_ok(m, alloc_ok(m, 150 * MiB, 0));
   alloc_ok(m, 120 * MiB, 0);
   struct cmt_model_stats s = stats_of(m);
@@ -462,13 +462,13 @@ Test(expandable, pages_per_pool_and_release) {
   cr_assert_eq(stats_of(m).segment, 0); /* PyTorch counts no segment for maps */
   free_ok(m, l1);
   /* [free 30][l2 5][free 5]: only the first 20 MiB page is wholly free. */
-  cr_assert_eq(cmt_model_empty_cache(m), CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   cr_assert_eq(stats_of(m).reserved_bytes, 22 * MiB);
   free_ok(m, l2);
   free_ok(m, s1);
-  cr_assert_eq(cmt_model_empty_cache(m), CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.reserved_bytes, 0);
   cr_assert_eq(s.device_alloc_calls, 2);
@@ -506,8 +506,8 @@ Test(expandable, oom_unmaps_free_pages_then_grows) {
    * a second reservation is made, but mapping 80 MiB there fails (80 + 80 >
    * 100). release_cached unmaps the free 60, and the retry maps 80 MiB in
    * the second reservation. */
-  cr_assert_eq(cmt_model_alloc(m, 70 * MiB, 0, &h), CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_alloc(m, 70 * MiB, 0, &h), CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.reserved_bytes, 100 * MiB);
   cr_assert_eq(s.num_alloc_retries, 1);
@@ -529,7 +529,7 @@ static struct cmt_model *gc_model(double fraction, double threshold) {
   c.memory_fraction = fraction;
   c.garbage_collection_threshold = threshold;
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   return m;
 }
 
@@ -567,7 +567,7 @@ Test(gc, fraction_cap_bounds_reserved_and_reports_allowed) {
   struct cmt_model *m = gc_model(0.25, 0.0); /* 500 MiB allowed of 2000 */
   alloc_ok(m, 400 * MiB, 0);
   cmt_model_handle h;
-  cr_assert_eq(cmt_model_alloc(m, 200 * MiB, 0, &h), CMT_MODEL_E_OOM);
+  cr_assert_eq(cmt_model_alloc(m, 200 * MiB, 0, &h), CMT_EMODEL_OOM);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.device_alloc_calls, 1); /* the cap refuses before cudaMalloc */
   char msg[512];
@@ -619,7 +619,7 @@ Test(messages, oom_message_scenario_a) {
       "Management and PYTORCH_CUDA_ALLOC_CONF";
   cr_assert_str_eq(msg, want);
   cr_assert_eq(n, (int)strlen(want));
-  cr_assert_eq(cmt_model_format_oom(NULL, msg, sizeof msg), CMT_MODEL_E_INVALID);
+  cr_assert_eq(cmt_model_format_oom(NULL, msg, sizeof msg), CMT_EINVALID);
   cmt_model_destroy(m);
 }
 
@@ -636,7 +636,7 @@ Test(config, parses_known_keys) {
                    "backend:native,release_lock_on_cudamalloc:True,"
                    "max_non_split_rounding_mb:64",
                    err, sizeof err),
-               CMT_MODEL_E_OK, "%s", err);
+               CMT_EOK, "%s", err);
   cr_assert_eq(c.max_split_size, 6144 * MiB);
   cr_assert_eq(c.roundup_power2_divisions, 4);
   cr_assert_float_eq(c.garbage_collection_threshold, 0.6, 1e-12);
@@ -651,11 +651,11 @@ Test(config, parses_known_keys) {
   /* The printed string parses back to the same settings. */
   struct cmt_model_config d;
   cmt_model_config_default(&d, GiB);
-  cr_assert_eq(cmt_model_config_parse(&d, out, err, sizeof err), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_config_parse(&d, out, err, sizeof err), CMT_EOK);
   cr_assert_eq(memcmp(&c, &d, sizeof c), 0);
-  cr_assert_eq(cmt_model_config_parse(&d, "", err, sizeof err), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_config_parse(&d, "", err, sizeof err), CMT_EOK);
   cr_assert_eq(cmt_model_config_parse(&d, "max_split_size_mb:2147483647", err, sizeof err),
-               CMT_MODEL_E_OK);
+               CMT_EOK);
   cr_assert_eq(d.max_split_size, 2147483647ull * MiB); /* finite, as in PyTorch */
 }
 
@@ -666,7 +666,7 @@ Test(config, default_prints_empty) {
   cr_assert_eq(cmt_model_config_format(&c, out, sizeof out), 0);
   cr_assert_str_eq(out, "");
   c.max_split_size = 6144 * MiB + 1;
-  cr_assert_eq(cmt_model_config_format(&c, out, sizeof out), CMT_MODEL_E_INVALID);
+  cr_assert_eq(cmt_model_config_format(&c, out, sizeof out), CMT_EINVALID);
 }
 
 Test(config, rejects_bad_strings) {
@@ -703,12 +703,12 @@ Test(config, rejects_bad_strings) {
     cmt_model_config_default(&c, GiB);
     struct cmt_model_config before = c;
     char err[160] = "";
-    cr_assert_eq(cmt_model_config_parse(&c, bad[k].conf, err, sizeof err), CMT_MODEL_E_PARSE,
+    cr_assert_eq(cmt_model_config_parse(&c, bad[k].conf, err, sizeof err), CMT_EMODEL_PARSE,
                  "accepted '%s'", bad[k].conf);
     cr_assert_str_eq(err, bad[k].message, "for '%s'", bad[k].conf);
     cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "changed by '%s'", bad[k].conf);
   }
-  cr_assert_eq(cmt_model_config_parse(NULL, "", NULL, 0), CMT_MODEL_E_INVALID);
+  cr_assert_eq(cmt_model_config_parse(NULL, "", NULL, 0), CMT_EINVALID);
 }
 
 /* ---- the write-up's 6.18 GiB OOM -------------------------------------- */
@@ -721,13 +721,13 @@ static struct cmt_model *run_writeup(uint64_t split_mib, int *rc, size_t *stoppe
   char conf[64];
   snprintf(conf, sizeof conf, "max_split_size_mb:%llu", (unsigned long long)split_mib);
   if (split_mib)
-    cr_assert_eq(cmt_model_config_parse(&c, conf, NULL, 0), CMT_MODEL_E_OK);
+    cr_assert_eq(cmt_model_config_parse(&c, conf, NULL, 0), CMT_EOK);
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   cmt_model_handle handles[16];
   cr_assert_leq(sc->id_count, 16);
   *rc = cmt_model_replay(m, sc->events, sc->event_count, handles, sc->id_count, stopped);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   return m;
 }
 
@@ -735,7 +735,7 @@ static void expect_writeup_oom(uint64_t split_mib) {
   int rc;
   size_t stopped;
   struct cmt_model *m = run_writeup(split_mib, &rc, &stopped);
-  cr_assert_eq(rc, CMT_MODEL_E_OOM, "S=%llu MiB", (unsigned long long)split_mib);
+  cr_assert_eq(rc, CMT_EMODEL_OOM, "S=%llu MiB", (unsigned long long)split_mib);
   cr_assert_eq(stopped, cmt_model_scenario_writeup()->event_count - 1);
   char msg[512];
   cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
@@ -760,7 +760,7 @@ static void expect_writeup_fits(uint64_t split_mib) {
   int rc;
   size_t stopped;
   struct cmt_model *m = run_writeup(split_mib, &rc, &stopped);
-  cr_assert_eq(rc, CMT_MODEL_E_OK, "S=%llu MiB", (unsigned long long)split_mib);
+  cr_assert_eq(rc, CMT_EOK, "S=%llu MiB", (unsigned long long)split_mib);
   struct cmt_model_stats s = stats_of(m);
   cr_assert_eq(s.reserved_bytes, 18144 * MiB); /* + t's own 100 MiB segment */
   cr_assert_eq(s.allocated_bytes, (11664 + 6330) * MiB);
@@ -786,12 +786,12 @@ Test(writeup, expandable_segments_fit_too) {
   c.device_total = sc->device_total;
   c.expandable_segments = true;
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   cmt_model_handle handles[16];
   size_t stopped;
   cr_assert_eq(cmt_model_replay(m, sc->events, sc->event_count, handles, sc->id_count,
                                 &stopped),
-               CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+               CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   cmt_model_destroy(m);
 }

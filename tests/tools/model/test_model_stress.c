@@ -44,43 +44,43 @@ static struct run churn(struct cmt_model *m, uint64_t seed, uint64_t steps, uint
     bool do_free = count == LIVE_MAX || (count > 0 && next(&r) % 2 == 0);
     if (do_free) {
       size_t victim = next(&r) % count;
-      cr_assert_eq(cmt_model_free(m, live[victim]), CMT_MODEL_E_OK);
+      cr_assert_eq(cmt_model_free(m, live[victim]), CMT_EOK);
       live[victim] = live[--count];
     } else {
       cmt_model_handle h;
       int rc = cmt_model_alloc(m, pick_size(&r), next(&r) % 3, &h);
-      if (rc == CMT_MODEL_E_OOM) {
+      if (rc == CMT_EMODEL_OOM) {
         out.ooms++;
         /* Make room like a program that shrinks its batch. */
         for (size_t n = count / 2; n > 0; n--) {
-          cr_assert_eq(cmt_model_free(m, live[--count]), CMT_MODEL_E_OK);
+          cr_assert_eq(cmt_model_free(m, live[--count]), CMT_EOK);
           out.events++;
         }
       } else {
-        cr_assert_eq(rc, CMT_MODEL_E_OK);
+        cr_assert_eq(rc, CMT_EOK);
         live[count++] = h;
       }
     }
     out.events++;
     if (next(&r) % 20000 == 0)
-      cr_assert_eq(cmt_model_empty_cache(m), CMT_MODEL_E_OK);
+      cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
     if (check_every && k % check_every == 0)
-      cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK, "step %llu", (unsigned long long)k);
+      cr_assert_eq(cmt_model_check(m), CMT_EOK, "step %llu", (unsigned long long)k);
   }
   while (count > 0)
-    cr_assert_eq(cmt_model_free(m, live[--count]), CMT_MODEL_E_OK);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+    cr_assert_eq(cmt_model_free(m, live[--count]), CMT_EOK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   struct cmt_model_stats s;
   cmt_model_get_stats(m, &s);
   cr_assert_eq(s.allocated_bytes, 0);
   cr_assert_eq(s.requested_bytes, 0);
   cr_assert_eq(s.oversize_allocations, 0);
-  cr_assert_eq(cmt_model_empty_cache(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
   cmt_model_get_stats(m, &s);
   cr_assert_eq(s.reserved_bytes, 0, "reserved %llu after empty_cache",
                (unsigned long long)s.reserved_bytes);
   cr_assert_eq(s.segment, 0);
-  cr_assert_eq(cmt_model_check(m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_check(m), CMT_EOK);
   return out;
 }
 
@@ -100,9 +100,9 @@ static struct cmt_model *make(const char *conf, double fraction) {
   c.device_total = 4 * GiB;
   c.memory_fraction = fraction;
   char err[128];
-  cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_MODEL_E_OK, "%s", err);
+  cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_EOK, "%s", err);
   struct cmt_model *m = NULL;
-  cr_assert_eq(cmt_model_create(&c, &m), CMT_MODEL_E_OK);
+  cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
   return m;
 }
 

@@ -109,7 +109,7 @@ Test(whatif_stream, a_trace_without_allocations_is_refused) {
   tb_close(&b);
   cmt_reader *r = tb_reader(&b);
   char err[256] = "";
-  cr_assert_eq(cmt_whatif_stream_load(r, &s, err, sizeof err), CMT_WHATIF_E_EMPTY);
+  cr_assert_eq(cmt_whatif_stream_load(r, &s, err, sizeof err), CMT_EWHATIF_EMPTY);
   cr_assert(strstr(err, "no device allocations"), "%s", err);
   cmt_reader_close(r);
   cmt_membuf_free(&b.buf);
@@ -225,8 +225,8 @@ Test(whatif_run, stream_from_events_refuses_bad_ids) {
   struct cmt_whatif_event double_free[] = {{.size = 1, .id = 0}, {.id = 0, .is_free = 1},
                                            {.id = 0, .is_free = 1}};
   struct cmt_whatif_event out_of_range[] = {{.size = 1, .id = 3}};
-  cr_assert_eq(cmt_whatif_stream_from_events(double_free, 3, 1, 0, 0, &s), CMT_MODEL_E_INVALID);
-  cr_assert_eq(cmt_whatif_stream_from_events(out_of_range, 1, 1, 0, 0, &s), CMT_MODEL_E_INVALID);
+  cr_assert_eq(cmt_whatif_stream_from_events(double_free, 3, 1, 0, 0, &s), CMT_EINVALID);
+  cr_assert_eq(cmt_whatif_stream_from_events(out_of_range, 1, 1, 0, 0, &s), CMT_EINVALID);
 }
 
 Test(whatif_run, default_ladder) {

@@ -1,8 +1,7 @@
 /* Tests of the `cumemtrace whatif` command: output, JSON keys, capacity,
  * bad arguments. */
+#include "commands.h"
 #include "whatif_fixture.h"
-
-int cmt_cmd_whatif(int argc, char **argv);
 
 static struct captured c;
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cmt_error.h"
+#include "commands.h"
 #include "reader.h"
 #include "stack_fixture.h"
 #include "symbolize.h"
@@ -91,7 +92,7 @@ static uint8_t *slurp(size_t *len)
 static cmt_reader *reopen(void)
 {
     cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_file(&r, trace_path), 0);
+    cr_assert_eq(cmt_reader_open_file(&r, trace_path, NULL), 0);
     cr_assert_eq(cmt_reader_preload(r), 0, "symbolized trace must read cleanly: %s",
                  cmt_reader_damage(r));
     return r;
