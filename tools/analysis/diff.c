@@ -38,7 +38,7 @@ static int side_finish(void *ctx, const cmt_replay *rp)
         if (!s->at_peak_bytes)
             continue;
         struct cmt_diff_site d = {
-            .key = strdup(cmt__site_key(cmt_replay_reader(rp), s->stack, key, sizeof key)),
+            .key = strdup(cmt_site_key(cmt_replay_reader(rp), s->stack, key, sizeof key)),
             .stack = s->stack, .bytes = s->at_peak_bytes};
         if (d.key)
             side->sites[side->site_count++] = d;

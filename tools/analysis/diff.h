@@ -10,7 +10,7 @@
 
 #include "replay.h"
 
-/* A call site with bytes at the process peak, named across traces (cmt__site_key). */
+/* A call site with bytes at the process peak, named across traces (cmt_site_key). */
 struct cmt_diff_site {
     char *key;
     uint32_t stack; /* leaf STACK_NODE id in its own trace */

@@ -1,6 +1,8 @@
 /* frames.c — allocator-internal frames and call-site naming (see frames.h). */
 #include "frames.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 #define MAX_DEPTH 128 /* frames walked from the leaf */
@@ -9,12 +11,12 @@ static const struct {
     int what;
     const char *pattern;
 } internal[] = {
-#define CMT__FRAME_PATTERN(what, pattern) {CMT__FRAME_##what, pattern},
-    CMT__ALLOCATOR_FRAMES(CMT__FRAME_PATTERN)
+#define CMT__FRAME_PATTERN(what, pattern) {CMT_FRAME_##what, pattern},
+    CMT_ALLOCATOR_FRAMES(CMT__FRAME_PATTERN)
 #undef CMT__FRAME_PATTERN
 };
 
-int cmt__glob(const char *p, const char *t)
+int cmt_glob(const char *p, const char *t)
 {
     const char *star = NULL, *resume = NULL;
     while (*t) {
@@ -42,7 +44,7 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int cmt__frame_is_internal(const cmt_reader *r, uint32_t node)
+int cmt_frame_is_internal(const cmt_reader *r, uint32_t node)
 {
     const struct cmt_symbol *s = cmt_reader_symbol(r, node);
     const char *function = s ? cmt_reader_string(r, s->function) : NULL;
@@ -54,10 +56,10 @@ int cmt__frame_is_internal(const cmt_reader *r, uint32_t node)
         module = m ? base_name(m->path) : NULL;
     }
     for (size_t i = 0; i < sizeof internal / sizeof *internal; i++) {
-        const char *text = internal[i].what == CMT__FRAME_FUNCTION ? function
-                           : internal[i].what == CMT__FRAME_MODULE ? module
+        const char *text = internal[i].what == CMT_FRAME_FUNCTION ? function
+                           : internal[i].what == CMT_FRAME_MODULE ? module
                                                                    : file;
-        if (text && cmt__glob(internal[i].pattern, text))
+        if (text && cmt_glob(internal[i].pattern, text))
             return 1;
     }
     return 0;
@@ -71,7 +73,7 @@ static int is_tracer(const cmt_reader *r, uint32_t node)
     return strncmp(buf, "cmt_", 4) == 0 || strstr(buf, "libcumemtrace") != NULL;
 }
 
-uint32_t cmt__call_site_node(const cmt_reader *r, uint32_t leaf)
+uint32_t cmt_call_site_node(const cmt_reader *r, uint32_t leaf)
 {
     struct cmt_stack_node n;
     uint32_t fallback = 0;
@@ -79,7 +81,7 @@ uint32_t cmt__call_site_node(const cmt_reader *r, uint32_t leaf)
     for (int depth = 0; id && depth < MAX_DEPTH; depth++) {
         if (cmt_reader_stack_node(r, id, &n) != 0)
             break;
-        if (!cmt__frame_is_internal(r, id))
+        if (!cmt_frame_is_internal(r, id))
             return id;
         if (!fallback && !is_tracer(r, id))
             fallback = id;
@@ -88,4 +90,31 @@ uint32_t cmt__call_site_node(const cmt_reader *r, uint32_t leaf)
         id = n.parent;
     }
     return fallback;
+}
+
+void cmt_stack_frames(const cmt_reader *r, uint32_t leaf, int max,
+                       void (*fn)(void *ctx, const char *frame), void *ctx)
+{
+    char buf[512];
+    struct cmt_stack_node n;
+    uint32_t id = leaf;
+    for (int i = 0; id && i < max; i++) {
+        if (cmt_reader_stack_node(r, id, &n) != 0)
+            break;
+        cmt_reader_format_frame(r, id, buf, sizeof buf);
+        fn(ctx, buf);
+        if (n.parent == id)
+            break;
+        id = n.parent;
+    }
+}
+
+const char *cmt_stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
+{
+    uint32_t node = cmt_call_site_node(r, leaf);
+    if (node)
+        cmt_reader_format_frame(r, node, buf, size);
+    else
+        snprintf(buf, size, "(no stack)");
+    return buf;
 }

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cmt_error.h"
-#include "output.h"
 #include "sites.h"
 
 #define MAX_EPISODES 100000 /* a hostile trace must not make us keep unbounded state */
@@ -30,7 +29,7 @@ struct cmt_oom {
     uint32_t scratch_cap;
     /* per episode, its largest sites at the failure: symbols come at the end of a trace, so
      * they are grouped by call site (sites.h) only in cmt_oom_finish */
-    struct cmt__site_item *cands;
+    struct cmt_site_item *cands;
     size_t cand_count, cand_cap;
     size_t *cand_first; /* per episode (same capacity as v) */
     uint32_t *cand_n;
@@ -105,14 +104,14 @@ static void keep_candidates(cmt_oom *o, const struct cmt_oom_holder *top, uint32
         size_t cap = o->cand_cap ? o->cand_cap * 2 : 256;
         while (cap < o->cand_count + count)
             cap *= 2;
-        struct cmt__site_item *c = realloc(o->cands, cap * sizeof *c);
+        struct cmt_site_item *c = realloc(o->cands, cap * sizeof *c);
         if (!c)
             return;
         o->cands = c;
         o->cand_cap = cap;
     }
     for (uint32_t i = 0; i < count; i++)
-        o->cands[o->cand_count++] = (struct cmt__site_item){top[i].site, top[i].stack,
+        o->cands[o->cand_count++] = (struct cmt_site_item){top[i].site, top[i].stack,
                                                              top[i].bytes, top[i].count};
     o->cand_n[ep] = count;
 }
@@ -265,17 +264,17 @@ static void group_holders(cmt_oom *o, const cmt_reader *r, uint32_t ep)
     uint32_t n = o->cand_n[ep];
     if (!n)
         return;
-    const struct cmt__site_item *items = &o->cands[o->cand_first[ep]];
+    const struct cmt_site_item *items = &o->cands[o->cand_first[ep]];
     uint32_t leak_site = e->hint_leak ? e->holders[e->hint_leak - 1].site : 0;
-    struct cmt__ranked top[CMT_OOM_HOLDERS];
-    size_t count = cmt__group_sites(r, items, n, top, CMT_OOM_HOLDERS);
+    struct cmt_ranked_site top[CMT_OOM_HOLDERS];
+    size_t count = cmt_sites_group(r, items, n, top, CMT_OOM_HOLDERS);
     char key[1024], other[1024];
     uint32_t leak_stack = 0;
     for (uint32_t i = 0; i < n; i++)
         if (items[i].site == leak_site)
             leak_stack = items[i].stack;
     if (e->hint_leak)
-        cmt__site_key(r, leak_stack, key, sizeof key);
+        cmt_site_key(r, leak_stack, key, sizeof key);
     int hint = 0;
     for (size_t i = 0; i < count; i++) {
         uint32_t stack = 0;
@@ -283,7 +282,7 @@ static void group_holders(cmt_oom *o, const cmt_reader *r, uint32_t ep)
             if (items[k].site == top[i].site)
                 stack = items[k].stack;
         e->holders[i] = (struct cmt_oom_holder){stack, top[i].site, top[i].bytes, top[i].count};
-        if (e->hint_leak && !hint && strcmp(key, cmt__site_key(r, stack, other, sizeof other)) == 0)
+        if (e->hint_leak && !hint && strcmp(key, cmt_site_key(r, stack, other, sizeof other)) == 0)
             hint = (int)i + 1;
     }
     e->holder_count = (uint32_t)count;
@@ -295,33 +294,6 @@ void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp)
     o->open = 0;
     for (uint32_t i = 0; i < o->count; i++)
         group_holders(o, cmt_replay_reader(rp), i);
-}
-
-void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
-{
-    char req[32], proc[32], tot[32], fr[32], oth[32];
-    cmt__bytes(e->request_bytes, req);
-    cmt__bytes(e->process_bytes, proc);
-    cmt__bytes(e->total_bytes, tot);
-    cmt__bytes(e->free_bytes, fr);
-    cmt__bytes(e->others_bytes, oth);
-    switch (e->verdict) {
-    case CMT_VERDICT_OVER_CAPACITY:
-        snprintf(buf, size, "the request for %s is larger than the whole device (%s): no amount "
-                 "of freeing can satisfy it", req, tot);
-        break;
-    case CMT_VERDICT_FRAGMENTATION:
-        snprintf(buf, size, "%s was free, enough for the %s request, yet it failed: the free "
-                 "memory is fragmented (no contiguous range large enough)", fr, req);
-        break;
-    case CMT_VERDICT_HELD_BY_OTHERS:
-        snprintf(buf, size, "other processes or contexts held %s of the %s device, more than "
-                 "this process's %s: the device is shared", oth, tot, proc);
-        break;
-    default:
-        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s): "
-                 "its own allocations exhausted the memory", proc, tot, oth, fr);
-    }
 }
 
 static unsigned oom_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st)

@@ -70,7 +70,5 @@ struct cmt_observer cmt_oom_observer(cmt_oom *o);
 uint32_t cmt_oom_count(const cmt_oom *o);
 const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i);
 
-/* The episode's one-sentence explanation (for the human output). */
-void cmt_oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size);
 
 #endif

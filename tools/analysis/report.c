@@ -6,8 +6,8 @@
 static int report_finish(void *ctx, const cmt_replay *rp)
 {
     struct cmt_report *r = ctx;
-    r->peak_site_count = cmt__rank_sites(rp, CMT__AT_PEAK, r->peak_sites, CMT_REPORT_TOP);
-    r->leak_count = cmt__rank_sites(rp, CMT__LIVE, r->leaks, CMT_REPORT_TOP);
+    r->peak_site_count = cmt_sites_rank(rp, CMT_RANK_AT_PEAK, r->peak_sites, CMT_REPORT_TOP);
+    r->leak_count = cmt_sites_rank(rp, CMT_RANK_LIVE, r->leaks, CMT_REPORT_TOP);
     return 0;
 }
 

@@ -12,9 +12,9 @@
 #define CMT_REPORT_TOP 10
 
 struct cmt_report {
-    struct cmt__ranked peak_sites[CMT_REPORT_TOP]; /* by bytes at the process peak */
+    struct cmt_ranked_site peak_sites[CMT_REPORT_TOP]; /* by bytes at the process peak */
     size_t peak_site_count;
-    struct cmt__ranked leaks[CMT_REPORT_TOP];      /* by bytes still live at the end */
+    struct cmt_ranked_site leaks[CMT_REPORT_TOP];      /* by bytes still live at the end */
     size_t leak_count;
 };
 

@@ -1,24 +1,24 @@
 /* sites.c — ranking call sites, grouping them by call-site frame and naming them. */
 #include "sites.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frames.h"
-#include "output.h"
 
 #define KEY_FRAMES 16
 #define KEY_SIZE 1024
 
-static void measure(const struct cmt_replay_site *s, enum cmt__rank_by by, uint64_t *bytes,
+static void measure(const struct cmt_replay_site *s, enum cmt_rank_by by, uint64_t *bytes,
                     uint64_t *count)
 {
     switch (by) {
-    case CMT__AT_PEAK:
+    case CMT_RANK_AT_PEAK:
         *bytes = s->at_peak_bytes;
         *count = s->at_peak_count;
         break;
-    case CMT__LIVE:
+    case CMT_RANK_LIVE:
         *bytes = s->live_bytes;
         *count = s->live_count;
         break;
@@ -29,7 +29,7 @@ static void measure(const struct cmt_replay_site *s, enum cmt__rank_by by, uint6
 }
 
 /* Inserts r into the top list (largest first; an equal one stays behind those before it). */
-static void rank_insert(struct cmt__ranked *out, size_t *n, size_t max, struct cmt__ranked r)
+static void rank_insert(struct cmt_ranked_site *out, size_t *n, size_t max, struct cmt_ranked_site r)
 {
     size_t at = *n < max ? (*n)++ : max;
     if (at == max && r.bytes <= out[max - 1].bytes)
@@ -57,7 +57,7 @@ static int by_key_then_index(const void *a, const void *b)
 
 struct group {
     size_t first; /* its first item: the tie-break */
-    struct cmt__ranked r;
+    struct cmt_ranked_site r;
     uint64_t rep_bytes;
 };
 
@@ -69,18 +69,18 @@ static int by_bytes_then_first(const void *a, const void *b)
     return (x->first > y->first) - (x->first < y->first);
 }
 
-static size_t rank_ungrouped(const struct cmt__site_item *items, size_t n,
-                             struct cmt__ranked *out, size_t max)
+static size_t rank_ungrouped(const struct cmt_site_item *items, size_t n,
+                             struct cmt_ranked_site *out, size_t max)
 {
     size_t count = 0;
     for (size_t i = 0; i < n && max; i++)
-        rank_insert(out, &count, max, (struct cmt__ranked){items[i].site, items[i].bytes,
+        rank_insert(out, &count, max, (struct cmt_ranked_site){items[i].site, items[i].bytes,
                                                             items[i].count});
     return count;
 }
 
-size_t cmt__group_sites(const cmt_reader *r, const struct cmt__site_item *items, size_t n,
-                        struct cmt__ranked *out, size_t max)
+size_t cmt_sites_group(const cmt_reader *r, const struct cmt_site_item *items, size_t n,
+                        struct cmt_ranked_site *out, size_t max)
 {
     if (!n || !max)
         return 0;
@@ -90,13 +90,13 @@ size_t cmt__group_sites(const cmt_reader *r, const struct cmt__site_item *items,
     char buf[KEY_SIZE];
     for (; k && g && done < n; done++) {
         k[done].index = done;
-        if (!(k[done].key = strdup(cmt__site_key(r, items[done].stack, buf, sizeof buf))))
+        if (!(k[done].key = strdup(cmt_site_key(r, items[done].stack, buf, sizeof buf))))
             break;
     }
     if (done == n) {
         qsort(k, n, sizeof *k, by_key_then_index);
         for (size_t i = 0; i < n; i++) {
-            const struct cmt__site_item *it = &items[k[i].index];
+            const struct cmt_site_item *it = &items[k[i].index];
             if (i == 0 || strcmp(k[i - 1].key, k[i].key) != 0)
                 g[groups++] = (struct group){k[i].index, {it->site, 0, 0}, it->bytes};
             struct group *cur = &g[groups - 1];
@@ -123,27 +123,27 @@ size_t cmt__group_sites(const cmt_reader *r, const struct cmt__site_item *items,
     return count;
 }
 
-size_t cmt__rank_sites(const cmt_replay *rp, enum cmt__rank_by by, struct cmt__ranked *out,
+size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_ranked_site *out,
                        size_t max)
 {
     uint32_t sites = cmt_replay_site_count(rp);
-    struct cmt__site_item *items = malloc((size_t)sites * sizeof *items);
+    struct cmt_site_item *items = malloc((size_t)sites * sizeof *items);
     size_t n = 0;
     for (uint32_t i = 0; items && i < sites; i++) {
         const struct cmt_replay_site *s = cmt_replay_site(rp, i);
-        struct cmt__site_item it = {i, s->stack, 0, 0};
+        struct cmt_site_item it = {i, s->stack, 0, 0};
         measure(s, by, &it.bytes, &it.count);
-        if (it.bytes || (by == CMT__LIVE && it.count))
+        if (it.bytes || (by == CMT_RANK_LIVE && it.count))
             items[n++] = it;
     }
     size_t count = 0;
     if (items) {
-        count = cmt__group_sites(cmt_replay_reader(rp), items, n, out, max);
+        count = cmt_sites_group(cmt_replay_reader(rp), items, n, out, max);
     } else { /* out of memory: the sites one by one */
         for (uint32_t i = 0; i < sites && max; i++) {
-            struct cmt__ranked r = {i, 0, 0};
+            struct cmt_ranked_site r = {i, 0, 0};
             measure(cmt_replay_site(rp, i), by, &r.bytes, &r.count);
-            if (r.bytes || (by == CMT__LIVE && r.count))
+            if (r.bytes || (by == CMT_RANK_LIVE && r.count))
                 rank_insert(out, &count, max, r);
         }
     }
@@ -164,7 +164,7 @@ static void append(void *ctx, const char *frame)
         k->len = k->len + (size_t)n < k->size ? k->len + (size_t)n : k->size - 1;
 }
 
-const char *cmt__site_key(const cmt_reader *r, uint32_t stack, char *buf, size_t size)
+const char *cmt_site_key(const cmt_reader *r, uint32_t stack, char *buf, size_t size)
 {
     struct key_ctx k = {buf, size, 0};
     buf[0] = 0;
@@ -172,7 +172,7 @@ const char *cmt__site_key(const cmt_reader *r, uint32_t stack, char *buf, size_t
         snprintf(buf, size, "(no stack)");
         return buf;
     }
-    uint32_t from = cmt__call_site_node(r, stack);
-    cmt__stack_frames(r, from ? from : stack, KEY_FRAMES, append, &k);
+    uint32_t from = cmt_call_site_node(r, stack);
+    cmt_stack_frames(r, from ? from : stack, KEY_FRAMES, append, &k);
     return buf;
 }

@@ -184,7 +184,7 @@ static unsigned collect_step(void *ctx, const cmt_replay *rp, const struct cmt_r
  * a stack). */
 static void site_text(const cmt_reader *r, uint32_t leaf, char *buf, size_t size) {
   buf[0] = 0;
-  uint32_t node = cmt__call_site_node(r, leaf);
+  uint32_t node = cmt_call_site_node(r, leaf);
   if (node)
     cmt_reader_format_frame(r, node, buf, size);
 }

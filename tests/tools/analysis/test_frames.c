@@ -10,17 +10,17 @@
 
 Test(frames, glob_matches_the_documented_patterns)
 {
-    cr_expect(cmt__glob("cuMem*", "cuMemAlloc_v2"));
-    cr_expect(cmt__glob("c10::cuda::*Allocator*",
+    cr_expect(cmt_glob("cuMem*", "cuMemAlloc_v2"));
+    cr_expect(cmt_glob("c10::cuda::*Allocator*",
                         "c10::cuda::CUDAMallocAsyncAllocator::CudaMallocAsyncAllocator::malloc"));
-    cr_expect(cmt__glob("c10::cuda::CUDACachingAllocator*",
+    cr_expect(cmt_glob("c10::cuda::CUDACachingAllocator*",
                         "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"));
-    cr_expect(cmt__glob("device_alloc", "device_alloc"));
-    cr_expect(cmt__glob("libcuda.so*", "libcuda.so.1"));
-    cr_expect_not(cmt__glob("device_alloc", "device_alloc_all"));
-    cr_expect_not(cmt__glob("cuMem*", "main"));
-    cr_expect_not(cmt__glob("c10::cuda::*Allocator*", "c10::cuda::getCurrentStream"));
-    cr_expect_not(cmt__glob("libcuda.so*", "libcudnn.so.9"));
+    cr_expect(cmt_glob("device_alloc", "device_alloc"));
+    cr_expect(cmt_glob("libcuda.so*", "libcuda.so.1"));
+    cr_expect_not(cmt_glob("device_alloc", "device_alloc_all"));
+    cr_expect_not(cmt_glob("cuMem*", "main"));
+    cr_expect_not(cmt_glob("c10::cuda::*Allocator*", "c10::cuda::getCurrentStream"));
+    cr_expect_not(cmt_glob("libcuda.so*", "libcudnn.so.9"));
 }
 
 /* Four allocations, all made through allocator frames: three from load_weights (two of them

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_common.h"
+#include "pass.h"
 #include "commands.h"
 #include "output.h"
 #include "timeline.h"

@@ -1,5 +1,5 @@
 /* cmd_common.c — the shared replay pass of the analysis commands. */
-#include "cmd_common.h"
+#include "pass.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd_common.h"
+#include "pass.h"
 #include "commands.h"
 #include "frames.h"
 #include "output.h"
@@ -18,6 +18,34 @@ static const char usage[] =
     "\n"
     "  --json      one JSON object: {\"episodes\": [...]} (keys are a stable contract)\n"
     "  -h, --help  this help\n";
+
+/* The episode's one-sentence explanation. */
+static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
+{
+    char req[32], proc[32], tot[32], fr[32], oth[32];
+    cmt__bytes(e->request_bytes, req);
+    cmt__bytes(e->process_bytes, proc);
+    cmt__bytes(e->total_bytes, tot);
+    cmt__bytes(e->free_bytes, fr);
+    cmt__bytes(e->others_bytes, oth);
+    switch (e->verdict) {
+    case CMT_VERDICT_OVER_CAPACITY:
+        snprintf(buf, size, "the request for %s is larger than the whole device (%s): no amount "
+                 "of freeing can satisfy it", req, tot);
+        break;
+    case CMT_VERDICT_FRAGMENTATION:
+        snprintf(buf, size, "%s was free, enough for the %s request, yet it failed: the free "
+                 "memory is fragmented (no contiguous range large enough)", fr, req);
+        break;
+    case CMT_VERDICT_HELD_BY_OTHERS:
+        snprintf(buf, size, "other processes or contexts held %s of the %s device, more than "
+                 "this process's %s: the device is shared", oth, tot, proc);
+        break;
+    default:
+        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s): "
+                 "its own allocations exhausted the memory", proc, tot, oth, fr);
+    }
+}
 
 static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e)
 {
@@ -92,7 +120,7 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
     char a[32], b[32], c[32], dev[160], sentence[512], top[512];
     const cmt_reader *r = p->reader;
     cmt__device_label(p->replay, e->dev, dev, sizeof dev);
-    cmt_oom_sentence(e, sentence, sizeof sentence);
+    verdict_sentence(e, sentence, sizeof sentence);
     printf("%s: out of memory #%u: %s of %s on %s failed: %s.\n", p->path, i + 1, e->api,
            cmt__bytes(e->request_bytes, a), dev, sentence);
     const char *thread = cmt_reader_thread_name(r, e->tid);
@@ -119,10 +147,10 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
                "             (max_split_size_mb, expandable_segments) that avoids it\n");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
-               cmt__stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
+               cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
                cmt__bytes(e->holders[e->hint_leak - 1].bytes, a));
     if (e->stack) { /* from the call site: the allocator's own frames say nothing new */
-        uint32_t site = cmt__call_site_node(r, e->stack);
+        uint32_t site = cmt_call_site_node(r, e->stack);
         int n = site ? frames_above(r, e->stack, site) : 0;
         if (n > 0)
             printf("  failing stack, from the call site (%d allocator frame%s above it: --json "
@@ -130,14 +158,14 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
                    n, n == 1 ? "" : "s");
         else
             printf("  failing stack:\n");
-        cmt__stack_frames(r, n > 0 ? site : e->stack, 32, print_frame, &n);
+        cmt_stack_frames(r, n > 0 ? site : e->stack, 32, print_frame, &n);
     }
     if (e->holder_count)
         printf("  top holders on %s at the failure:\n", dev);
     for (uint32_t h = 0; h < e->holder_count; h++)
         printf("    %10s  %6" PRIu64 " alloc%s  %s\n", cmt__bytes(e->holders[h].bytes, a),
                e->holders[h].count, e->holders[h].count == 1 ? " " : "s",
-               cmt__stack_top(r, e->holders[h].stack, top, sizeof top));
+               cmt_stack_top(r, e->holders[h].stack, top, sizeof top));
 }
 
 int cmt_cmd_oom(int argc, char **argv)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd_common.h"
+#include "pass.h"
 #include "commands.h"
 #include "output.h"
 #include "sites.h"
@@ -20,7 +20,7 @@ static const char usage[] =
     "  -h, --help  this help\n";
 
 static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *rp,
-                       const struct cmt__ranked *top, size_t n)
+                       const struct cmt_ranked_site *top, size_t n)
 {
     cmt__json_array(j, key);
     for (size_t i = 0; i < n; i++) {
@@ -135,7 +135,7 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_finish(&j);
 }
 
-static void text_sites(const cmt_replay *rp, const char *title, const struct cmt__ranked *top,
+static void text_sites(const cmt_replay *rp, const char *title, const struct cmt_ranked_site *top,
                        size_t n)
 {
     char a[32], frame[512];
@@ -145,7 +145,7 @@ static void text_sites(const cmt_replay *rp, const char *title, const struct cmt
     for (size_t i = 0; i < n; i++)
         printf("  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
                top[i].count == 1 ? " " : "s",
-               cmt__stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
+               cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
                               frame, sizeof frame));
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "frames.h"
 #include "reader.h"
 
 /* "512 B", "1.50 KiB", "3.25 GiB" (2 decimals from KiB on). @return buf. */
@@ -42,13 +43,6 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
 
 /* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
 void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
-
-/* Calls fn for each frame of stack `leaf`, innermost first, at most `max` frames. */
-void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
-                       void (*fn)(void *ctx, const char *frame), void *ctx);
-/* The frame a call site is named by (cmt__call_site_node: the first frame outside allocator
- * internals), as text; "(no stack)" when none. @return buf. */
-const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size);
 
 /* Writes a stack as a JSON array of frame strings under key. */
 void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf);

@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "cmd_common.h"
+#include "pass.h"
 #include "output.h"
 #include "timeline.h"
 

@@ -179,33 +179,6 @@ void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, in
     }
 }
 
-void cmt__stack_frames(const cmt_reader *r, uint32_t leaf, int max,
-                       void (*fn)(void *ctx, const char *frame), void *ctx)
-{
-    char buf[512];
-    struct cmt_stack_node n;
-    uint32_t id = leaf;
-    for (int i = 0; id && i < max; i++) {
-        if (cmt_reader_stack_node(r, id, &n) != 0)
-            break;
-        cmt_reader_format_frame(r, id, buf, sizeof buf);
-        fn(ctx, buf);
-        if (n.parent == id)
-            break;
-        id = n.parent;
-    }
-}
-
-const char *cmt__stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
-{
-    uint32_t node = cmt__call_site_node(r, leaf);
-    if (node)
-        cmt_reader_format_frame(r, node, buf, size);
-    else
-        snprintf(buf, size, "(no stack)");
-    return buf;
-}
-
 static void json_frame(void *ctx, const char *frame)
 {
     cmt__json_string(ctx, NULL, frame);
@@ -214,7 +187,7 @@ static void json_frame(void *ctx, const char *frame)
 void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf)
 {
     cmt__json_array(j, key);
-    cmt__stack_frames(r, leaf, 128, json_frame, j);
+    cmt_stack_frames(r, leaf, 128, json_frame, j);
     cmt__json_end_array(j);
 }
 

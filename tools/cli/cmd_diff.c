@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_common.h"
+#include "pass.h"
 #include "commands.h"
 #include "output.h"
 #include "sites.h"
@@ -158,8 +158,8 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
         printf("\ncall sites whose bytes at the peak changed most\n");
     for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++)
         printf("  %10s -> %-10s  %s\n", cmt__bytes(sites[i].a, x), cmt__bytes(sites[i].b, y),
-               sites[i].stack_a ? cmt__stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
-                                : cmt__stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame));
+               sites[i].stack_a ? cmt_stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
+                                : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame));
 }
 
 int cmt_cmd_diff(int argc, char **argv)
