@@ -9,6 +9,13 @@
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 
+/* Kinds that are allocations of the program (device memory or pinned host memory): they have
+ * call sites, object ids and take part in the temporary-allocation test. kind >= 0. */
+static inline int is_allocation(int kind)
+{
+    return ((CMT_KIND_MASK(DEVICE_MEMORY) | 1u << CMT_KIND_HOST) >> kind) & 1u;
+}
+
 /* ---- tables ---- */
 
 __attribute__((noinline)) struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp,
@@ -285,7 +292,7 @@ static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
 {
     int kind = e->kind - 1;
     account(rp, d, kind, e->size, -1);
-    if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST)
+    if (is_allocation(kind))
         site_add(rp, e->site, e->size, -1);
     if (e->object != CMT_NO_OBJECT)
         rp->free_objects[rp->free_object_count++] = e->object;
@@ -346,7 +353,7 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
     }
     uint32_t site = site_index(rp, e->stack);
     uint32_t object = CMT_NO_OBJECT;
-    if (CMT_KIND_IS_DEVICE_MEMORY(kind) || kind == CMT_KIND_HOST) {
+    if (is_allocation(kind)) {
         struct cmt_replay_site *s = &rp->sites[site];
         object = rp->last_object = new_object(rp);
         site_add(rp, site, size, +1);
@@ -467,6 +474,32 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
 
 
 
+/* The events other than allocations and frees. */
+static void apply_other(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                        int apply, int kind)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    switch (apply) {
+    case CMT_APPLY_NONE:
+        break;
+    case CMT_APPLY_IPC_OPEN:
+        if (e->result == 0 && (e->fields & CMT_F(PTR)))
+            cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
+        break;
+    case CMT_APPLY_MEM_INFO:
+        if (e->result == 0 && (e->fields & CMT_F(FREE))) {
+            d->have_sample = 1;
+            d->free_bytes = e->v[CMT_FIELD_FREE];
+            d->total_bytes = e->v[CMT_FIELD_TOTAL];
+            d->sample_t_ns = e->t_ns;
+        }
+        break;
+    default:
+        cmt__apply_pool_or_context(rp, d, st, apply);
+        break;
+    }
+}
+
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
                                                               struct cmt_replay_step *st)
 {
@@ -492,32 +525,12 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     }
     st->api = name;
     struct cmt_replay_device *d = device_slot(rp, e->dev);
-    switch (apply) {
-    case CMT_APPLY_NONE:
-        break;
-    case CMT_APPLY_ALLOC:
+    if (__builtin_expect(apply == CMT_APPLY_ALLOC, 1))
         apply_alloc(rp, d, st, kind);
-        break;
-    case CMT_APPLY_FREE:
-    case CMT_APPLY_FREE_TO_POOL:
+    else if (__builtin_expect(apply == CMT_APPLY_FREE || apply == CMT_APPLY_FREE_TO_POOL, 1))
         apply_free(rp, d, st, kind, apply == CMT_APPLY_FREE_TO_POOL);
-        break;
-    case CMT_APPLY_IPC_OPEN:
-        if (e->result == 0 && (e->fields & CMT_F(PTR)))
-            cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
-        break;
-    case CMT_APPLY_MEM_INFO:
-        if (e->result == 0 && (e->fields & CMT_F(FREE))) {
-            d->have_sample = 1;
-            d->free_bytes = e->v[CMT_FIELD_FREE];
-            d->total_bytes = e->v[CMT_FIELD_TOTAL];
-            d->sample_t_ns = e->t_ns;
-        }
-        break;
-    default:
-        cmt__apply_pool_or_context(rp, d, st, apply);
-        break;
-    }
+    else
+        apply_other(rp, d, st, apply, kind);
     if (st->delta > 0) {
         if (d->live_bytes > d->peak_live_bytes) {
             d->peak_live_bytes = d->live_bytes;
@@ -648,7 +661,10 @@ int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step step;
     int rc;
-    if (n == 0) {
+    int shown = 0; /* observers that ever see a step: the others only finish */
+    for (size_t i = 0; i < n; i++)
+        shown |= obs[i].wants != 0;
+    if (!shown) {
         while ((rc = cmt_replay_next(rp, &step)) > 0)
             ;
     } else {
