@@ -23,9 +23,9 @@ static int32_t peak_device(const cmt_replay *rp)
     return best;
 }
 
-static int side_finish(void *ctx, const cmt_replay *rp)
+static int side_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    struct cmt_diff_side *side = ctx;
+    struct cmt_diff_side *side = self->ctx;
     uint32_t n = cmt_replay_site_count(rp);
     side->peak_dev = peak_device(rp);
     side->have_frag = cmt_replay_peak_fragmentation(rp, side->peak_dev, &side->frag_at_peak) == 0;
@@ -50,7 +50,7 @@ struct cmt_observer cmt_diff_observer(struct cmt_diff_side *side)
 {
     memset(side, 0, sizeof *side);
     side->peak_dev = -1;
-    return (struct cmt_observer){0, NULL, side_finish, side};
+    return (struct cmt_observer){.finish = side_finish, .ctx = side};
 }
 
 void cmt_diff_side_free(struct cmt_diff_side *side)

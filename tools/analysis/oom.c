@@ -296,18 +296,20 @@ void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp)
         group_holders(o, cmt_replay_reader(rp), i);
 }
 
-static unsigned oom_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st)
+static unsigned oom_step(struct cmt_observer *self, const cmt_replay *rp,
+                         const struct cmt_replay_step *st)
 {
-    return cmt_oom_observe(ctx, rp, st) ? CMT_OBSERVE_ALL : CMT_OBSERVE_OOM;
+    return cmt_oom_observe(self->ctx, rp, st) ? CMT_OBSERVE_ALL : CMT_OBSERVE_OOM;
 }
 
-static int oom_finish(void *ctx, const cmt_replay *rp)
+static int oom_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    cmt_oom_finish(ctx, rp);
+    cmt_oom_finish(self->ctx, rp);
     return 0;
 }
 
 struct cmt_observer cmt_oom_observer(cmt_oom *o)
 {
-    return (struct cmt_observer){CMT_OBSERVE_OOM, oom_step, oom_finish, o};
+    return (struct cmt_observer){.wants = CMT_OBSERVE_OOM, .step = oom_step, .finish = oom_finish,
+                                 .ctx = o};
 }

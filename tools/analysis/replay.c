@@ -644,15 +644,38 @@ static inline unsigned step_class(const struct cmt_replay_step *st)
     return CMT_OBSERVE_EVENT | (st->oom ? CMT_OBSERVE_OOM : 0);
 }
 
+/* An event inside the observer's quiet window (see struct cmt_observer); not an OOM. */
+static inline int quiet(const struct cmt_observe_quiet *q, const struct cmt_replay_step *st)
+{
+    const struct cmt_replay_device *d = st->device;
+    uint64_t t = st->rec.u.event.t_ns;
+    return d && d->dev == q->dev && t < q->until && t >= q->from && d->live_bytes <= q->live_max;
+}
+
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step st;
+    struct cmt_observer *end = obs + n;
+    unsigned any = 0; /* the union of the masks: a step nobody wants costs one test */
+    for (struct cmt_observer *o = obs; o < end; o++)
+        any |= o->wants;
     int rc;
     while ((rc = cmt_replay_next(rp, &st)) > 0) {
         unsigned c = step_class(&st);
-        for (size_t i = 0; i < n; i++)
-            if (obs[i].wants & c)
-                obs[i].wants = obs[i].step(obs[i].ctx, rp, &st);
+        if (!(any & c))
+            continue;
+        for (struct cmt_observer *o = obs; o < end; o++) {
+            if (!(o->wants & c))
+                continue;
+            if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, &st)) {
+                o->quiet.skipped++;
+                continue;
+            }
+            o->wants = o->step(o, rp, &st);
+            any = 0;
+            for (struct cmt_observer *p = obs; p < end; p++)
+                any |= p->wants;
+        }
     }
     return rc;
 }
@@ -672,7 +695,7 @@ int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     }
     cmt_replay_finish(rp);
     for (size_t i = 0; i < n; i++) {
-        int frc = obs[i].finish ? obs[i].finish(obs[i].ctx, rp) : 0;
+        int frc = obs[i].finish ? obs[i].finish(&obs[i], rp) : 0;
         if (frc < 0 && rc >= 0)
             rc = frc;
     }

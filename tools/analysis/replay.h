@@ -183,18 +183,31 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * that waits for something rare (oom waits for an out-of-memory failure) costs nothing
  * between. finish() runs once at the end, after cmt_replay_finish(), when symbols are known;
  * it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
- * wants 0). */
+ * wants 0); both get the observer itself (its ctx, its quiet window).
+ *
+ * A quiet window, which step() may set, spares an observer the events that cannot change
+ * what it keeps: events on device `quiet.dev` with quiet.from <= t < quiet.until that leave
+ * that device's live bytes at or below quiet.live_max and are not out-of-memory failures are
+ * not shown; the runner counts them in quiet.skipped (the observer takes the count when it is
+ * next shown a step, and at finish). quiet.until == 0: no window. Records are unaffected. */
 enum {
     CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
     CMT_OBSERVE_EVENT = 2u,  /* every event */
     CMT_OBSERVE_OOM = 4u,    /* only events that failed with out-of-memory */
     CMT_OBSERVE_ALL = 3u,
 };
+struct cmt_observe_quiet {
+    int32_t dev;
+    uint64_t from, until, live_max;
+    uint64_t skipped;
+};
 struct cmt_observer {
     unsigned wants;
-    unsigned (*step)(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st);
-    int (*finish)(void *ctx, const cmt_replay *rp);
+    unsigned (*step)(struct cmt_observer *self, const cmt_replay *rp,
+                     const struct cmt_replay_step *st);
+    int (*finish)(struct cmt_observer *self, const cmt_replay *rp);
     void *ctx;
+    struct cmt_observe_quiet quiet;
 };
 
 /* Runs to the end, showing each step to the observers (n may be 0), then settles the state

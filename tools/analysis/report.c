@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-static int report_finish(void *ctx, const cmt_replay *rp)
+static int report_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    struct cmt_report *r = ctx;
+    struct cmt_report *r = self->ctx;
     r->peak_site_count = cmt_sites_rank(rp, CMT_RANK_AT_PEAK, r->peak_sites, CMT_REPORT_TOP);
     r->leak_count = cmt_sites_rank(rp, CMT_RANK_LIVE, r->leaks, CMT_REPORT_TOP);
     return 0;
@@ -14,5 +14,5 @@ static int report_finish(void *ctx, const cmt_replay *rp)
 struct cmt_observer cmt_report_observer(struct cmt_report *r)
 {
     memset(r, 0, sizeof *r);
-    return (struct cmt_observer){0, NULL, report_finish, r};
+    return (struct cmt_observer){.finish = report_finish, .ctx = r};
 }

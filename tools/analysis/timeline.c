@@ -164,21 +164,47 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
     }
 }
 
-static unsigned timeline_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st)
+/* The events still to come that cannot change the device's open bucket (inside it in time,
+ * at or below its maximum, no OOM) only count for the hole sampling: the replay skips them
+ * (the quiet window) and the count comes back here. */
+static void take_skipped(struct cmt_timeline *tl, struct cmt_observe_quiet *q)
 {
-    cmt_timeline_observe(ctx, rp, st);
+    uint32_t slot = (uint32_t)q->dev + 1;
+    if (q->skipped && slot < tl->device_count)
+        tl->devices[slot].events_since_sample += q->skipped;
+    q->skipped = 0;
+}
+
+static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
+                              const struct cmt_replay_step *st)
+{
+    struct cmt_timeline *tl = self->ctx;
+    take_skipped(tl, &self->quiet);
+    cmt_timeline_observe(tl, rp, st);
+    const struct cmt_replay_device *rd = st->device;
+    uint32_t slot = rd ? (uint32_t)rd->dev + 1 : UINT32_MAX;
+    self->quiet.until = 0;
+    if (slot < tl->device_count && !tl->failed && tl->devices[slot].open >= 0) {
+        const struct cmt_timeline_device *d = &tl->devices[slot];
+        uint64_t k = (uint64_t)d->open;
+        self->quiet = (struct cmt_observe_quiet){.dev = rd->dev, .from = k << tl->width_shift,
+                                                 .until = (k + 1) << tl->width_shift,
+                                                 .live_max = d->points[k].live_bytes};
+    }
     return CMT_OBSERVE_EVENT;
 }
 
-static int timeline_finish(void *ctx, const cmt_replay *rp)
+static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    cmt_timeline_finish(ctx, rp);
+    take_skipped(self->ctx, &self->quiet);
+    cmt_timeline_finish(self->ctx, rp);
     return 0;
 }
 
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
 {
-    return (struct cmt_observer){CMT_OBSERVE_EVENT, timeline_step, timeline_finish, tl};
+    return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT, .step = timeline_step,
+                                 .finish = timeline_finish, .ctx = tl};
 }
 
 unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT])

@@ -163,9 +163,10 @@ static int on_free(struct cmt_whatif_collector *b, const struct cmt_replay_step 
   return 0;
 }
 
-static unsigned collect_step(void *ctx, const cmt_replay *rp, const struct cmt_replay_step *st) {
+static unsigned collect_step(struct cmt_observer *self, const cmt_replay *rp,
+                             const struct cmt_replay_step *st) {
   (void)rp;
-  struct cmt_whatif_collector *b = ctx;
+  struct cmt_whatif_collector *b = self->ctx;
   int failed = 0;
   if (st->is_alloc) {
     if (modelled_kind(st->kind))
@@ -231,8 +232,8 @@ static void judge_caching(struct cmt_whatif_stream *s, uint64_t shaped, bool ret
   }
 }
 
-static int collect_finish(void *ctx, const cmt_replay *rp) {
-  struct cmt_whatif_collector *b = ctx;
+static int collect_finish(struct cmt_observer *self, const cmt_replay *rp) {
+  struct cmt_whatif_collector *b = self->ctx;
   struct cmt_whatif_stream *s = b->s;
   if (b->failed || name_sites(s, rp))
     return b->failed = 1, CMT_EMODEL_NOMEM;
@@ -263,7 +264,8 @@ int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
 }
 
 struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c) {
-  return (struct cmt_observer){CMT_OBSERVE_EVENT, collect_step, collect_finish, c};
+  return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT, .step = collect_step,
+                              .finish = collect_finish, .ctx = c};
 }
 
 static void set_err(char *err, size_t len, const char *msg) {

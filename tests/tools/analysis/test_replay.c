@@ -203,10 +203,11 @@ struct counting {
     uint32_t objects[8];
 };
 
-static unsigned count_step(void *ctx, const cmt_replay *r, const struct cmt_replay_step *st)
+static unsigned count_step(struct cmt_observer *self, const cmt_replay *r,
+                           const struct cmt_replay_step *st)
 {
     (void)r;
-    struct counting *c = ctx;
+    struct counting *c = self->ctx;
     c->steps++;
     if (st->rec.type == CMT_REC_EVENT)
         c->events++;
@@ -219,10 +220,10 @@ static unsigned count_step(void *ctx, const cmt_replay *r, const struct cmt_repl
     return c->wants_after;
 }
 
-static int count_finish(void *ctx, const cmt_replay *r)
+static int count_finish(struct cmt_observer *self, const cmt_replay *r)
 {
     (void)r;
-    ((struct counting *)ctx)->finished++;
+    ((struct counting *)self->ctx)->finished++;
     return 0;
 }
 
@@ -241,8 +242,9 @@ Test(replay, observers_see_the_steps_they_ask_for)
     struct counting every = {.wants_after = CMT_OBSERVE_EVENT};
     struct counting oom_then_all = {.wants_after = CMT_OBSERVE_ALL};
     struct cmt_observer obs[] = {
-        {CMT_OBSERVE_EVENT, count_step, count_finish, &every},
-        {CMT_OBSERVE_OOM, count_step, count_finish, &oom_then_all},
+        {.wants = CMT_OBSERVE_EVENT, .step = count_step, .finish = count_finish, .ctx = &every},
+        {.wants = CMT_OBSERVE_OOM, .step = count_step, .finish = count_finish,
+         .ctx = &oom_then_all},
     };
     cr_assert_eq(cmt_replay_run(rp, obs, 2), 0);
     cr_expect_eq(every.events, 5);
