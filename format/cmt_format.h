@@ -19,6 +19,9 @@
 #define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
 #define CMT_CHUNK_HEADER_SIZE 16
 #define CMT_CHUNK_RAW_MAX (64u << 20) /* readers refuse larger chunks */
+/* Device ordinals 0 .. CMT_MAX_DEVICES - 1 are tracked as devices by the shim, the reader and
+ * the analyses; an event naming another ordinal counts as device -1 (unknown). */
+#define CMT_MAX_DEVICES 1024
 
 /* Record types (varint type, varint length, payload). Unknown types are skipped. */
 #define CMT_RECORD_TYPES(X) \

@@ -10,7 +10,6 @@
 /* Bounds that keep a hostile file from asking for absurd tables. */
 #define CMT__MAX_TABLE_ID (1u << 26)
 #define CMT__MAX_API_ID 65535u
-#define CMT__MAX_DEVICES 1024
 /* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
  * outside the buffer (it checks its position against the record's end afterwards): an event
  * has at most 9 + CMT_NFIELDS varints of at most 10 bytes, so even a record cut to one byte
@@ -41,7 +40,7 @@ struct cmt_reader {
     const uint8_t *cur, *end; /* unread part of the current chunk */
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */
-    unsigned major;        /* format major version of the file (1 or 2) */
+    unsigned major;        /* format major version of the file (1, 2 or 3) */
     uint32_t delta_fields; /* CMT_DELTA_FIELDS (v2), or CMT_F(PTR) alone (v1) */
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS]; /* delta bases, reset per chunk */
     uint32_t prev_tid, prev_stack;

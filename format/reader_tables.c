@@ -127,7 +127,7 @@ int cmt__reader_store_module(cmt_reader *r, const struct cmt_module *m)
 
 int cmt__reader_store_device(cmt_reader *r, const struct cmt_device *d)
 {
-    if (d->dev < 0 || d->dev >= CMT__MAX_DEVICES)
+    if (d->dev < 0 || d->dev >= CMT_MAX_DEVICES)
         return -1;
     struct cmt_device *t = grow(r->devices, &r->device_cap, (uint32_t)d->dev, sizeof *t);
     if (!t)

@@ -112,7 +112,7 @@ static void reset_for_new_trace(int threads_gone)
     if (cmt__rec.fd >= 0)
         close(cmt__rec.fd);
     cmt__rec.fd = -1;
-    for (int d = 0; d < CMT__MAX_DEVICES; d++)
+    for (int d = 0; d < CMT_MAX_DEVICES; d++)
         atomic_store(&cmt__rec.devices[d].state, 0);
     atomic_store(&cmt__rec.seq, 0);
     atomic_store(&cmt__rec.flush_want, 0);

@@ -189,7 +189,7 @@ static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *e
         }
         tail = atomic_load_explicit(&t->tail, memory_order_acquire);
     }
-    cmt__entry_pack(&t->ring[head & (CMT__RING_SIZE - 1)], kind, ev);
+    cmt__queued_pack(&t->ring[head & (CMT__RING_SIZE - 1)], kind, ev);
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
     if (head - tail == CMT__RING_SIZE / 2)
         cmt__kick();
@@ -198,7 +198,7 @@ static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *e
 /* First use of a device: name, total and a free/total baseline, taken before the call. */
 static int device_first_use(int32_t dev)
 {
-    if (dev < 0 || dev >= CMT__MAX_DEVICES)
+    if (dev < 0 || dev >= CMT_MAX_DEVICES)
         return 0;
     struct cmt__device_info *d = &cmt__rec.devices[dev];
     int unseen = 0;

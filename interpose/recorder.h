@@ -17,12 +17,11 @@
 
 #define CMT__RING_SIZE 8192 /* entries per thread (~700 KiB, touched as used); a power of two */
 #define CMT__ENTRY_VALUES 6 /* no entry point records more fields than this */
-#define CMT__MAX_DEVICES 64
 #define CMT__MAX_NOTES 16
 #define CMT__NO_PENDING UINT64_MAX
 
 /* Entry kinds, in the order entries with the same seq are written. */
-enum cmt__entry_kind {
+enum cmt__queued_kind {
     CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
     CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
     CMT__ENTRY_EVENT = 2,
@@ -30,7 +29,7 @@ enum cmt__entry_kind {
 };
 
 /* A queued event, packed: only the values named by `fields` are stored, in bit order. */
-struct cmt__entry {
+struct cmt__queued {
     uint64_t seq, t_ns;
     uint32_t tid, fields, stack;
     int32_t result, dev;
@@ -39,7 +38,7 @@ struct cmt__entry {
     uint64_t v[CMT__ENTRY_VALUES];
 };
 
-static inline void cmt__entry_pack(struct cmt__entry *e, uint32_t kind, const struct cmt_event *ev)
+static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind, const struct cmt_event *ev)
 {
     e->seq = ev->seq;
     e->t_ns = ev->t_ns;
@@ -57,7 +56,7 @@ static inline void cmt__entry_pack(struct cmt__entry *e, uint32_t kind, const st
     e->fields = kept;
 }
 
-static inline void cmt__entry_unpack(const struct cmt__entry *e, struct cmt_event *ev)
+static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_event *ev)
 {
     ev->seq = e->seq;
     ev->t_ns = e->t_ns;
@@ -83,7 +82,7 @@ struct cmt__thread {
     CUcontext ctx; /* cache of the current context's device */
     int32_t dev;
     struct cmt__thread *next;
-    struct cmt__entry ring[CMT__RING_SIZE];
+    struct cmt__queued ring[CMT__RING_SIZE];
 };
 
 struct cmt__device_info {
@@ -101,7 +100,7 @@ struct cmt__recorder {
     uint64_t start_ticks; /* cmt__ticks() at start */
     int use_tsc;          /* ticks are TSC cycles (converted by the writer), else ns */
     _Atomic(struct cmt__thread *) threads;
-    struct cmt__device_info devices[CMT__MAX_DEVICES];
+    struct cmt__device_info devices[CMT_MAX_DEVICES];
     _Atomic uint32_t kick;        /* futex word: wakes the writer */
     _Atomic uint64_t flush_want;  /* a thread waits until entries below this are on disk */
     _Atomic uint64_t flushed;     /* entries below this seq are on disk */

@@ -25,7 +25,7 @@
 extern char **environ;
 
 struct batch {
-    struct cmt__entry *items;
+    struct cmt__queued *items;
     size_t len, cap;
 };
 
@@ -346,7 +346,7 @@ static int scan_modules(void)
 
 static int by_seq(const void *a, const void *b)
 {
-    const struct cmt__entry *x = a, *y = b;
+    const struct cmt__queued *x = a, *y = b;
     if (x->seq != y->seq)
         return x->seq < y->seq ? -1 : 1;
     return (int)x->kind - (int)y->kind;
@@ -359,7 +359,7 @@ static int batch_reserve(struct batch *b, size_t n)
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < n)
         cap *= 2;
-    struct cmt__entry *p = realloc(b->items, cap * sizeof *p);
+    struct cmt__queued *p = realloc(b->items, cap * sizeof *p);
     if (!p)
         return -1;
     b->items = p;
@@ -455,11 +455,11 @@ static uint64_t to_ns(uint64_t ticks)
     return ns;
 }
 
-static int emit_entry(const struct cmt__entry *e)
+static int emit_entry(const struct cmt__queued *e)
 {
     struct cmt_event event;
     const struct cmt_event *ev = &event;
-    cmt__entry_unpack(e, &event);
+    cmt__queued_unpack(e, &event);
     event.t_ns = to_ns(e->t_ns);
     switch (e->kind) {
     case CMT__ENTRY_DEVICE: {

@@ -6,7 +6,7 @@
 #include "replay.h"
 #include "replay_map.h"
 
-#define MAX_DEVICE_SLOTS 4097 /* dev -1 .. 4095; other ordinals fold into slot 0 */
+#define MAX_DEVICE_SLOTS (CMT_MAX_DEVICES + 1) /* dev -1 .. max - 1; others fold into slot 0 */
 
 /* An object freed after the process peak that was alive at it (for exact peak measures). */
 struct cmt__logged {

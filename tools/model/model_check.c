@@ -6,7 +6,7 @@
 static uint64_t walk_set(const struct cmt_model *m, const struct cmt__set *s,
                          enum cmt__where where, int pool) {
   uint64_t count = 0;
-  const struct cmt__entry *prev = NULL;
+  const struct cmt__set_key *prev = NULL;
   if (s->chunk_count > m->chunk_capacity)
     return UINT64_MAX;
   for (uint32_t c = 0; c < s->chunk_count; c++) {
@@ -14,9 +14,9 @@ static uint64_t walk_set(const struct cmt_model *m, const struct cmt__set *s,
     if (s->ids[c] >= m->chunk_capacity || n == 0 || n > CMT__CHUNK ||
         (c > 0 && s->fill[c - 1] + n <= CMT__CHUNK / 2))
       return UINT64_MAX;
-    const struct cmt__entry *e = &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
+    const struct cmt__set_key *e = &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
     for (uint32_t k = 0; k < n; k++, count++) {
-      const struct cmt__entry *x = &e[k];
+      const struct cmt__set_key *x = &e[k];
       if (x->slot >= m->block_count)
         return UINT64_MAX;
       const struct cmt__block *b = cmt__b(m, x->slot);
@@ -32,7 +32,7 @@ static uint64_t walk_set(const struct cmt_model *m, const struct cmt__set *s,
       }
       prev = x;
     }
-    const struct cmt__entry *l = &s->last[c];
+    const struct cmt__set_key *l = &s->last[c];
     if (l->stream != prev->stream || l->size != prev->size || l->address != prev->address ||
         l->slot != prev->slot)
       return UINT64_MAX;

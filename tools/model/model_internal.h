@@ -50,7 +50,7 @@ struct cmt__block {
 #define CMT__CHUNK 32
 
 /* A key of a set: (stream, size, address), size 0 in a CMT__BY_ADDRESS set. */
-struct cmt__entry {
+struct cmt__set_key {
   uint64_t stream, size, address;
   uint32_t slot; /* the block */
 };
@@ -60,7 +60,7 @@ struct cmt__entry {
 struct cmt__set {
   uint32_t *ids;           /* chunk ids (into chunk_entries), in order */
   uint32_t *fill;          /* keys in each chunk, 1..CMT__CHUNK */
-  struct cmt__entry *last; /* the last key of each chunk: the search index */
+  struct cmt__set_key *last; /* the last key of each chunk: the search index */
   uint32_t chunk_count;
   uint32_t hint_chunk, hint_pos; /* where the last search landed */
   uint8_t by_size;         /* CMT__BY_SIZE (1) or CMT__BY_ADDRESS (0) */
@@ -101,7 +101,7 @@ struct cmt_model {
 
   /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
    * the ids not in use. */
-  struct cmt__entry *chunk_entries;
+  struct cmt__set_key *chunk_entries;
   uint32_t *chunk_free;
   uint32_t chunk_free_count, chunk_capacity;
 

@@ -27,32 +27,32 @@
 /* a < b, or a <= b when or_equal. Written without branches: the searches
  * below turn it into conditional moves, and a mispredicted branch per step
  * would cost more than the whole comparison. */
-static inline bool before(const struct cmt__entry *a, const struct cmt__entry *b,
+static inline bool before(const struct cmt__set_key *a, const struct cmt__set_key *b,
                           bool or_equal) {
   bool address = or_equal ? a->address <= b->address : a->address < b->address;
   bool size = (a->size < b->size) | ((a->size == b->size) & address);
   return (a->stream < b->stream) | ((a->stream == b->stream) & size);
 }
 
-static struct cmt__entry key_of(const struct cmt_model *m, const struct cmt__set *s,
+static struct cmt__set_key key_of(const struct cmt_model *m, const struct cmt__set *s,
                                 uint32_t node) {
   const struct cmt__block *b = cmt__b(m, node);
-  struct cmt__entry e = {b->stream, s->by_size ? b->size : 0, b->address, node};
+  struct cmt__set_key e = {b->stream, s->by_size ? b->size : 0, b->address, node};
   return e;
 }
 
-static inline struct cmt__entry *chunk(const struct cmt_model *m, const struct cmt__set *s,
+static inline struct cmt__set_key *chunk(const struct cmt_model *m, const struct cmt__set *s,
                                        uint32_t c) {
   return &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
 }
 
 /* The first index in keys[0, n) whose key is >= key (> key when
  * past_equal); n when there is none. Branch-free lower bound. */
-static inline uint32_t search(const struct cmt__entry *keys, uint32_t n,
-                              const struct cmt__entry *key, bool past_equal) {
+static inline uint32_t search(const struct cmt__set_key *keys, uint32_t n,
+                              const struct cmt__set_key *key, bool past_equal) {
   if (n == 0)
     return 0;
-  const struct cmt__entry *base = keys;
+  const struct cmt__set_key *base = keys;
   while (n > 1) {
     uint32_t half = n / 2;
     base += before(&base[half - 1], key, past_equal) ? half : 0;
@@ -63,13 +63,13 @@ static inline uint32_t search(const struct cmt__entry *keys, uint32_t n,
 
 /* The first chunk whose last key is >= key (> key when past_equal);
  * chunk_count when there is none. */
-static uint32_t find_chunk(const struct cmt__set *s, const struct cmt__entry *key,
+static uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
                            bool past_equal) {
   return search(s->last, s->chunk_count, key, past_equal);
 }
 
-static uint32_t find_in_chunk(const struct cmt__entry *e, uint32_t n,
-                              const struct cmt__entry *key, bool past_equal) {
+static uint32_t find_in_chunk(const struct cmt__set_key *e, uint32_t n,
+                              const struct cmt__set_key *key, bool past_equal) {
   return search(e, n, key, past_equal);
 }
 
@@ -96,14 +96,14 @@ static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c) {
 /* Append chunk c + 1 to chunk c (they fit in one) and drop it. */
 static void chunk_merge_next(struct cmt_model *m, struct cmt__set *s, uint32_t c) {
   memcpy(chunk(m, s, c) + s->fill[c], chunk(m, s, c + 1),
-         s->fill[c + 1] * sizeof(struct cmt__entry));
+         s->fill[c + 1] * sizeof(struct cmt__set_key));
   s->fill[c] += s->fill[c + 1];
   s->last[c] = s->last[c + 1];
   chunk_close(m, s, c + 1);
 }
 
 void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node) {
-  struct cmt__entry key = key_of(m, s, node);
+  struct cmt__set_key key = key_of(m, s, node);
   if (s->chunk_count == 0)
     chunk_open(m, s, 0);
   uint32_t c = find_chunk(s, &key, false);
@@ -112,7 +112,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node) {
   if (s->fill[c] == CMT__CHUNK) {
     chunk_open(m, s, c + 1);
     memcpy(chunk(m, s, c + 1), chunk(m, s, c) + HALF,
-           (CMT__CHUNK - HALF) * sizeof(struct cmt__entry));
+           (CMT__CHUNK - HALF) * sizeof(struct cmt__set_key));
     s->fill[c] = HALF;
     s->fill[c + 1] = CMT__CHUNK - HALF;
     s->last[c + 1] = s->last[c];
@@ -120,7 +120,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node) {
     if (before(&s->last[c], &key, false))
       c++;
   }
-  struct cmt__entry *e = chunk(m, s, c);
+  struct cmt__set_key *e = chunk(m, s, c);
   uint32_t n = s->fill[c];
   uint32_t p = find_in_chunk(e, n, &key, false);
   memmove(&e[p + 1], &e[p], (n - p) * sizeof *e);
@@ -141,11 +141,11 @@ static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
     *pp = p;
     return true;
   }
-  struct cmt__entry key = key_of(m, s, node);
+  struct cmt__set_key key = key_of(m, s, node);
   c = find_chunk(s, &key, false);
   if (c == s->chunk_count)
     return false;
-  const struct cmt__entry *e = chunk(m, s, c);
+  const struct cmt__set_key *e = chunk(m, s, c);
   p = find_in_chunk(e, s->fill[c], &key, false);
   if (p == s->fill[c] || e[p].slot != node)
     return false;
@@ -155,7 +155,7 @@ static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
 }
 
 static void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32_t p) {
-  struct cmt__entry *e = chunk(m, s, c);
+  struct cmt__set_key *e = chunk(m, s, c);
   uint32_t n = s->fill[c];
   memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
   s->fill[c] = --n;
@@ -183,11 +183,11 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
     cmt__set_insert(m, s, node);
     return;
   }
-  struct cmt__entry key = key_of(m, s, node);
-  struct cmt__entry *e = chunk(m, s, c);
+  struct cmt__set_key key = key_of(m, s, node);
+  struct cmt__set_key *e = chunk(m, s, c);
   uint32_t n = s->fill[c];
-  const struct cmt__entry *prev = p > 0 ? &e[p - 1] : c > 0 ? &s->last[c - 1] : NULL;
-  const struct cmt__entry *next = p + 1 < n                ? &e[p + 1]
+  const struct cmt__set_key *prev = p > 0 ? &e[p - 1] : c > 0 ? &s->last[c - 1] : NULL;
+  const struct cmt__set_key *next = p + 1 < n                ? &e[p + 1]
                                   : c + 1 < s->chunk_count ? chunk(m, s, c + 1)
                                                            : NULL;
   if ((!prev || before(prev, &key, false)) && (!next || before(&key, next, false))) {
@@ -203,11 +203,11 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
 
 /* The first entry >= key (> key when past_equal), as a slot. */
 static uint32_t seek(const struct cmt_model *m, struct cmt__set *s,
-                     const struct cmt__entry *key, bool past_equal) {
+                     const struct cmt__set_key *key, bool past_equal) {
   uint32_t c = find_chunk(s, key, past_equal);
   if (c == s->chunk_count)
     return CMT__NIL;
-  const struct cmt__entry *e = chunk(m, s, c);
+  const struct cmt__set_key *e = chunk(m, s, c);
   uint32_t p = find_in_chunk(e, s->fill[c], key, past_equal);
   s->hint_chunk = c;
   s->hint_pos = p;
@@ -216,13 +216,13 @@ static uint32_t seek(const struct cmt_model *m, struct cmt__set *s,
 
 uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s,
                               uint64_t stream, uint64_t size, uint64_t address) {
-  struct cmt__entry key = {stream, s->by_size ? size : 0, address, 0};
+  struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
   return seek(m, s, &key, false);
 }
 
 uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
                          uint64_t stream, uint64_t size, uint64_t address) {
-  struct cmt__entry key = {stream, s->by_size ? size : 0, address, 0};
+  struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
   uint32_t c = find_chunk(s, &key, false);
   uint32_t p = c == s->chunk_count ? 0 : find_in_chunk(chunk(m, s, c), s->fill[c], &key, false);
   if (p == 0) {
@@ -235,7 +235,7 @@ uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
 }
 
 uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node) {
-  struct cmt__entry key = key_of(m, s, node);
+  struct cmt__set_key key = key_of(m, s, node);
   return seek(m, s, &key, true);
 }
 
@@ -250,7 +250,7 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
   uint64_t cap = m->chunk_capacity ? m->chunk_capacity : 16;
   while (cap < need)
     cap *= 2;
-  struct cmt__entry *entries =
+  struct cmt__set_key *entries =
       realloc(m->chunk_entries, cap * CMT__CHUNK * sizeof *entries);
   if (!entries)
     return CMT_EMODEL_NOMEM;
@@ -269,7 +269,7 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
       uint32_t *fill = realloc(s->fill, cap * sizeof *fill);
       if (fill)
         s->fill = fill;
-      struct cmt__entry *last = realloc(s->last, cap * sizeof *last);
+      struct cmt__set_key *last = realloc(s->last, cap * sizeof *last);
       if (last)
         s->last = last;
       if (!ids || !fill || !last)
