@@ -29,6 +29,10 @@ struct cmt_writer {
     } col[CMT_NCOLS];
     uint32_t block_events;
     size_t block_bytes;
+    /* the chunk's groups of events: raw offsets where a zstd block ends, and the events since
+     * the last one (CMT_GROUP_EVENTS_MAX) */
+    size_t *group_ends, groups, groups_cap;
+    uint32_t group_events;
     /* delta bases, reset per chunk */
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS];
     uint32_t prev_tid, prev_stack;
@@ -98,6 +102,7 @@ void cmt_writer_destroy(cmt_writer *w)
     free(w->raw);
     free(w->out);
     free(w->scratch);
+    free(w->group_ends);
     for (int k = 0; k < CMT_NCOLS; k++)
         free(w->col[k].buf);
     free(w);
@@ -143,6 +148,30 @@ static int close_block(cmt_writer *w)
     return 0;
 }
 
+/* Compresses raw[0, raw_len) into out as one frame, ending a zstd block at each group end
+ * (a ZSTD_e_flush), so a frame cut short still decodes up to the last group before the cut.
+ * @return the frame's size, or a zstd error code. */
+static size_t compress_groups(cmt_writer *w, uint8_t *out, size_t cap)
+{
+    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(w->cctx, w->raw_len);
+    ZSTD_outBuffer o = {out, cap, 0};
+    ZSTD_inBuffer in = {w->raw, 0, 0};
+    for (size_t g = 0; g <= w->groups; g++) {
+        int last = g == w->groups;
+        in.size = last ? w->raw_len : w->group_ends[g];
+        size_t left;
+        do {
+            left = ZSTD_compressStream2(w->cctx, &o, &in, last ? ZSTD_e_end : ZSTD_e_flush);
+            if (ZSTD_isError(left))
+                return left;
+            if (left && o.pos == o.size)
+                return (size_t)-1; /* a zstd error code: output full */
+        } while (left);
+    }
+    return o.pos;
+}
+
 int cmt_writer_flush(cmt_writer *w)
 {
     if (w->failed)
@@ -152,11 +181,12 @@ int cmt_writer_flush(cmt_writer *w)
         return rc;
     if (w->raw_len == 0)
         return 0;
-    size_t bound = ZSTD_compressBound(w->raw_len) + CMT_CHUNK_HEADER_SIZE;
+    /* each group end may add a block header of 3 bytes to zstd's bound */
+    size_t bound = ZSTD_compressBound(w->raw_len) + 8 * (w->groups + 1) + CMT_CHUNK_HEADER_SIZE;
     if (reserve(&w->out, &w->out_cap, bound))
         return CMT_ENOMEM;
-    size_t n = ZSTD_compress2(w->cctx, w->out + CMT_CHUNK_HEADER_SIZE,
-                              w->out_cap - CMT_CHUNK_HEADER_SIZE, w->raw, w->raw_len);
+    size_t n = compress_groups(w, w->out + CMT_CHUNK_HEADER_SIZE,
+                               w->out_cap - CMT_CHUNK_HEADER_SIZE);
     if (ZSTD_isError(n)) {
         w->failed = 1;
         return CMT_ECOMPRESS;
@@ -171,6 +201,8 @@ int cmt_writer_flush(cmt_writer *w)
     }
     w->raw_len = 0;
     w->records = 0;
+    w->groups = 0;
+    w->group_events = 0;
     w->prev_t = w->prev_seq = 0;
     memset(w->prev_v, 0, sizeof w->prev_v);
     w->prev_tid = w->prev_stack = 0;
@@ -178,6 +210,24 @@ int cmt_writer_flush(cmt_writer *w)
     return 0;
 }
 
+/* After the event that completes a group: the EVENTS block closes and a zstd block ends. */
+static int end_group(cmt_writer *w)
+{
+    int rc = close_block(w);
+    if (rc)
+        return rc;
+    if (w->groups == w->groups_cap) {
+        size_t n = w->groups_cap ? 2 * w->groups_cap : 64;
+        size_t *p = realloc(w->group_ends, n * sizeof *p);
+        if (!p)
+            return CMT_ENOMEM;
+        w->group_ends = p;
+        w->groups_cap = n;
+    }
+    w->group_ends[w->groups++] = w->raw_len;
+    w->group_events = 0;
+    return 0;
+}
 
 static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
 {
@@ -393,6 +443,11 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     }
     w->events++;
     w->block_events++;
+    if (++w->group_events == CMT_GROUP_EVENTS_MAX) {
+        int rc = end_group(w);
+        if (rc)
+            return rc;
+    }
     return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
 }
 
