@@ -12,6 +12,7 @@
 #include "varint.h"
 
 struct cmt_writer {
+    struct cmt_allocator mem;
     cmt_sink_fn sink;
     void *sink_ctx;
     ZSTD_CCtx *cctx;
@@ -41,35 +42,68 @@ struct cmt_writer {
     int failed;
 };
 
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
+static void *default_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static void default_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static const struct cmt_allocator malloc_allocator = {default_alloc, default_free, NULL};
+
+/* Grows *buf (holding *cap bytes) to at least `need` bytes, doubling, through `mem`. */
+static int grow(const struct cmt_allocator *mem, void **buf, size_t *cap, size_t need,
+                size_t unit)
 {
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 256;
+    size_t n = *cap ? *cap : (256 + unit - 1) / unit;
     while (n < need)
         n *= 2;
-    uint8_t *p = realloc(*buf, n);
+    void *p = mem->alloc(mem->ctx, n * unit);
     if (!p)
         return CMT_ENOMEM;
+    if (*cap)
+        memcpy(p, *buf, *cap * unit);
+    mem->free(mem->ctx, *buf);
     *buf = p;
     *cap = n;
     return 0;
 }
 
+static int reserve_with(const struct cmt_allocator *mem, uint8_t **buf, size_t *cap, size_t need)
+{
+    void *p = *buf;
+    int rc = grow(mem, &p, cap, need, 1);
+    *buf = p;
+    return rc;
+}
+
+#define reserve(buf, cap, need) reserve_with(&w->mem, buf, cap, need)
+
 int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
                       const struct cmt_writer_options *options)
 {
     *out = NULL;
-    cmt_writer *w = calloc(1, sizeof *w);
+    const struct cmt_allocator *mem =
+        options && options->allocator ? options->allocator : &malloc_allocator;
+    cmt_writer *w = mem->alloc(mem->ctx, sizeof *w);
     if (!w)
         return CMT_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->mem = *mem;
     w->sink = sink;
     w->sink_ctx = ctx;
     w->chunk_bytes = options && options->chunk_bytes ? options->chunk_bytes : (1u << 20);
     if (w->chunk_bytes > CMT_CHUNK_RAW_MAX / 2)
         w->chunk_bytes = CMT_CHUNK_RAW_MAX / 2;
     int level = options && options->level ? options->level : 3;
-    w->cctx = ZSTD_createCCtx();
+    w->cctx = ZSTD_createCCtx_advanced((ZSTD_customMem){mem->alloc, mem->free, mem->ctx});
     if (!w->cctx || reserve(&w->raw, &w->raw_cap, w->chunk_bytes + 4096)) {
         cmt_writer_destroy(w);
         return CMT_ENOMEM;
@@ -99,13 +133,14 @@ void cmt_writer_destroy(cmt_writer *w)
     if (!w)
         return;
     ZSTD_freeCCtx(w->cctx);
-    free(w->raw);
-    free(w->out);
-    free(w->scratch);
-    free(w->group_ends);
+    struct cmt_allocator mem = w->mem;
+    mem.free(mem.ctx, w->raw);
+    mem.free(mem.ctx, w->out);
+    mem.free(mem.ctx, w->scratch);
+    mem.free(mem.ctx, w->group_ends);
     for (int k = 0; k < CMT_NCOLS; k++)
-        free(w->col[k].buf);
-    free(w);
+        mem.free(mem.ctx, w->col[k].buf);
+    mem.free(mem.ctx, w);
 }
 
 uint64_t cmt_writer_event_count(const cmt_writer *w)
@@ -216,14 +251,11 @@ static int end_group(cmt_writer *w)
     int rc = close_block(w);
     if (rc)
         return rc;
-    if (w->groups == w->groups_cap) {
-        size_t n = w->groups_cap ? 2 * w->groups_cap : 64;
-        size_t *p = realloc(w->group_ends, n * sizeof *p);
-        if (!p)
-            return CMT_ENOMEM;
-        w->group_ends = p;
-        w->groups_cap = n;
-    }
+    void *ends = w->group_ends;
+    rc = grow(&w->mem, &ends, &w->groups_cap, w->groups + 1, sizeof *w->group_ends);
+    w->group_ends = ends;
+    if (rc)
+        return rc;
     w->group_ends[w->groups++] = w->raw_len;
     w->group_events = 0;
     return 0;
@@ -513,7 +545,7 @@ int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s)
 int cmt_membuf_sink(void *membuf, const void *data, size_t len)
 {
     struct cmt_membuf *b = membuf;
-    if (reserve(&b->data, &b->cap, b->len + len))
+    if (reserve_with(&malloc_allocator, &b->data, &b->cap, b->len + len))
         return -1;
     memcpy(b->data + b->len, data, len);
     b->len += len;
