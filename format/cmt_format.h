@@ -164,6 +164,11 @@ enum cmt_field {
 #define CMT_COL_VALUES 2
 #define CMT_NCOLS (CMT_COL_VALUES + CMT_NFIELDS)
 
+/* A writer ends a zstd block after the EVENTS record that holds each CMT_GROUP_EVENTS_MAX-th
+ * event of a chunk (closing the EVENTS block there), so that a reader of a file cut inside a
+ * chunk decodes every group of events before the cut and loses at most this many. */
+#define CMT_GROUP_EVENTS_MAX 4096
+
 /* The first byte of a v2 EVENT payload: which of the rarely changing parts follow. A part
  * whose bit is clear takes its usual value: the next seq, the previous EVENT's tid, device and
  * stack in the chunk (0 at a chunk's start), a result of 0. */

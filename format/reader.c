@@ -171,7 +171,29 @@ static void release_consumed(cmt_reader *r, uint64_t upto)
     }
 }
 
-/* Loads the next chunk. @return 1 loaded, 0 clean end, <0 damage. */
+/* Decompresses the frame of a chunk cut short, [src, src + avail), as far as it goes: zstd
+ * hands out each of its blocks once the whole block is there (the writer ends one after every
+ * CMT_GROUP_EVENTS_MAX events). @return the bytes decoded into r->raw, or -1 when the part
+ * that is there does not decode. */
+static int64_t decompress_cut(cmt_reader *r, const uint8_t *src, size_t avail, uint32_t rsize)
+{
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    ZSTD_inBuffer in = {src, avail, 0};
+    ZSTD_outBuffer out = {r->raw, rsize, 0};
+    while (in.pos < in.size) {
+        size_t before = in.pos + out.pos;
+        size_t left = ZSTD_decompressStream(r->dctx, &out, &in);
+        if (ZSTD_isError(left))
+            return -1;
+        if (left == 0 || in.pos + out.pos == before)
+            break;
+    }
+    return (int64_t)out.pos;
+}
+
+/* Loads the next chunk; of a chunk cut short, the part that decodes (r->cut is then set, and
+ * its end, or a record it cuts, is reported as truncation). @return 1 loaded, 0 clean end,
+ * <0 damage. */
 static int load_chunk(cmt_reader *r)
 {
     if (r->pos == r->len)
@@ -185,8 +207,6 @@ static int load_chunk(cmt_reader *r)
     uint32_t csize = cmt__get_le32(h + 4), rsize = cmt__get_le32(h + 8);
     if (rsize > CMT_CHUNK_RAW_MAX || csize > ZSTD_compressBound(rsize) + 64)
         return set_damage(r, CMT_ECORRUPT, at, "impossible chunk size");
-    if (r->len - at - CMT_CHUNK_HEADER_SIZE < csize)
-        return set_damage(r, CMT_ETRUNCATED, at, "chunk cut short");
     if (rsize == 0) /* an empty chunk holds no records */
         return set_damage(r, CMT_ECORRUPT, at, "empty chunk");
     if (rsize > r->raw_cap) {
@@ -196,16 +216,25 @@ static int load_chunk(cmt_reader *r)
         r->raw = p;
         r->raw_cap = rsize;
     }
-    size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, h + CMT_CHUNK_HEADER_SIZE, csize);
-    if (ZSTD_isError(n) || n != rsize)
-        return set_damage(r, CMT_ECORRUPT, at,
-                          ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
-    memset(r->raw + rsize, 0, CMT__CHUNK_PAD);
+    size_t avail = r->len - at - CMT_CHUNK_HEADER_SIZE, n;
+    r->cut = avail < csize;
+    if (r->cut) {
+        int64_t got = decompress_cut(r, h + CMT_CHUNK_HEADER_SIZE, avail, rsize);
+        if (got < 0)
+            return set_damage(r, CMT_ECORRUPT, at, "chunk cut short and damaged");
+        n = (size_t)got;
+    } else {
+        n = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, h + CMT_CHUNK_HEADER_SIZE, csize);
+        if (ZSTD_isError(n) || n != rsize)
+            return set_damage(r, CMT_ECORRUPT, at,
+                              ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
+    }
+    memset(r->raw + n, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
-    r->pos = at + CMT_CHUNK_HEADER_SIZE + csize;
+    r->pos = r->cut ? r->len : at + CMT_CHUNK_HEADER_SIZE + csize;
     release_consumed(r, r->pos);
     r->cur = r->raw;
-    r->end = r->raw + rsize;
+    r->end = r->raw + n;
     r->prev_t = r->prev_seq = 0;
     memset(r->prev_v, 0, sizeof r->prev_v);
     r->prev_tid = r->prev_stack = 0;
@@ -735,6 +764,8 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
         if (r->error)
             return r->error;
         if (r->cur == r->end) {
+            if (r->cut) /* the decoded part of a chunk cut short ends here */
+                return set_damage(r, CMT_ETRUNCATED, r->chunk_offset, "chunk cut short");
             if (r->records_seen != r->chunk_records)
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "record count mismatch");
             int rc = load_chunk(r);
@@ -745,7 +776,8 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
         uint64_t type, len;
         if (cmt__get_varint(&r->cur, r->end, &type) || cmt__get_varint(&r->cur, r->end, &len) ||
             len > (uint64_t)(r->end - r->cur))
-            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "bad record header");
+            return set_damage(r, r->cut ? CMT_ETRUNCATED : CMT_ECORRUPT, r->chunk_offset,
+                              r->cut ? "chunk cut short" : "bad record header");
         struct dec d = {r->cur, r->cur + len, 0};
         r->cur += len;
         r->records_seen++;

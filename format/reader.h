@@ -2,7 +2,8 @@
  *
  * The reader follows the rules of docs/trace-format.md: it refuses a bad magic or a newer
  * major version, skips record types it does not know, and on a truncated or damaged file
- * returns every record before the damage, then reports where the damage starts.
+ * returns every record before the damage (of a chunk cut short, every whole record of the part
+ * that decodes), then reports where the damage starts.
  * Interned tables (strings, stack nodes, symbols, modules, APIs, devices, threads) are kept
  * as they are read and can be queried at any time; their strings live until close. */
 #ifndef CMT_READER_H

@@ -13,6 +13,7 @@
 #include "varint.h"
 
 struct cmt_writer {
+    struct cmt_allocator mem;
     cmt_sink_fn sink;
     void *sink_ctx;
     ZSTD_CCtx *cctx;
@@ -30,6 +31,10 @@ struct cmt_writer {
     } col[CMT_NCOLS];
     uint32_t block_events;
     size_t block_bytes;
+    /* the chunk's groups of events: raw offsets where a zstd block ends, and the events since
+     * the last one (CMT_GROUP_EVENTS_MAX) */
+    size_t *group_ends, groups, groups_cap;
+    uint32_t group_events;
     /* delta bases, reset per chunk */
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS];
     uint32_t prev_tid, prev_stack;
@@ -38,35 +43,68 @@ struct cmt_writer {
     int failed;
 };
 
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
+static void *default_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static void default_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
+}
+
+static const struct cmt_allocator malloc_allocator = {default_alloc, default_free, NULL};
+
+/* Grows *buf (holding *cap bytes) to at least `need` bytes, doubling, through `mem`. */
+static int grow(const struct cmt_allocator *mem, void **buf, size_t *cap, size_t need,
+                size_t unit)
 {
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 256;
+    size_t n = *cap ? *cap : (256 + unit - 1) / unit;
     while (n < need)
         n *= 2;
-    uint8_t *p = realloc(*buf, n);
+    void *p = mem->alloc(mem->ctx, n * unit);
     if (!p)
         return CMT_ENOMEM;
+    if (*cap)
+        memcpy(p, *buf, *cap * unit);
+    mem->free(mem->ctx, *buf);
     *buf = p;
     *cap = n;
     return 0;
 }
 
+static int reserve_with(const struct cmt_allocator *mem, uint8_t **buf, size_t *cap, size_t need)
+{
+    void *p = *buf;
+    int rc = grow(mem, &p, cap, need, 1);
+    *buf = p;
+    return rc;
+}
+
+#define reserve(buf, cap, need) reserve_with(&w->mem, buf, cap, need)
+
 int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
                       const struct cmt_writer_options *options)
 {
     *out = NULL;
-    cmt_writer *w = calloc(1, sizeof *w);
+    const struct cmt_allocator *mem =
+        options && options->allocator ? options->allocator : &malloc_allocator;
+    cmt_writer *w = mem->alloc(mem->ctx, sizeof *w);
     if (!w)
         return CMT_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->mem = *mem;
     w->sink = sink;
     w->sink_ctx = ctx;
     w->chunk_bytes = options && options->chunk_bytes ? options->chunk_bytes : (1u << 20);
     if (w->chunk_bytes > CMT_CHUNK_RAW_MAX / 2)
         w->chunk_bytes = CMT_CHUNK_RAW_MAX / 2;
     int level = options && options->level ? options->level : 3;
-    w->cctx = ZSTD_createCCtx();
+    w->cctx = ZSTD_createCCtx_advanced((ZSTD_customMem){mem->alloc, mem->free, mem->ctx});
     if (!w->cctx || reserve(&w->raw, &w->raw_cap, w->chunk_bytes + 4096)) {
         cmt_writer_destroy(w);
         return CMT_ENOMEM;
@@ -96,12 +134,14 @@ void cmt_writer_destroy(cmt_writer *w)
     if (!w)
         return;
     ZSTD_freeCCtx(w->cctx);
-    free(w->raw);
-    free(w->out);
-    free(w->scratch);
+    struct cmt_allocator mem = w->mem;
+    mem.free(mem.ctx, w->raw);
+    mem.free(mem.ctx, w->out);
+    mem.free(mem.ctx, w->scratch);
+    mem.free(mem.ctx, w->group_ends);
     for (int k = 0; k < CMT_NCOLS; k++)
-        free(w->col[k].buf);
-    free(w);
+        mem.free(mem.ctx, w->col[k].buf);
+    mem.free(mem.ctx, w);
 }
 
 uint64_t cmt_writer_event_count(const cmt_writer *w)
@@ -144,6 +184,30 @@ static int close_block(cmt_writer *w)
     return 0;
 }
 
+/* Compresses raw[0, raw_len) into out as one frame, ending a zstd block at each group end
+ * (a ZSTD_e_flush), so a frame cut short still decodes up to the last group before the cut.
+ * @return the frame's size, or a zstd error code. */
+static size_t compress_groups(cmt_writer *w, uint8_t *out, size_t cap)
+{
+    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(w->cctx, w->raw_len);
+    ZSTD_outBuffer o = {out, cap, 0};
+    ZSTD_inBuffer in = {w->raw, 0, 0};
+    for (size_t g = 0; g <= w->groups; g++) {
+        int last = g == w->groups;
+        in.size = last ? w->raw_len : w->group_ends[g];
+        size_t left;
+        do {
+            left = ZSTD_compressStream2(w->cctx, &o, &in, last ? ZSTD_e_end : ZSTD_e_flush);
+            if (ZSTD_isError(left))
+                return left;
+            if (left && o.pos == o.size)
+                return (size_t)-1; /* a zstd error code: output full */
+        } while (left);
+    }
+    return o.pos;
+}
+
 int cmt_writer_flush(cmt_writer *w)
 {
     if (w->failed)
@@ -153,11 +217,12 @@ int cmt_writer_flush(cmt_writer *w)
         return rc;
     if (w->raw_len == 0)
         return 0;
-    size_t bound = ZSTD_compressBound(w->raw_len) + CMT_CHUNK_HEADER_SIZE;
+    /* each group end may add a block header of 3 bytes to zstd's bound */
+    size_t bound = ZSTD_compressBound(w->raw_len) + 8 * (w->groups + 1) + CMT_CHUNK_HEADER_SIZE;
     if (reserve(&w->out, &w->out_cap, bound))
         return CMT_ENOMEM;
-    size_t n = ZSTD_compress2(w->cctx, w->out + CMT_CHUNK_HEADER_SIZE,
-                              w->out_cap - CMT_CHUNK_HEADER_SIZE, w->raw, w->raw_len);
+    size_t n = compress_groups(w, w->out + CMT_CHUNK_HEADER_SIZE,
+                               w->out_cap - CMT_CHUNK_HEADER_SIZE);
     if (ZSTD_isError(n)) {
         w->failed = 1;
         return CMT_ECOMPRESS;
@@ -172,6 +237,8 @@ int cmt_writer_flush(cmt_writer *w)
     }
     w->raw_len = 0;
     w->records = 0;
+    w->groups = 0;
+    w->group_events = 0;
     w->prev_t = w->prev_seq = 0;
     memset(w->prev_v, 0, sizeof w->prev_v);
     w->prev_tid = w->prev_stack = 0;
@@ -179,6 +246,21 @@ int cmt_writer_flush(cmt_writer *w)
     return 0;
 }
 
+/* After the event that completes a group: the EVENTS block closes and a zstd block ends. */
+static int end_group(cmt_writer *w)
+{
+    int rc = close_block(w);
+    if (rc)
+        return rc;
+    void *ends = w->group_ends;
+    rc = grow(&w->mem, &ends, &w->groups_cap, w->groups + 1, sizeof *w->group_ends);
+    w->group_ends = ends;
+    if (rc)
+        return rc;
+    w->group_ends[w->groups++] = w->raw_len;
+    w->group_events = 0;
+    return 0;
+}
 
 static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
 {
@@ -395,6 +477,11 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     }
     w->events++;
     w->block_events++;
+    if (++w->group_events == CMT_GROUP_EVENTS_MAX) {
+        int rc = end_group(w);
+        if (rc)
+            return rc;
+    }
     return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
 }
 
@@ -460,7 +547,7 @@ int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s)
 int cmt_membuf_sink(void *membuf, const void *data, size_t len)
 {
     struct cmt_membuf *b = membuf;
-    if (reserve(&b->data, &b->cap, b->len + len))
+    if (reserve_with(&malloc_allocator, &b->data, &b->cap, b->len + len))
         return -1;
     memcpy(b->data + b->len, data, len);
     b->len += len;

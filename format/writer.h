@@ -15,6 +15,16 @@ typedef struct cmt_writer cmt_writer;
 /* Receives the file header and each finished chunk. @return 0, or negative to fail the writer. */
 typedef int (*cmt_sink_fn)(void *ctx, const void *data, size_t len);
 
+/* Where a writer's memory comes from: `alloc` returns `size` bytes (NULL when none), `free`
+ * releases them (NULL does nothing); both get `ctx`. Laid out as zstd's ZSTD_customMem, which
+ * the compressor gets too. The shim's writer thread passes its own, so that glibc never gives
+ * that thread a malloc arena (64 MB of address space) of its own. */
+struct cmt_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p);
+    void *ctx;
+};
+
 struct cmt_writer_options {
     int level;          /* zstd level; 0 = default (3) */
     /* 1: zstd leaves literals (the bytes no match covers) uncompressed: compressing and
@@ -22,6 +32,7 @@ struct cmt_writer_options {
     int raw_literals;
     size_t chunk_bytes; /* raw bytes per chunk before it is compressed; 0 = 1 MiB */
     int append;         /* 1: write no file header (adding chunks to an existing trace) */
+    const struct cmt_allocator *allocator; /* NULL: malloc and free */
 };
 
 /* Creates a writer and writes the file header through the sink.

@@ -12,9 +12,13 @@
 
 #include "shim.h"
 
-#define TABLE_BITS 22
-#define TABLE_SLOTS (1u << TABLE_BITS)
-#define MAX_NODES (TABLE_SLOTS / 2) /* keep the table at most half full */
+/* The table and the nodes grow as stacks are seen (nothing is reserved up front: under
+ * `ulimit -v` the program's address space stays the program's). */
+#define MIN_TABLE_BITS 14
+#define MAX_TABLE_BITS 22
+#define MAX_NODES (1u << (MAX_TABLE_BITS - 1)) /* keep the table at most half full */
+#define CHUNK_BITS 16                           /* nodes per mapped chunk */
+#define CHUNK_NODES (1u << CHUNK_BITS)
 #define CACHE_SLOTS 512
 #define MAX_FRAMES 256
 
@@ -24,9 +28,21 @@ struct slot {
     uint64_t ip;
 };
 
-static struct slot *table;
-static uint32_t *node_parent;
-static uint64_t *node_ip;
+/* A generation of the hash table. A grown table replaces it; the old one stays mapped, as a
+ * lookup may still be probing it (what it finds there is still true; a miss is re-checked
+ * under the insert lock in the current table). */
+struct table {
+    uint64_t mask;
+    struct slot slots[];
+};
+
+struct chunk {
+    uint32_t parent[CHUNK_NODES];
+    uint64_t ip[CHUNK_NODES];
+};
+
+static _Atomic(struct table *) table;
+static _Atomic(struct chunk *) chunks[MAX_NODES / CHUNK_NODES + 1]; /* set before node_count */
 static _Atomic uint32_t node_count;
 static atomic_flag insert_lock = ATOMIC_FLAG_INIT;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -45,13 +61,20 @@ static void *map_zeroed(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+static struct table *new_table(unsigned bits)
+{
+    struct table *t = map_zeroed(sizeof *t + sizeof(struct slot) * ((size_t)1 << bits));
+    if (t)
+        t->mask = ((uint64_t)1 << bits) - 1;
+    return t;
+}
+
 static void init(void)
 {
-    table = map_zeroed(sizeof(struct slot) * TABLE_SLOTS);
-    node_parent = map_zeroed(sizeof(uint32_t) * (MAX_NODES + 1));
-    node_ip = map_zeroed(sizeof(uint64_t) * (MAX_NODES + 1));
+    struct table *t = new_table(MIN_TABLE_BITS);
+    atomic_store(&table, t);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    usable = table && node_parent && node_ip;
+    usable = t != NULL;
 }
 
 static inline uint64_t mix(uint64_t a, uint64_t b)
@@ -62,13 +85,53 @@ static inline uint64_t mix(uint64_t a, uint64_t b)
     return h ^ (h >> 31);
 }
 
-static uint32_t insert(uint32_t parent, uint64_t ip, uint64_t start)
+static void place(struct table *t, uint32_t id, uint32_t parent, uint64_t ip)
+{
+    for (uint64_t i = mix(parent, ip) & t->mask;; i = (i + 1) & t->mask) {
+        struct slot *s = &t->slots[i];
+        if (atomic_load_explicit(&s->id, memory_order_relaxed))
+            continue;
+        s->parent = parent;
+        s->ip = ip;
+        atomic_store_explicit(&s->id, id, memory_order_release);
+        return;
+    }
+}
+
+/* Under the insert lock: room for node n (its chunk, and a table at most half full after it).
+ * @return 0, or -1 when no memory (the stack goes unrecorded). */
+static int make_room(uint32_t n)
+{
+    if (n > MAX_NODES)
+        return -1;
+    if (!atomic_load_explicit(&chunks[n >> CHUNK_BITS], memory_order_relaxed)) {
+        struct chunk *c = map_zeroed(sizeof *c);
+        if (!c)
+            return -1;
+        atomic_store_explicit(&chunks[n >> CHUNK_BITS], c, memory_order_release);
+    }
+    struct table *old = atomic_load_explicit(&table, memory_order_relaxed);
+    if ((uint64_t)n <= (old->mask + 1) / 2)
+        return 0;
+    struct table *t = new_table((unsigned)__builtin_ctzll(old->mask + 1) + 1);
+    if (!t)
+        return -1;
+    for (uint32_t id = 1; id < n; id++) {
+        const struct chunk *c = chunks[id >> CHUNK_BITS];
+        place(t, id, c->parent[id & (CHUNK_NODES - 1)], c->ip[id & (CHUNK_NODES - 1)]);
+    }
+    atomic_store_explicit(&table, t, memory_order_release);
+    return 0;
+}
+
+static uint32_t insert(uint32_t parent, uint64_t ip)
 {
     while (atomic_flag_test_and_set_explicit(&insert_lock, memory_order_acquire))
         ;
     uint32_t found = 0;
-    for (uint64_t i = start;; i = (i + 1) & (TABLE_SLOTS - 1)) {
-        struct slot *s = &table[i];
+    struct table *t = atomic_load_explicit(&table, memory_order_relaxed);
+    for (uint64_t i = mix(parent, ip) & t->mask;; i = (i + 1) & t->mask) {
+        struct slot *s = &t->slots[i];
         uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
         if (id && s->parent == parent && s->ip == ip) {
             found = id;
@@ -77,14 +140,13 @@ static uint32_t insert(uint32_t parent, uint64_t ip, uint64_t start)
         if (id)
             continue;
         uint32_t n = atomic_load_explicit(&node_count, memory_order_relaxed) + 1;
-        if (n > MAX_NODES)
+        if (make_room(n) != 0)
             break; /* full: this stack goes unrecorded (0) */
-        s->parent = parent;
-        s->ip = ip;
-        node_parent[n] = parent;
-        node_ip[n] = ip;
+        struct chunk *c = chunks[n >> CHUNK_BITS];
+        c->parent[n & (CHUNK_NODES - 1)] = parent;
+        c->ip[n & (CHUNK_NODES - 1)] = ip;
+        place(atomic_load_explicit(&table, memory_order_relaxed), n, parent, ip);
         atomic_store_explicit(&node_count, n, memory_order_release);
-        atomic_store_explicit(&s->id, n, memory_order_release);
         found = n;
         break;
     }
@@ -94,12 +156,12 @@ static uint32_t insert(uint32_t parent, uint64_t ip, uint64_t start)
 
 static uint32_t intern(uint32_t parent, uint64_t ip)
 {
-    uint64_t start = mix(parent, ip) & (TABLE_SLOTS - 1);
-    for (uint64_t i = start;; i = (i + 1) & (TABLE_SLOTS - 1)) {
-        struct slot *s = &table[i];
+    struct table *t = atomic_load_explicit(&table, memory_order_acquire);
+    for (uint64_t i = mix(parent, ip) & t->mask;; i = (i + 1) & t->mask) {
+        struct slot *s = &t->slots[i];
         uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
         if (!id)
-            return insert(parent, ip, start);
+            return insert(parent, ip);
         if (s->parent == parent && s->ip == ip)
             return id;
     }
@@ -157,8 +219,9 @@ int cmt__stack_node_get(uint32_t id, uint32_t *parent, uint64_t *ip)
 {
     if (id == 0 || id > cmt__stack_node_count())
         return -1;
-    *parent = node_parent[id];
-    *ip = node_ip[id];
+    const struct chunk *c = atomic_load_explicit(&chunks[id >> CHUNK_BITS], memory_order_acquire);
+    *parent = c->parent[id & (CHUNK_NODES - 1)];
+    *ip = c->ip[id & (CHUNK_NODES - 1)];
     return 0;
 }
 

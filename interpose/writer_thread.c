@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,7 +30,48 @@ struct batch {
     size_t len, cap;
 };
 
-#define MAX_RUNS 16 /* sorted runs merged directly; more (many threads) fall back to qsort */
+#define MAX_RUNS 16 /* sorted runs merged directly; more (many threads): a heap sort */
+
+/* The writer thread's memory comes from mmap, never malloc: glibc would give the thread an
+ * arena of its own, 64 MB of address space that a program under `ulimit -v` may need. Each
+ * block is a mapping with its size in front. */
+static void *map_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    size_t *p = mmap(NULL, size + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    p[0] = size + 16;
+    return (char *)p + 16;
+}
+
+static void map_free(void *ctx, void *p)
+{
+    (void)ctx;
+    if (p)
+        munmap((char *)p - 16, *(size_t *)((char *)p - 16));
+}
+
+static const struct cmt_allocator map_allocator = {map_alloc, map_free, NULL};
+
+/* Grows the array *items of *cap elements of `unit` bytes to at least `need`. @return 0 or -1. */
+static int map_grow(void **items, size_t *cap, size_t need, size_t unit, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first;
+    while (n < need)
+        n *= 2;
+    void *p = map_alloc(NULL, n * unit);
+    if (!p)
+        return -1;
+    if (*cap)
+        memcpy(p, *items, *cap * unit);
+    map_free(NULL, *items);
+    *items = p;
+    *cap = n;
+    return 0;
+}
 
 /* The writer thread's own state; reset for each trace (a forked child starts afresh). */
 static struct {
@@ -50,6 +92,8 @@ static struct {
     uint64_t last_t;    /* timestamps leave in non-decreasing order */
     uint64_t last_flush_ns;
     int signal_written;
+    int write_errno; /* why the file refused a chunk (ENOSPC, EFBIG, EIO) */
+    char path[PATH_MAX];
 } ws;
 
 /* Appends a line to the manifest that tells `cumemtrace record` which traces were written:
@@ -249,6 +293,16 @@ static int write_process(void)
     return rc;
 }
 
+/* The format writer's sink: write()s to the trace, and keeps the error for the one line. */
+static int file_sink(void *ctx, const void *data, size_t len)
+{
+    errno = 0;
+    int rc = cmt_fd_sink(ctx, data, len);
+    if (rc)
+        ws.write_errno = errno ? errno : EIO;
+    return rc;
+}
+
 /* ---- modules ---- */
 
 static const uint8_t *build_id(struct dl_phdr_info *info, uint32_t *len)
@@ -301,14 +355,11 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
         exe[n > 0 ? n : 0] = 0;
         path = exe;
     }
-    if (ws.module_count == ws.module_cap) {
-        size_t cap = ws.module_cap ? ws.module_cap * 2 : 64;
-        uintptr_t *b = realloc(ws.module_bases, cap * sizeof *b);
-        if (!b)
-            return 1;
-        ws.module_bases = b;
-        ws.module_cap = cap;
-    }
+    void *bases = ws.module_bases;
+    int grown = map_grow(&bases, &ws.module_cap, ws.module_count + 1, sizeof *ws.module_bases, 64);
+    ws.module_bases = bases;
+    if (grown)
+        return 1;
     ws.module_bases[ws.module_count++] = lo;
     struct cmt_module m = {.id = ws.module_count, .path = path, .base = lo, .size = hi - lo};
     m.build_id = build_id(info, &m.build_id_len);
@@ -354,17 +405,36 @@ static int by_seq(const void *a, const void *b)
 
 static int batch_reserve(struct batch *b, size_t n)
 {
-    if (n <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < n)
-        cap *= 2;
-    struct cmt__queued *p = realloc(b->items, cap * sizeof *p);
-    if (!p)
-        return -1;
-    b->items = p;
-    b->cap = cap;
-    return 0;
+    void *items = b->items;
+    int rc = map_grow(&items, &b->cap, n, sizeof *b->items, 4096);
+    b->items = items;
+    return rc;
+}
+
+static void sift_down(struct cmt__queued *a, size_t root, size_t n)
+{
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && by_seq(&a[child], &a[child + 1]) < 0)
+            child++;
+        if (by_seq(&a[root], &a[child]) >= 0)
+            return;
+        struct cmt__queued t = a[root];
+        a[root] = a[child];
+        a[child] = t;
+    }
+}
+
+/* In place, no memory (qsort may malloc). */
+static void heap_sort(struct cmt__queued *a, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(a, i, n);
+    for (size_t end = n; end-- > 1;) {
+        struct cmt__queued t = a[0];
+        a[0] = a[end];
+        a[end] = t;
+        sift_down(a, 0, end);
+    }
 }
 
 /* Appends ring entries [tail, head) as one sorted run (a thread queues in seq order). */
@@ -386,7 +456,7 @@ static int batch_sort(void)
     if (ws.runs <= 1)
         return 0;
     if (ws.runs > MAX_RUNS || batch_reserve(&ws.merged, ws.batch.len)) {
-        qsort(ws.batch.items, ws.batch.len, sizeof *ws.batch.items, by_seq);
+        heap_sort(ws.batch.items, ws.batch.len);
         return 0;
     }
     size_t pos[MAX_RUNS], end[MAX_RUNS];
@@ -415,14 +485,11 @@ static int emit_thread(uint32_t tid)
     for (size_t i = 0; i < ws.ntids; i++)
         if (ws.tids[i] == tid)
             return 0;
-    if (ws.ntids == ws.tid_cap) {
-        size_t cap = ws.tid_cap ? ws.tid_cap * 2 : 64;
-        uint32_t *p = realloc(ws.tids, cap * sizeof *p);
-        if (!p)
-            return -1;
-        ws.tids = p;
-        ws.tid_cap = cap;
-    }
+    void *tids = ws.tids;
+    int grown = map_grow(&tids, &ws.tid_cap, ws.ntids + 1, sizeof *ws.tids, 64);
+    ws.tids = tids;
+    if (grown)
+        return -1;
     ws.tids[ws.ntids++] = tid;
     char path[64], name[64] = "";
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
@@ -589,13 +656,13 @@ void *cmt__writer_main(void *arg)
      * them (even halfway through swapping two of them): drop them, never free them. Their
      * pages are the parent's, shared copy-on-write, so they cost the child nothing. */
     memset(&ws, 0, sizeof ws);
-    char path[PATH_MAX];
-    if (open_trace(path, sizeof path))
+    if (open_trace(ws.path, sizeof ws.path))
         return NULL;
     /* zstd level 1 and raw literals: the writer shares the machine with the program, and a
      * trace is read faster (traces stay ~2 B/event for a loop, ~6.5 for random sizes) */
-    struct cmt_writer_options options = {.level = 1, .raw_literals = 1};
-    int rc = cmt_writer_create(&ws.w, cmt_fd_sink, &cmt__rec.fd, &options);
+    struct cmt_writer_options options = {.level = 1, .raw_literals = 1,
+                                         .allocator = &map_allocator};
+    int rc = cmt_writer_create(&ws.w, file_sink, &cmt__rec.fd, &options);
     if (!rc)
         rc = write_process();
     if (!rc)
@@ -621,8 +688,11 @@ void *cmt__writer_main(void *arg)
     if (!rc && atomic_load(&cmt__rec.stop))
         rc = finish();
     if (rc) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "writing the trace failed (%s)", cmt_strerror(rc));
+        char msg[PATH_MAX + 128];
+        if (rc == CMT_ESINK && ws.write_errno)
+            snprintf(msg, sizeof msg, "writing %s failed: %s", ws.path, strerror(ws.write_errno));
+        else
+            snprintf(msg, sizeof msg, "writing %s failed (%s)", ws.path, cmt_strerror(rc));
         fail(msg);
     }
     cmt_writer_destroy(ws.w);

@@ -1,6 +1,8 @@
 /* scenarios.c — one driver-API program, many behaviours the e2e tests record.
  * Linked against libcuda.so.1 (simcuda), built without -rdynamic.
  *   scenarios threads T N   T threads × N alloc/free pairs
+ *   scenarios threads-vm T N  the same, every failure (a thread not started) an exit 3; then
+ *                           prints "vmpeak KB" (the address space it needed, /proc/self/status)
  *   scenarios fork          parent allocs, a child that uses CUDA, a child that never does
  *   scenarios forkstorm N   two threads unwind (alloc/free) without pause while the main
  *                           thread forks N children, each of which walks the loaded objects
@@ -81,6 +83,58 @@ static int threads(int t, long n)
         pthread_create(&th[i], NULL, thread_main, (void *)n);
     for (int i = 0; i < t && i < 64; i++)
         pthread_join(th[i], NULL);
+    return 0;
+}
+
+static long vm_peak_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmPeak:", 7))
+            kb = atol(line + 7);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
+static int go;
+
+static void *thread_after_go(void *arg)
+{
+    pthread_mutex_lock(&go_lock);
+    while (!go)
+        pthread_cond_wait(&go_cond, &go_lock);
+    pthread_mutex_unlock(&go_lock);
+    return thread_main(arg);
+}
+
+/* Every thread (its stack) exists before any works, so what the address space must hold does
+ * not depend on how the threads' first mallocs race. */
+static int threads_vm(int t, long n)
+{
+    init_cuda();
+    pthread_t th[64];
+    int started = 0;
+    for (; started < t && started < 64; started++) {
+        int rc = pthread_create(&th[started], NULL, thread_after_go, (void *)n);
+        if (rc) {
+            fprintf(stderr, "thread %d: %s\n", started, strerror(rc));
+            break;
+        }
+    }
+    pthread_mutex_lock(&go_lock);
+    go = 1;
+    pthread_cond_broadcast(&go_cond);
+    pthread_mutex_unlock(&go_lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    if (started < t)
+        return 3;
+    printf("vmpeak %ld\n", vm_peak_kb());
     return 0;
 }
 
@@ -411,6 +465,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (!strcmp(mode, "threads") && argc > 3)
         return threads(atoi(argv[2]), atol(argv[3]));
+    if (!strcmp(mode, "threads-vm") && argc > 3)
+        return threads_vm(atoi(argv[2]), atol(argv[3]));
     if (!strcmp(mode, "fork"))
         return forks();
     if (!strcmp(mode, "forkstorm") && argc > 2)
