@@ -294,12 +294,10 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
   return device_uuid(uuid, dev);
 }
 
-#define SIMCUDA__ERROR_NAME_CASE(code, description) \
-  case code:                                         \
-    return #code;
-#define SIMCUDA__ERROR_STRING_CASE(code, description) \
-  case code:                                           \
-    return "simcuda: " description;
+/* clang-format off */
+#define SIMCUDA__ERROR_NAME_CASE(code, description) case code: return #code;
+#define SIMCUDA__ERROR_STRING_CASE(code, description) case code: return "simcuda: " description;
+/* clang-format on */
 
 #include "simcuda_errors.h"
 

@@ -1,4 +1,6 @@
 /* stack_fixture.c — see stack_fixture.h. Built with -O0 so each call keeps its own frame. */
+/* A call and the __LINE__ it returns to share a line, as the test expects: */
+/* clang-format off */
 #include "stack_fixture.h"
 
 #include <elf.h>
@@ -117,3 +119,4 @@ void fixture_self_module(struct cmt_module *m, char *path, size_t path_size, uin
     struct self_query q = {m, build_id};
     dl_iterate_phdr(self_phdr, &q);
 }
+/* clang-format on */

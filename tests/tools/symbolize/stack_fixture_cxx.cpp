@@ -1,4 +1,6 @@
 // stack_fixture_cxx.cpp — a frame inside a C++ function, to check demangling.
+/* A call and the __LINE__ it returns to share a line, as the test expects: */
+/* clang-format off */
 #include <stdint.h>
 
 namespace cmt_fixture {
@@ -28,3 +30,4 @@ extern "C" uint64_t fixture_cxx_frame(const char **name, unsigned *line)
     *line = f.line;
     return f.ip;
 }
+/* clang-format on */
