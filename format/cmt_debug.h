@@ -13,25 +13,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CMT_DEBUG_LOG(...)                                                                \
-    do {                                                                                 \
-        fprintf(stderr, "cumemtrace debug: %s:%d: ", __FILE__, __LINE__);                \
-        fprintf(stderr, __VA_ARGS__);                                                    \
-        fputc('\n', stderr);                                                             \
+#define CMT_DEBUG_LOG(...)                                                \
+    do {                                                                  \
+        fprintf(stderr, "cumemtrace debug: %s:%d: ", __FILE__, __LINE__); \
+        fprintf(stderr, __VA_ARGS__);                                     \
+        fputc('\n', stderr);                                              \
     } while (0)
-#define CMT_ASSERT(cond)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "cumemtrace debug: %s:%d: assertion failed: %s\n", __FILE__, \
-                    __LINE__, #cond);                                                    \
-            abort();                                                                     \
-        }                                                                                \
+#define CMT_ASSERT(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "cumemtrace debug: %s:%d: assertion failed: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                                        \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 #else
-#define CMT_DEBUG_LOG(...)                                                                \
-    do {                                                                                 \
-        if (0)                                                                           \
-            cmt__debug_unused(__VA_ARGS__);                                              \
+#define CMT_DEBUG_LOG(...)                  \
+    do {                                    \
+        if (0)                              \
+            cmt__debug_unused(__VA_ARGS__); \
     } while (0)
 #define CMT_ASSERT(cond) ((void)sizeof(!(cond)))
 

@@ -9,7 +9,9 @@
 #include <stdint.h>
 
 /* File header: 8 magic bytes, u16 major, u16 minor, u32 flags (little-endian). */
-#define CMT_MAGIC "\x89" "CMT\r\n\x1a\n"
+#define CMT_MAGIC \
+    "\x89"        \
+    "CMT\r\n\x1a\n"
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
 #define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
@@ -45,7 +47,7 @@ enum cmt_record_type {
 #define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
     CMT_RECORD_TYPES(CMT__REC_ENUM)
 #undef CMT__REC_ENUM
-    CMT_REC_MAX
+        CMT_REC_MAX
 };
 
 /* What an intercepted entry point does: stored per API in the trace (API record), so the
@@ -108,7 +110,7 @@ enum cmt_op {
 #define CMT__OP_ENUM(name, value, text, apply, kind, flags) CMT_OP_##name = value,
     CMT_OPS(CMT__OP_ENUM)
 #undef CMT__OP_ENUM
-    CMT_OP_MAX
+        CMT_OP_MAX
 };
 
 /* @return the op's CMT_OPF_* flags (0 for an unknown op). */
@@ -123,22 +125,22 @@ static inline unsigned cmt_op_flags(uint32_t op)
 }
 
 /* Optional event fields, in bit order: an event's field mask says which follow. */
-#define CMT_FIELDS(X)  \
-    X(PTR, 0, ptr)     \
-    X(SIZE, 1, size)   \
-    X(STREAM, 2, stream) \
-    X(POOL, 3, pool)   \
-    X(HANDLE, 4, handle) \
-    X(OFFSET, 5, offset) \
-    X(FLAGS, 6, flags) \
-    X(CTX, 7, ctx)     \
-    X(PITCH, 8, pitch) \
-    X(WIDTH, 9, width) \
-    X(HEIGHT, 10, height) \
-    X(FREE, 11, free)  \
-    X(TOTAL, 12, total) \
-    X(ALIGN, 13, align) \
-    X(COUNT, 14, count) \
+#define CMT_FIELDS(X)       \
+    X(PTR, 0, ptr)          \
+    X(SIZE, 1, size)        \
+    X(STREAM, 2, stream)    \
+    X(POOL, 3, pool)        \
+    X(HANDLE, 4, handle)    \
+    X(OFFSET, 5, offset)    \
+    X(FLAGS, 6, flags)      \
+    X(CTX, 7, ctx)          \
+    X(PITCH, 8, pitch)      \
+    X(WIDTH, 9, width)      \
+    X(HEIGHT, 10, height)   \
+    X(FREE, 11, free)       \
+    X(TOTAL, 12, total)     \
+    X(ALIGN, 13, align)     \
+    X(COUNT, 14, count)     \
     X(VERSION, 15, version) \
     X(TARGET, 16, target)
 
@@ -146,7 +148,7 @@ enum cmt_field {
 #define CMT__FIELD_ENUM(name, bit, member) CMT_FIELD_##name = bit,
     CMT_FIELDS(CMT__FIELD_ENUM)
 #undef CMT__FIELD_ENUM
-    CMT_NFIELDS
+        CMT_NFIELDS
 };
 #define CMT_F(name) (UINT32_C(1) << CMT_FIELD_##name)
 
@@ -181,7 +183,7 @@ enum cmt_field {
 
 /* One intercepted call. `t_ns` counts from the trace's start (PROCESS.start_mono_ns). */
 struct cmt_event {
-    uint64_t seq;    /* global call order; consecutive in a complete trace */
+    uint64_t seq; /* global call order; consecutive in a complete trace */
     uint64_t t_ns;
     uint32_t tid;    /* OS thread id */
     uint32_t api;    /* API id, named by an API record */
@@ -194,8 +196,8 @@ struct cmt_event {
 
 struct cmt_process {
     uint64_t pid, ppid;
-    uint64_t start_wall_ns; /* Unix epoch */
-    uint64_t start_mono_ns; /* CLOCK_MONOTONIC */
+    uint64_t start_wall_ns;  /* Unix epoch */
+    uint64_t start_mono_ns;  /* CLOCK_MONOTONIC */
     uint64_t driver_version; /* 1000*major + 10*minor, 0 unknown */
     const char *hostname;
     const char *exe;

@@ -5,8 +5,7 @@ const char *cmt_op_name(uint32_t op)
 {
     switch (op) {
 #define CMT__OP_CASE(name, value, text, apply, kind, flags) \
-    case value:                         \
-        return text;
+    case value: return text;
         CMT_OPS(CMT__OP_CASE)
 #undef CMT__OP_CASE
     }
@@ -27,8 +26,7 @@ const char *cmt_record_name(uint32_t type)
 {
     switch (type) {
 #define CMT__REC_CASE(name, value) \
-    case value:                    \
-        return #name;
+    case value: return #name;
         CMT_RECORD_TYPES(CMT__REC_CASE)
 #undef CMT__REC_CASE
     }

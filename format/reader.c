@@ -39,7 +39,7 @@ static int check_header(const uint8_t *data, size_t len, unsigned *major_out)
         return CMT_EEMPTY;
     if (len < CMT_MAGIC_SIZE || memcmp(data, CMT_MAGIC, CMT_MAGIC_SIZE) != 0)
         return len < CMT_MAGIC_SIZE && memcmp(data, CMT_MAGIC, len) == 0 ? CMT_ETRUNCATED
-                                                                          : CMT_EBAD_MAGIC;
+                                                                         : CMT_EBAD_MAGIC;
     if (len < CMT_FILE_HEADER_SIZE)
         return CMT_ETRUNCATED;
     unsigned major = data[8] | (unsigned)data[9] << 8;
@@ -422,9 +422,8 @@ static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int
 /* The values of an event. A delta field is applied to the chunk's previous value at once,
  * and its delta kept in undo[] so that undo_values can restore the previous values when the
  * record turns out malformed (rare: the checked decoder then reads it again). */
-static inline __attribute__((always_inline)) const uint8_t *
-fast_values(cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *e,
-            uint64_t *undo, int *bad)
+static inline __attribute__((always_inline)) const uint8_t *fast_values(
+    cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *e, uint64_t *undo, int *bad)
 {
     for (uint64_t m = fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m; m &= m - 1) {
         int f = __builtin_ctzll(m);
@@ -441,8 +440,7 @@ fast_values(cmt_reader *r, const uint8_t *p, uint64_t fields, struct cmt_event *
 static __attribute__((noinline)) void undo_values(cmt_reader *r, uint64_t fields,
                                                   const uint64_t *undo)
 {
-    for (uint64_t m = fields & r->delta_fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m;
-         m &= m - 1)
+    for (uint64_t m = fields & r->delta_fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m; m &= m - 1)
         r->prev_v[__builtin_ctzll(m)] -= undo[__builtin_ctzll(m)];
 }
 
@@ -455,8 +453,9 @@ struct parts {
 
 /* The parts that follow `api` in a v2 EVENT and in a v3 head column, as `flags` names them:
  * seq, tid, result, dev and stack, each its usual value when absent. */
-static inline __attribute__((always_inline)) void
-optional_parts(const cmt_reader *r, const uint8_t **pp, struct parts *x, int *bad)
+static inline __attribute__((always_inline)) void optional_parts(const cmt_reader *r,
+                                                                 const uint8_t **pp,
+                                                                 struct parts *x, int *bad)
 {
     x->seq = r->prev_seq + (x->flags & CMT_EV_SEQ ? uv(pp, bad) : 1);
     x->tid = r->prev_tid;
@@ -504,10 +503,9 @@ _Static_assert(10 * (9 + CMT_NFIELDS) <= CMT__CHUNK_PAD, "the event fast path ma
 /* The common case: a complete event record. Decodes into locals and commits only when the
  * record was well formed and not shorter than its fields (then the checked decoder, which
  * reads absent trailing fields as 0, takes over). @return 0 done, -1 use the checked path. */
-static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r,
-                                                                 const uint8_t *p,
-                                                                 const uint8_t *end,
-                                                                 struct cmt_event *e)
+static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r, const uint8_t *p,
+                                                                   const uint8_t *end,
+                                                                   struct cmt_event *e)
 {
     int bad = 0;
     struct parts x = {0};
@@ -528,8 +526,7 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
     uint64_t undo[CMT_NFIELDS];
     x.fields = uv(&p, &bad);
     p = fast_values(r, p, x.fields, e, undo, &bad);
-    if (__builtin_expect(bad || p != end || x.fields >> CMT_NFIELDS || parts_out_of_range(&x),
-                         0)) {
+    if (__builtin_expect(bad || p != end || x.fields >> CMT_NFIELDS || parts_out_of_range(&x), 0)) {
         undo_values(r, x.fields, undo);
         return -1;
     }
@@ -671,11 +668,8 @@ static int decode_process(cmt_reader *r, struct dec *d, struct cmt_process *p)
 static int decode(cmt_reader *r, uint32_t type, struct dec *d, struct cmt_record *rec)
 {
     switch (type) {
-    case CMT_REC_EVENT:
-        decode_event(r, d, &rec->u.event);
-        return 0;
-    case CMT_REC_PROCESS:
-        return decode_process(r, d, &rec->u.process);
+    case CMT_REC_EVENT: decode_event(r, d, &rec->u.event); return 0;
+    case CMT_REC_PROCESS: return decode_process(r, d, &rec->u.process);
     case CMT_REC_ENV:
         rec->u.env.name = str(r, d, NULL);
         rec->u.env.value = str(r, d, NULL);
@@ -829,4 +823,3 @@ int cmt_reader_preload(cmt_reader *r)
     cmt_reader_rewind(r);
     return rc;
 }
-

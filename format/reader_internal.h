@@ -41,8 +41,8 @@ struct cmt_reader {
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */
     int cut;                  /* the current chunk is cut short: only its start was decoded */
-    unsigned major;        /* format major version of the file (1, 2 or 3) */
-    uint32_t delta_fields; /* CMT_DELTA_FIELDS (v2), or CMT_F(PTR) alone (v1) */
+    unsigned major;           /* format major version of the file (1, 2 or 3) */
+    uint32_t delta_fields;    /* CMT_DELTA_FIELDS (v2), or CMT_F(PTR) alone (v1) */
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS]; /* delta bases, reset per chunk */
     uint32_t prev_tid, prev_stack;
     int32_t prev_dev;

@@ -17,13 +17,13 @@ struct cmt_writer {
     cmt_sink_fn sink;
     void *sink_ctx;
     ZSTD_CCtx *cctx;
-    uint8_t *raw;      /* records of the chunk being built */
+    uint8_t *raw; /* records of the chunk being built */
     size_t raw_len, raw_cap, chunk_bytes;
-    uint8_t *out;      /* chunk header + compressed frame */
+    uint8_t *out; /* chunk header + compressed frame */
     size_t out_cap;
-    uint8_t *scratch;  /* one record's payload while it is encoded */
+    uint8_t *scratch; /* one record's payload while it is encoded */
     size_t scratch_cap;
-    uint32_t records;  /* in the current chunk */
+    uint32_t records; /* in the current chunk */
     /* the EVENTS block being built: its columns (CMT_COL_*), events and bytes */
     struct {
         uint8_t *buf;
@@ -58,8 +58,7 @@ static void default_free(void *ctx, void *p)
 static const struct cmt_allocator malloc_allocator = {default_alloc, default_free, NULL};
 
 /* Grows *buf (holding *cap bytes) to at least `need` bytes, doubling, through `mem`. */
-static int grow(const struct cmt_allocator *mem, void **buf, size_t *cap, size_t need,
-                size_t unit)
+static int grow(const struct cmt_allocator *mem, void **buf, size_t *cap, size_t need, size_t unit)
 {
     if (need <= *cap)
         return 0;
@@ -91,8 +90,8 @@ int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
                       const struct cmt_writer_options *options)
 {
     *out = NULL;
-    const struct cmt_allocator *mem =
-        options && options->allocator ? options->allocator : &malloc_allocator;
+    const struct cmt_allocator *mem = options && options->allocator ? options->allocator
+                                                                    : &malloc_allocator;
     cmt_writer *w = mem->alloc(mem->ctx, sizeof *w);
     if (!w)
         return CMT_ENOMEM;

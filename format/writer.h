@@ -26,7 +26,7 @@ struct cmt_allocator {
 };
 
 struct cmt_writer_options {
-    int level;          /* zstd level; 0 = default (3) */
+    int level; /* zstd level; 0 = default (3) */
     /* 1: zstd leaves literals (the bytes no match covers) uncompressed: compressing and
      * decompressing get faster, and the file larger (docs/capture.md has the figures). */
     int raw_literals;

@@ -25,8 +25,8 @@ static int env_int(const char *name, int fallback, int lo, int hi)
 /* 1/0 for 1, true, yes, on / 0, false, no, off (any case); anything else is refused. */
 static int env_bool(const char *name, int fallback)
 {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false",
-                                                                              "no", "off"};
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
+                                                                                "off"};
     const char *s = getenv(name);
     if (!s || !*s)
         return fallback;
@@ -36,8 +36,8 @@ static int env_bool(const char *name, int fallback)
         if (!strcasecmp(s, no[i]))
             return 0;
     }
-    fprintf(stderr, "cumemtrace: ignoring %s=%s (expected 1/true/yes/on or 0/false/no/off)\n",
-            name, s);
+    fprintf(stderr, "cumemtrace: ignoring %s=%s (expected 1/true/yes/on or 0/false/no/off)\n", name,
+            s);
     return fallback;
 }
 
@@ -49,25 +49,28 @@ static int env_path(const char *name, const char *fallback, char *out, size_t si
     int n = snprintf(out, size, "%s", s && *s ? s : fallback);
     if (n >= 0 && (size_t)n < size)
         return 0;
-    fprintf(stderr, "cumemtrace: %s is %d bytes, longer than the %zu it may be; tracing off, "
-                    "the program continues\n", name, n, size - 1);
+    fprintf(stderr,
+            "cumemtrace: %s is %d bytes, longer than the %zu it may be; tracing off, "
+            "the program continues\n",
+            name, n, size - 1);
     out[0] = 0;
     return -1;
 }
 
 void cmt__config_load(void)
 {
-    int too_long =
-        env_path("CUMEMTRACE_OUTPUT", "cumemtrace.%p.cmt", cmt__cfg.output,
-                 sizeof cmt__cfg.output) ||
-        env_path("CUMEMTRACE_MANIFEST", "", cmt__cfg.manifest, sizeof cmt__cfg.manifest);
+    int too_long = env_path("CUMEMTRACE_OUTPUT", "cumemtrace.%p.cmt", cmt__cfg.output,
+                            sizeof cmt__cfg.output) ||
+                   env_path("CUMEMTRACE_MANIFEST", "", cmt__cfg.manifest, sizeof cmt__cfg.manifest);
     cmt__cfg.stack_depth = env_int("CUMEMTRACE_STACK_DEPTH", 64, 0, 256);
     cmt__cfg.free_stacks = env_int("CUMEMTRACE_FREE_STACKS", 0, 0, 1);
     cmt__cfg.flush_ms = env_int("CUMEMTRACE_FLUSH_MS", 500, 1, 60000);
     const char *clock = getenv("CUMEMTRACE_CLOCK");
     cmt__cfg.monotonic_clock = clock && !strcmp(clock, "monotonic");
     if (clock && *clock && strcmp(clock, "monotonic") && strcmp(clock, "auto"))
-        fprintf(stderr, "cumemtrace: ignoring CUMEMTRACE_CLOCK=%s (expected auto or monotonic); "
-                        "using auto\n", clock);
+        fprintf(stderr,
+                "cumemtrace: ignoring CUMEMTRACE_CLOCK=%s (expected auto or monotonic); "
+                "using auto\n",
+                clock);
     cmt__cfg.disabled = env_bool("CUMEMTRACE_DISABLE", 0) || too_long;
 }

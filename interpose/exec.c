@@ -27,25 +27,25 @@ static void *real(void *_Atomic *slot, const char *name)
     return p;
 }
 
-#define REAL(type, name)                                                                      \
-    static void *_Atomic real_##name;                                                         \
-    type fn = (type)real(&real_##name, #name);                                                \
-    if (!fn) {                                                                                \
-        errno = ENOSYS;                                                                       \
-        return -1;                                                                            \
+#define REAL(type, name)                       \
+    static void *_Atomic real_##name;          \
+    type fn = (type)real(&real_##name, #name); \
+    if (!fn) {                                 \
+        errno = ENOSYS;                        \
+        return -1;                             \
     }
 
 /* Runs `call` (a real exec) between finishing the trace and, when it returns (it failed),
  * letting tracing start again; the exec's errno is what the program sees. */
-#define AROUND_EXEC(call)                                                                     \
-    do {                                                                                      \
-        int stopped_ = cmt__before_exec();                                                    \
-        int rc_ = (call);                                                                     \
-        int errno_ = errno;                                                                   \
-        if (stopped_)                                                                         \
-            cmt__after_failed_exec();                                                         \
-        errno = errno_;                                                                       \
-        return rc_;                                                                           \
+#define AROUND_EXEC(call)                  \
+    do {                                   \
+        int stopped_ = cmt__before_exec(); \
+        int rc_ = (call);                  \
+        int errno_ = errno;                \
+        if (stopped_)                      \
+            cmt__after_failed_exec();      \
+        errno = errno_;                    \
+        return rc_;                        \
     } while (0)
 
 typedef int (*exec_v)(const char *, char *const[]);
@@ -101,15 +101,15 @@ static size_t count_args(const char *arg, va_list ap)
     return arg ? n + 1 : 1;
 }
 
-#define GATHER(arg, argv, n)                                                                  \
-    va_list ap;                                                                               \
-    va_start(ap, arg);                                                                        \
-    size_t n = count_args(arg, ap);                                                           \
-    va_end(ap);                                                                               \
-    char *argv[n];                                                                            \
-    va_start(ap, arg);                                                                        \
-    argv[0] = (char *)arg;                                                                    \
-    for (size_t i_ = 1; i_ < n; i_++)                                                         \
+#define GATHER(arg, argv, n)          \
+    va_list ap;                       \
+    va_start(ap, arg);                \
+    size_t n = count_args(arg, ap);   \
+    va_end(ap);                       \
+    char *argv[n];                    \
+    va_start(ap, arg);                \
+    argv[0] = (char *)arg;            \
+    for (size_t i_ = 1; i_ < n; i_++) \
         argv[i_] = va_arg(ap, char *);
 
 CMT_EXPORT int execl(const char *path, const char *arg, ...)

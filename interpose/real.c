@@ -131,8 +131,7 @@ static void resolve_all(void)
         atomic_store(&resolved, -1);
         return;
     }
-#define X(name, op, params, args) \
-    *(void **)&cmt__real.name = lookup(h, #name, CMT__API_##name);
+#define X(name, op, params, args) *(void **)&cmt__real.name = lookup(h, #name, CMT__API_##name);
 #define XP X
 #include "calls.def"
 #undef X

@@ -221,7 +221,10 @@ static int device_first_use(int32_t dev)
 static void push_info(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev,
                       uint64_t free, uint64_t total)
 {
-    struct cmt_event info = {.seq = ev->seq, .t_ns = ev->t_ns, .tid = ev->tid, .dev = ev->dev,
+    struct cmt_event info = {.seq = ev->seq,
+                             .t_ns = ev->t_ns,
+                             .tid = ev->tid,
+                             .dev = ev->dev,
                              .fields = CMT_F(FREE) | CMT_F(TOTAL)};
     info.v[CMT_FIELD_FREE] = free;
     info.v[CMT_FIELD_TOTAL] = total;

@@ -25,7 +25,7 @@ enum cmt__queued_kind {
     CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
     CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
     CMT__ENTRY_EVENT = 2,
-    CMT__ENTRY_OOM = 3,      /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
+    CMT__ENTRY_OOM = 3, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
 };
 
 /* A queued event, packed: only the values named by `fields` are stored, in bit order. */
@@ -38,7 +38,8 @@ struct cmt__queued {
     uint64_t v[CMT__ENTRY_VALUES];
 };
 
-static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind, const struct cmt_event *ev)
+static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
+                                    const struct cmt_event *ev)
 {
     e->seq = ev->seq;
     e->t_ns = ev->t_ns;
@@ -101,9 +102,9 @@ struct cmt__recorder {
     int use_tsc;          /* ticks are TSC cycles (converted by the writer), else ns */
     _Atomic(struct cmt__thread *) threads;
     struct cmt__device_info devices[CMT_MAX_DEVICES];
-    _Atomic uint32_t kick;        /* futex word: wakes the writer */
-    _Atomic uint64_t flush_want;  /* a thread waits until entries below this are on disk */
-    _Atomic uint64_t flushed;     /* entries below this seq are on disk */
+    _Atomic uint32_t kick;       /* futex word: wakes the writer */
+    _Atomic uint64_t flush_want; /* a thread waits until entries below this are on disk */
+    _Atomic uint64_t flushed;    /* entries below this seq are on disk */
     _Atomic int stop;
     _Atomic int fatal_signo;
     _Atomic uint32_t fatal_tid;

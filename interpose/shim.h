@@ -31,7 +31,7 @@ enum cmt__api_id {
 
 /* Typed pointers to the real driver's functions, plus the few the shim queries itself. */
 struct cmt__real {
-#define X(name, op, params, args) CUresult (*name) params;
+#define X(name, op, params, args) CUresult(*name) params;
 #define XP X
 #include "calls.def"
 #undef X

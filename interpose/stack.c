@@ -17,7 +17,7 @@
 #define MIN_TABLE_BITS 14
 #define MAX_TABLE_BITS 22
 #define MAX_NODES (1u << (MAX_TABLE_BITS - 1)) /* keep the table at most half full */
-#define CHUNK_BITS 16                           /* nodes per mapped chunk */
+#define CHUNK_BITS 16                          /* nodes per mapped chunk */
 #define CHUNK_NODES (1u << CHUNK_BITS)
 #define CACHE_SLOTS 512
 #define MAX_FRAMES 256

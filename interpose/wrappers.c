@@ -7,8 +7,13 @@
 
 #include "shim.h"
 
-#define SET(e, field, value) ((e)->fields |= CMT_F(field), (e)->v[CMT_FIELD_##field] = (uint64_t)(value))
-#define OUT(e, ok, field, ptr) do { if ((ok) && (ptr)) SET(e, field, *(ptr)); } while (0)
+#define SET(e, field, value) \
+    ((e)->fields |= CMT_F(field), (e)->v[CMT_FIELD_##field] = (uint64_t)(value))
+#define OUT(e, ok, field, ptr)     \
+    do {                           \
+        if ((ok) && (ptr))         \
+            SET(e, field, *(ptr)); \
+    } while (0)
 
 /* ---- recording functions: cmt__rec_<name>(event, ok, arguments...) ---- */
 
@@ -106,7 +111,8 @@ static void cmt__rec_cuMemPoolTrimTo(struct cmt_event *e, int ok, CUmemoryPool p
     SET(e, SIZE, keep);
 }
 
-static void cmt__rec_cuDeviceSetMemPool(struct cmt_event *e, int ok, CUdevice dev, CUmemoryPool pool)
+static void cmt__rec_cuDeviceSetMemPool(struct cmt_event *e, int ok, CUdevice dev,
+                                        CUmemoryPool pool)
 {
     e->dev = dev;
     SET(e, POOL, (uintptr_t)pool);
@@ -308,19 +314,19 @@ static void cmt__rec_cuDevicePrimaryCtxRelease_v2(struct cmt_event *e, int ok, C
 
 /* ---- the wrappers ---- */
 
-#define X(name, op, params, args)                                                  \
-    CMT_EXPORT CUresult name params                                                \
-    {                                                                              \
-        if (!cmt__resolve() || !cmt__real.name)                                    \
-            return CUDA_ERROR_NOT_INITIALIZED;                                     \
-        struct cmt__call c;                                                        \
-        if (!cmt__begin(&c, CMT__API_##name))                                      \
-            return cmt__real.name args;                                            \
-        CUresult rc = cmt__real.name args;                                         \
-        c.errno_saved = errno;                                                     \
-        cmt__rec_##name CMT__PREPEND_EVENT(rc, args);                              \
-        cmt__finish(&c, rc);                                                       \
-        return rc;                                                                 \
+#define X(name, op, params, args)                     \
+    CMT_EXPORT CUresult name params                   \
+    {                                                 \
+        if (!cmt__resolve() || !cmt__real.name)       \
+            return CUDA_ERROR_NOT_INITIALIZED;        \
+        struct cmt__call c;                           \
+        if (!cmt__begin(&c, CMT__API_##name))         \
+            return cmt__real.name args;               \
+        CUresult rc = cmt__real.name args;            \
+        c.errno_saved = errno;                        \
+        cmt__rec_##name CMT__PREPEND_EVENT(rc, args); \
+        cmt__finish(&c, rc);                          \
+        return rc;                                    \
     }
 #define XP(name, op, params, args) /* hand-written in getproc.c */
 #define CMT__PREPEND_EVENT(rc, args) (&c.ev, (rc) == CUDA_SUCCESS CMT__COMMA_ARGS args)

@@ -87,7 +87,7 @@ static struct {
     uint32_t module_count;
     uintptr_t *module_bases;
     size_t module_cap;
-    uint64_t emitted; /* entries with seq below this are in the writer */
+    uint64_t emitted;   /* entries with seq below this are in the writer */
     double ns_per_tick; /* TSC scale, measured over the whole run so far */
     uint64_t last_t;    /* timestamps leave in non-decreasing order */
     uint64_t last_flush_ns;
@@ -170,8 +170,10 @@ static int open_trace(char *path, size_t size)
 {
     if (expand_output(path, size)) {
         char msg[128];
-        snprintf(msg, sizeof msg, "the trace path (CUMEMTRACE_OUTPUT with %%p filled in) is "
-                                  "longer than %zu bytes", size - 1);
+        snprintf(msg, sizeof msg,
+                 "the trace path (CUMEMTRACE_OUTPUT with %%p filled in) is "
+                 "longer than %zu bytes",
+                 size - 1);
         return fail(msg);
     }
     cmt__rec.fd = create_new(path);
@@ -261,17 +263,23 @@ static int write_process(void)
     int version = 0;
     if (cmt__real.cuDriverGetVersion)
         cmt__real.cuDriverGetVersion(&version);
-    struct cmt_process p = {.pid = (uint64_t)getpid(), .ppid = (uint64_t)getppid(),
+    struct cmt_process p = {.pid = (uint64_t)getpid(),
+                            .ppid = (uint64_t)getppid(),
                             .start_wall_ns = cmt__rec.start_wall_ns,
                             .start_mono_ns = cmt__rec.start_mono_ns,
-                            .driver_version = (uint64_t)version, .hostname = host, .exe = exe,
-                            .argc = argc, .argv = argv};
+                            .driver_version = (uint64_t)version,
+                            .hostname = host,
+                            .exe = exe,
+                            .argc = argc,
+                            .argv = argv};
     int rc = cmt_writer_process(ws.w, &p);
     if (!rc && (whole > len || all_args > argc)) { /* cut, and marked as such */
         char text[200];
         if (whole > len)
-            snprintf(text, sizeof text, "the command line is cut: %zu of its %zu bytes kept "
-                     "(%u arguments, the last may be partial)", len, whole, argc);
+            snprintf(text, sizeof text,
+                     "the command line is cut: %zu of its %zu bytes kept "
+                     "(%u arguments, the last may be partial)",
+                     len, whole, argc);
         else
             snprintf(text, sizeof text, "the command line is cut: %u of its %u arguments kept",
                      argc, all_args);
@@ -467,8 +475,8 @@ static int batch_sort(void)
     for (size_t out = 0; out < ws.batch.len; out++) {
         size_t best = MAX_RUNS;
         for (size_t r = 0; r < ws.runs; r++)
-            if (pos[r] < end[r] &&
-                (best == MAX_RUNS || by_seq(&ws.batch.items[pos[r]], &ws.batch.items[pos[best]]) < 0))
+            if (pos[r] < end[r] && (best == MAX_RUNS || by_seq(&ws.batch.items[pos[r]],
+                                                               &ws.batch.items[pos[best]]) < 0))
                 best = r;
         ws.merged.items[out] = ws.batch.items[pos[best]++];
     }
@@ -531,8 +539,8 @@ static int emit_entry(const struct cmt__queued *e)
     switch (e->kind) {
     case CMT__ENTRY_DEVICE: {
         const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
-        return cmt_writer_device(ws.w, &(struct cmt_device){ev->dev, d->name, d->total, d->free,
-                                                             ev->t_ns});
+        return cmt_writer_device(
+            ws.w, &(struct cmt_device){ev->dev, d->name, d->total, d->free, ev->t_ns});
     }
     case CMT__ENTRY_BASELINE:
     case CMT__ENTRY_OOM:
@@ -541,8 +549,7 @@ static int emit_entry(const struct cmt__queued *e)
                                         e->kind == CMT__ENTRY_OOM ? CMT_MEMINFO_OOM
                                                                   : CMT_MEMINFO_BASELINE,
                                         ev->v[CMT_FIELD_FREE], ev->v[CMT_FIELD_TOTAL], ev->seq});
-    default:
-        return emit_thread(ev->tid) ? -1 : cmt_writer_event(ws.w, ev);
+    default: return emit_thread(ev->tid) ? -1 : cmt_writer_event(ws.w, ev);
     }
 }
 
@@ -624,8 +631,8 @@ static int write_signal(void)
         return 0;
     ws.signal_written = 1;
     return cmt_writer_signal(ws.w, &(struct cmt_signal){cmt__mono_ns() - cmt__rec.start_mono_ns,
-                                                         (uint32_t)signo,
-                                                         atomic_load(&cmt__rec.fatal_tid)});
+                                                        (uint32_t)signo,
+                                                        atomic_load(&cmt__rec.fatal_tid)});
 }
 
 static int finish(void)
@@ -635,7 +642,7 @@ static int finish(void)
         rc = write_signal();
     if (!rc && !atomic_load(&cmt__rec.fatal_signo))
         rc = cmt_writer_end(ws.w, &(struct cmt_end){cmt__mono_ns() - cmt__rec.start_mono_ns,
-                                                     cmt_writer_event_count(ws.w), 0});
+                                                    cmt_writer_event_count(ws.w), 0});
     return rc ? rc : flush_to_disk();
 }
 
@@ -660,8 +667,8 @@ void *cmt__writer_main(void *arg)
         return NULL;
     /* zstd level 1 and raw literals: the writer shares the machine with the program, and a
      * trace is read faster (traces stay ~2 B/event for a loop, ~6.5 for random sizes) */
-    struct cmt_writer_options options = {.level = 1, .raw_literals = 1,
-                                         .allocator = &map_allocator};
+    struct cmt_writer_options options = {
+        .level = 1, .raw_literals = 1, .allocator = &map_allocator};
     int rc = cmt_writer_create(&ws.w, file_sink, &cmt__rec.fd, &options);
     if (!rc)
         rc = write_process();

@@ -34,73 +34,73 @@
 #define SIMCUDA__PITCH_ALIGNMENT 512
 #define SIMCUDA__CTX_STACK_MAX 32
 #define SIMCUDA__HANDLE_TAG 0x51ca000000000000ull /* CUmemGenericAllocationHandle = tag | id */
-#define SIMCUDA__FD_TOKEN_BASE 0x10000000        /* fake POSIX fd = base + id */
+#define SIMCUDA__FD_TOKEN_BASE 0x10000000         /* fake POSIX fd = base + id */
 
 enum simcuda__range_kind {
-  SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
-  SIMCUDA__RANGE_POOL_BLOCK,  /* struct simcuda__pool_block: stream-ordered allocations */
-  SIMCUDA__RANGE_RESERVATION, /* struct simcuda__reservation: cuMemAddressReserve */
+    SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
+    SIMCUDA__RANGE_POOL_BLOCK,  /* struct simcuda__pool_block: stream-ordered allocations */
+    SIMCUDA__RANGE_RESERVATION, /* struct simcuda__reservation: cuMemAddressReserve */
 };
 
 /* One used range of a device's address space; entries are kept sorted by base. */
 struct simcuda__va_entry {
-  CUdeviceptr base;
-  uint64_t size;
-  enum simcuda__range_kind kind;
-  void *object;
+    CUdeviceptr base;
+    uint64_t size;
+    enum simcuda__range_kind kind;
+    void *object;
 };
 
 struct simcuda__va_space {
-  CUdeviceptr start;
-  uint64_t size;
-  struct simcuda__va_entry *entries;
-  size_t count;
-  size_t capacity;
+    CUdeviceptr start;
+    uint64_t size;
+    struct simcuda__va_entry *entries;
+    size_t count;
+    size_t capacity;
 };
 
 /* Physical memory: whole pages of one device. Freed when no handle reference and no mapping
  * is left (cuMemAlloc memory is one mapping and no handle). */
 struct simcuda__phys {
-  unsigned long long id;
-  int device;
-  uint64_t size;
-  uint64_t pages;
-  unsigned handle_refs;
-  unsigned map_count;
-  bool vmm; /* made by cuMemCreate: reachable through handles, not through IPC */
-  CUmemAllocationProp prop;
+    unsigned long long id;
+    int device;
+    uint64_t size;
+    uint64_t pages;
+    unsigned handle_refs;
+    unsigned map_count;
+    bool vmm; /* made by cuMemCreate: reachable through handles, not through IPC */
+    CUmemAllocationProp prop;
 };
 
 enum simcuda__alloc_type { SIMCUDA__ALLOC_DEVICE, SIMCUDA__ALLOC_MANAGED, SIMCUDA__ALLOC_IPC };
 
 struct simcuda__alloc {
-  struct simcuda__phys *phys;
-  uint64_t size; /* as requested; the address range spans whole pages */
-  struct CUctx_st *ctx;
-  enum simcuda__alloc_type type;
+    struct simcuda__phys *phys;
+    uint64_t size; /* as requested; the address range spans whole pages */
+    struct CUctx_st *ctx;
+    enum simcuda__alloc_type type;
 };
 
 struct simcuda__pool_block {
-  struct CUmemPoolHandle_st *pool;
-  CUdeviceptr base;
-  uint64_t pages;
-  uint64_t size; /* as requested by the live allocation */
-  bool live;     /* false: freed to the pool and retained */
-  struct CUctx_st *ctx;
+    struct CUmemPoolHandle_st *pool;
+    CUdeviceptr base;
+    uint64_t pages;
+    uint64_t size; /* as requested by the live allocation */
+    bool live;     /* false: freed to the pool and retained */
+    struct CUctx_st *ctx;
 };
 
 struct simcuda__mapping {
-  CUdeviceptr base;
-  uint64_t size;
-  uint64_t offset; /* into the physical allocation */
-  struct simcuda__phys *phys;
+    CUdeviceptr base;
+    uint64_t size;
+    uint64_t offset; /* into the physical allocation */
+    struct simcuda__phys *phys;
 };
 
 struct simcuda__reservation {
-  int device; /* whose address space it was carved from */
-  struct simcuda__mapping *mappings;
-  size_t count;
-  size_t capacity;
+    int device; /* whose address space it was carved from */
+    struct simcuda__mapping *mappings;
+    size_t count;
+    size_t capacity;
 };
 
 #define SIMCUDA__CTX_MAGIC 0x43545831u
@@ -111,81 +111,81 @@ struct simcuda__reservation {
 /* Contexts, streams, pools and modules are never freed, only marked dead, so a stale handle
  * is detected instead of read after free; they stay reachable through the lists. */
 struct CUctx_st {
-  uint32_t magic;
-  int device;
-  bool primary;
-  bool alive;
-  unsigned primary_refs;
-  struct CUctx_st *next_all;
+    uint32_t magic;
+    int device;
+    bool primary;
+    bool alive;
+    unsigned primary_refs;
+    struct CUctx_st *next_all;
 };
 
 struct CUstream_st {
-  uint32_t magic;
-  bool alive;
-  struct CUctx_st *ctx;
-  unsigned flags;
-  int priority;
-  struct CUstream_st *next_all;
+    uint32_t magic;
+    bool alive;
+    struct CUctx_st *ctx;
+    unsigned flags;
+    int priority;
+    struct CUstream_st *next_all;
 };
 
 struct CUmemPoolHandle_st {
-  uint32_t magic;
-  bool alive;
-  bool is_default;
-  int device;
-  uint64_t release_threshold;
-  uint64_t reserved_pages; /* live + retained */
-  uint64_t used_pages;     /* live */
-  uint64_t reserved_high_pages;
-  uint64_t used_high_pages;
-  int reuse_flags[3];
-  struct CUmemPoolHandle_st *next_all;
+    uint32_t magic;
+    bool alive;
+    bool is_default;
+    int device;
+    uint64_t release_threshold;
+    uint64_t reserved_pages; /* live + retained */
+    uint64_t used_pages;     /* live */
+    uint64_t reserved_high_pages;
+    uint64_t used_high_pages;
+    int reuse_flags[3];
+    struct CUmemPoolHandle_st *next_all;
 };
 
 struct CUfunc_st {
-  struct CUmod_st *module;
+    struct CUmod_st *module;
 };
 
 struct CUmod_st {
-  uint32_t magic;
-  bool alive;
-  struct CUfunc_st function;
-  struct CUmod_st *next_all;
+    uint32_t magic;
+    bool alive;
+    struct CUfunc_st function;
+    struct CUmod_st *next_all;
 };
 
 struct simcuda__host_block {
-  void *pointer;
-  size_t size;
-  int registered; /* cuMemHostRegister: the program's own memory, pinned (never freed here) */
-  struct simcuda__host_block *next;
+    void *pointer;
+    size_t size;
+    int registered; /* cuMemHostRegister: the program's own memory, pinned (never freed here) */
+    struct simcuda__host_block *next;
 };
 
 struct simcuda__device {
-  uint64_t capacity;
-  uint64_t used_by_others;
-  uint64_t pages_in_use; /* every page held: allocations, handles, pool-retained blocks */
-  unsigned contexts_alive;
-  struct simcuda__va_space va;
-  struct simcuda__va_space legacy_va;
-  struct CUctx_st primary;
-  struct CUmemPoolHandle_st default_pool;
-  struct CUmemPoolHandle_st *current_pool;
+    uint64_t capacity;
+    uint64_t used_by_others;
+    uint64_t pages_in_use; /* every page held: allocations, handles, pool-retained blocks */
+    unsigned contexts_alive;
+    struct simcuda__va_space va;
+    struct simcuda__va_space legacy_va;
+    struct CUctx_st primary;
+    struct CUmemPoolHandle_st default_pool;
+    struct CUmemPoolHandle_st *current_pool;
 };
 
 struct simcuda__state {
-  pthread_mutex_t lock;
-  bool initialized;
-  int device_count;
-  uint64_t context_overhead;
-  struct simcuda__device devices[SIMCUDA__MAX_DEVICES];
-  struct simcuda__phys **phys; /* index id - 1; NULL once freed */
-  size_t phys_count;
-  size_t phys_capacity;
-  struct CUctx_st *contexts;
-  struct CUstream_st *streams;
-  struct CUmemPoolHandle_st *pools;
-  struct CUmod_st *modules;
-  struct simcuda__host_block *host_blocks;
+    pthread_mutex_t lock;
+    bool initialized;
+    int device_count;
+    uint64_t context_overhead;
+    struct simcuda__device devices[SIMCUDA__MAX_DEVICES];
+    struct simcuda__phys **phys; /* index id - 1; NULL once freed */
+    size_t phys_count;
+    size_t phys_capacity;
+    struct CUctx_st *contexts;
+    struct CUstream_st *streams;
+    struct CUmemPoolHandle_st *pools;
+    struct CUmod_st *modules;
+    struct simcuda__host_block *host_blocks;
 };
 
 extern struct simcuda__state simcuda__state;

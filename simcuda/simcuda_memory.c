@@ -8,568 +8,566 @@
 static const char ipc_magic[8] = "SIMCUDA";
 
 struct ipc_payload {
-  char magic[8];
-  uint64_t phys_id;
-  uint64_t size;
+    char magic[8];
+    uint64_t phys_id;
+    uint64_t size;
 };
 
 /* Lock held. New pages on the context's device, at a fresh address in the chosen space. */
 static CUresult alloc_device_memory(struct CUctx_st *ctx, uint64_t size, bool legacy,
                                     enum simcuda__alloc_type type, CUdeviceptr *out)
 {
-  struct simcuda__device *dev = &simcuda__state.devices[ctx->device];
-  struct simcuda__alloc *alloc = calloc(1, sizeof(*alloc));
-  struct simcuda__phys *phys;
-  if (!alloc)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult result = simcuda__phys_create(ctx->device, size, &phys);
-  if (result == CUDA_SUCCESS) {
-    result = simcuda__va_reserve(legacy ? &dev->legacy_va : &dev->va,
-                                 phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
-                                 SIMCUDA__RANGE_ALLOC, alloc, out);
-    if (result != CUDA_SUCCESS)
-      simcuda__phys_maybe_free(phys);
-  }
-  if (result != CUDA_SUCCESS) {
-    free(alloc);
-    return result;
-  }
-  phys->map_count = 1;
-  alloc->phys = phys;
-  alloc->size = size;
-  alloc->ctx = ctx;
-  alloc->type = type;
-  return CUDA_SUCCESS;
+    struct simcuda__device *dev = &simcuda__state.devices[ctx->device];
+    struct simcuda__alloc *alloc = calloc(1, sizeof(*alloc));
+    struct simcuda__phys *phys;
+    if (!alloc)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult result = simcuda__phys_create(ctx->device, size, &phys);
+    if (result == CUDA_SUCCESS) {
+        result = simcuda__va_reserve(legacy ? &dev->legacy_va : &dev->va,
+                                     phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
+                                     SIMCUDA__RANGE_ALLOC, alloc, out);
+        if (result != CUDA_SUCCESS)
+            simcuda__phys_maybe_free(phys);
+    }
+    if (result != CUDA_SUCCESS) {
+        free(alloc);
+        return result;
+    }
+    phys->map_count = 1;
+    alloc->phys = phys;
+    alloc->size = size;
+    alloc->ctx = ctx;
+    alloc->type = type;
+    return CUDA_SUCCESS;
 }
 
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry)
 {
-  struct simcuda__alloc *alloc = entry->object;
-  simcuda__va_release(space, entry->base);
-  alloc->phys->map_count--;
-  simcuda__phys_maybe_free(alloc->phys);
-  free(alloc);
+    struct simcuda__alloc *alloc = entry->object;
+    simcuda__va_release(space, entry->base);
+    alloc->phys->map_count--;
+    simcuda__phys_maybe_free(alloc->phys);
+    free(alloc);
 }
 
 void simcuda__free_context_memory(struct CUctx_st *ctx)
 {
-  for (int d = 0; d < simcuda__state.device_count; d++) {
-    struct simcuda__device *dev = &simcuda__state.devices[d];
-    struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
-    for (int s = 0; s < 2; s++) {
-      /* Backwards, since releasing removes the entry at i. */
-      for (size_t i = spaces[s]->count; i-- > 0;) {
-        struct simcuda__va_entry *entry = &spaces[s]->entries[i];
-        if (entry->kind == SIMCUDA__RANGE_ALLOC &&
-            ((struct simcuda__alloc *)entry->object)->ctx == ctx)
-          simcuda__alloc_release(spaces[s], entry);
-        else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK &&
-                 ((struct simcuda__pool_block *)entry->object)->ctx == ctx)
-          simcuda__pool_block_release(spaces[s], entry);
-      }
+    for (int d = 0; d < simcuda__state.device_count; d++) {
+        struct simcuda__device *dev = &simcuda__state.devices[d];
+        struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
+        for (int s = 0; s < 2; s++) {
+            /* Backwards, since releasing removes the entry at i. */
+            for (size_t i = spaces[s]->count; i-- > 0;) {
+                struct simcuda__va_entry *entry = &spaces[s]->entries[i];
+                if (entry->kind == SIMCUDA__RANGE_ALLOC &&
+                    ((struct simcuda__alloc *)entry->object)->ctx == ctx)
+                    simcuda__alloc_release(spaces[s], entry);
+                else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK &&
+                         ((struct simcuda__pool_block *)entry->object)->ctx == ctx)
+                    simcuda__pool_block_release(spaces[s], entry);
+            }
+        }
     }
-  }
 }
 
 static CUresult mem_alloc(CUdeviceptr *dptr, uint64_t size, bool legacy,
                           enum simcuda__alloc_type type)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS && (!dptr || size == 0))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS)
-    result = alloc_device_memory(ctx, size, legacy, type, dptr);
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && (!dptr || size == 0))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        result = alloc_device_memory(ctx, size, legacy, type, dptr);
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-  return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_DEVICE);
+    return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_DEVICE);
 }
 
 /* Legacy 32-bit variant: served from the device's window below 4 GiB. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
-  CUdeviceptr address;
-  CUresult result = mem_alloc(dptr ? &address : NULL, bytesize, true, SIMCUDA__ALLOC_DEVICE);
-  if (result == CUDA_SUCCESS)
-    *dptr = (CUdeviceptr_v1)address;
-  return result;
+    CUdeviceptr address;
+    CUresult result = mem_alloc(dptr ? &address : NULL, bytesize, true, SIMCUDA__ALLOC_DEVICE);
+    if (result == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr_v1)address;
+    return result;
 }
 
-static CUresult mem_alloc_pitch(CUdeviceptr *dptr, uint64_t *pitch, uint64_t width,
-                                uint64_t height, unsigned element_size, bool legacy)
+static CUresult mem_alloc_pitch(CUdeviceptr *dptr, uint64_t *pitch, uint64_t width, uint64_t height,
+                                unsigned element_size, bool legacy)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  uint64_t row = (width + SIMCUDA__PITCH_ALIGNMENT - 1) / SIMCUDA__PITCH_ALIGNMENT *
-                 SIMCUDA__PITCH_ALIGNMENT;
-  if (result == CUDA_SUCCESS &&
-      (!dptr || !pitch || width == 0 || height == 0 || row < width ||
-       (element_size != 4 && element_size != 8 && element_size != 16) ||
-       height > UINT64_MAX / row))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS)
-    result = alloc_device_memory(ctx, row * height, legacy, SIMCUDA__ALLOC_DEVICE, dptr);
-  if (result == CUDA_SUCCESS)
-    *pitch = row;
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    uint64_t row = (width + SIMCUDA__PITCH_ALIGNMENT - 1) / SIMCUDA__PITCH_ALIGNMENT *
+                   SIMCUDA__PITCH_ALIGNMENT;
+    if (result == CUDA_SUCCESS && (!dptr || !pitch || width == 0 || height == 0 || row < width ||
+                                   (element_size != 4 && element_size != 8 && element_size != 16) ||
+                                   height > UINT64_MAX / row))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        result = alloc_device_memory(ctx, row * height, legacy, SIMCUDA__ALLOC_DEVICE, dptr);
+    if (result == CUDA_SUCCESS)
+        *pitch = row;
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
                                                    size_t WidthInBytes, size_t Height,
                                                    unsigned int ElementSizeBytes)
 {
-  uint64_t pitch;
-  CUresult result = mem_alloc_pitch(dptr, pPitch ? &pitch : NULL, WidthInBytes, Height,
-                                    ElementSizeBytes, false);
-  if (result == CUDA_SUCCESS)
-    *pPitch = pitch;
-  return result;
+    uint64_t pitch;
+    CUresult result = mem_alloc_pitch(dptr, pPitch ? &pitch : NULL, WidthInBytes, Height,
+                                      ElementSizeBytes, false);
+    if (result == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
                                                 unsigned int WidthInBytes, unsigned int Height,
                                                 unsigned int ElementSizeBytes)
 {
-  CUdeviceptr address;
-  uint64_t pitch;
-  CUresult result = mem_alloc_pitch(dptr ? &address : NULL, pPitch ? &pitch : NULL,
-                                    WidthInBytes, Height, ElementSizeBytes, true);
-  if (result == CUDA_SUCCESS) {
-    *dptr = (CUdeviceptr_v1)address;
-    *pPitch = (unsigned int)pitch;
-  }
-  return result;
+    CUdeviceptr address;
+    uint64_t pitch;
+    CUresult result = mem_alloc_pitch(dptr ? &address : NULL, pPitch ? &pitch : NULL, WidthInBytes,
+                                      Height, ElementSizeBytes, true);
+    if (result == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)address;
+        *pPitch = (unsigned int)pitch;
+    }
+    return result;
 }
 
 /* Managed memory is counted against the current context's device like cuMemAlloc. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                                                   unsigned int flags)
 {
-  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
-    CUresult result = simcuda__require_init();
-    return result != CUDA_SUCCESS ? result : CUDA_ERROR_INVALID_VALUE;
-  }
-  return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_MANAGED);
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
+        CUresult result = simcuda__require_init();
+        return result != CUDA_SUCCESS ? result : CUDA_ERROR_INVALID_VALUE;
+    }
+    return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_MANAGED);
 }
 
 static CUresult mem_free(CUdeviceptr dptr)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  struct simcuda__va_space *space = result == CUDA_SUCCESS ? simcuda__space_of(dptr, NULL) : NULL;
-  struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
-  if (result != CUDA_SUCCESS) {
-    /* keep the context error */
-  } else if (!entry || entry->base != dptr) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
-             ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
-    simcuda__alloc_release(space, entry);
-  } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
-    result = simcuda__pool_free_block(entry->object);
-  } else {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    struct simcuda__va_space *space = result == CUDA_SUCCESS ? simcuda__space_of(dptr, NULL) : NULL;
+    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
+    if (result != CUDA_SUCCESS) {
+        /* keep the context error */
+    } else if (!entry || entry->base != dptr) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
+               ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
+        simcuda__alloc_release(space, entry);
+    } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
+        result = simcuda__pool_free_block(entry->object);
+    } else {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-  return mem_free(dptr);
+    return mem_free(dptr);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
 {
-  return mem_free(dptr);
+    return mem_free(dptr);
 }
 
 static CUresult mem_get_info(uint64_t *free_bytes, uint64_t *total_bytes)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS && (!free_bytes || !total_bytes))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS) {
-    *free_bytes = simcuda__free_bytes(ctx->device);
-    *total_bytes = simcuda__state.devices[ctx->device].capacity;
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && (!free_bytes || !total_bytes))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        *free_bytes = simcuda__free_bytes(ctx->device);
+        *total_bytes = simcuda__state.devices[ctx->device].capacity;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
 {
-  uint64_t free_bytes, total_bytes;
-  CUresult result = mem_get_info(free ? &free_bytes : NULL, total ? &total_bytes : NULL);
-  if (result == CUDA_SUCCESS) {
-    *free = free_bytes;
-    *total = total_bytes;
-  }
-  return result;
+    uint64_t free_bytes, total_bytes;
+    CUresult result = mem_get_info(free ? &free_bytes : NULL, total ? &total_bytes : NULL);
+    if (result == CUDA_SUCCESS) {
+        *free = free_bytes;
+        *total = total_bytes;
+    }
+    return result;
 }
 
 /* The 32-bit legacy variant saturates both values at 4 GiB - 1. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int *free, unsigned int *total)
 {
-  uint64_t free_bytes, total_bytes;
-  CUresult result = mem_get_info(free ? &free_bytes : NULL, total ? &total_bytes : NULL);
-  if (result == CUDA_SUCCESS) {
-    *free = free_bytes > UINT32_MAX ? UINT32_MAX : (unsigned int)free_bytes;
-    *total = total_bytes > UINT32_MAX ? UINT32_MAX : (unsigned int)total_bytes;
-  }
-  return result;
+    uint64_t free_bytes, total_bytes;
+    CUresult result = mem_get_info(free ? &free_bytes : NULL, total ? &total_bytes : NULL);
+    if (result == CUDA_SUCCESS) {
+        *free = free_bytes > UINT32_MAX ? UINT32_MAX : (unsigned int)free_bytes;
+        *total = total_bytes > UINT32_MAX ? UINT32_MAX : (unsigned int)total_bytes;
+    }
+    return result;
 }
 
 /* Lock held. The allocation (or VMM mapping) containing address; NOT_FOUND otherwise. */
 static CUresult address_range(CUdeviceptr address, CUdeviceptr *base, uint64_t *size)
 {
-  struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
-  if (entry && entry->kind == SIMCUDA__RANGE_ALLOC) {
-    *base = entry->base;
-    *size = ((struct simcuda__alloc *)entry->object)->size;
-    return address - entry->base < *size ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
-  }
-  if (entry && entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
-    struct simcuda__pool_block *block = entry->object;
-    *base = block->base;
-    *size = block->size;
-    return block->live && address - block->base < block->size ? CUDA_SUCCESS
-                                                               : CUDA_ERROR_NOT_FOUND;
-  }
-  if (entry && entry->kind == SIMCUDA__RANGE_RESERVATION) {
-    struct simcuda__reservation *reservation = entry->object;
-    for (size_t i = 0; i < reservation->count; i++) {
-      if (address - reservation->mappings[i].base < reservation->mappings[i].size) {
-        *base = reservation->mappings[i].base;
-        *size = reservation->mappings[i].size;
-        return CUDA_SUCCESS;
-      }
+    struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
+    if (entry && entry->kind == SIMCUDA__RANGE_ALLOC) {
+        *base = entry->base;
+        *size = ((struct simcuda__alloc *)entry->object)->size;
+        return address - entry->base < *size ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
     }
-  }
-  return CUDA_ERROR_NOT_FOUND;
+    if (entry && entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
+        struct simcuda__pool_block *block = entry->object;
+        *base = block->base;
+        *size = block->size;
+        return block->live && address - block->base < block->size ? CUDA_SUCCESS
+                                                                  : CUDA_ERROR_NOT_FOUND;
+    }
+    if (entry && entry->kind == SIMCUDA__RANGE_RESERVATION) {
+        struct simcuda__reservation *reservation = entry->object;
+        for (size_t i = 0; i < reservation->count; i++) {
+            if (address - reservation->mappings[i].base < reservation->mappings[i].size) {
+                *base = reservation->mappings[i].base;
+                *size = reservation->mappings[i].size;
+                return CUDA_SUCCESS;
+            }
+        }
+    }
+    return CUDA_ERROR_NOT_FOUND;
 }
 
 static CUresult mem_get_address_range(CUdeviceptr *pbase, uint64_t *psize, CUdeviceptr dptr)
 {
-  struct CUctx_st *ctx;
-  CUdeviceptr base;
-  uint64_t size;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS)
-    result = address_range(dptr, &base, &size);
-  if (result == CUDA_SUCCESS && pbase)
-    *pbase = base;
-  if (result == CUDA_SUCCESS && psize)
-    *psize = size;
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    CUdeviceptr base;
+    uint64_t size;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS)
+        result = address_range(dptr, &base, &size);
+    if (result == CUDA_SUCCESS && pbase)
+        *pbase = base;
+    if (result == CUDA_SUCCESS && psize)
+        *psize = size;
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
                                                         CUdeviceptr dptr)
 {
-  uint64_t size;
-  CUresult result = mem_get_address_range(pbase, &size, dptr);
-  if (result == CUDA_SUCCESS && psize)
-    *psize = size;
-  return result;
+    uint64_t size;
+    CUresult result = mem_get_address_range(pbase, &size, dptr);
+    if (result == CUDA_SUCCESS && psize)
+        *psize = size;
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize,
                                                      CUdeviceptr_v1 dptr)
 {
-  CUdeviceptr base;
-  uint64_t size;
-  CUresult result = mem_get_address_range(&base, &size, dptr);
-  if (result == CUDA_SUCCESS && pbase)
-    *pbase = (CUdeviceptr_v1)base;
-  if (result == CUDA_SUCCESS && psize)
-    *psize = size > UINT32_MAX ? UINT32_MAX : (unsigned int)size;
-  return result;
+    CUdeviceptr base;
+    uint64_t size;
+    CUresult result = mem_get_address_range(&base, &size, dptr);
+    if (result == CUDA_SUCCESS && pbase)
+        *pbase = (CUdeviceptr_v1)base;
+    if (result == CUDA_SUCCESS && psize)
+        *psize = size > UINT32_MAX ? UINT32_MAX : (unsigned int)size;
+    return result;
 }
 
 /* Copies and sets check that the device range is allocated and the host side is given. */
-static CUresult check_transfer(CUdeviceptr device, const void *host, bool needs_host,
-                               uint64_t size)
+static CUresult check_transfer(CUdeviceptr device, const void *host, bool needs_host, uint64_t size)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS && needs_host && !host && size > 0)
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS)
-    result = simcuda__check_device_range(device, size);
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && needs_host && !host && size > 0)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        result = simcuda__check_device_range(device, size);
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
                                                 size_t ByteCount)
 {
-  return check_transfer(dstDevice, srcHost, true, ByteCount);
+    return check_transfer(dstDevice, srcHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
                                                      size_t ByteCount)
 {
-  return check_transfer(dstDevice, srcHost, true, ByteCount);
+    return check_transfer(dstDevice, srcHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost,
                                              unsigned int ByteCount)
 {
-  return check_transfer(dstDevice, srcHost, true, ByteCount);
+    return check_transfer(dstDevice, srcHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
                                                 size_t ByteCount)
 {
-  return check_transfer(srcDevice, dstHost, true, ByteCount);
+    return check_transfer(srcDevice, dstHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice,
                                                      size_t ByteCount)
 {
-  return check_transfer(srcDevice, dstHost, true, ByteCount);
+    return check_transfer(srcDevice, dstHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice,
                                              unsigned int ByteCount)
 {
-  return check_transfer(srcDevice, dstHost, true, ByteCount);
+    return check_transfer(srcDevice, dstHost, true, ByteCount);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-  return check_transfer(dstDevice, NULL, false, N);
+    return check_transfer(dstDevice, NULL, false, N);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc,
                                                    size_t N)
 {
-  return check_transfer(dstDevice, NULL, false, N);
+    return check_transfer(dstDevice, NULL, false, N);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc,
                                            unsigned int N)
 {
-  return check_transfer(dstDevice, NULL, false, N);
+    return check_transfer(dstDevice, NULL, false, N);
 }
 
 /* Host memory is real (page-aligned malloc) and never counted against a device. */
 static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS && (!pp || size == 0 || (flags & ~7u)))
-    result = CUDA_ERROR_INVALID_VALUE;
-  struct simcuda__host_block *block = NULL;
-  void *pointer = NULL;
-  if (result == CUDA_SUCCESS) {
-    block = malloc(sizeof(*block));
-    if (!block || posix_memalign(&pointer, 4096, size) != 0) {
-      free(block);
-      result = CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && (!pp || size == 0 || (flags & ~7u)))
+        result = CUDA_ERROR_INVALID_VALUE;
+    struct simcuda__host_block *block = NULL;
+    void *pointer = NULL;
+    if (result == CUDA_SUCCESS) {
+        block = malloc(sizeof(*block));
+        if (!block || posix_memalign(&pointer, 4096, size) != 0) {
+            free(block);
+            result = CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
-  }
-  if (result == CUDA_SUCCESS) {
-    *block = (struct simcuda__host_block){.pointer = pointer, .size = size};
-    block->next = simcuda__state.host_blocks;
-    simcuda__state.host_blocks = block;
-    *pp = pointer;
-  }
-  simcuda__unlock();
-  return result;
+    if (result == CUDA_SUCCESS) {
+        *block = (struct simcuda__host_block){.pointer = pointer, .size = size};
+        block->next = simcuda__state.host_blocks;
+        simcuda__state.host_blocks = block;
+        *pp = pointer;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-  return host_alloc(pp, bytesize, 0);
+    return host_alloc(pp, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, unsigned int bytesize)
 {
-  return host_alloc(pp, bytesize, 0);
+    return host_alloc(pp, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-  return host_alloc(pp, bytesize, Flags);
+    return host_alloc(pp, bytesize, Flags);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS) {
-    result = CUDA_ERROR_INVALID_VALUE;
-    for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
-         link = &(*link)->next) {
-      if ((*link)->pointer == p && !(*link)->registered) {
-        struct simcuda__host_block *block = *link;
-        *link = block->next;
-        free(block->pointer);
-        free(block);
-        result = CUDA_SUCCESS;
-        break;
-      }
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS) {
+        result = CUDA_ERROR_INVALID_VALUE;
+        for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
+             link = &(*link)->next) {
+            if ((*link)->pointer == p && !(*link)->registered) {
+                struct simcuda__host_block *block = *link;
+                *link = block->next;
+                free(block->pointer);
+                free(block);
+                result = CUDA_SUCCESS;
+                break;
+            }
+        }
     }
-  }
-  simcuda__unlock();
-  return result;
+    simcuda__unlock();
+    return result;
 }
 
 /* Registration pins the program's own memory: ranges may not overlap, only the start of a
  * registered range unregisters it, and cuMemFreeHost never frees it. */
 static CUresult host_register(void *p, size_t bytesize, unsigned int flags)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS && (!p || bytesize == 0 || (flags & ~15u)))
-    result = CUDA_ERROR_INVALID_VALUE;
-  uintptr_t lo = (uintptr_t)p, hi = lo + bytesize;
-  for (struct simcuda__host_block *b = simcuda__state.host_blocks;
-       result == CUDA_SUCCESS && b; b = b->next) {
-    uintptr_t blo = (uintptr_t)b->pointer, bhi = blo + b->size;
-    if (b->registered && lo < bhi && blo < hi)
-      result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-  }
-  struct simcuda__host_block *block = NULL;
-  if (result == CUDA_SUCCESS && !(block = malloc(sizeof(*block))))
-    result = CUDA_ERROR_OUT_OF_MEMORY;
-  if (result == CUDA_SUCCESS) {
-    *block = (struct simcuda__host_block){.pointer = p, .size = bytesize, .registered = 1,
-                                          .next = simcuda__state.host_blocks};
-    simcuda__state.host_blocks = block;
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && (!p || bytesize == 0 || (flags & ~15u)))
+        result = CUDA_ERROR_INVALID_VALUE;
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytesize;
+    for (struct simcuda__host_block *b = simcuda__state.host_blocks; result == CUDA_SUCCESS && b;
+         b = b->next) {
+        uintptr_t blo = (uintptr_t)b->pointer, bhi = blo + b->size;
+        if (b->registered && lo < bhi && blo < hi)
+            result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    struct simcuda__host_block *block = NULL;
+    if (result == CUDA_SUCCESS && !(block = malloc(sizeof(*block))))
+        result = CUDA_ERROR_OUT_OF_MEMORY;
+    if (result == CUDA_SUCCESS) {
+        *block = (struct simcuda__host_block){
+            .pointer = p, .size = bytesize, .registered = 1, .next = simcuda__state.host_blocks};
+        simcuda__state.host_blocks = block;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-  return host_register(p, bytesize, Flags);
+    return host_register(p, bytesize, Flags);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
-  return host_register(p, bytesize, Flags);
+    return host_register(p, bytesize, Flags);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  if (result == CUDA_SUCCESS) {
-    result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-    for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
-         link = &(*link)->next) {
-      if ((*link)->pointer == p && (*link)->registered) {
-        struct simcuda__host_block *block = *link;
-        *link = block->next;
-        free(block);
-        result = CUDA_SUCCESS;
-        break;
-      }
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS) {
+        result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+        for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
+             link = &(*link)->next) {
+            if ((*link)->pointer == p && (*link)->registered) {
+                struct simcuda__host_block *block = *link;
+                *link = block->next;
+                free(block);
+                result = CUDA_SUCCESS;
+                break;
+            }
+        }
     }
-  }
-  simcuda__unlock();
-  return result;
+    simcuda__unlock();
+    return result;
 }
 
 /* The handle names the physical allocation; any process-local open maps the same pages. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  struct simcuda__va_entry *entry = simcuda__find_range(dptr, NULL);
-  struct simcuda__alloc *alloc =
-      entry && entry->kind == SIMCUDA__RANGE_ALLOC && entry->base == dptr ? entry->object : NULL;
-  if (result == CUDA_SUCCESS && (!pHandle || !alloc || alloc->type != SIMCUDA__ALLOC_DEVICE))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS) {
-    struct ipc_payload payload = {.phys_id = alloc->phys->id, .size = alloc->size};
-    memcpy(payload.magic, ipc_magic, sizeof(payload.magic));
-    memset(pHandle, 0, sizeof(*pHandle));
-    memcpy(pHandle->reserved, &payload, sizeof(payload));
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    struct simcuda__va_entry *entry = simcuda__find_range(dptr, NULL);
+    struct simcuda__alloc *alloc =
+        entry && entry->kind == SIMCUDA__RANGE_ALLOC && entry->base == dptr ? entry->object : NULL;
+    if (result == CUDA_SUCCESS && (!pHandle || !alloc || alloc->type != SIMCUDA__ALLOC_DEVICE))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        struct ipc_payload payload = {.phys_id = alloc->phys->id, .size = alloc->size};
+        memcpy(payload.magic, ipc_magic, sizeof(payload.magic));
+        memset(pHandle, 0, sizeof(*pHandle));
+        memcpy(pHandle->reserved, &payload, sizeof(payload));
+    }
+    simcuda__unlock();
+    return result;
 }
 
 static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags)
 {
-  struct CUctx_st *ctx;
-  struct ipc_payload payload;
-  memcpy(&payload, handle.reserved, sizeof(payload));
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  struct simcuda__phys *phys = simcuda__phys_lookup(payload.phys_id);
-  if (result == CUDA_SUCCESS &&
-      (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
-       memcmp(payload.magic, ipc_magic, sizeof(ipc_magic)) != 0 || !phys || phys->vmm))
-    result = CUDA_ERROR_INVALID_VALUE;
-  struct simcuda__alloc *alloc = NULL;
-  if (result == CUDA_SUCCESS && !(alloc = calloc(1, sizeof(*alloc))))
-    result = CUDA_ERROR_OUT_OF_MEMORY;
-  if (result == CUDA_SUCCESS)
-    result = simcuda__va_reserve(&simcuda__state.devices[phys->device].va,
-                                 phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
-                                 SIMCUDA__RANGE_ALLOC, alloc, pdptr);
-  if (result == CUDA_SUCCESS) {
-    phys->map_count++;
-    alloc->phys = phys;
-    alloc->size = payload.size;
-    alloc->ctx = ctx;
-    alloc->type = SIMCUDA__ALLOC_IPC;
-  } else {
-    free(alloc);
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    struct ipc_payload payload;
+    memcpy(&payload, handle.reserved, sizeof(payload));
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    struct simcuda__phys *phys = simcuda__phys_lookup(payload.phys_id);
+    if (result == CUDA_SUCCESS &&
+        (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+         memcmp(payload.magic, ipc_magic, sizeof(ipc_magic)) != 0 || !phys || phys->vmm))
+        result = CUDA_ERROR_INVALID_VALUE;
+    struct simcuda__alloc *alloc = NULL;
+    if (result == CUDA_SUCCESS && !(alloc = calloc(1, sizeof(*alloc))))
+        result = CUDA_ERROR_OUT_OF_MEMORY;
+    if (result == CUDA_SUCCESS)
+        result = simcuda__va_reserve(&simcuda__state.devices[phys->device].va,
+                                     phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
+                                     SIMCUDA__RANGE_ALLOC, alloc, pdptr);
+    if (result == CUDA_SUCCESS) {
+        phys->map_count++;
+        alloc->phys = phys;
+        alloc->size = payload.size;
+        alloc->ctx = ctx;
+        alloc->type = SIMCUDA__ALLOC_IPC;
+    } else {
+        free(alloc);
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
                                                       unsigned int Flags)
 {
-  return ipc_open(pdptr, handle, Flags);
+    return ipc_open(pdptr, handle, Flags);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
                                                    unsigned int Flags)
 {
-  return ipc_open(pdptr, handle, Flags);
+    return ipc_open(pdptr, handle, Flags);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__require_context(&ctx);
-  struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
-  struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
-  if (result == CUDA_SUCCESS &&
-      (!entry || entry->base != dptr || entry->kind != SIMCUDA__RANGE_ALLOC ||
-       ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS)
-    simcuda__alloc_release(space, entry);
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
+    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
+    if (result == CUDA_SUCCESS &&
+        (!entry || entry->base != dptr || entry->kind != SIMCUDA__RANGE_ALLOC ||
+         ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        simcuda__alloc_release(space, entry);
+    simcuda__unlock();
+    return result;
 }

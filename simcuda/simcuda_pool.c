@@ -15,372 +15,371 @@
 
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default)
 {
-  memset(pool, 0, sizeof(*pool));
-  pool->magic = SIMCUDA__POOL_MAGIC;
-  pool->alive = true;
-  pool->is_default = is_default;
-  pool->device = device;
-  for (int i = 0; i < 3; i++)
-    pool->reuse_flags[i] = 1;
+    memset(pool, 0, sizeof(*pool));
+    pool->magic = SIMCUDA__POOL_MAGIC;
+    pool->alive = true;
+    pool->is_default = is_default;
+    pool->device = device;
+    for (int i = 0; i < 3; i++)
+        pool->reuse_flags[i] = 1;
 }
 
 static bool pool_valid(const struct CUmemPoolHandle_st *pool)
 {
-  return pool && pool->magic == SIMCUDA__POOL_MAGIC && pool->alive;
+    return pool && pool->magic == SIMCUDA__POOL_MAGIC && pool->alive;
 }
 
 static void update_high_marks(struct CUmemPoolHandle_st *pool)
 {
-  if (pool->reserved_pages > pool->reserved_high_pages)
-    pool->reserved_high_pages = pool->reserved_pages;
-  if (pool->used_pages > pool->used_high_pages)
-    pool->used_high_pages = pool->used_pages;
+    if (pool->reserved_pages > pool->reserved_high_pages)
+        pool->reserved_high_pages = pool->reserved_pages;
+    if (pool->used_pages > pool->used_high_pages)
+        pool->used_high_pages = pool->used_pages;
 }
 
 void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry)
 {
-  struct simcuda__pool_block *block = entry->object;
-  struct CUmemPoolHandle_st *pool = block->pool;
-  pool->reserved_pages -= block->pages;
-  if (block->live)
-    pool->used_pages -= block->pages;
-  simcuda__state.devices[pool->device].pages_in_use -= block->pages;
-  simcuda__va_release(space, block->base);
-  free(block);
+    struct simcuda__pool_block *block = entry->object;
+    struct CUmemPoolHandle_st *pool = block->pool;
+    pool->reserved_pages -= block->pages;
+    if (block->live)
+        pool->used_pages -= block->pages;
+    simcuda__state.devices[pool->device].pages_in_use -= block->pages;
+    simcuda__va_release(space, block->base);
+    free(block);
 }
 
 /* Lock held. Releases retained blocks while the pool reserves more than keep bytes. */
 static void pool_trim(struct CUmemPoolHandle_st *pool, uint64_t keep)
 {
-  struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
-  for (size_t i = space->count; i-- > 0 && pool->reserved_pages * SIMCUDA__PAGE_SIZE > keep;) {
-    struct simcuda__va_entry *entry = &space->entries[i];
-    struct simcuda__pool_block *block = entry->object;
-    if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK && block->pool == pool && !block->live)
-      simcuda__pool_block_release(space, entry);
-  }
+    struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
+    for (size_t i = space->count; i-- > 0 && pool->reserved_pages * SIMCUDA__PAGE_SIZE > keep;) {
+        struct simcuda__va_entry *entry = &space->entries[i];
+        struct simcuda__pool_block *block = entry->object;
+        if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK && block->pool == pool && !block->live)
+            simcuda__pool_block_release(space, entry);
+    }
 }
 
 void simcuda__pools_synchronize(int device)
 {
-  struct simcuda__device *dev = &simcuda__state.devices[device];
-  pool_trim(&dev->default_pool, dev->default_pool.release_threshold);
-  for (struct CUmemPoolHandle_st *pool = simcuda__state.pools; pool; pool = pool->next_all) {
-    if (pool->alive && pool->device == device)
-      pool_trim(pool, pool->release_threshold);
-  }
+    struct simcuda__device *dev = &simcuda__state.devices[device];
+    pool_trim(&dev->default_pool, dev->default_pool.release_threshold);
+    for (struct CUmemPoolHandle_st *pool = simcuda__state.pools; pool; pool = pool->next_all) {
+        if (pool->alive && pool->device == device)
+            pool_trim(pool, pool->release_threshold);
+    }
 }
 
 CUresult simcuda__pool_free_block(struct simcuda__pool_block *block)
 {
-  struct CUmemPoolHandle_st *pool = block->pool;
-  if (!block->live)
-    return CUDA_ERROR_INVALID_VALUE;
-  block->live = false;
-  pool->used_pages -= block->pages;
-  if (!pool->alive) {
-    struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
-    simcuda__pool_block_release(space, simcuda__va_find(space, block->base));
-  }
-  return CUDA_SUCCESS;
+    struct CUmemPoolHandle_st *pool = block->pool;
+    if (!block->live)
+        return CUDA_ERROR_INVALID_VALUE;
+    block->live = false;
+    pool->used_pages -= block->pages;
+    if (!pool->alive) {
+        struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
+        simcuda__pool_block_release(space, simcuda__va_find(space, block->base));
+    }
+    return CUDA_SUCCESS;
 }
 
 static struct simcuda__pool_block *best_retained_block(struct CUmemPoolHandle_st *pool,
                                                        uint64_t pages)
 {
-  struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
-  struct simcuda__pool_block *best = NULL;
-  for (size_t i = 0; i < space->count; i++) {
-    struct simcuda__pool_block *block = space->entries[i].object;
-    if (space->entries[i].kind != SIMCUDA__RANGE_POOL_BLOCK || block->pool != pool ||
-        block->live || block->pages < pages)
-      continue;
-    if (!best || block->pages < best->pages)
-      best = block;
-  }
-  return best;
+    struct simcuda__va_space *space = &simcuda__state.devices[pool->device].va;
+    struct simcuda__pool_block *best = NULL;
+    for (size_t i = 0; i < space->count; i++) {
+        struct simcuda__pool_block *block = space->entries[i].object;
+        if (space->entries[i].kind != SIMCUDA__RANGE_POOL_BLOCK || block->pool != pool ||
+            block->live || block->pages < pages)
+            continue;
+        if (!best || block->pages < best->pages)
+            best = block;
+    }
+    return best;
 }
 
 /* Lock held. */
 static CUresult pool_alloc(struct CUmemPoolHandle_st *pool, uint64_t size, struct CUctx_st *ctx,
                            CUdeviceptr *out)
 {
-  uint64_t pages = simcuda__pages_for(size);
-  struct simcuda__pool_block *block = best_retained_block(pool, pages);
-  if (!block) {
-    if (pages > simcuda__free_bytes(pool->device) / SIMCUDA__PAGE_SIZE)
-      pool_trim(pool, 0);
-    if (pages > simcuda__free_bytes(pool->device) / SIMCUDA__PAGE_SIZE)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!(block = calloc(1, sizeof(*block))))
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult result = simcuda__va_reserve(&simcuda__state.devices[pool->device].va,
-                                          pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
-                                          SIMCUDA__RANGE_POOL_BLOCK, block, &block->base);
-    if (result != CUDA_SUCCESS) {
-      free(block);
-      return result;
+    uint64_t pages = simcuda__pages_for(size);
+    struct simcuda__pool_block *block = best_retained_block(pool, pages);
+    if (!block) {
+        if (pages > simcuda__free_bytes(pool->device) / SIMCUDA__PAGE_SIZE)
+            pool_trim(pool, 0);
+        if (pages > simcuda__free_bytes(pool->device) / SIMCUDA__PAGE_SIZE)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        if (!(block = calloc(1, sizeof(*block))))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        CUresult result = simcuda__va_reserve(&simcuda__state.devices[pool->device].va,
+                                              pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
+                                              SIMCUDA__RANGE_POOL_BLOCK, block, &block->base);
+        if (result != CUDA_SUCCESS) {
+            free(block);
+            return result;
+        }
+        block->pool = pool;
+        block->pages = pages;
+        simcuda__state.devices[pool->device].pages_in_use += pages;
+        pool->reserved_pages += pages;
     }
-    block->pool = pool;
-    block->pages = pages;
-    simcuda__state.devices[pool->device].pages_in_use += pages;
-    pool->reserved_pages += pages;
-  }
-  block->live = true;
-  block->size = size;
-  block->ctx = ctx;
-  pool->used_pages += block->pages;
-  update_high_marks(pool);
-  *out = block->base;
-  return CUDA_SUCCESS;
+    block->live = true;
+    block->size = size;
+    block->ctx = ctx;
+    pool->used_pages += block->pages;
+    update_high_marks(pool);
+    *out = block->base;
+    return CUDA_SUCCESS;
 }
 
 /* pool NULL: the current pool of the stream's device (cuMemAllocAsync). */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool from_pool,
                             CUstream hStream)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__stream_context(hStream, &ctx);
-  if (result == CUDA_SUCCESS && (!dptr || bytesize == 0 || (from_pool && !pool_valid(pool))))
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS)
-    result = pool_alloc(from_pool ? pool : simcuda__state.devices[ctx->device].current_pool,
-                        bytesize, ctx, dptr);
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__stream_context(hStream, &ctx);
+    if (result == CUDA_SUCCESS && (!dptr || bytesize == 0 || (from_pool && !pool_valid(pool))))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        result = pool_alloc(from_pool ? pool : simcuda__state.devices[ctx->device].current_pool,
+                            bytesize, ctx, dptr);
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                                 CUstream hStream)
 {
-  return alloc_async(dptr, bytesize, NULL, false, hStream);
+    return alloc_async(dptr, bytesize, NULL, false, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                      CUstream hStream)
 {
-  return alloc_async(dptr, bytesize, NULL, false, hStream);
+    return alloc_async(dptr, bytesize, NULL, false, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                                         CUmemoryPool pool, CUstream hStream)
 {
-  return alloc_async(dptr, bytesize, pool, true, hStream);
+    return alloc_async(dptr, bytesize, pool, true, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                              CUmemoryPool pool, CUstream hStream)
 {
-  return alloc_async(dptr, bytesize, pool, true, hStream);
+    return alloc_async(dptr, bytesize, pool, true, hStream);
 }
 
 /* Pool blocks go back to their pool; cuMemAlloc memory is freed at once. */
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
-  struct CUctx_st *ctx;
-  simcuda__lock();
-  CUresult result = simcuda__stream_context(hStream, &ctx);
-  struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
-  struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
-  if (result != CUDA_SUCCESS) {
-    /* keep the context error */
-  } else if (!entry || entry->base != dptr) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
-    result = simcuda__pool_free_block(entry->object);
-  } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
-             ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
-    simcuda__alloc_release(space, entry);
-  } else {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  simcuda__unlock();
-  return result;
+    struct CUctx_st *ctx;
+    simcuda__lock();
+    CUresult result = simcuda__stream_context(hStream, &ctx);
+    struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
+    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
+    if (result != CUDA_SUCCESS) {
+        /* keep the context error */
+    } else if (!entry || entry->base != dptr) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
+        result = simcuda__pool_free_block(entry->object);
+    } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
+               ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
+        simcuda__alloc_release(space, entry);
+    } else {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-  return free_async(dptr, hStream);
+    return free_async(dptr, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-  return free_async(dptr, hStream);
+    return free_async(dptr, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
-    return result;
-  if (!pool || !poolProps || poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-      poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-      simcuda__check_device(poolProps->location.id) != CUDA_SUCCESS)
-    return CUDA_ERROR_INVALID_VALUE;
-  struct CUmemPoolHandle_st *created = malloc(sizeof(*created));
-  if (!created)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  simcuda__pool_init(created, poolProps->location.id, false);
-  simcuda__lock();
-  created->next_all = simcuda__state.pools;
-  simcuda__state.pools = created;
-  simcuda__unlock();
-  *pool = created;
-  return CUDA_SUCCESS;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pool || !poolProps || poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        simcuda__check_device(poolProps->location.id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUmemPoolHandle_st *created = malloc(sizeof(*created));
+    if (!created)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    simcuda__pool_init(created, poolProps->location.id, false);
+    simcuda__lock();
+    created->next_all = simcuda__state.pools;
+    simcuda__state.pools = created;
+    simcuda__unlock();
+    *pool = created;
+    return CUDA_SUCCESS;
 }
 
 /* Retained memory is released now; live blocks are released when they are freed. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    if (!pool_valid(pool) || pool->is_default) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        pool_trim(pool, 0);
+        pool->alive = false;
+        struct simcuda__device *dev = &simcuda__state.devices[pool->device];
+        if (dev->current_pool == pool)
+            dev->current_pool = &dev->default_pool;
+    }
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  if (!pool_valid(pool) || pool->is_default) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  } else {
-    pool_trim(pool, 0);
-    pool->alive = false;
-    struct simcuda__device *dev = &simcuda__state.devices[pool->device];
-    if (dev->current_pool == pool)
-      dev->current_pool = &dev->default_pool;
-  }
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    if (pool_valid(pool))
+        pool_trim(pool, minBytesToKeep);
+    else
+        result = CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  if (pool_valid(pool))
-    pool_trim(pool, minBytesToKeep);
-  else
-    result = CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }
 
 static CUresult pool_set(struct CUmemPoolHandle_st *pool, CUmemPool_attribute attr, void *value)
 {
-  switch (attr) {
-  case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-  case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-  case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-    pool->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value != 0;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-    pool->release_threshold = *(cuuint64_t *)value;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    if (*(cuuint64_t *)value != 0)
-      return CUDA_ERROR_INVALID_VALUE;
-    pool->reserved_high_pages = pool->reserved_pages;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-    if (*(cuuint64_t *)value != 0)
-      return CUDA_ERROR_INVALID_VALUE;
-    pool->used_high_pages = pool->used_pages;
-    return CUDA_SUCCESS;
-  default:
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        pool->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value !=
+                                                                                    0;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        pool->release_threshold = *(cuuint64_t *)value;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        pool->reserved_high_pages = pool->reserved_pages;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        pool->used_high_pages = pool->used_pages;
+        return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 static CUresult pool_get(const struct CUmemPoolHandle_st *pool, CUmemPool_attribute attr,
                          void *value)
 {
-  switch (attr) {
-  case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-  case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-  case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-    *(int *)value = pool->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-    *(cuuint64_t *)value = pool->release_threshold;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-    *(cuuint64_t *)value = pool->reserved_pages * SIMCUDA__PAGE_SIZE;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    *(cuuint64_t *)value = pool->reserved_high_pages * SIMCUDA__PAGE_SIZE;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-    *(cuuint64_t *)value = pool->used_pages * SIMCUDA__PAGE_SIZE;
-    return CUDA_SUCCESS;
-  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-    *(cuuint64_t *)value = pool->used_high_pages * SIMCUDA__PAGE_SIZE;
-    return CUDA_SUCCESS;
-  default:
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = pool->reuse_flags[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        *(cuuint64_t *)value = pool->release_threshold;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+        *(cuuint64_t *)value = pool->reserved_pages * SIMCUDA__PAGE_SIZE;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        *(cuuint64_t *)value = pool->reserved_high_pages * SIMCUDA__PAGE_SIZE;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        *(cuuint64_t *)value = pool->used_pages * SIMCUDA__PAGE_SIZE;
+        return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        *(cuuint64_t *)value = pool->used_high_pages * SIMCUDA__PAGE_SIZE;
+        return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
                                                       void *value)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    result = pool_valid(pool) && value ? pool_set(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  result = pool_valid(pool) && value ? pool_set(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
                                                       void *value)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    result = pool_valid(pool) && value ? pool_get(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  result = pool_valid(pool) && value ? pool_get(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    if (pool_valid(pool) && pool->device == dev)
+        simcuda__state.devices[dev].current_pool = pool;
+    else
+        result = CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
-    return result;
-  simcuda__lock();
-  if (pool_valid(pool) && pool->device == dev)
-    simcuda__state.devices[dev].current_pool = pool;
-  else
-    result = CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }
 
 static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, bool current)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
-    return result;
-  if (!pool)
-    return CUDA_ERROR_INVALID_VALUE;
-  if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
-    return result;
-  simcuda__lock();
-  struct simcuda__device *device = &simcuda__state.devices[dev];
-  *pool = current ? device->current_pool : &device->default_pool;
-  simcuda__unlock();
-  return CUDA_SUCCESS;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    struct simcuda__device *device = &simcuda__state.devices[dev];
+    *pool = current ? device->current_pool : &device->default_pool;
+    simcuda__unlock();
+    return CUDA_SUCCESS;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-  return device_pool(pool, dev, true);
+    return device_pool(pool, dev, true);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-  return device_pool(pool_out, dev, false);
+    return device_pool(pool_out, dev, false);
 }

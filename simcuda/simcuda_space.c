@@ -6,214 +6,213 @@
 
 static uint64_t align_up(uint64_t value, uint64_t alignment)
 {
-  return (value + alignment - 1) / alignment * alignment;
+    return (value + alignment - 1) / alignment * alignment;
 }
 
 uint64_t simcuda__pages_for(uint64_t size)
 {
-  return size / SIMCUDA__PAGE_SIZE + (size % SIMCUDA__PAGE_SIZE != 0);
+    return size / SIMCUDA__PAGE_SIZE + (size % SIMCUDA__PAGE_SIZE != 0);
 }
 
-static bool va_insert(struct simcuda__va_space *space, size_t index,
-                      struct simcuda__va_entry entry)
+static bool va_insert(struct simcuda__va_space *space, size_t index, struct simcuda__va_entry entry)
 {
-  if (space->count == space->capacity) {
-    size_t capacity = space->capacity ? space->capacity * 2 : 64;
-    struct simcuda__va_entry *grown = realloc(space->entries, capacity * sizeof(*grown));
-    if (!grown)
-      return false;
-    space->entries = grown;
-    space->capacity = capacity;
-  }
-  memmove(&space->entries[index + 1], &space->entries[index],
-          (space->count - index) * sizeof(*space->entries));
-  space->entries[index] = entry;
-  space->count++;
-  return true;
+    if (space->count == space->capacity) {
+        size_t capacity = space->capacity ? space->capacity * 2 : 64;
+        struct simcuda__va_entry *grown = realloc(space->entries, capacity * sizeof(*grown));
+        if (!grown)
+            return false;
+        space->entries = grown;
+        space->capacity = capacity;
+    }
+    memmove(&space->entries[index + 1], &space->entries[index],
+            (space->count - index) * sizeof(*space->entries));
+    space->entries[index] = entry;
+    space->count++;
+    return true;
 }
 
 /* The gap before entry index (or before the end of the space when index == count). */
 static void gap_at(const struct simcuda__va_space *space, size_t index, uint64_t *begin,
                    uint64_t *end)
 {
-  *begin = index == 0 ? space->start
-                      : space->entries[index - 1].base + space->entries[index - 1].size;
-  *end = index == space->count ? space->start + space->size : space->entries[index].base;
+    *begin = index == 0 ? space->start
+                        : space->entries[index - 1].base + space->entries[index - 1].size;
+    *end = index == space->count ? space->start + space->size : space->entries[index].base;
 }
 
 CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uint64_t alignment,
                              CUdeviceptr hint, enum simcuda__range_kind kind, void *object,
                              CUdeviceptr *out)
 {
-  struct simcuda__va_entry entry = {.size = size, .kind = kind, .object = object};
-  uint64_t begin, end;
-  if (size == 0 || size > space->size)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  /* A fixed-address hint is honoured when it is aligned and its range is free. */
-  if (hint && hint % alignment == 0) {
-    for (size_t i = 0; i <= space->count; i++) {
-      gap_at(space, i, &begin, &end);
-      if (hint >= begin && hint < end && end - hint >= size) {
-        entry.base = hint;
-        if (!va_insert(space, i, entry))
-          return CUDA_ERROR_OUT_OF_MEMORY;
-        *out = hint;
-        return CUDA_SUCCESS;
-      }
-    }
-  }
-  for (size_t i = 0; i <= space->count; i++) {
-    gap_at(space, i, &begin, &end);
-    uint64_t candidate = align_up(begin, alignment);
-    if (candidate < end && end - candidate >= size) {
-      entry.base = candidate;
-      if (!va_insert(space, i, entry))
+    struct simcuda__va_entry entry = {.size = size, .kind = kind, .object = object};
+    uint64_t begin, end;
+    if (size == 0 || size > space->size)
         return CUDA_ERROR_OUT_OF_MEMORY;
-      *out = candidate;
-      return CUDA_SUCCESS;
+    /* A fixed-address hint is honoured when it is aligned and its range is free. */
+    if (hint && hint % alignment == 0) {
+        for (size_t i = 0; i <= space->count; i++) {
+            gap_at(space, i, &begin, &end);
+            if (hint >= begin && hint < end && end - hint >= size) {
+                entry.base = hint;
+                if (!va_insert(space, i, entry))
+                    return CUDA_ERROR_OUT_OF_MEMORY;
+                *out = hint;
+                return CUDA_SUCCESS;
+            }
+        }
     }
-  }
-  return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i <= space->count; i++) {
+        gap_at(space, i, &begin, &end);
+        uint64_t candidate = align_up(begin, alignment);
+        if (candidate < end && end - candidate >= size) {
+            entry.base = candidate;
+            if (!va_insert(space, i, entry))
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            *out = candidate;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* Index of the last entry whose base is <= address, or count when there is none. */
 static size_t va_floor(const struct simcuda__va_space *space, CUdeviceptr address)
 {
-  size_t low = 0, high = space->count;
-  while (low < high) {
-    size_t middle = low + (high - low) / 2;
-    if (space->entries[middle].base <= address)
-      low = middle + 1;
-    else
-      high = middle;
-  }
-  return low == 0 ? space->count : low - 1;
+    size_t low = 0, high = space->count;
+    while (low < high) {
+        size_t middle = low + (high - low) / 2;
+        if (space->entries[middle].base <= address)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    return low == 0 ? space->count : low - 1;
 }
 
 struct simcuda__va_entry *simcuda__va_find(struct simcuda__va_space *space, CUdeviceptr address)
 {
-  size_t index = va_floor(space, address);
-  if (index == space->count)
-    return NULL;
-  struct simcuda__va_entry *entry = &space->entries[index];
-  return address - entry->base < entry->size ? entry : NULL;
+    size_t index = va_floor(space, address);
+    if (index == space->count)
+        return NULL;
+    struct simcuda__va_entry *entry = &space->entries[index];
+    return address - entry->base < entry->size ? entry : NULL;
 }
 
 /* Freed ranges simply leave the list, so neighbouring gaps coalesce by construction. */
 void simcuda__va_release(struct simcuda__va_space *space, CUdeviceptr base)
 {
-  size_t index = va_floor(space, base);
-  if (index == space->count || space->entries[index].base != base)
-    return;
-  memmove(&space->entries[index], &space->entries[index + 1],
-          (space->count - index - 1) * sizeof(*space->entries));
-  space->count--;
+    size_t index = va_floor(space, base);
+    if (index == space->count || space->entries[index].base != base)
+        return;
+    memmove(&space->entries[index], &space->entries[index + 1],
+            (space->count - index - 1) * sizeof(*space->entries));
+    space->count--;
 }
 
 struct simcuda__va_space *simcuda__space_of(CUdeviceptr address, int *device)
 {
-  for (int d = 0; d < simcuda__state.device_count; d++) {
-    struct simcuda__device *dev = &simcuda__state.devices[d];
-    struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
-    for (int s = 0; s < 2; s++) {
-      if (address >= spaces[s]->start && address - spaces[s]->start < spaces[s]->size) {
-        if (device)
-          *device = d;
-        return spaces[s];
-      }
+    for (int d = 0; d < simcuda__state.device_count; d++) {
+        struct simcuda__device *dev = &simcuda__state.devices[d];
+        struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
+        for (int s = 0; s < 2; s++) {
+            if (address >= spaces[s]->start && address - spaces[s]->start < spaces[s]->size) {
+                if (device)
+                    *device = d;
+                return spaces[s];
+            }
+        }
     }
-  }
-  return NULL;
+    return NULL;
 }
 
 struct simcuda__va_entry *simcuda__find_range(CUdeviceptr address, int *device)
 {
-  struct simcuda__va_space *space = simcuda__space_of(address, device);
-  return space ? simcuda__va_find(space, address) : NULL;
+    struct simcuda__va_space *space = simcuda__space_of(address, device);
+    return space ? simcuda__va_find(space, address) : NULL;
 }
 
 CUresult simcuda__phys_create(int device, uint64_t size, struct simcuda__phys **out)
 {
-  uint64_t pages = simcuda__pages_for(size);
-  if (pages > simcuda__free_bytes(device) / SIMCUDA__PAGE_SIZE)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  if (simcuda__state.phys_count == simcuda__state.phys_capacity) {
-    size_t capacity = simcuda__state.phys_capacity ? simcuda__state.phys_capacity * 2 : 256;
-    struct simcuda__phys **grown =
-        realloc(simcuda__state.phys, capacity * sizeof(*simcuda__state.phys));
-    if (!grown)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    simcuda__state.phys = grown;
-    simcuda__state.phys_capacity = capacity;
-  }
-  struct simcuda__phys *phys = calloc(1, sizeof(*phys));
-  if (!phys)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  phys->id = simcuda__state.phys_count + 1;
-  phys->device = device;
-  phys->size = size;
-  phys->pages = pages;
-  phys->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  phys->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  phys->prop.location.id = device;
-  simcuda__state.phys[simcuda__state.phys_count++] = phys;
-  simcuda__state.devices[device].pages_in_use += pages;
-  *out = phys;
-  return CUDA_SUCCESS;
+    uint64_t pages = simcuda__pages_for(size);
+    if (pages > simcuda__free_bytes(device) / SIMCUDA__PAGE_SIZE)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (simcuda__state.phys_count == simcuda__state.phys_capacity) {
+        size_t capacity = simcuda__state.phys_capacity ? simcuda__state.phys_capacity * 2 : 256;
+        struct simcuda__phys **grown = realloc(simcuda__state.phys,
+                                               capacity * sizeof(*simcuda__state.phys));
+        if (!grown)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        simcuda__state.phys = grown;
+        simcuda__state.phys_capacity = capacity;
+    }
+    struct simcuda__phys *phys = calloc(1, sizeof(*phys));
+    if (!phys)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    phys->id = simcuda__state.phys_count + 1;
+    phys->device = device;
+    phys->size = size;
+    phys->pages = pages;
+    phys->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    phys->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    phys->prop.location.id = device;
+    simcuda__state.phys[simcuda__state.phys_count++] = phys;
+    simcuda__state.devices[device].pages_in_use += pages;
+    *out = phys;
+    return CUDA_SUCCESS;
 }
 
 struct simcuda__phys *simcuda__phys_lookup(unsigned long long id)
 {
-  if (id == 0 || id > simcuda__state.phys_count)
-    return NULL;
-  return simcuda__state.phys[id - 1];
+    if (id == 0 || id > simcuda__state.phys_count)
+        return NULL;
+    return simcuda__state.phys[id - 1];
 }
 
 void simcuda__phys_maybe_free(struct simcuda__phys *phys)
 {
-  if (phys->handle_refs > 0 || phys->map_count > 0)
-    return;
-  simcuda__state.devices[phys->device].pages_in_use -= phys->pages;
-  simcuda__state.phys[phys->id - 1] = NULL;
-  free(phys);
+    if (phys->handle_refs > 0 || phys->map_count > 0)
+        return;
+    simcuda__state.devices[phys->device].pages_in_use -= phys->pages;
+    simcuda__state.phys[phys->id - 1] = NULL;
+    free(phys);
 }
 
 /* Whether [address, address + size) lies inside one live allocation, or inside mapped parts
  * of one reservation. Used by the copy and set calls, which move no data. */
 CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size)
 {
-  struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
-  if (!entry)
-    return CUDA_ERROR_INVALID_VALUE;
-  uint64_t offset = address - entry->base;
-  switch (entry->kind) {
-  case SIMCUDA__RANGE_ALLOC: {
-    struct simcuda__alloc *alloc = entry->object;
-    return offset <= alloc->size && alloc->size - offset >= size ? CUDA_SUCCESS
-                                                                 : CUDA_ERROR_INVALID_VALUE;
-  }
-  case SIMCUDA__RANGE_POOL_BLOCK: {
-    struct simcuda__pool_block *block = entry->object;
-    if (!block->live)
-      return CUDA_ERROR_INVALID_VALUE;
-    return offset <= block->size && block->size - offset >= size ? CUDA_SUCCESS
-                                                                 : CUDA_ERROR_INVALID_VALUE;
-  }
-  case SIMCUDA__RANGE_RESERVATION: {
-    struct simcuda__reservation *reservation = entry->object;
-    uint64_t cursor = address, end = address + size;
-    /* Mappings are kept sorted by base, so one pass checks contiguous coverage. */
-    for (size_t i = 0; i < reservation->count && cursor < end; i++) {
-      const struct simcuda__mapping *mapping = &reservation->mappings[i];
-      if (mapping->base + mapping->size <= cursor)
-        continue;
-      if (mapping->base > cursor)
-        break;
-      cursor = mapping->base + mapping->size;
+    struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
+    if (!entry)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t offset = address - entry->base;
+    switch (entry->kind) {
+    case SIMCUDA__RANGE_ALLOC: {
+        struct simcuda__alloc *alloc = entry->object;
+        return offset <= alloc->size && alloc->size - offset >= size ? CUDA_SUCCESS
+                                                                     : CUDA_ERROR_INVALID_VALUE;
     }
-    return cursor >= end && end <= entry->base + entry->size ? CUDA_SUCCESS
-                                                             : CUDA_ERROR_INVALID_VALUE;
-  }
-  }
-  return CUDA_ERROR_INVALID_VALUE;
+    case SIMCUDA__RANGE_POOL_BLOCK: {
+        struct simcuda__pool_block *block = entry->object;
+        if (!block->live)
+            return CUDA_ERROR_INVALID_VALUE;
+        return offset <= block->size && block->size - offset >= size ? CUDA_SUCCESS
+                                                                     : CUDA_ERROR_INVALID_VALUE;
+    }
+    case SIMCUDA__RANGE_RESERVATION: {
+        struct simcuda__reservation *reservation = entry->object;
+        uint64_t cursor = address, end = address + size;
+        /* Mappings are kept sorted by base, so one pass checks contiguous coverage. */
+        for (size_t i = 0; i < reservation->count && cursor < end; i++) {
+            const struct simcuda__mapping *mapping = &reservation->mappings[i];
+            if (mapping->base + mapping->size <= cursor)
+                continue;
+            if (mapping->base > cursor)
+                break;
+            cursor = mapping->base + mapping->size;
+        }
+        return cursor >= end && end <= entry->base + entry->size ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_INVALID_VALUE;
+    }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
 }

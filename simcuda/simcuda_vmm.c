@@ -17,290 +17,290 @@
 
 static CUmemGenericAllocationHandle handle_of(const struct simcuda__phys *phys)
 {
-  return SIMCUDA__HANDLE_TAG | phys->id;
+    return SIMCUDA__HANDLE_TAG | phys->id;
 }
 
 /* Lock held. The physical allocation behind a handle that still has a reference. */
 static struct simcuda__phys *handle_phys(CUmemGenericAllocationHandle handle)
 {
-  if ((handle & ~HANDLE_ID_MASK) != SIMCUDA__HANDLE_TAG)
-    return NULL;
-  struct simcuda__phys *phys = simcuda__phys_lookup(handle & HANDLE_ID_MASK);
-  return phys && phys->handle_refs > 0 ? phys : NULL;
+    if ((handle & ~HANDLE_ID_MASK) != SIMCUDA__HANDLE_TAG)
+        return NULL;
+    struct simcuda__phys *phys = simcuda__phys_lookup(handle & HANDLE_ID_MASK);
+    return phys && phys->handle_refs > 0 ? phys : NULL;
 }
 
 static bool prop_valid(const CUmemAllocationProp *prop)
 {
-  return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-         prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-         simcuda__check_device(prop->location.id) == CUDA_SUCCESS;
+    return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+           prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+           simcuda__check_device(prop->location.id) == CUDA_SUCCESS;
 }
 
 /* Lock held. The reservation containing address, or NULL. */
 static struct simcuda__va_entry *reservation_at(CUdeviceptr address)
 {
-  struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
-  return entry && entry->kind == SIMCUDA__RANGE_RESERVATION ? entry : NULL;
+    struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
+    return entry && entry->kind == SIMCUDA__RANGE_RESERVATION ? entry : NULL;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(
     size_t *granularity, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags option)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
-    return result;
-  if (!granularity || !prop_valid(prop) ||
-      (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
-       option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
-    return CUDA_ERROR_INVALID_VALUE;
-  *granularity = SIMCUDA__PAGE_SIZE;
-  return CUDA_SUCCESS;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!granularity || !prop_valid(prop) ||
+        (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = SIMCUDA__PAGE_SIZE;
+    return CUDA_SUCCESS;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                             const CUmemAllocationProp *prop,
                                             unsigned long long flags)
 {
-  struct simcuda__phys *phys;
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    struct simcuda__phys *phys;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle || size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || flags != 0 || !prop_valid(prop))
+        return CUDA_ERROR_INVALID_VALUE;
+    simcuda__lock();
+    result = simcuda__phys_create(prop->location.id, size, &phys);
+    if (result == CUDA_SUCCESS) {
+        phys->handle_refs = 1;
+        phys->vmm = true;
+        phys->prop = *prop;
+        *handle = handle_of(phys);
+    }
+    simcuda__unlock();
     return result;
-  if (!handle || size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || flags != 0 || !prop_valid(prop))
-    return CUDA_ERROR_INVALID_VALUE;
-  simcuda__lock();
-  result = simcuda__phys_create(prop->location.id, size, &phys);
-  if (result == CUDA_SUCCESS) {
-    phys->handle_refs = 1;
-    phys->vmm = true;
-    phys->prop = *prop;
-    *handle = handle_of(phys);
-  }
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    struct simcuda__phys *phys = handle_phys(handle);
+    if (phys) {
+        phys->handle_refs--;
+        simcuda__phys_maybe_free(phys);
+    } else {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  struct simcuda__phys *phys = handle_phys(handle);
-  if (phys) {
-    phys->handle_refs--;
-    simcuda__phys_maybe_free(phys);
-  } else {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  simcuda__unlock();
-  return result;
 }
 
 /* Reservations come from the address space of the hinted device, else of the current
  * context's device, else of device 0. */
 static struct simcuda__va_space *reservation_space(CUdeviceptr *hint, int *device)
 {
-  struct simcuda__va_space *space = *hint ? simcuda__space_of(*hint, device) : NULL;
-  if (space && space == &simcuda__state.devices[*device].va)
-    return space;
-  *hint = 0;
-  struct CUctx_st *ctx = simcuda__current_context();
-  *device = ctx && ctx->alive ? ctx->device : 0;
-  return &simcuda__state.devices[*device].va;
+    struct simcuda__va_space *space = *hint ? simcuda__space_of(*hint, device) : NULL;
+    if (space && space == &simcuda__state.devices[*device].va)
+        return space;
+    *hint = 0;
+    struct CUctx_st *ctx = simcuda__current_context();
+    *device = ctx && ctx->alive ? ctx->device : 0;
+    return &simcuda__state.devices[*device].va;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size,
-                                                    size_t alignment, CUdeviceptr addr,
-                                                    unsigned long long flags)
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                                    CUdeviceptr addr, unsigned long long flags)
 {
-  int device;
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    int device;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!ptr || size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || flags != 0 ||
+        (alignment & (alignment - 1)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct simcuda__reservation *reservation = calloc(1, sizeof(*reservation));
+    if (!reservation)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    simcuda__lock();
+    struct simcuda__va_space *space = reservation_space(&addr, &device);
+    reservation->device = device;
+    result = simcuda__va_reserve(space, size,
+                                 alignment > SIMCUDA__PAGE_SIZE ? alignment : SIMCUDA__PAGE_SIZE,
+                                 addr, SIMCUDA__RANGE_RESERVATION, reservation, ptr);
+    simcuda__unlock();
+    if (result != CUDA_SUCCESS)
+        free(reservation);
     return result;
-  if (!ptr || size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || flags != 0 ||
-      (alignment & (alignment - 1)) != 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  struct simcuda__reservation *reservation = calloc(1, sizeof(*reservation));
-  if (!reservation)
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  simcuda__lock();
-  struct simcuda__va_space *space = reservation_space(&addr, &device);
-  reservation->device = device;
-  result = simcuda__va_reserve(space, size,
-                               alignment > SIMCUDA__PAGE_SIZE ? alignment : SIMCUDA__PAGE_SIZE,
-                               addr, SIMCUDA__RANGE_RESERVATION, reservation, ptr);
-  simcuda__unlock();
-  if (result != CUDA_SUCCESS)
-    free(reservation);
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    struct simcuda__va_space *space = simcuda__space_of(ptr, NULL);
+    struct simcuda__va_entry *entry = reservation_at(ptr);
+    struct simcuda__reservation *reservation = entry ? entry->object : NULL;
+    if (!entry || entry->base != ptr || entry->size != size || reservation->count > 0) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        simcuda__va_release(space, ptr);
+        free(reservation->mappings);
+        free(reservation);
+    }
+    simcuda__unlock();
     return result;
-  simcuda__lock();
-  struct simcuda__va_space *space = simcuda__space_of(ptr, NULL);
-  struct simcuda__va_entry *entry = reservation_at(ptr);
-  struct simcuda__reservation *reservation = entry ? entry->object : NULL;
-  if (!entry || entry->base != ptr || entry->size != size || reservation->count > 0) {
-    result = CUDA_ERROR_INVALID_VALUE;
-  } else {
-    simcuda__va_release(space, ptr);
-    free(reservation->mappings);
-    free(reservation);
-  }
-  simcuda__unlock();
-  return result;
 }
 
 static bool overlaps(CUdeviceptr a, uint64_t a_size, CUdeviceptr b, uint64_t b_size)
 {
-  return a < b + b_size && b < a + a_size;
+    return a < b + b_size && b < a + a_size;
 }
 
 /* Lock held. Inserts keeping mappings sorted by base. */
 static CUresult add_mapping(struct simcuda__reservation *reservation,
                             struct simcuda__mapping mapping)
 {
-  if (reservation->count == reservation->capacity) {
-    size_t capacity = reservation->capacity ? reservation->capacity * 2 : 4;
-    struct simcuda__mapping *grown =
-        realloc(reservation->mappings, capacity * sizeof(*reservation->mappings));
-    if (!grown)
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    reservation->mappings = grown;
-    reservation->capacity = capacity;
-  }
-  size_t index = 0;
-  while (index < reservation->count && reservation->mappings[index].base < mapping.base)
-    index++;
-  memmove(&reservation->mappings[index + 1], &reservation->mappings[index],
-          (reservation->count - index) * sizeof(mapping));
-  reservation->mappings[index] = mapping;
-  reservation->count++;
-  return CUDA_SUCCESS;
+    if (reservation->count == reservation->capacity) {
+        size_t capacity = reservation->capacity ? reservation->capacity * 2 : 4;
+        struct simcuda__mapping *grown = realloc(reservation->mappings,
+                                                 capacity * sizeof(*reservation->mappings));
+        if (!grown)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        reservation->mappings = grown;
+        reservation->capacity = capacity;
+    }
+    size_t index = 0;
+    while (index < reservation->count && reservation->mappings[index].base < mapping.base)
+        index++;
+    memmove(&reservation->mappings[index + 1], &reservation->mappings[index],
+            (reservation->count - index) * sizeof(mapping));
+    reservation->mappings[index] = mapping;
+    reservation->count++;
+    return CUDA_SUCCESS;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                          CUmemGenericAllocationHandle handle,
                                          unsigned long long flags)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || offset % SIMCUDA__PAGE_SIZE != 0 ||
+        flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    simcuda__lock();
+    struct simcuda__phys *phys = handle_phys(handle);
+    struct simcuda__va_entry *entry = reservation_at(ptr);
+    struct simcuda__reservation *reservation = entry ? entry->object : NULL;
+    if (!phys || offset > phys->size || phys->size - offset < size || !entry ||
+        entry->base + entry->size - ptr < size)
+        result = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; result == CUDA_SUCCESS && i < reservation->count; i++) {
+        if (overlaps(ptr, size, reservation->mappings[i].base, reservation->mappings[i].size))
+            result = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (result == CUDA_SUCCESS) {
+        struct simcuda__mapping mapping = {
+            .base = ptr, .size = size, .offset = offset, .phys = phys};
+        result = add_mapping(reservation, mapping);
+    }
+    if (result == CUDA_SUCCESS)
+        phys->map_count++;
+    simcuda__unlock();
     return result;
-  if (size == 0 || size % SIMCUDA__PAGE_SIZE != 0 || offset % SIMCUDA__PAGE_SIZE != 0 ||
-      flags != 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  simcuda__lock();
-  struct simcuda__phys *phys = handle_phys(handle);
-  struct simcuda__va_entry *entry = reservation_at(ptr);
-  struct simcuda__reservation *reservation = entry ? entry->object : NULL;
-  if (!phys || offset > phys->size || phys->size - offset < size || !entry ||
-      entry->base + entry->size - ptr < size)
-    result = CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; result == CUDA_SUCCESS && i < reservation->count; i++) {
-    if (overlaps(ptr, size, reservation->mappings[i].base, reservation->mappings[i].size))
-      result = CUDA_ERROR_INVALID_VALUE;
-  }
-  if (result == CUDA_SUCCESS) {
-    struct simcuda__mapping mapping = {.base = ptr, .size = size, .offset = offset, .phys = phys};
-    result = add_mapping(reservation, mapping);
-  }
-  if (result == CUDA_SUCCESS)
-    phys->map_count++;
-  simcuda__unlock();
-  return result;
 }
 
 /* The range must consist of whole mappings (one or more) and nothing unmapped. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
-    return result;
-  simcuda__lock();
-  struct simcuda__va_entry *entry = reservation_at(ptr);
-  struct simcuda__reservation *reservation = entry ? entry->object : NULL;
-  uint64_t covered = 0;
-  if (!entry || size == 0 || entry->base + entry->size - ptr < size)
-    result = CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; result == CUDA_SUCCESS && i < reservation->count; i++) {
-    const struct simcuda__mapping *mapping = &reservation->mappings[i];
-    if (!overlaps(ptr, size, mapping->base, mapping->size))
-      continue;
-    if (mapping->base < ptr || mapping->base + mapping->size > ptr + size)
-      result = CUDA_ERROR_INVALID_VALUE;
-    covered += mapping->size;
-  }
-  if (result == CUDA_SUCCESS && covered != size)
-    result = CUDA_ERROR_INVALID_VALUE;
-  if (result == CUDA_SUCCESS) {
-    size_t kept = 0;
-    for (size_t i = 0; i < reservation->count; i++) {
-      struct simcuda__mapping mapping = reservation->mappings[i];
-      if (overlaps(ptr, size, mapping.base, mapping.size)) {
-        mapping.phys->map_count--;
-        simcuda__phys_maybe_free(mapping.phys);
-      } else {
-        reservation->mappings[kept++] = mapping;
-      }
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    struct simcuda__va_entry *entry = reservation_at(ptr);
+    struct simcuda__reservation *reservation = entry ? entry->object : NULL;
+    uint64_t covered = 0;
+    if (!entry || size == 0 || entry->base + entry->size - ptr < size)
+        result = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; result == CUDA_SUCCESS && i < reservation->count; i++) {
+        const struct simcuda__mapping *mapping = &reservation->mappings[i];
+        if (!overlaps(ptr, size, mapping->base, mapping->size))
+            continue;
+        if (mapping->base < ptr || mapping->base + mapping->size > ptr + size)
+            result = CUDA_ERROR_INVALID_VALUE;
+        covered += mapping->size;
     }
-    reservation->count = kept;
-  }
-  simcuda__unlock();
-  return result;
+    if (result == CUDA_SUCCESS && covered != size)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        size_t kept = 0;
+        for (size_t i = 0; i < reservation->count; i++) {
+            struct simcuda__mapping mapping = reservation->mappings[i];
+            if (overlaps(ptr, size, mapping.base, mapping.size)) {
+                mapping.phys->map_count--;
+                simcuda__phys_maybe_free(mapping.phys);
+            } else {
+                reservation->mappings[kept++] = mapping;
+            }
+        }
+        reservation->count = kept;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
                                                const CUmemAccessDesc *desc, size_t count)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            simcuda__check_device(desc[i].location.id) != CUDA_SUCCESS ||
+            (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+             desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    simcuda__lock();
+    if (!reservation_at(ptr) || simcuda__check_device_range(ptr, size) != CUDA_SUCCESS)
+        result = CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  if (!desc || count == 0 || size == 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < count; i++) {
-    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-        simcuda__check_device(desc[i].location.id) != CUDA_SUCCESS ||
-        (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
-         desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
-         desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
-      return CUDA_ERROR_INVALID_VALUE;
-  }
-  simcuda__lock();
-  if (!reservation_at(ptr) || simcuda__check_device_range(ptr, size) != CUDA_SUCCESS)
-    result = CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }
 
 /* Takes a new reference, which needs its own cuMemRelease. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
                                                             void *addr)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
-    return result;
-  if (!handle)
-    return CUDA_ERROR_INVALID_VALUE;
-  CUdeviceptr address = (CUdeviceptr)(uintptr_t)addr;
-  simcuda__lock();
-  struct simcuda__va_entry *entry = reservation_at(address);
-  struct simcuda__reservation *reservation = entry ? entry->object : NULL;
-  result = CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; reservation && i < reservation->count; i++) {
-    struct simcuda__mapping *mapping = &reservation->mappings[i];
-    if (address - mapping->base < mapping->size) {
-      mapping->phys->handle_refs++;
-      *handle = handle_of(mapping->phys);
-      result = CUDA_SUCCESS;
-      break;
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr address = (CUdeviceptr)(uintptr_t)addr;
+    simcuda__lock();
+    struct simcuda__va_entry *entry = reservation_at(address);
+    struct simcuda__reservation *reservation = entry ? entry->object : NULL;
+    result = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; reservation && i < reservation->count; i++) {
+        struct simcuda__mapping *mapping = &reservation->mappings[i];
+        if (address - mapping->base < mapping->size) {
+            mapping->phys->handle_refs++;
+            *handle = handle_of(mapping->phys);
+            result = CUDA_SUCCESS;
+            break;
+        }
     }
-  }
-  simcuda__unlock();
-  return result;
+    simcuda__unlock();
+    return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHandle,
@@ -308,61 +308,62 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHand
                                                              CUmemAllocationHandleType handleType,
                                                              unsigned long long flags)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!shareableHandle || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    simcuda__lock();
+    struct simcuda__phys *phys = handle_phys(handle);
+    if (!phys)
+        result = CUDA_ERROR_INVALID_VALUE;
+    else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        result = CUDA_ERROR_NOT_SUPPORTED;
+    else
+        *(int *)shareableHandle = (int)(SIMCUDA__FD_TOKEN_BASE + phys->id);
+    simcuda__unlock();
     return result;
-  if (!shareableHandle || flags != 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  simcuda__lock();
-  struct simcuda__phys *phys = handle_phys(handle);
-  if (!phys)
-    result = CUDA_ERROR_INVALID_VALUE;
-  else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    result = CUDA_ERROR_NOT_SUPPORTED;
-  else
-    *(int *)shareableHandle = (int)(SIMCUDA__FD_TOKEN_BASE + phys->id);
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemImportFromShareableHandle(
     CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    intptr_t token = (intptr_t)osHandle;
+    simcuda__lock();
+    struct simcuda__phys *phys = token > SIMCUDA__FD_TOKEN_BASE
+                                     ? simcuda__phys_lookup(token - SIMCUDA__FD_TOKEN_BASE)
+                                     : NULL;
+    if (phys && phys->vmm) {
+        phys->handle_refs++;
+        *handle = handle_of(phys);
+    } else {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
+    simcuda__unlock();
     return result;
-  if (!handle)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    return CUDA_ERROR_NOT_SUPPORTED;
-  intptr_t token = (intptr_t)osHandle;
-  simcuda__lock();
-  struct simcuda__phys *phys =
-      token > SIMCUDA__FD_TOKEN_BASE ? simcuda__phys_lookup(token - SIMCUDA__FD_TOKEN_BASE) : NULL;
-  if (phys && phys->vmm) {
-    phys->handle_refs++;
-    *handle = handle_of(phys);
-  } else {
-    result = CUDA_ERROR_INVALID_VALUE;
-  }
-  simcuda__unlock();
-  return result;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(
     CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
 {
-  CUresult result = simcuda__require_init();
-  if (result != CUDA_SUCCESS)
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    simcuda__lock();
+    struct simcuda__phys *phys = handle_phys(handle);
+    if (phys)
+        *prop = phys->prop;
+    else
+        result = CUDA_ERROR_INVALID_VALUE;
+    simcuda__unlock();
     return result;
-  if (!prop)
-    return CUDA_ERROR_INVALID_VALUE;
-  simcuda__lock();
-  struct simcuda__phys *phys = handle_phys(handle);
-  if (phys)
-    *prop = phys->prop;
-  else
-    result = CUDA_ERROR_INVALID_VALUE;
-  simcuda__unlock();
-  return result;
 }

@@ -160,9 +160,8 @@ static void line(const char *name, uint64_t events, const double *t, const doubl
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] "
-            "TRACE[=TWIN@EVENTS]...\n");
+    fprintf(stderr, "usage: cmt_bench_analysis [-r ROUNDS] [-H HEAPTRACK_FILE -E EVENTS] "
+                    "TRACE[=TWIN@EVENTS]...\n");
     return 2;
 }
 
@@ -271,8 +270,8 @@ int main(int argc, char **argv)
         }
         for (size_t j = 0; j <= NRUNS; j++)
             line(j ? runs[j - 1].name : "reader alone (in process)", events[i], t[i][j],
-                 anchor ? ta[i][j] : NULL, anchor_events, twin[i] ? tw[i][j] : NULL,
-                 twin_events[i], rounds, rss[i][j]);
+                 anchor ? ta[i][j] : NULL, anchor_events, twin[i] ? tw[i][j] : NULL, twin_events[i],
+                 rounds, rss[i][j]);
     }
     if (anchor)
         printf("\nx anchor: median over rounds of (events/s of the run) / (events/s of the "

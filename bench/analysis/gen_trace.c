@@ -15,8 +15,22 @@
 #include "bench_rng.h"
 #include "writer.h"
 
-enum { A_ALLOC = 1, A_FREE, A_ALLOC_ASYNC, A_FREE_ASYNC, A_INFO, A_SYNC, A_CREATE, A_RELEASE,
-       A_MAP, A_UNMAP, A_RESERVE, A_VAFREE, A_HOST, A_FREE_HOST };
+enum {
+    A_ALLOC = 1,
+    A_FREE,
+    A_ALLOC_ASYNC,
+    A_FREE_ASYNC,
+    A_INFO,
+    A_SYNC,
+    A_CREATE,
+    A_RELEASE,
+    A_MAP,
+    A_UNMAP,
+    A_RESERVE,
+    A_VAFREE,
+    A_HOST,
+    A_FREE_HOST
+};
 
 static const struct cmt_api apis[] = {
     {A_ALLOC, CMT_OP_ALLOC, "cuMemAlloc_v2"},
@@ -54,8 +68,13 @@ static void check(int rc, const char *what)
 
 static void event(uint32_t api, int result, uint32_t site, uint32_t fields, const uint64_t *vals)
 {
-    struct cmt_event e = {.seq = ++seq, .tid = 1000 + (uint32_t)(next_rand() % 4), .api = api,
-                          .result = result, .dev = 0, .stack = site_leaf[site], .fields = fields};
+    struct cmt_event e = {.seq = ++seq,
+                          .tid = 1000 + (uint32_t)(next_rand() % 4),
+                          .api = api,
+                          .result = result,
+                          .dev = 0,
+                          .stack = site_leaf[site],
+                          .fields = fields};
     t_ns += 500 + next_rand() % 4000;
     e.t_ns = t_ns;
     int k = 0;
@@ -67,8 +86,8 @@ static void event(uint32_t api, int result, uint32_t site, uint32_t fields, cons
 static void header(void)
 {
     static const char *argv[] = {"python", "train.py", "--batch-size", "64"};
-    struct cmt_process p = {4242, 1, 1700000000000000000ull, 1000, 12040, "bench-host",
-                            "/usr/bin/python3", 4, argv};
+    struct cmt_process p = {
+        4242, 1, 1700000000000000000ull, 1000, 12040, "bench-host", "/usr/bin/python3", 4, argv};
     check(cmt_writer_process(w, &p), "process");
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         check(cmt_writer_api(w, &apis[i]), "api");

@@ -59,8 +59,8 @@ static inline void bench_usage(const char *prog, const char *what)
 
 static inline void bench_parse(int argc, char **argv, struct bench_options *o, const char *what)
 {
-    *o = (struct bench_options){.pairs = 200000, .warmup = 1000, .depth = 20, .threads = 1,
-                                .size = 1 << 20};
+    *o = (struct bench_options){
+        .pairs = 200000, .warmup = 1000, .depth = 20, .threads = 1, .size = 1 << 20};
     for (int i = 1; i < argc; i += 2) { /* -X VALUE pairs */
         if (strlen(argv[i]) != 2 || argv[i][0] != '-' || i + 1 >= argc)
             bench_usage(argv[0], what);
@@ -146,8 +146,8 @@ static inline int bench_run(const char *name, const struct bench_options *opt, v
     if (!w || !tid || !r || pthread_barrier_init(&start, NULL, (unsigned)n + 1))
         return 1;
     for (int i = 0; i < n; i++) {
-        w[i] = (struct bench_worker){.opt = opt, .ctx = ctx, .setup = setup, .pairs = pairs,
-                                     .start = &start};
+        w[i] = (struct bench_worker){
+            .opt = opt, .ctx = ctx, .setup = setup, .pairs = pairs, .start = &start};
         if (pthread_create(&tid[i], NULL, bench_thread, &w[i])) {
             fprintf(stderr, "%s: cannot start thread %d\n", name, i);
             return 1;

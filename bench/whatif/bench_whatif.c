@@ -20,183 +20,200 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double thread_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double process_cpu(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static double process_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
-static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
 }
 
-static uint64_t tensor_size(void) {
-  uint64_t r = next() % 100;
-  if (r < 40)
-    return 512 + next() % MIB;                /* small pool */
-  if (r < 85)
-    return MIB + next() % (16 * MIB);         /* medium */
-  if (r < 98)
-    return 16 * MIB + next() % (256 * MIB);   /* large activations */
-  return 256 * MIB + next() % (512 * MIB);    /* rare huge buffers */
+static uint64_t tensor_size(void)
+{
+    uint64_t r = next() % 100;
+    if (r < 40)
+        return 512 + next() % MIB; /* small pool */
+    if (r < 85)
+        return MIB + next() % (16 * MIB); /* medium */
+    if (r < 98)
+        return 16 * MIB + next() % (256 * MIB); /* large activations */
+    return 256 * MIB + next() % (512 * MIB);    /* rare huge buffers */
 }
 
 /* @return the number of events written to ev (n rounded to whole iterations). */
-static size_t build(struct cmt_whatif_event *ev, size_t n, uint32_t *id_count) {
-  uint32_t *live = malloc(n * sizeof *live);
-  size_t live_count = 0, k = 0;
-  uint32_t ids = 0;
-  /* Weights: 200 tensors kept for the whole run. */
-  for (int i = 0; i < 200 && k < n; i++)
-    ev[k++] = (struct cmt_whatif_event){.size = 8 * MIB + next() % (64 * MIB), .id = ids++};
-  uint32_t *free_ids = malloc(n * sizeof *free_ids);
-  size_t free_count = 0;
-  while (k + 2 < n) {
-    bool alloc = live_count < 8 || (live_count < 400 && next() % 100 < 52);
-    if (alloc) {
-      uint32_t id = free_count ? free_ids[--free_count] : ids++;
-      ev[k] = (struct cmt_whatif_event){.size = tensor_size(), .stream = next() % 8 == 0 ? 7 : 0,
-                                        .t_ns = k + 1, .seq = k + 1, .id = id};
-      k++;
-      live[live_count++] = id;
-    } else {
-      /* Mostly the newest tensor, sometimes an older one. */
-      size_t at = next() % 4 ? live_count - 1 : next() % live_count;
-      uint32_t id = live[at];
-      live[at] = live[--live_count];
-      ev[k] = (struct cmt_whatif_event){.t_ns = k + 1, .seq = k + 1, .id = id, .is_free = 1};
-      k++;
-      free_ids[free_count++] = id;
+static size_t build(struct cmt_whatif_event *ev, size_t n, uint32_t *id_count)
+{
+    uint32_t *live = malloc(n * sizeof *live);
+    size_t live_count = 0, k = 0;
+    uint32_t ids = 0;
+    /* Weights: 200 tensors kept for the whole run. */
+    for (int i = 0; i < 200 && k < n; i++)
+        ev[k++] = (struct cmt_whatif_event){.size = 8 * MIB + next() % (64 * MIB), .id = ids++};
+    uint32_t *free_ids = malloc(n * sizeof *free_ids);
+    size_t free_count = 0;
+    while (k + 2 < n) {
+        bool alloc = live_count < 8 || (live_count < 400 && next() % 100 < 52);
+        if (alloc) {
+            uint32_t id = free_count ? free_ids[--free_count] : ids++;
+            ev[k] = (struct cmt_whatif_event){.size = tensor_size(),
+                                              .stream = next() % 8 == 0 ? 7 : 0,
+                                              .t_ns = k + 1,
+                                              .seq = k + 1,
+                                              .id = id};
+            k++;
+            live[live_count++] = id;
+        } else {
+            /* Mostly the newest tensor, sometimes an older one. */
+            size_t at = next() % 4 ? live_count - 1 : next() % live_count;
+            uint32_t id = live[at];
+            live[at] = live[--live_count];
+            ev[k] = (struct cmt_whatif_event){.t_ns = k + 1, .seq = k + 1, .id = id, .is_free = 1};
+            k++;
+            free_ids[free_count++] = id;
+        }
     }
-  }
-  free(live);
-  free(free_ids);
-  *id_count = ids;
-  return k;
+    free(live);
+    free(free_ids);
+    *id_count = ids;
+    return k;
 }
 
 /* The same stream as a trace in memory, to time cmt_whatif_stream_load. */
-static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *buf) {
-  cmt_writer *w;
-  cmt_writer_create(&w, cmt_membuf_sink, buf, NULL);
-  const char *argv[] = {"bench"};
-  struct cmt_process p = {.pid = 1, .hostname = "h", .exe = "bench", .argc = 1, .argv = argv};
-  cmt_writer_process(w, &p);
-  cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"});
-  cmt_writer_api(w, &(struct cmt_api){2, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"});
-  cmt_writer_device(w, &(struct cmt_device){0, "GPU0", 80ull << 30, 79ull << 30, 0});
-  for (size_t k = 0; k < s->event_count; k++) {
-    const struct cmt_whatif_event *e = &s->events[k];
-    struct cmt_event ev = {.seq = k, .t_ns = k, .tid = 1, .api = e->is_free ? 2 : 1,
-                           .fields = CMT_F(PTR) | CMT_F(STREAM) | (e->is_free ? 0 : CMT_F(SIZE))};
-    ev.v[CMT_FIELD_PTR] = 0x7f0000000000ull + (uint64_t)e->id * 0x100000000ull;
-    ev.v[CMT_FIELD_SIZE] = e->size;
-    ev.v[CMT_FIELD_STREAM] = e->stream;
-    cmt_writer_event(w, &ev);
-  }
-  cmt_writer_flush(w);
-  cmt_writer_destroy(w);
+static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *buf)
+{
+    cmt_writer *w;
+    cmt_writer_create(&w, cmt_membuf_sink, buf, NULL);
+    const char *argv[] = {"bench"};
+    struct cmt_process p = {.pid = 1, .hostname = "h", .exe = "bench", .argc = 1, .argv = argv};
+    cmt_writer_process(w, &p);
+    cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"});
+    cmt_writer_api(w, &(struct cmt_api){2, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"});
+    cmt_writer_device(w, &(struct cmt_device){0, "GPU0", 80ull << 30, 79ull << 30, 0});
+    for (size_t k = 0; k < s->event_count; k++) {
+        const struct cmt_whatif_event *e = &s->events[k];
+        struct cmt_event ev = {.seq = k,
+                               .t_ns = k,
+                               .tid = 1,
+                               .api = e->is_free ? 2 : 1,
+                               .fields = CMT_F(PTR) | CMT_F(STREAM) |
+                                         (e->is_free ? 0 : CMT_F(SIZE))};
+        ev.v[CMT_FIELD_PTR] = 0x7f0000000000ull + (uint64_t)e->id * 0x100000000ull;
+        ev.v[CMT_FIELD_SIZE] = e->size;
+        ev.v[CMT_FIELD_STREAM] = e->stream;
+        cmt_writer_event(w, &ev);
+    }
+    cmt_writer_flush(w);
+    cmt_writer_destroy(w);
 }
 
-int main(int argc, char **argv) {
-  double millions = argc > 1 ? atof(argv[1]) : 4.0;
-  if (!(millions > 0 && millions <= 200)) {
-    fprintf(stderr, "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT]\n");
-    return 2;
-  }
-  size_t n = (size_t)(millions * 1e6);
-  struct cmt_whatif_event *ev = malloc(n * sizeof *ev);
-  uint32_t ids;
-  n = build(ev, n, &ids);
-  struct cmt_whatif_stream s;
-  if (cmt_whatif_stream_from_events(ev, n, ids, 80ull << 30, 79ull << 30, &s) != 0) {
-    fprintf(stderr, "bench_whatif: bad synthetic stream\n");
-    return 1;
-  }
-  free(ev);
-  uint64_t capacity = 60ull << 30;
-  struct cmt_whatif_setting settings[] = {
-      {.max_split_size = UINT64_MAX},
-      {.max_split_size = 4096 * MIB},
-      {.max_split_size = 512 * MIB},
-      {.max_split_size = 128 * MIB},
-      {.max_split_size = UINT64_MAX, .expandable_segments = true},
-      {.max_split_size = UINT64_MAX, .roundup_power2_divisions = 4},
-      {.max_split_size = UINT64_MAX, .garbage_collection_threshold = 0.8},
-  };
-  size_t count = sizeof settings / sizeof *settings;
-  struct cmt_whatif_result results[16];
-  printf("bench_whatif: %zu events (%" PRIu64 " allocs, %" PRIu64 " frees), capacity 60 GiB, "
-         "%ld CPUs\n", s.event_count, s.allocs, s.frees, sysconf(_SC_NPROCESSORS_ONLN));
-  printf("  %-34s %8s %8s %12s  %s\n", "setting", "cpu s", "wall s", "events/cpu-s",
-         "outcome");
-  for (size_t i = 0; i < count; i++) {
-    char conf[160];
-    /* One thread: the replay runs on this thread, so its CPU clock times it. */
-    double cpu0 = thread_cpu();
-    cmt_whatif_run(&s, capacity, 80ull << 30, &settings[i], 1, 1, &results[i]);
-    double cpu = thread_cpu() - cpu0;
-    if (cmt_whatif_setting_conf(&settings[i], conf, sizeof conf) <= 0)
-      snprintf(conf, sizeof conf, "default");
-    const struct cmt_whatif_result *r = &results[i];
-    printf("  %-34s %8.3f %8.3f %12.3g  %s, peak reserved %.2f GiB, %" PRIu64 " device allocs\n",
-           conf, cpu, r->seconds, (double)r->events_replayed / cpu,
-           r->oom ? "OOM" : "ok", (double)r->peak_reserved / (double)(1ull << 30),
-           r->device_alloc_calls);
-  }
-  uint64_t replayed = 0;
-  for (size_t i = 0; i < count; i++)
-    replayed += results[i].events_replayed;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  for (long threads = 1; threads <= cpus && threads <= 8; threads *= 2) {
-    double t0 = now(), cpu0 = process_cpu();
-    cmt_whatif_run(&s, capacity, 80ull << 30, settings, count, (unsigned)threads, results);
-    double all = now() - t0, cpu = process_cpu() - cpu0;
-    printf("  all %zu settings on %ld thread%s: %.3f s wall, %.3f cpu s, %.3g events/s wall\n",
-           count, threads, threads == 1 ? "" : "s", all, cpu, (double)replayed / all);
-  }
-
-  struct cmt_membuf buf = {0};
-  write_trace(&s, &buf);
-  if (argc > 2) {
-    FILE *f = fopen(argv[2], "wb");
-    if (!f || fwrite(buf.data, 1, buf.len, f) != buf.len || fclose(f) != 0) {
-      fprintf(stderr, "bench_whatif: cannot write %s\n", argv[2]);
-      return 1;
+int main(int argc, char **argv)
+{
+    double millions = argc > 1 ? atof(argv[1]) : 4.0;
+    if (!(millions > 0 && millions <= 200)) {
+        fprintf(stderr,
+                "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT]\n");
+        return 2;
     }
-    printf("  wrote the stream as a trace to %s (its capacity: use --capacity 60GiB)\n", argv[2]);
-  }
-  cmt_reader *r;
-  struct cmt_whatif_stream loaded;
-  char err[256];
-  double t0 = now();
-  if (cmt_reader_open_memory(&r, buf.data, buf.len) != 0 ||
-      cmt_whatif_stream_load(r, &loaded, err, sizeof err) != 0) {
-    fprintf(stderr, "bench_whatif: cannot read the synthetic trace back\n");
-    return 1;
-  }
-  double load = now() - t0;
-  printf("  reading the stream from a %.1f MiB trace: %.3f s, %.3g events/s (%zu events kept)\n",
-         (double)buf.len / (double)MIB, load, (double)s.event_count / load, loaded.event_count);
-  cmt_reader_close(r);
-  cmt_whatif_stream_free(&loaded);
-  cmt_membuf_free(&buf);
-  cmt_whatif_stream_free(&s);
-  return 0;
+    size_t n = (size_t)(millions * 1e6);
+    struct cmt_whatif_event *ev = malloc(n * sizeof *ev);
+    uint32_t ids;
+    n = build(ev, n, &ids);
+    struct cmt_whatif_stream s;
+    if (cmt_whatif_stream_from_events(ev, n, ids, 80ull << 30, 79ull << 30, &s) != 0) {
+        fprintf(stderr, "bench_whatif: bad synthetic stream\n");
+        return 1;
+    }
+    free(ev);
+    uint64_t capacity = 60ull << 30;
+    struct cmt_whatif_setting settings[] = {
+        {.max_split_size = UINT64_MAX},
+        {.max_split_size = 4096 * MIB},
+        {.max_split_size = 512 * MIB},
+        {.max_split_size = 128 * MIB},
+        {.max_split_size = UINT64_MAX, .expandable_segments = true},
+        {.max_split_size = UINT64_MAX, .roundup_power2_divisions = 4},
+        {.max_split_size = UINT64_MAX, .garbage_collection_threshold = 0.8},
+    };
+    size_t count = sizeof settings / sizeof *settings;
+    struct cmt_whatif_result results[16];
+    printf("bench_whatif: %zu events (%" PRIu64 " allocs, %" PRIu64 " frees), capacity 60 GiB, "
+           "%ld CPUs\n",
+           s.event_count, s.allocs, s.frees, sysconf(_SC_NPROCESSORS_ONLN));
+    printf("  %-34s %8s %8s %12s  %s\n", "setting", "cpu s", "wall s", "events/cpu-s", "outcome");
+    for (size_t i = 0; i < count; i++) {
+        char conf[160];
+        /* One thread: the replay runs on this thread, so its CPU clock times it. */
+        double cpu0 = thread_cpu();
+        cmt_whatif_run(&s, capacity, 80ull << 30, &settings[i], 1, 1, &results[i]);
+        double cpu = thread_cpu() - cpu0;
+        if (cmt_whatif_setting_conf(&settings[i], conf, sizeof conf) <= 0)
+            snprintf(conf, sizeof conf, "default");
+        const struct cmt_whatif_result *r = &results[i];
+        printf("  %-34s %8.3f %8.3f %12.3g  %s, peak reserved %.2f GiB, %" PRIu64
+               " device allocs\n",
+               conf, cpu, r->seconds, (double)r->events_replayed / cpu, r->oom ? "OOM" : "ok",
+               (double)r->peak_reserved / (double)(1ull << 30), r->device_alloc_calls);
+    }
+    uint64_t replayed = 0;
+    for (size_t i = 0; i < count; i++)
+        replayed += results[i].events_replayed;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long threads = 1; threads <= cpus && threads <= 8; threads *= 2) {
+        double t0 = now(), cpu0 = process_cpu();
+        cmt_whatif_run(&s, capacity, 80ull << 30, settings, count, (unsigned)threads, results);
+        double all = now() - t0, cpu = process_cpu() - cpu0;
+        printf("  all %zu settings on %ld thread%s: %.3f s wall, %.3f cpu s, %.3g events/s wall\n",
+               count, threads, threads == 1 ? "" : "s", all, cpu, (double)replayed / all);
+    }
+
+    struct cmt_membuf buf = {0};
+    write_trace(&s, &buf);
+    if (argc > 2) {
+        FILE *f = fopen(argv[2], "wb");
+        if (!f || fwrite(buf.data, 1, buf.len, f) != buf.len || fclose(f) != 0) {
+            fprintf(stderr, "bench_whatif: cannot write %s\n", argv[2]);
+            return 1;
+        }
+        printf("  wrote the stream as a trace to %s (its capacity: use --capacity 60GiB)\n",
+               argv[2]);
+    }
+    cmt_reader *r;
+    struct cmt_whatif_stream loaded;
+    char err[256];
+    double t0 = now();
+    if (cmt_reader_open_memory(&r, buf.data, buf.len) != 0 ||
+        cmt_whatif_stream_load(r, &loaded, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_whatif: cannot read the synthetic trace back\n");
+        return 1;
+    }
+    double load = now() - t0;
+    printf("  reading the stream from a %.1f MiB trace: %.3f s, %.3g events/s (%zu events kept)\n",
+           (double)buf.len / (double)MIB, load, (double)s.event_count / load, loaded.event_count);
+    cmt_reader_close(r);
+    cmt_whatif_stream_free(&loaded);
+    cmt_membuf_free(&buf);
+    cmt_whatif_stream_free(&s);
+    return 0;
 }

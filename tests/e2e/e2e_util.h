@@ -99,8 +99,7 @@ static inline void e2e_run(struct run *r, char *const argv[])
     posix_spawnattr_destroy(&attr);
     int st = 0;
     pid_t got = 0;
-    for (int ms = 0; ms < E2E_TIMEOUT_S * 1000 && (got = waitpid(pid, &st, WNOHANG)) == 0;
-         ms += 5)
+    for (int ms = 0; ms < E2E_TIMEOUT_S * 1000 && (got = waitpid(pid, &st, WNOHANG)) == 0; ms += 5)
         usleep(5000);
     if (got == 0) {
         kill(-pid, SIGKILL);

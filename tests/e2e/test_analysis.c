@@ -23,8 +23,12 @@ static void record_cache_oom(char path[NAME_MAX + 1], const char *used)
 static void cli(struct run *r, const char *cmd, const char *a, const char *b, const char *c)
 {
     char exe[PATH_MAX];
-    char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"), (char *)cmd, (char *)a, (char *)b,
-                    (char *)c, NULL};
+    char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"),
+                    (char *)cmd,
+                    (char *)a,
+                    (char *)b,
+                    (char *)c,
+                    NULL};
     e2e_run(r, argv);
 }
 
@@ -124,8 +128,13 @@ Test(analysis, timeline_peak_equals_the_replayed_peak)
     /* 1000 points of JSON stay well inside the 1 MiB the test keeps of a command's output */
     for (const char *points = "20"; points; points = points[0] == '2' ? "1000" : NULL) {
         char exe[PATH_MAX];
-        char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"), "timeline", "--json",
-                        "--points", (char *)points, names[0], NULL};
+        char *argv[] = {(char *)e2e_path(exe, "bin/cumemtrace"),
+                        "timeline",
+                        "--json",
+                        "--points",
+                        (char *)points,
+                        names[0],
+                        NULL};
         e2e_run(&r, argv);
         cr_assert_eq(r.status, 0, "%s", r.err);
         cr_assert(has(r.out, "\"peak_live_bytes\":%llu,", peak), "peak %llu: %.400s",
@@ -157,8 +166,13 @@ Test(analysis, diff_tells_two_runs_apart_and_gates_growth)
     cli(&r, "diff", "--fail-if-peak-grows", "10", "a.trace");
     cr_assert_eq(r.status, 2, "two traces are needed");
     char exe[PATH_MAX];
-    char *grow[] = {(char *)e2e_path(exe, "bin/cumemtrace"), "diff", "--fail-if-peak-grows", "10",
-                    "a.trace", "b.trace", NULL};
+    char *grow[] = {(char *)e2e_path(exe, "bin/cumemtrace"),
+                    "diff",
+                    "--fail-if-peak-grows",
+                    "10",
+                    "a.trace",
+                    "b.trace",
+                    NULL};
     e2e_run(&r, grow);
     cr_assert_eq(r.status, 1, "B's peak is ~9x A's: the gate fails: %s", r.out);
     char *shrink[] = {exe, "diff", "--fail-if-peak-grows", "10", "b.trace", "a.trace", NULL};
@@ -177,6 +191,6 @@ Test(analysis, retry_without_frees_hints_at_the_cache)
     cr_assert(strstr(r.out, "\"frees_between\":0,"), "%s", r.out);
     cr_assert(strstr(r.out, "\"hints\":[\"caching_allocator_retention\""), "%s", r.out);
     cli(&r, "oom", path, NULL, NULL);
-    cr_assert(strstr(r.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif`"),
-              "%s", r.out);
+    cr_assert(strstr(r.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif`"), "%s",
+              r.out);
 }

@@ -21,7 +21,8 @@ Test(apis, every_memory_entry_point_is_recorded)
     static const struct expect want[] = {
         {"cuMemAlloc_v2", CMT_F(PTR) | CMT_F(SIZE)},
         {"cuMemFree_v2", CMT_F(PTR)},
-        {"cuMemAllocPitch_v2", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(PITCH) | CMT_F(WIDTH) | CMT_F(HEIGHT)},
+        {"cuMemAllocPitch_v2",
+         CMT_F(PTR) | CMT_F(SIZE) | CMT_F(PITCH) | CMT_F(WIDTH) | CMT_F(HEIGHT)},
         {"cuMemAllocManaged", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS)},
         {"cuMemGetInfo_v2", CMT_F(FREE) | CMT_F(TOTAL)},
         {"cuMemAllocAsync", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM)},

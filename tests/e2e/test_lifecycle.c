@@ -268,8 +268,8 @@ Test(lifecycle, timestamps_follow_real_time)
 Test(lifecycle, exec_chain_keeps_every_images_events)
 {
     static struct run r;
-    const char *args[] = {"exec-chain", "execv", "execvp", "execve", "execvpe", "fexecve",
-                          "execl", "execlp", "execle", NULL};
+    const char *args[] = {"exec-chain", "execv", "execvp", "execve", "execvpe",
+                          "fexecve",    "execl", "execlp", "execle", NULL};
     record_scenario(&r, NULL, args);
     cr_assert_eq(r.status, 0, "%s", r.err);
     char names[16][NAME_MAX + 1];
@@ -282,8 +282,7 @@ Test(lifecycle, exec_chain_keeps_every_images_events)
         cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 5555555), 10, "%s: every event", names[i]);
         cr_assert(cmt_reader_clean_exit(t.r), "%s: complete", names[i]);
         trace_free(&t);
-        cr_assert(strstr(r.out, names[i]) || strstr(r.err, names[i]), "record lists %s",
-                  names[i]);
+        cr_assert(strstr(r.out, names[i]) || strstr(r.err, names[i]), "record lists %s", names[i]);
     }
 }
 

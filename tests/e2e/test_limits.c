@@ -64,8 +64,9 @@ static int run_limited(struct run *r, long limit_kb, const char *output)
 {
     char prog[PATH_MAX], shim[PATH_MAX], script[64];
     snprintf(script, sizeof script, "ulimit -v %ld && exec \"$@\"", limit_kb);
-    char *argv[] = {"/bin/sh", "-c", script, "sh", (char *)e2e_path(prog, "tests/progs/scenarios"),
-                    "threads-vm", "32", "200", NULL};
+    char *argv[] = {
+        "/bin/sh",    "-c", script, "sh", (char *)e2e_path(prog, "tests/progs/scenarios"),
+        "threads-vm", "32", "200",  NULL};
     if (output) {
         setenv("LD_PRELOAD", e2e_path(shim, "lib/libcumemtrace.so"), 1);
         setenv("CUMEMTRACE_OUTPUT", output, 1);
@@ -94,8 +95,7 @@ Test(limits, a_traced_program_fits_where_the_untraced_one_does)
             lo = mid;
     }
     long limit = hi + (48 << 10);
-    cr_assert_eq(run_limited(&r, limit, NULL), 0, "untraced under %ld MiB: %s", limit >> 10,
-                 r.err);
+    cr_assert_eq(run_limited(&r, limit, NULL), 0, "untraced under %ld MiB: %s", limit >> 10, r.err);
     const char *path = "vm.cmt";
     int status = run_limited(&r, limit, path);
     cr_assert_eq(status, 0, "traced under %ld MiB (the program alone runs under %ld): %s",
@@ -104,9 +104,11 @@ Test(limits, a_traced_program_fits_where_the_untraced_one_does)
     struct trace t;
     trace_load(&t, path);
     cr_assert_eq(t.rc, 0, "%s", cmt_reader_damage(t.r));
-    cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), 32 * 200, "%zu events under %ld MiB (the program alone runs under %ld)", t.n, limit >> 10, hi >> 10);
+    cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), 32 * 200,
+                 "%zu events under %ld MiB (the program alone runs under %ld)", t.n, limit >> 10,
+                 hi >> 10);
     cr_assert_eq(count_api(&t, "cuMemFree_v2", 0), 32 * 200);
-    cr_log_info("32 threads: the program runs under %ld MiB, traced too under %ld MiB\n",
-                hi >> 10, limit >> 10);
+    cr_log_info("32 threads: the program runs under %ld MiB, traced too under %ld MiB\n", hi >> 10,
+                limit >> 10);
     trace_free(&t);
 }

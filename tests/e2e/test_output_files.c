@@ -21,12 +21,12 @@ static void assert_file_is(const char *path, const char *text)
 }
 
 /* The one trace in the directory other than `not`, checked to hold alloc_deep's events. */
-static void assert_one_trace_besides(const char *not, char path[NAME_MAX + 1])
+static void assert_one_trace_besides(const char * not, char path[NAME_MAX + 1])
 {
     char names[8][NAME_MAX + 1];
     int n = e2e_traces(names, 8), found = 0;
     for (int i = 0; i < n; i++)
-        if (strcmp(names[i], not)) {
+        if (strcmp(names[i], not )) {
             found++;
             memcpy(path, names[i], NAME_MAX + 1);
         }
@@ -50,8 +50,7 @@ Test(output_files, bare_shim_never_follows_a_symlink)
     cr_assert_gt(readlink("link.cmt", target, sizeof target - 1), 0, "the link is kept");
     char path[NAME_MAX + 1];
     assert_one_trace_besides("link.cmt", path);
-    cr_assert(strstr(r.err, "link.cmt") && strstr(r.err, path), "says where it wrote: %s",
-              r.err);
+    cr_assert(strstr(r.err, "link.cmt") && strstr(r.err, path), "says where it wrote: %s", r.err);
 }
 
 Test(output_files, bare_shim_never_overwrites_a_file)

@@ -99,8 +99,8 @@ Test(record, exit_status_and_bad_usage)
     e2e_record(&r, NULL, "tests/progs/scenarios", args);
     cr_assert_eq(r.status, 2, "the program's own status");
     char cli[PATH_MAX];
-    char *unknown[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "record", "--frobnicate", "--",
-                       "/bin/true", NULL};
+    char *unknown[] = {
+        (char *)e2e_path(cli, "bin/cumemtrace"), "record", "--frobnicate", "--", "/bin/true", NULL};
     e2e_run(&r, unknown);
     cr_assert_eq(r.status, 2);
     cr_assert(strstr(r.err, "unknown option '--frobnicate'"), "%s", r.err);
@@ -152,8 +152,8 @@ Test(record, unwritable_output_is_refused_before_the_program_runs)
     const char *opts[] = {"-o", "/nonexistent-dir/x.%p.cmt", NULL};
     e2e_record(&r, opts, "/bin/sh", (const char *const[]){"-c", "touch ran", NULL});
     cr_assert_eq(r.status, 2, "%s", r.err);
-    cr_assert(strstr(r.err, "cumemtrace record: cannot write traces in /nonexistent-dir: "),
-              "%s", r.err);
+    cr_assert(strstr(r.err, "cumemtrace record: cannot write traces in /nonexistent-dir: "), "%s",
+              r.err);
     cr_assert_eq(access("ran", F_OK), -1, "the program was not started");
     mkdir("ro", 0500);
     const char *ro[] = {"-o", "ro/x.cmt", NULL};
@@ -169,8 +169,8 @@ Test(record, program_that_cannot_run_says_so_in_one_line)
 {
     static struct run r;
     char cli[PATH_MAX];
-    char *missing[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "record", "--",
-                       "/no/such/program", NULL};
+    char *missing[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "record", "--", "/no/such/program",
+                       NULL};
     e2e_run(&r, missing);
     cr_assert_eq(r.status, 127);
     cr_assert_str_eq(r.err, "cumemtrace record: cannot run /no/such/program: "

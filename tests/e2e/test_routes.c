@@ -66,13 +66,27 @@ static void cudart(const char *prog)
         cr_skip_test("the CUDA toolkit's libcudart was not found at build time");
     struct trace t;
     record_one(&t, prog);
-    static const char *const expected[] = {
-        "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocPitch_v2", "cuMemAllocManaged",
-        "cuMemGetInfo_v2", "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemFreeAsync",
-        "cuMemFreeAsync_ptsz", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz",
-        "cuMemPoolCreate", "cuMemPoolDestroy", "cuMemPoolTrimTo", "cuDeviceSetMemPool",
-        "cuMemHostAlloc", "cuMemFreeHost", "cuIpcOpenMemHandle_v2", "cuIpcCloseMemHandle",
-        "cuDevicePrimaryCtxRetain", "cuGetProcAddress_v2"};
+    static const char *const expected[] = {"cuMemAlloc_v2",
+                                           "cuMemFree_v2",
+                                           "cuMemAllocPitch_v2",
+                                           "cuMemAllocManaged",
+                                           "cuMemGetInfo_v2",
+                                           "cuMemAllocAsync",
+                                           "cuMemAllocAsync_ptsz",
+                                           "cuMemFreeAsync",
+                                           "cuMemFreeAsync_ptsz",
+                                           "cuMemAllocFromPoolAsync",
+                                           "cuMemAllocFromPoolAsync_ptsz",
+                                           "cuMemPoolCreate",
+                                           "cuMemPoolDestroy",
+                                           "cuMemPoolTrimTo",
+                                           "cuDeviceSetMemPool",
+                                           "cuMemHostAlloc",
+                                           "cuMemFreeHost",
+                                           "cuIpcOpenMemHandle_v2",
+                                           "cuIpcCloseMemHandle",
+                                           "cuDevicePrimaryCtxRetain",
+                                           "cuGetProcAddress_v2"};
     int seen[sizeof expected / sizeof *expected] = {0};
     size_t lookups = 0;
     for (size_t i = 0; i < t.n; i++) {

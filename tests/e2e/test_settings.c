@@ -19,8 +19,8 @@ static int other_files(void)
     struct dirent *e;
     int n = 0;
     while ((e = readdir(d)))
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-             strcmp(e->d_name, "stdout.txt") && strcmp(e->d_name, "stderr.txt");
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "stdout.txt") &&
+             strcmp(e->d_name, "stderr.txt");
     closedir(d);
     return n;
 }
@@ -92,8 +92,7 @@ Test(settings, long_command_lines_are_marked_as_cut)
     e2e_run(&r, argv);
     unsetenv("LD_PRELOAD");
     cr_assert_eq(r.status, 0, "%s", r.err);
-    cr_assert_eq(notes_with("many.cmt", "the command line is cut: 1024 of its 1500 arguments"),
-                 1);
+    cr_assert_eq(notes_with("many.cmt", "the command line is cut: 1024 of its 1500 arguments"), 1);
     cr_assert_eq(notes_with("big.cmt", "cut") + notes_with("many.cmt", "cut"), 2);
 }
 

@@ -31,15 +31,16 @@ Test(whatif_demo, tensor_level_trace_recommends_6144)
     unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     char cli[PATH_MAX];
-    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json",
-                    "sd-tensors.cmt", NULL};
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json", "sd-tensors.cmt",
+                    NULL};
     e2e_run(&r, argv);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     /* 24 GiB - 2764 MiB used elsewhere - 256 MiB context = 21556 MiB */
     cr_assert(strstr(r.out, "\"capacity_bytes\":22603104256"), "%s", r.out);
     cr_assert(strstr(r.out, "\"caching_allocator_detected\":false"), "%s", r.out);
     cr_assert(strstr(r.out, "\"pytorch_cuda_alloc_conf\":\"PYTORCH_CUDA_ALLOC_CONF="
-                            "max_split_size_mb:6144\""), "%s", r.out);
+                            "max_split_size_mb:6144\""),
+              "%s", r.out);
     cr_assert(strstr(r.out, "\"call_site\":\"vae_decode demo_diffusion.c:"), "%s", r.out);
     /* The write-up's table: OOM above the request, none below. */
     const char *rows[] = {"\"max_split_size_mb\":null,\"expandable_segments\":false,"
@@ -62,8 +63,8 @@ Test(whatif_demo, tensor_level_trace_recommends_6144)
     /* The caching trace of the same run is recognised as one. */
     const char *cached[] = {"-o", "sd-cached.cmt", NULL};
     e2e_record(&r, cached, DEMO, NULL);
-    char *argv2[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json",
-                     "sd-cached.cmt", NULL};
+    char *argv2[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "whatif", "--json", "sd-cached.cmt",
+                     NULL};
     e2e_run(&r, argv2);
     cr_assert_eq(r.status, 0, "stderr: %s", r.err);
     cr_assert(strstr(r.out, "\"caching_allocator_detected\":true"), "%s", r.out);
@@ -87,11 +88,16 @@ Test(whatif_demo, demo_command_tells_the_whole_story)
     char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"), "demo", "--dir", "story", NULL};
     e2e_run(&r, argv);
     cr_assert_eq(r.status, 0, "stdout: %s\nstderr: %s", r.out, r.err);
-    const char *want[] = {"Step 1 of 5", "Step 2 of 5", "Step 3 of 5", "Step 4 of 5",
-                          "Step 5 of 5", "$ cumemtrace oom sd-oom.cmt",
+    const char *want[] = {"Step 1 of 5",
+                          "Step 2 of 5",
+                          "Step 3 of 5",
+                          "Step 4 of 5",
+                          "Step 5 of 5",
+                          "$ cumemtrace oom sd-oom.cmt",
                           "$ PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record",
                           "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144",
-                          "$ cumemtrace diff sd-oom.cmt sd-fixed.cmt", "Done in"};
+                          "$ cumemtrace diff sd-oom.cmt sd-fixed.cmt",
+                          "Done in"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         cr_assert(strstr(r.out, want[i]), "missing '%s' in\n%s", want[i], r.out);
     /* the failing stack starts at the program's call site, not in the caching allocator */

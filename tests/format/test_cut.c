@@ -21,14 +21,19 @@ static void write_one_chunk(struct cmt_membuf *buf)
     struct cmt_writer_options opt = {.chunk_bytes = 16u << 20, .raw_literals = 1};
     cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, buf, &opt), 0);
     const char *argv[] = {"./prog"};
-    cr_assert_eq(cmt_writer_process(w, &(struct cmt_process){.pid = 1, .exe = "/bin/prog",
-                                                             .argc = 1, .argv = argv}), 0);
+    cr_assert_eq(
+        cmt_writer_process(
+            w, &(struct cmt_process){.pid = 1, .exe = "/bin/prog", .argc = 1, .argv = argv}),
+        0);
     uint64_t rng = 99, t = 0;
     for (int i = 0; i < CUT_EVENTS; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
         struct cmt_event *e = &cut_events[i];
-        *e = (struct cmt_event){.seq = (uint64_t)i, .t_ns = t += 100 + (rng >> 60), .tid = 7,
-                                .api = 1 + (i & 1), .fields = CMT_F(PTR) | CMT_F(SIZE)};
+        *e = (struct cmt_event){.seq = (uint64_t)i,
+                                .t_ns = t += 100 + (rng >> 60),
+                                .tid = 7,
+                                .api = 1 + (i & 1),
+                                .fields = CMT_F(PTR) | CMT_F(SIZE)};
         e->v[CMT_FIELD_PTR] = 0x7f0000000000ull + ((rng >> 20) & 0xffffff000ull);
         e->v[CMT_FIELD_SIZE] = (rng >> 40) & 0xffffff;
         cr_assert_eq(cmt_writer_event(w, e), 0);
@@ -61,8 +66,7 @@ static void chunk_layout(const uint8_t *raw, size_t len, struct layout *l)
 }
 
 /* Bytes of the chunk that zstd itself decodes from the first `avail` bytes of its frame. */
-static size_t decodable(ZSTD_DCtx *d, const uint8_t *frame, size_t avail, uint8_t *out,
-                        size_t cap)
+static size_t decodable(ZSTD_DCtx *d, const uint8_t *frame, size_t avail, uint8_t *out, size_t cap)
 {
     ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
     ZSTD_inBuffer in = {frame, avail, 0};
@@ -128,8 +132,8 @@ Test(cut, a_cut_chunk_keeps_every_whole_event_before_the_cut)
     }
     cr_assert_eq(prev, CUT_EVENTS, "a frame cut in its checksum keeps every event");
     cr_assert_leq(max_step, CMT_CUT_GROUP, "a cut lost %" PRIu64 " events", max_step);
-    cr_log_info("%zu cuts of a %zu-byte chunk; at most %" PRIu64 " events appear at once\n",
-                cuts, buf.len - chunk, max_step);
+    cr_log_info("%zu cuts of a %zu-byte chunk; at most %" PRIu64 " events appear at once\n", cuts,
+                buf.len - chunk, max_step);
     ZSTD_freeDCtx(d);
     free(raw);
     cmt_membuf_free(&buf);

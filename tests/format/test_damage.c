@@ -93,8 +93,8 @@ Test(damage, bit_flips_never_crash_and_report_offset)
         cr_assert_eq(cmt_reader_open_memory(&r, good.data, good.len), 0);
         uint64_t counts[CMT_REC_MAX];
         int rc = fixture_read_all(r, counts);
-        cr_assert(rc == 0 || rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED, "flip at %zu gave %d",
-                  at, rc);
+        cr_assert(rc == 0 || rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED, "flip at %zu gave %d", at,
+                  rc);
         if (rc != 0) {
             detected++;
             cr_assert_leq(cmt_reader_damage_offset(r), at);

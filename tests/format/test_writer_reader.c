@@ -25,17 +25,13 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_eq(rec.u.process.argc, 3);
             cr_assert_str_eq(rec.u.process.argv[2], "x y");
             break;
-        case CMT_REC_ENV:
-            cr_assert_str_eq(rec.u.env.value, "max_split_size_mb:6144");
-            break;
+        case CMT_REC_ENV: cr_assert_str_eq(rec.u.env.value, "max_split_size_mb:6144"); break;
         case CMT_REC_MODULE:
             cr_assert_eq(rec.u.module.base, 0x400000);
             cr_assert_eq(rec.u.module.build_id_len, 4);
             cr_assert_eq(rec.u.module.build_id[3], 0xef);
             break;
-        case CMT_REC_DEVICE:
-            cr_assert_eq(rec.u.device.total_bytes, 24ull << 30);
-            break;
+        case CMT_REC_DEVICE: cr_assert_eq(rec.u.device.total_bytes, 24ull << 30); break;
         case CMT_REC_EVENT: {
             const struct cmt_event *e = &rec.u.event;
             cr_assert_eq(e->seq, events);
@@ -54,12 +50,8 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_eq(rec.u.meminfo.free_bytes, 1 << 20);
             cr_assert_eq(rec.u.meminfo.seq, 7);
             break;
-        case CMT_REC_SIGNAL:
-            cr_assert_eq(rec.u.signal.signo, 11);
-            break;
-        case CMT_REC_END:
-            cr_assert_eq(rec.u.end.events, FIXTURE_EVENTS);
-            break;
+        case CMT_REC_SIGNAL: cr_assert_eq(rec.u.signal.signo, 11); break;
+        case CMT_REC_END: cr_assert_eq(rec.u.end.events, FIXTURE_EVENTS); break;
         }
     }
     cr_assert_eq(rc, 0, "clean end expected, got %d (%s)", rc, cmt_reader_damage(r));
@@ -135,8 +127,12 @@ Test(writer_reader, compresses_repetitive_events_below_four_bytes_each)
     cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
     uint64_t t = 0;
     for (uint64_t i = 0; i < 100000; i++) {
-        struct cmt_event e = {.seq = i, .t_ns = t += 40 + (i * 7919) % 23, .tid = 1000,
-                              .api = 1 + (i & 1), .dev = 0, .stack = 9,
+        struct cmt_event e = {.seq = i,
+                              .t_ns = t += 40 + (i * 7919) % 23,
+                              .tid = 1000,
+                              .api = 1 + (i & 1),
+                              .dev = 0,
+                              .stack = 9,
                               .fields = CMT_F(PTR) | ((i & 1) ? 0 : CMT_F(SIZE))};
         e.v[CMT_FIELD_PTR] = 0x7f0000000000ull;
         e.v[CMT_FIELD_SIZE] = 1 << 20;
@@ -215,8 +211,12 @@ Test(writer_reader, stream_ordered_events_are_compact_before_compression)
     cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
     uint64_t ptr = 0x7f3a00000000ull;
     for (uint64_t i = 0; i < 10000; i++) {
-        struct cmt_event e = {.seq = i + 1, .t_ns = 1000 * i, .tid = 4242, .api = 7 + (i & 1),
-                              .dev = 0, .stack = 77,
+        struct cmt_event e = {.seq = i + 1,
+                              .t_ns = 1000 * i,
+                              .tid = 4242,
+                              .api = 7 + (i & 1),
+                              .dev = 0,
+                              .stack = 77,
                               .fields = CMT_F(PTR) | CMT_F(STREAM) | ((i & 1) ? 0 : CMT_F(SIZE))};
         e.v[CMT_FIELD_PTR] = ptr += (i % 5) * 0x10000;
         e.v[CMT_FIELD_SIZE] = (uint64_t)512 << (i % 15);
@@ -244,10 +244,11 @@ Test(writer_reader, newer_writers_events_keep_the_delta_bases)
 {
     struct cmt_membuf buf = {0};
     /* flags 0, time +10, api 1, then fields and zigzag deltas (ptr bit 0, stream bit 2) */
-    uint8_t raw[] = {CMT_REC_EVENT, 7, 0, 20, 1, 5, 0x80, 0x40, 14, /* ptr 0x1000, stream 7 */
-                     CMT_REC_EVENT, 8, 0, 20, 1, 5, 0x80, 0x04, 0, 0x33, /* +0x100, trailing */
-                     CMT_REC_EVENT, 8, 0, 20, 1, 0x81, 0x80, 0x40, 0x20, 5, /* +0x10, field 20 */
-                     CMT_REC_EVENT, 6, 0, 20, 1, 5, 2, 2}; /* +1, stream +1 */
+    uint8_t raw[] = {
+        CMT_REC_EVENT, 7, 0, 20, 1, 5,    0x80, 0x40, 14,         /* ptr 0x1000, stream 7 */
+        CMT_REC_EVENT, 8, 0, 20, 1, 5,    0x80, 0x04, 0,    0x33, /* +0x100, trailing */
+        CMT_REC_EVENT, 8, 0, 20, 1, 0x81, 0x80, 0x40, 0x20, 5,    /* +0x10, field 20 */
+        CMT_REC_EVENT, 6, 0, 20, 1, 5,    2,    2};               /* +1, stream +1 */
     fixture_hand_chunk(&buf, raw, sizeof raw, 4);
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
@@ -284,8 +285,12 @@ Test(writer_reader, raw_literals_read_back_the_same_events)
         uint64_t rng = 99;
         for (uint64_t i = 0; i < 20000; i++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            struct cmt_event e = {.seq = i + 1, .t_ns = 100 * i, .tid = 7, .api = 1 + (i & 1),
-                                  .stack = 3, .fields = CMT_F(PTR) | CMT_F(SIZE)};
+            struct cmt_event e = {.seq = i + 1,
+                                  .t_ns = 100 * i,
+                                  .tid = 7,
+                                  .api = 1 + (i & 1),
+                                  .stack = 3,
+                                  .fields = CMT_F(PTR) | CMT_F(SIZE)};
             e.v[CMT_FIELD_PTR] = 0x7f0000000000ull + (rng >> 30);
             e.v[CMT_FIELD_SIZE] = (uint64_t)512 << (rng >> 60);
             cr_assert_eq(cmt_writer_event(w, &e), 0);

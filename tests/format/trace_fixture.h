@@ -20,9 +20,15 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
     struct cmt_writer_options opt = {.chunk_bytes = chunk_bytes};
     cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, buf, &opt), 0);
     const char *argv[] = {"./prog", "--flag", "x y"};
-    struct cmt_process p = {.pid = 4242, .ppid = 1, .start_wall_ns = 1700000000000000000ull,
-                            .start_mono_ns = 123456789, .driver_version = 13000,
-                            .hostname = "host", .exe = "/bin/prog", .argc = 3, .argv = argv};
+    struct cmt_process p = {.pid = 4242,
+                            .ppid = 1,
+                            .start_wall_ns = 1700000000000000000ull,
+                            .start_mono_ns = 123456789,
+                            .driver_version = 13000,
+                            .hostname = "host",
+                            .exe = "/bin/prog",
+                            .argc = 3,
+                            .argv = argv};
     cr_assert_eq(cmt_writer_process(w, &p), 0);
     cr_assert_eq(cmt_writer_env(w, "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144"), 0);
     cr_assert_eq(cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC, "cuMemAlloc_v2"}), 0);
@@ -30,23 +36,29 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
     cr_assert_eq(cmt_writer_string(w, 1, "main"), 0);
     cr_assert_eq(cmt_writer_string(w, 2, "/src/prog.c"), 0);
     uint8_t bid[4] = {0xde, 0xad, 0xbe, 0xef};
-    cr_assert_eq(cmt_writer_module(w, &(struct cmt_module){1, "/bin/prog", 0x400000, 0x10000,
-                                                           bid, 4}), 0);
+    cr_assert_eq(
+        cmt_writer_module(w, &(struct cmt_module){1, "/bin/prog", 0x400000, 0x10000, bid, 4}), 0);
     cr_assert_eq(cmt_writer_stack_node(w, &(struct cmt_stack_node){1, 0, 0x401000}), 0);
     cr_assert_eq(cmt_writer_stack_node(w, &(struct cmt_stack_node){2, 1, 0x402000}), 0);
     cr_assert_eq(cmt_writer_thread(w, &(struct cmt_thread){77, "worker"}), 0);
-    cr_assert_eq(cmt_writer_device(w, &(struct cmt_device){0, "GPU0", 24ull << 30, 23ull << 30,
-                                                           5}), 0);
+    cr_assert_eq(cmt_writer_device(w, &(struct cmt_device){0, "GPU0", 24ull << 30, 23ull << 30, 5}),
+                 0);
     for (uint64_t i = 0; i < FIXTURE_EVENTS; i++) {
-        struct cmt_event e = {.seq = i, .t_ns = 1000 + i * 10, .tid = 77, .api = 1 + (i & 1),
-                              .result = i == 7 ? 2 : 0, .dev = 0, .stack = 2,
+        struct cmt_event e = {.seq = i,
+                              .t_ns = 1000 + i * 10,
+                              .tid = 77,
+                              .api = 1 + (i & 1),
+                              .result = i == 7 ? 2 : 0,
+                              .dev = 0,
+                              .stack = 2,
                               .fields = CMT_F(PTR) | CMT_F(SIZE)};
         e.v[CMT_FIELD_PTR] = 0x7f0000000000ull + (i / 2) * 0x200000;
         e.v[CMT_FIELD_SIZE] = 12345678 + i;
         cr_assert_eq(cmt_writer_event(w, &e), 0);
     }
-    cr_assert_eq(cmt_writer_meminfo(w, &(struct cmt_meminfo){20000, 0, CMT_MEMINFO_OOM, 1 << 20,
-                                                             24ull << 30, 7}), 0);
+    cr_assert_eq(cmt_writer_meminfo(
+                     w, &(struct cmt_meminfo){20000, 0, CMT_MEMINFO_OOM, 1 << 20, 24ull << 30, 7}),
+                 0);
     cr_assert_eq(cmt_writer_note(w, &(struct cmt_note){CMT_NOTE_WARNING, "deepbind"}), 0);
     cr_assert_eq(cmt_writer_signal(w, &(struct cmt_signal){30000, 11, 77}), 0);
     cr_assert_eq(cmt_writer_end(w, &(struct cmt_end){40000, FIXTURE_EVENTS, 0}), 0);
@@ -93,8 +105,15 @@ static inline uint64_t fixture_event_digest(cmt_reader *r)
         if (rec.type != CMT_REC_EVENT)
             continue;
         const struct cmt_event *e = &rec.u.event;
-        uint64_t parts[] = {e->seq, e->t_ns, e->tid, e->api, (uint32_t)e->result,
-                            (uint32_t)e->dev, e->stack, e->fields, e->v[CMT_FIELD_PTR],
+        uint64_t parts[] = {e->seq,
+                            e->t_ns,
+                            e->tid,
+                            e->api,
+                            (uint32_t)e->result,
+                            (uint32_t)e->dev,
+                            e->stack,
+                            e->fields,
+                            e->v[CMT_FIELD_PTR],
                             e->v[CMT_FIELD_SIZE]};
         for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
             h = (h ^ parts[i]) * 1099511628211ull;

@@ -27,8 +27,8 @@ static uint32_t count_records(const uint8_t *p, const uint8_t *end)
 {
     uint32_t n = 0;
     uint64_t type, len;
-    while (p < end && cmt__get_varint(&p, end, &type) == 0 &&
-           cmt__get_varint(&p, end, &len) == 0 && len <= (uint64_t)(end - p)) {
+    while (p < end && cmt__get_varint(&p, end, &type) == 0 && cmt__get_varint(&p, end, &len) == 0 &&
+           len <= (uint64_t)(end - p)) {
         p += len;
         n++;
     }

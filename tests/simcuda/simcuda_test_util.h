@@ -20,22 +20,22 @@
  * 0's primary context current. */
 static inline CUcontext simcuda_test_start(const char *memory, const char *overhead)
 {
-  CUcontext ctx;
-  if (memory)
-    setenv("SIMCUDA_MEMORY", memory, 1);
-  if (overhead)
-    setenv("SIMCUDA_CONTEXT_OVERHEAD", overhead, 1);
-  CU_OK(cuInit(0));
-  CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
-  CU_OK(cuCtxSetCurrent(ctx));
-  return ctx;
+    CUcontext ctx;
+    if (memory)
+        setenv("SIMCUDA_MEMORY", memory, 1);
+    if (overhead)
+        setenv("SIMCUDA_CONTEXT_OVERHEAD", overhead, 1);
+    CU_OK(cuInit(0));
+    CU_OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CU_OK(cuCtxSetCurrent(ctx));
+    return ctx;
 }
 
 static inline size_t simcuda_test_free(void)
 {
-  size_t free_bytes = 0, total_bytes = 0;
-  CU_OK(cuMemGetInfo(&free_bytes, &total_bytes));
-  return free_bytes;
+    size_t free_bytes = 0, total_bytes = 0;
+    CU_OK(cuMemGetInfo(&free_bytes, &total_bytes));
+    return free_bytes;
 }
 
 #endif

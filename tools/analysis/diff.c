@@ -39,7 +39,8 @@ static int side_finish(struct cmt_observer *self, const cmt_replay *rp)
             continue;
         struct cmt_diff_site d = {
             .key = strdup(cmt_site_key(cmt_replay_reader(rp), s->stack, key, sizeof key)),
-            .stack = s->stack, .bytes = s->at_peak_bytes};
+            .stack = s->stack,
+            .bytes = s->at_peak_bytes};
         if (d.key)
             side->sites[side->site_count++] = d;
     }

@@ -21,8 +21,8 @@ struct cmt_diff_site {
 struct cmt_diff_side {
     struct cmt_diff_site *sites; /* in replay site order */
     size_t site_count;
-    int32_t peak_dev;            /* the device with the highest peak (-1 when none) */
-    int have_frag;               /* frag_at_peak is set */
+    int32_t peak_dev;                      /* the device with the highest peak (-1 when none) */
+    int have_frag;                         /* frag_at_peak is set */
     struct cmt_fragmentation frag_at_peak; /* of peak_dev */
 };
 

@@ -101,7 +101,8 @@ static void holes(const struct ranges *a, uint64_t limit, struct cmt_fragmentati
         if (i == 0 || e > end)
             end = e;
     }
-    f->hole_fragmentation = f->hole_bytes ? 1.0 - (double)f->largest_hole / (double)f->hole_bytes : 0;
+    f->hole_fragmentation = f->hole_bytes ? 1.0 - (double)f->largest_hole / (double)f->hole_bytes
+                                          : 0;
 }
 
 /* Mapped bytes and the largest unmapped extent inside reservations. */

@@ -58,7 +58,7 @@ int cmt_frame_is_internal(const cmt_reader *r, uint32_t node)
     for (size_t i = 0; i < sizeof internal / sizeof *internal; i++) {
         const char *text = internal[i].what == CMT_FRAME_FUNCTION ? function
                            : internal[i].what == CMT_FRAME_MODULE ? module
-                                                                   : file;
+                                                                  : file;
         if (text && cmt_glob(internal[i].pattern, text))
             return 1;
     }
@@ -93,7 +93,7 @@ uint32_t cmt_call_site_node(const cmt_reader *r, uint32_t leaf)
 }
 
 void cmt_stack_frames(const cmt_reader *r, uint32_t leaf, int max,
-                       void (*fn)(void *ctx, const char *frame), void *ctx)
+                      void (*fn)(void *ctx, const char *frame), void *ctx)
 {
     char buf[512];
     struct cmt_stack_node n;

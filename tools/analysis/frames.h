@@ -16,20 +16,20 @@
 
 #include "reader.h"
 
-#define CMT_ALLOCATOR_FRAMES(X)                                                            \
-    X(FUNCTION, "c10::cuda::CUDACachingAllocator*") /* PyTorch's caching allocator */       \
-    X(FUNCTION, "c10::cuda::*Allocator*")           /* its other CUDA allocators */         \
-    X(FUNCTION, "_ZN3c104cuda*Allocator*")          /* the same, not demangled */           \
-    X(FUNCTION, "cudaMalloc*")                      /* CUDA runtime entry points */         \
-    X(FUNCTION, "cudaFree*")                                                                \
-    X(FUNCTION, "cuMem*")                           /* driver entry points and wrappers */  \
-    X(FUNCTION, "cmt_*")                            /* cumemtrace, the model (cmt_model_*) */ \
-    X(SOURCE, "caching_model.c")                    /* the caching-allocator model */       \
-    X(FUNCTION, "device_alloc")                     /* demo_diffusion's device hooks */     \
-    X(FUNCTION, "device_free")                                                              \
-    X(FUNCTION, "cached_alloc")                     /* and its allocator entry point */     \
-    X(MODULE, "libcumemtrace*")                     /* frames without symbols */            \
-    X(MODULE, "libcudart*")                                                                 \
+#define CMT_ALLOCATOR_FRAMES(X)                                                       \
+    X(FUNCTION, "c10::cuda::CUDACachingAllocator*") /* PyTorch's caching allocator */ \
+    X(FUNCTION, "c10::cuda::*Allocator*")           /* its other CUDA allocators */   \
+    X(FUNCTION, "_ZN3c104cuda*Allocator*")          /* the same, not demangled */     \
+    X(FUNCTION, "cudaMalloc*")                      /* CUDA runtime entry points */   \
+    X(FUNCTION, "cudaFree*")                                                          \
+    X(FUNCTION, "cuMem*")        /* driver entry points and wrappers */               \
+    X(FUNCTION, "cmt_*")         /* cumemtrace, the model (cmt_model_*) */            \
+    X(SOURCE, "caching_model.c") /* the caching-allocator model */                    \
+    X(FUNCTION, "device_alloc")  /* demo_diffusion's device hooks */                  \
+    X(FUNCTION, "device_free")                                                        \
+    X(FUNCTION, "cached_alloc") /* and its allocator entry point */                   \
+    X(MODULE, "libcumemtrace*") /* frames without symbols */                          \
+    X(MODULE, "libcudart*")                                                           \
     X(MODULE, "libcuda.so*")
 
 enum { CMT_FRAME_FUNCTION, CMT_FRAME_SOURCE, CMT_FRAME_MODULE };
@@ -46,7 +46,7 @@ uint32_t cmt_call_site_node(const cmt_reader *r, uint32_t leaf);
 
 /* Calls fn for each frame of stack `leaf`, innermost first, at most `max` frames. */
 void cmt_stack_frames(const cmt_reader *r, uint32_t leaf, int max,
-                       void (*fn)(void *ctx, const char *frame), void *ctx);
+                      void (*fn)(void *ctx, const char *frame), void *ctx);
 /* The frame a call site is named by (cmt_call_site_node: the first frame outside allocator
  * internals), as text; "(no stack)" when none. @return buf. */
 const char *cmt_stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size);

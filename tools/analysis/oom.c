@@ -24,7 +24,7 @@ const char *cmt_verdict_name(int verdict)
 struct cmt_oom {
     struct cmt_oom_episode *v;
     uint32_t count, cap;
-    int open; /* the last episode still takes retries */
+    int open;                          /* the last episode still takes retries */
     uint64_t *site_bytes, *site_count; /* scratch for grouping holders */
     uint32_t scratch_cap;
     /* per episode, its largest sites at the failure: symbols come at the end of a trace, so
@@ -87,7 +87,8 @@ struct group_ctx {
 static void group(void *ctx, const struct cmt_replay_object *obj)
 {
     struct group_ctx *g = ctx;
-    if (obj->dev != g->dev || !CMT_KIND_IS_DEVICE_MEMORY(obj->kind) || obj->site >= g->o->scratch_cap)
+    if (obj->dev != g->dev || !CMT_KIND_IS_DEVICE_MEMORY(obj->kind) ||
+        obj->site >= g->o->scratch_cap)
         return;
     g->o->site_bytes[obj->site] += obj->size;
     g->o->site_count[obj->site]++;
@@ -111,8 +112,8 @@ static void keep_candidates(cmt_oom *o, const struct cmt_oom_holder *top, uint32
         o->cand_cap = cap;
     }
     for (uint32_t i = 0; i < count; i++)
-        o->cands[o->cand_count++] = (struct cmt_site_item){top[i].site, top[i].stack,
-                                                             top[i].bytes, top[i].count};
+        o->cands[o->cand_count++] = (struct cmt_site_item){top[i].site, top[i].stack, top[i].bytes,
+                                                           top[i].count};
     o->cand_n[ep] = count;
 }
 
@@ -188,9 +189,15 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
     }
     const struct cmt_event *ev = &st->rec.u.event;
     struct cmt_oom_episode *e = &o->v[o->count++];
-    *e = (struct cmt_oom_episode){.request_bytes = st->request, .api = st->api, .op = st->op,
-                                  .dev = ev->dev, .t_ns = ev->t_ns, .seq = ev->seq,
-                                  .tid = ev->tid, .stack = ev->stack, .attempts = 1,
+    *e = (struct cmt_oom_episode){.request_bytes = st->request,
+                                  .api = st->api,
+                                  .op = st->op,
+                                  .dev = ev->dev,
+                                  .t_ns = ev->t_ns,
+                                  .seq = ev->seq,
+                                  .tid = ev->tid,
+                                  .stack = ev->stack,
+                                  .attempts = 1,
                                   .fatal = 1};
     const struct cmt_replay_device *d = cmt_replay_device(rp, ev->dev);
     if (d) {
@@ -310,6 +317,6 @@ static int oom_finish(struct cmt_observer *self, const cmt_replay *rp)
 
 struct cmt_observer cmt_oom_observer(cmt_oom *o)
 {
-    return (struct cmt_observer){.wants = CMT_OBSERVE_OOM, .step = oom_step, .finish = oom_finish,
-                                 .ctx = o};
+    return (struct cmt_observer){
+        .wants = CMT_OBSERVE_OOM, .step = oom_step, .finish = oom_finish, .ctx = o};
 }

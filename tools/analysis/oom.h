@@ -12,10 +12,10 @@
 
 #include "replay.h"
 
-#define CMT_VERDICTS(X)                                                                  \
-    X(OVER_CAPACITY, "over_capacity")                                                   \
-    X(FRAGMENTATION, "fragmentation")                                                   \
-    X(HELD_BY_OTHERS, "held_by_others")                                                 \
+#define CMT_VERDICTS(X)                 \
+    X(OVER_CAPACITY, "over_capacity")   \
+    X(FRAGMENTATION, "fragmentation")   \
+    X(HELD_BY_OTHERS, "held_by_others") \
     X(EXHAUSTED_BY_PROCESS, "exhausted_by_process")
 
 enum cmt_verdict {
@@ -42,11 +42,11 @@ struct cmt_oom_episode {
     uint32_t tid, stack;
     uint64_t attempts, frees_between, released_bytes;
     int fatal;
-    int have_meminfo;        /* free/total come from the OOM sample (else the last sample) */
+    int have_meminfo; /* free/total come from the OOM sample (else the last sample) */
     uint64_t free_bytes, total_bytes;
-    uint64_t process_bytes;  /* live bytes + pool retention of this process on dev */
+    uint64_t process_bytes; /* live bytes + pool retention of this process on dev */
     uint64_t pool_retained_bytes;
-    uint64_t others_bytes;   /* total - free - process (0 when negative) */
+    uint64_t others_bytes; /* total - free - process (0 when negative) */
     uint64_t shortfall_bytes;
     int verdict;
     int hint_retention, hint_leak; /* hint_leak: holders[] index + 1 of the growing site */
@@ -69,6 +69,5 @@ struct cmt_observer cmt_oom_observer(cmt_oom *o);
 
 uint32_t cmt_oom_count(const cmt_oom *o);
 const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i);
-
 
 #endif

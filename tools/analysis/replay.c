@@ -19,7 +19,7 @@ static inline int is_allocation(int kind)
 /* ---- tables ---- */
 
 __attribute__((noinline)) struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp,
-                                                                            int32_t dev)
+                                                                          int32_t dev)
 {
     uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
     if (slot >= rp->device_cap) {
@@ -122,8 +122,7 @@ static inline uint32_t site_index(cmt_replay *rp, uint32_t stack)
     return site_index_slow(rp, stack);
 }
 
-static __attribute__((noinline)) struct cmt_replay_thread *thread_slow(cmt_replay *rp,
-                                                                      uint32_t tid)
+static __attribute__((noinline)) struct cmt_replay_thread *thread_slow(cmt_replay *rp, uint32_t tid)
 {
     static struct cmt_replay_thread spare;
     struct cmt__entry *e = cmt__map_insert(&rp->tids, (uint64_t)tid + 1);
@@ -168,8 +167,6 @@ static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
     s->last_mod_seq = rp->tick;
 }
 
-
-
 __attribute__((noinline)) void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e)
 {
     if (rp->log_count == rp->log_cap) {
@@ -193,8 +190,7 @@ static void new_peak(cmt_replay *rp, uint64_t t_ns, uint64_t seq)
     rp->peak_tick = rp->tick;
     rp->log_count = 0;
     if (rp->peak_device_count < rp->device_count) {
-        struct cmt_replay_device *d =
-            realloc(rp->peak_devices, rp->device_count * sizeof *d);
+        struct cmt_replay_device *d = realloc(rp->peak_devices, rp->device_count * sizeof *d);
         if (!d) {
             rp->failed = 1;
             return;
@@ -238,8 +234,8 @@ static uint64_t waste_of(uint64_t size)
 }
 
 static inline __attribute__((always_inline)) void account(cmt_replay *rp,
-                                                          struct cmt_replay_device *d,
-                                                          int kind, uint64_t size, int sign)
+                                                          struct cmt_replay_device *d, int kind,
+                                                          uint64_t size, int sign)
 {
     uint64_t waste = CMT_KIND_HAS(kind, WASTE) ? waste_of(size) : 0;
     if (sign > 0) {
@@ -304,11 +300,7 @@ __attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry
     drop_on(rp, device_slot(rp, e->dev), e);
 }
 
-
-
 /* ---- applying events ---- */
-
-
 
 static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
 {
@@ -322,11 +314,6 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-
-
-
-
-
 static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
                          const struct cmt_event *e)
 {
@@ -337,9 +324,9 @@ static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
 }
 
 /* A successful allocation of any kind on the event's device d (the caller picks the map). */
-static inline __attribute__((always_inline)) void
-add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
-              struct cmt__map *map, uint64_t key, int kind, uint64_t size, uint64_t aux)
+static inline __attribute__((always_inline)) void add_object_on(
+    cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st, struct cmt__map *map,
+    uint64_t key, int kind, uint64_t size, uint64_t aux)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt__entry *n = cmt__map_insert(map, key);
@@ -360,9 +347,15 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
         s->alloc_count++;
         s->alloc_bytes += size;
     }
-    *n = (struct cmt__entry){.key = key, .size = size, .aux = aux, .seq = rp->tick,
-                             .site = site, .dev = e->dev, .object = object,
-                             .refs = 1, .kind = (uint8_t)(kind + 1)};
+    *n = (struct cmt__entry){.key = key,
+                             .size = size,
+                             .aux = aux,
+                             .seq = rp->tick,
+                             .site = site,
+                             .dev = e->dev,
+                             .object = object,
+                             .refs = 1,
+                             .kind = (uint8_t)(kind + 1)};
     account(rp, d, kind, size, +1);
     st->kind = kind;
     st->site = site;
@@ -373,14 +366,13 @@ add_object_on(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_ste
 }
 
 __attribute__((noinline)) void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st,
-                                                 struct cmt__map *map, uint64_t key, int kind,
-                                                 uint64_t size, uint64_t aux)
+                                               struct cmt__map *map, uint64_t key, int kind,
+                                               uint64_t size, uint64_t aux)
 {
     if ((unsigned)kind >= CMT_KIND_COUNT) /* a table's kind column: NONE creates nothing */
         return;
     add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
 }
-
 
 static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
                         int kind)
@@ -468,20 +460,13 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
     cmt__map_remove(&rp->allocs, a);
 }
 
-
-
-
-
-
-
 /* The events other than allocations and frees. */
 static void apply_other(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
                         int apply, int kind)
 {
     const struct cmt_event *e = &st->rec.u.event;
     switch (apply) {
-    case CMT_APPLY_NONE:
-        break;
+    case CMT_APPLY_NONE: break;
     case CMT_APPLY_IPC_OPEN:
         if (e->result == 0 && (e->fields & CMT_F(PTR)))
             cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
@@ -494,9 +479,7 @@ static void apply_other(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_
             d->sample_t_ns = e->t_ns;
         }
         break;
-    default:
-        cmt__apply_pool_or_context(rp, d, st, apply);
-        break;
+    default: cmt__apply_pool_or_context(rp, d, st, apply); break;
     }
 }
 

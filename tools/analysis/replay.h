@@ -53,7 +53,7 @@ enum cmt_kind {
 #define CMT__KIND_ENUM(name, text, attrs) CMT_KIND_##name,
     CMT_KINDS(CMT__KIND_ENUM)
 #undef CMT__KIND_ENUM
-    CMT_KIND_COUNT
+        CMT_KIND_COUNT
 };
 
 /* @return the kind's name ("device", "pitched", ...), or "?" when out of range. */
@@ -61,10 +61,11 @@ const char *cmt_kind_name(int kind);
 
 /* The kinds with attribute a, as a bit mask by kind (a constant). */
 #define CMT_KIND_MASK(a) (0u CMT_KINDS(CMT__KIND_BIT_##a))
-#define CMT__KIND_BIT_DEVICE_MEMORY(n, t, at) | (((at) & CMT_KA_DEVICE_MEMORY) ? 1u << CMT_KIND_##n : 0u)
-#define CMT__KIND_BIT_HOLE(n, t, at) | (((at) & CMT_KA_HOLE) ? 1u << CMT_KIND_##n : 0u)
-#define CMT__KIND_BIT_CHARTED(n, t, at) | (((at) & CMT_KA_CHARTED) ? 1u << CMT_KIND_##n : 0u)
-#define CMT__KIND_BIT_WASTE(n, t, at) | (((at) & CMT_KA_WASTE) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_DEVICE_MEMORY(n, t, at) \
+    | (((at)&CMT_KA_DEVICE_MEMORY) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_HOLE(n, t, at) | (((at)&CMT_KA_HOLE) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_CHARTED(n, t, at) | (((at)&CMT_KA_CHARTED) ? 1u << CMT_KIND_##n : 0u)
+#define CMT__KIND_BIT_WASTE(n, t, at) | (((at)&CMT_KA_WASTE) ? 1u << CMT_KIND_##n : 0u)
 /* @return whether kind k (any int) has attribute a (DEVICE_MEMORY, HOLE, CHARTED, WASTE). */
 #define CMT_KIND_HAS(k, a) ((unsigned)(k) < CMT_KIND_COUNT && ((CMT_KIND_MASK(a) >> (k)) & 1u))
 
@@ -72,19 +73,19 @@ const char *cmt_kind_name(int kind);
 #define CMT_KIND_IS_DEVICE_MEMORY(k) CMT_KIND_HAS(k, DEVICE_MEMORY)
 
 /* How the replay applies an op: the `apply` column of CMT_OPS (format/cmt_format.h). */
-#define CMT_APPLIES(X)                                                                   \
-    X(NONE)         /* nothing to apply */                                               \
-    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */    \
-    X(FREE)         /* ends the allocation at ptr, whatever its kind */                  \
-    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */ \
-    X(MEM_INFO)     /* a free/total sample */                                            \
-    X(POOL_CREATE) X(POOL_DESTROY) X(POOL_TRIM) X(POOL_SET)                              \
-    X(VMM_RELEASE) X(VMM_RETAIN) X(VMM_IMPORT) X(VMM_MAP) X(VMM_UNMAP)                   \
-    X(VA_RESERVE) X(VA_FREE)                                                             \
-    X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
-    X(SYNC)         /* pools of the event's device release what they retain */           \
-    X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */
+#define CMT_APPLIES(X)                                                                             \
+    X(NONE)         /* nothing to apply */                                                         \
+    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */              \
+    X(FREE)         /* ends the allocation at ptr, whatever its kind */                            \
+    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */           \
+    X(MEM_INFO)     /* a free/total sample */                                                      \
+    X(POOL_CREATE)                                                                                 \
+    X(POOL_DESTROY) X(POOL_TRIM) X(POOL_SET) X(VMM_RELEASE) X(VMM_RETAIN) X(VMM_IMPORT) X(VMM_MAP) \
+        X(VMM_UNMAP) X(VA_RESERVE) X(VA_FREE)                                                      \
+            X(IPC_OPEN) /* another process's memory: an object of no bytes */                      \
+        X(SYNC)         /* pools of the event's device release what they retain */                 \
+        X(SYNC_ALL)     /* the same for every device (a context destroyed) */                      \
+        X(RESET)        /* the device's primary context reset: everything on it is freed */
 
 enum cmt_apply {
 #define CMT__APPLY_ENUM(name) CMT_APPLY_##name,
@@ -102,13 +103,13 @@ int cmt_op_apply(uint32_t op);
 /* State of one device. Byte counts are requested bytes unless said otherwise. */
 struct cmt_replay_device {
     int32_t dev;
-    int seen;                           /* any record named this device */
+    int seen;                            /* any record named this device */
     uint64_t kind_bytes[CMT_KIND_COUNT]; /* live bytes per kind (POOL: retained bytes) */
     uint64_t kind_count[CMT_KIND_COUNT]; /* live objects per kind */
-    uint64_t live_bytes;                /* device memory in use (CMT_KIND_IS_DEVICE_MEMORY) */
-    uint64_t allocations;               /* live objects counted in live_bytes */
-    uint64_t mapped_bytes;              /* bytes of live cuMemMap ranges */
-    uint64_t waste_bytes;               /* rounding of live allocations up to CMT_GRANULARITY */
+    uint64_t live_bytes;                 /* device memory in use (CMT_KIND_IS_DEVICE_MEMORY) */
+    uint64_t allocations;                /* live objects counted in live_bytes */
+    uint64_t mapped_bytes;               /* bytes of live cuMemMap ranges */
+    uint64_t waste_bytes;                /* rounding of live allocations up to CMT_GRANULARITY */
     uint64_t peak_live_bytes, peak_t_ns, peak_seq;
     /* last recorded free/total (DEVICE, MEMINFO, or a program's cuMemGetInfo) */
     int have_sample;
@@ -127,14 +128,14 @@ struct cmt_replay_step {
     int op;                /* enum cmt_op of an EVENT, -1 for other records */
     const char *api;       /* exact entry point of an EVENT ("?" when its API is unknown) */
     int kind;              /* kind created or destroyed, -1 when none */
-    int is_alloc;          /* an allocation attempt (alloc, pitch, managed, async, host, vmm_create) */
-    int failed;            /* the call returned an error */
-    int oom;               /* an allocation failed with CUDA_ERROR_OUT_OF_MEMORY */
-    uint64_t request;      /* bytes asked for by an allocation attempt */
-    uint64_t released;     /* device bytes a free gave back (0 for unknown pointers) */
-    int64_t delta;         /* change of live_bytes on the event's device */
-    uint32_t site;         /* call-site index of the allocation created or freed (0 = none) */
-    int unknown_free;      /* a free or unmap named something not live */
+    int is_alloc;      /* an allocation attempt (alloc, pitch, managed, async, host, vmm_create) */
+    int failed;        /* the call returned an error */
+    int oom;           /* an allocation failed with CUDA_ERROR_OUT_OF_MEMORY */
+    uint64_t request;  /* bytes asked for by an allocation attempt */
+    uint64_t released; /* device bytes a free gave back (0 for unknown pointers) */
+    int64_t delta;     /* change of live_bytes on the event's device */
+    uint32_t site;     /* call-site index of the allocation created or freed (0 = none) */
+    int unknown_free;  /* a free or unmap named something not live */
     /* the object created or destroyed (kind >= 0): its key (address; handle for VMM), its
      * bytes, and for a device or host allocation its object id (dense from 1, reused after
      * the object is gone; CMT_NO_OBJECT for other kinds) */
@@ -152,9 +153,9 @@ struct cmt_replay_step {
 
 /* A call site: the allocations made from one stack. Index 0 is "no stack". */
 struct cmt_replay_site {
-    uint32_t stack;          /* leaf STACK_NODE id */
+    uint32_t stack; /* leaf STACK_NODE id */
     uint64_t live_bytes, live_count;
-    uint64_t peak_bytes;     /* this site's own maximum */
+    uint64_t peak_bytes;                   /* this site's own maximum */
     uint64_t at_peak_bytes, at_peak_count; /* at the process-wide peak (cmt_replay_finish) */
     uint64_t alloc_count, alloc_bytes, free_count, failures;
     /* internal: lazy copy at the process peak */
@@ -237,7 +238,7 @@ struct cmt_replay_totals {
     uint64_t temporary_count, temporary_bytes; /* freed before the next allocation */
     uint64_t size_histogram[65];               /* successful allocations by bit length of size */
     uint64_t last_t_ns;
-    int ended, signaled;                       /* END seen; SIGNAL seen */
+    int ended, signaled; /* END seen; SIGNAL seen */
     uint32_t signo;
 };
 const struct cmt_replay_totals *cmt_replay_totals(const cmt_replay *rp);
@@ -267,12 +268,12 @@ void cmt_replay_foreach_live(const cmt_replay *rp,
 
 /* Fragmentation of one device's state (docs/analysis.md defines each). */
 struct cmt_fragmentation {
-    uint64_t hole_bytes;        /* gaps between live device allocations in address order */
+    uint64_t hole_bytes; /* gaps between live device allocations in address order */
     uint64_t largest_hole;
-    double hole_fragmentation;  /* 1 - largest_hole / hole_bytes (0 without holes) */
+    double hole_fragmentation; /* 1 - largest_hole / hole_bytes (0 without holes) */
     uint64_t reserved_va_bytes, mapped_in_va_bytes;
-    uint64_t largest_unmapped;  /* largest unmapped extent inside a reservation */
-    uint64_t waste_bytes;       /* granularity rounding */
+    uint64_t largest_unmapped; /* largest unmapped extent inside a reservation */
+    uint64_t waste_bytes;      /* granularity rounding */
     uint64_t pool_retained_bytes;
 };
 /* Measures the current state of device dev. @return 0 or CMT_ENOMEM. */

@@ -11,8 +11,8 @@ void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e);
 /* Removes a live object from the books (the caller removes it from its map). */
 void cmt__drop(cmt_replay *rp, const struct cmt__entry *e);
 /* A successful allocation of any kind on the event's device (the caller picks the map). */
-void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
-                     uint64_t key, int kind, uint64_t size, uint64_t aux);
+void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map, uint64_t key,
+                     int kind, uint64_t size, uint64_t aux);
 struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key, int32_t dev);
 void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep);
 void cmt__sync_pools(cmt_replay *rp, int32_t dev);

@@ -19,7 +19,7 @@ struct cmt__logged {
 struct cmt__replay_api {
     const char *name; /* NULL until the API record is replayed */
     uint64_t calls;
-    uint32_t op; /* enum cmt_op + 1; 0 = unknown */
+    uint32_t op;   /* enum cmt_op + 1; 0 = unknown */
     uint8_t apply; /* the op's enum cmt_apply (CMT_APPLY_NONE when unknown) */
     int8_t kind;   /* the op's kind column */
 };
@@ -27,22 +27,22 @@ struct cmt__replay_api {
 struct cmt_replay {
     cmt_reader *reader;
 
-    struct cmt__map allocs;   /* address -> allocation (device, pitched, managed, async, host, ipc) */
-    struct cmt__map handles;  /* VMM handle -> physical allocation */
-    struct cmt__map vas;      /* address -> reservation */
-    struct cmt__map mappings; /* address -> mapped range */
-    struct cmt__map pools;    /* pool handle -> retained bytes (in size) */
+    struct cmt__map allocs; /* address -> allocation (device, pitched, managed, async, host, ipc) */
+    struct cmt__map handles;     /* VMM handle -> physical allocation */
+    struct cmt__map vas;         /* address -> reservation */
+    struct cmt__map mappings;    /* address -> mapped range */
+    struct cmt__map pools;       /* pool handle -> retained bytes (in size) */
     struct cmt__entry *pool_hit; /* the pool entry used last (checked by key before use) */
-    uint64_t *pool_keys;      /* the pools' keys, dense, so a sync visits only real pools */
+    uint64_t *pool_keys;         /* the pools' keys, dense, so a sync visits only real pools */
     size_t pool_count, pool_cap;
-    uint32_t *stack_sites;    /* stack id -> site index (0 = none yet), for ids below its cap */
+    uint32_t *stack_sites; /* stack id -> site index (0 = none yet), for ids below its cap */
     uint32_t stack_site_cap;
     struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */
     struct cmt__map tids;     /* tid + 1 -> index (aux) */
     struct {
         uint64_t key; /* tid + 1, 0 = empty */
         uint32_t index;
-    } thread_cache[64];       /* direct-mapped by tid: most lookups never reach tids */
+    } thread_cache[64]; /* direct-mapped by tid: most lookups never reach tids */
 
     struct cmt_replay_device *devices; /* slot = dev + 1 */
     uint32_t device_count, device_cap;
@@ -56,9 +56,9 @@ struct cmt_replay {
     struct cmt__replay_api *apis; /* by API id, up to the highest id an API record named */
     uint32_t api_cap;
     struct cmt_replay_totals totals;
-    uint64_t tick;        /* events applied so far (replay order) */
-    uint64_t peak_tick;   /* tick of the process-wide peak */
-    uint32_t last_object; /* object id of the last device or host allocation (temporary test) */
+    uint64_t tick;          /* events applied so far (replay order) */
+    uint64_t peak_tick;     /* tick of the process-wide peak */
+    uint32_t last_object;   /* object id of the last device or host allocation (temporary test) */
     uint32_t *free_objects; /* object ids free for reuse (a stack; room for every id issued) */
     uint32_t free_object_count, object_count, free_object_cap;
 

@@ -20,10 +20,10 @@ struct cmt__entry {
     uint64_t seq;  /* seq of the call that created it */
     uint32_t site; /* index into the call-site table */
     int32_t dev;
-    uint32_t object;      /* dense id of a device or host allocation (CMT_NO_OBJECT otherwise) */
-    uint16_t refs;        /* VMM handles: references (create/retain/import minus releases) */
-    uint8_t kind;         /* enum cmt_kind + 1; 0 = empty slot */
-    uint8_t maps;         /* VMM handles: live mappings (saturates at 255) */
+    uint32_t object; /* dense id of a device or host allocation (CMT_NO_OBJECT otherwise) */
+    uint16_t refs;   /* VMM handles: references (create/retain/import minus releases) */
+    uint8_t kind;    /* enum cmt_kind + 1; 0 = empty slot */
+    uint8_t maps;    /* VMM handles: live mappings (saturates at 255) */
 };
 
 struct cmt__map {

@@ -8,7 +8,7 @@
 /* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
  * memory (rp->failed set). */
 __attribute__((noinline)) struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key,
-                                                             int32_t dev)
+                                                           int32_t dev)
 {
     struct cmt__entry *p = pool_find(rp, key);
     if (p)
@@ -70,8 +70,8 @@ void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p)
 
 /* Pools, contexts and the VMM calls: rare next to allocations and frees. */
 __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
-                                                           struct cmt_replay_device *d,
-                                                           struct cmt_replay_step *st, int apply)
+                                                          struct cmt_replay_device *d,
+                                                          struct cmt_replay_step *st, int apply)
 {
     const struct cmt_event *e = &st->rec.u.event;
     switch (apply) {
@@ -97,9 +97,7 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
         }
         break;
     case CMT_APPLY_SYNC:
-    case CMT_APPLY_SYNC_ALL:
-        cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1);
-        break;
+    case CMT_APPLY_SYNC_ALL: cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1); break;
     case CMT_APPLY_RESET:
         if (e->result == 0)
             cmt__reset_device(rp, e->dev);

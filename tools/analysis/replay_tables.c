@@ -143,7 +143,8 @@ static void visit_map(const struct cmt__map *m,
         const struct cmt__entry *e = &m->slots[i];
         if (!e->kind)
             continue;
-        struct cmt_replay_object o = {e->kind - 1, e->dev, e->key, e->size, e->aux, e->seq, e->site};
+        struct cmt_replay_object o = {e->kind - 1, e->dev, e->key, e->size,
+                                      e->aux,      e->seq, e->site};
         fn(ctx, &o);
     }
 }

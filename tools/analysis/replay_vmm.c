@@ -66,8 +66,12 @@ static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
         rp->failed = 1;
         return;
     }
-    *m = (struct cmt__entry){.key = ptr, .size = size, .aux = e->v[CMT_FIELD_HANDLE],
-                             .seq = rp->tick, .dev = dev, .kind = CMT_KIND_MAPPING + 1};
+    *m = (struct cmt__entry){.key = ptr,
+                             .size = size,
+                             .aux = e->v[CMT_FIELD_HANDLE],
+                             .seq = rp->tick,
+                             .dev = dev,
+                             .kind = CMT_KIND_MAPPING + 1};
     struct cmt_replay_device *d = device_slot(rp, dev);
     d->mapped_bytes += size;
     d->kind_bytes[CMT_KIND_MAPPING] += size;
@@ -103,16 +107,12 @@ void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
             cmt__add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
         }
         break;
-    case CMT_APPLY_VMM_MAP:
-        apply_map(rp, st);
-        break;
-    case CMT_APPLY_VMM_UNMAP:
-        apply_unmap(rp, st);
-        break;
+    case CMT_APPLY_VMM_MAP: apply_map(rp, st); break;
+    case CMT_APPLY_VMM_UNMAP: apply_unmap(rp, st); break;
     case CMT_APPLY_VA_RESERVE:
         if (e->fields & CMT_F(PTR)) {
             cmt__add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
-                       e->v[CMT_FIELD_SIZE], 0);
+                            e->v[CMT_FIELD_SIZE], 0);
         }
         break;
     case CMT_APPLY_VA_FREE:

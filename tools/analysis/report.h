@@ -14,7 +14,7 @@
 struct cmt_report {
     struct cmt_ranked_site peak_sites[CMT_REPORT_TOP]; /* by bytes at the process peak */
     size_t peak_site_count;
-    struct cmt_ranked_site leaks[CMT_REPORT_TOP];      /* by bytes still live at the end */
+    struct cmt_ranked_site leaks[CMT_REPORT_TOP]; /* by bytes still live at the end */
     size_t leak_count;
 };
 

@@ -22,14 +22,13 @@ static void measure(const struct cmt_replay_site *s, enum cmt_rank_by by, uint64
         *bytes = s->live_bytes;
         *count = s->live_count;
         break;
-    default:
-        *bytes = s->peak_bytes;
-        *count = s->alloc_count;
+    default: *bytes = s->peak_bytes; *count = s->alloc_count;
     }
 }
 
 /* Inserts r into the top list (largest first; an equal one stays behind those before it). */
-static void rank_insert(struct cmt_ranked_site *out, size_t *n, size_t max, struct cmt_ranked_site r)
+static void rank_insert(struct cmt_ranked_site *out, size_t *n, size_t max,
+                        struct cmt_ranked_site r)
 {
     size_t at = *n < max ? (*n)++ : max;
     if (at == max && r.bytes <= out[max - 1].bytes)
@@ -74,13 +73,13 @@ static size_t rank_ungrouped(const struct cmt_site_item *items, size_t n,
 {
     size_t count = 0;
     for (size_t i = 0; i < n && max; i++)
-        rank_insert(out, &count, max, (struct cmt_ranked_site){items[i].site, items[i].bytes,
-                                                            items[i].count});
+        rank_insert(out, &count, max,
+                    (struct cmt_ranked_site){items[i].site, items[i].bytes, items[i].count});
     return count;
 }
 
 size_t cmt_sites_group(const cmt_reader *r, const struct cmt_site_item *items, size_t n,
-                        struct cmt_ranked_site *out, size_t max)
+                       struct cmt_ranked_site *out, size_t max)
 {
     if (!n || !max)
         return 0;
@@ -124,7 +123,7 @@ size_t cmt_sites_group(const cmt_reader *r, const struct cmt_site_item *items, s
 }
 
 size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_ranked_site *out,
-                       size_t max)
+                      size_t max)
 {
     uint32_t sites = cmt_replay_site_count(rp);
     struct cmt_site_item *items = malloc((size_t)sites * sizeof *items);

@@ -9,7 +9,7 @@
 #include "replay.h"
 
 struct cmt_ranked_site {
-    uint32_t site;        /* the group's largest member (its stack is the one shown) */
+    uint32_t site;         /* the group's largest member (its stack is the one shown) */
     uint64_t bytes, count; /* summed over the group */
 };
 
@@ -25,11 +25,11 @@ enum cmt_rank_by { CMT_RANK_AT_PEAK, CMT_RANK_LIVE, CMT_RANK_OWN_PEAK };
  * largest first; ties keep the order of their first items. Call it once symbols are read
  * (after the replay). @return how many (ungrouped ranking when out of memory). */
 size_t cmt_sites_group(const cmt_reader *r, const struct cmt_site_item *items, size_t n,
-                        struct cmt_ranked_site *out, size_t max);
+                       struct cmt_ranked_site *out, size_t max);
 
 /* The top `max` call sites by the measure (nonzero only), grouped as above. @return how many. */
 size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_ranked_site *out,
-                       size_t max);
+                      size_t max);
 
 /* A site's identity across traces: its symbolized frames from its call-site frame (the first
  * outside allocator internals) outwards, joined by " <- ". @return buf. */

@@ -187,7 +187,8 @@ static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
     if (slot < tl->device_count && !tl->failed && tl->devices[slot].open >= 0) {
         const struct cmt_timeline_device *d = &tl->devices[slot];
         uint64_t k = (uint64_t)d->open;
-        self->quiet = (struct cmt_observe_quiet){.dev = rd->dev, .from = k << tl->width_shift,
+        self->quiet = (struct cmt_observe_quiet){.dev = rd->dev,
+                                                 .from = k << tl->width_shift,
                                                  .until = (k + 1) << tl->width_shift,
                                                  .live_max = d->points[k].live_bytes};
     }
@@ -203,8 +204,8 @@ static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
 
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
 {
-    return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT, .step = timeline_step,
-                                 .finish = timeline_finish, .ctx = tl};
+    return (struct cmt_observer){
+        .wants = CMT_OBSERVE_EVENT, .step = timeline_step, .finish = timeline_finish, .ctx = tl};
 }
 
 unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT])

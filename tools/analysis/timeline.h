@@ -19,9 +19,9 @@ struct cmt_timeline_point {
     /* hole measures: sampled (docs/analysis.md), exact on the peak point */
     uint64_t hole_bytes, largest_hole, largest_unmapped;
     double hole_fragmentation;
-    uint32_t oom;  /* out-of-memory failures inside the bucket */
-    uint8_t peak;  /* the device's peak */
-    uint8_t used;  /* the bucket saw an event */
+    uint32_t oom; /* out-of-memory failures inside the bucket */
+    uint8_t peak; /* the device's peak */
+    uint8_t used; /* the bucket saw an event */
 };
 
 struct cmt_timeline_device {
@@ -35,8 +35,8 @@ struct cmt_timeline_device {
 
 struct cmt_timeline {
     uint32_t max_points;
-    uint64_t width; /* ns per bucket: a power of two */
-    unsigned width_shift; /* log2(width) */
+    uint64_t width;                      /* ns per bucket: a power of two */
+    unsigned width_shift;                /* log2(width) */
     struct cmt_timeline_device *devices; /* by replay device slot */
     uint32_t device_count;
     int failed;

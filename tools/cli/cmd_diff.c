@@ -118,8 +118,11 @@ static void row(const char *name, uint64_t a, uint64_t b, int bytes)
         snprintf(y, sizeof y, "%" PRIu64, b);
         snprintf(d, sizeof d, "%" PRIu64, a > b ? a - b : b - a);
     }
-    printf("  %-22s %14s %14s   %s%s (%+.1f%%)\n", name, x, y, a == b ? "" : a > b ? "-" : "+", d,
-           pct(a, b));
+    printf("  %-22s %14s %14s   %s%s (%+.1f%%)\n", name, x, y,
+           a == b  ? ""
+           : a > b ? "-"
+                   : "+",
+           d, pct(a, b));
 }
 
 static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
@@ -180,8 +183,10 @@ int cmt_cmd_diff(int argc, char **argv)
                 return cmt__usage_error("diff", "--fail-if-peak-grows needs a percentage");
             limit = strtod(argv[i], &end);
             if (end == argv[i] || (*end && strcmp(end, "%") != 0) || limit < 0)
-                return cmt__usage_error("diff", "--fail-if-peak-grows wants a percentage >= 0, "
-                                        "got '%s'", argv[i]);
+                return cmt__usage_error("diff",
+                                        "--fail-if-peak-grows wants a percentage >= 0, "
+                                        "got '%s'",
+                                        argv[i]);
             gate = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cmt__usage_error("diff", "unknown option '%s'", argv[i]);
@@ -213,8 +218,10 @@ int cmt_cmd_diff(int argc, char **argv)
     uint64_t b = cmt_replay_totals(pb.replay)->peak_live_bytes;
     if (gate && (double)b > (double)a * (1.0 + limit / 100.0)) {
         char x[32], y[32];
-        fprintf(stderr, "cumemtrace diff: peak grew from %s to %s (%+.1f%%), more than the "
-                "allowed %.1f%%\n", cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), limit);
+        fprintf(stderr,
+                "cumemtrace diff: peak grew from %s to %s (%+.1f%%), more than the "
+                "allowed %.1f%%\n",
+                cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), limit);
         rc = 1;
     }
     free(sites);

@@ -57,9 +57,10 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
         cmt__json_string(j, "record", "meminfo");
         cmt__json_u64(j, "t_ns", rec->u.meminfo.t_ns);
         cmt__json_i64(j, "dev", rec->u.meminfo.dev);
-        cmt__json_string(j, "reason", rec->u.meminfo.reason == CMT_MEMINFO_OOM ? "oom"
-                                      : rec->u.meminfo.reason == CMT_MEMINFO_EXIT ? "exit"
-                                                                                : "baseline");
+        cmt__json_string(j, "reason",
+                         rec->u.meminfo.reason == CMT_MEMINFO_OOM    ? "oom"
+                         : rec->u.meminfo.reason == CMT_MEMINFO_EXIT ? "exit"
+                                                                     : "baseline");
         cmt__json_u64(j, "free", rec->u.meminfo.free_bytes);
         cmt__json_u64(j, "total", rec->u.meminfo.total_bytes);
         cmt__json_u64(j, "seq", rec->u.meminfo.seq);

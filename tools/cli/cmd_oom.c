@@ -30,20 +30,28 @@ static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t 
     cmt__bytes(e->others_bytes, oth);
     switch (e->verdict) {
     case CMT_VERDICT_OVER_CAPACITY:
-        snprintf(buf, size, "the request for %s is larger than the whole device (%s): no amount "
-                 "of freeing can satisfy it", req, tot);
+        snprintf(buf, size,
+                 "the request for %s is larger than the whole device (%s): no amount "
+                 "of freeing can satisfy it",
+                 req, tot);
         break;
     case CMT_VERDICT_FRAGMENTATION:
-        snprintf(buf, size, "%s was free, enough for the %s request, yet it failed: the free "
-                 "memory is fragmented (no contiguous range large enough)", fr, req);
+        snprintf(buf, size,
+                 "%s was free, enough for the %s request, yet it failed: the free "
+                 "memory is fragmented (no contiguous range large enough)",
+                 fr, req);
         break;
     case CMT_VERDICT_HELD_BY_OTHERS:
-        snprintf(buf, size, "other processes or contexts held %s of the %s device, more than "
-                 "this process's %s: the device is shared", oth, tot, proc);
+        snprintf(buf, size,
+                 "other processes or contexts held %s of the %s device, more than "
+                 "this process's %s: the device is shared",
+                 oth, tot, proc);
         break;
     default:
-        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s): "
-                 "its own allocations exhausted the memory", proc, tot, oth, fr);
+        snprintf(buf, size,
+                 "this process itself held %s of the %s device (others %s, free %s): "
+                 "its own allocations exhausted the memory",
+                 proc, tot, oth, fr);
     }
 }
 
@@ -138,13 +146,14 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
            e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
            e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
     if (e->hint_retention)
-        printf("  hint       the request was retried after releasing cached memory, as PyTorch's "
-               "caching allocator does:\n"
-               "             much of this process's memory is probably its cache, split by live "
-               "tensors. Record once with\n"
-               "             PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif` to find a "
-               "PYTORCH_CUDA_ALLOC_CONF\n"
-               "             (max_split_size_mb, expandable_segments) that avoids it\n");
+        printf(
+            "  hint       the request was retried after releasing cached memory, as PyTorch's "
+            "caching allocator does:\n"
+            "             much of this process's memory is probably its cache, split by live "
+            "tensors. Record once with\n"
+            "             PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif` to find a "
+            "PYTORCH_CUDA_ALLOC_CONF\n"
+            "             (max_split_size_mb, expandable_segments) that avoids it\n");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
                cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),

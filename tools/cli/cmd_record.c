@@ -155,7 +155,7 @@ static int check_output_dir(const char *pattern)
     if (!fixed_path(prefix, dir, sizeof dir))
         return 0;
     struct stat st;
-    const char *why = stat(dir, &st) != 0 ? strerror(errno)
+    const char *why = stat(dir, &st) != 0             ? strerror(errno)
                       : !S_ISDIR(st.st_mode)          ? "not a directory"
                       : access(dir, W_OK | X_OK) != 0 ? strerror(errno)
                                                       : NULL;
@@ -191,8 +191,7 @@ static int setup_env(const struct options *o, const char *shim, const char *mani
     const char *old = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     return setenv("LD_PRELOAD", preload, 1) || setenv("CUMEMTRACE_MANIFEST", manifest, 1) ||
-           setenv("CUMEMTRACE_OUTPUT",
-                  absolute_pattern(output, pattern, sizeof pattern), 1) ||
+           setenv("CUMEMTRACE_OUTPUT", absolute_pattern(output, pattern, sizeof pattern), 1) ||
            (o->stack_depth && setenv("CUMEMTRACE_STACK_DEPTH", o->stack_depth, 1)) ||
            (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
 }

@@ -145,8 +145,8 @@ static void text_sites(const cmt_replay *rp, const char *title, const struct cmt
     for (size_t i = 0; i < n; i++)
         printf("  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
                top[i].count == 1 ? " " : "s",
-               cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
-                              frame, sizeof frame));
+               cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack, frame,
+                             sizeof frame));
 }
 
 static void text_report(const struct cmt__pass *p)
@@ -165,8 +165,9 @@ static void text_report(const struct cmt__pass *p)
             printf(" %s", proc->argv[i]);
         printf("\n");
     }
-    printf("exit       %s\n", t->ended ? "clean" : t->signaled ? "killed by a signal"
-                                                   : "no end marker (crashed or killed)");
+    printf("exit       %s\n", t->ended      ? "clean"
+                              : t->signaled ? "killed by a signal"
+                                            : "no end marker (crashed or killed)");
     printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
     for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
         const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
@@ -187,15 +188,19 @@ static void text_report(const struct cmt__pass *p)
     text_sites(rp, "top call sites at the peak", p->report.peak_sites, p->report.peak_site_count);
     text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,
                p->report.leak_count);
-    printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64 "), frees of unknown pointers %"
-           PRIu64 "\n", t->failures, t->oom_failures, t->unknown_frees);
+    printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64
+           "), frees of unknown pointers %" PRIu64 "\n",
+           t->failures, t->oom_failures, t->unknown_frees);
     printf("temporary  %" PRIu64 " allocations (%s) freed before the next allocation\n",
            t->temporary_count, cmt__bytes(t->temporary_bytes, a));
     printf("\nsizes\n");
     for (int k = 0; k < 65; k++)
         if (t->size_histogram[k])
             printf("  %10s .. %-10s %10" PRIu64 "\n", cmt__bytes(k ? UINT64_C(1) << (k - 1) : 0, a),
-                   cmt__bytes(k == 0 ? 0 : k == 64 ? UINT64_MAX : (UINT64_C(1) << k) - 1, b),
+                   cmt__bytes(k == 0    ? 0
+                              : k == 64 ? UINT64_MAX
+                                        : (UINT64_C(1) << k) - 1,
+                              b),
                    t->size_histogram[k]);
     printf("\nthreads\n");
     for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {

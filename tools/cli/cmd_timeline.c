@@ -25,7 +25,6 @@ static const char usage[] =
 
 enum format { TEXT, CSV, JSON, SVG };
 
-
 static void csv(const struct cmt_timeline *tl)
 {
     int chart[CMT_KIND_COUNT];
@@ -151,9 +150,8 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
             printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "
                    "waste %s, pool retention %s\n",
-                   cmt__bytes(f.hole_bytes, a), cmt__bytes(f.largest_hole, b),
-                   f.hole_fragmentation, cmt__bytes(f.waste_bytes, c),
-                   cmt__bytes(f.pool_retained_bytes, label));
+                   cmt__bytes(f.hole_bytes, a), cmt__bytes(f.largest_hole, b), f.hole_fragmentation,
+                   cmt__bytes(f.waste_bytes, c), cmt__bytes(f.pool_retained_bytes, label));
     }
     if (!any)
         printf("%s: no device memory was allocated.\n", pass->path);
@@ -184,8 +182,7 @@ int cmt_cmd_timeline(int argc, char **argv)
                 return cmt__usage_error("timeline", "--points needs a number");
             points = strtol(argv[i], &end, 10);
             if (*end || points < 2 || points > 1000000)
-                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'",
-                                        argv[i]);
+                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'", argv[i]);
         } else if (arg[0] == '-' && arg[1]) {
             return cmt__usage_error("timeline", "unknown option '%s'", arg);
         } else if (path) {

@@ -45,283 +45,308 @@ static const char usage_jobs[] =
 #define USAGE_HELP_COLUMN 36
 
 /* One word of the synopsis, wrapped under the first option. */
-static void synopsis_word(FILE *f, const char *word, size_t *column) {
-  static const char head[] = "usage: cumemtrace whatif";
-  size_t len = strlen(word);
-  if (*column == 0) {
-    fputs(head, f);
-    *column = sizeof head - 1;
-  }
-  if (*column + 1 + len > USAGE_WIDTH) {
-    fprintf(f, "\n%*s", (int)sizeof head, "");
-    *column = sizeof head;
-  } else {
-    fputc(' ', f);
-    (*column)++;
-  }
-  fputs(word, f);
-  *column += len;
+static void synopsis_word(FILE *f, const char *word, size_t *column)
+{
+    static const char head[] = "usage: cumemtrace whatif";
+    size_t len = strlen(word);
+    if (*column == 0) {
+        fputs(head, f);
+        *column = sizeof head - 1;
+    }
+    if (*column + 1 + len > USAGE_WIDTH) {
+        fprintf(f, "\n%*s", (int)sizeof head, "");
+        *column = sizeof head;
+    } else {
+        fputc(' ', f);
+        (*column)++;
+    }
+    fputs(word, f);
+    *column += len;
 }
 
 /* "  --flag LIST   help", the help's later lines under its first. */
-static void usage_option(FILE *f, const char *flag, const char *help) {
-  char name[64];
-  snprintf(name, sizeof name, "%s LIST", flag);
-  fprintf(f, "  %-*s ", USAGE_HELP_COLUMN - 3, name);
-  for (const char *p = help; *p; p++) {
-    fputc(*p, f);
-    if (*p == '\n')
-      fprintf(f, "%*s", USAGE_HELP_COLUMN, "");
-  }
-  fputc('\n', f);
+static void usage_option(FILE *f, const char *flag, const char *help)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s LIST", flag);
+    fprintf(f, "  %-*s ", USAGE_HELP_COLUMN - 3, name);
+    for (const char *p = help; *p; p++) {
+        fputc(*p, f);
+        if (*p == '\n')
+            fprintf(f, "%*s", USAGE_HELP_COLUMN, "");
+    }
+    fputc('\n', f);
 }
 
-static void print_usage(FILE *f) {
-  char word[64];
-  size_t column = 0;
-  for (size_t i = 0; i < sizeof synopsis_before / sizeof *synopsis_before; i++)
-    synopsis_word(f, synopsis_before[i], &column);
-#define CMT__SETTING_SYNOPSIS(field, type, key, def, flag, ...)                \
-  snprintf(word, sizeof word, "[%s LIST]", flag);                              \
-  synopsis_word(f, word, &column);
-  CMT_MODEL_SETTINGS(CMT__SETTING_SYNOPSIS)
+static void print_usage(FILE *f)
+{
+    char word[64];
+    size_t column = 0;
+    for (size_t i = 0; i < sizeof synopsis_before / sizeof *synopsis_before; i++)
+        synopsis_word(f, synopsis_before[i], &column);
+#define CMT__SETTING_SYNOPSIS(field, type, key, def, flag, ...) \
+    snprintf(word, sizeof word, "[%s LIST]", flag);             \
+    synopsis_word(f, word, &column);
+    CMT_MODEL_SETTINGS(CMT__SETTING_SYNOPSIS)
 #undef CMT__SETTING_SYNOPSIS
-  for (size_t i = 0; i < sizeof synopsis_after / sizeof *synopsis_after; i++)
-    synopsis_word(f, synopsis_after[i], &column);
-  fputc('\n', f);
-  fputs(usage_text, f);
+    for (size_t i = 0; i < sizeof synopsis_after / sizeof *synopsis_after; i++)
+        synopsis_word(f, synopsis_after[i], &column);
+    fputc('\n', f);
+    fputs(usage_text, f);
 #define CMT__SETTING_USAGE(field, type, key, def, flag, json, rank, lo, hi, help) \
-  usage_option(f, flag, help);
-  CMT_MODEL_SETTINGS(CMT__SETTING_USAGE)
+    usage_option(f, flag, help);
+    CMT_MODEL_SETTINGS(CMT__SETTING_USAGE)
 #undef CMT__SETTING_USAGE
-  fputs(usage_jobs, f);
+    fputs(usage_jobs, f);
 }
 
 /* ---- argument parsing ------------------------------------------------- */
 
 struct options {
-  int json;
-  const char *path;
-  uint64_t capacity; /* 0: from the trace */
-  unsigned jobs;
-  /* The values given for each setting, in the order given. */
-#define CMT__SETTING_LIST(field, type, ...)                                    \
-  struct {                                                                     \
-    CMT__SETTING_CTYPE(type) values[MAX_VALUES];                               \
-    size_t count;                                                              \
-  } field;
-  CMT_MODEL_SETTINGS(CMT__SETTING_LIST)
+    int json;
+    const char *path;
+    uint64_t capacity; /* 0: from the trace */
+    unsigned jobs;
+    /* The values given for each setting, in the order given. */
+#define CMT__SETTING_LIST(field, type, ...)          \
+    struct {                                         \
+        CMT__SETTING_CTYPE(type) values[MAX_VALUES]; \
+        size_t count;                                \
+    } field;
+    CMT_MODEL_SETTINGS(CMT__SETTING_LIST)
 #undef CMT__SETTING_LIST
 };
 
-int cmt_whatif_parse_bytes(const char *text, uint64_t *out) {
-  char *end;
-  if (!text || !*text || *text == '-' || *text == '+')
+int cmt_whatif_parse_bytes(const char *text, uint64_t *out)
+{
+    char *end;
+    if (!text || !*text || *text == '-' || *text == '+')
+        return -1;
+    double v = strtod(text, &end);
+    if (end == text || !(v >= 0))
+        return -1;
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1024.0},
+                 {"kib", 1024.0},
+                 {"m", 1048576.0},
+                 {"mib", 1048576.0},
+                 {"g", 1073741824.0},
+                 {"gib", 1073741824.0},
+                 {"t", 1099511627776.0},
+                 {"tib", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcasecmp(end, units[i].suffix) != 0)
+            continue;
+        double bytes = v * units[i].scale;
+        if (bytes < 1 || bytes >= 18446744073709551615.0)
+            return -1;
+        *out = (uint64_t)bytes;
+        return 0;
+    }
     return -1;
-  double v = strtod(text, &end);
-  if (end == text || !(v >= 0))
-    return -1;
-  static const struct {
-    const char *suffix;
-    double scale;
-  } units[] = {{"", 1},         {"b", 1},          {"k", 1024.0},       {"kib", 1024.0},
-               {"m", 1048576.0}, {"mib", 1048576.0}, {"g", 1073741824.0}, {"gib", 1073741824.0},
-               {"t", 1099511627776.0}, {"tib", 1099511627776.0}};
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-    if (strcasecmp(end, units[i].suffix) != 0)
-      continue;
-    double bytes = v * units[i].scale;
-    if (bytes < 1 || bytes >= 18446744073709551615.0)
-      return -1;
-    *out = (uint64_t)bytes;
-    return 0;
-  }
-  return -1;
 }
 
 /* Split a comma list, calling parse on each item. @return 0 or a usage error. */
 static int parse_list(const char *option, const char *list, size_t *count,
                       int (*parse)(const char *item, size_t index, void *ctx), void *ctx,
-                      const char *expected) {
-  char buf[1024];
-  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
-    return cmt__usage_error(CMD, "%s: list too long", option);
-  char *save = NULL;
-  char *item = strtok_r(buf, ",", &save);
-  if (!item)
-    return cmt__usage_error(CMD, "%s needs a comma-separated list", option);
-  for (; item; item = strtok_r(NULL, ",", &save)) {
-    while (*item == ' ')
-      item++;
-    if (*count >= MAX_VALUES)
-      return cmt__usage_error(CMD, "%s: at most %d values", option, MAX_VALUES);
-    if (parse(item, *count, ctx) != 0)
-      return cmt__usage_error(CMD, "%s: '%s' is not %s", option, item, expected);
-    (*count)++;
-  }
-  return 0;
+                      const char *expected)
+{
+    char buf[1024];
+    if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
+        return cmt__usage_error(CMD, "%s: list too long", option);
+    char *save = NULL;
+    char *item = strtok_r(buf, ",", &save);
+    if (!item)
+        return cmt__usage_error(CMD, "%s needs a comma-separated list", option);
+    for (; item; item = strtok_r(NULL, ",", &save)) {
+        while (*item == ' ')
+            item++;
+        if (*count >= MAX_VALUES)
+            return cmt__usage_error(CMD, "%s: at most %d values", option, MAX_VALUES);
+        if (parse(item, *count, ctx) != 0)
+            return cmt__usage_error(CMD, "%s: '%s' is not %s", option, item, expected);
+        (*count)++;
+    }
+    return 0;
 }
 
 /* The list-item parsers of the setting types (model_settings.h), one per
  * type: item_<type>(item, index, ctx) stores the value at values[index], and
  * expected_<type> says what an item should have been. */
 struct list_ctx {
-  double lo, hi; /* the table's range */
-  void *values;  /* the setting's values[] */
+    double lo, hi; /* the table's range */
+    void *values;  /* the setting's values[] */
 };
 
-static int item_mb(const char *item, size_t i, void *ctx) {
-  const struct list_ctx *c = ctx;
-  uint64_t *values = c->values;
-  char *end;
-  if (*item < '0' || *item > '9')
-    return -1;
-  unsigned long long mb = strtoull(item, &end, 10);
-  if (*end || (double)mb < c->lo || (double)mb > c->hi)
-    return -1;
-  values[i] = (uint64_t)mb * MIB;
-  return 0;
-}
-
-static void expected_mb(char *buf, size_t len, double lo, double hi) {
-  snprintf(buf, len, "a whole number of MiB >= %u", (unsigned)lo);
-}
-
-static int item_limit_mb(const char *item, size_t i, void *ctx) {
-  const struct list_ctx *c = ctx;
-  uint64_t *values = c->values;
-  if (!strcasecmp(item, "inf") || !strcasecmp(item, "unlimited") ||
-      !strcasecmp(item, "none") || !strcasecmp(item, "default")) {
-    values[i] = UINT64_MAX;
+static int item_mb(const char *item, size_t i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    uint64_t *values = c->values;
+    char *end;
+    if (*item < '0' || *item > '9')
+        return -1;
+    unsigned long long mb = strtoull(item, &end, 10);
+    if (*end || (double)mb < c->lo || (double)mb > c->hi)
+        return -1;
+    values[i] = (uint64_t)mb * MIB;
     return 0;
-  }
-  return item_mb(item, i, ctx);
 }
 
-static void expected_limit_mb(char *buf, size_t len, double lo, double hi) {
-  expected_mb(buf, len, lo, hi);
-  size_t used = strlen(buf);
-  snprintf(buf + used, len - used, " or inf");
+static void expected_mb(char *buf, size_t len, double lo, double hi)
+{
+    snprintf(buf, len, "a whole number of MiB >= %u", (unsigned)lo);
 }
 
-static int item_boolean(const char *item, size_t i, void *ctx) {
-  const struct list_ctx *c = ctx;
-  bool *values = c->values;
-  if (!strcasecmp(item, "true") || !strcmp(item, "1") || !strcasecmp(item, "yes")) {
-    values[i] = true;
-  } else if (!strcasecmp(item, "false") || !strcmp(item, "0") || !strcasecmp(item, "no")) {
-    values[i] = false;
-  } else {
-    return -1;
-  }
-  return 0;
+static int item_limit_mb(const char *item, size_t i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    uint64_t *values = c->values;
+    if (!strcasecmp(item, "inf") || !strcasecmp(item, "unlimited") || !strcasecmp(item, "none") ||
+        !strcasecmp(item, "default")) {
+        values[i] = UINT64_MAX;
+        return 0;
+    }
+    return item_mb(item, i, ctx);
 }
 
-static void expected_boolean(char *buf, size_t len, double lo, double hi) {
-  snprintf(buf, len, "true or false");
+static void expected_limit_mb(char *buf, size_t len, double lo, double hi)
+{
+    expected_mb(buf, len, lo, hi);
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, " or inf");
 }
 
-static int item_pow2(const char *item, size_t i, void *ctx) {
-  const struct list_ctx *c = ctx;
-  unsigned *values = c->values;
-  char *end;
-  if (*item < '0' || *item > '9')
-    return -1;
-  unsigned long d = strtoul(item, &end, 10);
-  if (*end || (double)d > c->hi || (d > 1 && (d & (d - 1))))
-    return -1;
-  values[i] = (unsigned)d;
-  return 0;
+static int item_boolean(const char *item, size_t i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    bool *values = c->values;
+    if (!strcasecmp(item, "true") || !strcmp(item, "1") || !strcasecmp(item, "yes")) {
+        values[i] = true;
+    } else if (!strcasecmp(item, "false") || !strcmp(item, "0") || !strcasecmp(item, "no")) {
+        values[i] = false;
+    } else {
+        return -1;
+    }
+    return 0;
 }
 
-static void expected_pow2(char *buf, size_t len, double lo, double hi) {
-  snprintf(buf, len, "0 or a power of two up to %u", (unsigned)hi);
+static void expected_boolean(char *buf, size_t len, double lo, double hi)
+{
+    snprintf(buf, len, "true or false");
 }
 
-static int item_fraction(const char *item, size_t i, void *ctx) {
-  const struct list_ctx *c = ctx;
-  double *values = c->values;
-  char *end;
-  if (!((*item >= '0' && *item <= '9') || *item == '.'))
-    return -1;
-  double t = strtod(item, &end);
-  if (*end || !(t == 0.0 || (t > c->lo && t < c->hi)))
-    return -1;
-  values[i] = t;
-  return 0;
+static int item_pow2(const char *item, size_t i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    unsigned *values = c->values;
+    char *end;
+    if (*item < '0' || *item > '9')
+        return -1;
+    unsigned long d = strtoul(item, &end, 10);
+    if (*end || (double)d > c->hi || (d > 1 && (d & (d - 1))))
+        return -1;
+    values[i] = (unsigned)d;
+    return 0;
 }
 
-static void expected_fraction(char *buf, size_t len, double lo, double hi) {
-  snprintf(buf, len, "0 or a fraction in (%g,%g)", lo, hi);
+static void expected_pow2(char *buf, size_t len, double lo, double hi)
+{
+    snprintf(buf, len, "0 or a power of two up to %u", (unsigned)hi);
+}
+
+static int item_fraction(const char *item, size_t i, void *ctx)
+{
+    const struct list_ctx *c = ctx;
+    double *values = c->values;
+    char *end;
+    if (!((*item >= '0' && *item <= '9') || *item == '.'))
+        return -1;
+    double t = strtod(item, &end);
+    if (*end || !(t == 0.0 || (t > c->lo && t < c->hi)))
+        return -1;
+    values[i] = t;
+    return 0;
+}
+
+static void expected_fraction(char *buf, size_t len, double lo, double hi)
+{
+    snprintf(buf, len, "0 or a fraction in (%g,%g)", lo, hi);
 }
 
 /* Whether arg is an option that takes a value. */
-static bool takes_value(const char *arg) {
-  if (cmt__is(arg, "--capacity", "--jobs"))
-    return true;
-#define CMT__SETTING_FLAG(field, type, key, def, flag, ...)                    \
-  if (cmt__is(arg, flag, NULL))                                                \
-    return true;
-  CMT_MODEL_SETTINGS(CMT__SETTING_FLAG)
+static bool takes_value(const char *arg)
+{
+    if (cmt__is(arg, "--capacity", "--jobs"))
+        return true;
+#define CMT__SETTING_FLAG(field, type, key, def, flag, ...) \
+    if (cmt__is(arg, flag, NULL))                           \
+        return true;
+    CMT_MODEL_SETTINGS(CMT__SETTING_FLAG)
 #undef CMT__SETTING_FLAG
-  return false;
+    return false;
 }
 
 /* The list option of a setting (takes_value(arg) holds).
  * @return 0 or a usage error. */
-static int parse_setting(const char *arg, const char *value, struct options *o) {
-#define CMT__SETTING_OPTION(field, type, key, def, flag, json, rank, lo, hi, help) \
-  if (cmt__is(arg, flag, NULL)) {                                              \
-    struct list_ctx ctx = {lo, hi, o->field.values};                           \
-    char expected[64];                                                         \
-    expected_##type(expected, sizeof expected, lo, hi);                        \
-    return parse_list(arg, value, &o->field.count, item_##type, &ctx, expected); \
-  }
-  CMT_MODEL_SETTINGS(CMT__SETTING_OPTION)
+static int parse_setting(const char *arg, const char *value, struct options *o)
+{
+#define CMT__SETTING_OPTION(field, type, key, def, flag, json, rank, lo, hi, help)   \
+    if (cmt__is(arg, flag, NULL)) {                                                  \
+        struct list_ctx ctx = {lo, hi, o->field.values};                             \
+        char expected[64];                                                           \
+        expected_##type(expected, sizeof expected, lo, hi);                          \
+        return parse_list(arg, value, &o->field.count, item_##type, &ctx, expected); \
+    }
+    CMT_MODEL_SETTINGS(CMT__SETTING_OPTION)
 #undef CMT__SETTING_OPTION
-  return cmt__usage_error(CMD, "unknown option '%s'", arg);
+    return cmt__usage_error(CMD, "unknown option '%s'", arg);
 }
 
-static int parse_args(int argc, char **argv, struct options *o) {
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-    int rc = 0;
-    if (cmt__is(arg, "-h", "--help")) {
-      print_usage(stdout);
-      return -1;
-    } else if (cmt__is(arg, "--json", NULL)) {
-      o->json = 1;
-      continue;
-    } else if (arg[0] != '-' || !arg[1]) {
-      if (o->path)
-        return cmt__usage_error(CMD, "one trace file expected, got '%s' too", arg);
-      o->path = arg;
-      continue;
-    } else if (!takes_value(arg)) {
-      return cmt__usage_error(CMD, "unknown option '%s'", arg);
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0;
+        if (cmt__is(arg, "-h", "--help")) {
+            print_usage(stdout);
+            return -1;
+        } else if (cmt__is(arg, "--json", NULL)) {
+            o->json = 1;
+            continue;
+        } else if (arg[0] != '-' || !arg[1]) {
+            if (o->path)
+                return cmt__usage_error(CMD, "one trace file expected, got '%s' too", arg);
+            o->path = arg;
+            continue;
+        } else if (!takes_value(arg)) {
+            return cmt__usage_error(CMD, "unknown option '%s'", arg);
+        }
+        if (!value)
+            return cmt__usage_error(CMD, "%s needs a value", arg);
+        i++;
+        if (cmt__is(arg, "--capacity", NULL)) {
+            if (cmt_whatif_parse_bytes(value, &o->capacity) != 0)
+                return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB", value);
+        } else if (cmt__is(arg, "--jobs", NULL)) {
+            char *end;
+            long n = strtol(value, &end, 10);
+            if (*end || n < 1 || n > 64)
+                return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
+            o->jobs = (unsigned)n;
+        } else {
+            rc = parse_setting(arg, value, o);
+        }
+        if (rc)
+            return rc;
     }
-    if (!value)
-      return cmt__usage_error(CMD, "%s needs a value", arg);
-    i++;
-    if (cmt__is(arg, "--capacity", NULL)) {
-      if (cmt_whatif_parse_bytes(value, &o->capacity) != 0)
-        return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB", value);
-    } else if (cmt__is(arg, "--jobs", NULL)) {
-      char *end;
-      long n = strtol(value, &end, 10);
-      if (*end || n < 1 || n > 64)
-        return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
-      o->jobs = (unsigned)n;
-    } else {
-      rc = parse_setting(arg, value, o);
-    }
-    if (rc)
-      return rc;
-  }
-  if (!o->path)
-    return cmt__usage_error(CMD, "missing trace FILE");
-  return 0;
+    if (!o->path)
+        return cmt__usage_error(CMD, "missing trace FILE");
+    return 0;
 }
 
 /* ---- the sweep -------------------------------------------------------- */
@@ -329,157 +354,167 @@ static int parse_args(int argc, char **argv, struct options *o) {
 /* Every combination of the values given, an odometer over the table: the
  * first setting (split size) varies slowest. @return the count, or 0 when
  * there would be too many. */
-static size_t combinations(const struct options *o, struct cmt_whatif_setting *out) {
-  size_t count[CMT_MODEL_SETTING_COUNT], at[CMT_MODEL_SETTING_COUNT] = {0};
-  size_t n = 0;
+static size_t combinations(const struct options *o, struct cmt_whatif_setting *out)
+{
+    size_t count[CMT_MODEL_SETTING_COUNT], at[CMT_MODEL_SETTING_COUNT] = {0};
+    size_t n = 0;
 #define CMT__SETTING_COUNT(field, ...) count[CMT_MODEL_SETTING_##field] = o->field.count;
-  CMT_MODEL_SETTINGS(CMT__SETTING_COUNT)
+    CMT_MODEL_SETTINGS(CMT__SETTING_COUNT)
 #undef CMT__SETTING_COUNT
-  for (size_t k = 0; k < CMT_MODEL_SETTING_COUNT; k++)
-    if (count[k] == 0)
-      return 0;
-  for (;;) {
-    if (n == MAX_SETTINGS)
-      return 0;
-#define CMT__SETTING_PICK(field, ...)                                          \
-  out[n].field = o->field.values[at[CMT_MODEL_SETTING_##field]];
-    CMT_MODEL_SETTINGS(CMT__SETTING_PICK)
+    for (size_t k = 0; k < CMT_MODEL_SETTING_COUNT; k++)
+        if (count[k] == 0)
+            return 0;
+    for (;;) {
+        if (n == MAX_SETTINGS)
+            return 0;
+#define CMT__SETTING_PICK(field, ...) out[n].field = o->field.values[at[CMT_MODEL_SETTING_##field]];
+        CMT_MODEL_SETTINGS(CMT__SETTING_PICK)
 #undef CMT__SETTING_PICK
-    n++;
-    size_t k = CMT_MODEL_SETTING_COUNT;
-    while (k > 0 && ++at[k - 1] == count[k - 1])
-      at[--k] = 0;
-    if (k == 0)
-      return n;
-  }
+        n++;
+        size_t k = CMT_MODEL_SETTING_COUNT;
+        while (k > 0 && ++at[k - 1] == count[k - 1])
+            at[--k] = 0;
+        if (k == 0)
+            return n;
+    }
 }
 
 /* Settings not given take their default; max_split_size is left empty, for
  * the ladder. */
-static void default_lists(struct options *o) {
-#define CMT__SETTING_DEFAULT_LIST(field, type, key, def, ...)                  \
-  if (!o->field.count && CMT_MODEL_SETTING_##field != CMT_MODEL_SETTING_max_split_size) \
-    o->field.values[o->field.count++] = def;
-  CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT_LIST)
+static void default_lists(struct options *o)
+{
+#define CMT__SETTING_DEFAULT_LIST(field, type, key, def, ...)                             \
+    if (!o->field.count && CMT_MODEL_SETTING_##field != CMT_MODEL_SETTING_max_split_size) \
+        o->field.values[o->field.count++] = def;
+    CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT_LIST)
 #undef CMT__SETTING_DEFAULT_LIST
 }
 
 /* No list given: unlimited and a ladder around the failing request, with the
  * first value of every other list. */
 static void default_split_list(struct options *o, const struct cmt_whatif_stream *s,
-                               uint64_t capacity, uint64_t total) {
-  struct cmt_whatif_setting base;
+                               uint64_t capacity, uint64_t total)
+{
+    struct cmt_whatif_setting base;
 #define CMT__SETTING_FIRST(field, ...) base.field = o->field.values[0];
-  CMT_MODEL_SETTINGS(CMT__SETTING_FIRST)
+    CMT_MODEL_SETTINGS(CMT__SETTING_FIRST)
 #undef CMT__SETTING_FIRST
-  base.max_split_size = UINT64_MAX;
-  o->max_split_size.count =
-      cmt_whatif_default_splits(s, capacity, total, &base, o->max_split_size.values);
+    base.max_split_size = UINT64_MAX;
+    o->max_split_size.count = cmt_whatif_default_splits(s, capacity, total, &base,
+                                                        o->max_split_size.values);
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Exact-bound check: the largest MiB value that makes the smallest failing
  * request oversize, replayed with PyTorch's other defaults. */
 static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_whatif_run_out *run,
-                            struct cmt_whatif_result *out) {
-  uint64_t exact = run->rec.exact_max_split_mb;
-  if (!exact)
-    return false;
-  for (size_t i = 0; i < run->count; i++)
-    if (run->results[i].setting.max_split_size == exact * MIB) {
-      *out = run->results[i];
-      return true;
-    }
-  struct cmt_whatif_setting st;
-  cmt_whatif_setting_default(&st);
-  st.max_split_size = exact * MIB;
-  cmt_whatif_run(s, run->capacity, run->device_total, &st, 1, 1, out);
-  return true;
+                            struct cmt_whatif_result *out)
+{
+    uint64_t exact = run->rec.exact_max_split_mb;
+    if (!exact)
+        return false;
+    for (size_t i = 0; i < run->count; i++)
+        if (run->results[i].setting.max_split_size == exact * MIB) {
+            *out = run->results[i];
+            return true;
+        }
+    struct cmt_whatif_setting st;
+    cmt_whatif_setting_default(&st);
+    st.max_split_size = exact * MIB;
+    cmt_whatif_run(s, run->capacity, run->device_total, &st, 1, 1, out);
+    return true;
 }
 
-int cmt_cmd_whatif(int argc, char **argv) {
-  struct options *o = calloc(1, sizeof *o);
-  struct cmt_whatif_setting *settings = malloc(MAX_SETTINGS * sizeof *settings);
-  struct cmt_whatif_result *results = malloc(MAX_SETTINGS * sizeof *results);
-  cmt_reader *r = NULL;
-  struct cmt_whatif_stream s = {0};
-  int status = 1;
-  if (!o || !settings || !results) {
-    fprintf(stderr, "cumemtrace whatif: out of memory\n");
-    goto out;
-  }
-  int rc = parse_args(argc, argv, o);
-  if (rc) {
-    status = rc < 0 ? 0 : rc;
-    goto out;
-  }
-  default_lists(o);
-
-  if (cmt__open_trace(CMD, o->path, &r) != 0)
-    goto out;
-  char err[256] = "";
-  rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
-  if (rc) {
-    fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
-    goto out;
-  }
-  cmt__warn_damage(CMD, o->path, r, s.damage);
-
-  struct cmt_whatif_run_out run = {.stream = &s, .path = o->path, .results = results};
-  if (o->capacity) {
-    run.capacity = o->capacity;
-    run.capacity_from_trace = false;
-  } else if (s.has_capacity) {
-    run.capacity = s.device_free;
-    run.capacity_from_trace = true;
-  } else {
-    fprintf(stderr, "cumemtrace whatif: %s: the trace does not say how much device memory was "
-                    "free; pass --capacity (e.g. --capacity 20GiB)\n", o->path);
-    goto out;
-  }
-  run.device_total = s.device_total > run.capacity ? s.device_total : run.capacity;
-
-  if (!o->max_split_size.count)
-    default_split_list(o, &s, run.capacity, run.device_total);
-  run.count = combinations(o, settings);
-  if (!run.count) {
-    fprintf(stderr, "cumemtrace whatif: more than %d combinations of settings; shorten the "
-                    "lists\n", MAX_SETTINGS);
-    status = 2;
-    goto out;
-  }
-  double start = now_seconds();
-  cmt_whatif_run(&s, run.capacity, run.device_total, settings, run.count, o->jobs, results);
-  run.seconds = now_seconds() - start;
-  run.threads = o->jobs;
-  cmt_whatif_recommend(results, run.count, &run.rec);
-  run.has_exact = exact_bound_run(&s, &run, &run.exact);
-
-  for (size_t i = 0; i < run.count; i++)
-    if (results[i].error) {
-      fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
-              cmt_strerror(results[i].error));
-      goto out;
+int cmt_cmd_whatif(int argc, char **argv)
+{
+    struct options *o = calloc(1, sizeof *o);
+    struct cmt_whatif_setting *settings = malloc(MAX_SETTINGS * sizeof *settings);
+    struct cmt_whatif_result *results = malloc(MAX_SETTINGS * sizeof *results);
+    cmt_reader *r = NULL;
+    struct cmt_whatif_stream s = {0};
+    int status = 1;
+    if (!o || !settings || !results) {
+        fprintf(stderr, "cumemtrace whatif: out of memory\n");
+        goto out;
     }
-  if (o->json)
-    cmt_whatif_print_json(stdout, &run);
-  else
-    cmt_whatif_print_text(stdout, &run);
-  if (o->json && s.caching_detected)
-    fprintf(stderr, "cumemtrace whatif: warning: %s looks recorded through a caching allocator "
-                    "(%s); record with PYTORCH_NO_CUDA_MEMORY_CACHING=1\n", o->path,
-            s.caching_reason);
-  status = 0;
+    int rc = parse_args(argc, argv, o);
+    if (rc) {
+        status = rc < 0 ? 0 : rc;
+        goto out;
+    }
+    default_lists(o);
+
+    if (cmt__open_trace(CMD, o->path, &r) != 0)
+        goto out;
+    char err[256] = "";
+    rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
+        goto out;
+    }
+    cmt__warn_damage(CMD, o->path, r, s.damage);
+
+    struct cmt_whatif_run_out run = {.stream = &s, .path = o->path, .results = results};
+    if (o->capacity) {
+        run.capacity = o->capacity;
+        run.capacity_from_trace = false;
+    } else if (s.has_capacity) {
+        run.capacity = s.device_free;
+        run.capacity_from_trace = true;
+    } else {
+        fprintf(stderr,
+                "cumemtrace whatif: %s: the trace does not say how much device memory was "
+                "free; pass --capacity (e.g. --capacity 20GiB)\n",
+                o->path);
+        goto out;
+    }
+    run.device_total = s.device_total > run.capacity ? s.device_total : run.capacity;
+
+    if (!o->max_split_size.count)
+        default_split_list(o, &s, run.capacity, run.device_total);
+    run.count = combinations(o, settings);
+    if (!run.count) {
+        fprintf(stderr,
+                "cumemtrace whatif: more than %d combinations of settings; shorten the "
+                "lists\n",
+                MAX_SETTINGS);
+        status = 2;
+        goto out;
+    }
+    double start = now_seconds();
+    cmt_whatif_run(&s, run.capacity, run.device_total, settings, run.count, o->jobs, results);
+    run.seconds = now_seconds() - start;
+    run.threads = o->jobs;
+    cmt_whatif_recommend(results, run.count, &run.rec);
+    run.has_exact = exact_bound_run(&s, &run, &run.exact);
+
+    for (size_t i = 0; i < run.count; i++)
+        if (results[i].error) {
+            fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
+                    cmt_strerror(results[i].error));
+            goto out;
+        }
+    if (o->json)
+        cmt_whatif_print_json(stdout, &run);
+    else
+        cmt_whatif_print_text(stdout, &run);
+    if (o->json && s.caching_detected)
+        fprintf(stderr,
+                "cumemtrace whatif: warning: %s looks recorded through a caching allocator "
+                "(%s); record with PYTORCH_NO_CUDA_MEMORY_CACHING=1\n",
+                o->path, s.caching_reason);
+    status = 0;
 out:
-  cmt_whatif_stream_free(&s);
-  cmt_reader_close(r);
-  free(o);
-  free(settings);
-  free(results);
-  return status;
+    cmt_whatif_stream_free(&s);
+    cmt_reader_close(r);
+    free(o);
+    free(settings);
+    free(results);
+    return status;
 }

@@ -40,7 +40,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("cumemtrace %s (trace format %d.%d)\n", CMT_VERSION, CMT_VERSION_MAJOR, CMT_VERSION_MINOR);
+        printf("cumemtrace %s (trace format %d.%d)\n", CMT_VERSION, CMT_VERSION_MAJOR,
+               CMT_VERSION_MINOR);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

@@ -93,8 +93,14 @@ static void open_(struct cmt__json *j, const char *key, char c)
     j->first[j->depth] = 1;
 }
 
-void cmt__json_object(struct cmt__json *j, const char *key) { open_(j, key, '{'); }
-void cmt__json_array(struct cmt__json *j, const char *key) { open_(j, key, '['); }
+void cmt__json_object(struct cmt__json *j, const char *key)
+{
+    open_(j, key, '{');
+}
+void cmt__json_array(struct cmt__json *j, const char *key)
+{
+    open_(j, key, '[');
+}
 
 void cmt__json_end_object(struct cmt__json *j)
 {
@@ -161,8 +167,7 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
     int sys_errno;
     int rc = cmt_reader_open_file(out, path, &sys_errno);
     if (rc)
-        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path,
-                cmt_reader_open_error(rc, sys_errno));
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));
     return rc;
 }
 
@@ -170,9 +175,8 @@ void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, in
 {
     if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) {
         fprintf(stderr,
-                "cumemtrace %s: warning: %s: %s; analysing the %" PRIu64
-                " events before it\n",
-                cmd, path, cmt_reader_damage(r), cmt_reader_event_count(r));
+                "cumemtrace %s: warning: %s: %s; analysing the %" PRIu64 " events before it\n", cmd,
+                path, cmt_reader_damage(r), cmt_reader_event_count(r));
     } else if (rc < 0) {
         fprintf(stderr, "cumemtrace %s: warning: %s: %s; results are partial\n", cmd, path,
                 cmt_strerror(rc));

@@ -14,8 +14,8 @@
 #define TOP 40
 #define BOTTOM 40
 
-static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948", "#f28e2b", "#b07aa1",
-                                     "#76b7b2"};
+static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948",
+                                     "#f28e2b", "#b07aa1", "#76b7b2"};
 #define NCOLORS (sizeof colors / sizeof *colors)
 
 /* Text from the trace (device and API names) may hold markup characters. */
@@ -48,7 +48,7 @@ static double nice_step(double range, int ticks)
 /* The same in bytes: a nice number of GiB, MiB or KiB, so grid lines read 4 GiB, not 4.66. */
 static double nice_bytes_step(double range, int ticks)
 {
-    double unit = range >= 2.0 * (1 << 30) ? (double)(1 << 30)
+    double unit = range >= 2.0 * (1 << 30)   ? (double)(1 << 30)
                   : range >= 2.0 * (1 << 20) ? (double)(1 << 20)
                   : range >= 2.0 * (1 << 10) ? (double)(1 << 10)
                                              : 1.0;
@@ -87,16 +87,20 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     double tstep = nice_step((double)t_end, 6);
     for (double t = 0; t <= (double)t_end; t += tstep) {
         double x = LEFT + t / (double)t_end * plot_w;
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
-                   "</text>\n", x, TOP + plot_h + 16, cmt__duration((uint64_t)t, a));
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
+                "</text>\n",
+                x, TOP + plot_h + 16, cmt__duration((uint64_t)t, a));
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since "
-               "start</text>\n", LEFT + plot_w / 2, PANEL_H - 4);
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since "
+            "start</text>\n",
+            LEFT + plot_w / 2, PANEL_H - 4);
     /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
      * holds its level until the next change) */
     for (int k = (int)nchart - 1; k >= 0; k--) {
-        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f", colors[(size_t)k % NCOLORS],
-                LEFT, TOP + plot_h);
+        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f",
+                colors[(size_t)k % NCOLORS], LEFT, TOP + plot_h);
         double last_y = TOP + plot_h;
         for (uint32_t i = 0; i < tl->max_points; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
@@ -120,8 +124,9 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
         if (e->dev != d->dev)
             continue;
         double x = LEFT + (double)e->t_ns / (double)t_end * plot_w;
-        fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#e15759\" "
-                   "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: ",
+        fprintf(f,
+                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#e15759\" "
+                "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: ",
                 x, x, TOP, TOP + plot_h);
         xml_text(f, e->api);
         fprintf(f, " %s (%s)</title></line>\n", cmt__bytes(e->request_bytes, a),
@@ -131,13 +136,15 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     }
     double px = LEFT + (double)rd->peak_t_ns / (double)t_end * plot_w;
     double py = TOP + plot_h - (double)rd->peak_live_bytes / ymax * plot_h;
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>"
-               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n",
+    fprintf(f,
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n",
             px, py, px + 6, py - 6, cmt__bytes(rd->peak_live_bytes, a));
     /* legend */
     for (size_t k = 0; k < nchart; k++)
-        fprintf(f, "<rect x=\"%zu\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/><text "
-                   "x=\"%zu\" y=\"37\" font-size=\"11\">%s</text>\n",
+        fprintf(f,
+                "<rect x=\"%zu\" y=\"28\" width=\"10\" height=\"10\" fill=\"%s\"/><text "
+                "x=\"%zu\" y=\"37\" font-size=\"11\">%s</text>\n",
                 (size_t)W - 560 + k * 110, colors[(size_t)k % NCOLORS], (size_t)W - 546 + k * 110,
                 cmt_kind_name(chart[k]));
     fprintf(f, "</g>\n");
@@ -152,8 +159,10 @@ int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_ti
             panels++;
     }
     int h = (panels ? panels : 1) * PANEL_H;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", W, h, W, h);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
+            W, h, W, h);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n");
     int y = 0;
     for (uint32_t s = 0; s < tl->device_count; s++) {

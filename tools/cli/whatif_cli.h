@@ -8,17 +8,17 @@
 #include "whatif.h"
 
 struct cmt_whatif_run_out {
-  const struct cmt_whatif_stream *stream;
-  const char *path;
-  uint64_t capacity, device_total;
-  bool capacity_from_trace;
-  struct cmt_whatif_result *results;
-  size_t count;
-  double seconds;   /* wall time of the sweep */
-  unsigned threads; /* 0: one per CPU */
-  struct cmt_whatif_recommendation rec;
-  bool has_exact;   /* exact holds the replay of rec.exact_max_split_mb */
-  struct cmt_whatif_result exact;
+    const struct cmt_whatif_stream *stream;
+    const char *path;
+    uint64_t capacity, device_total;
+    bool capacity_from_trace;
+    struct cmt_whatif_result *results;
+    size_t count;
+    double seconds;   /* wall time of the sweep */
+    unsigned threads; /* 0: one per CPU */
+    struct cmt_whatif_recommendation rec;
+    bool has_exact; /* exact holds the replay of rec.exact_max_split_mb */
+    struct cmt_whatif_result exact;
 };
 
 /* "20GiB", "21556 MiB", "1.5G", plain bytes (binary units, any case).

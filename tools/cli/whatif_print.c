@@ -9,195 +9,212 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-static const char *label(const struct cmt_whatif_setting *s, char *buf, size_t len) {
-  if (cmt_whatif_setting_conf(s, buf, len) <= 0)
-    snprintf(buf, len, "default (max_split_size_mb unlimited)");
-  return buf;
+static const char *label(const struct cmt_whatif_setting *s, char *buf, size_t len)
+{
+    if (cmt_whatif_setting_conf(s, buf, len) <= 0)
+        snprintf(buf, len, "default (max_split_size_mb unlimited)");
+    return buf;
 }
 
-static const char *split_text(uint64_t split, char buf[32]) {
-  if (split == UINT64_MAX)
-    snprintf(buf, 32, "unlimited");
-  else
-    snprintf(buf, 32, "%" PRIu64, split / MIB);
-  return buf;
+static const char *split_text(uint64_t split, char buf[32])
+{
+    if (split == UINT64_MAX)
+        snprintf(buf, 32, "unlimited");
+    else
+        snprintf(buf, 32, "%" PRIu64, split / MIB);
+    return buf;
 }
 
-static void oom_message(const struct cmt_whatif_result *r, char *buf, size_t len) {
-  cmt_model_format_oom(&r->oom_info, buf, len);
+static void oom_message(const struct cmt_whatif_result *r, char *buf, size_t len)
+{
+    cmt_model_format_oom(&r->oom_info, buf, len);
 }
 
-static const char *site_of(const struct cmt_whatif_run_out *run, size_t event) {
-  const struct cmt_whatif_stream *s = run->stream;
-  uint32_t site = s->events[event].site;
-  return site < s->site_count ? s->sites[site] : "";
+static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
+{
+    const struct cmt_whatif_stream *s = run->stream;
+    uint32_t site = s->events[event].site;
+    return site < s->site_count ? s->sites[site] : "";
 }
 
 /* ---- text ------------------------------------------------------------- */
 
-static void print_header(FILE *f, const struct cmt_whatif_run_out *run) {
-  const struct cmt_whatif_stream *s = run->stream;
-  char a[32], b[32], c[32];
-  fprintf(f, "%s: %" PRIu64 " allocations and %" PRIu64 " frees on GPU %d%s%s%s", run->path,
-          s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
-          s->device_name[0] ? ")" : "");
-  if (s->failed_allocs)
-    fprintf(f, "; %" PRIu64 " failed allocations skipped", s->failed_allocs);
-  fputc('\n', f);
-  if (run->capacity_from_trace)
-    fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",
-            cmt__bytes(run->capacity, a), cmt__bytes(s->device_total, b),
-            cmt__bytes(s->device_total - s->device_free, c));
-  else
-    fprintf(f, "  capacity  %s (--capacity) of %s\n", cmt__bytes(run->capacity, a),
-            cmt__bytes(run->device_total, b));
-  fprintf(f, "  replayed  %zu setting%s x %zu events in %.1f ms\n", run->count,
-          run->count == 1 ? "" : "s", s->event_count, run->seconds * 1e3);
-  if (s->caching_detected) {
-    fprintf(f, "\n  WARNING: this trace looks like it went through a caching allocator:\n"
-               "  %s.\n"
-               "  Replaying it models caching twice. Record a tensor-level stream instead:\n"
-               "    PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record -- python app.py\n"
-               "  or  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync cumemtrace record -- "
-               "python app.py\n",
-            s->caching_reason);
-  }
+static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_stream *s = run->stream;
+    char a[32], b[32], c[32];
+    fprintf(f, "%s: %" PRIu64 " allocations and %" PRIu64 " frees on GPU %d%s%s%s", run->path,
+            s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
+            s->device_name[0] ? ")" : "");
+    if (s->failed_allocs)
+        fprintf(f, "; %" PRIu64 " failed allocations skipped", s->failed_allocs);
+    fputc('\n', f);
+    if (run->capacity_from_trace)
+        fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",
+                cmt__bytes(run->capacity, a), cmt__bytes(s->device_total, b),
+                cmt__bytes(s->device_total - s->device_free, c));
+    else
+        fprintf(f, "  capacity  %s (--capacity) of %s\n", cmt__bytes(run->capacity, a),
+                cmt__bytes(run->device_total, b));
+    fprintf(f, "  replayed  %zu setting%s x %zu events in %.1f ms\n", run->count,
+            run->count == 1 ? "" : "s", s->event_count, run->seconds * 1e3);
+    if (s->caching_detected) {
+        fprintf(f,
+                "\n  WARNING: this trace looks like it went through a caching allocator:\n"
+                "  %s.\n"
+                "  Replaying it models caching twice. Record a tensor-level stream instead:\n"
+                "    PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record -- python app.py\n"
+                "  or  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync cumemtrace record -- "
+                "python app.py\n",
+                s->caching_reason);
+    }
 }
 
-static void print_table(FILE *f, const struct cmt_whatif_run_out *run) {
-  size_t width = 7;
-  char buf[160], res[64];
-  for (size_t i = 0; i < run->count; i++) {
-    size_t n = strlen(label(&run->results[i].setting, buf, sizeof buf));
-    if (n > width)
-      width = n;
-  }
-  fprintf(f, "\n  %-*s  %-22s %13s %14s %13s %14s %7s %8s\n", (int)width, "setting", "result",
-          "peak reserved", "peak allocated", "res - alloc", "inactive split", "retries",
-          "cudaMalloc");
-  for (size_t i = 0; i < run->count; i++) {
-    const struct cmt_whatif_result *r = &run->results[i];
-    char a[32], b[32], c[32], d[32];
-    if (r->oom)
-      snprintf(res, sizeof res, "OOM at %s", cmt__bytes(r->oom_info.requested, a));
-    else
-      snprintf(res, sizeof res, "ok");
-    fprintf(f, "  %-*s  %-22s %13s %14s %13s %14s %7" PRIu64 " %8" PRIu64 "%s\n", (int)width,
-            label(&r->setting, buf, sizeof buf), res, cmt__bytes(r->peak_reserved, a),
-            cmt__bytes(r->peak_allocated, b),
-            cmt__bytes(r->peak_reserved - r->allocated_at_peak, c),
-            cmt__bytes(r->inactive_split_at_peak, d), r->alloc_retries, r->device_alloc_calls,
-            run->rec.best == (long)i ? "  <- best" : "");
-  }
-  fprintf(f, "  (fragmentation columns at the moment reserved memory peaked; cudaMalloc = device "
-             "allocation calls)\n");
+static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    size_t width = 7;
+    char buf[160], res[64];
+    for (size_t i = 0; i < run->count; i++) {
+        size_t n = strlen(label(&run->results[i].setting, buf, sizeof buf));
+        if (n > width)
+            width = n;
+    }
+    fprintf(f, "\n  %-*s  %-22s %13s %14s %13s %14s %7s %8s\n", (int)width, "setting", "result",
+            "peak reserved", "peak allocated", "res - alloc", "inactive split", "retries",
+            "cudaMalloc");
+    for (size_t i = 0; i < run->count; i++) {
+        const struct cmt_whatif_result *r = &run->results[i];
+        char a[32], b[32], c[32], d[32];
+        if (r->oom)
+            snprintf(res, sizeof res, "OOM at %s", cmt__bytes(r->oom_info.requested, a));
+        else
+            snprintf(res, sizeof res, "ok");
+        fprintf(f, "  %-*s  %-22s %13s %14s %13s %14s %7" PRIu64 " %8" PRIu64 "%s\n", (int)width,
+                label(&r->setting, buf, sizeof buf), res, cmt__bytes(r->peak_reserved, a),
+                cmt__bytes(r->peak_allocated, b),
+                cmt__bytes(r->peak_reserved - r->allocated_at_peak, c),
+                cmt__bytes(r->inactive_split_at_peak, d), r->alloc_retries, r->device_alloc_calls,
+                run->rec.best == (long)i ? "  <- best" : "");
+    }
+    fprintf(f, "  (fragmentation columns at the moment reserved memory peaked; cudaMalloc = device "
+               "allocation calls)\n");
 }
 
 /* Settings that fail at the same event with the same message are grouped. */
-static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run) {
-  char msg[512], other[512], buf[160], a[32], t[32];
-  bool *done = calloc(run->count ? run->count : 1, sizeof *done);
-  bool first = true;
-  for (size_t i = 0; done && i < run->count; i++) {
-    const struct cmt_whatif_result *r = &run->results[i];
-    if (!r->oom || done[i])
-      continue;
-    if (first)
-      fprintf(f, "\nFirst out-of-memory of each failing setting, as PyTorch reports it:\n");
-    first = false;
-    oom_message(r, msg, sizeof msg);
-    fprintf(f, "\n  %s", label(&r->setting, buf, sizeof buf));
-    for (size_t j = i + 1; j < run->count; j++) {
-      const struct cmt_whatif_result *q = &run->results[j];
-      if (!q->oom || q->oom_event != r->oom_event)
-        continue;
-      oom_message(q, other, sizeof other);
-      if (strcmp(msg, other) == 0) {
-        done[j] = true;
-        fprintf(f, ", %s", label(&q->setting, buf, sizeof buf));
-      }
+static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    char msg[512], other[512], buf[160], a[32], t[32];
+    bool *done = calloc(run->count ? run->count : 1, sizeof *done);
+    bool first = true;
+    for (size_t i = 0; done && i < run->count; i++) {
+        const struct cmt_whatif_result *r = &run->results[i];
+        if (!r->oom || done[i])
+            continue;
+        if (first)
+            fprintf(f, "\nFirst out-of-memory of each failing setting, as PyTorch reports it:\n");
+        first = false;
+        oom_message(r, msg, sizeof msg);
+        fprintf(f, "\n  %s", label(&r->setting, buf, sizeof buf));
+        for (size_t j = i + 1; j < run->count; j++) {
+            const struct cmt_whatif_result *q = &run->results[j];
+            if (!q->oom || q->oom_event != r->oom_event)
+                continue;
+            oom_message(q, other, sizeof other);
+            if (strcmp(msg, other) == 0) {
+                done[j] = true;
+                fprintf(f, ", %s", label(&q->setting, buf, sizeof buf));
+            }
+        }
+        const char *site = site_of(run, r->oom_event);
+        fprintf(f, ":\n    call #%" PRIu64 " at %s: a %s request%s%s\n    %s\n",
+                run->stream->events[r->oom_event].seq,
+                cmt__duration(run->stream->events[r->oom_event].t_ns, t),
+                cmt__bytes(r->oom_info.requested, a), site[0] ? " from " : "", site, msg);
     }
-    const char *site = site_of(run, r->oom_event);
-    fprintf(f, ":\n    call #%" PRIu64 " at %s: a %s request%s%s\n    %s\n",
-            run->stream->events[r->oom_event].seq,
-            cmt__duration(run->stream->events[r->oom_event].t_ns, t),
-            cmt__bytes(r->oom_info.requested, a), site[0] ? " from " : "", site, msg);
-  }
-  free(done);
+    free(done);
 }
 
-static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run) {
-  const struct cmt_whatif_recommendation *rec = &run->rec;
-  char buf[160], conf[160], a[32], b[32];
-  fprintf(f, "\nRecommendation\n");
-  if (rec->best < 0) {
-    fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
-               "size, resolution), or try more settings (--expandable-segments true,false).\n");
-  } else {
-    const struct cmt_whatif_result *best = &run->results[rec->best];
-    fprintf(f, "  %s avoids out-of-memory with the lowest peak reserved (%s).\n",
-            label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a));
-  }
-  if (rec->smallest_failing_request) {
-    uint64_t req = rec->smallest_failing_request;
-    fprintf(f, "  The write-up's rule, made exact: the smallest failing allocation is %s "
-               "(%.2f MiB);\n  with max_split_size_mb at or below %" PRIu64
-               " its cached block is oversize, and smaller tensors never split it.\n",
-            cmt__bytes(req, a), (double)req / (double)MIB, req / MIB);
-    if (rec->rule >= 0)
-      fprintf(f, "  Largest such value tried without OOM: %s.",
-              split_text(run->results[rec->rule].setting.max_split_size, b));
-    else
-      fprintf(f, "  No value tried at or below it avoided the OOM.");
-    if (run->has_exact)
-      fprintf(f, " The bound itself (%" PRIu64 ") replays %s.", rec->exact_max_split_mb,
-              run->exact.oom ? "with an OOM" : "without OOM");
-    fputc('\n', f);
-  }
-  if (rec->best >= 0) {
-    const struct cmt_whatif_result *best = &run->results[rec->best];
-    if (cmt_whatif_setting_conf(&best->setting, conf, sizeof conf) > 0)
-      fprintf(f, "\n  export PYTORCH_CUDA_ALLOC_CONF=%s\n", conf);
-    else
-      fprintf(f, "\n  PyTorch's defaults already avoid out-of-memory here; nothing to set.\n");
-    if (rec->rule >= 0 && rec->rule != rec->best &&
-        cmt_whatif_setting_conf(&run->results[rec->rule].setting, conf, sizeof conf) > 0)
-      fprintf(f, "  export PYTORCH_CUDA_ALLOC_CONF=%s   # by the rule\n", conf);
-  }
+static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_recommendation *rec = &run->rec;
+    char buf[160], conf[160], a[32], b[32];
+    fprintf(f, "\nRecommendation\n");
+    if (rec->best < 0) {
+        fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
+                   "size, resolution), or try more settings (--expandable-segments true,false).\n");
+    } else {
+        const struct cmt_whatif_result *best = &run->results[rec->best];
+        fprintf(f, "  %s avoids out-of-memory with the lowest peak reserved (%s).\n",
+                label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a));
+    }
+    if (rec->smallest_failing_request) {
+        uint64_t req = rec->smallest_failing_request;
+        fprintf(f,
+                "  The write-up's rule, made exact: the smallest failing allocation is %s "
+                "(%.2f MiB);\n  with max_split_size_mb at or below %" PRIu64
+                " its cached block is oversize, and smaller tensors never split it.\n",
+                cmt__bytes(req, a), (double)req / (double)MIB, req / MIB);
+        if (rec->rule >= 0)
+            fprintf(f, "  Largest such value tried without OOM: %s.",
+                    split_text(run->results[rec->rule].setting.max_split_size, b));
+        else
+            fprintf(f, "  No value tried at or below it avoided the OOM.");
+        if (run->has_exact)
+            fprintf(f, " The bound itself (%" PRIu64 ") replays %s.", rec->exact_max_split_mb,
+                    run->exact.oom ? "with an OOM" : "without OOM");
+        fputc('\n', f);
+    }
+    if (rec->best >= 0) {
+        const struct cmt_whatif_result *best = &run->results[rec->best];
+        if (cmt_whatif_setting_conf(&best->setting, conf, sizeof conf) > 0)
+            fprintf(f, "\n  export PYTORCH_CUDA_ALLOC_CONF=%s\n", conf);
+        else
+            fprintf(f,
+                    "\n  PyTorch's defaults already avoid out-of-memory here; nothing to set.\n");
+        if (rec->rule >= 0 && rec->rule != rec->best &&
+            cmt_whatif_setting_conf(&run->results[rec->rule].setting, conf, sizeof conf) > 0)
+            fprintf(f, "  export PYTORCH_CUDA_ALLOC_CONF=%s   # by the rule\n", conf);
+    }
 }
 
-void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run) {
-  print_header(f, run);
-  print_table(f, run);
-  print_ooms(f, run);
-  print_recommendation(f, run);
+void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    print_header(f, run);
+    print_table(f, run);
+    print_ooms(f, run);
+    print_recommendation(f, run);
 }
 
 /* ---- JSON ------------------------------------------------------------- */
 
 /* The JSON writers of the setting types (model_settings.h): sizes in MiB,
  * unlimited as null. */
-static void json_mb(struct cmt__json *j, const char *key, uint64_t v) {
-  cmt__json_u64(j, key, v / MIB);
+static void json_mb(struct cmt__json *j, const char *key, uint64_t v)
+{
+    cmt__json_u64(j, key, v / MIB);
 }
 
-static void json_limit_mb(struct cmt__json *j, const char *key, uint64_t v) {
-  if (v == UINT64_MAX)
-    cmt__json_null(j, key);
-  else
-    json_mb(j, key, v);
+static void json_limit_mb(struct cmt__json *j, const char *key, uint64_t v)
+{
+    if (v == UINT64_MAX)
+        cmt__json_null(j, key);
+    else
+        json_mb(j, key, v);
 }
 
-static void json_pow2(struct cmt__json *j, const char *key, unsigned v) {
-  cmt__json_u64(j, key, v);
+static void json_pow2(struct cmt__json *j, const char *key, unsigned v)
+{
+    cmt__json_u64(j, key, v);
 }
 
-static void json_fraction(struct cmt__json *j, const char *key, double v) {
-  cmt__json_double(j, key, v);
+static void json_fraction(struct cmt__json *j, const char *key, double v)
+{
+    cmt__json_double(j, key, v);
 }
 
-static void json_boolean(struct cmt__json *j, const char *key, bool v) {
-  cmt__json_bool(j, key, v);
+static void json_boolean(struct cmt__json *j, const char *key, bool v)
+{
+    cmt__json_bool(j, key, v);
 }
 
 /* The settings of a result, in table order: those the JSON had from the
@@ -206,127 +223,132 @@ static void json_boolean(struct cmt__json *j, const char *key, bool v) {
  * Zero fields are written as the default they stand for. */
 #define CMT__JSON_FIRST_SETTINGS 4
 
-static void json_settings(struct cmt__json *j, const struct cmt_whatif_setting *st,
-                          bool first) {
-#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)       \
-  if ((CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS) == first)          \
-    json_##type(j, json_key, st->field || CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS \
-                                 ? st->field : def);
-  CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
+static void json_settings(struct cmt__json *j, const struct cmt_whatif_setting *st, bool first)
+{
+#define CMT__SETTING_JSON(field, type, conf_key, def, flag, json_key, ...)                        \
+    if ((CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS) == first)                          \
+        json_##type(j, json_key,                                                                  \
+                    st->field || CMT_MODEL_SETTING_##field < CMT__JSON_FIRST_SETTINGS ? st->field \
+                                                                                      : def);
+    CMT_MODEL_SETTINGS(CMT__SETTING_JSON)
 #undef CMT__SETTING_JSON
 }
 
 static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
-                     const struct cmt_whatif_result *r) {
-  char msg[512];
-  const struct cmt_model_oom *o = &r->oom_info;
-  cmt__json_object(j, "first_oom");
-  cmt__json_u64(j, "event", r->oom_event);
-  cmt__json_u64(j, "seq", run->stream->events[r->oom_event].seq);
-  cmt__json_u64(j, "t_ns", run->stream->events[r->oom_event].t_ns);
-  cmt__json_string(j, "call_site", site_of(run, r->oom_event));
-  cmt__json_u64(j, "requested_bytes", o->requested);
-  cmt__json_u64(j, "rounded_bytes", o->rounded);
-  cmt__json_u64(j, "alloc_size_bytes", o->alloc_size);
-  cmt__json_u64(j, "stream", o->stream);
-  cmt__json_u64(j, "allocated_bytes", o->allocated);
-  cmt__json_u64(j, "reserved_bytes", o->reserved);
-  cmt__json_u64(j, "free_bytes", o->device_free);
-  cmt__json_u64(j, "total_bytes", o->device_total);
-  oom_message(r, msg, sizeof msg);
-  cmt__json_string(j, "message", msg);
-  cmt__json_end_object(j);
+                     const struct cmt_whatif_result *r)
+{
+    char msg[512];
+    const struct cmt_model_oom *o = &r->oom_info;
+    cmt__json_object(j, "first_oom");
+    cmt__json_u64(j, "event", r->oom_event);
+    cmt__json_u64(j, "seq", run->stream->events[r->oom_event].seq);
+    cmt__json_u64(j, "t_ns", run->stream->events[r->oom_event].t_ns);
+    cmt__json_string(j, "call_site", site_of(run, r->oom_event));
+    cmt__json_u64(j, "requested_bytes", o->requested);
+    cmt__json_u64(j, "rounded_bytes", o->rounded);
+    cmt__json_u64(j, "alloc_size_bytes", o->alloc_size);
+    cmt__json_u64(j, "stream", o->stream);
+    cmt__json_u64(j, "allocated_bytes", o->allocated);
+    cmt__json_u64(j, "reserved_bytes", o->reserved);
+    cmt__json_u64(j, "free_bytes", o->device_free);
+    cmt__json_u64(j, "total_bytes", o->device_total);
+    oom_message(r, msg, sizeof msg);
+    cmt__json_string(j, "message", msg);
+    cmt__json_end_object(j);
 }
 
 static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *run,
-                        const struct cmt_whatif_result *r) {
-  char conf[160];
-  cmt__json_object(j, NULL);
-  cmt_whatif_setting_conf(&r->setting, conf, sizeof conf);
-  cmt__json_string(j, "setting", conf);
-  json_settings(j, &r->setting, true);
-  cmt__json_bool(j, "oom", r->oom);
-  cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
-  cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
-  cmt__json_u64(j, "reserved_minus_allocated_at_peak_bytes",
-                r->peak_reserved - r->allocated_at_peak);
-  cmt__json_u64(j, "inactive_split_at_peak_bytes", r->inactive_split_at_peak);
-  cmt__json_u64(j, "alloc_retries", r->alloc_retries);
-  cmt__json_u64(j, "device_alloc_calls", r->device_alloc_calls);
-  cmt__json_u64(j, "events_replayed", r->events_replayed);
-  cmt__json_double(j, "replay_seconds", r->seconds);
-  if (r->oom)
-    json_oom(j, run, r);
-  else
-    cmt__json_null(j, "first_oom");
-  json_settings(j, &r->setting, false);
-  cmt__json_end_object(j);
-}
-
-static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run_out *run) {
-  const struct cmt_whatif_recommendation *rec = &run->rec;
-  char conf[160], line[200];
-  if (rec->best < 0) {
-    cmt__json_null(j, "recommendation");
-  } else {
-    const struct cmt_whatif_result *best = &run->results[rec->best];
-    cmt_whatif_setting_conf(&best->setting, conf, sizeof conf);
-    snprintf(line, sizeof line, "PYTORCH_CUDA_ALLOC_CONF=%s", conf);
-    cmt__json_object(j, "recommendation");
-    cmt__json_u64(j, "result_index", (uint64_t)rec->best);
+                        const struct cmt_whatif_result *r)
+{
+    char conf[160];
+    cmt__json_object(j, NULL);
+    cmt_whatif_setting_conf(&r->setting, conf, sizeof conf);
     cmt__json_string(j, "setting", conf);
-    json_limit_mb(j, "max_split_size_mb", best->setting.max_split_size);
-    cmt__json_bool(j, "expandable_segments", best->setting.expandable_segments);
-    cmt__json_u64(j, "peak_reserved_bytes", best->peak_reserved);
-    cmt__json_string(j, "pytorch_cuda_alloc_conf", line);
+    json_settings(j, &r->setting, true);
+    cmt__json_bool(j, "oom", r->oom);
+    cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
+    cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
+    cmt__json_u64(j, "reserved_minus_allocated_at_peak_bytes",
+                  r->peak_reserved - r->allocated_at_peak);
+    cmt__json_u64(j, "inactive_split_at_peak_bytes", r->inactive_split_at_peak);
+    cmt__json_u64(j, "alloc_retries", r->alloc_retries);
+    cmt__json_u64(j, "device_alloc_calls", r->device_alloc_calls);
+    cmt__json_u64(j, "events_replayed", r->events_replayed);
+    cmt__json_double(j, "replay_seconds", r->seconds);
+    if (r->oom)
+        json_oom(j, run, r);
+    else
+        cmt__json_null(j, "first_oom");
+    json_settings(j, &r->setting, false);
     cmt__json_end_object(j);
-  }
-  cmt__json_object(j, "split_rule");
-  if (rec->smallest_failing_request)
-    cmt__json_u64(j, "smallest_failing_request_bytes", rec->smallest_failing_request);
-  else
-    cmt__json_null(j, "smallest_failing_request_bytes");
-  if (rec->rule >= 0)
-    json_limit_mb(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
-  else
-    cmt__json_null(j, "max_split_size_mb");
-  if (rec->exact_max_split_mb)
-    cmt__json_u64(j, "exact_max_split_size_mb", rec->exact_max_split_mb);
-  else
-    cmt__json_null(j, "exact_max_split_size_mb");
-  if (run->has_exact)
-    cmt__json_bool(j, "exact_oom", run->exact.oom);
-  else
-    cmt__json_null(j, "exact_oom");
-  cmt__json_end_object(j);
 }
 
-void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run) {
-  const struct cmt_whatif_stream *s = run->stream;
-  struct cmt__json j;
-  cmt__json_init(&j, f);
-  cmt__json_object(&j, NULL);
-  cmt__json_string(&j, "file", run->path);
-  cmt__json_i64(&j, "device", s->device);
-  cmt__json_string(&j, "device_name", s->device_name);
-  cmt__json_u64(&j, "device_total_bytes", run->device_total);
-  cmt__json_u64(&j, "capacity_bytes", run->capacity);
-  cmt__json_string(&j, "capacity_source", run->capacity_from_trace ? "trace" : "option");
-  cmt__json_u64(&j, "events", s->event_count);
-  cmt__json_u64(&j, "allocations", s->allocs);
-  cmt__json_u64(&j, "frees", s->frees);
-  cmt__json_u64(&j, "failed_allocations", s->failed_allocs);
-  cmt__json_bool(&j, "caching_allocator_detected", s->caching_detected);
-  if (s->caching_detected)
-    cmt__json_string(&j, "caching_allocator_reason", s->caching_reason);
-  else
-    cmt__json_null(&j, "caching_allocator_reason");
-  cmt__json_double(&j, "sweep_seconds", run->seconds);
-  cmt__json_array(&j, "results");
-  for (size_t i = 0; i < run->count; i++)
-    json_result(&j, run, &run->results[i]);
-  cmt__json_end_array(&j);
-  json_recommendation(&j, run);
-  cmt__json_end_object(&j);
-  cmt__json_finish(&j);
+static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_recommendation *rec = &run->rec;
+    char conf[160], line[200];
+    if (rec->best < 0) {
+        cmt__json_null(j, "recommendation");
+    } else {
+        const struct cmt_whatif_result *best = &run->results[rec->best];
+        cmt_whatif_setting_conf(&best->setting, conf, sizeof conf);
+        snprintf(line, sizeof line, "PYTORCH_CUDA_ALLOC_CONF=%s", conf);
+        cmt__json_object(j, "recommendation");
+        cmt__json_u64(j, "result_index", (uint64_t)rec->best);
+        cmt__json_string(j, "setting", conf);
+        json_limit_mb(j, "max_split_size_mb", best->setting.max_split_size);
+        cmt__json_bool(j, "expandable_segments", best->setting.expandable_segments);
+        cmt__json_u64(j, "peak_reserved_bytes", best->peak_reserved);
+        cmt__json_string(j, "pytorch_cuda_alloc_conf", line);
+        cmt__json_end_object(j);
+    }
+    cmt__json_object(j, "split_rule");
+    if (rec->smallest_failing_request)
+        cmt__json_u64(j, "smallest_failing_request_bytes", rec->smallest_failing_request);
+    else
+        cmt__json_null(j, "smallest_failing_request_bytes");
+    if (rec->rule >= 0)
+        json_limit_mb(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
+    else
+        cmt__json_null(j, "max_split_size_mb");
+    if (rec->exact_max_split_mb)
+        cmt__json_u64(j, "exact_max_split_size_mb", rec->exact_max_split_mb);
+    else
+        cmt__json_null(j, "exact_max_split_size_mb");
+    if (run->has_exact)
+        cmt__json_bool(j, "exact_oom", run->exact.oom);
+    else
+        cmt__json_null(j, "exact_oom");
+    cmt__json_end_object(j);
+}
+
+void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_stream *s = run->stream;
+    struct cmt__json j;
+    cmt__json_init(&j, f);
+    cmt__json_object(&j, NULL);
+    cmt__json_string(&j, "file", run->path);
+    cmt__json_i64(&j, "device", s->device);
+    cmt__json_string(&j, "device_name", s->device_name);
+    cmt__json_u64(&j, "device_total_bytes", run->device_total);
+    cmt__json_u64(&j, "capacity_bytes", run->capacity);
+    cmt__json_string(&j, "capacity_source", run->capacity_from_trace ? "trace" : "option");
+    cmt__json_u64(&j, "events", s->event_count);
+    cmt__json_u64(&j, "allocations", s->allocs);
+    cmt__json_u64(&j, "frees", s->frees);
+    cmt__json_u64(&j, "failed_allocations", s->failed_allocs);
+    cmt__json_bool(&j, "caching_allocator_detected", s->caching_detected);
+    if (s->caching_detected)
+        cmt__json_string(&j, "caching_allocator_reason", s->caching_reason);
+    else
+        cmt__json_null(&j, "caching_allocator_reason");
+    cmt__json_double(&j, "sweep_seconds", run->seconds);
+    cmt__json_array(&j, "results");
+    for (size_t i = 0; i < run->count; i++)
+        json_result(&j, run, &run->results[i]);
+    cmt__json_end_array(&j);
+    json_recommendation(&j, run);
+    cmt__json_end_object(&j);
+    cmt__json_finish(&j);
 }

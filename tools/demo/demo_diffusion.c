@@ -35,262 +35,283 @@
 #define NOINLINE __attribute__((noinline))
 
 struct mapping {
-  uint64_t model_address;
-  CUdeviceptr ptr;
+    uint64_t model_address;
+    CUdeviceptr ptr;
 };
 
 struct demo {
-  int caching;
-  struct cmt_model *model;
-  struct mapping *maps; /* model segment or page -> device pointer */
-  size_t map_count, map_capacity;
-  size_t live_bytes;    /* uncached mode: what live tensors hold */
-  CUresult last_error;
+    int caching;
+    struct cmt_model *model;
+    struct mapping *maps; /* model segment or page -> device pointer */
+    size_t map_count, map_capacity;
+    size_t live_bytes; /* uncached mode: what live tensors hold */
+    CUresult last_error;
 };
 
 struct tensor {
-  cmt_model_handle handle; /* caching mode */
-  CUdeviceptr ptr;         /* uncached mode */
-  size_t bytes;
+    cmt_model_handle handle; /* caching mode */
+    CUdeviceptr ptr;         /* uncached mode */
+    size_t bytes;
 };
 
 static struct demo demo;
 
-static void check(CUresult rc, const char *what) {
-  if (rc == CUDA_SUCCESS)
-    return;
-  const char *name = NULL;
-  cuGetErrorName(rc, &name);
-  fprintf(stderr, "demo_diffusion: %s failed: %s\n", what, name ? name : "unknown error");
-  exit(3);
+static void check(CUresult rc, const char *what)
+{
+    if (rc == CUDA_SUCCESS)
+        return;
+    const char *name = NULL;
+    cuGetErrorName(rc, &name);
+    fprintf(stderr, "demo_diffusion: %s failed: %s\n", what, name ? name : "unknown error");
+    exit(3);
 }
 
 /* ---- the device side of the caching allocator ------------------------ */
 
-static int device_alloc(void *ctx, uint64_t address, uint64_t size) {
-  struct demo *d = ctx;
-  if (d->map_count == d->map_capacity) {
-    size_t cap = d->map_capacity ? d->map_capacity * 2 : 64;
-    struct mapping *grown = realloc(d->maps, cap * sizeof *grown);
-    if (!grown)
-      return -1;
-    d->maps = grown;
-    d->map_capacity = cap;
-  }
-  CUdeviceptr ptr = 0;
-  CUresult rc = cuMemAlloc_v2(&ptr, size);
-  if (rc != CUDA_SUCCESS) {
-    d->last_error = rc;
-    return -1;
-  }
-  d->maps[d->map_count++] = (struct mapping){address, ptr};
-  return 0;
+static int device_alloc(void *ctx, uint64_t address, uint64_t size)
+{
+    struct demo *d = ctx;
+    if (d->map_count == d->map_capacity) {
+        size_t cap = d->map_capacity ? d->map_capacity * 2 : 64;
+        struct mapping *grown = realloc(d->maps, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        d->maps = grown;
+        d->map_capacity = cap;
+    }
+    CUdeviceptr ptr = 0;
+    CUresult rc = cuMemAlloc_v2(&ptr, size);
+    if (rc != CUDA_SUCCESS) {
+        d->last_error = rc;
+        return -1;
+    }
+    d->maps[d->map_count++] = (struct mapping){address, ptr};
+    return 0;
 }
 
-static void device_free(void *ctx, uint64_t address, uint64_t size) {
-  struct demo *d = ctx;
-  (void)size;
-  for (size_t i = 0; i < d->map_count; i++) {
-    if (d->maps[i].model_address != address)
-      continue;
-    check(cuMemFree_v2(d->maps[i].ptr), "cuMemFree_v2");
-    d->maps[i] = d->maps[--d->map_count];
-    return;
-  }
+static void device_free(void *ctx, uint64_t address, uint64_t size)
+{
+    struct demo *d = ctx;
+    (void)size;
+    for (size_t i = 0; i < d->map_count; i++) {
+        if (d->maps[i].model_address != address)
+            continue;
+        check(cuMemFree_v2(d->maps[i].ptr), "cuMemFree_v2");
+        d->maps[i] = d->maps[--d->map_count];
+        return;
+    }
 }
 
 /* ---- out of memory, as PyTorch says it -------------------------------- */
 
-static void raise_oom(struct cmt_model_oom *o) {
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cuMemGetInfo_v2(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
-    o->device_free = free_bytes; /* PyTorch asks the driver, after releasing */
-    o->device_total = total_bytes;
-  }
-  char msg[1024];
-  cmt_model_format_oom(o, msg, sizeof msg);
-  fprintf(stderr, "torch.cuda.OutOfMemoryError: %s\n", msg);
-  exit(1);
+static void raise_oom(struct cmt_model_oom *o)
+{
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cuMemGetInfo_v2(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
+        o->device_free = free_bytes; /* PyTorch asks the driver, after releasing */
+        o->device_total = total_bytes;
+    }
+    char msg[1024];
+    cmt_model_format_oom(o, msg, sizeof msg);
+    fprintf(stderr, "torch.cuda.OutOfMemoryError: %s\n", msg);
+    exit(1);
 }
 
-static NOINLINE void cached_alloc(struct tensor *t, size_t bytes) {
-  t->bytes = bytes;
-  int rc = cmt_model_alloc(demo.model, bytes, 0, &t->handle);
-  if (rc == CMT_EMODEL_OOM) {
-    struct cmt_model_oom o = *cmt_model_last_oom(demo.model);
+static NOINLINE void cached_alloc(struct tensor *t, size_t bytes)
+{
+    t->bytes = bytes;
+    int rc = cmt_model_alloc(demo.model, bytes, 0, &t->handle);
+    if (rc == CMT_EMODEL_OOM) {
+        struct cmt_model_oom o = *cmt_model_last_oom(demo.model);
+        raise_oom(&o);
+    }
+    if (rc != CMT_EOK) {
+        fprintf(stderr, "demo_diffusion: allocator: %s\n", cmt_strerror(rc));
+        exit(3);
+    }
+}
+
+static NOINLINE void uncached_failed(size_t bytes, CUresult rc)
+{
+    if (rc != CUDA_ERROR_OUT_OF_MEMORY)
+        check(rc, "cuMemAlloc_v2");
+    struct cmt_model_oom o = {.requested = bytes,
+                              .rounded = bytes,
+                              .alloc_size = bytes,
+                              .allocated = demo.live_bytes,
+                              .reserved = demo.live_bytes};
     raise_oom(&o);
-  }
-  if (rc != CMT_EOK) {
-    fprintf(stderr, "demo_diffusion: allocator: %s\n", cmt_strerror(rc));
-    exit(3);
-  }
-}
-
-static NOINLINE void uncached_failed(size_t bytes, CUresult rc) {
-  if (rc != CUDA_ERROR_OUT_OF_MEMORY)
-    check(rc, "cuMemAlloc_v2");
-  struct cmt_model_oom o = {.requested = bytes, .rounded = bytes, .alloc_size = bytes,
-                            .allocated = demo.live_bytes, .reserved = demo.live_bytes};
-  raise_oom(&o);
 }
 
 /* A macro, so that with caching off the driver is called from the function
  * that wants the tensor and the recorded stack names it. */
-#define TENSOR_NEW(t, size)                                                    \
-  do {                                                                         \
-    if (demo.caching) {                                                        \
-      cached_alloc((t), (size));                                               \
-    } else {                                                                   \
-      (t)->bytes = (size);                                                     \
-      CUresult rc_ = cuMemAlloc_v2(&(t)->ptr, (size));                         \
-      if (rc_ != CUDA_SUCCESS)                                                 \
-        uncached_failed((size), rc_);                                          \
-      demo.live_bytes += (size);                                               \
-    }                                                                          \
-  } while (0)
+#define TENSOR_NEW(t, size)                                  \
+    do {                                                     \
+        if (demo.caching) {                                  \
+            cached_alloc((t), (size));                       \
+        } else {                                             \
+            (t)->bytes = (size);                             \
+            CUresult rc_ = cuMemAlloc_v2(&(t)->ptr, (size)); \
+            if (rc_ != CUDA_SUCCESS)                         \
+                uncached_failed((size), rc_);                \
+            demo.live_bytes += (size);                       \
+        }                                                    \
+    } while (0)
 
-static NOINLINE void tensor_free(struct tensor *t) {
-  if (demo.caching) {
-    cmt_model_free(demo.model, t->handle);
-  } else {
-    check(cuMemFree_v2(t->ptr), "cuMemFree_v2");
-    demo.live_bytes -= t->bytes;
-  }
-  memset(t, 0, sizeof *t);
+static NOINLINE void tensor_free(struct tensor *t)
+{
+    if (demo.caching) {
+        cmt_model_free(demo.model, t->handle);
+    } else {
+        check(cuMemFree_v2(t->ptr), "cuMemFree_v2");
+        demo.live_bytes -= t->bytes;
+    }
+    memset(t, 0, sizeof *t);
 }
 
 /* "GPU work" between allocations, so the timeline has a shape. */
-static void compute(int ms) {
-  struct timespec ts = {0, (long)ms * 1000000L};
-  nanosleep(&ts, NULL);
+static void compute(int ms)
+{
+    struct timespec ts = {0, (long)ms * 1000000L};
+    nanosleep(&ts, NULL);
 }
 
 /* ---- the pipeline ----------------------------------------------------- */
 
 struct pipeline {
-  struct tensor unet, text_encoder, vae;
-  struct tensor step_cache[3];
-  struct tensor mask;
+    struct tensor unet, text_encoder, vae;
+    struct tensor step_cache[3];
+    struct tensor mask;
 };
 
-static NOINLINE void load_unet_weights(struct pipeline *p) {
-  TENSOR_NEW(&p->unet, 3000 * MIB);
-  compute(4);
+static NOINLINE void load_unet_weights(struct pipeline *p)
+{
+    TENSOR_NEW(&p->unet, 3000 * MIB);
+    compute(4);
 }
 
-static NOINLINE void load_text_encoder(struct pipeline *p) {
-  TENSOR_NEW(&p->text_encoder, 3000 * MIB);
-  compute(4);
+static NOINLINE void load_text_encoder(struct pipeline *p)
+{
+    TENSOR_NEW(&p->text_encoder, 3000 * MIB);
+    compute(4);
 }
 
-static NOINLINE void load_vae_weights(struct pipeline *p) {
-  TENSOR_NEW(&p->vae, 2714 * MIB);
-  compute(4);
+static NOINLINE void load_vae_weights(struct pipeline *p)
+{
+    TENSOR_NEW(&p->vae, 2714 * MIB);
+    compute(4);
 }
 
 /* Q x K^T for the whole latent: big, short-lived. */
-static NOINLINE void attention_scores(void) {
-  struct tensor scores;
-  TENSOR_NEW(&scores, 1000 * MIB);
-  compute(3);
-  tensor_free(&scores);
+static NOINLINE void attention_scores(void)
+{
+    struct tensor scores;
+    TENSOR_NEW(&scores, 1000 * MIB);
+    compute(3);
+    tensor_free(&scores);
 }
 
 /* One denoising step: attention, then the residuals the next step reuses. */
-static NOINLINE void inpaint_step(struct pipeline *p, int step) {
-  attention_scores();
-  TENSOR_NEW(&p->step_cache[step], 950 * MIB);
-  compute(3);
+static NOINLINE void inpaint_step(struct pipeline *p, int step)
+{
+    attention_scores();
+    TENSOR_NEW(&p->step_cache[step], 950 * MIB);
+    compute(3);
 }
 
 /* The decoder's activations for one 4096x4096 image: 6.18 GiB. */
-static NOINLINE void vae_decode(int image) {
-  struct tensor activations;
-  printf("  decoding image %d\n", image + 1);
-  fflush(stdout);
-  TENSOR_NEW(&activations, 6330 * MIB - 768 * KIB);
-  compute(6);
-  tensor_free(&activations);
+static NOINLINE void vae_decode(int image)
+{
+    struct tensor activations;
+    printf("  decoding image %d\n", image + 1);
+    fflush(stdout);
+    TENSOR_NEW(&activations, 6330 * MIB - 768 * KIB);
+    compute(6);
+    tensor_free(&activations);
 }
 
-static NOINLINE void prepare_mask(struct pipeline *p) {
-  TENSOR_NEW(&p->mask, 100 * MIB);
-  compute(2);
+static NOINLINE void prepare_mask(struct pipeline *p)
+{
+    TENSOR_NEW(&p->mask, 100 * MIB);
+    compute(2);
 }
 
-static void run_pipeline(void) {
-  struct pipeline p = {0};
-  printf("  loading weights (UNet, text encoder, VAE)\n");
-  fflush(stdout);
-  load_unet_weights(&p);
-  load_text_encoder(&p);
-  load_vae_weights(&p);
-  for (int step = 0; step < 3; step++)
-    inpaint_step(&p, step);
-  vae_decode(0);
-  prepare_mask(&p);
-  vae_decode(1);
-  printf("  done: 2 images inpainted\n");
-  tensor_free(&p.mask);
-  for (int step = 0; step < 3; step++)
-    tensor_free(&p.step_cache[step]);
-  tensor_free(&p.vae);
-  tensor_free(&p.text_encoder);
-  tensor_free(&p.unet);
+static void run_pipeline(void)
+{
+    struct pipeline p = {0};
+    printf("  loading weights (UNet, text encoder, VAE)\n");
+    fflush(stdout);
+    load_unet_weights(&p);
+    load_text_encoder(&p);
+    load_vae_weights(&p);
+    for (int step = 0; step < 3; step++)
+        inpaint_step(&p, step);
+    vae_decode(0);
+    prepare_mask(&p);
+    vae_decode(1);
+    printf("  done: 2 images inpainted\n");
+    tensor_free(&p.mask);
+    for (int step = 0; step < 3; step++)
+        tensor_free(&p.step_cache[step]);
+    tensor_free(&p.vae);
+    tensor_free(&p.text_encoder);
+    tensor_free(&p.unet);
 }
 
 /* ---- setup ------------------------------------------------------------ */
 
-static void setup_allocator(size_t total) {
-  const char *no_caching = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
-  demo.caching = !(no_caching && no_caching[0] == '1');
-  if (!demo.caching) {
-    printf("  allocator: caching disabled (PYTORCH_NO_CUDA_MEMORY_CACHING=1)\n");
-    return;
-  }
-  struct cmt_model_config config;
-  /* The driver decides what fits: the model may try up to the whole card. */
-  cmt_model_config_default(&config, total);
-  config.device_total = total;
-  const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-  char err[256];
-  if (conf && cmt_model_config_parse(&config, conf, err, sizeof err) != CMT_EOK) {
-    fprintf(stderr, "demo_diffusion: PYTORCH_CUDA_ALLOC_CONF: %s\n", err);
-    exit(2);
-  }
-  if (cmt_model_create(&config, &demo.model) != CMT_EOK) {
-    fprintf(stderr, "demo_diffusion: cannot create the allocator\n");
-    exit(3);
-  }
-  struct cmt_model_device_hooks hooks = {device_alloc, device_free, &demo};
-  cmt_model_set_device_hooks(demo.model, &hooks);
-  printf("  allocator: caching, PYTORCH_CUDA_ALLOC_CONF=%s\n", conf ? conf : "");
+static void setup_allocator(size_t total)
+{
+    const char *no_caching = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    demo.caching = !(no_caching && no_caching[0] == '1');
+    if (!demo.caching) {
+        printf("  allocator: caching disabled (PYTORCH_NO_CUDA_MEMORY_CACHING=1)\n");
+        return;
+    }
+    struct cmt_model_config config;
+    /* The driver decides what fits: the model may try up to the whole card. */
+    cmt_model_config_default(&config, total);
+    config.device_total = total;
+    const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
+    char err[256];
+    if (conf && cmt_model_config_parse(&config, conf, err, sizeof err) != CMT_EOK) {
+        fprintf(stderr, "demo_diffusion: PYTORCH_CUDA_ALLOC_CONF: %s\n", err);
+        exit(2);
+    }
+    if (cmt_model_create(&config, &demo.model) != CMT_EOK) {
+        fprintf(stderr, "demo_diffusion: cannot create the allocator\n");
+        exit(3);
+    }
+    struct cmt_model_device_hooks hooks = {device_alloc, device_free, &demo};
+    cmt_model_set_device_hooks(demo.model, &hooks);
+    printf("  allocator: caching, PYTORCH_CUDA_ALLOC_CONF=%s\n", conf ? conf : "");
 }
 
-int main(void) {
-  /* Only simcuda reads these; a real driver ignores them. */
-  setenv("SIMCUDA_MEMORY", "24GiB", 0);
-  setenv("SIMCUDA_USED", "2764MiB", 0);
-  setenv("SIMCUDA_CONTEXT_OVERHEAD", "256MiB", 0);
+int main(void)
+{
+    /* Only simcuda reads these; a real driver ignores them. */
+    setenv("SIMCUDA_MEMORY", "24GiB", 0);
+    setenv("SIMCUDA_USED", "2764MiB", 0);
+    setenv("SIMCUDA_CONTEXT_OVERHEAD", "256MiB", 0);
 
-  CUdevice dev;
-  CUcontext ctx;
-  char name[128] = "";
-  size_t total = 0;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
-  check(cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem");
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  printf("demo_diffusion: Stable Diffusion inpainting, 2 images at 4096x4096 on %s\n", name);
-  setup_allocator(total);
-  run_pipeline();
-  if (demo.model) {
-    cmt_model_empty_cache(demo.model);
-    cmt_model_destroy(demo.model);
-  }
-  free(demo.maps);
-  check(cuDevicePrimaryCtxRelease_v2(dev), "cuDevicePrimaryCtxRelease");
-  return 0;
+    CUdevice dev;
+    CUcontext ctx;
+    char name[128] = "";
+    size_t total = 0;
+    check(cuInit(0), "cuInit");
+    check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+    check(cuDeviceGetName(name, sizeof name, dev), "cuDeviceGetName");
+    check(cuDeviceTotalMem_v2(&total, dev), "cuDeviceTotalMem");
+    check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    printf("demo_diffusion: Stable Diffusion inpainting, 2 images at 4096x4096 on %s\n", name);
+    setup_allocator(total);
+    run_pipeline();
+    if (demo.model) {
+        cmt_model_empty_cache(demo.model);
+        cmt_model_destroy(demo.model);
+    }
+    free(demo.maps);
+    check(cuDevicePrimaryCtxRelease_v2(dev), "cuDevicePrimaryCtxRelease");
+    return 0;
 }

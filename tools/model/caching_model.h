@@ -47,23 +47,23 @@ extern "C" {
 
 /* Settings of one replay. Start from cmt_model_config_default(). */
 struct cmt_model_config {
-  /* The PYTORCH_CUDA_ALLOC_CONF settings of CMT_MODEL_SETTINGS
+    /* The PYTORCH_CUDA_ALLOC_CONF settings of CMT_MODEL_SETTINGS
    * (model_settings.h, which says what each one means): max_split_size,
    * expandable_segments, roundup_power2_divisions,
    * garbage_collection_threshold, max_non_split_rounding. */
-  CMT_MODEL_SETTING_FIELDS
-  /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
+    CMT_MODEL_SETTING_FIELDS
+    /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
    * fraction x device_total bytes. */
-  double memory_fraction;
-  /* Bytes the allocator can obtain from the device: a segment allocation of
+    double memory_fraction;
+    /* Bytes the allocator can obtain from the device: a segment allocation of
    * s bytes fails when reserved + s > capacity. Required (> 0). */
-  size_t capacity;
-  /* Device memory reported as "total capacity" in the OOM message and used
+    size_t capacity;
+    /* Device memory reported as "total capacity" in the OOM message and used
    * to size expandable-segment reservations (1.125 x). 0: same as capacity.
    * device_total - capacity is what the driver and other processes hold. */
-  size_t device_total;
-  /* GPU index printed in the OOM message. */
-  int device_index;
+    size_t device_total;
+    /* GPU index printed in the OOM message. */
+    int device_index;
 };
 
 /**
@@ -89,8 +89,8 @@ void cmt_model_config_default(struct cmt_model_config *config, size_t capacity);
  *         (if err_len > 0) and *config unchanged; CMT_EINVALID for
  *         NULL config or conf.
  */
-int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
-                           char *err, size_t err_len);
+int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, char *err,
+                           size_t err_len);
 
 /**
  * Write the allocator settings of *config as a PYTORCH_CUDA_ALLOC_CONF
@@ -102,8 +102,7 @@ int cmt_model_config_parse(struct cmt_model_config *config, const char *conf,
  *         is >= len); CMT_EINVALID for NULL config, or for a split
  *         size or rounding that is not a whole number of MiB >= 20 MiB.
  */
-int cmt_model_config_format(const struct cmt_model_config *config, char *buf,
-                            size_t len);
+int cmt_model_config_format(const struct cmt_model_config *config, char *buf, size_t len);
 
 /**
  * PyTorch's round_size(): the block size a request of `size` bytes uses.
@@ -121,42 +120,42 @@ size_t cmt_model_segment_size(size_t rounded_size);
 
 /* PyTorch's DeviceStats (aggregate pool), current values unless "peak". */
 struct cmt_model_stats {
-  uint64_t allocated_bytes;      /* sizes of allocated blocks */
-  uint64_t reserved_bytes;       /* memory held from the device */
-  uint64_t active_bytes;         /* = allocated (no record_stream here) */
-  uint64_t inactive_split_bytes; /* free blocks inside split segments */
-  uint64_t requested_bytes;      /* sizes the caller asked for */
-  uint64_t allocation;           /* number of allocated blocks */
-  uint64_t active;               /* number of active blocks */
-  uint64_t inactive_split;       /* number of inactive split blocks */
-  uint64_t segment;              /* cudaMalloc'd segments held */
-  uint64_t num_alloc_retries;    /* cudaMalloc retried after releasing all */
-  uint64_t num_ooms;             /* OOM errors raised */
-  uint64_t oversize_allocations; /* allocated blocks >= max_split_size */
-  uint64_t oversize_segments;    /* segments >= max_split_size */
-  uint64_t peak_allocated;       /* peak of allocated_bytes */
-  uint64_t peak_reserved;        /* peak of reserved_bytes */
-  /* Device allocation attempts, failed ones included: one per segment
+    uint64_t allocated_bytes;      /* sizes of allocated blocks */
+    uint64_t reserved_bytes;       /* memory held from the device */
+    uint64_t active_bytes;         /* = allocated (no record_stream here) */
+    uint64_t inactive_split_bytes; /* free blocks inside split segments */
+    uint64_t requested_bytes;      /* sizes the caller asked for */
+    uint64_t allocation;           /* number of allocated blocks */
+    uint64_t active;               /* number of active blocks */
+    uint64_t inactive_split;       /* number of inactive split blocks */
+    uint64_t segment;              /* cudaMalloc'd segments held */
+    uint64_t num_alloc_retries;    /* cudaMalloc retried after releasing all */
+    uint64_t num_ooms;             /* OOM errors raised */
+    uint64_t oversize_allocations; /* allocated blocks >= max_split_size */
+    uint64_t oversize_segments;    /* segments >= max_split_size */
+    uint64_t peak_allocated;       /* peak of allocated_bytes */
+    uint64_t peak_reserved;        /* peak of reserved_bytes */
+    /* Device allocation attempts, failed ones included: one per segment
    * cudaMalloc, one per expandable-segment map (of one or more pages). */
-  uint64_t device_alloc_calls;
-  /* Device releases: one per segment cudaFree, one per expandable-segment
+    uint64_t device_alloc_calls;
+    /* Device releases: one per segment cudaFree, one per expandable-segment
    * unmap (of one or more pages). */
-  uint64_t device_free_calls;
+    uint64_t device_free_calls;
 };
 
 /* What PyTorch puts in its OOM message, captured after the release paths. */
 struct cmt_model_oom {
-  uint64_t requested;    /* the caller's size */
-  uint64_t rounded;      /* round_size(requested) */
-  uint64_t alloc_size;   /* segment size tried: PyTorch's "Tried to allocate" */
-  uint64_t stream;
-  uint64_t allocated;    /* allocated_bytes */
-  uint64_t reserved;     /* reserved_bytes */
-  uint64_t device_free;  /* capacity - reserved (cudaMemGetInfo's free) */
-  uint64_t device_total; /* "total capacity" */
-  uint64_t capacity;     /* what the allocator could have reserved */
-  uint64_t allowed;      /* fraction cap in bytes; 0 without a cap */
-  int device;
+    uint64_t requested;  /* the caller's size */
+    uint64_t rounded;    /* round_size(requested) */
+    uint64_t alloc_size; /* segment size tried: PyTorch's "Tried to allocate" */
+    uint64_t stream;
+    uint64_t allocated;    /* allocated_bytes */
+    uint64_t reserved;     /* reserved_bytes */
+    uint64_t device_free;  /* capacity - reserved (cudaMemGetInfo's free) */
+    uint64_t device_total; /* "total capacity" */
+    uint64_t capacity;     /* what the allocator could have reserved */
+    uint64_t allowed;      /* fraction cap in bytes; 0 without a cap */
+    int device;
 };
 
 struct cmt_model;
@@ -170,8 +169,7 @@ typedef uint64_t cmt_model_handle;
  *         capacity 0, a threshold outside [0, 1), a fraction outside [0, 1];
  *         CMT_EMODEL_NOMEM.
  */
-int cmt_model_create(const struct cmt_model_config *config,
-                     struct cmt_model **out);
+int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **out);
 
 /**
  * Destroy a model and everything it holds. NULL is allowed.
@@ -215,8 +213,7 @@ int cmt_model_empty_cache(struct cmt_model *model);
  * Copy the current statistics.
  * @return nothing; both pointers must be valid.
  */
-void cmt_model_get_stats(const struct cmt_model *model,
-                         struct cmt_model_stats *stats);
+void cmt_model_get_stats(const struct cmt_model *model, struct cmt_model_stats *stats);
 
 /**
  * The details of the most recent OOM.
@@ -227,13 +224,13 @@ const struct cmt_model_oom *cmt_model_last_oom(const struct cmt_model *model);
 
 /* Where a live allocation sits. */
 struct cmt_model_block {
-  uint64_t address;        /* model virtual address */
-  uint64_t size;           /* block size (>= rounded request) */
-  uint64_t requested;      /* the caller's size */
-  uint64_t stream;
-  uint64_t segment_offset; /* address - start of its segment/reservation */
-  bool expandable;         /* lives in an expandable segment */
-  bool small_pool;
+    uint64_t address;   /* model virtual address */
+    uint64_t size;      /* block size (>= rounded request) */
+    uint64_t requested; /* the caller's size */
+    uint64_t stream;
+    uint64_t segment_offset; /* address - start of its segment/reservation */
+    bool expandable;         /* lives in an expandable segment */
+    bool small_pool;
 };
 
 /**
@@ -254,9 +251,9 @@ int cmt_model_block_info(const struct cmt_model *model, cmt_model_handle handle,
  * allocation (cudaMalloc returning out of memory): the model takes its OOM
  * path exactly as for a full device. */
 struct cmt_model_device_hooks {
-  int (*alloc)(void *ctx, uint64_t address, uint64_t size);
-  void (*free)(void *ctx, uint64_t address, uint64_t size);
-  void *ctx;
+    int (*alloc)(void *ctx, uint64_t address, uint64_t size);
+    void (*free)(void *ctx, uint64_t address, uint64_t size);
+    void *ctx;
 };
 
 /**
@@ -264,8 +261,7 @@ struct cmt_model_device_hooks {
  * the first allocation.
  * @return CMT_EOK; CMT_EINVALID for a NULL model.
  */
-int cmt_model_set_device_hooks(struct cmt_model *model,
-                               const struct cmt_model_device_hooks *hooks);
+int cmt_model_set_device_hooks(struct cmt_model *model, const struct cmt_model_device_hooks *hooks);
 
 /**
  * Check the model's internal invariants (block chains, free trees, stats

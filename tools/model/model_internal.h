@@ -19,31 +19,31 @@ enum { CMT__POOL_SMALL = 0, CMT__POOL_LARGE = 1 };
 
 /* Where a block slot is. */
 enum cmt__where {
-  CMT__UNUSED = 0,  /* slot on the host free list */
-  CMT__ALLOCATED,   /* handed out */
-  CMT__FREE,        /* in its pool's free set (mapped, not allocated) */
-  CMT__UNMAPPED,    /* in its pool's unmapped set (expandable segments) */
-  CMT__LOOSE        /* between sets during an operation */
+    CMT__UNUSED = 0, /* slot on the host free list */
+    CMT__ALLOCATED,  /* handed out */
+    CMT__FREE,       /* in its pool's free set (mapped, not allocated) */
+    CMT__UNMAPPED,   /* in its pool's unmapped set (expandable segments) */
+    CMT__LOOSE       /* between sets during an operation */
 };
 
 /* Which order a set keeps. */
 enum cmt__order {
-  CMT__BY_ADDRESS = 0, /* (stream, address): BlockComparatorAddress */
-  CMT__BY_SIZE = 1     /* (stream, size, address): PyTorch's BlockComparatorSize */
+    CMT__BY_ADDRESS = 0, /* (stream, address): BlockComparatorAddress */
+    CMT__BY_SIZE = 1     /* (stream, size, address): PyTorch's BlockComparatorSize */
 };
 
 struct cmt__block {
-  uint64_t address;
-  uint64_t size;
-  uint64_t requested;
-  uint64_t stream;
-  uint64_t gc_base;    /* pool's get_free_block count when inserted */
-  uint32_t prev, next; /* neighbours in the same segment */
-  uint32_t generation; /* bumped whenever the slot is recycled */
-  uint32_t expandable; /* index in model->segments, or CMT__NIL */
-  uint8_t pool;
-  uint8_t mapped;      /* backed by device memory (always, unless expandable) */
-  uint8_t where;       /* enum cmt__where */
+    uint64_t address;
+    uint64_t size;
+    uint64_t requested;
+    uint64_t stream;
+    uint64_t gc_base;    /* pool's get_free_block count when inserted */
+    uint32_t prev, next; /* neighbours in the same segment */
+    uint32_t generation; /* bumped whenever the slot is recycled */
+    uint32_t expandable; /* index in model->segments, or CMT__NIL */
+    uint8_t pool;
+    uint8_t mapped; /* backed by device memory (always, unless expandable) */
+    uint8_t where;  /* enum cmt__where */
 };
 
 /* Keys per chunk of a set (model_set.c). */
@@ -51,76 +51,78 @@ struct cmt__block {
 
 /* A key of a set: (stream, size, address), size 0 in a CMT__BY_ADDRESS set. */
 struct cmt__set_key {
-  uint64_t stream, size, address;
-  uint32_t slot; /* the block */
+    uint64_t stream, size, address;
+    uint32_t slot; /* the block */
 };
 
 /* An ordered set of blocks: chunks of sorted keys, in key order. The three
  * arrays have the model's chunk_capacity elements. */
 struct cmt__set {
-  uint32_t *ids;           /* chunk ids (into chunk_entries), in order */
-  uint32_t *fill;          /* keys in each chunk, 1..CMT__CHUNK */
-  struct cmt__set_key *last; /* the last key of each chunk: the search index */
-  uint32_t chunk_count;
-  uint32_t hint_chunk, hint_pos; /* where the last search landed */
-  uint8_t by_size;         /* CMT__BY_SIZE (1) or CMT__BY_ADDRESS (0) */
-  uint64_t count;          /* keys */
+    uint32_t *ids;             /* chunk ids (into chunk_entries), in order */
+    uint32_t *fill;            /* keys in each chunk, 1..CMT__CHUNK */
+    struct cmt__set_key *last; /* the last key of each chunk: the search index */
+    uint32_t chunk_count;
+    uint32_t hint_chunk, hint_pos; /* where the last search landed */
+    uint8_t by_size;               /* CMT__BY_SIZE (1) or CMT__BY_ADDRESS (0) */
+    uint64_t count;                /* keys */
 };
 
 struct cmt__pool {
-  struct cmt__set free_set;     /* (stream, size, address) of free mapped blocks */
-  struct cmt__set unmapped_set; /* (stream, address) of unmapped ranges */
-  uint64_t get_free_calls;      /* PyTorch's get_free_blocks_call_count */
-  uint64_t free_count;          /* blocks in free_set */
+    struct cmt__set free_set;     /* (stream, size, address) of free mapped blocks */
+    struct cmt__set unmapped_set; /* (stream, address) of unmapped ranges */
+    uint64_t get_free_calls;      /* PyTorch's get_free_blocks_call_count */
+    uint64_t free_count;          /* blocks in free_set */
 };
 
 /* One expandable segment: a virtual reservation mapped page by page. */
 struct cmt__segment {
-  uint64_t base;
-  uint64_t size;
-  uint64_t page;
-  bool live;
+    uint64_t base;
+    uint64_t size;
+    uint64_t page;
+    bool live;
 };
 
 struct cmt_model {
-  struct cmt_model_config config; /* normalised */
-  uint64_t split_limit;           /* S; UINT64_MAX when unlimited */
-  uint64_t allowed;               /* fraction cap in bytes (0: none) */
-  bool set_fraction;
+    struct cmt_model_config config; /* normalised */
+    uint64_t split_limit;           /* S; UINT64_MAX when unlimited */
+    uint64_t allowed;               /* fraction cap in bytes (0: none) */
+    bool set_fraction;
 
-  struct cmt__block *blocks;
-  uint32_t block_count;     /* slots in use or on the free list */
-  uint32_t block_capacity;
-  uint32_t unused_head;     /* host free list of slots, through .next */
-  uint32_t unused_count;
+    struct cmt__block *blocks;
+    uint32_t block_count; /* slots in use or on the free list */
+    uint32_t block_capacity;
+    uint32_t unused_head; /* host free list of slots, through .next */
+    uint32_t unused_count;
 
-  struct cmt__pool pools[2];
-  struct cmt__segment *segments;
-  uint32_t segment_count, segment_capacity;
-  uint32_t live_segments;
+    struct cmt__pool pools[2];
+    struct cmt__segment *segments;
+    uint32_t segment_count, segment_capacity;
+    uint32_t live_segments;
 
-  /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
+    /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
    * the ids not in use. */
-  struct cmt__set_key *chunk_entries;
-  uint32_t *chunk_free;
-  uint32_t chunk_free_count, chunk_capacity;
+    struct cmt__set_key *chunk_entries;
+    uint32_t *chunk_free;
+    uint32_t chunk_free_count, chunk_capacity;
 
-  uint32_t *scratch;        /* work list for release paths */
-  uint32_t scratch_capacity;
+    uint32_t *scratch; /* work list for release paths */
+    uint32_t scratch_capacity;
 
-  uint64_t next_address;
-  struct cmt_model_stats stats;
-  struct cmt_model_oom last_oom;
-  bool has_oom;
-  struct cmt_model_device_hooks hooks; /* all NULL: the device is a counter */
+    uint64_t next_address;
+    struct cmt_model_stats stats;
+    struct cmt_model_oom last_oom;
+    bool has_oom;
+    struct cmt_model_device_hooks hooks; /* all NULL: the device is a counter */
 };
 
-static inline struct cmt__block *cmt__b(const struct cmt_model *m, uint32_t i) {
-  return &m->blocks[i];
+static inline struct cmt__block *cmt__b(const struct cmt_model *m, uint32_t i)
+{
+    return &m->blocks[i];
 }
 
-static inline bool cmt__is_split(const struct cmt_model *m, uint32_t i) {
-  return m->blocks[i].prev != CMT__NIL || m->blocks[i].next != CMT__NIL;
+static inline bool cmt__is_split(const struct cmt_model *m, uint32_t i)
+{
+    return m->blocks[i].prev != CMT__NIL || m->blocks[i].next != CMT__NIL;
 }
 
 /* model_set.c: ordered sets of block slots; nothing here allocates. */
@@ -131,11 +133,11 @@ void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node);
 void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node);
 /* Smallest node with key >= (stream, size, address); CMT__NIL if none.
  * Searches remember where they landed (the set's hint), hence not const. */
-uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s,
-                              uint64_t stream, uint64_t size, uint64_t address);
+uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s, uint64_t stream,
+                              uint64_t size, uint64_t address);
 /* Largest node with key < (stream, size, address). */
-uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
-                         uint64_t stream, uint64_t size, uint64_t address);
+uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s, uint64_t stream,
+                         uint64_t size, uint64_t address);
 /* The node after `node` (which may already be out of the set). */
 uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node);
 /* Make room for the sets of a model with `slots` block slots.
@@ -152,14 +154,11 @@ uint64_t cmt__try_merge(struct cmt_model *m, uint32_t dst, uint32_t src);
 void cmt__reserved_add(struct cmt_model *m, uint64_t bytes);
 /* The device callbacks, page by page for expandable segments.
  * @return true when the device gave all `size` bytes (nothing held otherwise). */
-bool cmt__device_alloc(struct cmt_model *m, uint64_t address, uint64_t size,
-                       uint64_t page);
-void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size,
-                      uint64_t page);
+bool cmt__device_alloc(struct cmt_model *m, uint64_t address, uint64_t size, uint64_t page);
+void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size, uint64_t page);
 
 /* model_expandable.c */
-uint32_t cmt__expandable_allocate(struct cmt_model *m, int pool, uint64_t stream,
-                                  uint64_t size);
+uint32_t cmt__expandable_allocate(struct cmt_model *m, int pool, uint64_t stream, uint64_t size);
 uint64_t cmt__expandable_unmap(struct cmt_model *m, uint32_t block);
 void cmt__expandable_drop_if_empty(struct cmt_model *m, uint32_t block);
 

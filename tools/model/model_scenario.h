@@ -17,20 +17,20 @@ enum cmt_model_op { CMT_MODEL_OP_ALLOC = 0, CMT_MODEL_OP_FREE = 1 };
 /* One tensor-level event. `id` names the allocation (dense, from 0), so a
  * free refers to the alloc with the same id. */
 struct cmt_model_event {
-  enum cmt_model_op op;
-  uint32_t id;
-  uint64_t size;   /* bytes; alloc only */
-  uint64_t stream; /* alloc only */
+    enum cmt_model_op op;
+    uint32_t id;
+    uint64_t size;   /* bytes; alloc only */
+    uint64_t stream; /* alloc only */
 };
 
 struct cmt_model_scenario {
-  const char *name;
-  const char *description;
-  const struct cmt_model_event *events;
-  size_t event_count;
-  uint32_t id_count;    /* ids are 0 .. id_count-1 */
-  size_t capacity;      /* what the allocator can get from the device */
-  size_t device_total;  /* "total capacity" in the OOM message */
+    const char *name;
+    const char *description;
+    const struct cmt_model_event *events;
+    size_t event_count;
+    uint32_t id_count;   /* ids are 0 .. id_count-1 */
+    size_t capacity;     /* what the allocator can get from the device */
+    size_t device_total; /* "total capacity" in the OOM message */
 };
 
 /**

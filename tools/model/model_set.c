@@ -27,274 +27,292 @@
 /* a < b, or a <= b when or_equal. Written without branches: the searches
  * below turn it into conditional moves, and a mispredicted branch per step
  * would cost more than the whole comparison. */
-static inline bool before(const struct cmt__set_key *a, const struct cmt__set_key *b,
-                          bool or_equal) {
-  bool address = or_equal ? a->address <= b->address : a->address < b->address;
-  bool size = (a->size < b->size) | ((a->size == b->size) & address);
-  return (a->stream < b->stream) | ((a->stream == b->stream) & size);
+static inline bool before(const struct cmt__set_key *a, const struct cmt__set_key *b, bool or_equal)
+{
+    bool address = or_equal ? a->address <= b->address : a->address < b->address;
+    bool size = (a->size < b->size) | ((a->size == b->size) & address);
+    return (a->stream < b->stream) | ((a->stream == b->stream) & size);
 }
 
 static struct cmt__set_key key_of(const struct cmt_model *m, const struct cmt__set *s,
-                                uint32_t node) {
-  const struct cmt__block *b = cmt__b(m, node);
-  struct cmt__set_key e = {b->stream, s->by_size ? b->size : 0, b->address, node};
-  return e;
+                                  uint32_t node)
+{
+    const struct cmt__block *b = cmt__b(m, node);
+    struct cmt__set_key e = {b->stream, s->by_size ? b->size : 0, b->address, node};
+    return e;
 }
 
 static inline struct cmt__set_key *chunk(const struct cmt_model *m, const struct cmt__set *s,
-                                       uint32_t c) {
-  return &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
+                                         uint32_t c)
+{
+    return &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
 }
 
 /* The first index in keys[0, n) whose key is >= key (> key when
  * past_equal); n when there is none. Branch-free lower bound. */
 static inline uint32_t search(const struct cmt__set_key *keys, uint32_t n,
-                              const struct cmt__set_key *key, bool past_equal) {
-  if (n == 0)
-    return 0;
-  const struct cmt__set_key *base = keys;
-  while (n > 1) {
-    uint32_t half = n / 2;
-    base += before(&base[half - 1], key, past_equal) ? half : 0;
-    n -= half;
-  }
-  return (uint32_t)(base - keys) + before(base, key, past_equal);
+                              const struct cmt__set_key *key, bool past_equal)
+{
+    if (n == 0)
+        return 0;
+    const struct cmt__set_key *base = keys;
+    while (n > 1) {
+        uint32_t half = n / 2;
+        base += before(&base[half - 1], key, past_equal) ? half : 0;
+        n -= half;
+    }
+    return (uint32_t)(base - keys) + before(base, key, past_equal);
 }
 
 /* The first chunk whose last key is >= key (> key when past_equal);
  * chunk_count when there is none. */
 static uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
-                           bool past_equal) {
-  return search(s->last, s->chunk_count, key, past_equal);
+                           bool past_equal)
+{
+    return search(s->last, s->chunk_count, key, past_equal);
 }
 
 static uint32_t find_in_chunk(const struct cmt__set_key *e, uint32_t n,
-                              const struct cmt__set_key *key, bool past_equal) {
-  return search(e, n, key, past_equal);
+                              const struct cmt__set_key *key, bool past_equal)
+{
+    return search(e, n, key, past_equal);
 }
 
 /* Open an empty chunk at position c of the sequence. */
-static void chunk_open(struct cmt_model *m, struct cmt__set *s, uint32_t c) {
-  uint32_t tail = s->chunk_count - c;
-  memmove(&s->ids[c + 1], &s->ids[c], tail * sizeof *s->ids);
-  memmove(&s->fill[c + 1], &s->fill[c], tail * sizeof *s->fill);
-  memmove(&s->last[c + 1], &s->last[c], tail * sizeof *s->last);
-  s->ids[c] = m->chunk_free[--m->chunk_free_count];
-  s->fill[c] = 0;
-  s->chunk_count++;
+static void chunk_open(struct cmt_model *m, struct cmt__set *s, uint32_t c)
+{
+    uint32_t tail = s->chunk_count - c;
+    memmove(&s->ids[c + 1], &s->ids[c], tail * sizeof *s->ids);
+    memmove(&s->fill[c + 1], &s->fill[c], tail * sizeof *s->fill);
+    memmove(&s->last[c + 1], &s->last[c], tail * sizeof *s->last);
+    s->ids[c] = m->chunk_free[--m->chunk_free_count];
+    s->fill[c] = 0;
+    s->chunk_count++;
 }
 
-static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c) {
-  m->chunk_free[m->chunk_free_count++] = s->ids[c];
-  uint32_t tail = s->chunk_count - c - 1;
-  memmove(&s->ids[c], &s->ids[c + 1], tail * sizeof *s->ids);
-  memmove(&s->fill[c], &s->fill[c + 1], tail * sizeof *s->fill);
-  memmove(&s->last[c], &s->last[c + 1], tail * sizeof *s->last);
-  s->chunk_count--;
+static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c)
+{
+    m->chunk_free[m->chunk_free_count++] = s->ids[c];
+    uint32_t tail = s->chunk_count - c - 1;
+    memmove(&s->ids[c], &s->ids[c + 1], tail * sizeof *s->ids);
+    memmove(&s->fill[c], &s->fill[c + 1], tail * sizeof *s->fill);
+    memmove(&s->last[c], &s->last[c + 1], tail * sizeof *s->last);
+    s->chunk_count--;
 }
 
 /* Append chunk c + 1 to chunk c (they fit in one) and drop it. */
-static void chunk_merge_next(struct cmt_model *m, struct cmt__set *s, uint32_t c) {
-  memcpy(chunk(m, s, c) + s->fill[c], chunk(m, s, c + 1),
-         s->fill[c + 1] * sizeof(struct cmt__set_key));
-  s->fill[c] += s->fill[c + 1];
-  s->last[c] = s->last[c + 1];
-  chunk_close(m, s, c + 1);
+static void chunk_merge_next(struct cmt_model *m, struct cmt__set *s, uint32_t c)
+{
+    memcpy(chunk(m, s, c) + s->fill[c], chunk(m, s, c + 1),
+           s->fill[c + 1] * sizeof(struct cmt__set_key));
+    s->fill[c] += s->fill[c + 1];
+    s->last[c] = s->last[c + 1];
+    chunk_close(m, s, c + 1);
 }
 
-void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node) {
-  struct cmt__set_key key = key_of(m, s, node);
-  if (s->chunk_count == 0)
-    chunk_open(m, s, 0);
-  uint32_t c = find_chunk(s, &key, false);
-  if (c == s->chunk_count)
-    c--;
-  if (s->fill[c] == CMT__CHUNK) {
-    chunk_open(m, s, c + 1);
-    memcpy(chunk(m, s, c + 1), chunk(m, s, c) + HALF,
-           (CMT__CHUNK - HALF) * sizeof(struct cmt__set_key));
-    s->fill[c] = HALF;
-    s->fill[c + 1] = CMT__CHUNK - HALF;
-    s->last[c + 1] = s->last[c];
-    s->last[c] = chunk(m, s, c)[HALF - 1];
-    if (before(&s->last[c], &key, false))
-      c++;
-  }
-  struct cmt__set_key *e = chunk(m, s, c);
-  uint32_t n = s->fill[c];
-  uint32_t p = find_in_chunk(e, n, &key, false);
-  memmove(&e[p + 1], &e[p], (n - p) * sizeof *e);
-  e[p] = key;
-  s->fill[c] = n + 1;
-  s->last[c] = e[n];
-  s->count++;
+void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
+{
+    struct cmt__set_key key = key_of(m, s, node);
+    if (s->chunk_count == 0)
+        chunk_open(m, s, 0);
+    uint32_t c = find_chunk(s, &key, false);
+    if (c == s->chunk_count)
+        c--;
+    if (s->fill[c] == CMT__CHUNK) {
+        chunk_open(m, s, c + 1);
+        memcpy(chunk(m, s, c + 1), chunk(m, s, c) + HALF,
+               (CMT__CHUNK - HALF) * sizeof(struct cmt__set_key));
+        s->fill[c] = HALF;
+        s->fill[c + 1] = CMT__CHUNK - HALF;
+        s->last[c + 1] = s->last[c];
+        s->last[c] = chunk(m, s, c)[HALF - 1];
+        if (before(&s->last[c], &key, false))
+            c++;
+    }
+    struct cmt__set_key *e = chunk(m, s, c);
+    uint32_t n = s->fill[c];
+    uint32_t p = find_in_chunk(e, n, &key, false);
+    memmove(&e[p + 1], &e[p], (n - p) * sizeof *e);
+    e[p] = key;
+    s->fill[c] = n + 1;
+    s->last[c] = e[n];
+    s->count++;
 }
 
 /* Where node's key is: the last search's hint when it still points at the
  * node (a lower bound is usually followed by the erase of what it found),
  * else a search. @return false when node is not in the set. */
-static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
-                   uint32_t *cp, uint32_t *pp) {
-  uint32_t c = s->hint_chunk, p = s->hint_pos;
-  if (c < s->chunk_count && p < s->fill[c] && chunk(m, s, c)[p].slot == node) {
+static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node, uint32_t *cp,
+                   uint32_t *pp)
+{
+    uint32_t c = s->hint_chunk, p = s->hint_pos;
+    if (c < s->chunk_count && p < s->fill[c] && chunk(m, s, c)[p].slot == node) {
+        *cp = c;
+        *pp = p;
+        return true;
+    }
+    struct cmt__set_key key = key_of(m, s, node);
+    c = find_chunk(s, &key, false);
+    if (c == s->chunk_count)
+        return false;
+    const struct cmt__set_key *e = chunk(m, s, c);
+    p = find_in_chunk(e, s->fill[c], &key, false);
+    if (p == s->fill[c] || e[p].slot != node)
+        return false;
     *cp = c;
     *pp = p;
     return true;
-  }
-  struct cmt__set_key key = key_of(m, s, node);
-  c = find_chunk(s, &key, false);
-  if (c == s->chunk_count)
-    return false;
-  const struct cmt__set_key *e = chunk(m, s, c);
-  p = find_in_chunk(e, s->fill[c], &key, false);
-  if (p == s->fill[c] || e[p].slot != node)
-    return false;
-  *cp = c;
-  *pp = p;
-  return true;
 }
 
-static void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32_t p) {
-  struct cmt__set_key *e = chunk(m, s, c);
-  uint32_t n = s->fill[c];
-  memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
-  s->fill[c] = --n;
-  s->count--;
-  if (n == 0) {
-    chunk_close(m, s, c);
-    return;
-  }
-  s->last[c] = e[n - 1];
-  if (c > 0 && s->fill[c - 1] + n <= HALF)
-    chunk_merge_next(m, s, --c);
-  if (c + 1 < s->chunk_count && s->fill[c] + s->fill[c + 1] <= HALF)
-    chunk_merge_next(m, s, c);
+static void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32_t p)
+{
+    struct cmt__set_key *e = chunk(m, s, c);
+    uint32_t n = s->fill[c];
+    memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
+    s->fill[c] = --n;
+    s->count--;
+    if (n == 0) {
+        chunk_close(m, s, c);
+        return;
+    }
+    s->last[c] = e[n - 1];
+    if (c > 0 && s->fill[c - 1] + n <= HALF)
+        chunk_merge_next(m, s, --c);
+    if (c + 1 < s->chunk_count && s->fill[c] + s->fill[c + 1] <= HALF)
+        chunk_merge_next(m, s, c);
 }
 
-void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node) {
-  uint32_t c, p;
-  if (locate(m, s, node, &c, &p))
+void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node)
+{
+    uint32_t c, p;
+    if (locate(m, s, node, &c, &p))
+        erase_at(m, s, c, p);
+}
+
+void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node)
+{
+    uint32_t c, p;
+    if (!locate(m, s, old, &c, &p)) {
+        cmt__set_insert(m, s, node);
+        return;
+    }
+    struct cmt__set_key key = key_of(m, s, node);
+    struct cmt__set_key *e = chunk(m, s, c);
+    uint32_t n = s->fill[c];
+    const struct cmt__set_key *prev = p > 0 ? &e[p - 1] : c > 0 ? &s->last[c - 1] : NULL;
+    const struct cmt__set_key *next = p + 1 < n                ? &e[p + 1]
+                                      : c + 1 < s->chunk_count ? chunk(m, s, c + 1)
+                                                               : NULL;
+    if ((!prev || before(prev, &key, false)) && (!next || before(&key, next, false))) {
+        /* The new key sorts where the old one was: no search, nothing moves. */
+        e[p] = key;
+        if (p + 1 == n)
+            s->last[c] = key;
+        return;
+    }
     erase_at(m, s, c, p);
-}
-
-void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node) {
-  uint32_t c, p;
-  if (!locate(m, s, old, &c, &p)) {
     cmt__set_insert(m, s, node);
-    return;
-  }
-  struct cmt__set_key key = key_of(m, s, node);
-  struct cmt__set_key *e = chunk(m, s, c);
-  uint32_t n = s->fill[c];
-  const struct cmt__set_key *prev = p > 0 ? &e[p - 1] : c > 0 ? &s->last[c - 1] : NULL;
-  const struct cmt__set_key *next = p + 1 < n                ? &e[p + 1]
-                                  : c + 1 < s->chunk_count ? chunk(m, s, c + 1)
-                                                           : NULL;
-  if ((!prev || before(prev, &key, false)) && (!next || before(&key, next, false))) {
-    /* The new key sorts where the old one was: no search, nothing moves. */
-    e[p] = key;
-    if (p + 1 == n)
-      s->last[c] = key;
-    return;
-  }
-  erase_at(m, s, c, p);
-  cmt__set_insert(m, s, node);
 }
 
 /* The first entry >= key (> key when past_equal), as a slot. */
-static uint32_t seek(const struct cmt_model *m, struct cmt__set *s,
-                     const struct cmt__set_key *key, bool past_equal) {
-  uint32_t c = find_chunk(s, key, past_equal);
-  if (c == s->chunk_count)
-    return CMT__NIL;
-  const struct cmt__set_key *e = chunk(m, s, c);
-  uint32_t p = find_in_chunk(e, s->fill[c], key, past_equal);
-  s->hint_chunk = c;
-  s->hint_pos = p;
-  return e[p].slot;
+static uint32_t seek(const struct cmt_model *m, struct cmt__set *s, const struct cmt__set_key *key,
+                     bool past_equal)
+{
+    uint32_t c = find_chunk(s, key, past_equal);
+    if (c == s->chunk_count)
+        return CMT__NIL;
+    const struct cmt__set_key *e = chunk(m, s, c);
+    uint32_t p = find_in_chunk(e, s->fill[c], key, past_equal);
+    s->hint_chunk = c;
+    s->hint_pos = p;
+    return e[p].slot;
 }
 
-uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s,
-                              uint64_t stream, uint64_t size, uint64_t address) {
-  struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
-  return seek(m, s, &key, false);
+uint32_t cmt__set_lower_bound(const struct cmt_model *m, struct cmt__set *s, uint64_t stream,
+                              uint64_t size, uint64_t address)
+{
+    struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
+    return seek(m, s, &key, false);
 }
 
-uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s,
-                         uint64_t stream, uint64_t size, uint64_t address) {
-  struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
-  uint32_t c = find_chunk(s, &key, false);
-  uint32_t p = c == s->chunk_count ? 0 : find_in_chunk(chunk(m, s, c), s->fill[c], &key, false);
-  if (p == 0) {
-    if (c == 0)
-      return CMT__NIL;
-    c--;
-    p = s->fill[c];
-  }
-  return chunk(m, s, c)[p - 1].slot;
+uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s, uint64_t stream,
+                         uint64_t size, uint64_t address)
+{
+    struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
+    uint32_t c = find_chunk(s, &key, false);
+    uint32_t p = c == s->chunk_count ? 0 : find_in_chunk(chunk(m, s, c), s->fill[c], &key, false);
+    if (p == 0) {
+        if (c == 0)
+            return CMT__NIL;
+        c--;
+        p = s->fill[c];
+    }
+    return chunk(m, s, c)[p - 1].slot;
 }
 
-uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node) {
-  struct cmt__set_key key = key_of(m, s, node);
-  return seek(m, s, &key, true);
+uint32_t cmt__set_after(const struct cmt_model *m, struct cmt__set *s, uint32_t node)
+{
+    struct cmt__set_key key = key_of(m, s, node);
+    return seek(m, s, &key, true);
 }
 
-int cmt__sets_reserve(struct cmt_model *m, uint64_t slots) {
-  /* Four sets; each of n keys needs at most 2n / (HALF + 1) + 1 <
+int cmt__sets_reserve(struct cmt_model *m, uint64_t slots)
+{
+    /* Four sets; each of n keys needs at most 2n / (HALF + 1) + 1 <
    * n / (HALF / 2) + 1 chunks (see above), and a split briefly takes one more. */
-  uint64_t need = slots / (HALF / 2) + 8;
-  if (need <= m->chunk_capacity)
-    return 0;
-  if (need > UINT32_MAX / 2)
-    return CMT_EMODEL_NOMEM;
-  uint64_t cap = m->chunk_capacity ? m->chunk_capacity : 16;
-  while (cap < need)
-    cap *= 2;
-  struct cmt__set_key *entries =
-      realloc(m->chunk_entries, cap * CMT__CHUNK * sizeof *entries);
-  if (!entries)
-    return CMT_EMODEL_NOMEM;
-  m->chunk_entries = entries;
-  uint32_t *free_ids = realloc(m->chunk_free, cap * sizeof *free_ids);
-  if (!free_ids)
-    return CMT_EMODEL_NOMEM;
-  m->chunk_free = free_ids;
-  for (int p = 0; p < 2; p++) {
-    struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
-    for (int k = 0; k < 2; k++) {
-      struct cmt__set *s = sets[k];
-      uint32_t *ids = realloc(s->ids, cap * sizeof *ids);
-      if (ids)
-        s->ids = ids;
-      uint32_t *fill = realloc(s->fill, cap * sizeof *fill);
-      if (fill)
-        s->fill = fill;
-      struct cmt__set_key *last = realloc(s->last, cap * sizeof *last);
-      if (last)
-        s->last = last;
-      if (!ids || !fill || !last)
+    uint64_t need = slots / (HALF / 2) + 8;
+    if (need <= m->chunk_capacity)
+        return 0;
+    if (need > UINT32_MAX / 2)
         return CMT_EMODEL_NOMEM;
+    uint64_t cap = m->chunk_capacity ? m->chunk_capacity : 16;
+    while (cap < need)
+        cap *= 2;
+    struct cmt__set_key *entries = realloc(m->chunk_entries, cap * CMT__CHUNK * sizeof *entries);
+    if (!entries)
+        return CMT_EMODEL_NOMEM;
+    m->chunk_entries = entries;
+    uint32_t *free_ids = realloc(m->chunk_free, cap * sizeof *free_ids);
+    if (!free_ids)
+        return CMT_EMODEL_NOMEM;
+    m->chunk_free = free_ids;
+    for (int p = 0; p < 2; p++) {
+        struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
+        for (int k = 0; k < 2; k++) {
+            struct cmt__set *s = sets[k];
+            uint32_t *ids = realloc(s->ids, cap * sizeof *ids);
+            if (ids)
+                s->ids = ids;
+            uint32_t *fill = realloc(s->fill, cap * sizeof *fill);
+            if (fill)
+                s->fill = fill;
+            struct cmt__set_key *last = realloc(s->last, cap * sizeof *last);
+            if (last)
+                s->last = last;
+            if (!ids || !fill || !last)
+                return CMT_EMODEL_NOMEM;
+        }
     }
-  }
-  /* Hand out low ids first: the stack's top is its end. */
-  uint32_t added = (uint32_t)cap - m->chunk_capacity;
-  memmove(&m->chunk_free[added], m->chunk_free, m->chunk_free_count * sizeof *m->chunk_free);
-  for (uint32_t k = 0; k < added; k++)
-    m->chunk_free[k] = (uint32_t)cap - 1 - k;
-  m->chunk_free_count += added;
-  m->chunk_capacity = (uint32_t)cap;
-  return 0;
+    /* Hand out low ids first: the stack's top is its end. */
+    uint32_t added = (uint32_t)cap - m->chunk_capacity;
+    memmove(&m->chunk_free[added], m->chunk_free, m->chunk_free_count * sizeof *m->chunk_free);
+    for (uint32_t k = 0; k < added; k++)
+        m->chunk_free[k] = (uint32_t)cap - 1 - k;
+    m->chunk_free_count += added;
+    m->chunk_capacity = (uint32_t)cap;
+    return 0;
 }
 
-void cmt__sets_destroy(struct cmt_model *m) {
-  free(m->chunk_entries);
-  free(m->chunk_free);
-  for (int p = 0; p < 2; p++) {
-    struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
-    for (int k = 0; k < 2; k++) {
-      free(sets[k]->ids);
-      free(sets[k]->fill);
-      free(sets[k]->last);
+void cmt__sets_destroy(struct cmt_model *m)
+{
+    free(m->chunk_entries);
+    free(m->chunk_free);
+    for (int p = 0; p < 2; p++) {
+        struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
+        for (int k = 0; k < 2; k++) {
+            free(sets[k]->ids);
+            free(sets[k]->fill);
+            free(sets[k]->last);
+        }
     }
-  }
 }

@@ -60,26 +60,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CMT_MODEL_SETTINGS(X)                                                  \
-  X(max_split_size, limit_mb, "max_split_size_mb", UINT64_MAX,                 \
-    "--max-split-size-mb", "max_split_size_mb", 0, 20, (double)(1ull << 40),   \
-    "e.g. 4096,6144,8192,inf (default: unlimited and a\n"                      \
-    "ladder around the request that fails)")                                   \
-  X(expandable_segments, boolean, "expandable_segments", false,                \
-    "--expandable-segments", "expandable_segments", 4, 0, 1,                   \
-    "true,false (default: false)")                                             \
-  X(roundup_power2_divisions, pow2, "roundup_power2_divisions", 0,             \
-    "--roundup-power2-divisions", "roundup_power2_divisions", 2, 1, 1024,      \
-    "0 (off) or powers of two, e.g. 0,4 (default: 0)")                         \
-  X(garbage_collection_threshold, fraction, "garbage_collection_threshold",    \
-    0.0, "--gc-threshold", "garbage_collection_threshold", 3, 0, 1,            \
-    "0 (off) or fractions in (0,1), e.g. 0,0.8; acts with\n"                   \
-    "a memory-fraction cap equal to the capacity (default: 0)")               \
-  X(max_non_split_rounding, mb, "max_non_split_rounding_mb",                   \
-    (20 * ((uint64_t)1 << 20)), "--max-non-split-rounding-mb",                 \
-    "max_non_split_rounding_mb", 1, 20, (double)(1ull << 40),                  \
-    "e.g. 20,64 (default: 20): how much larger than an\n"                    \
-    "oversize request the cached block it reuses may be")
+#define CMT_MODEL_SETTINGS(X)                                                                      \
+    X(max_split_size, limit_mb, "max_split_size_mb", UINT64_MAX, "--max-split-size-mb",            \
+      "max_split_size_mb", 0, 20, (double)(1ull << 40),                                            \
+      "e.g. 4096,6144,8192,inf (default: unlimited and a\n"                                        \
+      "ladder around the request that fails)")                                                     \
+    X(expandable_segments, boolean, "expandable_segments", false, "--expandable-segments",         \
+      "expandable_segments", 4, 0, 1, "true,false (default: false)")                               \
+    X(roundup_power2_divisions, pow2, "roundup_power2_divisions", 0, "--roundup-power2-divisions", \
+      "roundup_power2_divisions", 2, 1, 1024, "0 (off) or powers of two, e.g. 0,4 (default: 0)")   \
+    X(garbage_collection_threshold, fraction, "garbage_collection_threshold", 0.0,                 \
+      "--gc-threshold", "garbage_collection_threshold", 3, 0, 1,                                   \
+      "0 (off) or fractions in (0,1), e.g. 0,0.8; acts with\n"                                     \
+      "a memory-fraction cap equal to the capacity (default: 0)")                                  \
+    X(max_non_split_rounding, mb, "max_non_split_rounding_mb", (20 * ((uint64_t)1 << 20)),         \
+      "--max-non-split-rounding-mb", "max_non_split_rounding_mb", 1, 20, (double)(1ull << 40),     \
+      "e.g. 20,64 (default: 20): how much larger than an\n"                                        \
+      "oversize request the cached block it reuses may be")
 
 /* The C type of each setting type. */
 #define CMT__SETTING_CTYPE_limit_mb uint64_t
@@ -91,26 +88,39 @@
 
 /* The fields of a struct holding every setting, in table order. */
 #define CMT__SETTING_FIELD(field, type, conf_key, def, flag, json, rank, lo, hi, help) \
-  CMT__SETTING_CTYPE(type) field;
+    CMT__SETTING_CTYPE(type) field;
 #define CMT_MODEL_SETTING_FIELDS CMT_MODEL_SETTINGS(CMT__SETTING_FIELD)
 
 /* CMT_MODEL_SETTING_<field>: the index of each setting in the table. */
 enum cmt_model_setting_index {
 #define CMT__SETTING_INDEX(field, ...) CMT_MODEL_SETTING_##field,
-  CMT_MODEL_SETTINGS(CMT__SETTING_INDEX)
+    CMT_MODEL_SETTINGS(CMT__SETTING_INDEX)
 #undef CMT__SETTING_INDEX
-  CMT_MODEL_SETTING_COUNT
+        CMT_MODEL_SETTING_COUNT
 };
 
 /* Whether a cmt_model_config value differs from the default: what
  * cmt_model_config_format names and what the whatif recommendation counts as
  * a change. */
-static inline bool cmt__setting_set_limit_mb(uint64_t v, uint64_t def) {
-  return v != 0 && v != UINT64_MAX;
+static inline bool cmt__setting_set_limit_mb(uint64_t v, uint64_t def)
+{
+    return v != 0 && v != UINT64_MAX;
 }
-static inline bool cmt__setting_set_mb(uint64_t v, uint64_t def) { return v != def; }
-static inline bool cmt__setting_set_pow2(unsigned v, unsigned def) { return v > 1; }
-static inline bool cmt__setting_set_fraction(double v, double def) { return v > 0.0; }
-static inline bool cmt__setting_set_boolean(bool v, bool def) { return v != def; }
+static inline bool cmt__setting_set_mb(uint64_t v, uint64_t def)
+{
+    return v != def;
+}
+static inline bool cmt__setting_set_pow2(unsigned v, unsigned def)
+{
+    return v > 1;
+}
+static inline bool cmt__setting_set_fraction(double v, double def)
+{
+    return v > 0.0;
+}
+static inline bool cmt__setting_set_boolean(bool v, bool def)
+{
+    return v != def;
+}
 
 #endif /* CMT_MODEL_SETTINGS_H */

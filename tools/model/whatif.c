@@ -18,367 +18,390 @@
  * tensor ids are those ids less one. The collector only remembers which ids are tensors of the
  * kept device now (mine[]). */
 struct cmt_whatif_collector {
-  struct cmt_whatif_stream *s;
-  size_t event_capacity;
-  uint8_t *mine; /* by object id: 1 while it is a live tensor of the stream */
-  uint32_t mine_cap;
-  int failed;    /* out of host memory */
-  /* Shape of the allocations, for the caching detector. */
-  uint64_t segment_shaped;
-  uint64_t last_failed_size;
-  bool freed_since_failure;
-  bool retry_signature;
-  uint64_t retry_size;
+    struct cmt_whatif_stream *s;
+    size_t event_capacity;
+    uint8_t *mine; /* by object id: 1 while it is a live tensor of the stream */
+    uint32_t mine_cap;
+    int failed; /* out of host memory */
+    /* Shape of the allocations, for the caching detector. */
+    uint64_t segment_shaped;
+    uint64_t last_failed_size;
+    bool freed_since_failure;
+    bool retry_signature;
+    uint64_t retry_size;
 };
 
-static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_event *e) {
-  struct cmt_whatif_stream *s = b->s;
-  if (s->event_count == b->event_capacity) {
-    size_t cap = b->event_capacity ? b->event_capacity * 2 : 4096;
-    struct cmt_whatif_event *grown = realloc(s->events, cap * sizeof *grown);
-    if (!grown)
-      return -1;
-    s->events = grown;
-    b->event_capacity = cap;
-  }
-  s->events[s->event_count++] = *e;
-  return 0;
+static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_event *e)
+{
+    struct cmt_whatif_stream *s = b->s;
+    if (s->event_count == b->event_capacity) {
+        size_t cap = b->event_capacity ? b->event_capacity * 2 : 4096;
+        struct cmt_whatif_event *grown = realloc(s->events, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->events = grown;
+        b->event_capacity = cap;
+    }
+    s->events[s->event_count++] = *e;
+    return 0;
 }
 
-static int mark(struct cmt_whatif_collector *b, uint32_t object, uint8_t v) {
-  if (object >= b->mine_cap) {
-    uint32_t cap = b->mine_cap ? b->mine_cap : 1024;
-    while (cap <= object)
-      cap *= 2;
-    uint8_t *grown = realloc(b->mine, cap);
-    if (!grown)
-      return -1;
-    memset(grown + b->mine_cap, 0, cap - b->mine_cap);
-    b->mine = grown;
-    b->mine_cap = cap;
-  }
-  b->mine[object] = v;
-  return 0;
+static int mark(struct cmt_whatif_collector *b, uint32_t object, uint8_t v)
+{
+    if (object >= b->mine_cap) {
+        uint32_t cap = b->mine_cap ? b->mine_cap : 1024;
+        while (cap <= object)
+            cap *= 2;
+        uint8_t *grown = realloc(b->mine, cap);
+        if (!grown)
+            return -1;
+        memset(grown + b->mine_cap, 0, cap - b->mine_cap);
+        b->mine = grown;
+        b->mine_cap = cap;
+    }
+    b->mine[object] = v;
+    return 0;
 }
 
-static bool is_mine(const struct cmt_whatif_collector *b, uint32_t object) {
-  return object != CMT_NO_OBJECT && object < b->mine_cap && b->mine[object];
+static bool is_mine(const struct cmt_whatif_collector *b, uint32_t object)
+{
+    return object != CMT_NO_OBJECT && object < b->mine_cap && b->mine[object];
 }
 
 /* The tensor `object` ends (freed, or dropped by the replay without a recorded free). */
-static int end_tensor(struct cmt_whatif_collector *b, uint32_t object, const struct cmt_event *ev) {
-  struct cmt_whatif_event f = {.id = object - 1, .t_ns = ev->t_ns, .seq = ev->seq, .is_free = 1};
-  b->mine[object] = 0;
-  return push_event(b, &f);
+static int end_tensor(struct cmt_whatif_collector *b, uint32_t object, const struct cmt_event *ev)
+{
+    struct cmt_whatif_event f = {.id = object - 1, .t_ns = ev->t_ns, .seq = ev->seq, .is_free = 1};
+    b->mine[object] = 0;
+    return push_event(b, &f);
 }
 
-static bool segment_shaped(uint64_t size) {
-  return size == 2 * MIB || (size >= 20 * MIB && size % (2 * MIB) == 0);
+static bool segment_shaped(uint64_t size)
+{
+    return size == 2 * MIB || (size >= 20 * MIB && size % (2 * MIB) == 0);
 }
 
 /* A failed allocation, then (after frees, or directly) the same size again:
  * PyTorch's release-and-retry path. */
-static void note_failure(struct cmt_whatif_collector *b, uint64_t size) {
-  if (b->last_failed_size == size && !b->retry_signature) {
-    b->retry_signature = true;
-    b->retry_size = size;
-  }
-  b->last_failed_size = size;
-  b->freed_since_failure = false;
+static void note_failure(struct cmt_whatif_collector *b, uint64_t size)
+{
+    if (b->last_failed_size == size && !b->retry_signature) {
+        b->retry_signature = true;
+        b->retry_size = size;
+    }
+    b->last_failed_size = size;
+    b->freed_since_failure = false;
 }
 
-static void note_success(struct cmt_whatif_collector *b, uint64_t size) {
-  if (b->last_failed_size == size && b->freed_since_failure && !b->retry_signature) {
-    b->retry_signature = true;
-    b->retry_size = size;
-  }
-  b->last_failed_size = 0;
+static void note_success(struct cmt_whatif_collector *b, uint64_t size)
+{
+    if (b->last_failed_size == size && b->freed_since_failure && !b->retry_signature) {
+        b->retry_signature = true;
+        b->retry_size = size;
+    }
+    b->last_failed_size = 0;
 }
 
 /* The model replays plain and stream-ordered device allocations (what PyTorch's allocator
  * turns tensors into when caching is off, or with backend:cudaMallocAsync). */
-static bool modelled_kind(int kind) {
-  return kind == CMT_KIND_DEVICE || kind == CMT_KIND_ASYNC;
+static bool modelled_kind(int kind)
+{
+    return kind == CMT_KIND_DEVICE || kind == CMT_KIND_ASYNC;
 }
 
-static int on_alloc(struct cmt_whatif_collector *b, const struct cmt_replay_step *st) {
-  struct cmt_whatif_stream *s = b->s;
-  const struct cmt_event *ev = &st->rec.u.event;
-  uint64_t size = st->request;
-  if (st->failed) {
-    s->failed_allocs++;
-    note_failure(b, size);
-    return 0;
-  }
-  if (st->object == CMT_NO_OBJECT || !st->key)
-    return 0;
-  if (s->allocs == 0)
-    s->device = ev->dev;
-  if (ev->dev != s->device) {
-    s->other_device_events++;
-    return 0;
-  }
-  note_success(b, size);
-  /* A pointer allocated again without a recorded free (or a tensor the replay dropped with
+static int on_alloc(struct cmt_whatif_collector *b, const struct cmt_replay_step *st)
+{
+    struct cmt_whatif_stream *s = b->s;
+    const struct cmt_event *ev = &st->rec.u.event;
+    uint64_t size = st->request;
+    if (st->failed) {
+        s->failed_allocs++;
+        note_failure(b, size);
+        return 0;
+    }
+    if (st->object == CMT_NO_OBJECT || !st->key)
+        return 0;
+    if (s->allocs == 0)
+        s->device = ev->dev;
+    if (ev->dev != s->device) {
+        s->other_device_events++;
+        return 0;
+    }
+    note_success(b, size);
+    /* A pointer allocated again without a recorded free (or a tensor the replay dropped with
    * its context): the old tensor ends here. */
-  if (is_mine(b, st->replaced) && end_tensor(b, st->replaced, ev))
-    return -1;
-  if (is_mine(b, st->object) && end_tensor(b, st->object, ev))
-    return -1;
-  struct cmt_whatif_event e = {.size = size,
-                               .stream = st->kind == CMT_KIND_ASYNC ? ev->v[CMT_FIELD_STREAM] : 0,
-                               .t_ns = ev->t_ns,
-                               .seq = ev->seq,
-                               .id = st->object - 1,
-                               .site = st->site};
-  if (mark(b, st->object, 1) || push_event(b, &e))
-    return -1;
-  if (st->object > s->id_count)
-    s->id_count = st->object;
-  s->allocs++;
-  if (segment_shaped(size))
-    b->segment_shaped++;
-  return 0;
+    if (is_mine(b, st->replaced) && end_tensor(b, st->replaced, ev))
+        return -1;
+    if (is_mine(b, st->object) && end_tensor(b, st->object, ev))
+        return -1;
+    struct cmt_whatif_event e = {.size = size,
+                                 .stream = st->kind == CMT_KIND_ASYNC ? ev->v[CMT_FIELD_STREAM] : 0,
+                                 .t_ns = ev->t_ns,
+                                 .seq = ev->seq,
+                                 .id = st->object - 1,
+                                 .site = st->site};
+    if (mark(b, st->object, 1) || push_event(b, &e))
+        return -1;
+    if (st->object > s->id_count)
+        s->id_count = st->object;
+    s->allocs++;
+    if (segment_shaped(size))
+        b->segment_shaped++;
+    return 0;
 }
 
-static int on_free(struct cmt_whatif_collector *b, const struct cmt_replay_step *st) {
-  struct cmt_whatif_stream *s = b->s;
-  const struct cmt_event *ev = &st->rec.u.event;
-  if (is_mine(b, st->object)) {
-    if (end_tensor(b, st->object, ev))
-      return -1;
-    s->frees++;
-    b->freed_since_failure = true;
+static int on_free(struct cmt_whatif_collector *b, const struct cmt_replay_step *st)
+{
+    struct cmt_whatif_stream *s = b->s;
+    const struct cmt_event *ev = &st->rec.u.event;
+    if (is_mine(b, st->object)) {
+        if (end_tensor(b, st->object, ev))
+            return -1;
+        s->frees++;
+        b->freed_since_failure = true;
+        return 0;
+    }
+    /* a free of device memory that is not a tensor of the stream */
+    int apply = cmt_op_apply((uint32_t)st->op);
+    if (st->failed || !ev->v[CMT_FIELD_PTR] || !modelled_kind(cmt_op_kind((uint32_t)st->op)) ||
+        (apply != CMT_APPLY_FREE && apply != CMT_APPLY_FREE_TO_POOL))
+        return 0;
+    if (s->allocs && ev->dev != s->device && ev->dev >= 0)
+        s->other_device_events++;
+    else
+        s->unmatched_frees++;
     return 0;
-  }
-  /* a free of device memory that is not a tensor of the stream */
-  int apply = cmt_op_apply((uint32_t)st->op);
-  if (st->failed || !ev->v[CMT_FIELD_PTR] || !modelled_kind(cmt_op_kind((uint32_t)st->op)) ||
-      (apply != CMT_APPLY_FREE && apply != CMT_APPLY_FREE_TO_POOL))
-    return 0;
-  if (s->allocs && ev->dev != s->device && ev->dev >= 0)
-    s->other_device_events++;
-  else
-    s->unmatched_frees++;
-  return 0;
 }
 
 static unsigned collect_step(struct cmt_observer *self, const cmt_replay *rp,
-                             const struct cmt_replay_step *st) {
-  (void)rp;
-  struct cmt_whatif_collector *b = self->ctx;
-  int failed = 0;
-  if (st->is_alloc) {
-    if (modelled_kind(st->kind))
-      failed = on_alloc(b, st);
-  } else if (st->object != CMT_NO_OBJECT || st->unknown_free) {
-    failed = on_free(b, st);
-  }
-  if (failed) {
-    b->failed = 1;
-    return 0; /* out of host memory: nothing more to collect */
-  }
-  return CMT_OBSERVE_EVENT;
+                             const struct cmt_replay_step *st)
+{
+    (void)rp;
+    struct cmt_whatif_collector *b = self->ctx;
+    int failed = 0;
+    if (st->is_alloc) {
+        if (modelled_kind(st->kind))
+            failed = on_alloc(b, st);
+    } else if (st->object != CMT_NO_OBJECT || st->unknown_free) {
+        failed = on_free(b, st);
+    }
+    if (failed) {
+        b->failed = 1;
+        return 0; /* out of host memory: nothing more to collect */
+    }
+    return CMT_OBSERVE_EVENT;
 }
 
 /* The frame a call site is named by, as report and oom name it (frames.h), as text ("" without
  * a stack). */
-static void site_text(const cmt_reader *r, uint32_t leaf, char *buf, size_t size) {
-  buf[0] = 0;
-  uint32_t node = cmt_call_site_node(r, leaf);
-  if (node)
-    cmt_reader_format_frame(r, node, buf, size);
+static void site_text(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
+{
+    buf[0] = 0;
+    uint32_t node = cmt_call_site_node(r, leaf);
+    if (node)
+        cmt_reader_format_frame(r, node, buf, size);
 }
 
 /* Sites are the replay's call sites, named once the symbols (at the trace's end) are known. */
-static int name_sites(struct cmt_whatif_stream *s, const cmt_replay *rp) {
-  uint32_t n = cmt_replay_site_count(rp);
-  s->sites = calloc(n ? n : 1, sizeof *s->sites);
-  if (!s->sites)
-    return -1;
-  char text[512];
-  for (uint32_t i = 0; i < n; i++) {
-    text[0] = 0;
-    if (i)
-      site_text(cmt_replay_reader(rp), cmt_replay_site(rp, i)->stack, text, sizeof text);
-    if (!(s->sites[i] = strdup(text)))
-      return -1;
-    s->site_count = i + 1;
-  }
-  return 0;
+static int name_sites(struct cmt_whatif_stream *s, const cmt_replay *rp)
+{
+    uint32_t n = cmt_replay_site_count(rp);
+    s->sites = calloc(n ? n : 1, sizeof *s->sites);
+    if (!s->sites)
+        return -1;
+    char text[512];
+    for (uint32_t i = 0; i < n; i++) {
+        text[0] = 0;
+        if (i)
+            site_text(cmt_replay_reader(rp), cmt_replay_site(rp, i)->stack, text, sizeof text);
+        if (!(s->sites[i] = strdup(text)))
+            return -1;
+        s->site_count = i + 1;
+    }
+    return 0;
 }
 
 /* The verdict: PyTorch's retry signature, or allocations nearly all shaped
  * like segments with few frees (a tensor-level stream frees most of what it
  * allocates; a caching allocator frees only on its release paths). */
 static void judge_caching(struct cmt_whatif_stream *s, uint64_t shaped, bool retry,
-                          uint64_t retry_size) {
-  s->caching_detected = false;
-  s->caching_reason[0] = 0;
-  if (retry) {
-    char size[32];
-    cmt_model_format_size(retry_size, size, sizeof size);
-    s->caching_detected = true;
-    snprintf(s->caching_reason, sizeof s->caching_reason,
-             "a failed allocation of %s was retried with the same size after releasing "
-             "memory (PyTorch's release-and-retry path)",
-             size);
-  } else if (s->allocs >= 4 && shaped * 10 >= s->allocs * 9 && s->frees * 10 <= s->allocs) {
-    s->caching_detected = true;
-    snprintf(s->caching_reason, sizeof s->caching_reason,
-             "%" PRIu64 " of %" PRIu64 " allocations are 2 MiB or whole multiples of 2 MiB "
-             "of at least 20 MiB, and only %" PRIu64 " were freed (segment-sized)",
-             shaped, s->allocs, s->frees);
-  }
+                          uint64_t retry_size)
+{
+    s->caching_detected = false;
+    s->caching_reason[0] = 0;
+    if (retry) {
+        char size[32];
+        cmt_model_format_size(retry_size, size, sizeof size);
+        s->caching_detected = true;
+        snprintf(s->caching_reason, sizeof s->caching_reason,
+                 "a failed allocation of %s was retried with the same size after releasing "
+                 "memory (PyTorch's release-and-retry path)",
+                 size);
+    } else if (s->allocs >= 4 && shaped * 10 >= s->allocs * 9 && s->frees * 10 <= s->allocs) {
+        s->caching_detected = true;
+        snprintf(s->caching_reason, sizeof s->caching_reason,
+                 "%" PRIu64 " of %" PRIu64 " allocations are 2 MiB or whole multiples of 2 MiB "
+                 "of at least 20 MiB, and only %" PRIu64 " were freed (segment-sized)",
+                 shaped, s->allocs, s->frees);
+    }
 }
 
-static int collect_finish(struct cmt_observer *self, const cmt_replay *rp) {
-  struct cmt_whatif_collector *b = self->ctx;
-  struct cmt_whatif_stream *s = b->s;
-  if (b->failed || name_sites(s, rp))
-    return b->failed = 1, CMT_EMODEL_NOMEM;
-  const struct cmt_replay_device *d = s->allocs ? cmt_replay_device(rp, s->device) : NULL;
-  if (d && d->have_baseline) {
-    snprintf(s->device_name, sizeof s->device_name, "%s", d->name ? d->name : "");
-    s->device_total = d->baseline_total_bytes;
-    s->device_free = d->baseline_free_bytes;
-    s->has_capacity = d->baseline_total_bytes > 0 && d->baseline_free_bytes > 0 &&
-                      d->baseline_free_bytes <= d->baseline_total_bytes;
-  }
-  judge_caching(s, b->segment_shaped, b->retry_signature, b->retry_size);
-  return 0;
+static int collect_finish(struct cmt_observer *self, const cmt_replay *rp)
+{
+    struct cmt_whatif_collector *b = self->ctx;
+    struct cmt_whatif_stream *s = b->s;
+    if (b->failed || name_sites(s, rp))
+        return b->failed = 1, CMT_EMODEL_NOMEM;
+    const struct cmt_replay_device *d = s->allocs ? cmt_replay_device(rp, s->device) : NULL;
+    if (d && d->have_baseline) {
+        snprintf(s->device_name, sizeof s->device_name, "%s", d->name ? d->name : "");
+        s->device_total = d->baseline_total_bytes;
+        s->device_free = d->baseline_free_bytes;
+        s->has_capacity = d->baseline_total_bytes > 0 && d->baseline_free_bytes > 0 &&
+                          d->baseline_free_bytes <= d->baseline_total_bytes;
+    }
+    judge_caching(s, b->segment_shaped, b->retry_signature, b->retry_size);
+    return 0;
 }
 
-int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
-                                struct cmt_whatif_stream *stream) {
-  *out = NULL;
-  if (!stream)
-    return CMT_EINVALID;
-  memset(stream, 0, sizeof *stream);
-  struct cmt_whatif_collector *b = calloc(1, sizeof *b);
-  if (!b)
-    return CMT_EMODEL_NOMEM;
-  b->s = stream;
-  *out = b;
-  return 0;
+int cmt_whatif_collector_create(struct cmt_whatif_collector **out, struct cmt_whatif_stream *stream)
+{
+    *out = NULL;
+    if (!stream)
+        return CMT_EINVALID;
+    memset(stream, 0, sizeof *stream);
+    struct cmt_whatif_collector *b = calloc(1, sizeof *b);
+    if (!b)
+        return CMT_EMODEL_NOMEM;
+    b->s = stream;
+    *out = b;
+    return 0;
 }
 
-struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c) {
-  return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT, .step = collect_step,
-                              .finish = collect_finish, .ctx = c};
+struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c)
+{
+    return (struct cmt_observer){
+        .wants = CMT_OBSERVE_EVENT, .step = collect_step, .finish = collect_finish, .ctx = c};
 }
 
-static void set_err(char *err, size_t len, const char *msg) {
-  if (len)
-    snprintf(err, len, "%s", msg);
+static void set_err(char *err, size_t len, const char *msg)
+{
+    if (len)
+        snprintf(err, len, "%s", msg);
 }
 
 int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char *err,
-                             size_t err_len) {
-  struct cmt_whatif_stream *out = b->s;
-  int rc = 0;
-  out->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
-  if (b->failed || replay_rc == CMT_ENOMEM) {
-    rc = CMT_EMODEL_NOMEM;
-    set_err(err, err_len, "out of host memory while reading the trace");
-  } else if (out->allocs == 0) {
-    rc = CMT_EWHATIF_EMPTY;
-    set_err(err, err_len,
-            out->failed_allocs
-                ? "no allocation in the trace succeeded: there is no stream to replay"
-                : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
-  }
-  if (rc)
-    cmt_whatif_stream_free(out);
-  return rc;
+                             size_t err_len)
+{
+    struct cmt_whatif_stream *out = b->s;
+    int rc = 0;
+    out->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
+    if (b->failed || replay_rc == CMT_ENOMEM) {
+        rc = CMT_EMODEL_NOMEM;
+        set_err(err, err_len, "out of host memory while reading the trace");
+    } else if (out->allocs == 0) {
+        rc = CMT_EWHATIF_EMPTY;
+        set_err(err, err_len,
+                out->failed_allocs
+                    ? "no allocation in the trace succeeded: there is no stream to replay"
+                    : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
+    }
+    if (rc)
+        cmt_whatif_stream_free(out);
+    return rc;
 }
 
-void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b) {
-  if (!b)
-    return;
-  free(b->mine);
-  free(b);
+void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b)
+{
+    if (!b)
+        return;
+    free(b->mine);
+    free(b);
 }
 
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
-                           size_t err_len) {
-  if (!reader || !out)
-    return CMT_EINVALID;
-  struct cmt_whatif_collector *c;
-  cmt_replay *rp = NULL;
-  int rc = cmt_whatif_collector_create(&c, out);
-  if (rc)
-    return rc;
-  cmt_reader_rewind(reader);
-  if (cmt_replay_create(&rp, reader) != 0) {
+                           size_t err_len)
+{
+    if (!reader || !out)
+        return CMT_EINVALID;
+    struct cmt_whatif_collector *c;
+    cmt_replay *rp = NULL;
+    int rc = cmt_whatif_collector_create(&c, out);
+    if (rc)
+        return rc;
+    cmt_reader_rewind(reader);
+    if (cmt_replay_create(&rp, reader) != 0) {
+        cmt_whatif_collector_destroy(c);
+        set_err(err, err_len, "out of host memory while reading the trace");
+        return CMT_EMODEL_NOMEM;
+    }
+    struct cmt_observer obs = cmt_whatif_observer(c);
+    rc = cmt_replay_run(rp, &obs, 1);
+    rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
+    cmt_replay_destroy(rp);
     cmt_whatif_collector_destroy(c);
-    set_err(err, err_len, "out of host memory while reading the trace");
-    return CMT_EMODEL_NOMEM;
-  }
-  struct cmt_observer obs = cmt_whatif_observer(c);
-  rc = cmt_replay_run(rp, &obs, 1);
-  rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
-  cmt_replay_destroy(rp);
-  cmt_whatif_collector_destroy(c);
-  return rc;
+    return rc;
 }
 
-void cmt_whatif_detect_caching(struct cmt_whatif_stream *s) {
-  uint64_t shaped = 0;
-  for (size_t k = 0; k < s->event_count; k++)
-    if (!s->events[k].is_free && segment_shaped(s->events[k].size))
-      shaped++;
-  judge_caching(s, shaped, false, 0);
+void cmt_whatif_detect_caching(struct cmt_whatif_stream *s)
+{
+    uint64_t shaped = 0;
+    for (size_t k = 0; k < s->event_count; k++)
+        if (!s->events[k].is_free && segment_shaped(s->events[k].size))
+            shaped++;
+    judge_caching(s, shaped, false, 0);
 }
 
 int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t count,
-                                  uint32_t id_count, uint64_t device_total,
-                                  uint64_t device_free, struct cmt_whatif_stream *out) {
-  if (!out || (!events && count))
-    return CMT_EINVALID;
-  memset(out, 0, sizeof *out);
-  uint8_t *live = calloc(id_count ? id_count : 1, 1);
-  out->events = malloc((count ? count : 1) * sizeof *out->events);
-  out->sites = malloc(sizeof *out->sites);
-  if (!live || !out->events || !out->sites || !(out->sites[0] = strdup(""))) {
-    free(live);
-    cmt_whatif_stream_free(out);
-    return CMT_EMODEL_NOMEM;
-  }
-  out->site_count = 1;
-  for (size_t k = 0; k < count; k++) {
-    const struct cmt_whatif_event *e = &events[k];
-    if (e->id >= id_count || (e->is_free ? !live[e->id] : live[e->id])) {
-      free(live);
-      cmt_whatif_stream_free(out);
-      return CMT_EINVALID;
+                                  uint32_t id_count, uint64_t device_total, uint64_t device_free,
+                                  struct cmt_whatif_stream *out)
+{
+    if (!out || (!events && count))
+        return CMT_EINVALID;
+    memset(out, 0, sizeof *out);
+    uint8_t *live = calloc(id_count ? id_count : 1, 1);
+    out->events = malloc((count ? count : 1) * sizeof *out->events);
+    out->sites = malloc(sizeof *out->sites);
+    if (!live || !out->events || !out->sites || !(out->sites[0] = strdup(""))) {
+        free(live);
+        cmt_whatif_stream_free(out);
+        return CMT_EMODEL_NOMEM;
     }
-    live[e->id] = !e->is_free;
-    out->events[k] = *e;
-    out->events[k].site = 0;
-    if (e->is_free)
-      out->frees++;
-    else
-      out->allocs++;
-  }
-  free(live);
-  out->event_count = count;
-  out->id_count = id_count;
-  out->device_total = device_total;
-  out->device_free = device_free;
-  out->has_capacity = device_total > 0 && device_free > 0 && device_free <= device_total;
-  return 0;
+    out->site_count = 1;
+    for (size_t k = 0; k < count; k++) {
+        const struct cmt_whatif_event *e = &events[k];
+        if (e->id >= id_count || (e->is_free ? !live[e->id] : live[e->id])) {
+            free(live);
+            cmt_whatif_stream_free(out);
+            return CMT_EINVALID;
+        }
+        live[e->id] = !e->is_free;
+        out->events[k] = *e;
+        out->events[k].site = 0;
+        if (e->is_free)
+            out->frees++;
+        else
+            out->allocs++;
+    }
+    free(live);
+    out->event_count = count;
+    out->id_count = id_count;
+    out->device_total = device_total;
+    out->device_free = device_free;
+    out->has_capacity = device_total > 0 && device_free > 0 && device_free <= device_total;
+    return 0;
 }
 
-void cmt_whatif_stream_free(struct cmt_whatif_stream *s) {
-  if (!s)
-    return;
-  for (uint32_t i = 0; i < s->site_count; i++)
-    free(s->sites[i]);
-  free(s->sites);
-  free(s->events);
-  s->sites = NULL;
-  s->events = NULL;
-  s->site_count = 0;
-  s->event_count = 0;
+void cmt_whatif_stream_free(struct cmt_whatif_stream *s)
+{
+    if (!s)
+        return;
+    for (uint32_t i = 0; i < s->site_count; i++)
+        free(s->sites[i]);
+    free(s->sites);
+    free(s->events);
+    s->sites = NULL;
+    s->events = NULL;
+    s->site_count = 0;
+    s->event_count = 0;
 }

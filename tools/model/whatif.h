@@ -33,41 +33,41 @@ extern "C" {
 
 /* One tensor-level event. `id` is dense from 0; a free names its alloc's id. */
 struct cmt_whatif_event {
-  uint64_t size;   /* bytes requested (alloc only) */
-  uint64_t stream; /* CUstream handle; 0 for plain cuMemAlloc */
-  uint64_t t_ns;   /* since the trace started */
-  uint64_t seq;    /* the call's seq in the trace (as `cumemtrace dump` shows) */
-  uint32_t id;
-  uint32_t site;   /* index into cmt_whatif_stream.sites; 0 = unknown */
-  uint8_t is_free;
+    uint64_t size;   /* bytes requested (alloc only) */
+    uint64_t stream; /* CUstream handle; 0 for plain cuMemAlloc */
+    uint64_t t_ns;   /* since the trace started */
+    uint64_t seq;    /* the call's seq in the trace (as `cumemtrace dump` shows) */
+    uint32_t id;
+    uint32_t site; /* index into cmt_whatif_stream.sites; 0 = unknown */
+    uint8_t is_free;
 };
 
 struct cmt_whatif_stream {
-  struct cmt_whatif_event *events;
-  size_t event_count;
-  uint32_t id_count;
-  /* Call-site texts ("vae_decode demo_diffusion.c:140"), sites[0] = "". */
-  char **sites;
-  uint32_t site_count;
+    struct cmt_whatif_event *events;
+    size_t event_count;
+    uint32_t id_count;
+    /* Call-site texts ("vae_decode demo_diffusion.c:140"), sites[0] = "". */
+    char **sites;
+    uint32_t site_count;
 
-  int32_t device;           /* the device whose calls were kept */
-  char device_name[128];    /* "" when the trace does not name it */
-  uint64_t device_total;    /* 0 when unknown */
-  uint64_t device_free;     /* free at first use; 0 when unknown */
-  bool has_capacity;        /* device_total and device_free are known */
+    int32_t device;        /* the device whose calls were kept */
+    char device_name[128]; /* "" when the trace does not name it */
+    uint64_t device_total; /* 0 when unknown */
+    uint64_t device_free;  /* free at first use; 0 when unknown */
+    bool has_capacity;     /* device_total and device_free are known */
 
-  /* What the trace held besides the kept stream. */
-  uint64_t allocs, frees;         /* kept events */
-  uint64_t failed_allocs;         /* allocations that returned an error */
-  uint64_t unmatched_frees;       /* frees of pointers not allocated in the trace */
-  uint64_t other_device_events;   /* alloc/free on other devices (ignored) */
+    /* What the trace held besides the kept stream. */
+    uint64_t allocs, frees;       /* kept events */
+    uint64_t failed_allocs;       /* allocations that returned an error */
+    uint64_t unmatched_frees;     /* frees of pointers not allocated in the trace */
+    uint64_t other_device_events; /* alloc/free on other devices (ignored) */
 
-  /* A caching allocator (PyTorch's native one, or similar) sits between the
+    /* A caching allocator (PyTorch's native one, or similar) sits between the
    * program and the driver: replaying would model caching twice. */
-  bool caching_detected;
-  char caching_reason[256];
+    bool caching_detected;
+    char caching_reason[256];
 
-  int damage; /* 0, or the reader's damage code (events before it are kept) */
+    int damage; /* 0, or the reader's damage code (events before it are kept) */
 };
 
 /* Errors: CMT_EWHATIF_* (and the model's codes) from cmt_error.h. */
@@ -82,8 +82,8 @@ struct cmt_whatif_stream {
  *         CMT_EWHATIF_EMPTY; CMT_EMODEL_NOMEM; CMT_EINVALID.
  *         On error a one-line reason is in err (if err_len > 0).
  */
-int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out,
-                           char *err, size_t err_len);
+int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
+                           size_t err_len);
 
 /**
  * The same as a replay observer, so that the stream is collected in one pass with other
@@ -108,8 +108,8 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *c);
  *         not live); CMT_EMODEL_NOMEM.
  */
 int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t count,
-                                  uint32_t id_count, uint64_t device_total,
-                                  uint64_t device_free, struct cmt_whatif_stream *out);
+                                  uint32_t id_count, uint64_t device_total, uint64_t device_free,
+                                  struct cmt_whatif_stream *out);
 
 /** Free what a stream holds (not the struct itself). NULL is allowed. */
 void cmt_whatif_stream_free(struct cmt_whatif_stream *stream);
@@ -128,7 +128,7 @@ void cmt_whatif_detect_caching(struct cmt_whatif_stream *stream);
  * default; start from cmt_whatif_setting_default() to have the defaults
  * spelled out. */
 struct cmt_whatif_setting {
-  CMT_MODEL_SETTING_FIELDS
+    CMT_MODEL_SETTING_FIELDS
 };
 
 /**
@@ -140,18 +140,18 @@ void cmt_whatif_setting_default(struct cmt_whatif_setting *setting);
 
 /* What one replay found. */
 struct cmt_whatif_result {
-  struct cmt_whatif_setting setting;
-  int error;             /* 0, or a CMT_E* code that stopped the replay */
-  bool oom;
-  size_t oom_event;      /* index in the stream of the failing alloc */
-  struct cmt_model_oom oom_info;
-  size_t events_replayed;
-  uint64_t peak_reserved, peak_allocated;
-  /* At the moment reserved first reached its peak. */
-  uint64_t allocated_at_peak, inactive_split_at_peak;
-  uint64_t alloc_retries, device_alloc_calls, device_free_calls;
-  uint64_t oversize_segments;
-  double seconds;        /* wall time of this replay */
+    struct cmt_whatif_setting setting;
+    int error; /* 0, or a CMT_E* code that stopped the replay */
+    bool oom;
+    size_t oom_event; /* index in the stream of the failing alloc */
+    struct cmt_model_oom oom_info;
+    size_t events_replayed;
+    uint64_t peak_reserved, peak_allocated;
+    /* At the moment reserved first reached its peak. */
+    uint64_t allocated_at_peak, inactive_split_at_peak;
+    uint64_t alloc_retries, device_alloc_calls, device_free_calls;
+    uint64_t oversize_segments;
+    double seconds; /* wall time of this replay */
 };
 
 /**
@@ -164,25 +164,25 @@ struct cmt_whatif_result {
  * @return 0 (every result filled; per-setting failures are in .error);
  *         CMT_EINVALID for bad arguments.
  */
-int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
-                   uint64_t device_total, const struct cmt_whatif_setting *settings,
-                   size_t count, unsigned threads, struct cmt_whatif_result *results);
+int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, uint64_t device_total,
+                   const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
+                   struct cmt_whatif_result *results);
 
 struct cmt_whatif_recommendation {
-  /* Index of the setting without OOM with the lowest peak reserved (ties:
+    /* Index of the setting without OOM with the lowest peak reserved (ties:
    * the one closest to PyTorch's defaults, then the larger split size);
    * -1 when every setting ran out of memory. */
-  long best;
-  /* The author's rule: the smallest allocation that failed in any setting
+    long best;
+    /* The author's rule: the smallest allocation that failed in any setting
    * (its segment size, PyTorch's "Tried to allocate"; 0 when none failed),
    * the largest finite max_split_size among the settings tried that is at or
    * below it and had no OOM (-1 when none), and the exact bound: the largest
    * whole MiB value at or below it (0 when < 20 MiB). With such a value the
    * failing allocation's cached block is oversize, so smaller tensors never
    * split it; whether that avoids every OOM is for a replay to say. */
-  uint64_t smallest_failing_request;
-  long rule;
-  uint64_t exact_max_split_mb;
+    uint64_t smallest_failing_request;
+    long rule;
+    uint64_t exact_max_split_mb;
 };
 
 /**
@@ -218,8 +218,7 @@ size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *stream, uint64_
  * e.g. "max_split_size_mb:6144,expandable_segments:True".
  * @return the length of the full string (as snprintf).
  */
-int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf,
-                            size_t len);
+int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -9,259 +9,270 @@
 
 #define MIB ((uint64_t)1 << 20)
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void make_config(const struct cmt_whatif_setting *st, uint64_t capacity,
-                        uint64_t device_total, struct cmt_model_config *c) {
-  cmt_model_config_default(c, (size_t)capacity);
-  c->device_total = (size_t)device_total;
-  /* A zero field keeps PyTorch's default. */
-#define CMT__SETTING_COPY(field, ...)                                          \
-  if (st->field)                                                               \
-    c->field = st->field;
-  CMT_MODEL_SETTINGS(CMT__SETTING_COPY)
+                        uint64_t device_total, struct cmt_model_config *c)
+{
+    cmt_model_config_default(c, (size_t)capacity);
+    c->device_total = (size_t)device_total;
+    /* A zero field keeps PyTorch's default. */
+#define CMT__SETTING_COPY(field, ...) \
+    if (st->field)                    \
+        c->field = st->field;
+    CMT_MODEL_SETTINGS(CMT__SETTING_COPY)
 #undef CMT__SETTING_COPY
-  if (st->garbage_collection_threshold > 0.0) {
-    /* GC acts only under a fraction cap: make the cap the capacity. */
-    double fraction = (double)capacity / (double)device_total;
-    c->memory_fraction = fraction > 1.0 ? 1.0 : fraction;
-  }
+    if (st->garbage_collection_threshold > 0.0) {
+        /* GC acts only under a fraction cap: make the cap the capacity. */
+        double fraction = (double)capacity / (double)device_total;
+        c->memory_fraction = fraction > 1.0 ? 1.0 : fraction;
+    }
 }
 
 /* Replay until the end or the first OOM. */
-static void replay_one(const struct cmt_whatif_stream *s, uint64_t capacity,
-                       uint64_t device_total, struct cmt_whatif_result *res,
-                       cmt_model_handle *handles) {
-  struct cmt_model_config config;
-  struct cmt_model *m = NULL;
-  double start = now_seconds();
-  make_config(&res->setting, capacity, device_total, &config);
-  res->error = cmt_model_create(&config, &m);
-  if (res->error)
-    return;
-  uint64_t peak = 0;
-  size_t k;
-  for (k = 0; k < s->event_count; k++) {
-    const struct cmt_whatif_event *e = &s->events[k];
-    if (e->is_free) {
-      cmt_model_free(m, handles[e->id]);
-      handles[e->id] = 0;
-      continue;
-    }
-    int rc = cmt_model_alloc(m, (size_t)e->size, e->stream, &handles[e->id]);
-    if (rc == CMT_EMODEL_OOM) {
-      res->oom = true;
-      res->oom_event = k;
-      res->oom_info = *cmt_model_last_oom(m);
-      break;
-    }
-    if (rc) {
-      res->error = rc;
-      break;
+static void replay_one(const struct cmt_whatif_stream *s, uint64_t capacity, uint64_t device_total,
+                       struct cmt_whatif_result *res, cmt_model_handle *handles)
+{
+    struct cmt_model_config config;
+    struct cmt_model *m = NULL;
+    double start = now_seconds();
+    make_config(&res->setting, capacity, device_total, &config);
+    res->error = cmt_model_create(&config, &m);
+    if (res->error)
+        return;
+    uint64_t peak = 0;
+    size_t k;
+    for (k = 0; k < s->event_count; k++) {
+        const struct cmt_whatif_event *e = &s->events[k];
+        if (e->is_free) {
+            cmt_model_free(m, handles[e->id]);
+            handles[e->id] = 0;
+            continue;
+        }
+        int rc = cmt_model_alloc(m, (size_t)e->size, e->stream, &handles[e->id]);
+        if (rc == CMT_EMODEL_OOM) {
+            res->oom = true;
+            res->oom_event = k;
+            res->oom_info = *cmt_model_last_oom(m);
+            break;
+        }
+        if (rc) {
+            res->error = rc;
+            break;
+        }
+        struct cmt_model_stats st;
+        cmt_model_get_stats(m, &st);
+        if (st.peak_reserved > peak) {
+            peak = st.peak_reserved;
+            res->allocated_at_peak = st.allocated_bytes;
+            res->inactive_split_at_peak = st.inactive_split_bytes;
+        }
     }
     struct cmt_model_stats st;
     cmt_model_get_stats(m, &st);
-    if (st.peak_reserved > peak) {
-      peak = st.peak_reserved;
-      res->allocated_at_peak = st.allocated_bytes;
-      res->inactive_split_at_peak = st.inactive_split_bytes;
-    }
-  }
-  struct cmt_model_stats st;
-  cmt_model_get_stats(m, &st);
-  res->events_replayed = k;
-  res->peak_reserved = st.peak_reserved;
-  res->peak_allocated = st.peak_allocated;
-  res->alloc_retries = st.num_alloc_retries;
-  res->device_alloc_calls = st.device_alloc_calls;
-  res->device_free_calls = st.device_free_calls;
-  res->oversize_segments = st.oversize_segments;
-  cmt_model_destroy(m);
-  res->seconds = now_seconds() - start;
+    res->events_replayed = k;
+    res->peak_reserved = st.peak_reserved;
+    res->peak_allocated = st.peak_allocated;
+    res->alloc_retries = st.num_alloc_retries;
+    res->device_alloc_calls = st.device_alloc_calls;
+    res->device_free_calls = st.device_free_calls;
+    res->oversize_segments = st.oversize_segments;
+    cmt_model_destroy(m);
+    res->seconds = now_seconds() - start;
 }
 
 struct work {
-  const struct cmt_whatif_stream *stream;
-  uint64_t capacity, device_total;
-  const struct cmt_whatif_setting *settings;
-  struct cmt_whatif_result *results;
-  size_t count;
-  size_t next; /* atomically incremented */
+    const struct cmt_whatif_stream *stream;
+    uint64_t capacity, device_total;
+    const struct cmt_whatif_setting *settings;
+    struct cmt_whatif_result *results;
+    size_t count;
+    size_t next; /* atomically incremented */
 };
 
-static void *worker(void *arg) {
-  struct work *w = arg;
-  size_t ids = w->stream->id_count ? w->stream->id_count : 1;
-  cmt_model_handle *handles = malloc(ids * sizeof *handles);
-  for (;;) {
-    size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
-    if (i >= w->count)
-      break;
-    struct cmt_whatif_result *res = &w->results[i];
-    memset(res, 0, sizeof *res);
-    res->setting = w->settings[i];
-    if (!handles) {
-      res->error = CMT_EMODEL_NOMEM;
-      continue;
+static void *worker(void *arg)
+{
+    struct work *w = arg;
+    size_t ids = w->stream->id_count ? w->stream->id_count : 1;
+    cmt_model_handle *handles = malloc(ids * sizeof *handles);
+    for (;;) {
+        size_t i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+        if (i >= w->count)
+            break;
+        struct cmt_whatif_result *res = &w->results[i];
+        memset(res, 0, sizeof *res);
+        res->setting = w->settings[i];
+        if (!handles) {
+            res->error = CMT_EMODEL_NOMEM;
+            continue;
+        }
+        memset(handles, 0, ids * sizeof *handles);
+        replay_one(w->stream, w->capacity, w->device_total, res, handles);
     }
-    memset(handles, 0, ids * sizeof *handles);
-    replay_one(w->stream, w->capacity, w->device_total, res, handles);
-  }
-  free(handles);
-  return NULL;
+    free(handles);
+    return NULL;
 }
 
-int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity,
-                   uint64_t device_total, const struct cmt_whatif_setting *settings,
-                   size_t count, unsigned threads, struct cmt_whatif_result *results) {
-  if (!stream || !settings || !results || capacity == 0)
-    return CMT_EINVALID;
-  if (device_total < capacity)
-    device_total = capacity;
-  struct work w = {stream, capacity, device_total, settings, results, count, 0};
-  if (threads == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cpus > 0 ? (unsigned)cpus : 1;
-  }
-  if (threads > count)
-    threads = (unsigned)count;
-  if (threads > 64)
-    threads = 64;
-  pthread_t tids[64];
-  unsigned started = 0;
-  /* The calling thread works too; extra threads only when they help. */
-  for (unsigned t = 1; t < threads; t++)
-    if (pthread_create(&tids[started], NULL, worker, &w) == 0)
-      started++;
-  worker(&w);
-  for (unsigned t = 0; t < started; t++)
-    pthread_join(tids[t], NULL);
-  return 0;
+int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, uint64_t device_total,
+                   const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
+                   struct cmt_whatif_result *results)
+{
+    if (!stream || !settings || !results || capacity == 0)
+        return CMT_EINVALID;
+    if (device_total < capacity)
+        device_total = capacity;
+    struct work w = {stream, capacity, device_total, settings, results, count, 0};
+    if (threads == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > 0 ? (unsigned)cpus : 1;
+    }
+    if (threads > count)
+        threads = (unsigned)count;
+    if (threads > 64)
+        threads = 64;
+    pthread_t tids[64];
+    unsigned started = 0;
+    /* The calling thread works too; extra threads only when they help. */
+    for (unsigned t = 1; t < threads; t++)
+        if (pthread_create(&tids[started], NULL, worker, &w) == 0)
+            started++;
+    worker(&w);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
+    return 0;
 }
 
-void cmt_whatif_setting_default(struct cmt_whatif_setting *setting) {
+void cmt_whatif_setting_default(struct cmt_whatif_setting *setting)
+{
 #define CMT__SETTING_DEFAULT(field, type, key, def, ...) setting->field = def;
-  CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT)
+    CMT_MODEL_SETTINGS(CMT__SETTING_DEFAULT)
 #undef CMT__SETTING_DEFAULT
 }
 
 /* How many settings differ from PyTorch's defaults. */
-static int distance_from_default(const struct cmt_whatif_setting *s) {
-  struct cmt_model_config c;
-  int n = 0;
-  make_config(s, 1, 1, &c);
+static int distance_from_default(const struct cmt_whatif_setting *s)
+{
+    struct cmt_model_config c;
+    int n = 0;
+    make_config(s, 1, 1, &c);
 #define CMT__SETTING_CHANGED(field, type, key, def, ...) n += cmt__setting_set_##type(c.field, def);
-  CMT_MODEL_SETTINGS(CMT__SETTING_CHANGED)
+    CMT_MODEL_SETTINGS(CMT__SETTING_CHANGED)
 #undef CMT__SETTING_CHANGED
-  return n;
+    return n;
 }
 
 /* @return true when a is preferred to b at equal peak. */
 static bool closer_to_default(const struct cmt_whatif_setting *a,
-                              const struct cmt_whatif_setting *b) {
-  int da = distance_from_default(a), db = distance_from_default(b);
-  if (da != db)
-    return da < db;
-  return a->max_split_size > b->max_split_size;
+                              const struct cmt_whatif_setting *b)
+{
+    int da = distance_from_default(a), db = distance_from_default(b);
+    if (da != db)
+        return da < db;
+    return a->max_split_size > b->max_split_size;
 }
 
 void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
-                          struct cmt_whatif_recommendation *out) {
-  memset(out, 0, sizeof *out);
-  out->best = -1;
-  out->rule = -1;
-  for (size_t i = 0; i < count; i++) {
-    const struct cmt_whatif_result *r = &results[i];
-    if (r->error)
-      continue;
-    if (r->oom) {
-      if (!out->smallest_failing_request ||
-          r->oom_info.alloc_size < out->smallest_failing_request)
-        out->smallest_failing_request = r->oom_info.alloc_size;
-      continue;
+                          struct cmt_whatif_recommendation *out)
+{
+    memset(out, 0, sizeof *out);
+    out->best = -1;
+    out->rule = -1;
+    for (size_t i = 0; i < count; i++) {
+        const struct cmt_whatif_result *r = &results[i];
+        if (r->error)
+            continue;
+        if (r->oom) {
+            if (!out->smallest_failing_request ||
+                r->oom_info.alloc_size < out->smallest_failing_request)
+                out->smallest_failing_request = r->oom_info.alloc_size;
+            continue;
+        }
+        if (out->best < 0) {
+            out->best = (long)i;
+            continue;
+        }
+        const struct cmt_whatif_result *b = &results[out->best];
+        if (r->peak_reserved < b->peak_reserved ||
+            (r->peak_reserved == b->peak_reserved && closer_to_default(&r->setting, &b->setting)))
+            out->best = (long)i;
     }
-    if (out->best < 0) {
-      out->best = (long)i;
-      continue;
-    }
-    const struct cmt_whatif_result *b = &results[out->best];
-    if (r->peak_reserved < b->peak_reserved ||
-        (r->peak_reserved == b->peak_reserved && closer_to_default(&r->setting, &b->setting)))
-      out->best = (long)i;
-  }
-  uint64_t request = out->smallest_failing_request;
-  if (!request)
-    return;
-  /* With S at or below the failing allocation's segment size, its cached
+    uint64_t request = out->smallest_failing_request;
+    if (!request)
+        return;
+    /* With S at or below the failing allocation's segment size, its cached
    * block is oversize: refused to smaller requests, so never split. */
-  uint64_t exact = request / MIB;
-  out->exact_max_split_mb = exact >= 20 ? exact : 0;
-  for (size_t i = 0; i < count; i++) {
-    const struct cmt_whatif_result *r = &results[i];
-    uint64_t split = r->setting.max_split_size;
-    if (r->error || r->oom || split == UINT64_MAX || split > request)
-      continue;
-    if (out->rule < 0) {
-      out->rule = (long)i;
-      continue;
+    uint64_t exact = request / MIB;
+    out->exact_max_split_mb = exact >= 20 ? exact : 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct cmt_whatif_result *r = &results[i];
+        uint64_t split = r->setting.max_split_size;
+        if (r->error || r->oom || split == UINT64_MAX || split > request)
+            continue;
+        if (out->rule < 0) {
+            out->rule = (long)i;
+            continue;
+        }
+        const struct cmt_whatif_setting *b = &results[out->rule].setting;
+        if (split > b->max_split_size ||
+            (split == b->max_split_size && closer_to_default(&r->setting, b)))
+            out->rule = (long)i;
     }
-    const struct cmt_whatif_setting *b = &results[out->rule].setting;
-    if (split > b->max_split_size ||
-        (split == b->max_split_size && closer_to_default(&r->setting, b)))
-      out->rule = (long)i;
-  }
 }
 
-size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5]) {
-  uint64_t request_mb = failing_request / MIB;
-  uint64_t step = 1024;
-  if (request_mb < 3 * 1024) {
-    step = 32;
-    while (step * 2 * 4 <= request_mb)
-      step *= 2;
-  }
-  uint64_t base = request_mb / step * step;
-  size_t n = 0;
-  for (int k = -2; k <= 2; k++) {
-    if (k < 0 && base < (uint64_t)(-k) * step)
-      continue;
-    uint64_t v = base + (uint64_t)((int64_t)k * (int64_t)step);
-    if (v >= 20 && (n == 0 || v > mb[n - 1]))
-      mb[n++] = v;
-  }
-  return n;
+size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5])
+{
+    uint64_t request_mb = failing_request / MIB;
+    uint64_t step = 1024;
+    if (request_mb < 3 * 1024) {
+        step = 32;
+        while (step * 2 * 4 <= request_mb)
+            step *= 2;
+    }
+    uint64_t base = request_mb / step * step;
+    size_t n = 0;
+    for (int k = -2; k <= 2; k++) {
+        if (k < 0 && base < (uint64_t)(-k) * step)
+            continue;
+        uint64_t v = base + (uint64_t)((int64_t)k * (int64_t)step);
+        if (v >= 20 && (n == 0 || v > mb[n - 1]))
+            mb[n++] = v;
+    }
+    return n;
 }
 
 size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *s, uint64_t capacity,
                                  uint64_t device_total, const struct cmt_whatif_setting *base,
-                                 uint64_t split[6]) {
-  struct cmt_whatif_setting probe = *base;
-  struct cmt_whatif_result r;
-  probe.max_split_size = UINT64_MAX;
-  cmt_whatif_run(s, capacity, device_total, &probe, 1, 1, &r);
-  uint64_t around = 0;
-  if (r.oom) {
-    around = r.oom_info.rounded;
-  } else {
-    for (size_t k = 0; k < s->event_count; k++)
-      if (!s->events[k].is_free && s->events[k].size > around)
-        around = s->events[k].size;
-  }
-  uint64_t mb[5];
-  size_t n = cmt_whatif_default_ladder(around, mb);
-  split[0] = UINT64_MAX;
-  for (size_t i = 0; i < n; i++)
-    split[i + 1] = mb[i] * MIB;
-  return n + 1;
+                                 uint64_t split[6])
+{
+    struct cmt_whatif_setting probe = *base;
+    struct cmt_whatif_result r;
+    probe.max_split_size = UINT64_MAX;
+    cmt_whatif_run(s, capacity, device_total, &probe, 1, 1, &r);
+    uint64_t around = 0;
+    if (r.oom) {
+        around = r.oom_info.rounded;
+    } else {
+        for (size_t k = 0; k < s->event_count; k++)
+            if (!s->events[k].is_free && s->events[k].size > around)
+                around = s->events[k].size;
+    }
+    uint64_t mb[5];
+    size_t n = cmt_whatif_default_ladder(around, mb);
+    split[0] = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        split[i + 1] = mb[i] * MIB;
+    return n + 1;
 }
 
-int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf, size_t len) {
-  struct cmt_model_config c;
-  make_config(setting, 1, 1, &c);
-  c.memory_fraction = 0.0;
-  return cmt_model_config_format(&c, buf, len);
+int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf, size_t len)
+{
+    struct cmt_model_config c;
+    make_config(setting, 1, 1, &c);
+    c.memory_fraction = 0.0;
+    return cmt_model_config_format(&c, buf, len);
 }

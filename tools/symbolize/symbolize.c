@@ -317,8 +317,11 @@ static void run_free(struct run *run)
 int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats, char *err,
                        size_t errlen)
 {
-    struct run run = {.path = trace_path ? trace_path : "(null)", .fd = -1, .stats = stats,
-                      .err = err, .errlen = errlen};
+    struct run run = {.path = trace_path ? trace_path : "(null)",
+                      .fd = -1,
+                      .stats = stats,
+                      .err = err,
+                      .errlen = errlen};
     if (stats)
         memset(stats, 0, sizeof *stats);
     if (err && errlen)

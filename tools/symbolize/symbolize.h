@@ -23,14 +23,14 @@
 #include <stdint.h>
 
 struct cmt_symbolize_stats {
-    uint64_t nodes;            /* stack nodes that had no SYMBOL record before this run */
-    uint64_t named;            /* ... that now have a function name */
-    uint64_t with_line;        /* ... that now have a file and line */
-    uint64_t outside_modules;  /* ... whose ip lies in no recorded module */
-    uint32_t modules_missing;  /* modules whose file could not be opened or read as ELF */
-    uint32_t modules_changed;  /* modules whose file's build-id differs from the recorded one */
-    uint64_t strings_added;    /* STRING records appended */
-    uint64_t symbols_added;    /* SYMBOL records appended */
+    uint64_t nodes;           /* stack nodes that had no SYMBOL record before this run */
+    uint64_t named;           /* ... that now have a function name */
+    uint64_t with_line;       /* ... that now have a file and line */
+    uint64_t outside_modules; /* ... whose ip lies in no recorded module */
+    uint32_t modules_missing; /* modules whose file could not be opened or read as ELF */
+    uint32_t modules_changed; /* modules whose file's build-id differs from the recorded one */
+    uint64_t strings_added;   /* STRING records appended */
+    uint64_t symbols_added;   /* SYMBOL records appended */
 };
 
 /* Symbolizes the trace at `trace_path` in place: reads it, resolves every stack node that has

@@ -25,10 +25,10 @@ struct module_entry {
 struct cmt__module_set {
     struct module_entry *modules;
     uint32_t count, cap, last; /* last: the entry that answered the previous lookup */
-    void *libstdcxx;  /* dlopen handle, NULL when libstdc++ is not there */
+    void *libstdcxx;           /* dlopen handle, NULL when libstdc++ is not there */
     cxa_demangle_fn demangle;
     int demangle_tried;
-    char *demangled;  /* last demangled name (owned) */
+    char *demangled; /* last demangled name (owned) */
 };
 
 static char *debuginfo_path; /* NULL: libdw's default (/usr/lib/debug, .debug next to file) */

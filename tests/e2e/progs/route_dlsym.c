@@ -32,8 +32,8 @@ int main(int argc, char **argv)
     }
     CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(h, "cuInit");
     CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))dlsym(h, "cuDeviceGet");
-    CUresult (*retain)(CUcontext *, CUdevice) =
-        (CUresult(*)(CUcontext *, CUdevice))dlsym(h, "cuDevicePrimaryCtxRetain");
+    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))dlsym(
+        h, "cuDevicePrimaryCtxRetain");
     CUresult (*set)(CUcontext) = (CUresult(*)(CUcontext))dlsym(h, "cuCtxSetCurrent");
     CUdevice dev;
     CUcontext ctx;

@@ -11,12 +11,12 @@
 typedef CUresult (*getproc_v2)(const char *, void **, int, cuuint64_t,
                                CUdriverProcAddressQueryResult *);
 
-#define EXPECT(cond)                                             \
-    do {                                                         \
-        if (!(cond)) {                                           \
+#define EXPECT(cond)                                                   \
+    do {                                                               \
+        if (!(cond)) {                                                 \
             fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            bad = 1;                                             \
-        }                                                        \
+            bad = 1;                                                   \
+        }                                                              \
     } while (0)
 
 int main(void)
@@ -48,7 +48,8 @@ int main(void)
 
     CUresult (*alloc)(CUdeviceptr *, size_t) = NULL;
     CUresult (*mfree)(CUdeviceptr) = NULL;
-    CUresult (*aasync)(CUdeviceptr *, size_t, CUstream) = NULL, (*aasync_pt)(CUdeviceptr *, size_t, CUstream) = NULL;
+    CUresult (*aasync)(CUdeviceptr *, size_t, CUstream) = NULL,
+                                              (*aasync_pt)(CUdeviceptr *, size_t, CUstream) = NULL;
     CUresult (*fasync)(CUdeviceptr, CUstream) = NULL, (*fasync_pt)(CUdeviceptr, CUstream) = NULL;
     EXPECT(gp("cuMemAlloc", (void **)&alloc, 3020, 0, NULL) == CUDA_SUCCESS);
     EXPECT(gp("cuMemFree", (void **)&mfree, 3020, 0, NULL) == CUDA_SUCCESS);

@@ -37,13 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                              \
-    do {                                                                         \
-        CUresult rc_ = (call);                                                   \
-        if (rc_ != CUDA_SUCCESS) {                                               \
+#define CHECK(call)                                                                    \
+    do {                                                                               \
+        CUresult rc_ = (call);                                                         \
+        if (rc_ != CUDA_SUCCESS) {                                                     \
             fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, rc_); \
-            exit(10);                                                            \
-        }                                                                        \
+            exit(10);                                                                  \
+        }                                                                              \
     } while (0)
 
 static CUcontext ctx;

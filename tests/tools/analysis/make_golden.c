@@ -116,9 +116,12 @@ int main(int argc, char **argv)
     save("bad_empty.cmt", "", 0);
     static const char foreign[] = "PK\x03\x04 this is a zip file, not a trace";
     save("bad_foreign.cmt", foreign, sizeof foreign - 1);
-    static const unsigned char newer[16] = {0x89, 'C',  'M',  'T',  '\r', '\n',
-                                            0x1a, '\n', CMT_VERSION_MAJOR + 1, 0};
+    static const unsigned char newer[16] = {
+        0x89, 'C', 'M', 'T', '\r', '\n', 0x1a, '\n', CMT_VERSION_MAJOR + 1, 0};
     save("bad_newer_version.cmt", newer, sizeof newer);
-    save("bad_short_header.cmt", "\x89" "CMT", 4);
+    save("bad_short_header.cmt",
+         "\x89"
+         "CMT",
+         4);
     return 0;
 }

@@ -12,9 +12,9 @@ Test(frames, glob_matches_the_documented_patterns)
 {
     cr_expect(cmt_glob("cuMem*", "cuMemAlloc_v2"));
     cr_expect(cmt_glob("c10::cuda::*Allocator*",
-                        "c10::cuda::CUDAMallocAsyncAllocator::CudaMallocAsyncAllocator::malloc"));
+                       "c10::cuda::CUDAMallocAsyncAllocator::CudaMallocAsyncAllocator::malloc"));
     cr_expect(cmt_glob("c10::cuda::CUDACachingAllocator*",
-                        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"));
+                       "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"));
     cr_expect(cmt_glob("device_alloc", "device_alloc"));
     cr_expect(cmt_glob("libcuda.so*", "libcuda.so.1"));
     cr_expect_not(cmt_glob("device_alloc", "device_alloc_all"));
@@ -36,7 +36,8 @@ static const char *allocator_trace(void)
         &b, tb_frame(&b, tb_frame(&b, weights, "cached_alloc"), "cmt_model_alloc"), "device_alloc");
     uint32_t via_torch = tb_frame(
         &b,
-        tb_frame(&b, weights, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"),
+        tb_frame(&b, weights,
+                 "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"),
         "cudaMalloc");
     uint32_t encoder_leaf = tb_frame(&b, tb_frame(&b, encoder, "cached_alloc"), "device_alloc");
     tb_alloc(&b, 0x700000000000, TB_GIB, via_model);

@@ -164,7 +164,7 @@ Test(replay, holes_between_allocations)
     struct tb b;
     tb_begin(&b, TB_GIB, TB_GIB);
     tb_alloc(&b, 0x10000000, 2 * TB_MIB, 0);
-    tb_alloc(&b, 0x10000000 + 4 * TB_MIB, 2 * TB_MIB, 0); /* 2 MiB hole */
+    tb_alloc(&b, 0x10000000 + 4 * TB_MIB, 2 * TB_MIB, 0);  /* 2 MiB hole */
     tb_alloc(&b, 0x10000000 + 12 * TB_MIB, 1 * TB_MIB, 0); /* 6 MiB hole, 1 MiB waste */
     tb_finish(&b, 1);
     replay(&b);
@@ -243,14 +243,16 @@ Test(replay, observers_see_the_steps_they_ask_for)
     struct counting oom_then_all = {.wants_after = CMT_OBSERVE_ALL};
     struct cmt_observer obs[] = {
         {.wants = CMT_OBSERVE_EVENT, .step = count_step, .finish = count_finish, .ctx = &every},
-        {.wants = CMT_OBSERVE_OOM, .step = count_step, .finish = count_finish,
+        {.wants = CMT_OBSERVE_OOM,
+         .step = count_step,
+         .finish = count_finish,
          .ctx = &oom_then_all},
     };
     cr_assert_eq(cmt_replay_run(rp, obs, 2), 0);
     cr_expect_eq(every.events, 5);
     cr_expect_eq(every.records, 0);
     cr_expect_eq(oom_then_all.ooms, 1);
-    cr_expect_eq(oom_then_all.events, 3); /* the failure, the free, the last allocation */
+    cr_expect_eq(oom_then_all.events, 3);  /* the failure, the free, the last allocation */
     cr_expect_gt(oom_then_all.records, 0); /* END and symbols after it */
     cr_expect_eq(every.finished, 1);
     cr_expect_eq(oom_then_all.finished, 1);

@@ -46,8 +46,8 @@ void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes)
     b->next_node = 1;
     must(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL));
     static const char *argv[] = {"./fill_device", "--big"};
-    struct cmt_process p = {100, 1, 1700000000000000000ull, 5000, 12040, "testhost",
-                            "/tmp/fill_device", 2, argv};
+    struct cmt_process p = {
+        100, 1, 1700000000000000000ull, 5000, 12040, "testhost", "/tmp/fill_device", 2, argv};
     must(cmt_writer_process(b->w, &p));
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         must(cmt_writer_api(b->w, &apis[i]));
@@ -86,8 +86,14 @@ uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32
                   uint32_t fields, const uint64_t *values)
 {
     b->t_ns += 1000;
-    struct cmt_event e = {.seq = ++b->seq, .t_ns = b->t_ns, .tid = 77, .api = api,
-                          .result = result, .dev = dev, .stack = stack, .fields = fields};
+    struct cmt_event e = {.seq = ++b->seq,
+                          .t_ns = b->t_ns,
+                          .tid = 77,
+                          .api = api,
+                          .result = result,
+                          .dev = dev,
+                          .stack = stack,
+                          .fields = fields};
     int k = 0;
     for (uint32_t m = fields; m; m &= m - 1)
         e.v[__builtin_ctz(m)] = values[k++];

@@ -16,8 +16,8 @@ static const char *oom_trace(int index, uint64_t segment_bytes)
     for (int i = 0; i < 20; i++)
         tb_alloc(&b, 0x700000000000 + (uint64_t)i * 2 * TB_GIB, segment_bytes, s);
     uint64_t seq = tb_alloc_fail(&b, 12345678ull * 1000, s);
-    tb_meminfo(&b, CMT_MEMINFO_OOM, 24 * TB_GIB - 300 * TB_MIB - 20 * segment_bytes,
-               24 * TB_GIB, seq);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 24 * TB_GIB - 300 * TB_MIB - 20 * segment_bytes, 24 * TB_GIB,
+               seq);
     tb_free(&b, 0x700000000000);
     seq = tb_alloc_fail(&b, 12345678ull * 1000, s);
     tb_finish(&b, 0);
@@ -32,12 +32,21 @@ Test(commands, oom_json_has_the_contract_keys)
     const char *argv[] = {"oom", "--json", path, NULL};
     struct captured c = capture_run(cmt_cmd_oom, argv);
     cr_expect_eq(c.status, 0);
-    static const char *keys[] = {"\"episodes\":[", "\"request_bytes\":12345678000", "\"api\":\"cuMemAlloc_v2\"",
-                                 "\"dev\":0", "\"t_ns\":", "\"attempts\":2", "\"frees_between\":1",
-                                 "\"released_bytes\":1073741824", "\"fatal\":true",
-                                 "\"free_bytes\":", "\"total_bytes\":25769803776",
-                                 "\"process_bytes\":21474836480", "\"others_bytes\":314572800",
-                                 "\"verdict\":\"exhausted_by_process\"", "\"stack\":[\"segment_alloc_0\"",
+    static const char *keys[] = {"\"episodes\":[",
+                                 "\"request_bytes\":12345678000",
+                                 "\"api\":\"cuMemAlloc_v2\"",
+                                 "\"dev\":0",
+                                 "\"t_ns\":",
+                                 "\"attempts\":2",
+                                 "\"frees_between\":1",
+                                 "\"released_bytes\":1073741824",
+                                 "\"fatal\":true",
+                                 "\"free_bytes\":",
+                                 "\"total_bytes\":25769803776",
+                                 "\"process_bytes\":21474836480",
+                                 "\"others_bytes\":314572800",
+                                 "\"verdict\":\"exhausted_by_process\"",
+                                 "\"stack\":[\"segment_alloc_0\"",
                                  "\"holders\":[{\"bytes\":21474836480,\"count\":20"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         cr_expect(strstr(c.out, keys[i]), "missing %s in %s", keys[i], c.out);
@@ -126,7 +135,8 @@ Test(commands, help_and_bad_usage)
         cr_expect_neq(c.status, 0);
         cr_expect(strstr(c.err, "unknown option '--bogus'"), "%s", c.err);
         captured_free(&c);
-        const char *missing[] = {names[i], "/nonexistent/trace.cmt", "/nonexistent/trace.cmt", NULL};
+        const char *missing[] = {names[i], "/nonexistent/trace.cmt", "/nonexistent/trace.cmt",
+                                 NULL};
         if (i != 3)
             missing[2] = NULL;
         c = capture_run(fns[i], missing);

@@ -80,7 +80,9 @@ Test(golden, pytorch_oom_story)
     cr_expect(strstr(c.out, "\"attempts\":2"));
     cr_expect(strstr(c.out, "\"frees_between\":2"));
     cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""));
-    cr_expect(strstr(c.out, "\"holders\":[{\"bytes\":18966642688,\"count\":17,\"stack\":[\"cudaCachingAllocator_malloc_0\""), "%s", c.out);
+    cr_expect(strstr(c.out, "\"holders\":[{\"bytes\":18966642688,\"count\":17,\"stack\":["
+                            "\"cudaCachingAllocator_malloc_0\""),
+              "%s", c.out);
     captured_free(&c);
 }
 

@@ -5,211 +5,244 @@
 
 static struct captured c;
 
-static char *writeup_file(void) {
-  struct tb b;
-  tb_writeup(&b);
-  char *path = tb_file(&b);
-  cmt_membuf_free(&b.buf);
-  return path;
+static char *writeup_file(void)
+{
+    struct tb b;
+    tb_writeup(&b);
+    char *path = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    return path;
 }
 
-Test(whatif_cmd, default_sweep_prints_the_writeup_table_and_recommends_6144) {
-  char *path = writeup_file();
-  const char *argv[] = {"whatif", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  cr_assert_str_empty(c.err);
-  const char *rows[] = {"default (max_split_size_mb unlimited)  OOM at 6.18 GiB",
-                        "max_split_size_mb:4096                 ok",
-                        "max_split_size_mb:5120                 ok",
-                        "max_split_size_mb:6144                 ok",
-                        "max_split_size_mb:7168                 OOM at 6.18 GiB",
-                        "max_split_size_mb:8192                 OOM at 6.18 GiB"};
-  for (int i = 0; i < 6; i++)
-    cr_assert(strstr(c.out, rows[i]), "missing row '%s' in\n%s", rows[i], c.out);
-  cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
-                          "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved"));
-  cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
-  cr_assert(strstr(c.out, "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144\n"), "%s", c.out);
-  cr_assert(strstr(c.out, "at or below 6330"), "%s", c.out);
-  cr_assert_null(strstr(c.out, "WARNING"));
-  unlink(path);
-  free(path);
+Test(whatif_cmd, default_sweep_prints_the_writeup_table_and_recommends_6144)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert_str_empty(c.err);
+    const char *rows[] = {"default (max_split_size_mb unlimited)  OOM at 6.18 GiB",
+                          "max_split_size_mb:4096                 ok",
+                          "max_split_size_mb:5120                 ok",
+                          "max_split_size_mb:6144                 ok",
+                          "max_split_size_mb:7168                 OOM at 6.18 GiB",
+                          "max_split_size_mb:8192                 OOM at 6.18 GiB"};
+    for (int i = 0; i < 6; i++)
+        cr_assert(strstr(c.out, rows[i]), "missing row '%s' in\n%s", rows[i], c.out);
+    cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
+                            "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved"));
+    cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
+    cr_assert(strstr(c.out, "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144\n"), "%s",
+              c.out);
+    cr_assert(strstr(c.out, "at or below 6330"), "%s", c.out);
+    cr_assert_null(strstr(c.out, "WARNING"));
+    unlink(path);
+    free(path);
 }
 
-Test(whatif_cmd, json_contract) {
-  char *path = writeup_file();
-  const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  cr_assert_eq(count_lines(c.out), 1, "one JSON line:\n%s", c.out);
-  const char *keys[] = {"\"capacity_bytes\":22603104256", "\"results\":[",
-                        "\"max_split_size_mb\":null", "\"max_split_size_mb\":6144",
-                        "\"expandable_segments\":false", "\"oom\":true", "\"oom\":false",
-                        "\"peak_reserved_bytes\":18920505344",
-                        "\"peak_reserved_bytes\":19025362944", "\"peak_allocated_bytes\":",
-                        "\"first_oom\":{", "\"first_oom\":null", "\"recommendation\":{",
-                        "\"pytorch_cuda_alloc_conf\":\"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144\"",
-                        "\"call_site\":\"vae_decode demo.c:211\"", "\"exact_max_split_size_mb\":6330",
-                        "\"caching_allocator_detected\":false"};
-  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
-    cr_assert(strstr(c.out, keys[i]), "missing %s in\n%s", keys[i], c.out);
-  unlink(path);
-  free(path);
+Test(whatif_cmd, json_contract)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert_eq(count_lines(c.out), 1, "one JSON line:\n%s", c.out);
+    const char *keys[] = {
+        "\"capacity_bytes\":22603104256",
+        "\"results\":[",
+        "\"max_split_size_mb\":null",
+        "\"max_split_size_mb\":6144",
+        "\"expandable_segments\":false",
+        "\"oom\":true",
+        "\"oom\":false",
+        "\"peak_reserved_bytes\":18920505344",
+        "\"peak_reserved_bytes\":19025362944",
+        "\"peak_allocated_bytes\":",
+        "\"first_oom\":{",
+        "\"first_oom\":null",
+        "\"recommendation\":{",
+        "\"pytorch_cuda_alloc_conf\":\"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144\"",
+        "\"call_site\":\"vae_decode demo.c:211\"",
+        "\"exact_max_split_size_mb\":6330",
+        "\"caching_allocator_detected\":false"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        cr_assert(strstr(c.out, keys[i]), "missing %s in\n%s", keys[i], c.out);
+    unlink(path);
+    free(path);
 }
 
-Test(whatif_cmd, capacity_override) {
-  char *path = writeup_file();
-  const char *argv[] = {"whatif", "--json", "--capacity", "30GiB", "--max-split-size-mb",
-                        "inf", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  cr_assert(strstr(c.out, "\"capacity_bytes\":32212254720"), "%s", c.out);
-  cr_assert(strstr(c.out, "\"capacity_source\":\"option\""), "%s", c.out);
-  cr_assert(strstr(c.out, "\"oom\":false"), "%s", c.out);
-  cr_assert(strstr(c.out, "\"recommendation\":{\"result_index\":0,\"setting\":\"\""), "%s", c.out);
-  unlink(path);
-  free(path);
+Test(whatif_cmd, capacity_override)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", "--json", "--capacity", "30GiB", "--max-split-size-mb",
+                          "inf",    path,     NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "\"capacity_bytes\":32212254720"), "%s", c.out);
+    cr_assert(strstr(c.out, "\"capacity_source\":\"option\""), "%s", c.out);
+    cr_assert(strstr(c.out, "\"oom\":false"), "%s", c.out);
+    cr_assert(strstr(c.out, "\"recommendation\":{\"result_index\":0,\"setting\":\"\""), "%s",
+              c.out);
+    unlink(path);
+    free(path);
 }
 
-Test(whatif_cmd, every_combination_is_replayed) {
-  char *path = writeup_file();
-  const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,4096,8192",
-                        "--expandable-segments", "false,true", "--roundup-power2-divisions",
-                        "0,4", "--gc-threshold", "0,0.6", "--jobs", "2", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  int results = 0;
-  for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
-    results++;
-  cr_assert_eq(results, 3 * 2 * 2 * 2);
-  cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:8192,roundup_power2_divisions:4,"
-                          "garbage_collection_threshold:0.6,expandable_segments:True\""),
-            "%s", c.out);
-  unlink(path);
-  free(path);
+Test(whatif_cmd, every_combination_is_replayed)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif",
+                          "--json",
+                          "--max-split-size-mb",
+                          "inf,4096,8192",
+                          "--expandable-segments",
+                          "false,true",
+                          "--roundup-power2-divisions",
+                          "0,4",
+                          "--gc-threshold",
+                          "0,0.6",
+                          "--jobs",
+                          "2",
+                          path,
+                          NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    int results = 0;
+    for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
+        results++;
+    cr_assert_eq(results, 3 * 2 * 2 * 2);
+    cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:8192,roundup_power2_divisions:4,"
+                            "garbage_collection_threshold:0.6,expandable_segments:True\""),
+              "%s", c.out);
+    unlink(path);
+    free(path);
 }
 
-Test(whatif_cmd, caching_allocator_trace_gets_a_warning) {
-  struct tb b;
-  tb_open(&b, 24 * GiB, 20 * GiB);
-  uint64_t sizes[] = {3000 * MiB, 3000 * MiB, 2714 * MiB, 1000 * MiB, 6330 * MiB};
-  for (int i = 0; i < 5; i++)
-    tb_alloc(&b, P(i), sizes[i]);
-  tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW);
-  tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW);
-  tb_close(&b);
-  char *path = tb_file(&b);
-  const char *argv[] = {"whatif", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  cr_assert(strstr(c.out, "WARNING: this trace looks like it went through a caching allocator"),
-            "%s", c.out);
-  cr_assert(strstr(c.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1"), "%s", c.out);
-  const char *json[] = {"whatif", "--json", path, NULL};
-  capture(&c, cmt_cmd_whatif, json);
-  cr_assert(strstr(c.out, "\"caching_allocator_detected\":true"), "%s", c.out);
-  cr_assert_eq(count_lines(c.err), 1, "%s", c.err);
-  unlink(path);
-  free(path);
-  cmt_membuf_free(&b.buf);
+Test(whatif_cmd, caching_allocator_trace_gets_a_warning)
+{
+    struct tb b;
+    tb_open(&b, 24 * GiB, 20 * GiB);
+    uint64_t sizes[] = {3000 * MiB, 3000 * MiB, 2714 * MiB, 1000 * MiB, 6330 * MiB};
+    for (int i = 0; i < 5; i++)
+        tb_alloc(&b, P(i), sizes[i]);
+    tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW);
+    tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW);
+    tb_close(&b);
+    char *path = tb_file(&b);
+    const char *argv[] = {"whatif", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "WARNING: this trace looks like it went through a caching allocator"),
+              "%s", c.out);
+    cr_assert(strstr(c.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1"), "%s", c.out);
+    const char *json[] = {"whatif", "--json", path, NULL};
+    capture(&c, cmt_cmd_whatif, json);
+    cr_assert(strstr(c.out, "\"caching_allocator_detected\":true"), "%s", c.out);
+    cr_assert_eq(count_lines(c.err), 1, "%s", c.err);
+    unlink(path);
+    free(path);
+    cmt_membuf_free(&b.buf);
 }
 
 /* Usage errors: exit 2 and exactly one line on stderr, nothing on stdout. */
-Test(whatif_cmd, bad_arguments_exit_2_with_one_line) {
-  char *path = writeup_file();
-  const char *cases[][8] = {
-      {"whatif", NULL},
-      {"whatif", "--bogus", path, NULL},
-      {"whatif", path, path, NULL},
-      {"whatif", "--capacity", "lots", path, NULL},
-      {"whatif", "--capacity", "-5GiB", path, NULL},
-      {"whatif", "--capacity", NULL},
-      {"whatif", "--max-split-size-mb", "10", path, NULL},
-      {"whatif", "--max-split-size-mb", "4096,,x", path, NULL},
-      {"whatif", "--max-split-size-mb", "", path, NULL},
-      {"whatif", "--expandable-segments", "maybe", path, NULL},
-      {"whatif", "--roundup-power2-divisions", "3", path, NULL},
-      {"whatif", "--gc-threshold", "1.5", path, NULL},
-      {"whatif", "--jobs", "0", path, NULL},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    capture(&c, cmt_cmd_whatif, cases[i]);
-    cr_assert_eq(c.status, 2, "case %zu: status %d, stderr %s", i, c.status, c.err);
-    cr_assert_eq(count_lines(c.err), 1, "case %zu: %s", i, c.err);
-    cr_assert(strncmp(c.err, "cumemtrace whatif: ", 19) == 0, "case %zu: %s", i, c.err);
-    cr_assert_str_empty(c.out, "case %zu", i);
-  }
-  unlink(path);
-  free(path);
+Test(whatif_cmd, bad_arguments_exit_2_with_one_line)
+{
+    char *path = writeup_file();
+    const char *cases[][8] = {
+        {"whatif", NULL},
+        {"whatif", "--bogus", path, NULL},
+        {"whatif", path, path, NULL},
+        {"whatif", "--capacity", "lots", path, NULL},
+        {"whatif", "--capacity", "-5GiB", path, NULL},
+        {"whatif", "--capacity", NULL},
+        {"whatif", "--max-split-size-mb", "10", path, NULL},
+        {"whatif", "--max-split-size-mb", "4096,,x", path, NULL},
+        {"whatif", "--max-split-size-mb", "", path, NULL},
+        {"whatif", "--expandable-segments", "maybe", path, NULL},
+        {"whatif", "--roundup-power2-divisions", "3", path, NULL},
+        {"whatif", "--gc-threshold", "1.5", path, NULL},
+        {"whatif", "--jobs", "0", path, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        capture(&c, cmt_cmd_whatif, cases[i]);
+        cr_assert_eq(c.status, 2, "case %zu: status %d, stderr %s", i, c.status, c.err);
+        cr_assert_eq(count_lines(c.err), 1, "case %zu: %s", i, c.err);
+        cr_assert(strncmp(c.err, "cumemtrace whatif: ", 19) == 0, "case %zu: %s", i, c.err);
+        cr_assert_str_empty(c.out, "case %zu", i);
+    }
+    unlink(path);
+    free(path);
 }
 
 /* Unreadable or unusable traces: exit 1 and one line naming the file. */
-Test(whatif_cmd, bad_traces_exit_1_with_one_line) {
-  struct tb b;
-  tb_open(&b, 0, 0); /* no DEVICE record: capacity unknown */
-  tb_alloc(&b, P(0), 64 * MiB);
-  tb_close(&b);
-  char *no_device = tb_file(&b);
-  cmt_membuf_free(&b.buf);
-  tb_open(&b, 8 * GiB, 4 * GiB);
-  tb_close(&b);
-  char *empty = tb_file(&b);
-  cmt_membuf_free(&b.buf);
-  char garbage[] = "/tmp/cmt-whatif-garbage.XXXXXX";
-  int fd = mkstemp(garbage);
-  cr_assert_eq(write(fd, "not a trace at all", 18), 18);
-  close(fd);
-  const char *paths[] = {"/nonexistent/trace.cmt", garbage, empty, no_device};
-  for (int i = 0; i < 4; i++) {
-    const char *argv[] = {"whatif", paths[i], NULL};
+Test(whatif_cmd, bad_traces_exit_1_with_one_line)
+{
+    struct tb b;
+    tb_open(&b, 0, 0); /* no DEVICE record: capacity unknown */
+    tb_alloc(&b, P(0), 64 * MiB);
+    tb_close(&b);
+    char *no_device = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    tb_open(&b, 8 * GiB, 4 * GiB);
+    tb_close(&b);
+    char *empty = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    char garbage[] = "/tmp/cmt-whatif-garbage.XXXXXX";
+    int fd = mkstemp(garbage);
+    cr_assert_eq(write(fd, "not a trace at all", 18), 18);
+    close(fd);
+    const char *paths[] = {"/nonexistent/trace.cmt", garbage, empty, no_device};
+    for (int i = 0; i < 4; i++) {
+        const char *argv[] = {"whatif", paths[i], NULL};
+        capture(&c, cmt_cmd_whatif, argv);
+        cr_assert_eq(c.status, 1, "%s: status %d", paths[i], c.status);
+        cr_assert_eq(count_lines(c.err), 1, "%s: %s", paths[i], c.err);
+        cr_assert(strstr(c.err, paths[i]), "%s", c.err);
+    }
+    cr_assert(strstr(c.err, "--capacity"), "%s", c.err);
+    /* With a capacity the trace without device figures replays. */
+    const char *argv[] = {"whatif", "--capacity", "1GiB", no_device, NULL};
     capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 1, "%s: status %d", paths[i], c.status);
-    cr_assert_eq(count_lines(c.err), 1, "%s: %s", paths[i], c.err);
-    cr_assert(strstr(c.err, paths[i]), "%s", c.err);
-  }
-  cr_assert(strstr(c.err, "--capacity"), "%s", c.err);
-  /* With a capacity the trace without device figures replays. */
-  const char *argv[] = {"whatif", "--capacity", "1GiB", no_device, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  unlink(no_device);
-  unlink(empty);
-  unlink(garbage);
-  free(no_device);
-  free(empty);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    unlink(no_device);
+    unlink(empty);
+    unlink(garbage);
+    free(no_device);
+    free(empty);
 }
 
-Test(whatif_cmd, help) {
-  const char *argv[] = {"whatif", "--help", NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0);
-  cr_assert(strstr(c.out, "usage: cumemtrace whatif"));
+Test(whatif_cmd, help)
+{
+    const char *argv[] = {"whatif", "--help", NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0);
+    cr_assert(strstr(c.out, "usage: cumemtrace whatif"));
 }
 
-Test(whatif_cmd, max_non_split_rounding_is_swept) {
-  char *path = writeup_file();
-  const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "4096",
-                        "--max-non-split-rounding-mb", "20,64", path, NULL};
-  capture(&c, cmt_cmd_whatif, argv);
-  cr_assert_eq(c.status, 0, "%s", c.err);
-  int results = 0;
-  for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
-    results++;
-  cr_assert_eq(results, 2);
-  cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096\""), "%s", c.out);
-  cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096,max_non_split_rounding_mb:64\""),
-            "%s", c.out);
-  cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20}"), "%s", c.out);
-  cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64}"), "%s", c.out);
-  const char *bad[] = {"whatif", "--max-non-split-rounding-mb", "19", path, NULL};
-  capture(&c, cmt_cmd_whatif, bad);
-  cr_assert_eq(c.status, 2, "%s", c.err);
-  cr_assert(strstr(c.err, "--max-non-split-rounding-mb: '19' is not a whole number of MiB >= 20"),
-            "%s", c.err);
-  const char *help[] = {"whatif", "--help", NULL};
-  capture(&c, cmt_cmd_whatif, help);
-  cr_assert(strstr(c.out, "  --max-non-split-rounding-mb LIST  e.g. 20,64"), "%s", c.out);
-  unlink(path);
-  free(path);
+Test(whatif_cmd, max_non_split_rounding_is_swept)
+{
+    char *path = writeup_file();
+    const char *argv[] = {
+        "whatif", "--json", "--max-split-size-mb", "4096", "--max-non-split-rounding-mb", "20,64",
+        path,     NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    int results = 0;
+    for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
+        results++;
+    cr_assert_eq(results, 2);
+    cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096\""), "%s", c.out);
+    cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096,max_non_split_rounding_mb:64\""),
+              "%s", c.out);
+    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20}"), "%s", c.out);
+    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64}"), "%s", c.out);
+    const char *bad[] = {"whatif", "--max-non-split-rounding-mb", "19", path, NULL};
+    capture(&c, cmt_cmd_whatif, bad);
+    cr_assert_eq(c.status, 2, "%s", c.err);
+    cr_assert(strstr(c.err, "--max-non-split-rounding-mb: '19' is not a whole number of MiB >= 20"),
+              "%s", c.err);
+    const char *help[] = {"whatif", "--help", NULL};
+    capture(&c, cmt_cmd_whatif, help);
+    cr_assert(strstr(c.out, "  --max-non-split-rounding-mb LIST  e.g. 20,64"), "%s", c.out);
+    unlink(path);
+    free(path);
 }

@@ -10,109 +10,116 @@ static const char writeup_message[] =
     "CUDA out of memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
     "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in total by PyTorch)";
 
-static void load(struct tb *b, struct cmt_whatif_stream *s) {
-  cmt_reader *r = tb_reader(b);
-  char err[256] = "";
-  cr_assert_eq(cmt_whatif_stream_load(r, s, err, sizeof err), 0, "%s", err);
-  cmt_reader_close(r);
+static void load(struct tb *b, struct cmt_whatif_stream *s)
+{
+    cmt_reader *r = tb_reader(b);
+    char err[256] = "";
+    cr_assert_eq(cmt_whatif_stream_load(r, s, err, sizeof err), 0, "%s", err);
+    cmt_reader_close(r);
 }
 
-static struct cmt_whatif_setting split_mb(uint64_t mb) {
-  return (struct cmt_whatif_setting){.max_split_size = mb ? mb * MiB : UINT64_MAX};
+static struct cmt_whatif_setting split_mb(uint64_t mb)
+{
+    return (struct cmt_whatif_setting){.max_split_size = mb ? mb * MiB : UINT64_MAX};
 }
 
 /* ---- extracting the stream -------------------------------------------- */
 
-Test(whatif_stream, writeup_trace_gives_the_tensor_stream_and_capacity) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_writeup(&b);
-  load(&b, &s);
-  cr_assert_eq(s.allocs, 12);
-  cr_assert_eq(s.frees, 4);
-  cr_assert_eq(s.event_count, 16);
-  cr_assert_eq(s.failed_allocs, 0);
-  cr_assert(s.has_capacity);
-  cr_assert_eq(s.device_total, 24 * GiB);
-  cr_assert_eq(s.device_free, 21556 * MiB);
-  cr_assert_str_eq(s.device_name, "GPU0");
-  cr_assert_not(s.caching_detected, "%s", s.caching_reason);
-  const struct cmt_whatif_event *last = &s.events[s.event_count - 1];
-  cr_assert_eq(last->size, X_SIZE);
-  cr_assert_eq(last->seq, 15);
-  cr_assert_str_eq(s.sites[last->site], "vae_decode demo.c:211");
-  /* Ids are reused after frees: a (id of the first 1000 MiB tensor) comes back. */
-  cr_assert_eq(s.events[4].is_free, 1);
-  cr_assert_eq(s.events[5].id, s.events[4].id);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, writeup_trace_gives_the_tensor_stream_and_capacity)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    cr_assert_eq(s.allocs, 12);
+    cr_assert_eq(s.frees, 4);
+    cr_assert_eq(s.event_count, 16);
+    cr_assert_eq(s.failed_allocs, 0);
+    cr_assert(s.has_capacity);
+    cr_assert_eq(s.device_total, 24 * GiB);
+    cr_assert_eq(s.device_free, 21556 * MiB);
+    cr_assert_str_eq(s.device_name, "GPU0");
+    cr_assert_not(s.caching_detected, "%s", s.caching_reason);
+    const struct cmt_whatif_event *last = &s.events[s.event_count - 1];
+    cr_assert_eq(last->size, X_SIZE);
+    cr_assert_eq(last->seq, 15);
+    cr_assert_str_eq(s.sites[last->site], "vae_decode demo.c:211");
+    /* Ids are reused after frees: a (id of the first 1000 MiB tensor) comes back. */
+    cr_assert_eq(s.events[4].is_free, 1);
+    cr_assert_eq(s.events[5].id, s.events[4].id);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_stream, async_calls_keep_their_stream_and_failures_are_skipped) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_open(&b, 8 * GiB, 6 * GiB);
-  tb_event(&b, API_ALLOC_ASYNC, 0, P(0), 64 * MiB, 0x77, STACK_RAW);
-  tb_event(&b, API_ALLOC, 2, 0, 64 * GiB, 0, STACK_RAW); /* failed: not in the stream */
-  tb_event(&b, API_FREE_ASYNC, 0, P(0), 0, 0x77, STACK_RAW);
-  tb_free(&b, P(5)); /* never allocated in the trace */
-  tb_alloc(&b, P(1), 3 * MiB);
-  tb_close(&b);
-  load(&b, &s);
-  cr_assert_eq(s.event_count, 3);
-  cr_assert_eq(s.events[0].stream, 0x77);
-  cr_assert_eq(s.events[1].is_free, 1);
-  cr_assert_eq(s.events[2].stream, 0);
-  cr_assert_eq(s.failed_allocs, 1);
-  cr_assert_eq(s.unmatched_frees, 1);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, async_calls_keep_their_stream_and_failures_are_skipped)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_open(&b, 8 * GiB, 6 * GiB);
+    tb_event(&b, API_ALLOC_ASYNC, 0, P(0), 64 * MiB, 0x77, STACK_RAW);
+    tb_event(&b, API_ALLOC, 2, 0, 64 * GiB, 0, STACK_RAW); /* failed: not in the stream */
+    tb_event(&b, API_FREE_ASYNC, 0, P(0), 0, 0x77, STACK_RAW);
+    tb_free(&b, P(5)); /* never allocated in the trace */
+    tb_alloc(&b, P(1), 3 * MiB);
+    tb_close(&b);
+    load(&b, &s);
+    cr_assert_eq(s.event_count, 3);
+    cr_assert_eq(s.events[0].stream, 0x77);
+    cr_assert_eq(s.events[1].is_free, 1);
+    cr_assert_eq(s.events[2].stream, 0);
+    cr_assert_eq(s.failed_allocs, 1);
+    cr_assert_eq(s.unmatched_frees, 1);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_stream, segment_sized_allocations_without_frees_are_detected) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_open(&b, 24 * GiB, 20 * GiB);
-  uint64_t sizes[] = {20 * MiB, 2 * MiB, 3000 * MiB, 6330 * MiB, 100 * MiB, 22 * MiB};
-  for (int i = 0; i < 6; i++)
-    tb_alloc(&b, P(i), sizes[i]);
-  tb_close(&b);
-  load(&b, &s);
-  cr_assert(s.caching_detected);
-  cr_assert(strstr(s.caching_reason, "6 of 6 allocations"), "%s", s.caching_reason);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, segment_sized_allocations_without_frees_are_detected)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_open(&b, 24 * GiB, 20 * GiB);
+    uint64_t sizes[] = {20 * MiB, 2 * MiB, 3000 * MiB, 6330 * MiB, 100 * MiB, 22 * MiB};
+    for (int i = 0; i < 6; i++)
+        tb_alloc(&b, P(i), sizes[i]);
+    tb_close(&b);
+    load(&b, &s);
+    cr_assert(s.caching_detected);
+    cr_assert(strstr(s.caching_reason, "6 of 6 allocations"), "%s", s.caching_reason);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_stream, release_and_retry_signature_is_detected) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_open(&b, 24 * GiB, 20 * GiB);
-  tb_alloc(&b, P(0), 1000 * MiB + 4096);
-  tb_alloc(&b, P(1), 333 * KiB);
-  tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW); /* out of memory */
-  tb_free(&b, P(1));                                        /* cached blocks released */
-  tb_alloc(&b, P(2), 6330 * MiB);                           /* the retry succeeds */
-  tb_close(&b);
-  load(&b, &s);
-  cr_assert(s.caching_detected);
-  cr_assert(strstr(s.caching_reason, "retried"), "%s", s.caching_reason);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, release_and_retry_signature_is_detected)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_open(&b, 24 * GiB, 20 * GiB);
+    tb_alloc(&b, P(0), 1000 * MiB + 4096);
+    tb_alloc(&b, P(1), 333 * KiB);
+    tb_event(&b, API_ALLOC, 2, 0, 6330 * MiB, 0, STACK_RAW); /* out of memory */
+    tb_free(&b, P(1));                                       /* cached blocks released */
+    tb_alloc(&b, P(2), 6330 * MiB);                          /* the retry succeeds */
+    tb_close(&b);
+    load(&b, &s);
+    cr_assert(s.caching_detected);
+    cr_assert(strstr(s.caching_reason, "retried"), "%s", s.caching_reason);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_stream, a_trace_without_allocations_is_refused) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_open(&b, 24 * GiB, 20 * GiB);
-  tb_free(&b, P(1));
-  tb_close(&b);
-  cmt_reader *r = tb_reader(&b);
-  char err[256] = "";
-  cr_assert_eq(cmt_whatif_stream_load(r, &s, err, sizeof err), CMT_EWHATIF_EMPTY);
-  cr_assert(strstr(err, "no device allocations"), "%s", err);
-  cmt_reader_close(r);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, a_trace_without_allocations_is_refused)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_open(&b, 24 * GiB, 20 * GiB);
+    tb_free(&b, P(1));
+    tb_close(&b);
+    cmt_reader *r = tb_reader(&b);
+    char err[256] = "";
+    cr_assert_eq(cmt_whatif_stream_load(r, &s, err, sizeof err), CMT_EWHATIF_EMPTY);
+    cr_assert(strstr(err, "no device allocations"), "%s", err);
+    cmt_reader_close(r);
+    cmt_membuf_free(&b.buf);
 }
 
 /* ---- replaying the sweep ---------------------------------------------- */
@@ -120,206 +127,213 @@ Test(whatif_stream, a_trace_without_allocations_is_refused) {
 /* The write-up's table, and the exact boundary: x's segment is 6330 MiB; a
  * split size up to 6330 MiB makes that cached block oversize (refused to the
  * 100 MiB tensor); from 6331 MiB on the tensor splits it. */
-Test(whatif_run, writeup_oom_exactly_for_split_sizes_above_the_request) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_writeup(&b);
-  load(&b, &s);
-  uint64_t mb[] = {0, 2147483647, 8192, 7168, 6331, 6330, 6144, 5120, 4096, 1024, 20};
-  bool oom[] = {true, true, true, true, true, false, false, false, false, false, false};
-  size_t n = sizeof mb / sizeof mb[0];
-  struct cmt_whatif_setting settings[16];
-  struct cmt_whatif_result results[16];
-  for (size_t i = 0; i < n; i++)
-    settings[i] = split_mb(mb[i]);
-  cr_assert_eq(cmt_whatif_run(&s, s.device_free, s.device_total, settings, n, 2, results), 0);
-  for (size_t i = 0; i < n; i++) {
-    cr_assert_eq(results[i].error, 0);
-    cr_assert_eq(results[i].oom, oom[i], "max_split_size_mb %llu", (unsigned long long)mb[i]);
-    if (!oom[i])
-      continue;
-    char msg[512];
-    cmt_model_format_oom(&results[i].oom_info, msg, sizeof msg);
-    cr_assert(strstr(msg, writeup_message), "%s", msg);
-    cr_assert_eq(results[i].oom_event, 15);
-    cr_assert_eq(results[i].peak_reserved, 18044 * MiB);
-    cr_assert_eq(results[i].alloc_retries, 1);
-  }
-  /* 6144: x1's 6330 MiB segment is oversize and kept whole; t takes its own
+Test(whatif_run, writeup_oom_exactly_for_split_sizes_above_the_request)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    uint64_t mb[] = {0, 2147483647, 8192, 7168, 6331, 6330, 6144, 5120, 4096, 1024, 20};
+    bool oom[] = {true, true, true, true, true, false, false, false, false, false, false};
+    size_t n = sizeof mb / sizeof mb[0];
+    struct cmt_whatif_setting settings[16];
+    struct cmt_whatif_result results[16];
+    for (size_t i = 0; i < n; i++)
+        settings[i] = split_mb(mb[i]);
+    cr_assert_eq(cmt_whatif_run(&s, s.device_free, s.device_total, settings, n, 2, results), 0);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(results[i].error, 0);
+        cr_assert_eq(results[i].oom, oom[i], "max_split_size_mb %llu", (unsigned long long)mb[i]);
+        if (!oom[i])
+            continue;
+        char msg[512];
+        cmt_model_format_oom(&results[i].oom_info, msg, sizeof msg);
+        cr_assert(strstr(msg, writeup_message), "%s", msg);
+        cr_assert_eq(results[i].oom_event, 15);
+        cr_assert_eq(results[i].peak_reserved, 18044 * MiB);
+        cr_assert_eq(results[i].alloc_retries, 1);
+    }
+    /* 6144: x1's 6330 MiB segment is oversize and kept whole; t takes its own
    * 100 MiB segment: reserved 18044 + 100 MiB, 8 device allocations. */
-  cr_assert_eq(results[6].peak_reserved, 18144 * MiB);
-  cr_assert_eq(results[6].device_alloc_calls, 8);
-  cr_assert_eq(results[6].events_replayed, 16);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+    cr_assert_eq(results[6].peak_reserved, 18144 * MiB);
+    cr_assert_eq(results[6].device_alloc_calls, 8);
+    cr_assert_eq(results[6].events_replayed, 16);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_run, threads_give_the_same_results_as_one) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_writeup(&b);
-  load(&b, &s);
-  struct cmt_whatif_setting settings[12];
-  struct cmt_whatif_result one[12], many[12];
-  for (int i = 0; i < 12; i++) {
-    settings[i] = split_mb(i == 0 ? 0 : 1024 * (uint64_t)i);
-    settings[i].expandable_segments = i % 3 == 0;
-    settings[i].roundup_power2_divisions = i % 4 == 1 ? 4 : 0;
-  }
-  cmt_whatif_run(&s, s.device_free, s.device_total, settings, 12, 1, one);
-  cmt_whatif_run(&s, s.device_free, s.device_total, settings, 12, 4, many);
-  for (int i = 0; i < 12; i++) {
-    cr_assert_eq(one[i].oom, many[i].oom);
-    cr_assert_eq(one[i].peak_reserved, many[i].peak_reserved);
-    cr_assert_eq(one[i].device_alloc_calls, many[i].device_alloc_calls);
-  }
-  /* Expandable segments avoid the OOM whatever the split size. */
-  cr_assert_not(one[0].oom);
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_run, threads_give_the_same_results_as_one)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    struct cmt_whatif_setting settings[12];
+    struct cmt_whatif_result one[12], many[12];
+    for (int i = 0; i < 12; i++) {
+        settings[i] = split_mb(i == 0 ? 0 : 1024 * (uint64_t)i);
+        settings[i].expandable_segments = i % 3 == 0;
+        settings[i].roundup_power2_divisions = i % 4 == 1 ? 4 : 0;
+    }
+    cmt_whatif_run(&s, s.device_free, s.device_total, settings, 12, 1, one);
+    cmt_whatif_run(&s, s.device_free, s.device_total, settings, 12, 4, many);
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(one[i].oom, many[i].oom);
+        cr_assert_eq(one[i].peak_reserved, many[i].peak_reserved);
+        cr_assert_eq(one[i].device_alloc_calls, many[i].device_alloc_calls);
+    }
+    /* Expandable segments avoid the OOM whatever the split size. */
+    cr_assert_not(one[0].oom);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_run, recommendation_and_the_exact_rule) {
-  struct tb b;
-  struct cmt_whatif_stream s;
-  tb_writeup(&b);
-  load(&b, &s);
-  uint64_t mb[] = {0, 4096, 5120, 6144, 7168, 8192};
-  struct cmt_whatif_setting settings[6];
-  struct cmt_whatif_result results[6];
-  for (int i = 0; i < 6; i++)
-    settings[i] = split_mb(mb[i]);
-  cmt_whatif_run(&s, s.device_free, s.device_total, settings, 6, 0, results);
-  struct cmt_whatif_recommendation rec;
-  cmt_whatif_recommend(results, 6, &rec);
-  /* 4096, 5120 and 6144 tie on peak reserved: the largest split size wins. */
-  cr_assert_eq(rec.best, 3);
-  cr_assert_eq(rec.rule, 3);
-  cr_assert_eq(rec.smallest_failing_request, 6330 * MiB);
-  cr_assert_eq(rec.exact_max_split_mb, 6330);
-  char conf[64];
-  cmt_whatif_setting_conf(&results[rec.best].setting, conf, sizeof conf);
-  cr_assert_str_eq(conf, "max_split_size_mb:6144");
-  cmt_whatif_stream_free(&s);
-  cmt_membuf_free(&b.buf);
+Test(whatif_run, recommendation_and_the_exact_rule)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    uint64_t mb[] = {0, 4096, 5120, 6144, 7168, 8192};
+    struct cmt_whatif_setting settings[6];
+    struct cmt_whatif_result results[6];
+    for (int i = 0; i < 6; i++)
+        settings[i] = split_mb(mb[i]);
+    cmt_whatif_run(&s, s.device_free, s.device_total, settings, 6, 0, results);
+    struct cmt_whatif_recommendation rec;
+    cmt_whatif_recommend(results, 6, &rec);
+    /* 4096, 5120 and 6144 tie on peak reserved: the largest split size wins. */
+    cr_assert_eq(rec.best, 3);
+    cr_assert_eq(rec.rule, 3);
+    cr_assert_eq(rec.smallest_failing_request, 6330 * MiB);
+    cr_assert_eq(rec.exact_max_split_mb, 6330);
+    char conf[64];
+    cmt_whatif_setting_conf(&results[rec.best].setting, conf, sizeof conf);
+    cr_assert_str_eq(conf, "max_split_size_mb:6144");
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_run, nothing_recommended_when_every_setting_fails) {
-  struct cmt_whatif_event ev[] = {{.size = 10 * GiB, .id = 0}};
-  struct cmt_whatif_stream s;
-  cr_assert_eq(cmt_whatif_stream_from_events(ev, 1, 1, 0, 0, &s), 0);
-  struct cmt_whatif_setting st[2] = {split_mb(0), split_mb(4096)};
-  struct cmt_whatif_result res[2];
-  cmt_whatif_run(&s, 8 * GiB, 8 * GiB, st, 2, 2, res);
-  struct cmt_whatif_recommendation rec;
-  cmt_whatif_recommend(res, 2, &rec);
-  cr_assert(res[0].oom && res[1].oom);
-  cr_assert_eq(rec.best, -1);
-  cr_assert_eq(rec.rule, -1);
-  cr_assert_eq(rec.exact_max_split_mb, 10240);
-  cmt_whatif_stream_free(&s);
+Test(whatif_run, nothing_recommended_when_every_setting_fails)
+{
+    struct cmt_whatif_event ev[] = {{.size = 10 * GiB, .id = 0}};
+    struct cmt_whatif_stream s;
+    cr_assert_eq(cmt_whatif_stream_from_events(ev, 1, 1, 0, 0, &s), 0);
+    struct cmt_whatif_setting st[2] = {split_mb(0), split_mb(4096)};
+    struct cmt_whatif_result res[2];
+    cmt_whatif_run(&s, 8 * GiB, 8 * GiB, st, 2, 2, res);
+    struct cmt_whatif_recommendation rec;
+    cmt_whatif_recommend(res, 2, &rec);
+    cr_assert(res[0].oom && res[1].oom);
+    cr_assert_eq(rec.best, -1);
+    cr_assert_eq(rec.rule, -1);
+    cr_assert_eq(rec.exact_max_split_mb, 10240);
+    cmt_whatif_stream_free(&s);
 }
 
-Test(whatif_run, stream_from_events_refuses_bad_ids) {
-  struct cmt_whatif_stream s;
-  struct cmt_whatif_event double_free[] = {{.size = 1, .id = 0}, {.id = 0, .is_free = 1},
-                                           {.id = 0, .is_free = 1}};
-  struct cmt_whatif_event out_of_range[] = {{.size = 1, .id = 3}};
-  cr_assert_eq(cmt_whatif_stream_from_events(double_free, 3, 1, 0, 0, &s), CMT_EINVALID);
-  cr_assert_eq(cmt_whatif_stream_from_events(out_of_range, 1, 1, 0, 0, &s), CMT_EINVALID);
+Test(whatif_run, stream_from_events_refuses_bad_ids)
+{
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_event double_free[] = {
+        {.size = 1, .id = 0}, {.id = 0, .is_free = 1}, {.id = 0, .is_free = 1}};
+    struct cmt_whatif_event out_of_range[] = {{.size = 1, .id = 3}};
+    cr_assert_eq(cmt_whatif_stream_from_events(double_free, 3, 1, 0, 0, &s), CMT_EINVALID);
+    cr_assert_eq(cmt_whatif_stream_from_events(out_of_range, 1, 1, 0, 0, &s), CMT_EINVALID);
 }
 
-Test(whatif_run, default_ladder) {
-  uint64_t mb[5];
-  cr_assert_eq(cmt_whatif_default_ladder(X_SIZE, mb), 5);
-  uint64_t want[] = {4096, 5120, 6144, 7168, 8192};
-  for (int i = 0; i < 5; i++)
-    cr_assert_eq(mb[i], want[i]);
-  /* 100 MiB: step 32 around 96: 32, 64, 96, 128, 160. */
-  size_t n = cmt_whatif_default_ladder(100 * MiB, mb);
-  cr_assert_eq(n, 5);
-  cr_assert_eq(mb[0], 32);
-  cr_assert_eq(mb[4], 160);
-  /* Tiny requests: nothing below 20 MiB. */
-  n = cmt_whatif_default_ladder(10 * MiB, mb);
-  for (size_t i = 0; i < n; i++)
-    cr_assert_geq(mb[i], 20);
+Test(whatif_run, default_ladder)
+{
+    uint64_t mb[5];
+    cr_assert_eq(cmt_whatif_default_ladder(X_SIZE, mb), 5);
+    uint64_t want[] = {4096, 5120, 6144, 7168, 8192};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(mb[i], want[i]);
+    /* 100 MiB: step 32 around 96: 32, 64, 96, 128, 160. */
+    size_t n = cmt_whatif_default_ladder(100 * MiB, mb);
+    cr_assert_eq(n, 5);
+    cr_assert_eq(mb[0], 32);
+    cr_assert_eq(mb[4], 160);
+    /* Tiny requests: nothing below 20 MiB. */
+    n = cmt_whatif_default_ladder(10 * MiB, mb);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_geq(mb[i], 20);
 }
 
 /* ---- one pass, many observers ------------------------------------------ */
 
-Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream) {
-  struct tb b;
-  struct cmt_whatif_stream alone, shared;
-  tb_open(&b, 24 * GiB, 20 * GiB);
-  tb_alloc(&b, P(0), 3000 * MiB);
-  tb_alloc(&b, P(1), 100 * MiB);
-  tb_free(&b, P(0));
-  tb_event(&b, API_ALLOC, 2, 0, 30 * GiB, 0, STACK_RAW); /* out of memory */
-  tb_alloc(&b, P(1), 200 * MiB); /* reused without a free: the old tensor ends */
-  tb_close(&b);
-  load(&b, &alone);
-  cr_assert_eq(alone.event_count, 5);
-  cmt_reader *r = tb_reader(&b);
-  cmt_replay *rp;
-  cmt_oom *oom;
-  struct cmt_timeline tl;
-  struct cmt_whatif_collector *c;
-  cr_assert_eq(cmt_replay_create(&rp, r), 0);
-  cr_assert_eq(cmt_oom_create(&oom), 0);
-  cr_assert_eq(cmt_timeline_init(&tl, 100), 0);
-  cr_assert_eq(cmt_whatif_collector_create(&c, &shared), 0);
-  struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
-                               cmt_whatif_observer(c)};
-  int rc = cmt_replay_run(rp, obs, 3);
-  char err[256] = "";
-  cr_assert_eq(cmt_whatif_collector_end(c, rc, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(shared.event_count, alone.event_count);
-  cr_assert_eq(shared.failed_allocs, 1);
-  for (size_t k = 0; k < alone.event_count; k++) {
-    cr_assert_eq(shared.events[k].id, alone.events[k].id);
-    cr_assert_eq(shared.events[k].size, alone.events[k].size);
-    cr_assert_str_eq(shared.sites[shared.events[k].site], alone.sites[alone.events[k].site]);
-  }
-  cr_assert_eq(cmt_oom_count(oom), 1);
-  cr_assert_eq(cmt_oom_episode(oom, 0)->request_bytes, 30 * GiB);
-  cr_assert_eq(tl.device_count > 1, 1);
-  cmt_whatif_collector_destroy(c);
-  cmt_whatif_stream_free(&shared);
-  cmt_whatif_stream_free(&alone);
-  cmt_timeline_free(&tl);
-  cmt_oom_destroy(oom);
-  cmt_replay_destroy(rp);
-  cmt_reader_close(r);
-  cmt_membuf_free(&b.buf);
+Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream)
+{
+    struct tb b;
+    struct cmt_whatif_stream alone, shared;
+    tb_open(&b, 24 * GiB, 20 * GiB);
+    tb_alloc(&b, P(0), 3000 * MiB);
+    tb_alloc(&b, P(1), 100 * MiB);
+    tb_free(&b, P(0));
+    tb_event(&b, API_ALLOC, 2, 0, 30 * GiB, 0, STACK_RAW); /* out of memory */
+    tb_alloc(&b, P(1), 200 * MiB); /* reused without a free: the old tensor ends */
+    tb_close(&b);
+    load(&b, &alone);
+    cr_assert_eq(alone.event_count, 5);
+    cmt_reader *r = tb_reader(&b);
+    cmt_replay *rp;
+    cmt_oom *oom;
+    struct cmt_timeline tl;
+    struct cmt_whatif_collector *c;
+    cr_assert_eq(cmt_replay_create(&rp, r), 0);
+    cr_assert_eq(cmt_oom_create(&oom), 0);
+    cr_assert_eq(cmt_timeline_init(&tl, 100), 0);
+    cr_assert_eq(cmt_whatif_collector_create(&c, &shared), 0);
+    struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
+                                 cmt_whatif_observer(c)};
+    int rc = cmt_replay_run(rp, obs, 3);
+    char err[256] = "";
+    cr_assert_eq(cmt_whatif_collector_end(c, rc, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(shared.event_count, alone.event_count);
+    cr_assert_eq(shared.failed_allocs, 1);
+    for (size_t k = 0; k < alone.event_count; k++) {
+        cr_assert_eq(shared.events[k].id, alone.events[k].id);
+        cr_assert_eq(shared.events[k].size, alone.events[k].size);
+        cr_assert_str_eq(shared.sites[shared.events[k].site], alone.sites[alone.events[k].site]);
+    }
+    cr_assert_eq(cmt_oom_count(oom), 1);
+    cr_assert_eq(cmt_oom_episode(oom, 0)->request_bytes, 30 * GiB);
+    cr_assert_eq(tl.device_count > 1, 1);
+    cmt_whatif_collector_destroy(c);
+    cmt_whatif_stream_free(&shared);
+    cmt_whatif_stream_free(&alone);
+    cmt_timeline_free(&tl);
+    cmt_oom_destroy(oom);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+    cmt_membuf_free(&b.buf);
 }
 
 /* max_non_split_rounding_mb is a whatif setting: with 64 MiB the 120 MiB
  * request (>= max_split_size) reuses the cached 150 MiB block; with the
  * default 20 MiB (a zero field) it takes a segment of its own. */
-Test(whatif_run, max_non_split_rounding_is_a_setting) {
-  struct cmt_whatif_event ev[] = {{.size = 150 * MiB, .id = 0},
-                                  {.is_free = 1, .id = 0},
-                                  {.size = 120 * MiB, .id = 1}};
-  struct cmt_whatif_stream s;
-  cr_assert_eq(cmt_whatif_stream_from_events(ev, 3, 2, 0, 0, &s), 0);
-  struct cmt_whatif_setting st[2] = {
-      {.max_split_size = 100 * MiB},
-      {.max_split_size = 100 * MiB, .max_non_split_rounding = 64 * MiB}};
-  struct cmt_whatif_result res[2];
-  cmt_whatif_run(&s, GiB, GiB, st, 2, 1, res);
-  cr_assert_not(res[0].oom || res[1].oom);
-  cr_assert_eq(res[0].peak_reserved, 270 * MiB);
-  cr_assert_eq(res[0].device_alloc_calls, 2);
-  cr_assert_eq(res[1].peak_reserved, 150 * MiB);
-  cr_assert_eq(res[1].device_alloc_calls, 1);
-  char conf[96];
-  cmt_whatif_setting_conf(&st[0], conf, sizeof conf);
-  cr_assert_str_eq(conf, "max_split_size_mb:100");
-  cmt_whatif_setting_conf(&st[1], conf, sizeof conf);
-  cr_assert_str_eq(conf, "max_split_size_mb:100,max_non_split_rounding_mb:64");
-  struct cmt_whatif_setting d;
-  cmt_whatif_setting_default(&d);
-  cr_assert_eq(d.max_non_split_rounding, 20 * MiB);
-  cmt_whatif_stream_free(&s);
+Test(whatif_run, max_non_split_rounding_is_a_setting)
+{
+    struct cmt_whatif_event ev[] = {
+        {.size = 150 * MiB, .id = 0}, {.is_free = 1, .id = 0}, {.size = 120 * MiB, .id = 1}};
+    struct cmt_whatif_stream s;
+    cr_assert_eq(cmt_whatif_stream_from_events(ev, 3, 2, 0, 0, &s), 0);
+    struct cmt_whatif_setting st[2] = {
+        {.max_split_size = 100 * MiB},
+        {.max_split_size = 100 * MiB, .max_non_split_rounding = 64 * MiB}};
+    struct cmt_whatif_result res[2];
+    cmt_whatif_run(&s, GiB, GiB, st, 2, 1, res);
+    cr_assert_not(res[0].oom || res[1].oom);
+    cr_assert_eq(res[0].peak_reserved, 270 * MiB);
+    cr_assert_eq(res[0].device_alloc_calls, 2);
+    cr_assert_eq(res[1].peak_reserved, 150 * MiB);
+    cr_assert_eq(res[1].device_alloc_calls, 1);
+    char conf[96];
+    cmt_whatif_setting_conf(&st[0], conf, sizeof conf);
+    cr_assert_str_eq(conf, "max_split_size_mb:100");
+    cmt_whatif_setting_conf(&st[1], conf, sizeof conf);
+    cr_assert_str_eq(conf, "max_split_size_mb:100,max_non_split_rounding_mb:64");
+    struct cmt_whatif_setting d;
+    cmt_whatif_setting_default(&d);
+    cr_assert_eq(d.max_non_split_rounding, 20 * MiB);
+    cmt_whatif_stream_free(&s);
 }

@@ -55,7 +55,8 @@ static void write_trace(const struct cmt_module *module, const uint64_t *ips, in
         cr_assert_eq(cmt_writer_module(w, module), 0);
     for (int i = 0; i < n; i++)
         cr_assert_eq(cmt_writer_stack_node(
-                         w, &(struct cmt_stack_node){(uint32_t)i + 1, (uint32_t)i, ips[i]}), 0);
+                         w, &(struct cmt_stack_node){(uint32_t)i + 1, (uint32_t)i, ips[i]}),
+                     0);
     cr_assert_eq(cmt_writer_end(w, &(struct cmt_end){1, 0, 0}), 0);
     cr_assert_eq(cmt_writer_flush(w), 0);
     cmt_writer_destroy(w);
@@ -335,7 +336,7 @@ Test(symbolize, command_prints_one_line_per_file)
     cr_assert_eq(cmt_cmd_symbolize(2, argv), 0);
     fflush(stdout);
     char want[256];
-    snprintf(want, sizeof want,
-             "cumemtrace: symbolized %s: 4 frames, 3 named, 3 with file:line\n", trace_path);
+    snprintf(want, sizeof want, "cumemtrace: symbolized %s: 4 frames, 3 named, 3 with file:line\n",
+             trace_path);
     cr_assert_stdout_eq_str(want);
 }
