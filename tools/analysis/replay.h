@@ -73,19 +73,29 @@ const char *cmt_kind_name(int kind);
 #define CMT_KIND_IS_DEVICE_MEMORY(k) CMT_KIND_HAS(k, DEVICE_MEMORY)
 
 /* How the replay applies an op: the `apply` column of CMT_OPS (format/cmt_format.h). */
-#define CMT_APPLIES(X)                                                                             \
-    X(NONE)         /* nothing to apply */                                                         \
-    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */              \
-    X(FREE)         /* ends the allocation at ptr, whatever its kind */                            \
-    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */           \
-    X(MEM_INFO)     /* a free/total sample */                                                      \
-    X(POOL_CREATE)                                                                                 \
-    X(POOL_DESTROY) X(POOL_TRIM) X(POOL_SET) X(VMM_RELEASE) X(VMM_RETAIN) X(VMM_IMPORT) X(VMM_MAP) \
-        X(VMM_UNMAP) X(VA_RESERVE) X(VA_FREE)                                                      \
-            X(IPC_OPEN) /* another process's memory: an object of no bytes */                      \
-        X(SYNC)         /* pools of the event's device release what they retain */                 \
-        X(SYNC_ALL)     /* the same for every device (a context destroyed) */                      \
-        X(RESET)        /* the device's primary context reset: everything on it is freed */
+/* clang-format off */
+#define CMT_APPLIES(X)                                                                   \
+    X(NONE)         /* nothing to apply */                                               \
+    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */    \
+    X(FREE)         /* ends the allocation at ptr, whatever its kind */                  \
+    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */ \
+    X(MEM_INFO)     /* a free/total sample */                                            \
+    X(POOL_CREATE)                                                                       \
+    X(POOL_DESTROY)                                                                      \
+    X(POOL_TRIM)                                                                         \
+    X(POOL_SET)                                                                          \
+    X(VMM_RELEASE)                                                                       \
+    X(VMM_RETAIN)                                                                        \
+    X(VMM_IMPORT)                                                                        \
+    X(VMM_MAP)                                                                           \
+    X(VMM_UNMAP)                                                                         \
+    X(VA_RESERVE)                                                                        \
+    X(VA_FREE)                                                                           \
+    X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
+    X(SYNC)         /* pools of the event's device release what they retain */           \
+    X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
+    X(RESET)        /* the device's primary context reset: everything on it is freed */
+/* clang-format on */
 
 enum cmt_apply {
 #define CMT__APPLY_ENUM(name) CMT_APPLY_##name,

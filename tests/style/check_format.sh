@@ -1,0 +1,21 @@
+#!/bin/sh
+# check_format.sh CLANG_FORMAT SOURCE_DIR — every C/C++ source and header git tracks is in the
+# tree's one style (.clang-format); the X-macro tables (*.def) are laid out by hand.
+# Prints the files that differ and how to fix them; exits 1 when there are any.
+set -eu
+clang_format=$1 top=$2
+cd "$top"
+if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    echo "check_format: $top is not a git checkout; nothing to check"
+    exit 0
+fi
+bad=$(git ls-files '*.c' '*.h' '*.cpp' | while read -r f; do
+    [ -f "$f" ] || continue
+    "$clang_format" --style=file "$f" | cmp -s - "$f" || echo "$f"
+done)
+if [ -n "$bad" ]; then
+    echo "not in the tree's style (run: clang-format -i FILE):"
+    echo "$bad" | sed 's/^/  /'
+    exit 1
+fi
+echo "style: every source file matches .clang-format"
