@@ -7,6 +7,7 @@
 
 #include "cmt_error.h"
 #include "reader_internal.h"
+#include "cmt_grow.h"
 
 /* Grows a table indexed by id to hold index `need` (ids are bounded by the callers). The
  * new part comes zeroed from calloc, so the pages a sparse hostile id skips over are never
@@ -154,14 +155,8 @@ int cmt__reader_store_thread(cmt_reader *r, const struct cmt_thread *th)
 
 int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e)
 {
-    if (r->env_count == r->env_cap) {
-        size_t cap = r->env_cap ? r->env_cap * 2 : 16;
-        struct cmt_env *t = realloc(r->envs, cap * sizeof *t);
-        if (!t)
-            return -1;
-        r->envs = t;
-        r->env_cap = cap;
-    }
+    if (CMT_GROW(r->envs, r->env_cap, r->env_count + 1, 16) != 0)
+        return -1;
     r->envs[r->env_count++] = *e;
     return 0;
 }

@@ -4,6 +4,7 @@
 
 #include "cmt_error.h"
 #include "replay_internal.h"
+#include "cmt_grow.h"
 
 struct range {
     uint64_t addr, size;
@@ -69,15 +70,9 @@ static int sort_ranges(struct range *v, size_t n)
 
 static void push(struct ranges *r, uint64_t addr, uint64_t size)
 {
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        struct range *v = realloc(r->v, cap * sizeof *v);
-        if (!v) {
-            r->failed = 1;
-            return;
-        }
-        r->v = v;
-        r->cap = cap;
+    if (CMT_GROW(r->v, r->cap, r->n + 1, 256) != 0) {
+        r->failed = 1;
+        return;
     }
     r->v[r->n++] = (struct range){addr, size};
 }

@@ -7,6 +7,7 @@
 
 #include "cmt_error.h"
 #include "sites.h"
+#include "cmt_grow.h"
 
 #define MAX_EPISODES 100000 /* a hostile trace must not make us keep unbounded state */
 #define CANDIDATES 32       /* largest sites kept per episode, grouped into holders at the end */
@@ -101,16 +102,8 @@ static void keep_candidates(cmt_oom *o, const struct cmt_oom_holder *top, uint32
     uint32_t ep = o->count - 1;
     o->cand_n[ep] = 0;
     o->cand_first[ep] = o->cand_count;
-    if (o->cand_count + count > o->cand_cap) {
-        size_t cap = o->cand_cap ? o->cand_cap * 2 : 256;
-        while (cap < o->cand_count + count)
-            cap *= 2;
-        struct cmt_site_item *c = realloc(o->cands, cap * sizeof *c);
-        if (!c)
-            return;
-        o->cands = c;
-        o->cand_cap = cap;
-    }
+    if (CMT_GROW(o->cands, o->cand_cap, o->cand_count + count, 256) != 0)
+        return;
     for (uint32_t i = 0; i < count; i++)
         o->cands[o->cand_count++] = (struct cmt_site_item){top[i].site, top[i].stack, top[i].bytes,
                                                            top[i].count};

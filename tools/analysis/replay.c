@@ -6,6 +6,7 @@
 
 #include "cmt_error.h"
 #include "replay_books.h"
+#include "cmt_grow.h"
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 
@@ -129,15 +130,9 @@ static __attribute__((noinline)) struct cmt_replay_thread *thread_slow(cmt_repla
     if (!e)
         return &spare;
     if (!e->kind) {
-        if (rp->thread_count == rp->thread_cap) {
-            uint32_t cap = rp->thread_cap ? rp->thread_cap * 2 : 16;
-            struct cmt_replay_thread *t = realloc(rp->threads, cap * sizeof *t);
-            if (!t) {
-                cmt__map_remove(&rp->tids, e);
-                return &spare;
-            }
-            rp->threads = t;
-            rp->thread_cap = cap;
+        if (CMT_GROW(rp->threads, rp->thread_cap, (size_t)rp->thread_count + 1, 16) != 0) {
+            cmt__map_remove(&rp->tids, e);
+            return &spare;
         }
         e->kind = 1;
         e->aux = rp->thread_count;
@@ -169,15 +164,9 @@ static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
 
 __attribute__((noinline)) void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e)
 {
-    if (rp->log_count == rp->log_cap) {
-        size_t cap = rp->log_cap ? rp->log_cap * 2 : 256;
-        struct cmt__logged *l = realloc(rp->log, cap * sizeof *l);
-        if (!l) {
-            rp->failed = 1;
-            return;
-        }
-        rp->log = l;
-        rp->log_cap = cap;
+    if (CMT_GROW(rp->log, rp->log_cap, rp->log_count + 1, 256) != 0) {
+        rp->failed = 1;
+        return;
     }
     rp->log[rp->log_count++] = (struct cmt__logged){e->key, e->size, e->aux, e->dev, e->kind};
 }

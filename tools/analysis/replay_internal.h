@@ -51,7 +51,8 @@ struct cmt_replay {
     struct cmt_replay_site *sites;
     uint32_t site_count, site_cap;
     struct cmt_replay_thread *threads;
-    uint32_t thread_count, thread_cap;
+    uint32_t thread_count;
+    size_t thread_cap;
 
     struct cmt__replay_api *apis; /* by API id, up to the highest id an API record named */
     uint32_t api_cap;

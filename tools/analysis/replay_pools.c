@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "replay_books.h"
+#include "cmt_grow.h"
 
 /* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
  * memory (rp->failed set). */
@@ -18,16 +19,10 @@ __attribute__((noinline)) struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint6
         rp->failed = 1;
         return NULL;
     }
-    if (rp->pool_count == rp->pool_cap) {
-        size_t cap = rp->pool_cap ? rp->pool_cap * 2 : 8;
-        uint64_t *k = realloc(rp->pool_keys, cap * sizeof *k);
-        if (!k) {
-            cmt__map_remove(&rp->pools, p);
-            rp->failed = 1;
-            return NULL;
-        }
-        rp->pool_keys = k;
-        rp->pool_cap = cap;
+    if (CMT_GROW(rp->pool_keys, rp->pool_cap, rp->pool_count + 1, 8) != 0) {
+        cmt__map_remove(&rp->pools, p);
+        rp->failed = 1;
+        return NULL;
     }
     rp->pool_keys[rp->pool_count++] = key;
     p->kind = CMT_KIND_POOL + 1;

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "caching_model.h"
+#include "cmt_grow.h"
 
 #define MIB ((size_t)1 << 20)
 #define KIB ((size_t)1 << 10)
@@ -71,14 +72,8 @@ static void check(CUresult rc, const char *what)
 static int device_alloc(void *ctx, uint64_t address, uint64_t size)
 {
     struct demo *d = ctx;
-    if (d->map_count == d->map_capacity) {
-        size_t cap = d->map_capacity ? d->map_capacity * 2 : 64;
-        struct mapping *grown = realloc(d->maps, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        d->maps = grown;
-        d->map_capacity = cap;
-    }
+    if (CMT_GROW(d->maps, d->map_capacity, d->map_count + 1, 64) != 0)
+        return -1;
     CUdeviceptr ptr = 0;
     CUresult rc = cuMemAlloc_v2(&ptr, size);
     if (rc != CUDA_SUCCESS) {

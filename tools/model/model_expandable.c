@@ -9,6 +9,7 @@
  * releasing unmaps the whole pages inside a free block. One map or unmap of
  * any number of pages counts as one device call. */
 #include "model_internal.h"
+#include "cmt_grow.h"
 
 #include <stdlib.h>
 
@@ -26,14 +27,8 @@ static bool allocatable(const struct cmt_model *m, uint32_t i)
  * CMT__NIL when the host is out of memory. */
 static uint32_t new_segment(struct cmt_model *m, int pool, uint64_t stream)
 {
-    if (m->segment_count == m->segment_capacity) {
-        uint32_t cap = m->segment_capacity ? m->segment_capacity * 2 : 8;
-        struct cmt__segment *grown = realloc(m->segments, cap * sizeof *grown);
-        if (!grown)
-            return CMT__NIL;
-        m->segments = grown;
-        m->segment_capacity = cap;
-    }
+    if (CMT_GROW(m->segments, m->segment_capacity, (size_t)m->segment_count + 1, 8) != 0)
+        return CMT__NIL;
     uint64_t page = page_of(pool);
     uint64_t total = m->config.device_total;
     uint64_t pages = (total + total / 8 + page - 1) / page;

@@ -96,7 +96,8 @@ struct cmt_model {
 
     struct cmt__pool pools[2];
     struct cmt__segment *segments;
-    uint32_t segment_count, segment_capacity;
+    uint32_t segment_count;
+    size_t segment_capacity;
     uint32_t live_segments;
 
     /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_grow.h"
 #include "frames.h"
 
 #define MIB ((uint64_t)1 << 20)
@@ -21,7 +22,7 @@ struct cmt_whatif_collector {
     struct cmt_whatif_stream *s;
     size_t event_capacity;
     uint8_t *mine; /* by object id: 1 while it is a live tensor of the stream */
-    uint32_t mine_cap;
+    size_t mine_cap;
     int failed; /* out of host memory */
     /* Shape of the allocations, for the caching detector. */
     uint64_t segment_shaped;
@@ -34,14 +35,8 @@ struct cmt_whatif_collector {
 static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_event *e)
 {
     struct cmt_whatif_stream *s = b->s;
-    if (s->event_count == b->event_capacity) {
-        size_t cap = b->event_capacity ? b->event_capacity * 2 : 4096;
-        struct cmt_whatif_event *grown = realloc(s->events, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        s->events = grown;
-        b->event_capacity = cap;
-    }
+    if (CMT_GROW(s->events, b->event_capacity, s->event_count + 1, 4096) != 0)
+        return -1;
     s->events[s->event_count++] = *e;
     return 0;
 }
@@ -49,15 +44,10 @@ static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_ev
 static int mark(struct cmt_whatif_collector *b, uint32_t object, uint8_t v)
 {
     if (object >= b->mine_cap) {
-        uint32_t cap = b->mine_cap ? b->mine_cap : 1024;
-        while (cap <= object)
-            cap *= 2;
-        uint8_t *grown = realloc(b->mine, cap);
-        if (!grown)
+        size_t had = b->mine_cap;
+        if (CMT_GROW(b->mine, b->mine_cap, (size_t)object + 1, 1024) != 0)
             return -1;
-        memset(grown + b->mine_cap, 0, cap - b->mine_cap);
-        b->mine = grown;
-        b->mine_cap = cap;
+        memset(b->mine + had, 0, b->mine_cap - had);
     }
     b->mine[object] = v;
     return 0;

@@ -5,6 +5,7 @@
  * one Dwfl would refuse. libdw caches symbol tables and line tables per module, so thousands
  * of lookups in a module cost one parse. */
 #include "symbolize_internal.h"
+#include "cmt_grow.h"
 
 #include <dlfcn.h>
 #include <dwarf.h>
@@ -24,8 +25,9 @@ struct module_entry {
 
 struct cmt__module_set {
     struct module_entry *modules;
-    uint32_t count, cap, last; /* last: the entry that answered the previous lookup */
-    void *libstdcxx;           /* dlopen handle, NULL when libstdc++ is not there */
+    uint32_t count, last;
+    size_t cap;      /* last: the entry that answered the previous lookup */
+    void *libstdcxx; /* dlopen handle, NULL when libstdc++ is not there */
     cxa_demangle_fn demangle;
     int demangle_tried;
     char *demangled; /* last demangled name (owned) */
@@ -55,14 +57,8 @@ static struct module_entry *find_entry(cmt__module_set *set, const struct cmt_mo
             set->last = i;
             return &set->modules[i];
         }
-    if (set->count == set->cap) {
-        uint32_t cap = set->cap ? set->cap * 2 : 16;
-        struct module_entry *t = realloc(set->modules, cap * sizeof *t);
-        if (!t)
-            return NULL;
-        set->modules = t;
-        set->cap = cap;
-    }
+    if (CMT_GROW(set->modules, set->cap, (size_t)set->count + 1, 16) != 0)
+        return NULL;
     set->modules[set->count] = (struct module_entry){.rec = rec};
     set->last = set->count;
     return &set->modules[set->count++];
