@@ -33,66 +33,116 @@ static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *r
     cmt__json_end_array(j);
 }
 
+static void json_process(struct cmt__json *j, const struct cmt__pass *p)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
+    const struct cmt_process *proc = cmt_reader_process(p->reader);
+    cmt__json_object(j, "process");
+    if (proc) {
+        cmt__json_u64(j, "pid", proc->pid);
+        cmt__json_string(j, "exe", proc->exe);
+        cmt__json_array(j, "argv");
+        for (uint32_t i = 0; i < proc->argc; i++)
+            cmt__json_string(j, NULL, proc->argv[i]);
+        cmt__json_end_array(j);
+        cmt__json_string(j, "hostname", proc->hostname);
+        cmt__json_u64(j, "driver_version", proc->driver_version);
+    }
+    cmt__json_bool(j, "clean_exit", t->ended);
+    if (t->signaled)
+        cmt__json_u64(j, "signal", t->signo);
+    cmt__json_bool(j, "damaged", p->damage < 0);
+    cmt__json_end_object(j);
+}
+
+static void json_devices(struct cmt__json *j, const cmt_replay *rp)
+{
+    cmt__json_array(j, "devices");
+    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (!d)
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", d->dev);
+        if (d->name)
+            cmt__json_string(j, "name", d->name);
+        cmt__json_u64(j, "total_bytes", d->total_bytes);
+        cmt__json_u64(j, "peak_live_bytes", d->peak_live_bytes);
+        cmt__json_u64(j, "peak_t_ns", d->peak_t_ns);
+        cmt__json_u64(j, "live_bytes_at_end", d->live_bytes);
+        cmt__json_u64(j, "alloc_calls", d->alloc_calls);
+        cmt__json_u64(j, "free_calls", d->free_calls);
+        cmt__json_u64(j, "failures", d->failures);
+        cmt__json_u64(j, "oom_failures", d->oom_failures);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void json_api_calls(struct cmt__json *j, const cmt_replay *rp, const cmt_reader *r)
+{
+    cmt__json_object(j, "api_calls");
+    for (uint32_t id = 0; id < 65536; id++) {
+        const struct cmt_api *a = cmt_reader_api(r, id);
+        uint64_t n = a ? cmt_replay_api_calls(rp, id) : 0;
+        if (n)
+            cmt__json_u64(j, a->name, n);
+    }
+    cmt__json_end_object(j);
+}
+
+static void json_histogram(struct cmt__json *j, const struct cmt_replay_totals *t)
+{
+    cmt__json_array(j, "size_histogram");
+    for (int b = 0; b < 65; b++) {
+        if (!t->size_histogram[b])
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "min_bytes", b ? UINT64_C(1) << (b - 1) : 0);
+        cmt__json_u64(j, "max_bytes", b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1);
+        cmt__json_u64(j, "count", t->size_histogram[b]);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void json_threads(struct cmt__json *j, const cmt_replay *rp, const cmt_reader *r)
+{
+    cmt__json_array(j, "threads");
+    for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
+        const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
+        const char *name = cmt_reader_thread_name(r, th->tid);
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "tid", th->tid);
+        if (name)
+            cmt__json_string(j, "name", name);
+        cmt__json_u64(j, "alloc_count", th->alloc_count);
+        cmt__json_u64(j, "alloc_bytes", th->alloc_bytes);
+        cmt__json_u64(j, "free_count", th->free_count);
+        cmt__json_u64(j, "freed_bytes", th->freed_bytes);
+        cmt__json_u64(j, "failures", th->failures);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
 static void json_report(const struct cmt__pass *p)
 {
     const cmt_replay *rp = p->replay;
-    const cmt_reader *r = p->reader;
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
-    const struct cmt_process *proc = cmt_reader_process(r);
     struct cmt__json j;
     cmt__json_init(&j, stdout);
     cmt__json_object(&j, NULL);
     cmt__json_string(&j, "file", p->path);
-    cmt__json_object(&j, "process");
-    if (proc) {
-        cmt__json_u64(&j, "pid", proc->pid);
-        cmt__json_string(&j, "exe", proc->exe);
-        cmt__json_array(&j, "argv");
-        for (uint32_t i = 0; i < proc->argc; i++)
-            cmt__json_string(&j, NULL, proc->argv[i]);
-        cmt__json_end_array(&j);
-        cmt__json_string(&j, "hostname", proc->hostname);
-        cmt__json_u64(&j, "driver_version", proc->driver_version);
-    }
-    cmt__json_bool(&j, "clean_exit", t->ended);
-    if (t->signaled)
-        cmt__json_u64(&j, "signal", t->signo);
-    cmt__json_bool(&j, "damaged", p->damage < 0);
-    cmt__json_end_object(&j);
+    json_process(&j, p);
     cmt__json_u64(&j, "events", t->events);
     cmt__json_u64(&j, "duration_ns", t->last_t_ns);
     cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
     cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
-    cmt__json_array(&j, "devices");
-    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
-        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
-        if (!d)
-            continue;
-        cmt__json_object(&j, NULL);
-        cmt__json_i64(&j, "dev", d->dev);
-        if (d->name)
-            cmt__json_string(&j, "name", d->name);
-        cmt__json_u64(&j, "total_bytes", d->total_bytes);
-        cmt__json_u64(&j, "peak_live_bytes", d->peak_live_bytes);
-        cmt__json_u64(&j, "peak_t_ns", d->peak_t_ns);
-        cmt__json_u64(&j, "live_bytes_at_end", d->live_bytes);
-        cmt__json_u64(&j, "alloc_calls", d->alloc_calls);
-        cmt__json_u64(&j, "free_calls", d->free_calls);
-        cmt__json_u64(&j, "failures", d->failures);
-        cmt__json_u64(&j, "oom_failures", d->oom_failures);
-        cmt__json_end_object(&j);
-    }
-    cmt__json_end_array(&j);
-    cmt__json_object(&j, "api_calls");
-    for (uint32_t id = 0; id < 65536; id++) {
-        const struct cmt_api *a = cmt_reader_api(r, id);
-        uint64_t n = a ? cmt_replay_api_calls(rp, id) : 0;
-        if (n)
-            cmt__json_u64(&j, a->name, n);
-    }
-    cmt__json_end_object(&j);
+    json_devices(&j, rp);
+    json_api_calls(&j, rp, p->reader);
     json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
     json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
     cmt__json_object(&j, "failures");
@@ -100,37 +150,12 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_u64(&j, "out_of_memory", t->oom_failures);
     cmt__json_u64(&j, "unknown_frees", t->unknown_frees);
     cmt__json_end_object(&j);
-    cmt__json_array(&j, "size_histogram");
-    for (int b = 0; b < 65; b++) {
-        if (!t->size_histogram[b])
-            continue;
-        cmt__json_object(&j, NULL);
-        cmt__json_u64(&j, "min_bytes", b ? UINT64_C(1) << (b - 1) : 0);
-        cmt__json_u64(&j, "max_bytes", b == 0 ? 0 : b == 64 ? UINT64_MAX : (UINT64_C(1) << b) - 1);
-        cmt__json_u64(&j, "count", t->size_histogram[b]);
-        cmt__json_end_object(&j);
-    }
-    cmt__json_end_array(&j);
+    json_histogram(&j, t);
     cmt__json_object(&j, "temporary");
     cmt__json_u64(&j, "count", t->temporary_count);
     cmt__json_u64(&j, "bytes", t->temporary_bytes);
     cmt__json_end_object(&j);
-    cmt__json_array(&j, "threads");
-    for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
-        const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
-        const char *name = cmt_reader_thread_name(r, th->tid);
-        cmt__json_object(&j, NULL);
-        cmt__json_u64(&j, "tid", th->tid);
-        if (name)
-            cmt__json_string(&j, "name", name);
-        cmt__json_u64(&j, "alloc_count", th->alloc_count);
-        cmt__json_u64(&j, "alloc_bytes", th->alloc_bytes);
-        cmt__json_u64(&j, "free_count", th->free_count);
-        cmt__json_u64(&j, "freed_bytes", th->freed_bytes);
-        cmt__json_u64(&j, "failures", th->failures);
-        cmt__json_end_object(&j);
-    }
-    cmt__json_end_array(&j);
+    json_threads(&j, rp, p->reader);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
