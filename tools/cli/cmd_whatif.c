@@ -431,6 +431,40 @@ static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_
     return true;
 }
 
+/* The memory the allocator may reserve: --capacity, else what the trace says was free.
+ * @return 0, or 1 after saying why there is none. */
+static int choose_capacity(const struct options *o, const struct cmt_whatif_stream *s,
+                           struct cmt_whatif_run_out *run)
+{
+    if (o->capacity) {
+        run->capacity = o->capacity;
+        run->capacity_from_trace = false;
+    } else if (s->has_capacity) {
+        run->capacity = s->device_free;
+        run->capacity_from_trace = true;
+    } else {
+        fprintf(stderr,
+                "cumemtrace whatif: %s: the trace does not say how much device memory was "
+                "free; pass --capacity (e.g. --capacity 20GiB)\n",
+                o->path);
+        return 1;
+    }
+    run->device_total = s->device_total > run->capacity ? s->device_total : run->capacity;
+    return 0;
+}
+
+/* @return 1 after naming the first setting whose replay stopped on an error. */
+static int replay_failed(const struct options *o, const struct cmt_whatif_run_out *run)
+{
+    for (size_t i = 0; i < run->count; i++)
+        if (run->results[i].error) {
+            fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
+                    cmt_strerror(run->results[i].error));
+            return 1;
+        }
+    return 0;
+}
+
 int cmt_cmd_whatif(int argc, char **argv)
 {
     struct options *o = calloc(1, sizeof *o);
@@ -461,21 +495,8 @@ int cmt_cmd_whatif(int argc, char **argv)
     cmt__warn_damage(CMD, o->path, r, s.damage);
 
     struct cmt_whatif_run_out run = {.stream = &s, .path = o->path, .results = results};
-    if (o->capacity) {
-        run.capacity = o->capacity;
-        run.capacity_from_trace = false;
-    } else if (s.has_capacity) {
-        run.capacity = s.device_free;
-        run.capacity_from_trace = true;
-    } else {
-        fprintf(stderr,
-                "cumemtrace whatif: %s: the trace does not say how much device memory was "
-                "free; pass --capacity (e.g. --capacity 20GiB)\n",
-                o->path);
+    if (choose_capacity(o, &s, &run) != 0)
         goto out;
-    }
-    run.device_total = s.device_total > run.capacity ? s.device_total : run.capacity;
-
     if (!o->max_split_size.count)
         default_split_list(o, &s, run.capacity, run.device_total);
     run.count = combinations(o, settings);
@@ -494,12 +515,8 @@ int cmt_cmd_whatif(int argc, char **argv)
     cmt_whatif_recommend(results, run.count, &run.rec);
     run.has_exact = exact_bound_run(&s, &run, &run.exact);
 
-    for (size_t i = 0; i < run.count; i++)
-        if (results[i].error) {
-            fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
-                    cmt_strerror(results[i].error));
-            goto out;
-        }
+    if (replay_failed(o, &run))
+        goto out;
     if (o->json)
         cmt_whatif_print_json(stdout, &run);
     else
