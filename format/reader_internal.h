@@ -97,4 +97,13 @@ int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e);
 /* Frees every table and the string arena. */
 void cmt__reader_free_tables(cmt_reader *r);
 
+/* A record's payload being decoded: absent trailing fields read as 0, damage sets bad. */
+struct cmt__dec {
+    const uint8_t *p, *end;
+    int bad;
+};
+/* Decodes one known record's payload (any type but EVENTS; reader_records.c).
+ * @return 0, or -1 when the payload is malformed. */
+int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec);
+
 #endif
