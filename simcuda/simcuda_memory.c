@@ -407,19 +407,22 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsig
     return host_alloc(pp, bytesize, Flags);
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
+/* Removes the host block that starts at p, allocated (registered 0) or registered (1).
+ * @return CUDA_SUCCESS, or `missing` when there is no such block. */
+static CUresult host_release(void *p, int registered, CUresult missing)
 {
     struct CUctx_st *ctx;
     simcuda__lock();
     CUresult result = simcuda__require_context(&ctx);
     if (result == CUDA_SUCCESS) {
-        result = CUDA_ERROR_INVALID_VALUE;
+        result = missing;
         for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
              link = &(*link)->next) {
-            if ((*link)->pointer == p && !(*link)->registered) {
+            if ((*link)->pointer == p && (*link)->registered == registered) {
                 struct simcuda__host_block *block = *link;
                 *link = block->next;
-                free(block->pointer);
+                if (!registered)
+                    free(block->pointer);
                 free(block);
                 result = CUDA_SUCCESS;
                 break;
@@ -428,6 +431,11 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
     }
     simcuda__unlock();
     return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+    return host_release(p, 0, CUDA_ERROR_INVALID_VALUE);
 }
 
 /* Registration pins the program's own memory: ranges may not overlap, only the start of a
@@ -470,24 +478,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsi
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 {
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS) {
-        result = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
-        for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
-             link = &(*link)->next) {
-            if ((*link)->pointer == p && (*link)->registered) {
-                struct simcuda__host_block *block = *link;
-                *link = block->next;
-                free(block);
-                result = CUDA_SUCCESS;
-                break;
-            }
-        }
-    }
-    simcuda__unlock();
-    return result;
+    return host_release(p, 1, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
 /* The handle names the physical allocation; any process-local open maps the same pages. */
