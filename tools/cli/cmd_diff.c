@@ -165,63 +165,76 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
                                 : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame));
 }
 
-int cmt_cmd_diff(int argc, char **argv)
+struct diff_args {
+    int json, gate;
+    double limit;
+    const char *paths[2];
+};
+
+/* @return 0 with *o filled; -1 after printing help (exit 0); 2 after a usage error. */
+static int parse_args(int argc, char **argv, struct diff_args *o)
 {
-    int json = 0, gate = 0;
-    double limit = 0;
-    const char *paths[2] = {NULL, NULL};
     int npaths = 0;
     for (int i = 1; i < argc; i++) {
         if (cmt__is(argv[i], "-h", "--help")) {
             fputs(usage, stdout);
-            return 0;
+            return -1;
         } else if (cmt__is(argv[i], "--json", NULL)) {
-            json = 1;
+            o->json = 1;
         } else if (cmt__is(argv[i], "--fail-if-peak-grows", NULL)) {
             char *end;
             if (++i >= argc)
                 return cmt__usage_error("diff", "--fail-if-peak-grows needs a percentage");
-            limit = strtod(argv[i], &end);
-            if (end == argv[i] || (*end && strcmp(end, "%") != 0) || limit < 0)
+            o->limit = strtod(argv[i], &end);
+            if (end == argv[i] || (*end && strcmp(end, "%") != 0) || o->limit < 0)
                 return cmt__usage_error("diff",
                                         "--fail-if-peak-grows wants a percentage >= 0, "
                                         "got '%s'",
                                         argv[i]);
-            gate = 1;
+            o->gate = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cmt__usage_error("diff", "unknown option '%s'", argv[i]);
         } else if (npaths == 2) {
             return cmt__usage_error("diff", "two trace files expected, got '%s' too", argv[i]);
         } else {
-            paths[npaths++] = argv[i];
+            o->paths[npaths++] = argv[i];
         }
     }
     if (npaths != 2)
         return cmt__usage_error("diff", "two trace files A and B expected");
+    return 0;
+}
+
+int cmt_cmd_diff(int argc, char **argv)
+{
+    struct diff_args o = {0};
+    int prc = parse_args(argc, argv, &o);
+    if (prc)
+        return prc < 0 ? 0 : prc;
     struct cmt__pass pa, pb;
     unsigned want = CMT__PASS_OOM | CMT__PASS_DIFF;
-    if (cmt__pass_run(&pa, "diff", paths[0], want, NULL) != 0)
+    if (cmt__pass_run(&pa, "diff", o.paths[0], want, NULL) != 0)
         return 1;
-    if (cmt__pass_run(&pb, "diff", paths[1], want, NULL) != 0) {
+    if (cmt__pass_run(&pb, "diff", o.paths[1], want, NULL) != 0) {
         cmt__pass_close(&pa);
         return 1;
     }
     struct cmt_site_delta *sites = NULL;
     size_t nsites = 0;
     cmt_diff_sites(&pa.diff, &pb.diff, &sites, &nsites); /* out of memory: no sites */
-    if (json)
+    if (o.json)
         output_json(&pa, &pb, sites, nsites);
     else
         output_text(&pa, &pb, sites, nsites);
     int rc = 0;
     uint64_t a = cmt_replay_totals(pa.replay)->peak_live_bytes;
     uint64_t b = cmt_replay_totals(pb.replay)->peak_live_bytes;
-    if (gate && (double)b > (double)a * (1.0 + limit / 100.0)) {
+    if (o.gate && (double)b > (double)a * (1.0 + o.limit / 100.0)) {
         char x[32], y[32];
         fprintf(stderr,
                 "cumemtrace diff: peak grew from %s to %s (%+.1f%%), more than the "
                 "allowed %.1f%%\n",
-                cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), limit);
+                cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), o.limit);
         rc = 1;
     }
     free(sites);
