@@ -66,8 +66,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     double plot_w = W - LEFT - RIGHT, plot_h = PANEL_H - TOP - BOTTOM;
     uint64_t t_end = 1;
     for (uint32_t i = 0; i < tl->max_points; i++)
-        if (d->points[i].used && d->points[i].t_ns > t_end)
-            t_end = d->points[i].t_ns;
+        if (d->points[i].used && d->points[i].last_t_ns > t_end)
+            t_end = d->points[i].last_t_ns;
     double ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
     fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
     fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
@@ -97,7 +97,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             "start</text>\n",
             LEFT + plot_w / 2, PANEL_H - 4);
     /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
-     * holds its level until the next change) */
+     * holds its level until the next change): each bucket up to its maximum, then down to
+     * its last value */
     for (int k = (int)nchart - 1; k >= 0; k--) {
         fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f",
                 colors[(size_t)k % NCOLORS], LEFT, TOP + plot_h);
@@ -106,13 +107,20 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
                 continue;
-            uint64_t sum = 0;
-            for (int j = 0; j <= k; j++)
+            uint64_t sum = 0, sum_last = 0;
+            for (int j = 0; j <= k; j++) {
                 sum += p->kind_bytes[chart[j]];
+                sum_last += p->last_kind_bytes[chart[j]];
+            }
             double x = LEFT + (double)p->t_ns / (double)t_end * plot_w;
             double y = TOP + plot_h - (double)sum / ymax * plot_h;
             fprintf(f, " %.1f,%.1f %.1f,%.1f", x, last_y, x, y);
             last_y = y;
+            if (sum_last != sum) {
+                x = LEFT + (double)p->last_t_ns / (double)t_end * plot_w;
+                last_y = TOP + plot_h - (double)sum_last / ymax * plot_h;
+                fprintf(f, " %.1f,%.1f %.1f,%.1f", x, y, x, last_y);
+            }
         }
         fprintf(f, " %.1f,%.1f\"/>\n", LEFT + plot_w, TOP + plot_h);
     }
