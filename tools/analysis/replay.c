@@ -517,7 +517,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         apply_other(rp, d, st, apply, kind);
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
         uint32_t owner = (uint32_t)rp->owner_dev + 1;
-        st->owner = owner < MAX_DEVICE_SLOTS - 1 ? device_slot(rp, rp->owner_dev) : NULL;
+        st->owner = owner < MAX_DEVICE_SLOTS ? device_slot(rp, rp->owner_dev) : NULL;
         rp->owner_dev = INT32_MIN;
         d = device_slot(rp, e->dev); /* the table may have moved */
     }
@@ -532,7 +532,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
             new_peak(rp, e->t_ns, e->seq);
     }
     /* as cmt_replay_device(): an ordinal outside the table was folded into slot 0 */
-    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS - 1 ? d : NULL;
+    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS ? d : NULL;
 }
 
 static void baseline(struct cmt_replay_device *d, uint64_t free_bytes, uint64_t total_bytes)
