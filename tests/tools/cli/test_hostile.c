@@ -107,3 +107,80 @@ Test(hostile, memory_follows_devices_seen_not_the_highest_ordinal)
     cr_expect(strstr(c.out, "\n1000,1023,1048576,"), "%s", c.out);
     captured_free(&c);
 }
+
+/* Strings from the trace carry ESC (a terminal escape: clear the screen) and bytes that are not
+ * UTF-8: device name, function name, API name. */
+static const char *hostile_strings_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    struct cmt_device d = {0, "GPU\x1b[2J\xff\xfe name", 24 * TB_GIB, 24 * TB_GIB, 0};
+    cr_assert_eq(cmt_writer_device(b.w, &d), 0);
+    struct cmt_api api = {TB_API_COUNT, CMT_OP_ALLOC, "cuMemAlloc\x1b]0;owned\x07"};
+    cr_assert_eq(cmt_writer_api(b.w, &api), 0);
+    uint32_t s = tb_frame(&b, 0, "main\x1b[31m\xc3");
+    uint64_t v[] = {0x700000000000, TB_MIB};
+    tb_event(&b, TB_API_COUNT, 0, 0, s, CMT_F(PTR) | CMT_F(SIZE), v);
+    uint64_t f[] = {TB_GIB};
+    tb_event(&b, TB_API_COUNT, 2, 0, s, CMT_F(SIZE), f);
+    return saved(&b, index);
+}
+
+Test(hostile, text_output_escapes_control_bytes_from_the_trace)
+{
+    const char *path = hostile_strings_trace(4);
+    struct {
+        int (*fn)(int, char **);
+        const char *argv[4];
+    } runs[] = {{cmt_cmd_report, {"report", path, NULL}},
+                {cmt_cmd_oom, {"oom", path, NULL}},
+                {cmt_cmd_timeline, {"timeline", path, NULL}}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct captured c = capture_run(runs[i].fn, runs[i].argv);
+        cr_expect_eq(c.status, 0, "%s", runs[i].argv[0]);
+        cr_expect(!strchr(c.out, '\x1b') && !strchr(c.out, '\x07'), "%s: %s", runs[i].argv[0],
+                  c.out);
+        cr_expect(strstr(c.out, "\\x1b"), "%s shows the byte: %s", runs[i].argv[0], c.out);
+        captured_free(&c);
+    }
+}
+
+/* @return whether s is well-formed UTF-8. */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80             ? 1
+                     : (c & 0xe0) == 0xc0 ? 2
+                     : (c & 0xf0) == 0xe0 ? 3
+                     : (c & 0xf8) == 0xf0 ? 4
+                                          : 0;
+        if (!len || i + len > n)
+            return 0;
+        for (size_t k = 1; k < len; k++)
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+        i += len;
+    }
+    return 1;
+}
+
+Test(hostile, invalid_utf8_leaves_the_svg_well_formed)
+{
+    const char *path = hostile_strings_trace(5);
+    char svg[128];
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    const char *argv[] = {"timeline", "--svg", svg, path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0);
+    captured_free(&c);
+    FILE *f = fopen(svg, "rb");
+    cr_assert_not_null(f);
+    static unsigned char body[1 << 16];
+    size_t n = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    remove(svg);
+    body[n] = 0;
+    cr_expect(utf8_ok(body, n), "%s", body);
+    cr_expect(strstr((char *)body, "GPU\\x1b[2J\xef\xbf\xbd\xef\xbf\xbd name"), "%s", body);
+}
