@@ -445,6 +445,7 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
     }
     if (kind == CMT_KIND_ASYNC && to_pool)
         pool_retain(rp, a->aux, a->dev, a->size);
+    note_owner(rp, st, a->dev);
     drop_on(rp, a->dev == e->dev ? d : device_slot(rp, a->dev), a);
     cmt__map_remove(&rp->allocs, a);
 }
@@ -503,6 +504,13 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         apply_free(rp, d, st, kind, apply == CMT_APPLY_FREE_TO_POOL);
     else
         apply_other(rp, d, st, apply, kind);
+    if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
+        uint32_t owner = (uint32_t)rp->owner_dev + 1;
+        st->owner = owner < MAX_DEVICE_SLOTS ? device_slot(rp, rp->owner_dev) : NULL;
+        rp->owner_dev = INT32_MIN;
+        d = device_slot(rp, e->dev); /* the table may have moved */
+    }
+    st->all_devices = apply == CMT_APPLY_SYNC_ALL;
     if (st->delta > 0) {
         if (d->live_bytes > d->peak_live_bytes) {
             d->peak_live_bytes = d->live_bytes;
@@ -513,7 +521,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
             new_peak(rp, e->t_ns, e->seq);
     }
     /* as cmt_replay_device(): an ordinal outside the table was folded into slot 0 */
-    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS - 1 ? d : NULL;
+    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS ? d : NULL;
 }
 
 static void baseline(struct cmt_replay_device *d, uint64_t free_bytes, uint64_t total_bytes)
@@ -598,7 +606,8 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     step->site = 0;
     step->key = step->bytes = 0;
     step->object = step->replaced = CMT_NO_OBJECT;
-    step->device = NULL;
+    step->device = step->owner = NULL;
+    step->all_devices = 0;
     rp->totals.records++;
     if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
         apply_event(rp, step);

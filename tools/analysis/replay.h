@@ -157,6 +157,11 @@ struct cmt_replay_step {
     /* an EVENT's device after the event (what cmt_replay_device(rp, rec.u.event.dev) gives),
      * NULL when no record has named it; valid until the next cmt_replay_next() */
     const struct cmt_replay_device *device;
+    /* the device of the object released, when it is not the event's: a release recorded with
+     * dev -1 (cuMemUnmap, cuMemRelease need no current context) or a free from another
+     * device's context lowers that device; NULL otherwise. Valid as `device`. */
+    const struct cmt_replay_device *owner;
+    int all_devices; /* the event changed every device (cuCtxDestroy: pools release) */
 };
 
 #define CMT_NO_OBJECT 0u

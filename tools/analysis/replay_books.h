@@ -33,6 +33,13 @@ static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
     return cmt__device_slot_slow(rp, dev);
 }
 
+/* An object of device dev was released by the event (see cmt_replay_step.owner). */
+static inline void note_owner(cmt_replay *rp, const struct cmt_replay_step *st, int32_t dev)
+{
+    if (dev != st->rec.u.event.dev)
+        rp->owner_dev = dev;
+}
+
 /* Keeps an object freed after the process peak that was alive at it. */
 static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
 {

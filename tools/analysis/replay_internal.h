@@ -68,7 +68,8 @@ struct cmt_replay {
     uint32_t peak_device_count;
     struct cmt__logged *log;
     size_t log_count, log_cap;
-    int failed; /* out of memory inside the engine */
+    int32_t owner_dev; /* the device of an object the event released, if not the event's */
+    int failed;        /* out of memory inside the engine */
 };
 
 /* Default pool of a device slot (a key no real handle takes). */

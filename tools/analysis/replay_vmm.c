@@ -13,6 +13,7 @@ static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt_
     st->released = h->size;
     st->delta = -(int64_t)h->size;
     st->site = h->site;
+    note_owner(rp, st, h->dev);
     cmt__drop(rp, h);
     cmt__map_remove(&rp->handles, h);
 }
@@ -29,6 +30,7 @@ static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
         found = 1;
         uint64_t size = m->size ? m->size : 1, handle = m->aux;
         struct cmt_replay_device *d = device_slot(rp, m->dev);
+        note_owner(rp, st, m->dev);
         d->mapped_bytes -= m->size;
         log_freed(rp, m);
         d->kind_bytes[CMT_KIND_MAPPING] -= m->size;

@@ -23,39 +23,53 @@ void cmt_timeline_free(struct cmt_timeline *tl)
     memset(tl, 0, sizeof *tl);
 }
 
-static struct cmt_timeline_device *add_devices(struct cmt_timeline *tl, uint32_t slot)
+/* The series of device dev, created on first use: devices are kept sorted by dev, one series
+ * per device seen (a trace names few), found by bisection behind the last one used. */
+static struct cmt_timeline_device *device(struct cmt_timeline *tl, int32_t dev)
 {
-    if (slot >= tl->device_count) {
-        struct cmt_timeline_device *d = realloc(tl->devices, (slot + 1) * sizeof *d);
+    if (tl->device_count && tl->devices[tl->hit].dev == dev)
+        return &tl->devices[tl->hit];
+    uint32_t lo = 0, hi = tl->device_count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (tl->devices[mid].dev < dev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < tl->device_count && tl->devices[lo].dev == dev) {
+        tl->hit = lo;
+        return &tl->devices[lo];
+    }
+    if (tl->device_count == tl->device_cap) {
+        uint32_t cap = tl->device_cap ? tl->device_cap * 2 : 4;
+        struct cmt_timeline_device *d = realloc(tl->devices, cap * sizeof *d);
         if (!d)
             return NULL;
-        for (uint32_t i = tl->device_count; i <= slot; i++) {
-            d[i] = (struct cmt_timeline_device){.dev = (int32_t)i - 1, .open = -1};
-            d[i].points = calloc(tl->max_points, sizeof *d[i].points);
-            if (!d[i].points) {
-                tl->devices = d;
-                tl->device_count = i;
-                return NULL;
-            }
-        }
         tl->devices = d;
-        tl->device_count = slot + 1;
+        tl->device_cap = cap;
     }
-    return &tl->devices[slot];
-}
-
-static inline struct cmt_timeline_device *device(struct cmt_timeline *tl, uint32_t slot)
-{
-    if (__builtin_expect(slot < tl->device_count, 1))
-        return &tl->devices[slot];
-    return add_devices(tl, slot);
+    struct cmt_timeline_point *points = calloc(tl->max_points, sizeof *points);
+    if (!points)
+        return NULL;
+    memmove(&tl->devices[lo + 1], &tl->devices[lo], (tl->device_count - lo) * sizeof *tl->devices);
+    tl->devices[lo] = (struct cmt_timeline_device){.dev = dev, .points = points, .open = -1};
+    tl->device_count++;
+    tl->hit = lo;
+    return &tl->devices[lo];
 }
 
 static void merge(struct cmt_timeline_point *into, const struct cmt_timeline_point *b)
 {
+    if (!b->used)
+        return;
     uint32_t oom = into->oom + b->oom;
-    if (b->used && (!into->used || b->live_bytes > into->live_bytes))
+    struct cmt_timeline_point last = *b; /* b is the later bucket: its last value is the last */
+    if (!into->used || b->live_bytes > into->live_bytes)
         *into = *b;
+    into->last_t_ns = last.last_t_ns;
+    into->last_live_bytes = last.last_live_bytes;
+    memcpy(into->last_kind_bytes, last.last_kind_bytes, sizeof into->last_kind_bytes);
     into->oom = oom;
 }
 
@@ -97,35 +111,38 @@ static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
     d->last_holes.largest_unmapped = f.largest_unmapped;
 }
 
-void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
-                           const struct cmt_replay_step *st)
+static int device_known(const struct cmt_timeline *tl, int32_t dev)
 {
-    if (st->rec.type != CMT_REC_EVENT || tl->failed)
-        return;
-    const struct cmt_event *e = &st->rec.u.event;
-    const struct cmt_replay_device *rd = st->device;
-    if (!rd)
-        return;
-    struct cmt_timeline_device *d = device(tl, (uint32_t)(rd->dev + 1));
+    for (uint32_t i = 0; i < tl->device_count; i++)
+        if (tl->devices[i].dev == dev)
+            return 1;
+    return 0;
+}
+
+/* One event's effect on one device's series (oom: it failed there with out-of-memory). */
+static void observe_on(struct cmt_timeline *tl, const cmt_replay *rp,
+                       const struct cmt_replay_device *rd, uint64_t t_ns, int oom)
+{
+    struct cmt_timeline_device *d = device(tl, rd->dev);
     if (!d) {
         tl->failed = 1;
         return;
     }
-    while ((e->t_ns >> tl->width_shift) >= tl->max_points && tl->width < (UINT64_C(1) << 62))
+    while ((t_ns >> tl->width_shift) >= tl->max_points && tl->width < (UINT64_C(1) << 62))
         coarsen(tl);
-    uint64_t k64 = e->t_ns >> tl->width_shift;
+    uint64_t k64 = t_ns >> tl->width_shift;
     uint32_t k = k64 < tl->max_points ? (uint32_t)k64 : tl->max_points - 1;
     d->events_since_sample++;
     if (d->open >= 0 && (uint32_t)d->open != k)
         sample_holes(d, rp, rd); /* the previous bucket closed: measure on the way out */
     d->open = (int32_t)k;
     struct cmt_timeline_point *p = &d->points[k];
-    if (st->oom)
+    if (oom)
         p->oom++;
+    cmt__timeline_last(p, t_ns, rd);
     if (p->used && rd->live_bytes <= p->live_bytes)
         return;
-    uint32_t oom = p->oom;
-    p->t_ns = e->t_ns;
+    p->t_ns = t_ns;
     p->live_bytes = rd->live_bytes;
     memcpy(p->kind_bytes, rd->kind_bytes, sizeof p->kind_bytes);
     p->allocations = rd->allocations;
@@ -135,8 +152,29 @@ void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
     p->largest_hole = d->last_holes.largest_hole;
     p->hole_fragmentation = d->last_holes.hole_fragmentation;
     p->largest_unmapped = d->last_holes.largest_unmapped;
-    p->oom = oom;
     p->used = 1;
+}
+
+void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
+                           const struct cmt_replay_step *st)
+{
+    if (st->rec.type != CMT_REC_EVENT || tl->failed)
+        return;
+    const struct cmt_replay_device *rd = st->device;
+    if (!rd)
+        return;
+    uint64_t t = st->rec.u.event.t_ns;
+    /* a call recorded without a device (dev -1: a release needs no context) gets a series
+     * only when something is charged to dev -1 itself; what it releases lowers its owner's */
+    if (rd->dev >= 0 || rd->alloc_calls || rd->live_bytes || device_known(tl, rd->dev))
+        observe_on(tl, rp, rd, t, st->oom);
+    if (st->owner && st->owner != rd && !tl->failed)
+        observe_on(tl, rp, st->owner, t, 0);
+    for (uint32_t i = 0; st->all_devices && i < tl->device_count && !tl->failed; i++) {
+        const struct cmt_replay_device *od = cmt_replay_device(rp, tl->devices[i].dev);
+        if (od && od != rd && od != st->owner)
+            observe_on(tl, rp, od, t, 0);
+    }
 }
 
 void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
@@ -164,40 +202,17 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
     }
 }
 
-/* The events still to come that cannot change the device's open bucket (inside it in time,
- * at or below its maximum, no OOM) only count for the hole sampling: the replay skips them
- * (the quiet window) and the count comes back here. */
-static void take_skipped(struct cmt_timeline *tl, struct cmt_observe_quiet *q)
-{
-    uint32_t slot = (uint32_t)q->dev + 1;
-    if (q->skipped && slot < tl->device_count)
-        tl->devices[slot].events_since_sample += q->skipped;
-    q->skipped = 0;
-}
-
+/* The timeline is shown every event (no quiet window): every event inside a bucket may be
+ * its last, and the bucket keeps its last value. */
 static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
                               const struct cmt_replay_step *st)
 {
-    struct cmt_timeline *tl = self->ctx;
-    take_skipped(tl, &self->quiet);
-    cmt_timeline_observe(tl, rp, st);
-    const struct cmt_replay_device *rd = st->device;
-    uint32_t slot = rd ? (uint32_t)rd->dev + 1 : UINT32_MAX;
-    self->quiet.until = 0;
-    if (slot < tl->device_count && !tl->failed && tl->devices[slot].open >= 0) {
-        const struct cmt_timeline_device *d = &tl->devices[slot];
-        uint64_t k = (uint64_t)d->open;
-        self->quiet = (struct cmt_observe_quiet){.dev = rd->dev,
-                                                 .from = k << tl->width_shift,
-                                                 .until = (k + 1) << tl->width_shift,
-                                                 .live_max = d->points[k].live_bytes};
-    }
+    cmt_timeline_observe(self->ctx, rp, st);
     return CMT_OBSERVE_EVENT;
 }
 
 static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    take_skipped(self->ctx, &self->quiet);
     cmt_timeline_finish(self->ctx, rp);
     return 0;
 }

@@ -2,7 +2,9 @@
  *
  * Time is cut into equal buckets; when the trace outgrows them, neighbours merge and the width
  * doubles, so memory stays O(points) whatever the trace's length. A bucket keeps the state at
- * the moment of its highest live_bytes, so the peak survives downsampling exactly. */
+ * the moment of its highest live_bytes, so the peak survives downsampling exactly, and its
+ * last value (the state after its last event), so memory freed inside it is seen freed.
+ * Series exist for the devices the trace uses, never for every possible ordinal. */
 #ifndef CMT_TIMELINE_H
 #define CMT_TIMELINE_H
 
@@ -19,6 +21,9 @@ struct cmt_timeline_point {
     /* hole measures: sampled (docs/analysis.md), exact on the peak point */
     uint64_t hole_bytes, largest_hole, largest_unmapped;
     double hole_fragmentation;
+    /* the bucket's last value: the state after its last event */
+    uint64_t last_t_ns, last_live_bytes;
+    uint64_t last_kind_bytes[CMT_KIND_COUNT];
     uint32_t oom; /* out-of-memory failures inside the bucket */
     uint8_t peak; /* the device's peak */
     uint8_t used; /* the bucket saw an event */
@@ -37,8 +42,9 @@ struct cmt_timeline {
     uint32_t max_points;
     uint64_t width;                      /* ns per bucket: a power of two */
     unsigned width_shift;                /* log2(width) */
-    struct cmt_timeline_device *devices; /* by replay device slot */
-    uint32_t device_count;
+    struct cmt_timeline_device *devices; /* the devices seen, in order of dev */
+    uint32_t device_count, device_cap;
+    uint32_t hit; /* index of the device of the last event (when device_count > 0) */
     int failed;
 };
 
@@ -48,19 +54,30 @@ void cmt_timeline_free(struct cmt_timeline *tl);
 void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
                            const struct cmt_replay_step *st);
 
-/* Feeds one replay step. Inline: most events land in the open bucket below its maximum and
- * change nothing but a counter (the open bucket is always a used one, inside the range). */
+/* Keeps the device's state as the bucket's last value. */
+static inline void cmt__timeline_last(struct cmt_timeline_point *p, uint64_t t_ns,
+                                      const struct cmt_replay_device *rd)
+{
+    p->last_t_ns = t_ns;
+    p->last_live_bytes = rd->live_bytes;
+    __builtin_memcpy(p->last_kind_bytes, rd->kind_bytes, sizeof p->last_kind_bytes);
+}
+
+/* Feeds one replay step. Inline: most events land in the open bucket of the last event's
+ * device below its maximum and change its last value and a counter (the open bucket is always
+ * a used one, inside the range). */
 static inline void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
                                         const struct cmt_replay_step *st)
 {
     const struct cmt_replay_device *rd = st->device; /* NULL but for events */
     if (!rd)
         return;
-    uint32_t slot = (uint32_t)rd->dev + 1;
-    if (__builtin_expect(slot < tl->device_count && !st->oom, 1)) {
-        struct cmt_timeline_device *d = &tl->devices[slot];
-        uint64_t k = st->rec.u.event.t_ns >> tl->width_shift;
-        if ((uint64_t)(int64_t)d->open == k && rd->live_bytes <= d->points[k].live_bytes) {
+    if (__builtin_expect(tl->device_count && !st->oom && !st->owner && !st->all_devices, 1)) {
+        struct cmt_timeline_device *d = &tl->devices[tl->hit];
+        uint64_t t = st->rec.u.event.t_ns, k = t >> tl->width_shift;
+        if (d->dev == rd->dev && (uint64_t)(int64_t)d->open == k &&
+            rd->live_bytes <= d->points[k].live_bytes) {
+            cmt__timeline_last(&d->points[k], t, rd);
             d->events_since_sample++; /* what the full path does for such an event */
             return;
         }

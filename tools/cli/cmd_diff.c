@@ -130,7 +130,7 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
 {
     const struct cmt_replay_totals *a = cmt_replay_totals(pa->replay);
     const struct cmt_replay_totals *b = cmt_replay_totals(pb->replay);
-    char x[32], y[32], frame[512];
+    char x[32], y[32], frame[512], text[512];
     uint64_t ea = cmt_oom_count(pa->oom), eb = cmt_oom_count(pb->oom);
     printf("peak %s -> %s (%+.1f%%); out-of-memory episodes %" PRIu64 " -> %" PRIu64 "\n",
            cmt__bytes(a->peak_live_bytes, x), cmt__bytes(b->peak_live_bytes, y),
@@ -153,16 +153,20 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
         const struct cmt__pass *p = side ? pb : pa;
         for (uint32_t i = 0; i < cmt_oom_count(p->oom); i++) {
             const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, i);
-            printf("  %s: out of memory: %s of %s on GPU %d: %s\n", side ? "B" : "A", e->api,
-                   cmt__bytes(e->request_bytes, x), e->dev, cmt_verdict_name(e->verdict));
+            char api[256];
+            printf("  %s: out of memory: %s of %s on GPU %d: %s\n", side ? "B" : "A",
+                   cmt__text(e->api, api, sizeof api), cmt__bytes(e->request_bytes, x), e->dev,
+                   cmt_verdict_name(e->verdict));
         }
     }
     if (nsites && sites[0].a != sites[0].b)
         printf("\ncall sites whose bytes at the peak changed most\n");
     for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++)
         printf("  %10s -> %-10s  %s\n", cmt__bytes(sites[i].a, x), cmt__bytes(sites[i].b, y),
-               sites[i].stack_a ? cmt_stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
-                                : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame));
+               cmt__text(sites[i].stack_a
+                             ? cmt_stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
+                             : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame),
+                         text, sizeof text));
 }
 
 struct diff_args {

@@ -104,7 +104,8 @@ static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct 
 static void print_frame(void *ctx, const char *frame)
 {
     int *n = ctx;
-    printf("      #%-2d %s\n", (*n)++, frame);
+    char text[512];
+    printf("      #%-2d %s\n", (*n)++, cmt__text(frame, text, sizeof text));
 }
 
 /* @return how many frames lie between leaf and node (node's depth), or 0 when node is not on
@@ -129,13 +130,15 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
     const cmt_reader *r = p->reader;
     cmt__device_label(p->replay, e->dev, dev, sizeof dev);
     verdict_sentence(e, sentence, sizeof sentence);
-    printf("%s: out of memory #%u: %s of %s on %s failed: %s.\n", p->path, i + 1, e->api,
-           cmt__bytes(e->request_bytes, a), dev, sentence);
+    char api[256], thread_text[256];
+    printf("%s: out of memory #%u: %s of %s on %s failed: %s.\n", p->path, i + 1,
+           cmt__text(e->api, api, sizeof api), cmt__bytes(e->request_bytes, a), dev, sentence);
     const char *thread = cmt_reader_thread_name(r, e->tid);
     printf("  verdict    %s\n", cmt_verdict_name(e->verdict));
     printf("  request    %s (%" PRIu64 " bytes) at %s, thread %u%s%s%s, seq %" PRIu64 "\n", a,
            e->request_bytes, cmt__duration(e->t_ns, b), e->tid, thread ? " (" : "",
-           thread ? thread : "", thread ? ")" : "", e->seq);
+           thread ? cmt__text(thread, thread_text, sizeof thread_text) : "", thread ? ")" : "",
+           e->seq);
     printf("  device     total %s, free %s%s, shortfall %s\n", cmt__bytes(e->total_bytes, a),
            cmt__bytes(e->free_bytes, b), e->have_meminfo ? "" : " (last sample before the failure)",
            cmt__bytes(e->shortfall_bytes, c));
@@ -156,7 +159,8 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
             "             (max_split_size_mb, expandable_segments) that avoids it\n");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
-               cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
+               cmt__text(cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
+                         sentence, sizeof sentence),
                cmt__bytes(e->holders[e->hint_leak - 1].bytes, a));
     if (e->stack) { /* from the call site: the allocator's own frames say nothing new */
         uint32_t site = cmt_call_site_node(r, e->stack);
@@ -174,7 +178,8 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
     for (uint32_t h = 0; h < e->holder_count; h++)
         printf("    %10s  %6" PRIu64 " alloc%s  %s\n", cmt__bytes(e->holders[h].bytes, a),
                e->holders[h].count, e->holders[h].count == 1 ? " " : "s",
-               cmt_stack_top(r, e->holders[h].stack, top, sizeof top));
+               cmt__text(cmt_stack_top(r, e->holders[h].stack, top, sizeof top), sentence,
+                         sizeof sentence));
 }
 
 int cmt_cmd_oom(int argc, char **argv)

@@ -163,15 +163,17 @@ static void json_report(const struct cmt__pass *p)
 static void text_sites(const cmt_replay *rp, const char *title, const struct cmt_ranked_site *top,
                        size_t n)
 {
-    char a[32], frame[512];
+    char a[32], frame[512], text[512];
     if (!n)
         return;
     printf("\n%s\n", title);
     for (size_t i = 0; i < n; i++)
-        printf("  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
-               top[i].count == 1 ? " " : "s",
-               cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack, frame,
-                             sizeof frame));
+        printf(
+            "  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
+            top[i].count == 1 ? " " : "s",
+            cmt__text(cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
+                                    frame, sizeof frame),
+                      text, sizeof text));
 }
 
 static void text_report(const struct cmt__pass *p)
@@ -185,9 +187,11 @@ static void text_report(const struct cmt__pass *p)
            cmt__duration(t->peak_t_ns, b));
     printf(", %s still allocated at the end\n", cmt__bytes(t->live_bytes, c));
     if (proc) {
-        printf("process    pid %" PRIu64 " on %s:", proc->pid, proc->hostname);
+        char text[1024];
+        printf("process    pid %" PRIu64 " on %s:", proc->pid,
+               cmt__text(proc->hostname, text, sizeof text));
         for (uint32_t i = 0; i < proc->argc && i < 16; i++)
-            printf(" %s", proc->argv[i]);
+            printf(" %s", cmt__text(proc->argv[i], text, sizeof text));
         printf("\n");
     }
     printf("exit       %s\n", t->ended      ? "clean"
@@ -207,8 +211,9 @@ static void text_report(const struct cmt__pass *p)
     for (uint32_t id = 0; id < 65536; id++) {
         const struct cmt_api *api = cmt_reader_api(r, id);
         uint64_t n = api ? cmt_replay_api_calls(rp, id) : 0;
+        char text[256];
         if (n)
-            printf("  %10" PRIu64 "  %s\n", n, api->name);
+            printf("  %10" PRIu64 "  %s\n", n, cmt__text(api->name, text, sizeof text));
     }
     text_sites(rp, "top call sites at the peak", p->report.peak_sites, p->report.peak_site_count);
     text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,

@@ -15,7 +15,8 @@ static const char usage[] =
     "Device memory of the traced process over time, per device: live bytes by kind, reserved\n"
     "address space, pool retention, allocation count and fragmentation, with the peak and the\n"
     "out-of-memory failures marked. Downsampling keeps each bucket's maximum, so the peak is\n"
-    "exact. Without an output option: a short summary with a sparkline.\n"
+    "exact, and its last value, so memory freed inside a bucket is drawn freed. Without an output "
+    "option: a short summary with a sparkline.\n"
     "\n"
     "  --csv         one row per point (columns in docs/analysis.md)\n"
     "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
@@ -34,7 +35,7 @@ static void csv(const struct cmt_timeline *tl)
         printf(",%s_bytes", cmt_kind_name(chart[k]));
     printf(",host_pinned_bytes,reserved_va_bytes,mapped_bytes,pool_retained_bytes,allocations,"
            "hole_bytes,largest_hole_bytes,hole_fragmentation,largest_unmapped_bytes,"
-           "granularity_waste_bytes,oom,peak\n");
+           "granularity_waste_bytes,oom,peak,last_t_ns,last_live_bytes\n");
     for (uint32_t s = 0; s < tl->device_count; s++) {
         const struct cmt_timeline_device *d = &tl->devices[s];
         for (uint32_t i = 0; i < tl->max_points; i++) {
@@ -45,10 +46,11 @@ static void csv(const struct cmt_timeline *tl)
             for (size_t k = 0; k < nchart; k++)
                 printf(",%" PRIu64, p->kind_bytes[chart[k]]);
             printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                   ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u\n",
+                   ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "\n",
                    p->kind_bytes[CMT_KIND_HOST], p->kind_bytes[CMT_KIND_VA], p->mapped_bytes,
                    p->kind_bytes[CMT_KIND_POOL], p->allocations, p->hole_bytes, p->largest_hole,
-                   p->hole_fragmentation, p->largest_unmapped, p->waste_bytes, p->oom, p->peak);
+                   p->hole_fragmentation, p->largest_unmapped, p->waste_bytes, p->oom, p->peak,
+                   p->last_t_ns, p->last_live_bytes);
         }
     }
 }
@@ -98,6 +100,8 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
             cmt__json_u64(&j, "granularity_waste_bytes", p->waste_bytes);
             cmt__json_u64(&j, "oom", p->oom);
             cmt__json_bool(&j, "peak", p->peak);
+            cmt__json_u64(&j, "last_t_ns", p->last_t_ns);
+            cmt__json_u64(&j, "last_live_bytes", p->last_live_bytes);
             cmt__json_end_object(&j);
         }
         cmt__json_end_array(&j);
@@ -137,15 +141,19 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
             printf(", %" PRIu64 " out-of-memory failure%s", rd->oom_failures,
                    rd->oom_failures == 1 ? "" : "s");
         printf("\n  ");
-        uint64_t last = 0;
-        for (uint32_t i = 0; i < tl->max_points; i++) {
+        /* one cell per bucket up to the trace's end: a used bucket shows its maximum, an empty
+         * one the last value before it (so a drop shows in the cell after it) */
+        uint64_t last = 0, end = cmt_replay_totals(pass->replay)->last_t_ns;
+        uint64_t cells = (end >> tl->width_shift) + 1;
+        for (uint32_t i = 0; i < tl->max_points && i < cells; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
             uint64_t v = p->used ? p->live_bytes : last;
-            last = v;
-            int level = rd->peak_live_bytes ? (int)(v * 7 / rd->peak_live_bytes) : 0;
-            fputs(p->oom ? "!" : bars[level > 7 ? 7 : level], stdout);
+            last = p->used ? p->last_live_bytes : last;
+            uint64_t peak = rd->peak_live_bytes;
+            int level = !peak || !v ? 0 : v >= peak ? 7 : (int)((double)v / (double)peak * 7);
+            fputs(p->oom ? "!" : bars[level > 7 ? 7 : level < 0 ? 0 : level], stdout);
         }
-        printf("  0 .. %s\n", cmt__duration(tl->width * tl->max_points, a));
+        printf("  0 .. %s\n", cmt__duration(end, a));
         struct cmt_fragmentation f;
         if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
             printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "

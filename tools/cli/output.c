@@ -42,6 +42,20 @@ const char *cmt__duration(uint64_t ns, char buf[32])
     return buf;
 }
 
+const char *cmt__text(const char *s, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < size; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", *p);
+        else
+            buf[n++] = (char)*p;
+    }
+    if (size)
+        buf[n < size ? n : size - 1] = 0;
+    return buf;
+}
+
 /* ---- JSON ---- */
 
 void cmt__json_init(struct cmt__json *j, FILE *f)

@@ -34,6 +34,9 @@ void cmt__json_bool(struct cmt__json *j, const char *key, int v);
 void cmt__json_string(struct cmt__json *j, const char *key, const char *s);
 void cmt__json_null(struct cmt__json *j, const char *key);
 void cmt__json_finish(struct cmt__json *j); /* newline */
+/* s made safe for a terminal: bytes below 0x20 and 0x7f (ESC and the other control bytes a
+ * trace's strings may hold) become a visible "\xNN"; cut to fit size. @return buf. */
+const char *cmt__text(const char *s, char *buf, size_t size);
 /* Writes s as a JSON string literal (with quotes). */
 void cmt__json_quote(FILE *f, const char *s);
 

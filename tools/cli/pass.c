@@ -53,9 +53,10 @@ const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size
     const struct cmt_replay_device *d = cmt_replay_device(rp, dev);
     if (dev < 0)
         snprintf(buf, size, "device ?");
-    else if (d && d->name)
-        snprintf(buf, size, "GPU %d (%s)", dev, d->name);
-    else
+    else if (d && d->name) {
+        char name[128];
+        snprintf(buf, size, "GPU %d (%s)", dev, cmt__text(d->name, name, sizeof name));
+    } else
         snprintf(buf, size, "GPU %d", dev);
     return buf;
 }

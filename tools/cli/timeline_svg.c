@@ -18,19 +18,42 @@ static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948",
                                      "#f28e2b", "#b07aa1", "#76b7b2"};
 #define NCOLORS (sizeof colors / sizeof *colors)
 
-/* Text from the trace (device and API names) may hold markup characters. */
-static void xml_text(FILE *f, const char *s)
+/* @return the length of the well-formed UTF-8 sequence at s (1 to 4), or 0. */
+static int utf8_length(const unsigned char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
+    int len = s[0] < 0x80                    ? 1
+              : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
+              : (s[0] & 0xf0) == 0xe0        ? 3
+              : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
+                                             : 0;
+    for (int k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80)
+            return 0;
+    if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+        return 0; /* overlong, or a surrogate */
+    if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+        return 0; /* overlong, or above U+10FFFF */
+    return len;
+}
+
+/* Text from the trace (device and API names) may hold markup characters, control bytes (not
+ * allowed in XML: dropped) and bytes that are not UTF-8 (each becomes U+FFFD), so the file
+ * stays well-formed whatever the trace holds. */
+static void xml_text(FILE *f, const char *text)
+{
+    for (const unsigned char *s = (const unsigned char *)text; *s;) {
+        int len = utf8_length(s);
+        switch (len ? *s : 0) {
+        case 0: fputs("\xef\xbf\xbd", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '&': fputs("&amp;", f); break;
         case '"': fputs("&quot;", f); break;
         default:
-            if ((unsigned char)*s >= 0x20)
-                fputc(*s, f);
+            if (*s >= 0x20 && *s != 0x7f)
+                fwrite(s, 1, (size_t)len, f);
         }
+        s += len ? len : 1;
     }
 }
 
@@ -66,8 +89,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     double plot_w = W - LEFT - RIGHT, plot_h = PANEL_H - TOP - BOTTOM;
     uint64_t t_end = 1;
     for (uint32_t i = 0; i < tl->max_points; i++)
-        if (d->points[i].used && d->points[i].t_ns > t_end)
-            t_end = d->points[i].t_ns;
+        if (d->points[i].used && d->points[i].last_t_ns > t_end)
+            t_end = d->points[i].last_t_ns;
     double ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
     fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
     fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
@@ -97,7 +120,8 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             "start</text>\n",
             LEFT + plot_w / 2, PANEL_H - 4);
     /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
-     * holds its level until the next change) */
+     * holds its level until the next change): each bucket up to its maximum, then down to
+     * its last value */
     for (int k = (int)nchart - 1; k >= 0; k--) {
         fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f",
                 colors[(size_t)k % NCOLORS], LEFT, TOP + plot_h);
@@ -106,13 +130,20 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
                 continue;
-            uint64_t sum = 0;
-            for (int j = 0; j <= k; j++)
+            uint64_t sum = 0, sum_last = 0;
+            for (int j = 0; j <= k; j++) {
                 sum += p->kind_bytes[chart[j]];
+                sum_last += p->last_kind_bytes[chart[j]];
+            }
             double x = LEFT + (double)p->t_ns / (double)t_end * plot_w;
             double y = TOP + plot_h - (double)sum / ymax * plot_h;
             fprintf(f, " %.1f,%.1f %.1f,%.1f", x, last_y, x, y);
             last_y = y;
+            if (sum_last != sum) {
+                x = LEFT + (double)p->last_t_ns / (double)t_end * plot_w;
+                last_y = TOP + plot_h - (double)sum_last / ymax * plot_h;
+                fprintf(f, " %.1f,%.1f %.1f,%.1f", x, y, x, last_y);
+            }
         }
         fprintf(f, " %.1f,%.1f\"/>\n", LEFT + plot_w, TOP + plot_h);
     }

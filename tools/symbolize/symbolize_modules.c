@@ -9,6 +9,9 @@
 
 #include <dlfcn.h>
 #include <dwarf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
@@ -91,17 +94,43 @@ static int build_id_matches(Dwfl_Module *mod, const struct cmt_module *rec)
            memcmp(bits, rec->build_id, rec->build_id_len) == 0;
 }
 
+/* The module file a trace names, opened only when it is a regular file: a trace may come from
+ * anywhere, and a FIFO would block open() for ever, a device or /dev/stdin would be read.
+ * O_NONBLOCK makes opening a FIFO return at once. @return the descriptor, or -1. */
+static int open_regular(const char *path)
+{
+    if (!path || !path[0] || strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat sb;
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        return -1;
+    }
+    if (fd >= 0)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 static enum cmt__module_state open_module(struct module_entry *m)
 {
+    int fd = open_regular(m->rec->path);
+    if (fd < 0)
+        return CMT__MODULE_MISSING;
     m->dwfl = dwfl_begin(&offline_callbacks);
-    if (!m->dwfl)
+    if (!m->dwfl) {
+        close(fd);
         return CMT__MODULE_MISSING;
+    }
     dwfl_report_begin(m->dwfl);
-    /* add_p_vaddr = false: the recorded base is where the first PT_LOAD is mapped. */
-    m->mod = dwfl_report_elf(m->dwfl, m->rec->path, m->rec->path, -1, m->rec->base, false);
+    /* add_p_vaddr = false: the recorded base is where the first PT_LOAD is mapped. libdwfl
+     * owns fd once it reports the module. */
+    m->mod = dwfl_report_elf(m->dwfl, m->rec->path, m->rec->path, fd, m->rec->base, false);
     dwfl_report_end(m->dwfl, NULL, NULL);
-    if (!m->mod)
+    if (!m->mod) {
+        close(fd);
         return CMT__MODULE_MISSING;
+    }
     return build_id_matches(m->mod, m->rec) ? CMT__MODULE_OK : CMT__MODULE_CHANGED;
 }
 

@@ -340,3 +340,25 @@ Test(symbolize, command_prints_one_line_per_file)
              trace_path);
     cr_assert_stdout_eq_str(want);
 }
+
+/* A trace names the files symbolize opens: only regular files are read (issue 12 item 9). A
+ * FIFO would block open() for ever, a device or /dev/stdin would be read. */
+Test(symbolize, opens_only_regular_files, .timeout = 20)
+{
+    char fifo[96];
+    snprintf(fifo, sizeof fifo, "%s.fifo", trace_path);
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const char *paths[] = {fifo, "/dev/stdin", "/dev/zero"};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+        struct cmt_module m = self;
+        m.path = paths[i];
+        write_chain_trace(&m);
+        struct cmt_symbolize_stats st;
+        char err[256];
+        cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(st.modules_missing, 1, "%s", paths[i]);
+        cr_expect_eq(st.named, 0, "%s", paths[i]);
+    }
+    unlink(fifo);
+}
