@@ -363,8 +363,9 @@ __attribute__((noinline)) void cmt__add_object(cmt_replay *rp, struct cmt_replay
     add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
 }
 
-static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
-                        int kind)
+static inline __attribute__((always_inline)) void apply_alloc(cmt_replay *rp,
+                                                              struct cmt_replay_device *d,
+                                                              struct cmt_replay_step *st, int kind)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt_replay_thread *th = thread_of(rp, e->tid);
@@ -406,8 +407,10 @@ static void apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_
     add_object_on(rp, d, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
 }
 
-static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
-                       int kind_freed, int to_pool)
+static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
+                                                             struct cmt_replay_device *d,
+                                                             struct cmt_replay_step *st,
+                                                             int kind_freed, int to_pool)
 {
     const struct cmt_event *e = &st->rec.u.event;
     struct cmt_replay_thread *th = thread_of(rp, e->tid);
@@ -451,8 +454,8 @@ static void apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_r
 }
 
 /* The events other than allocations and frees. */
-static void apply_other(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
-                        int apply, int kind)
+static __attribute__((noinline)) void apply_other(cmt_replay *rp, struct cmt_replay_device *d,
+                                                  struct cmt_replay_step *st, int apply, int kind)
 {
     const struct cmt_event *e = &st->rec.u.event;
     switch (apply) {
@@ -592,7 +595,9 @@ static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_re
 
 /* ---- driving ---- */
 
-int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
+/* A step's record, read and not yet applied. @return as cmt_reader_next. */
+static inline __attribute__((always_inline)) int read_step(cmt_replay *rp,
+                                                           struct cmt_replay_step *step)
 {
     int rc = cmt_reader_next(rp->reader, &step->rec);
     if (rc <= 0)
@@ -608,11 +613,33 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
     step->object = step->replaced = CMT_NO_OBJECT;
     step->device = step->owner = NULL;
     step->all_devices = 0;
-    rp->totals.records++;
-    if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
-        apply_event(rp, step);
-    else
-        apply_record(rp, step);
+    return 1;
+}
+
+#define APPLY_STEP(rp, step)                                        \
+    do {                                                            \
+        (rp)->totals.records++;                                     \
+        if (__builtin_expect((step)->rec.type == CMT_REC_EVENT, 1)) \
+            apply_event((rp), (step));                              \
+        else                                                        \
+            apply_record((rp), (step));                             \
+    } while (0)
+
+int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
+{
+    int rc = read_step(rp, step);
+    if (rc <= 0)
+        return rc;
+    APPLY_STEP(rp, step);
+    return rp->failed ? CMT_ENOMEM : 1;
+}
+
+/* The same for the observers' loop, which first reads the step (a window may end before it
+ * is applied). */
+static inline __attribute__((always_inline)) int apply_step(cmt_replay *rp,
+                                                            struct cmt_replay_step *step)
+{
+    APPLY_STEP(rp, step);
     return rp->failed ? CMT_ENOMEM : 1;
 }
 
@@ -630,7 +657,34 @@ static inline int quiet(const struct cmt_observe_quiet *q, const struct cmt_repl
 {
     const struct cmt_replay_device *d = st->device;
     uint64_t t = st->rec.u.event.t_ns;
-    return d && d->dev == q->dev && t < q->until && t >= q->from && d->live_bytes <= q->live_max;
+    return d && d->dev == q->dev && t < q->until && t >= q->from && d->live_bytes <= q->live_max &&
+           !st->owner && !st->all_devices;
+}
+
+/* The span of time inside every window that skipped events and has a quiet_end: an event
+ * outside it ends one of them. */
+struct span {
+    uint64_t from, until;
+};
+
+/* Before an event at t outside a window that skipped events is applied: that window's end.
+ * @return the span of the windows still open. */
+static __attribute__((noinline)) struct span end_windows(cmt_replay *rp, struct cmt_observer *obs,
+                                                         struct cmt_observer *end, uint64_t t)
+{
+    struct span open = {0, UINT64_MAX};
+    for (struct cmt_observer *o = obs; o < end; o++) {
+        struct cmt_observe_quiet *q = &o->quiet;
+        if (!q->skipped || !o->quiet_end)
+            continue;
+        if (t >= q->until || t < q->from) {
+            o->quiet_end(o, rp);
+            continue;
+        }
+        open.from = q->from > open.from ? q->from : open.from;
+        open.until = q->until < open.until ? q->until : open.until;
+    }
+    return open;
 }
 
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
@@ -641,7 +695,13 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     for (struct cmt_observer *o = obs; o < end; o++)
         any |= o->wants;
     int rc;
-    while ((rc = cmt_replay_next(rp, &st)) > 0) {
+    struct span open = {0, UINT64_MAX}; /* inside every window that skipped events */
+    while ((rc = read_step(rp, &st)) > 0) {
+        uint64_t t = st.rec.u.event.t_ns;
+        if (__builtin_expect(st.rec.type == CMT_REC_EVENT && (t >= open.until || t < open.from), 0))
+            open = end_windows(rp, obs, end, t);
+        if ((rc = apply_step(rp, &st)) <= 0)
+            break;
         unsigned c = step_class(&st);
         if (!(any & c))
             continue;
@@ -650,6 +710,11 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
                 continue;
             if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, &st)) {
                 o->quiet.skipped++;
+                o->quiet.last_t = st.rec.u.event.t_ns;
+                if (o->quiet_end) {
+                    open.from = o->quiet.from > open.from ? o->quiet.from : open.from;
+                    open.until = o->quiet.until < open.until ? o->quiet.until : open.until;
+                }
                 continue;
             }
             o->wants = o->step(o, rp, &st);

@@ -203,9 +203,13 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  *
  * A quiet window, which step() may set, spares an observer the events that cannot change
  * what it keeps: events on device `quiet.dev` with quiet.from <= t < quiet.until that leave
- * that device's live bytes at or below quiet.live_max and are not out-of-memory failures are
- * not shown; the runner counts them in quiet.skipped (the observer takes the count when it is
- * next shown a step, and at finish). quiet.until == 0: no window. Records are unaffected. */
+ * that device's live bytes at or below quiet.live_max, are not out-of-memory failures and
+ * release nothing of another device are not shown; the runner counts them in quiet.skipped
+ * and keeps the last one's time in quiet.last_t. When an event outside the span ends a window
+ * that skipped events, the runner first calls quiet_end() (when set), before applying that
+ * event: the state is still that of the window's last event. Otherwise the observer takes the
+ * count when it is next shown a step, and at finish. quiet.until == 0: no window. Records
+ * are unaffected. */
 enum {
     CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
     CMT_OBSERVE_EVENT = 2u,  /* every event */
@@ -215,7 +219,7 @@ enum {
 struct cmt_observe_quiet {
     int32_t dev;
     uint64_t from, until, live_max;
-    uint64_t skipped;
+    uint64_t skipped, last_t;
 };
 struct cmt_observer {
     unsigned wants;
@@ -224,6 +228,7 @@ struct cmt_observer {
     int (*finish)(struct cmt_observer *self, const cmt_replay *rp);
     void *ctx;
     struct cmt_observe_quiet quiet;
+    void (*quiet_end)(struct cmt_observer *self, const cmt_replay *rp);
 };
 
 /* Runs to the end, showing each step to the observers (n may be 0), then settles the state

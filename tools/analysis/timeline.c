@@ -202,25 +202,69 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
     }
 }
 
-/* The timeline is shown every event (no quiet window): every event inside a bucket may be
- * its last, and the bucket keeps its last value. */
+/* The device's series, or NULL (never creates one). */
+static struct cmt_timeline_device *find_device(struct cmt_timeline *tl, int32_t dev)
+{
+    for (uint32_t i = 0; i < tl->device_count; i++)
+        if (tl->devices[i].dev == dev)
+            return &tl->devices[i];
+    return NULL;
+}
+
+/* The events the replay skipped in the quiet window (inside the open bucket, at or below its
+ * maximum): they count for the hole sampling, and the last of them gave the bucket its last
+ * value, which is the device's state now (the runner calls this before anything changes it). */
+static void end_quiet(struct cmt_observer *self, const cmt_replay *rp)
+{
+    struct cmt_timeline *tl = self->ctx;
+    struct cmt_observe_quiet *q = &self->quiet;
+    struct cmt_timeline_device *d = q->skipped ? find_device(tl, q->dev) : NULL;
+    const struct cmt_replay_device *rd = d ? cmt_replay_device(rp, q->dev) : NULL;
+    if (rd && d->open >= 0) {
+        d->events_since_sample += q->skipped;
+        cmt__timeline_last(&d->points[d->open], q->last_t, rd);
+    }
+    q->skipped = 0;
+}
+
+/* After each event the timeline sets the window of the event's device's open bucket: until
+ * the bucket's time ends, while live bytes stay at or below its maximum, nothing but its last
+ * value changes. A step that comes inside the window (another device's event, an OOM, a
+ * release of another device's memory) leaves the window's device as it was, so its state is
+ * its bucket's last value too. */
 static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
                               const struct cmt_replay_step *st)
 {
-    cmt_timeline_observe(self->ctx, rp, st);
+    struct cmt_timeline *tl = self->ctx;
+    end_quiet(self, rp);
+    cmt_timeline_observe(tl, rp, st);
+    const struct cmt_replay_device *rd = st->device;
+    struct cmt_timeline_device *d = rd && !tl->failed ? find_device(tl, rd->dev) : NULL;
+    self->quiet.until = 0;
+    if (d && d->open >= 0) {
+        uint64_t k = (uint64_t)d->open;
+        self->quiet = (struct cmt_observe_quiet){.dev = d->dev,
+                                                 .from = k << tl->width_shift,
+                                                 .until = (k + 1) << tl->width_shift,
+                                                 .live_max = d->points[k].live_bytes};
+    }
     return CMT_OBSERVE_EVENT;
 }
 
 static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
+    end_quiet(self, rp);
     cmt_timeline_finish(self->ctx, rp);
     return 0;
 }
 
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
 {
-    return (struct cmt_observer){
-        .wants = CMT_OBSERVE_EVENT, .step = timeline_step, .finish = timeline_finish, .ctx = tl};
+    return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT,
+                                 .step = timeline_step,
+                                 .finish = timeline_finish,
+                                 .ctx = tl,
+                                 .quiet_end = end_quiet};
 }
 
 unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT])

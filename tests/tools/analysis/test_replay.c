@@ -4,6 +4,7 @@
 #include "cmt_error.h"
 #include "reader.h"
 #include "replay.h"
+#include "timeline.h"
 #include "trace_builder.h"
 
 static cmt_reader *reader;
@@ -282,5 +283,64 @@ Test(replay, host_registration_is_pinned_host_memory_until_unregistered)
     cr_assert_not_null(d);
     cr_expect_eq(d->kind_bytes[CMT_KIND_HOST], 64 * TB_MIB);
     cr_expect_eq(d->kind_count[CMT_KIND_HOST], 1);
+    done(&b);
+}
+
+/* The timeline as an observer (the replay skips the events of its quiet windows) gives exactly
+ * what it gives when shown every step: maxima, last values, hole sampling. A random trace on
+ * two devices, with bursts inside buckets and bucket boundaries crossed both ways. */
+Test(replay, timeline_quiet_windows_change_nothing)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 23 * TB_GIB);
+    uint64_t live[64] = {0}, x = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        unsigned slot = (unsigned)(x % 64);
+        int32_t dev = slot < 48 ? 0 : 1;
+        uint64_t ptr = 0x100000000ull * (uint64_t)(dev + 1) + slot * 0x1000000ull;
+        if (live[slot]) {
+            tb_event(&b, TB_FREE, 0, dev, 0, CMT_F(PTR), (uint64_t[]){ptr});
+            live[slot] = 0;
+        } else {
+            live[slot] = 4096 + (x >> 40) % (8u << 20);
+            tb_event(&b, TB_ALLOC, 0, dev, 0, CMT_F(PTR) | CMT_F(SIZE),
+                     (uint64_t[]){ptr, live[slot]});
+        }
+        if (x % 97 == 0)
+            b.t_ns += (x >> 20) % 5000000; /* a gap: later buckets */
+    }
+    tb_finish(&b, 1);
+    struct cmt_timeline seen, shown;
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    cr_assert_eq(cmt_timeline_init(&seen, 50), 0);
+    struct cmt_observer o = cmt_timeline_observer(&seen);
+    cr_assert_eq(cmt_replay_run(rp, &o, 1), 0);
+    cmt_replay_destroy(rp);
+    cmt_reader_rewind(reader);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    cr_assert_eq(cmt_timeline_init(&shown, 50), 0);
+    struct cmt_replay_step st;
+    while (cmt_replay_next(rp, &st) > 0)
+        cmt_timeline_observe(&shown, rp, &st);
+    cmt_replay_finish(rp);
+    cmt_timeline_finish(&shown, rp);
+    cr_assert_eq(seen.device_count, 2);
+    cr_assert_eq(seen.device_count, shown.device_count);
+    cr_assert_eq(seen.width, shown.width);
+    for (uint32_t d = 0; d < seen.device_count; d++)
+        for (uint32_t k = 0; k < seen.max_points; k++) {
+            const struct cmt_timeline_point *p = &seen.devices[d].points[k];
+            const struct cmt_timeline_point *q = &shown.devices[d].points[k];
+            cr_assert_eq(p->used, q->used, "dev %u bucket %u", d, k);
+            cr_assert_eq(p->live_bytes, q->live_bytes, "dev %u bucket %u", d, k);
+            cr_assert_eq(p->t_ns, q->t_ns, "dev %u bucket %u", d, k);
+            cr_assert_eq(p->last_live_bytes, q->last_live_bytes, "dev %u bucket %u", d, k);
+            cr_assert_eq(p->last_t_ns, q->last_t_ns, "dev %u bucket %u", d, k);
+            cr_assert_eq(p->hole_bytes, q->hole_bytes, "dev %u bucket %u", d, k);
+        }
+    cmt_timeline_free(&seen);
+    cmt_timeline_free(&shown);
     done(&b);
 }
