@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,7 +221,9 @@ int cmt_salvage_file(const char *path, struct cmt_salvage_result *out, char *err
     uint32_t nodes = rc ? 0 : s.h->nodes;
     if (nodes > CMT__MAX_NODES)
         nodes = CMT__MAX_NODES;
-    if (!rc && !s.h->done && s.h->trace[0] && s.h->generation > 0) {
+    /* a process that outlived record's child (a daemon) still writes its trace itself */
+    int alive = !rc && s.h->pid > 0 && (kill(s.h->pid, 0) == 0 || errno == EPERM);
+    if (!rc && !alive && !s.h->done && s.h->trace[0] && s.h->generation > 0) {
         rc = collect(&s);
         if (rc)
             snprintf(err, err_size, "salvaging %s: %s", path, cmt_strerror(rc));
