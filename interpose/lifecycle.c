@@ -104,6 +104,7 @@ static void reset_for_new_trace(int threads_gone)
 {
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         atomic_store(&t->tail, atomic_load(&t->head));
+        atomic_store(&t->released, atomic_load(&t->head));
         if (threads_gone) {
             atomic_store(&t->pending, CMT__NO_PENDING);
             atomic_store(&t->alive, 0);
@@ -128,6 +129,7 @@ static void after_fork_child(void)
     cmt__stack_atfork_release();
     atomic_store(&cmt__dl_users, 0); /* the other threads are gone */
     atomic_store(&cmt__dl_forking, 0);
+    cmt__shared_forget(); /* before anything writes: the parent's salvage file is the parent's */
     if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
         return;
     cmt__forget_self();
@@ -150,6 +152,7 @@ int cmt__start(void)
             atfork_registered = 1;
             pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         }
+        cmt__shared_start();
         atomic_store(&cmt__rec.state, CMT__RUNNING);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
@@ -159,6 +162,7 @@ int cmt__start(void)
             atomic_store(&cmt__rec.state, CMT__OFF);
         } else {
             install_signal_handlers();
+            cmt__shared_wait_open();
         }
         pthread_attr_destroy(&attr);
     }

@@ -11,13 +11,14 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "recorder.h"
 
-struct cmt__recorder cmt__rec = {.fd = -1};
+struct cmt__recorder cmt__rec = {.fd = -1, .devices = cmt__private_devices};
 struct cmt__note cmt__notes[CMT__MAX_NOTES];
 _Atomic uint32_t cmt__note_count;
 
@@ -125,20 +126,26 @@ static struct cmt__thread *thread_state(void)
     struct cmt__thread *t;
     for (t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         int dead = 0;
-        if (atomic_load(&t->head) == atomic_load(&t->tail) &&
+        if (atomic_load(&t->head) == atomic_load(&t->released) &&
             atomic_compare_exchange_strong(&t->alive, &dead, 1))
             break;
     }
-    if (!t) {
-        t = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!t && !(t = cmt__shared_ring())) { /* in the salvage file under record, else private */
+        t = mmap(NULL, CMT__RING_BYTES(CMT__RING_SIZE), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (t == MAP_FAILED)
             return NULL;
+        t->mask = CMT__RING_SIZE - 1;
+    }
+    if (!atomic_load(&t->alive)) { /* new */
         atomic_store(&t->alive, 1);
         atomic_store(&t->pending, CMT__NO_PENDING);
         t->next = atomic_load(&cmt__rec.threads);
         while (!atomic_compare_exchange_weak(&cmt__rec.threads, &t->next, t))
             ;
     }
+    memset(t->name, 0, sizeof t->name);
+    prctl(PR_GET_NAME, t->name, 0, 0, 0);
     t->tid = cmt__gettid();
     t->ctx = NULL;
     t->dev = -1;
@@ -176,22 +183,22 @@ static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
 static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)
 {
     uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&t->tail, memory_order_acquire);
-    while (head - tail >= CMT__RING_SIZE) { /* full: sleep until the writer drains, never drop */
+    uint64_t tail = atomic_load_explicit(&t->released, memory_order_acquire);
+    while (head - tail > t->mask) { /* full: sleep until the writer releases, never drop */
         if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
             return;
         uint32_t drained = atomic_load(&t->drained);
         atomic_store(&t->waiting, 1);
         cmt__kick();
-        if (atomic_load_explicit(&t->tail, memory_order_acquire) == tail) {
+        if (atomic_load_explicit(&t->released, memory_order_acquire) == tail) {
             struct timespec ms = {0, 1000000};
             syscall(SYS_futex, &t->drained, FUTEX_WAIT_PRIVATE, drained, &ms, NULL, 0);
         }
-        tail = atomic_load_explicit(&t->tail, memory_order_acquire);
+        tail = atomic_load_explicit(&t->released, memory_order_acquire);
     }
-    cmt__queued_pack(&t->ring[head & (CMT__RING_SIZE - 1)], kind, ev);
+    cmt__queued_pack(&t->ring[head & t->mask], kind, ev);
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
-    if (head - tail == CMT__RING_SIZE / 2)
+    if (head - tail == (t->mask + 1) / 2)
         cmt__kick();
 }
 

@@ -14,83 +14,10 @@
 #include <pthread.h>
 
 #include "shim.h"
+#include "shared.h"
 
-#define CMT__RING_SIZE 8192 /* entries per thread (~700 KiB, touched as used); a power of two */
-#define CMT__ENTRY_VALUES 6 /* no entry point records more fields than this */
 #define CMT__MAX_NOTES 16
 #define CMT__NO_PENDING UINT64_MAX
-
-/* Entry kinds, in the order entries with the same seq are written. */
-enum cmt__queued_kind {
-    CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
-    CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
-    CMT__ENTRY_EVENT = 2,
-    CMT__ENTRY_OOM = 3, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
-};
-
-/* A queued event, packed: only the values named by `fields` are stored, in bit order. */
-struct cmt__queued {
-    uint64_t seq, t_ns;
-    uint32_t tid, fields, stack;
-    int32_t result, dev;
-    uint16_t api;
-    uint8_t kind;
-    uint64_t v[CMT__ENTRY_VALUES];
-};
-
-static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
-                                    const struct cmt_event *ev)
-{
-    e->seq = ev->seq;
-    e->t_ns = ev->t_ns;
-    e->tid = ev->tid;
-    e->stack = ev->stack;
-    e->result = ev->result;
-    e->dev = ev->dev;
-    e->api = (uint16_t)ev->api;
-    e->kind = (uint8_t)kind;
-    uint32_t n = 0, kept = 0;
-    for (uint32_t m = ev->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
-        e->v[n] = ev->v[__builtin_ctz(m)];
-        kept |= m & -m;
-    }
-    e->fields = kept;
-}
-
-static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_event *ev)
-{
-    ev->seq = e->seq;
-    ev->t_ns = e->t_ns;
-    ev->tid = e->tid;
-    ev->stack = e->stack;
-    ev->result = e->result;
-    ev->dev = e->dev;
-    ev->api = e->api;
-    ev->fields = e->fields;
-    uint32_t n = 0;
-    for (uint32_t m = e->fields; m; m &= m - 1)
-        ev->v[__builtin_ctz(m)] = e->v[n++];
-}
-
-struct cmt__thread {
-    _Atomic uint64_t head; /* written by the owning thread */
-    _Atomic uint64_t tail; /* written by the writer */
-    _Atomic uint64_t pending;
-    _Atomic uint32_t drained; /* futex word: bumped by the writer after draining this ring */
-    _Atomic uint32_t waiting; /* the owner sleeps on `drained` (its ring is full) */
-    _Atomic int alive;
-    uint32_t tid;
-    CUcontext ctx; /* cache of the current context's device */
-    int32_t dev;
-    struct cmt__thread *next;
-    struct cmt__queued ring[CMT__RING_SIZE];
-};
-
-struct cmt__device_info {
-    _Atomic int state; /* 0 unseen, 1 being queried, 2 known */
-    char name[256];
-    uint64_t total, free;
-};
 
 enum cmt__state { CMT__IDLE = 0, CMT__RUNNING = 1, CMT__OFF = 2 };
 
@@ -101,10 +28,10 @@ struct cmt__recorder {
     uint64_t start_ticks; /* cmt__ticks() at start */
     int use_tsc;          /* ticks are TSC cycles (converted by the writer), else ns */
     _Atomic(struct cmt__thread *) threads;
-    struct cmt__device_info devices[CMT_MAX_DEVICES];
-    _Atomic uint32_t kick;       /* futex word: wakes the writer */
-    _Atomic uint64_t flush_want; /* a thread waits until entries below this are on disk */
-    _Atomic uint64_t flushed;    /* entries below this seq are on disk */
+    struct cmt__device_info *devices; /* private, or in the salvage state file */
+    _Atomic uint32_t kick;            /* futex word: wakes the writer */
+    _Atomic uint64_t flush_want;      /* a thread waits until entries below this are on disk */
+    _Atomic uint64_t flushed;         /* entries below this seq are on disk */
     _Atomic int stop;
     _Atomic int fatal_signo;
     _Atomic uint32_t fatal_tid;
@@ -135,6 +62,36 @@ uint32_t cmt__gettid(void);
 void cmt__kick(void);
 /* Blocks (bounded) until every entry below `seq` is on disk. Safe in a signal handler. */
 void cmt__wait_flushed(uint64_t seq, int timeout_ms);
+
+/* shared.c — the state file `cumemtrace record` salvages (shared.h). */
+extern struct cmt__shared_header *cmt__shared; /* NULL: none (bare LD_PRELOAD, or it failed) */
+/* At a trace's start, when CUMEMTRACE_SALVAGE_DIR is set: creates the file and moves the
+ * device table, stack nodes and rings into it. @return 0, -1 (then tracing goes on without). */
+int cmt__shared_start(void);
+/* A new ring in the file (its `mask` set), NULL when there is none (then a private one). */
+struct cmt__thread *cmt__shared_ring(void);
+/* Stack node chunk k mapped from the file, NULL when there is none. */
+void *cmt__shared_chunk(uint32_t k);
+void cmt__shared_node_count(uint32_t n);
+/* The trace file is open at `path`. */
+void cmt__shared_trace(const char *path, int use_tsc);
+/* The writer wrote a chunk: what the file now holds. */
+void cmt__shared_publish(const struct cmt__on_disk *d);
+/* The trace is whole (END) or failed: nothing to salvage, the file is removed. */
+void cmt__shared_done(void);
+/* Waits (at most 2 s) until the trace is open and its first chunk (header, process, modules)
+ * is on disk: a process that dies right after its first call still leaves a trace that
+ * salvage can complete. Once per trace, on the thread that started it. */
+void cmt__shared_wait_open(void);
+/* A forked child lets go of its parent's file. */
+void cmt__shared_forget(void);
+void cmt__shared_close(void);
+/* The device table when there is no state file. */
+extern struct cmt__device_info cmt__private_devices[CMT_MAX_DEVICES];
+
+/* stack.c, for shared.c */
+void *cmt__stack_chunk(uint32_t k);
+void cmt__stack_disable(void);
 
 /* writer_thread.c */
 void *cmt__writer_main(void *arg);

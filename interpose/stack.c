@@ -10,15 +10,16 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "shim.h"
+#include "recorder.h"
 
 /* The table and the nodes grow as stacks are seen (nothing is reserved up front: under
  * `ulimit -v` the program's address space stays the program's). */
 #define MIN_TABLE_BITS 14
 #define MAX_TABLE_BITS 22
 #define MAX_NODES (1u << (MAX_TABLE_BITS - 1)) /* keep the table at most half full */
-#define CHUNK_BITS 16                          /* nodes per mapped chunk */
-#define CHUNK_NODES (1u << CHUNK_BITS)
+_Static_assert(MAX_NODES == CMT__MAX_NODES, "shared.h names the same bound");
+#define CHUNK_BITS CMT__NODE_CHUNK_BITS /* nodes per mapped chunk */
+#define CHUNK_NODES CMT__NODE_CHUNK_NODES
 #define CACHE_SLOTS 512
 #define MAX_FRAMES 256
 
@@ -36,10 +37,9 @@ struct table {
     struct slot slots[];
 };
 
-struct chunk {
-    uint32_t parent[CHUNK_NODES];
-    uint64_t ip[CHUNK_NODES];
-};
+/* The chunks live in the salvage state file under `record` (shared.c), so nodes not yet
+ * written can be salvaged; the hash table is only for lookups and stays private. */
+#define chunk cmt__node_chunk
 
 static _Atomic(struct table *) table;
 static _Atomic(struct chunk *) chunks[MAX_NODES / CHUNK_NODES + 1]; /* set before node_count */
@@ -105,7 +105,9 @@ static int make_room(uint32_t n)
     if (n > MAX_NODES)
         return -1;
     if (!atomic_load_explicit(&chunks[n >> CHUNK_BITS], memory_order_relaxed)) {
-        struct chunk *c = map_zeroed(sizeof *c);
+        struct chunk *c = cmt__shared_chunk(n >> CHUNK_BITS);
+        if (!c)
+            c = map_zeroed(sizeof *c);
         if (!c)
             return -1;
         atomic_store_explicit(&chunks[n >> CHUNK_BITS], c, memory_order_release);
@@ -147,6 +149,7 @@ static uint32_t insert(uint32_t parent, uint64_t ip)
         c->ip[n & (CHUNK_NODES - 1)] = ip;
         place(atomic_load_explicit(&table, memory_order_relaxed), n, parent, ip);
         atomic_store_explicit(&node_count, n, memory_order_release);
+        cmt__shared_node_count(n);
         found = n;
         break;
     }
@@ -234,4 +237,14 @@ void cmt__stack_atfork_prepare(void)
 void cmt__stack_atfork_release(void)
 {
     atomic_flag_clear_explicit(&insert_lock, memory_order_release);
+}
+
+void *cmt__stack_chunk(uint32_t k)
+{
+    return k < MAX_NODES / CHUNK_NODES + 1 ? atomic_load(&chunks[k]) : NULL;
+}
+
+void cmt__stack_disable(void)
+{
+    usable = 0;
 }

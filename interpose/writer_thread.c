@@ -21,6 +21,7 @@
 
 #include "recorder.h"
 #include "cmt_error.h"
+#include "emit.h"
 #include "writer.h"
 
 extern char **environ;
@@ -87,9 +88,10 @@ static struct {
     uint32_t module_count;
     uintptr_t *module_bases;
     size_t module_cap;
-    uint64_t emitted;   /* entries with seq below this are in the writer */
-    double ns_per_tick; /* TSC scale, measured over the whole run so far */
-    uint64_t last_t;    /* timestamps leave in non-decreasing order */
+    uint64_t emitted;       /* entries with seq below this are in the writer */
+    struct cmt__emitter em; /* its TSC scale is measured over the whole run so far */
+    uint64_t file_bytes;    /* written to the trace */
+    uint64_t disk_key;      /* entries with a lower cmt__queued_key are in those bytes */
     uint64_t last_flush_ns;
     int signal_written;
     int write_errno; /* why the file refused a chunk (ENOSPC, EFBIG, EIO) */
@@ -111,6 +113,7 @@ static void manifest_line(const char *prefix, const char *text)
 
 static int fail(const char *what)
 {
+    cmt__shared_done(); /* nothing more will reach the file: no salvage either */
     dprintf(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
     manifest_line("!", what);
     atomic_store(&cmt__rec.state, CMT__OFF);
@@ -203,6 +206,7 @@ static int open_trace(char *path, size_t size)
         return fail(msg);
     }
     manifest_line("", path);
+    cmt__shared_trace(path, cmt__rec.use_tsc);
     return 0;
 }
 
@@ -301,14 +305,26 @@ static int write_process(void)
     return rc;
 }
 
-/* The format writer's sink: write()s to the trace, and keeps the error for the one line. */
+/* The format writer's sink: write()s to the trace, and keeps the error for the one line.
+ * After each whole chunk (also one the writer flushes by itself when full) the salvage
+ * state says what the file holds. */
 static int file_sink(void *ctx, const void *data, size_t len)
 {
     errno = 0;
     int rc = cmt_fd_sink(ctx, data, len);
-    if (rc)
+    if (rc) {
         ws.write_errno = errno ? errno : EIO;
-    return rc;
+        return rc;
+    }
+    ws.file_bytes += len;
+    ws.disk_key = ws.em.passed_key;
+    cmt__shared_publish(&(struct cmt__on_disk){.offset = ws.file_bytes,
+                                               .key = ws.disk_key,
+                                               .last_t = ws.em.last_t,
+                                               .ns_per_tick = ws.em.ns_per_tick,
+                                               .nodes = ws.nodes_written,
+                                               .tids = (uint32_t)ws.ntids});
+    return 0;
 }
 
 /* ---- modules ---- */
@@ -403,46 +419,12 @@ static int scan_modules(void)
 
 /* ---- draining ---- */
 
-static int by_seq(const void *a, const void *b)
-{
-    const struct cmt__queued *x = a, *y = b;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return (int)x->kind - (int)y->kind;
-}
-
 static int batch_reserve(struct batch *b, size_t n)
 {
     void *items = b->items;
     int rc = map_grow(&items, &b->cap, n, sizeof *b->items, 4096);
     b->items = items;
     return rc;
-}
-
-static void sift_down(struct cmt__queued *a, size_t root, size_t n)
-{
-    for (size_t child; (child = 2 * root + 1) < n; root = child) {
-        if (child + 1 < n && by_seq(&a[child], &a[child + 1]) < 0)
-            child++;
-        if (by_seq(&a[root], &a[child]) >= 0)
-            return;
-        struct cmt__queued t = a[root];
-        a[root] = a[child];
-        a[child] = t;
-    }
-}
-
-/* In place, no memory (qsort may malloc). */
-static void heap_sort(struct cmt__queued *a, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(a, i, n);
-    for (size_t end = n; end-- > 1;) {
-        struct cmt__queued t = a[0];
-        a[0] = a[end];
-        a[end] = t;
-        sift_down(a, 0, end);
-    }
 }
 
 /* Appends ring entries [tail, head) as one sorted run (a thread queues in seq order). */
@@ -454,7 +436,7 @@ static int batch_add_run(struct cmt__thread *t, uint64_t tail, uint64_t head)
         ws.run_start[ws.runs] = ws.batch.len;
     ws.runs++;
     for (; tail < head; tail++)
-        ws.batch.items[ws.batch.len++] = t->ring[tail & (CMT__RING_SIZE - 1)];
+        ws.batch.items[ws.batch.len++] = t->ring[tail & t->mask];
     return 0;
 }
 
@@ -464,7 +446,7 @@ static int batch_sort(void)
     if (ws.runs <= 1)
         return 0;
     if (ws.runs > MAX_RUNS || batch_reserve(&ws.merged, ws.batch.len)) {
-        heap_sort(ws.batch.items, ws.batch.len);
+        cmt__queued_sort(ws.batch.items, ws.batch.len);
         return 0;
     }
     size_t pos[MAX_RUNS], end[MAX_RUNS];
@@ -475,8 +457,9 @@ static int batch_sort(void)
     for (size_t out = 0; out < ws.batch.len; out++) {
         size_t best = MAX_RUNS;
         for (size_t r = 0; r < ws.runs; r++)
-            if (pos[r] < end[r] && (best == MAX_RUNS || by_seq(&ws.batch.items[pos[r]],
-                                                               &ws.batch.items[pos[best]]) < 0))
+            if (pos[r] < end[r] &&
+                (best == MAX_RUNS ||
+                 cmt__queued_cmp(&ws.batch.items[pos[r]], &ws.batch.items[pos[best]]) < 0))
                 best = r;
         ws.merged.items[out] = ws.batch.items[pos[best]++];
     }
@@ -488,8 +471,9 @@ static int batch_sort(void)
     return 0;
 }
 
-static int emit_thread(uint32_t tid)
+static int emit_thread(void *ctx, uint32_t tid)
 {
+    (void)ctx;
     for (size_t i = 0; i < ws.ntids; i++)
         if (ws.tids[i] == tid)
             return 0;
@@ -498,6 +482,8 @@ static int emit_thread(uint32_t tid)
     ws.tids = tids;
     if (grown)
         return -1;
+    if (cmt__shared && ws.ntids < CMT__SHARED_TIDS) /* its THREAD record is in the writer */
+        cmt__shared->tid[ws.ntids] = tid;
     ws.tids[ws.ntids++] = tid;
     char path[64], name[64] = "";
     snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
@@ -518,39 +504,7 @@ static void calibrate(void)
         ; /* at least 200 µs of baseline (once, on the writer thread) */
     uint64_t ticks = cmt__ticks() - cmt__rec.start_ticks;
     if (ticks > 0)
-        ws.ns_per_tick = (double)ns / (double)ticks;
-}
-
-static uint64_t to_ns(uint64_t ticks)
-{
-    uint64_t ns = cmt__rec.use_tsc ? (uint64_t)((double)ticks * ws.ns_per_tick) : ticks;
-    if (ns < ws.last_t) /* a scale refinement may not move time backwards */
-        ns = ws.last_t;
-    ws.last_t = ns;
-    return ns;
-}
-
-static int emit_entry(const struct cmt__queued *e)
-{
-    struct cmt_event event;
-    const struct cmt_event *ev = &event;
-    cmt__queued_unpack(e, &event);
-    event.t_ns = to_ns(e->t_ns);
-    switch (e->kind) {
-    case CMT__ENTRY_DEVICE: {
-        const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
-        return cmt_writer_device(
-            ws.w, &(struct cmt_device){ev->dev, d->name, d->total, d->free, ev->t_ns});
-    }
-    case CMT__ENTRY_BASELINE:
-    case CMT__ENTRY_OOM:
-        return cmt_writer_meminfo(
-            ws.w, &(struct cmt_meminfo){ev->t_ns, ev->dev,
-                                        e->kind == CMT__ENTRY_OOM ? CMT_MEMINFO_OOM
-                                                                  : CMT_MEMINFO_BASELINE,
-                                        ev->v[CMT_FIELD_FREE], ev->v[CMT_FIELD_TOTAL], ev->seq});
-    default: return emit_thread(ev->tid) ? -1 : cmt_writer_event(ws.w, ev);
-    }
+        ws.em.ns_per_tick = (double)ns / (double)ticks;
 }
 
 static int emit_tables(void)
@@ -567,11 +521,47 @@ static int emit_tables(void)
     uint32_t nodes = cmt__stack_node_count();
     for (uint32_t id = ws.nodes_written + 1; !rc && id <= nodes; id++) {
         struct cmt_stack_node node = {.id = id};
+        ws.nodes_written = id; /* first: a chunk flushed inside the call holds it */
         if (cmt__stack_node_get(id, &node.parent, &node.ip) == 0)
             rc = cmt_writer_stack_node(ws.w, &node);
-        ws.nodes_written = id;
     }
     return rc ? rc : scan_modules();
+}
+
+/* Lets the ring's owner reuse its entries below `upto`. */
+static void release(struct cmt__thread *t, uint64_t upto)
+{
+    atomic_store_explicit(&t->released, upto, memory_order_release);
+    atomic_fetch_add(&t->drained, 1);
+    if (atomic_exchange(&t->waiting, 0)) /* its owner sleeps on a full ring */
+        syscall(SYS_futex, &t->drained, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Under record: entries stay in their ring until the chunk holding them is on disk. */
+static void release_written(void)
+{
+    if (!cmt__shared)
+        return;
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
+        uint64_t r = atomic_load_explicit(&t->released, memory_order_relaxed);
+        uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), from = r;
+        while (r < tail && cmt__queued_key(&t->ring[r & t->mask]) < ws.disk_key)
+            r++;
+        if (r != from)
+            release(t, r);
+    }
+}
+
+/* A ring half full of entries not on disk, or an owner waiting: time for a chunk. */
+static int rings_pressed(void)
+{
+    if (!cmt__shared)
+        return 0;
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next)
+        if (atomic_load(&t->waiting) ||
+            atomic_load(&t->head) - atomic_load(&t->released) >= (t->mask + 1) / 2)
+            return 1;
+    return 0;
 }
 
 /* Moves queued entries into the batch and writes those that no thread can precede any more
@@ -594,22 +584,23 @@ static int drain(int all)
         if (batch_add_run(t, tail, head))
             return CMT_ENOMEM;
         atomic_store_explicit(&t->tail, head, memory_order_release);
-        atomic_fetch_add(&t->drained, 1);
-        if (atomic_exchange(&t->waiting, 0)) /* its owner sleeps on a full ring */
-            syscall(SYS_futex, &t->drained, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        if (!cmt__shared) /* nobody salvages: the entries can go */
+            release(t, head);
     }
     int rc = emit_tables();
     size_t i = 0;
     batch_sort();
     calibrate();
     for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
-        rc = emit_entry(&ws.batch.items[i]);
+        rc = cmt__emit_entry(&ws.em, &ws.batch.items[i]);
     if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
         ws.emitted = ws.batch.items[i - 1].seq + 1;
     if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
     if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
         ws.emitted = taken;
+    if (ws.emitted * 4 > ws.em.passed_key) /* every entry below it is in the writer */
+        ws.em.passed_key = ws.emitted * 4;
     memmove(ws.batch.items, ws.batch.items + i, (ws.batch.len - i) * sizeof *ws.batch.items);
     ws.batch.len -= i;
     return rc;
@@ -619,6 +610,7 @@ static int flush_to_disk(void)
 {
     int rc = cmt_writer_flush(ws.w);
     ws.last_flush_ns = cmt__mono_ns();
+    release_written();
     if (!rc)
         atomic_store(&cmt__rec.flushed, ws.emitted);
     return rc;
@@ -643,7 +635,10 @@ static int finish(void)
     if (!rc && !atomic_load(&cmt__rec.fatal_signo))
         rc = cmt_writer_end(ws.w, &(struct cmt_end){cmt__mono_ns() - cmt__rec.start_mono_ns,
                                                     cmt_writer_event_count(ws.w), 0});
-    return rc ? rc : flush_to_disk();
+    rc = rc ? rc : flush_to_disk();
+    if (!rc)
+        cmt__shared_done();
+    return rc;
 }
 
 static void wait_for_kick(uint32_t seen, long ms)
@@ -663,6 +658,8 @@ void *cmt__writer_main(void *arg)
      * them (even halfway through swapping two of them): drop them, never free them. Their
      * pages are the parent's, shared copy-on-write, so they cost the child nothing. */
     memset(&ws, 0, sizeof ws);
+    ws.em = (struct cmt__emitter){
+        .devices = cmt__rec.devices, .use_tsc = cmt__rec.use_tsc, .thread = emit_thread};
     if (open_trace(ws.path, sizeof ws.path))
         return NULL;
     /* zstd level 1 and raw literals: the writer shares the machine with the program, and a
@@ -670,6 +667,7 @@ void *cmt__writer_main(void *arg)
     struct cmt_writer_options options = {
         .level = 1, .raw_literals = 1, .allocator = &map_allocator};
     int rc = cmt_writer_create(&ws.w, file_sink, &cmt__rec.fd, &options);
+    ws.em.w = ws.w;
     if (!rc)
         rc = write_process();
     if (!rc)
@@ -688,9 +686,12 @@ void *cmt__writer_main(void *arg)
         rc = drain(atomic_load(&cmt__rec.fatal_signo) != 0);
         if (!rc)
             rc = write_signal();
-        if (!rc && (cmt__mono_ns() - ws.last_flush_ns >= flush_ns ||
-                    atomic_load(&cmt__rec.flush_want) > atomic_load(&cmt__rec.flushed)))
+        if (!rc &&
+            (cmt__mono_ns() - ws.last_flush_ns >= flush_ns ||
+             atomic_load(&cmt__rec.flush_want) > atomic_load(&cmt__rec.flushed) || rings_pressed()))
             rc = flush_to_disk();
+        else
+            release_written(); /* the writer may have written a full chunk by itself */
     }
     if (!rc && atomic_load(&cmt__rec.stop))
         rc = finish();

@@ -7,6 +7,7 @@
  * that is 0 but record itself failed (a trace could not be written or read), with 1. Its own
  * failures before the program starts (usage, the output location) exit 2, a program that
  * cannot be run 127 (not found) or 126, as a shell does. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 
 #include "commands.h"
 #include "reader.h"
+#include "salvage.h"
 #include "shim_path.h"
 #include "symbolize.h"
 
@@ -184,13 +186,15 @@ static int claim_output(const struct options *o, const char *pattern)
     return 0;
 }
 
-static int setup_env(const struct options *o, const char *shim, const char *manifest)
+static int setup_env(const struct options *o, const char *shim, const char *manifest,
+                     const char *dir)
 {
     char preload[PATH_MAX * 4], pattern[PATH_MAX];
     const char *output = output_pattern(o);
     const char *old = getenv("LD_PRELOAD");
     snprintf(preload, sizeof preload, "%s%s%s", shim, old && *old ? ":" : "", old ? old : "");
     return setenv("LD_PRELOAD", preload, 1) || setenv("CUMEMTRACE_MANIFEST", manifest, 1) ||
+           setenv("CUMEMTRACE_SALVAGE_DIR", dir, 1) ||
            setenv("CUMEMTRACE_OUTPUT", absolute_pattern(output, pattern, sizeof pattern), 1) ||
            (o->stack_depth && setenv("CUMEMTRACE_STACK_DEPTH", o->stack_depth, 1)) ||
            (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
@@ -286,6 +290,32 @@ static int describe(const char *path, const struct options *o)
     return 0;
 }
 
+static void salvaged(void *ctx, const struct cmt_salvage_result *r, const char *err)
+{
+    const struct options *o = ctx;
+    if (!r)
+        fprintf(stderr, "cumemtrace record: %s\n", err);
+    else if (!o->quiet)
+        fprintf(stderr, "cumemtrace: %s: the process died; recovered its last %llu events\n",
+                display_path(r->trace), (unsigned long long)r->events);
+}
+
+/* Every process that died without writing all it recorded (SIGKILL, the OOM killer, the
+ * loader's _exit) left its state file in dir: its trace gets the rest. Then the files go.
+ * @return the traces that could not be completed. */
+static int salvage_traces(const char *dir, const struct options *o)
+{
+    int failures = cmt_salvage_dir(dir, salvaged, (void *)o);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) /* what salvage could not read either */
+        if (!strncmp(de->d_name, "trace-", 6))
+            unlinkat(dirfd(d), de->d_name, 0);
+    if (d)
+        closedir(d);
+    return failures;
+}
+
 /* Describes every trace the manifest lists. The shim lists a failure as "!" and what went
  * wrong (it has said so on stderr already). @return the failures: traces not written or not
  * readable. */
@@ -341,8 +371,8 @@ int cmt_cmd_record(int argc, char **argv)
     const char *output = absolute_pattern(output_pattern(&o), pattern, sizeof pattern);
     if (check_output_dir(output) || claim_output(&o, output))
         return 2;
-    /* The manifest lives in a directory of our own (mode 0700), so nobody else can plant or
-     * swap it between our mkdtemp and the shim's appends. */
+    /* The manifest and the shim's salvage state files live in a directory of our own (mode
+     * 0700), so nobody else can plant or swap them between our mkdtemp and the shim's use. */
     char dir[] = "/tmp/cumemtrace-record.XXXXXX", manifest[sizeof dir + 16];
     if (!mkdtemp(dir)) {
         fprintf(stderr, "cumemtrace record: cannot create %s: %s\n", dir, strerror(errno));
@@ -350,13 +380,14 @@ int cmt_cmd_record(int argc, char **argv)
     }
     snprintf(manifest, sizeof manifest, "%s/manifest", dir);
     int status = 2;
-    if (setup_env(&o, shim, manifest)) {
+    if (setup_env(&o, shim, manifest, dir)) {
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
     } else {
         fflush(stdout);
         int ran;
         status = run(argv + first, &ran);
-        if (ran && report_traces(manifest, &o) && status == 0)
+        int failures = salvage_traces(dir, &o);
+        if (ran && report_traces(manifest, &o) + failures && status == 0)
             status = 1;
     }
     unlink(manifest);

@@ -1,0 +1,36 @@
+/* emit.h — queued entries → trace records (internal), shared by the shim's writer thread and
+ * the salvage that `cumemtrace record` runs after a process died (salvage.c). */
+#ifndef CMT__EMIT_H
+#define CMT__EMIT_H
+
+#include <stddef.h>
+
+#include "shared.h"
+#include "writer.h"
+
+struct cmt__emitter {
+    cmt_writer *w;
+    const struct cmt__device_info *devices; /* CMT_MAX_DEVICES of them */
+    int use_tsc;                            /* entry times are TSC ticks, else ns */
+    double ns_per_tick;
+    uint64_t last_t;     /* timestamps leave in non-decreasing order */
+    uint64_t passed_key; /* entries with a lower cmt__queued_key are in the writer */
+    /* Writes a THREAD record for a tid not named yet (0, or a writer error). */
+    int (*thread)(void *ctx, uint32_t tid);
+    void *thread_ctx;
+};
+
+/* Ticks since start → ns, never before the previous time. */
+uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks);
+
+/* Writes one entry (its DEVICE, MEMINFO or EVENT record, and a THREAD record first when its
+ * tid is new). @return 0 or a writer error. */
+int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e);
+
+/* (seq, kind) order, for qsort-like use. */
+int cmt__queued_cmp(const void *a, const void *b);
+
+/* Sorts in place by (seq, kind) without allocating (qsort may malloc). */
+void cmt__queued_sort(struct cmt__queued *a, size_t n);
+
+#endif

@@ -1,0 +1,229 @@
+/* shared.c — the state file `cumemtrace record` salvages (shared.h), the shim's side.
+ *
+ * Created when a trace starts (never on the hot path): CUMEMTRACE_SALVAGE_DIR/trace-PID-N,
+ * mode 0600, O_EXCL. Every region is allocated in the file with fallocate before it is
+ * mapped, so touching a page never raises SIGBUS on a full file system; a region that cannot
+ * be had falls back to private memory (those entries are not salvageable, the program runs on
+ * unchanged). A finished trace removes its file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+
+struct cmt__shared_header *cmt__shared;
+static int shared_fd = -1;
+static int shared_broken; /* it failed once: this process traces without salvage */
+static char shared_path[4096];
+static atomic_flag grow_lock = ATOMIC_FLAG_INIT;
+struct cmt__device_info cmt__private_devices[CMT_MAX_DEVICES];
+
+/* Room for [off, off + len) in the file, within RLIMIT_FSIZE (beyond it ftruncate would
+ * send the program SIGXFSZ). @return 0 or -1. */
+static int reserve(uint64_t off, uint64_t len)
+{
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+        off + len > fsize.rlim_cur)
+        return -1;
+    return posix_fallocate(shared_fd, (off_t)off, (off_t)len) == 0 ? 0 : -1;
+}
+
+static void *map_at(void *addr, uint64_t len, uint64_t off)
+{
+    void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0),
+                   shared_fd, (off_t)off);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* Moves a live region into the file: its bytes are copied there, then the file's pages are
+ * mapped over it at the same address (the pointers to it stay valid). */
+static int adopt(void *addr, uint64_t len, uint64_t copy, uint64_t off)
+{
+    if (reserve(off, len) || pwrite(shared_fd, addr, copy, (off_t)off) != (ssize_t)copy)
+        return -1;
+    return map_at(addr, len, off) ? 0 : -1;
+}
+
+static void give_up(const char *why)
+{
+    dprintf(2, "cumemtrace: %s: %s; events of a killed process may be lost\n", shared_path, why);
+    if (shared_fd >= 0)
+        close(shared_fd);
+    unlink(shared_path);
+    shared_fd = -1;
+    shared_broken = 1;
+    cmt__shared = NULL;
+    cmt__rec.devices = cmt__private_devices;
+}
+
+int cmt__shared_start(void)
+{
+    const char *dir = getenv("CUMEMTRACE_SALVAGE_DIR");
+    if (!dir || !*dir || shared_broken)
+        return 0;
+    if (cmt__shared) { /* the file of a trace that ended (an exec failed) */
+        munmap(cmt__shared, CMT__SHARED_NODES_AT);
+        cmt__shared = NULL;
+        cmt__shared_close();
+    }
+    for (unsigned n = 0; shared_fd < 0 && n < 1000; n++) {
+        snprintf(shared_path, sizeof shared_path, "%s/trace-%d-%u", dir, (int)getpid(), n);
+        shared_fd = open(shared_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (shared_fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (shared_fd < 0) {
+        give_up(strerror(errno));
+        return -1;
+    }
+    struct cmt__shared_header *h = NULL;
+    if (reserve(0, CMT__SHARED_NODES_AT) || !(h = map_at(NULL, CMT__SHARED_NODES_AT, 0))) {
+        give_up("cannot map the salvage state");
+        return -1;
+    }
+    memcpy(h->magic, CMT__SHARED_MAGIC, sizeof h->magic);
+    h->header_bytes = sizeof *h;
+    h->ring_entries = CMT__SHARED_RING_SIZE;
+    h->pid = (int32_t)getpid();
+    h->use_tsc = cmt__rec.use_tsc;
+    /* what this process already has (a forked child's inherited stacks, the rings of a
+     * process whose exec failed) moves into the new file */
+    for (uint32_t k = 0; k < CMT__NODE_CHUNKS; k++) {
+        void *c = cmt__stack_chunk(k);
+        if (c && adopt(c, CMT__SHARED_CHUNK_BYTES, sizeof(struct cmt__node_chunk),
+                       CMT__SHARED_NODES_AT + (uint64_t)k * CMT__SHARED_CHUNK_BYTES)) {
+            munmap(h, CMT__SHARED_NODES_AT);
+            give_up("cannot move the stack nodes");
+            return -1;
+        }
+    }
+    atomic_store(&h->nodes, cmt__stack_node_count());
+    uint32_t rings = 0;
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next, rings++)
+        if (adopt(t, CMT__RING_BYTES(t->mask + 1), sizeof *t,
+                  CMT__SHARED_RINGS_AT +
+                      (uint64_t)rings * CMT__RING_BYTES(CMT__SHARED_RING_SIZE))) {
+            munmap(h, CMT__SHARED_NODES_AT);
+            give_up("cannot move the rings");
+            return -1;
+        }
+    atomic_store(&h->rings, rings);
+    cmt__rec.devices = (struct cmt__device_info *)((char *)h + CMT__SHARED_DEVICES_AT);
+    memcpy(cmt__rec.devices, cmt__private_devices, sizeof cmt__private_devices);
+    cmt__shared = h;
+    return 0;
+}
+
+struct cmt__thread *cmt__shared_ring(void)
+{
+    struct cmt__shared_header *h = cmt__shared;
+    if (!h)
+        return NULL;
+    uint64_t bytes = CMT__RING_BYTES(CMT__SHARED_RING_SIZE);
+    while (atomic_flag_test_and_set_explicit(&grow_lock, memory_order_acquire))
+        ;
+    uint32_t k = atomic_load(&h->rings);
+    uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * bytes;
+    struct cmt__thread *t = reserve(off, bytes) ? NULL : map_at(NULL, bytes, off);
+    if (t) {
+        t->mask = CMT__SHARED_RING_SIZE - 1;
+        atomic_store(&h->rings, k + 1);
+    }
+    atomic_flag_clear_explicit(&grow_lock, memory_order_release);
+    return t;
+}
+
+void *cmt__shared_chunk(uint32_t k)
+{
+    if (!cmt__shared || k >= CMT__NODE_CHUNKS)
+        return NULL;
+    uint64_t off = CMT__SHARED_NODES_AT + (uint64_t)k * CMT__SHARED_CHUNK_BYTES;
+    return reserve(off, CMT__SHARED_CHUNK_BYTES) ? NULL
+                                                 : map_at(NULL, CMT__SHARED_CHUNK_BYTES, off);
+}
+
+void cmt__shared_node_count(uint32_t n)
+{
+    if (cmt__shared)
+        atomic_store_explicit(&cmt__shared->nodes, n, memory_order_release);
+}
+
+void cmt__shared_trace(const char *path, int use_tsc)
+{
+    if (!cmt__shared)
+        return;
+    cmt__shared->use_tsc = use_tsc;
+    snprintf(cmt__shared->trace, sizeof cmt__shared->trace, "%s", path);
+}
+
+void cmt__shared_publish(const struct cmt__on_disk *d)
+{
+    struct cmt__shared_header *h = cmt__shared;
+    if (!h)
+        return;
+    uint64_t g = atomic_load_explicit(&h->generation, memory_order_relaxed) + 1;
+    h->on_disk[g & 1] = *d;
+    atomic_store_explicit(&h->generation, g, memory_order_release);
+}
+
+void cmt__shared_done(void)
+{
+    if (!cmt__shared)
+        return;
+    atomic_store(&cmt__shared->done, 1);
+    unlink(shared_path);
+}
+
+void cmt__shared_forget(void)
+{
+    /* A forked child: the mappings are the parent's, still in use there. The child drops
+     * its rings (their owners are gone) and its device table, and takes private copies of
+     * the stack nodes (its own first trace moves them into a file of its own). */
+    if (!cmt__shared)
+        return;
+    for (uint32_t k = 0; k < CMT__NODE_CHUNKS; k++) {
+        void *c = cmt__stack_chunk(k), *copy;
+        if (!c)
+            continue;
+        copy = mmap(NULL, CMT__SHARED_CHUNK_BYTES, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy == MAP_FAILED || (memcpy(copy, c, CMT__SHARED_CHUNK_BYTES),
+                                   mremap(copy, CMT__SHARED_CHUNK_BYTES, CMT__SHARED_CHUNK_BYTES,
+                                          MREMAP_MAYMOVE | MREMAP_FIXED, c) == MAP_FAILED))
+            cmt__stack_disable(); /* never write to the parent's nodes */
+    }
+    for (struct cmt__thread *t = atomic_load(&cmt__rec.threads), *next; t; t = next) {
+        next = t->next;
+        munmap(t, CMT__RING_BYTES(t->mask + 1));
+    }
+    atomic_store(&cmt__rec.threads, NULL);
+    munmap(cmt__shared, CMT__SHARED_NODES_AT);
+    cmt__shared = NULL;
+    cmt__rec.devices = cmt__private_devices;
+    if (shared_fd >= 0)
+        close(shared_fd);
+    shared_fd = -1;
+}
+
+void cmt__shared_close(void)
+{
+    if (shared_fd >= 0)
+        close(shared_fd);
+    shared_fd = -1;
+}
+
+void cmt__shared_wait_open(void)
+{
+    struct timespec nap = {0, 200000};
+    for (int i = 0; i < 10000 && cmt__shared && atomic_load(&cmt__rec.state) == CMT__RUNNING &&
+                    atomic_load(&cmt__shared->generation) < 2;
+         i++)
+        nanosleep(&nap, NULL);
+}

@@ -1,0 +1,157 @@
+/* shared.h — the memory a traced process shares with `cumemtrace record` (internal).
+ *
+ * Under `record` (CUMEMTRACE_SALVAGE_DIR names a directory it created) each trace has a state
+ * file there, mapped MAP_SHARED: a header, the device table, the stack nodes and every
+ * thread's ring. An entry stays in its ring until the chunk holding it is on disk, so when the
+ * process dies without writing it (SIGKILL, the OOM killer, the loader's _exit) `record`,
+ * which outlives it, appends what is missing (salvage.c). Without the directory (a bare
+ * LD_PRELOAD) the same structures live in private memory. Needs no CUDA header: the CLI's
+ * salvage reads this layout too. Docs: docs/capture.md. */
+#ifndef CMT__SHARED_H
+#define CMT__SHARED_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cmt_format.h"
+
+#define CMT__ENTRY_VALUES 6 /* no entry point records more fields than this */
+
+/* Entry kinds, in the order entries with the same seq are written. */
+enum cmt__queued_kind {
+    CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
+    CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
+    CMT__ENTRY_EVENT = 2,
+    CMT__ENTRY_OOM = 3, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
+};
+
+/* A queued event, packed: only the values named by `fields` are stored, in bit order. */
+struct cmt__queued {
+    uint64_t seq, t_ns;
+    uint32_t tid, fields, stack;
+    int32_t result, dev;
+    uint16_t api;
+    uint8_t kind;
+    uint64_t v[CMT__ENTRY_VALUES];
+};
+
+/* Entries are written in (seq, kind) order; this key orders them. */
+static inline uint64_t cmt__queued_key(const struct cmt__queued *e)
+{
+    return e->seq * 4 + (e->kind & 3);
+}
+
+static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
+                                    const struct cmt_event *ev)
+{
+    e->seq = ev->seq;
+    e->t_ns = ev->t_ns;
+    e->tid = ev->tid;
+    e->stack = ev->stack;
+    e->result = ev->result;
+    e->dev = ev->dev;
+    e->api = (uint16_t)ev->api;
+    e->kind = (uint8_t)kind;
+    uint32_t n = 0, kept = 0;
+    for (uint32_t m = ev->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
+        e->v[n] = ev->v[__builtin_ctz(m)];
+        kept |= m & -m;
+    }
+    e->fields = kept;
+}
+
+static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_event *ev)
+{
+    ev->seq = e->seq;
+    ev->t_ns = e->t_ns;
+    ev->tid = e->tid;
+    ev->stack = e->stack;
+    ev->result = e->result;
+    ev->dev = e->dev;
+    ev->api = e->api;
+    ev->fields = e->fields;
+    uint32_t n = 0;
+    for (uint32_t m = e->fields; m; m &= m - 1)
+        ev->v[__builtin_ctz(m)] = e->v[n++];
+}
+
+#define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~700 KiB) */
+#define CMT__SHARED_RING_SIZE \
+    (1 << 17) /* under record (11 MiB of a sparse file, touched as used) */
+
+/* A thread's ring. The owner writes [head]; the writer copies out up to `head` (then `tail`),
+ * and once those entries are on disk advances `released`; the owner may reuse a slot below
+ * `released` only. Without salvage `released` follows `tail`. */
+struct cmt__thread {
+    _Atomic uint64_t head;     /* written by the owning thread */
+    _Atomic uint64_t tail;     /* written by the writer: entries below it are copied out */
+    _Atomic uint64_t released; /* written by the writer: entries below it are on disk */
+    _Atomic uint64_t pending;
+    _Atomic uint32_t drained; /* futex word: bumped by the writer after releasing entries */
+    _Atomic uint32_t waiting; /* the owner sleeps on `drained` (its ring is full) */
+    _Atomic int alive;
+    uint32_t tid;
+    uint32_t mask; /* entries - 1 */
+    char name[16]; /* the thread's name at its first call (for salvage) */
+    void *ctx;     /* cache of the current context's device */
+    int32_t dev;   /* (ctx and next mean nothing outside the process) */
+    struct cmt__thread *next;
+    struct cmt__queued ring[];
+};
+
+struct cmt__device_info {
+    _Atomic int state; /* 0 unseen, 1 being queried, 2 known */
+    char name[256];
+    uint64_t total, free;
+};
+
+/* Stack nodes, in chunks (stack.c): node n is chunk[n >> BITS], slot n & (NODES - 1). */
+#define CMT__NODE_CHUNK_BITS 16
+#define CMT__NODE_CHUNK_NODES (1u << CMT__NODE_CHUNK_BITS)
+#define CMT__MAX_NODES (1u << 21)
+#define CMT__NODE_CHUNKS (CMT__MAX_NODES / CMT__NODE_CHUNK_NODES + 1)
+struct cmt__node_chunk {
+    uint32_t parent[CMT__NODE_CHUNK_NODES];
+    uint64_t ip[CMT__NODE_CHUNK_NODES];
+};
+
+/* What the trace file holds, published by the writer after each chunk it writes. */
+struct cmt__on_disk {
+    uint64_t offset; /* bytes of the trace that are whole chunks */
+    uint64_t key;    /* entries whose cmt__queued_key is below this are in them */
+    uint64_t last_t; /* the last timestamp written (salvaged ones never go back) */
+    double ns_per_tick;
+    uint32_t nodes; /* stack nodes 1..nodes are in them */
+    uint32_t tids;  /* the first `tids` of tid[] have THREAD records in them */
+};
+
+#define CMT__SHARED_MAGIC "CMTSHM1"
+#define CMT__SHARED_TIDS 4096
+
+struct cmt__shared_header {
+    char magic[8];
+    uint32_t header_bytes, ring_entries;
+    int32_t pid, use_tsc;
+    _Atomic uint32_t rings;      /* ring slots in use */
+    _Atomic uint32_t nodes;      /* stack nodes created (their contents stored first) */
+    _Atomic uint32_t done;       /* 1: the trace was written whole (nothing to salvage) */
+    uint32_t tid_count;          /* tid[] entries, written by the writer */
+    _Atomic uint64_t generation; /* on_disk[generation & 1] is whole */
+    struct cmt__on_disk on_disk[2];
+    char trace[4096]; /* the trace's path; empty until it is open */
+    uint32_t tid[CMT__SHARED_TIDS];
+};
+
+/* The state file's layout: header, devices, node chunks, then the rings. */
+#define CMT__SHARED_PAGE 4096u
+#define CMT__SHARED_ROUND(n) (((n) + CMT__SHARED_PAGE - 1) / CMT__SHARED_PAGE * CMT__SHARED_PAGE)
+#define CMT__SHARED_DEVICES_AT CMT__SHARED_ROUND(sizeof(struct cmt__shared_header))
+#define CMT__SHARED_NODES_AT \
+    (CMT__SHARED_DEVICES_AT + CMT__SHARED_ROUND(sizeof(struct cmt__device_info) * CMT_MAX_DEVICES))
+#define CMT__SHARED_CHUNK_BYTES CMT__SHARED_ROUND(sizeof(struct cmt__node_chunk))
+#define CMT__SHARED_RINGS_AT \
+    (CMT__SHARED_NODES_AT + (uint64_t)CMT__SHARED_CHUNK_BYTES * CMT__NODE_CHUNKS)
+#define CMT__RING_BYTES(entries) \
+    CMT__SHARED_ROUND(sizeof(struct cmt__thread) + sizeof(struct cmt__queued) * (uint64_t)(entries))
+
+#endif

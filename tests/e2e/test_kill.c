@@ -1,0 +1,115 @@
+/* test_kill.c — nothing is lost when a process dies without writing its trace (issue 12
+ * item 3): under `record`, a program killed by SIGKILL at random times, or ended by the
+ * loader's own _exit(127), has every allocation it counted in its trace. CMT_KILLS sets the
+ * number of kills (default 6; the `slow` ctest runs 50). */
+#include <time.h>
+
+#include "e2e_util.h"
+
+TestSuite(kill, .init = e2e_setup, .fini = e2e_teardown, .timeout = 600);
+
+static unsigned long read_tally(const char *path)
+{
+    unsigned long n = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0 && read(fd, &n, sizeof n) != sizeof n)
+        n = 0;
+    if (fd >= 0)
+        close(fd);
+    return n;
+}
+
+/* Successful cuMemAlloc_v2 events in the trace. */
+static unsigned long allocs_in(const char *path)
+{
+    struct trace t;
+    trace_load(&t, path);
+    cr_assert_eq(t.rc, 0, "%s reads whole", path);
+    unsigned long n = 0;
+    for (size_t i = 0; i < t.n; i++)
+        if (t.ev[i].result == 0 && !strcmp(api_of(&t, &t.ev[i]), "cuMemAlloc_v2"))
+            n++;
+    trace_free(&t);
+    return n;
+}
+
+/* The pid of `parent`'s only child, 0 while it has none. */
+static pid_t child_of(pid_t parent)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)parent, (int)parent);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : 0;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    return (pid_t)atoi(buf);
+}
+
+/* One run of count_allocs under record, killed after `ms`: made, and in the trace. */
+static void one_kill(int ms, unsigned long *made, unsigned long *traced)
+{
+    char cli[PATH_MAX], prog[PATH_MAX];
+    unlink("k.cmt");
+    unlink("tally.bin");
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"),
+                    "record",
+                    "-q",
+                    "--no-symbolize",
+                    "-o",
+                    "k.cmt",
+                    "--",
+                    (char *)e2e_path(prog, "tests/progs/count_allocs"),
+                    "tally.bin",
+                    NULL};
+    pid_t rec;
+    cr_assert_eq(posix_spawn(&rec, argv[0], NULL, NULL, argv, environ), 0);
+    pid_t kid = 0;
+    for (int i = 0; i < 2000 && (!(kid = child_of(rec)) || read_tally("tally.bin") == 0); i++)
+        usleep(1000);
+    cr_assert(kid > 0, "record started no program");
+    usleep((useconds_t)ms * 1000);
+    kill(kid, SIGKILL);
+    int st;
+    cr_assert_eq(waitpid(rec, &st, 0), rec);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL, "record exits 137, got %d", st);
+    *made = read_tally("tally.bin");
+    *traced = allocs_in("k.cmt");
+}
+
+Test(kill, sigkill_at_random_times_loses_nothing)
+{
+    const char *env = getenv("CMT_KILLS");
+    int kills = env && atoi(env) > 0 ? atoi(env) : 6;
+    unsigned seed = (unsigned)time(NULL);
+    srand(seed);
+    unsigned long lost = 0, total = 0;
+    for (int k = 0; k < kills; k++) {
+        unsigned long made, traced;
+        int ms = 50 + rand() % 700; /* within and beyond the 500 ms flush window */
+        one_kill(ms, &made, &traced);
+        cr_assert_gt(made, 0);
+        /* the last event may be in the trace before the program counted it */
+        cr_assert_leq(traced, made + 1, "kill %d after %d ms: %lu in the trace, %lu made", k, ms,
+                      traced, made);
+        lost += made > traced ? made - traced : 0;
+        total += made;
+    }
+    fprintf(stderr, "kill: %lu of %lu allocations lost in %d SIGKILLs (seed %u)\n", lost, total,
+            kills, seed);
+    cr_assert_eq(lost, 0, "%lu allocations lost in %d SIGKILLs (seed %u)", lost, kills, seed);
+}
+
+Test(kill, loader_exit_127_loses_nothing)
+{
+    char lib[PATH_MAX];
+    struct run r;
+    e2e_record(&r, (const char *const[]){"--no-symbolize", "-o", "k.cmt", NULL},
+               "tests/progs/count_allocs",
+               (const char *const[]){"tally.bin",
+                                     e2e_path(lib, "tests/progs/libmissing_symbol_lib.so"), NULL});
+    cr_assert_eq(r.status, 127, "the loader ends it with 127: %s", r.err);
+    cr_assert(strstr(r.err, "symbol lookup error"), "%s", r.err);
+    cr_assert_eq(read_tally("tally.bin"), 1);
+    cr_assert_eq(allocs_in("k.cmt"), 1, "the 1 GiB allocation is in the trace: %s", r.err);
+}
