@@ -85,6 +85,19 @@ static int env_devices(void)
     return 1;
 }
 
+/* SIMCUDA_REUSE_ADDRESSES: 1 (default) reuses freed address ranges first fit; 0 never hands out
+ * an address range twice (each reservation lies above every earlier one). */
+static bool env_reuse_addresses(void)
+{
+    const char *text = getenv("SIMCUDA_REUSE_ADDRESSES");
+    if (!text || strcmp(text, "1") == 0)
+        return true;
+    if (strcmp(text, "0") == 0)
+        return false;
+    fprintf(stderr, "simcuda: SIMCUDA_REUSE_ADDRESSES=\"%s\" is not 0 or 1; using 1\n", text);
+    return true;
+}
+
 static void simcuda__setup(void)
 {
     struct simcuda__state *state = &simcuda__state;
@@ -98,12 +111,14 @@ static void simcuda__setup(void)
     state->context_overhead = env_size("SIMCUDA_CONTEXT_OVERHEAD",
                                        SIMCUDA__DEFAULT_CONTEXT_OVERHEAD, "256MiB");
     state->device_count = env_devices();
+    bool reuse = env_reuse_addresses();
     for (int d = 0; d < state->device_count; d++) {
         struct simcuda__device *dev = &state->devices[d];
         dev->capacity = capacity;
         dev->used_by_others = used;
         dev->va.start = SIMCUDA__VA_BASE + (uint64_t)d * SIMCUDA__VA_STRIDE;
         dev->va.size = SIMCUDA__VA_STRIDE;
+        dev->va.never_reuse = !reuse;
         dev->legacy_va.start = SIMCUDA__LEGACY_VA_BASE + (uint64_t)d * SIMCUDA__LEGACY_VA_STRIDE;
         dev->legacy_va.size = SIMCUDA__LEGACY_VA_STRIDE;
         dev->primary.magic = SIMCUDA__CTX_MAGIC;

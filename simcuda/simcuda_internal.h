@@ -56,6 +56,10 @@ struct simcuda__va_space {
     struct simcuda__va_entry *entries;
     size_t count;
     size_t capacity;
+    /* SIMCUDA_REUSE_ADDRESSES=0: reservations without a hint start at or above `high_water`,
+     * the end of the highest range handed out so far. */
+    bool never_reuse;
+    CUdeviceptr high_water;
 };
 
 /* Physical memory: whole pages of one device. Freed when no handle reference and no mapping

@@ -365,6 +365,57 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned ch
     return check_transfer(dstDevice, NULL, false, N);
 }
 
+/* cuMemsetD32Async and cuStreamWriteValue32: PyTorch's c10 insists on finding both in the
+ * driver (its driver_api table). Like every set, they check the range and write nothing. The
+ * two _ptsz variants without a prototype in cuda.h get theirs here. */
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                       CUstream hStream);
+CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                              unsigned int flags);
+
+static CUresult set_words(CUdeviceptr dst, size_t count)
+{
+    if (count > SIZE_MAX / 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    return check_transfer(dst, NULL, false, count * 4);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                                 CUstream hStream)
+{
+    return set_words(dstDevice, N);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
+                                                      size_t N, CUstream hStream)
+{
+    return set_words(dstDevice, N);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr,
+                                                     cuuint32_t value, unsigned int flags)
+{
+    return set_words(addr, 1);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr,
+                                                          cuuint32_t value, unsigned int flags)
+{
+    return set_words(addr, 1);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr,
+                                                        cuuint32_t value, unsigned int flags)
+{
+    return set_words(addr, 1);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                             cuuint32_t value, unsigned int flags)
+{
+    return set_words(addr, 1);
+}
+
 /* Host memory is real (page-aligned malloc) and never counted against a device. */
 static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
 {

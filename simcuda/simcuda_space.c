@@ -56,6 +56,8 @@ CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uin
                 entry.base = hint;
                 if (!va_insert(space, i, entry))
                     return CUDA_ERROR_OUT_OF_MEMORY;
+                if (hint + size > space->high_water)
+                    space->high_water = hint + size;
                 *out = hint;
                 return CUDA_SUCCESS;
             }
@@ -63,11 +65,15 @@ CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uin
     }
     for (size_t i = 0; i <= space->count; i++) {
         gap_at(space, i, &begin, &end);
+        if (space->never_reuse && begin < space->high_water)
+            begin = space->high_water;
         uint64_t candidate = align_up(begin, alignment);
         if (candidate < end && end - candidate >= size) {
             entry.base = candidate;
             if (!va_insert(space, i, entry))
                 return CUDA_ERROR_OUT_OF_MEMORY;
+            if (candidate + size > space->high_water)
+                space->high_water = candidate + size;
             *out = candidate;
             return CUDA_SUCCESS;
         }

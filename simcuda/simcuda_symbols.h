@@ -60,6 +60,12 @@
     X(cuMemsetD8, cuMemsetD8, 2000, 0)                                                          \
     X(cuMemsetD8, cuMemsetD8_v2, 3020, 0)                                                       \
     X(cuMemsetD8, cuMemsetD8_v2_ptds, 7000, 1)                                                  \
+    X(cuMemsetD32Async, cuMemsetD32Async, 3020, 0)                                              \
+    X(cuMemsetD32Async, cuMemsetD32Async_ptsz, 7000, 1)                                         \
+    X(cuStreamWriteValue32, cuStreamWriteValue32, 8000, 0)                                      \
+    X(cuStreamWriteValue32, cuStreamWriteValue32_ptsz, 8000, 1)                                 \
+    X(cuStreamWriteValue32, cuStreamWriteValue32_v2, 11070, 0)                                  \
+    X(cuStreamWriteValue32, cuStreamWriteValue32_v2_ptsz, 11070, 1)                             \
     X(cuMemAlloc, cuMemAlloc, 2000, 0)                                                          \
     X(cuMemAlloc, cuMemAlloc_v2, 3020, 0)                                                       \
     X(cuMemAllocPitch, cuMemAllocPitch, 2000, 0)                                                \

@@ -350,3 +350,40 @@ Test(memory, host_registration_pins_the_programs_memory)
     cr_assert_eq(simcuda_test_free(), 1 * GiB); /* host memory: not counted */
     free(buf);
 }
+
+Test(memory, addresses_are_reused_first_fit_by_default)
+{
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a, b, c;
+    CU_OK(cuMemAlloc(&a, 10 * MiB));
+    CU_OK(cuMemAlloc(&b, 10 * MiB));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemAlloc(&c, 4 * MiB));
+    cr_assert_eq(c, a);
+}
+
+Test(memory, never_reused_addresses_lie_above_every_earlier_one)
+{
+    setenv("SIMCUDA_REUSE_ADDRESSES", "0", 1);
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a, b, c, d;
+    CU_OK(cuMemAlloc(&a, 10 * MiB));
+    CU_OK(cuMemAlloc(&b, 10 * MiB));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(b));
+    CU_OK(cuMemAlloc(&c, 4 * MiB));
+    cr_assert_geq(c, b + 10 * MiB);
+    CU_OK(cuMemAlloc(&d, 4 * MiB));
+    cr_assert_geq(d, c + 4 * MiB);
+}
+
+Test(memory, memset_d32_async_and_write_value_check_the_range)
+{
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a;
+    CU_OK(cuMemAlloc(&a, 2 * MiB));
+    CU_OK(cuMemsetD32Async(a, 7, 2 * MiB / 4, NULL));
+    CU_FAILS(cuMemsetD32Async(a, 7, 2 * MiB / 4 + 1, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamWriteValue32(NULL, a + 2 * MiB - 4, 1, 0));
+    CU_FAILS(cuStreamWriteValue32(NULL, a + 2 * MiB - 2, 1, 0), CUDA_ERROR_INVALID_VALUE);
+}

@@ -401,26 +401,10 @@ static void release_block(struct cmt_model *m, uint32_t i)
     cmt__block_release(m, i);
 }
 
-/* Release what a cached free block holds: a whole cudaMalloc segment, or the
- * whole free pages of an expandable block (PyTorch asserts on the latter in
- * release_available_cached_blocks; the model unmaps instead).
- * @return bytes returned to the device. */
-static uint64_t release_any(struct cmt_model *m, uint32_t i)
-{
-    if (cmt__b(m, i)->expandable != CMT__NIL) {
-        uint64_t got = cmt__expandable_unmap(m, i);
-        cmt__expandable_drop_if_empty(m, i);
-        return got;
-    }
-    CMT_ASSERT(!cmt__is_split(m, i)); /* callers pass blocks >= S, never split */
-    if (cmt__is_split(m, i))
-        return 0; /* never cudaFree a part */
-    uint64_t size = cmt__b(m, i)->size;
-    release_block(m, i);
-    return size;
-}
-
-/* PyTorch's release_available_cached_blocks (only with a finite S). */
+/* PyTorch's release_available_cached_blocks (only with a finite S). As in
+ * PyTorch 2.x, blocks of expandable segments are passed over: a found one
+ * sends the search to the oversize path, which skips them without counting
+ * them as released. Blocks >= S are never split, so each is a whole segment. */
 static bool release_available_cached_blocks(struct cmt_model *m, const struct cmt__request *r)
 {
     if (m->split_limit == UINT64_MAX)
@@ -428,8 +412,10 @@ static bool release_available_cached_blocks(struct cmt_model *m, const struct cm
     struct cmt__pool *pool = &m->pools[r->pool];
     uint64_t key = r->size < m->split_limit ? m->split_limit : r->size;
     uint32_t it = cmt__set_lower_bound(m, &pool->free_set, r->stream, key, 0);
-    if (it != CMT__NIL && cmt__b(m, it)->stream == r->stream) {
-        release_any(m, it);
+    if (it != CMT__NIL && cmt__b(m, it)->stream == r->stream &&
+        cmt__b(m, it)->expandable == CMT__NIL) {
+        CMT_ASSERT(!cmt__is_split(m, it));
+        release_block(m, it);
         return true;
     }
     /* No single block is large enough: free oversize blocks from the largest
@@ -442,8 +428,11 @@ static bool release_available_cached_blocks(struct cmt_model *m, const struct cm
            cmt__b(m, cur)->stream == r->stream) {
         const struct cmt__block *b = cmt__b(m, cur);
         uint32_t lower = cmt__set_before(m, &pool->free_set, b->stream, b->size, b->address);
-        released += b->size;
-        release_any(m, cur);
+        if (b->expandable == CMT__NIL) {
+            CMT_ASSERT(!cmt__is_split(m, cur));
+            released += b->size;
+            release_block(m, cur);
+        }
         cur = lower;
     }
     return released >= key;

@@ -16,9 +16,9 @@
  * garbage_collection_threshold with a memory fraction cap, expandable
  * segments, empty_cache, and PyTorch's statistics. Not modelled: CUDA graph
  * private pools, record_stream/event-deferred frees (so active == allocated),
- * free-memory callbacks, IPC, other devices. Where PyTorch would assert
- * (release_available_cached_blocks meeting an expandable block) the model
- * unmaps that block's free pages instead.
+ * free-memory callbacks, IPC, other devices. release_available_cached_blocks
+ * passes over expandable-segment blocks, as PyTorch 2.x does (checked against
+ * c10 2.6 by tests/oracle).
  *
  * Not thread-safe: one model per thread. No CUDA headers are needed.
  */

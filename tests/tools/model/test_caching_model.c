@@ -388,6 +388,27 @@ Test(scenarios, d_expandable_split_700)
 
 /* ---- release paths ---------------------------------------------------- */
 
+/* Found by tests/oracle against c10 2.6: release_available_cached_blocks passes over a free
+ * block of an expandable segment (it neither unmaps it nor counts it), so the retry after
+ * release_cached_blocks is what gets the memory. The real allocator's figures: no OOM, one
+ * retry, four device allocations (three maps, one failed), peak reserved 700 MiB. */
+Test(release, available_cached_blocks_pass_over_expandable_blocks)
+{
+    struct cmt_model *m = make(1000 * MiB, 100 * MiB, true);
+    cmt_model_handle a = alloc_ok(m, 600 * MiB, 0);
+    alloc_ok(m, 100 * MiB, 0);
+    free_ok(m, a);
+    alloc_ok(m, 500 * MiB, 0);
+    struct cmt_model_stats st;
+    cmt_model_get_stats(m, &st);
+    cr_assert_eq(st.num_alloc_retries, 1);
+    cr_assert_eq(st.num_ooms, 0);
+    cr_assert_eq(st.device_alloc_calls, 4);
+    cr_assert_eq(st.peak_reserved, 700 * MiB);
+    cr_assert_eq(st.reserved_bytes, 600 * MiB);
+    cmt_model_destroy(m);
+}
+
 Test(release, release_cached_then_retry_counts)
 {
     struct cmt_model *m = make(100 * MiB, UNLIMITED, false);

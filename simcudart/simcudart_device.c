@@ -1,0 +1,201 @@
+/* Devices: implicit initialisation (cuInit and one retained primary context per device), the
+ * per-thread current device, device queries and properties. */
+#include "simcudart_internal.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+/* simcuda's device limit; the real runtime has none this small, but simcuda has 8. */
+#define SIMCUDART__MAX_DEVICES 64
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static CUresult init_result = CUDA_ERROR_NOT_INITIALIZED;
+static int device_count;
+static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext primary[SIMCUDART__MAX_DEVICES];
+static _Thread_local int current_device;
+
+static void init_driver(void)
+{
+    init_result = cuInit(0);
+    if (init_result == CUDA_SUCCESS && cuDeviceGetCount(&device_count) != CUDA_SUCCESS)
+        device_count = 0;
+    if (device_count > SIMCUDART__MAX_DEVICES)
+        device_count = SIMCUDART__MAX_DEVICES;
+}
+
+int simcudart__device_count(void)
+{
+    pthread_once(&init_once, init_driver);
+    return init_result == CUDA_SUCCESS ? device_count : 0;
+}
+
+int simcudart__current_device(void)
+{
+    return current_device;
+}
+
+/* The device's primary context, retained the first time it is asked for. */
+static cudaError_t primary_context(int device, CUcontext *out)
+{
+    cudaError_t error = cudaSuccess;
+    pthread_once(&init_once, init_driver);
+    if (init_result != CUDA_SUCCESS)
+        return init_result == CUDA_ERROR_NO_DEVICE ? cudaErrorNoDevice
+                                                   : simcudart__from_driver(init_result);
+    if (device < 0 || device >= device_count)
+        return cudaErrorInvalidDevice;
+    pthread_mutex_lock(&context_lock);
+    if (!primary[device]) {
+        CUdevice handle;
+        CUresult result = cuDeviceGet(&handle, device);
+        if (result == CUDA_SUCCESS)
+            result = cuDevicePrimaryCtxRetain(&primary[device], handle);
+        error = simcudart__from_driver(result);
+    }
+    *out = primary[device];
+    pthread_mutex_unlock(&context_lock);
+    return error;
+}
+
+cudaError_t simcudart__enter(void)
+{
+    CUcontext context = NULL, current = NULL;
+    cudaError_t error = primary_context(current_device, &context);
+    if (error != cudaSuccess)
+        return error;
+    if (cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context)
+        return cudaSuccess;
+    return simcudart__from_driver(cuCtxSetCurrent(context));
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    if (!count)
+        return simcudart__result(cudaErrorInvalidValue);
+    *count = simcudart__device_count();
+    return simcudart__result(*count ? cudaSuccess : cudaErrorNoDevice);
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    if (!device)
+        return simcudart__result(cudaErrorInvalidValue);
+    *device = current_device;
+    return cudaSuccess;
+}
+
+/* As the runtime since CUDA 12: selecting a device also initialises its primary context. */
+cudaError_t cudaSetDevice(int device)
+{
+    if (simcudart__device_count() == 0)
+        return simcudart__result(cudaErrorNoDevice);
+    if (device < 0 || device >= simcudart__device_count())
+        return simcudart__result(cudaErrorInvalidDevice);
+    current_device = device;
+    return simcudart__result(simcudart__enter());
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    cudaError_t error = simcudart__enter();
+    if (error != cudaSuccess)
+        return simcudart__result(error);
+    return simcudart__driver_result(cuCtxSynchronize());
+}
+
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version)
+        return simcudart__result(cudaErrorInvalidValue);
+    return simcudart__driver_result(cuDriverGetVersion(version));
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version)
+        return simcudart__result(cudaErrorInvalidValue);
+    *version = SIMCUDART_RUNTIME_VERSION;
+    return cudaSuccess;
+}
+
+/* cudaDeviceAttr and CUdevice_attribute share their numbers. */
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    CUdevice handle;
+    if (!value)
+        return simcudart__result(cudaErrorInvalidValue);
+    if (device < 0 || device >= simcudart__device_count())
+        return simcudart__result(cudaErrorInvalidDevice);
+    CUresult result = cuDeviceGet(&handle, device);
+    if (result == CUDA_SUCCESS)
+        result = cuDeviceGetAttribute(value, (CUdevice_attribute)attr, handle);
+    return simcudart__driver_result(result);
+}
+
+/* Fields of cudaDeviceProp read from one driver attribute each. */
+#define SIMCUDART_PROPERTIES(X)                                               \
+    X(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)                    \
+    X(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)                    \
+    X(multiProcessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)          \
+    X(warpSize, CU_DEVICE_ATTRIBUTE_WARP_SIZE)                                \
+    X(maxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)          \
+    X(pciBusID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)                               \
+    X(pciDeviceID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)                         \
+    X(pciDomainID, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)                         \
+    X(unifiedAddressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)              \
+    X(managedMemory, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)                      \
+    X(concurrentManagedAccess, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) \
+    X(memoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)       \
+    X(integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED)
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    CUdevice handle;
+    size_t total = 0;
+    if (!prop)
+        return simcudart__result(cudaErrorInvalidValue);
+    if (device < 0 || device >= simcudart__device_count())
+        return simcudart__result(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof(*prop));
+    CUresult result = cuDeviceGet(&handle, device);
+    if (result == CUDA_SUCCESS)
+        result = cuDeviceGetName(prop->name, sizeof(prop->name), handle);
+    if (result == CUDA_SUCCESS)
+        result = cuDeviceTotalMem(&total, handle);
+    prop->totalGlobalMem = total;
+#define SIMCUDART__PROPERTY(field, attribute) \
+    if (result == CUDA_SUCCESS)               \
+        result = cuDeviceGetAttribute(&prop->field, attribute, handle);
+    SIMCUDART_PROPERTIES(SIMCUDART__PROPERTY)
+#undef SIMCUDART__PROPERTY
+    return simcudart__driver_result(result);
+}
+
+/* The range of an H100 (simcuda's streams take any priority). */
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -5;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int *can_access, int device, int peer)
+{
+    if (!can_access)
+        return simcudart__result(cudaErrorInvalidValue);
+    if (device < 0 || device >= simcudart__device_count() || peer < 0 ||
+        peer >= simcudart__device_count())
+        return simcudart__result(cudaErrorInvalidDevice);
+    *can_access = 0;
+    return cudaSuccess;
+}
+
+/* simcuda has no peer access. */
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags)
+{
+    return simcudart__result(cudaErrorPeerAccessUnsupported);
+}

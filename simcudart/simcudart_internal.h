@@ -1,0 +1,45 @@
+/* simcudart's shared helpers: the error mapping, the last error, the current device and its
+ * primary context. Every exported function is a runtime API call from cuda_runtime_api.h, so the
+ * compiler checks each signature against NVIDIA's header. */
+#ifndef SIMCUDART_INTERNAL_H
+#define SIMCUDART_INTERNAL_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+
+/* The runtime version simcudart answers with (cudaRuntimeGetVersion), the toolkit's. */
+#define SIMCUDART_RUNTIME_VERSION CUDART_VERSION
+
+/* The runtime error for a driver result: the numbers coincide for the errors simcuda returns,
+ * anything else is cudaErrorUnknown. */
+cudaError_t simcudart__from_driver(CUresult result);
+
+/* Records error as the thread's last error (unless cudaSuccess) and returns it: every exported
+ * call ends with `return simcudart__result(...)`, as the real runtime keeps the last error until
+ * cudaGetLastError reads it. */
+cudaError_t simcudart__result(cudaError_t error);
+
+/* simcudart__result(simcudart__from_driver(result)). */
+cudaError_t simcudart__driver_result(CUresult result);
+
+/* Initialises the driver once (cuInit) and makes the calling thread's current device's primary
+ * context current, retaining it the first time. The runtime's implicit initialisation.
+ * @return cudaSuccess, or the error of cuInit / cuDevicePrimaryCtxRetain (not recorded). */
+cudaError_t simcudart__enter(void);
+
+/* Runs the implicit initialisation; on failure returns from the calling function. */
+#define SIMCUDART_ENTER()                             \
+    do {                                              \
+        cudaError_t enter_error = simcudart__enter(); \
+        if (enter_error != cudaSuccess)               \
+            return simcudart__result(enter_error);    \
+    } while (0)
+
+/* The calling thread's current device (0 until cudaSetDevice). */
+int simcudart__current_device(void);
+
+/* Number of devices, 0 if the driver cannot start. */
+int simcudart__device_count(void);
+
+#endif /* SIMCUDART_INTERNAL_H */
