@@ -79,53 +79,49 @@ static double nice_bytes_step(double range, int ticks)
     return step >= 1 ? step : 1;
 }
 
-static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
-                  const struct cmt_timeline_device *d, int y0)
+/* A panel's plot area: its size, and the time and bytes its width and height stand for. */
+struct frame {
+    double w, h, ymax;
+    uint64_t t_end;
+};
+
+static void axes(FILE *f, const struct frame *fr)
 {
-    int chart[CMT_KIND_COUNT];
-    unsigned nchart = cmt_timeline_charted_kinds(chart);
-    const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
-    char a[32], b[32], label[160];
-    double plot_w = W - LEFT - RIGHT, plot_h = PANEL_H - TOP - BOTTOM;
-    uint64_t t_end = 1;
-    for (uint32_t i = 0; i < tl->max_points; i++)
-        if (d->points[i].used && d->points[i].last_t_ns > t_end)
-            t_end = d->points[i].last_t_ns;
-    double ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
-    fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
-    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
-    xml_text(f, cmt__device_label(pass->replay, d->dev, label, sizeof label));
-    fprintf(f, ": peak %s at %s</text>\n", cmt__bytes(rd->peak_live_bytes, a),
-            cmt__duration(rd->peak_t_ns, b));
+    char a[32];
     /* y axis in bytes */
-    double step = nice_bytes_step(ymax, 5);
-    for (double v = 0; v <= ymax; v += step) {
-        double y = TOP + plot_h - v / ymax * plot_h;
+    double step = nice_bytes_step(fr->ymax, 5);
+    for (double v = 0; v <= fr->ymax; v += step) {
+        double y = TOP + fr->h - v / fr->ymax * fr->h;
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", LEFT,
                 W - RIGHT, y, y);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%s</text>\n",
                 LEFT - 6, y + 4, cmt__bytes((uint64_t)v, a));
     }
     /* x axis in time */
-    double tstep = nice_step((double)t_end, 6);
-    for (double t = 0; t <= (double)t_end; t += tstep) {
-        double x = LEFT + t / (double)t_end * plot_w;
+    double tstep = nice_step((double)fr->t_end, 6);
+    for (double t = 0; t <= (double)fr->t_end; t += tstep) {
+        double x = LEFT + t / (double)fr->t_end * fr->w;
         fprintf(f,
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%s"
                 "</text>\n",
-                x, TOP + plot_h + 16, cmt__duration((uint64_t)t, a));
+                x, TOP + fr->h + 16, cmt__duration((uint64_t)t, a));
     }
     fprintf(f,
             "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">time since "
             "start</text>\n",
-            LEFT + plot_w / 2, PANEL_H - 4);
+            LEFT + fr->w / 2, PANEL_H - 4);
+}
+
+static void areas(FILE *f, const struct cmt_timeline *tl, const struct cmt_timeline_device *d,
+                  const struct frame *fr, const int *chart, unsigned nchart)
+{
     /* stacked kinds: cumulative polygons from the top layer down, drawn as steps (memory
      * holds its level until the next change): each bucket up to its maximum, then down to
      * its last value */
     for (int k = (int)nchart - 1; k >= 0; k--) {
         fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%d,%.1f",
-                colors[(size_t)k % NCOLORS], LEFT, TOP + plot_h);
-        double last_y = TOP + plot_h;
+                colors[(size_t)k % NCOLORS], LEFT, TOP + fr->h);
+        double last_y = TOP + fr->h;
         for (uint32_t i = 0; i < tl->max_points; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
@@ -135,42 +131,52 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
                 sum += p->kind_bytes[chart[j]];
                 sum_last += p->last_kind_bytes[chart[j]];
             }
-            double x = LEFT + (double)p->t_ns / (double)t_end * plot_w;
-            double y = TOP + plot_h - (double)sum / ymax * plot_h;
+            double x = LEFT + (double)p->t_ns / (double)fr->t_end * fr->w;
+            double y = TOP + fr->h - (double)sum / fr->ymax * fr->h;
             fprintf(f, " %.1f,%.1f %.1f,%.1f", x, last_y, x, y);
             last_y = y;
             if (sum_last != sum) {
-                x = LEFT + (double)p->last_t_ns / (double)t_end * plot_w;
-                last_y = TOP + plot_h - (double)sum_last / ymax * plot_h;
+                x = LEFT + (double)p->last_t_ns / (double)fr->t_end * fr->w;
+                last_y = TOP + fr->h - (double)sum_last / fr->ymax * fr->h;
                 fprintf(f, " %.1f,%.1f %.1f,%.1f", x, y, x, last_y);
             }
         }
-        fprintf(f, " %.1f,%.1f\"/>\n", LEFT + plot_w, TOP + plot_h);
+        fprintf(f, " %.1f,%.1f\"/>\n", LEFT + fr->w, TOP + fr->h);
     }
     fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", LEFT,
-            W - RIGHT, TOP + plot_h, TOP + plot_h);
+            W - RIGHT, TOP + fr->h, TOP + fr->h);
+}
+
+static void marks(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline_device *d,
+                  const struct cmt_replay_device *rd, const struct frame *fr)
+{
+    char a[32];
     /* OOM failures and the peak */
     for (uint32_t i = 0; pass->oom && i < cmt_oom_count(pass->oom); i++) {
         const struct cmt_oom_episode *e = cmt_oom_episode(pass->oom, i);
         if (e->dev != d->dev)
             continue;
-        double x = LEFT + (double)e->t_ns / (double)t_end * plot_w;
+        double x = LEFT + (double)e->t_ns / (double)fr->t_end * fr->w;
         fprintf(f,
                 "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#e15759\" "
                 "stroke-width=\"2\" stroke-dasharray=\"4 3\"><title>out of memory: ",
-                x, x, TOP, TOP + plot_h);
+                x, x, TOP, TOP + fr->h);
         xml_text(f, e->api);
         fprintf(f, " %s (%s)</title></line>\n", cmt__bytes(e->request_bytes, a),
                 cmt_verdict_name(e->verdict));
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#e15759\">OOM</text>\n",
                 x + 3, TOP + 10);
     }
-    double px = LEFT + (double)rd->peak_t_ns / (double)t_end * plot_w;
-    double py = TOP + plot_h - (double)rd->peak_live_bytes / ymax * plot_h;
+    double px = LEFT + (double)rd->peak_t_ns / (double)fr->t_end * fr->w;
+    double py = TOP + fr->h - (double)rd->peak_live_bytes / fr->ymax * fr->h;
     fprintf(f,
             "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#000\"/>"
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">peak %s</text>\n",
             px, py, px + 6, py - 6, cmt__bytes(rd->peak_live_bytes, a));
+}
+
+static void legend(FILE *f, const int *chart, unsigned nchart)
+{
     /* legend */
     for (size_t k = 0; k < nchart; k++)
         fprintf(f,
@@ -178,6 +184,29 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
                 "x=\"%zu\" y=\"37\" font-size=\"11\">%s</text>\n",
                 (size_t)W - 560 + k * 110, colors[(size_t)k % NCOLORS], (size_t)W - 546 + k * 110,
                 cmt_kind_name(chart[k]));
+}
+
+static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                  const struct cmt_timeline_device *d, int y0)
+{
+    int chart[CMT_KIND_COUNT];
+    unsigned nchart = cmt_timeline_charted_kinds(chart);
+    const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
+    char a[32], b[32], label[160];
+    struct frame fr = {W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM, 1, 1};
+    for (uint32_t i = 0; i < tl->max_points; i++)
+        if (d->points[i].used && d->points[i].last_t_ns > fr.t_end)
+            fr.t_end = d->points[i].last_t_ns;
+    fr.ymax = rd->peak_live_bytes ? (double)rd->peak_live_bytes * 1.1 : 1;
+    fprintf(f, "<g transform=\"translate(0,%d)\">\n", y0);
+    fprintf(f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">", LEFT);
+    xml_text(f, cmt__device_label(pass->replay, d->dev, label, sizeof label));
+    fprintf(f, ": peak %s at %s</text>\n", cmt__bytes(rd->peak_live_bytes, a),
+            cmt__duration(rd->peak_t_ns, b));
+    axes(f, &fr);
+    areas(f, tl, d, &fr, chart, nchart);
+    marks(f, pass, d, rd, &fr);
+    legend(f, chart, nchart);
     fprintf(f, "</g>\n");
 }
 
