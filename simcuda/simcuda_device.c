@@ -218,12 +218,17 @@ static CUresult device_total_memory(uint64_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* The device's memory for a caller's output: CUDA_ERROR_INVALID_VALUE for a NULL one. */
+static CUresult total_memory_into(const void *bytes, uint64_t *total, CUdevice dev)
+{
+    CUresult result = device_total_memory(total, dev);
+    return result == CUDA_SUCCESS && !bytes ? CUDA_ERROR_INVALID_VALUE : result;
+}
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     uint64_t total;
-    CUresult result = device_total_memory(&total, dev);
-    if (result == CUDA_SUCCESS && !bytes)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = total_memory_into(bytes, &total, dev);
     if (result == CUDA_SUCCESS)
         *bytes = total;
     return result;
@@ -233,9 +238,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 {
     uint64_t total;
-    CUresult result = device_total_memory(&total, dev);
-    if (result == CUDA_SUCCESS && !bytes)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = total_memory_into(bytes, &total, dev);
     if (result == CUDA_SUCCESS)
         *bytes = total > UINT32_MAX ? UINT32_MAX : (unsigned int)total;
     return result;

@@ -4,20 +4,27 @@
 
 #include <string.h>
 
-cudaError_t cudaMalloc(void **pointer, size_t size)
+/* cudaMalloc and cudaMallocAsync: the runtime gives NULL for size 0, which the driver
+ * refuses; a stream of 0 means the plain call. */
+static cudaError_t device_malloc(void **pointer, size_t size, int async, cudaStream_t stream)
 {
     CUdeviceptr address = 0;
     if (!pointer)
         return simcudart__result(cudaErrorInvalidValue);
     SIMCUDART_ENTER();
-    /* The runtime gives NULL for size 0; the driver refuses it. */
     if (size == 0) {
         *pointer = NULL;
         return cudaSuccess;
     }
-    CUresult result = cuMemAlloc(&address, size);
+    CUresult result = async ? cuMemAllocAsync(&address, size, (CUstream)stream)
+                            : cuMemAlloc(&address, size);
     *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
     return simcudart__driver_result(result);
+}
+
+cudaError_t cudaMalloc(void **pointer, size_t size)
+{
+    return device_malloc(pointer, size, 0, NULL);
 }
 
 cudaError_t cudaMallocManaged(void **pointer, size_t size, unsigned int flags)
@@ -47,17 +54,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaMallocAsync(void **pointer, size_t size, cudaStream_t stream)
 {
-    CUdeviceptr address = 0;
-    if (!pointer)
-        return simcudart__result(cudaErrorInvalidValue);
-    SIMCUDART_ENTER();
-    if (size == 0) {
-        *pointer = NULL;
-        return cudaSuccess;
-    }
-    CUresult result = cuMemAllocAsync(&address, size, (CUstream)stream);
-    *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
-    return simcudart__driver_result(result);
+    return device_malloc(pointer, size, 1, stream);
 }
 
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream)
