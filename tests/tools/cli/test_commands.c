@@ -146,3 +146,18 @@ Test(commands, help_and_bad_usage)
         captured_free(&c);
     }
 }
+
+Test(commands, version_long_and_short)
+{
+    const char *flags[] = {"--version", "-V"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"cumemtrace", flags[i], NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        cr_expect_eq(c.status, 0, "%s", flags[i]);
+        cr_expect(!strncmp(c.out, "cumemtrace " CMT_VERSION " (trace format ",
+                           strlen("cumemtrace " CMT_VERSION " (trace format ")),
+                  "%s: %s", flags[i], c.out);
+        cr_expect_str_eq(c.err, "");
+        captured_free(&c);
+    }
+}
