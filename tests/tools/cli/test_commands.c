@@ -161,3 +161,30 @@ Test(commands, version_long_and_short)
         captured_free(&c);
     }
 }
+
+Test(commands, record_help_and_usage_errors)
+{
+    const char *help[] = {"record", "--help", NULL};
+    struct captured c = capture_run(cmt_cmd_record, help);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "%p = process id (default cumemtrace.%p.cmt)"), "%s", c.out);
+    cr_expect(!strstr(c.out, "%%"), "%s", c.out);
+    captured_free(&c);
+    const char *nothing[] = {"record", "--", NULL};
+    c = capture_run(cmt_cmd_record, nothing);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "cumemtrace record: nothing after '--': give the COMMAND to run"), "%s",
+              c.err);
+    captured_free(&c);
+    const char *deep[][5] = {{"record", "--stack-depth", "300", "--", "/bin/true"},
+                             {"record", "--stack-depth=300", "--", "/bin/true", NULL}};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[6] = {0};
+        memcpy(argv, deep[i], sizeof deep[i]);
+        c = capture_run(cmt_cmd_record, argv);
+        cr_expect_eq(c.status, 2);
+        cr_expect(strstr(c.err, "--stack-depth 300 is more than the tracer's cap of 256 frames"),
+                  "%s", c.err);
+        captured_free(&c);
+    }
+}
