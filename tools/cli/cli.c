@@ -48,6 +48,6 @@ int cmt_cli_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "cumemtrace: unknown command '%s' (see cumemtrace --help)\n", argv[1]);
+    fprintf(stderr, "cumemtrace: unknown command '%s' (see 'cumemtrace --help')\n", argv[1]);
     return 2;
 }

@@ -179,22 +179,23 @@ struct diff_args {
 static int parse_args(int argc, char **argv, struct diff_args *o)
 {
     int npaths = 0;
+    const char *v;
     for (int i = 1; i < argc; i++) {
         if (cmt__is(argv[i], "-h", "--help")) {
             fputs(usage, stdout);
             return -1;
         } else if (cmt__is(argv[i], "--json", NULL)) {
             o->json = 1;
-        } else if (cmt__is(argv[i], "--fail-if-peak-grows", NULL)) {
+        } else if (cmt__value_option(argc, argv, &i, "--fail-if-peak-grows", NULL, &v)) {
             char *end;
-            if (++i >= argc)
+            if (!v)
                 return cmt__usage_error("diff", "--fail-if-peak-grows needs a percentage");
-            o->limit = strtod(argv[i], &end);
-            if (end == argv[i] || (*end && strcmp(end, "%") != 0) || o->limit < 0)
+            o->limit = strtod(v, &end);
+            if (end == v || (*end && strcmp(end, "%") != 0) || o->limit < 0)
                 return cmt__usage_error("diff",
                                         "--fail-if-peak-grows wants a percentage >= 0, "
                                         "got '%s'",
-                                        argv[i]);
+                                        v);
             o->gate = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cmt__usage_error("diff", "unknown option '%s'", argv[i]);

@@ -188,3 +188,82 @@ Test(commands, record_help_and_usage_errors)
         captured_free(&c);
     }
 }
+
+/* Every command of commands.def words a usage error the same way, on one line. */
+Test(commands, one_hint_style_for_usage_errors)
+{
+    static const char *const names[] = {
+#define X(name, fn, summary) #name,
+#include "commands.def"
+#undef X
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *argv[] = {"cumemtrace", names[i], "--bogus", "x.cmt", NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "cumemtrace %s: unknown option '--bogus' (see 'cumemtrace %s --help')\n", names[i],
+                 names[i]);
+        cr_expect_eq(c.status, 2, "%s", names[i]);
+        cr_expect_str_eq(c.err, want);
+        captured_free(&c);
+    }
+    const char *missing[][3] = {{"dump", NULL}, {"symbolize", NULL}, {"report", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        const char *argv[] = {"cumemtrace", missing[i][0], NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "cumemtrace %s: missing trace FILE (see 'cumemtrace %s --help')\n", missing[i][0],
+                 missing[i][0]);
+        cr_expect_str_eq(c.err, want);
+        captured_free(&c);
+    }
+}
+
+Test(commands, value_options_take_the_equals_form)
+{
+    const char *path = oom_trace(3, TB_GIB);
+    char svg[128], arg[160];
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    snprintf(arg, sizeof arg, "--svg=%s", svg);
+    const char *argv[] = {"timeline", arg, "--points=50", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    FILE *f = fopen(svg, "r");
+    cr_expect_not_null(f, "--svg=FILE wrote FILE");
+    if (f)
+        fclose(f);
+    remove(svg);
+    captured_free(&c);
+    const char *gate[] = {"diff", "--fail-if-peak-grows=10", path, path, NULL};
+    c = capture_run(cmt_cmd_diff, gate);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    const char *empty[] = {"timeline", "--svg=", path, NULL};
+    c = capture_run(cmt_cmd_timeline, empty);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--svg needs an output file"), "%s", c.err);
+    captured_free(&c);
+}
+
+Test(commands, conflicting_outputs_are_an_error)
+{
+    const char *path = oom_trace(4, TB_GIB);
+    const char *argv[] = {"timeline", "--csv", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 2);
+    cr_expect_str_eq(c.err, "cumemtrace timeline: --csv and --json conflict: choose one output "
+                            "(see 'cumemtrace timeline --help')\n");
+    cr_expect_str_eq(c.out, "");
+    captured_free(&c);
+    const char *svg[] = {"timeline", "--json", "--svg", "x.svg", path, NULL};
+    c = capture_run(cmt_cmd_timeline, svg);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--json and --svg conflict"), "%s", c.err);
+    captured_free(&c);
+    const char *twice[] = {"timeline", "--csv", "--csv", "--points", "4", path, NULL};
+    c = capture_run(cmt_cmd_timeline, twice);
+    cr_expect_eq(c.status, 0, "the same option twice is no conflict");
+    captured_free(&c);
+}
