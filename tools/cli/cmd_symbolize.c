@@ -54,7 +54,11 @@ int cmt_cmd_symbolize(int argc, char **argv)
     for (int i = first; i < argc; i++) {
         struct cmt_symbolize_stats stats;
         char err[512];
-        if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
+        const char *why = cmt__not_a_file(argv[i]);
+        if (why) {
+            fprintf(stderr, "cumemtrace symbolize: %s: %s\n", argv[i], why);
+            status = 1;
+        } else if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
             fprintf(stderr, "cumemtrace symbolize: %s\n", err);
             status = 1;
         } else if (!quiet) {

@@ -40,6 +40,9 @@ const char *cmt__text(const char *s, char *buf, size_t size);
 /* Writes s as a JSON string literal (with quotes). */
 void cmt__json_quote(FILE *f, const char *s);
 
+/* What path is when it exists but is no regular file ("a directory, not a trace file").
+ * @return NULL for a regular file or one that cannot be looked at. */
+const char *cmt__not_a_file(const char *path);
 /* Opens a trace for command `cmd`. On failure prints "cumemtrace CMD: PATH: reason" to stderr.
  * @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);

@@ -267,3 +267,30 @@ Test(commands, conflicting_outputs_are_an_error)
     cr_expect_eq(c.status, 0, "the same option twice is no conflict");
     captured_free(&c);
 }
+
+/* Not a trace, for every reason a path can fail to be one: one line that says which. */
+Test(commands, report_names_what_is_wrong_with_a_non_trace)
+{
+    const char *empty = temp_trace("", 0, 5), *text = temp_trace("hello, world\n", 13, 6);
+    const struct {
+        const char *path, *why;
+    } cases[] = {{"/dev/null", "/dev/null: a character device, not a trace file"},
+                 {"/tmp", "/tmp: a directory, not a trace file"},
+                 {empty, "file is empty"},
+                 {text, "not a cumemtrace trace"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *argv[] = {"report", cases[i].path, NULL};
+        struct captured c = capture_run(cmt_cmd_report, argv);
+        cr_expect_eq(c.status, 1, "%s", cases[i].path);
+        cr_expect(strstr(c.err, cases[i].why), "%s", c.err);
+        cr_expect(!strstr(c.err, "Success"), "%s", c.err);
+        cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line: %s", c.err);
+        captured_free(&c);
+    }
+    const char *sym[] = {"symbolize", "/dev/null", NULL};
+    struct captured c = capture_run(cmt_cmd_symbolize, sym);
+    cr_expect_eq(c.status, 1);
+    cr_expect_str_eq(c.err,
+                     "cumemtrace symbolize: /dev/null: a character device, not a trace file\n");
+    captured_free(&c);
+}
