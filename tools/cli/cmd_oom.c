@@ -148,15 +148,18 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
     printf("  attempts   %" PRIu64 ", %" PRIu64 " frees between them released %s; %s\n",
            e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
            e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
-    if (e->hint_retention)
-        printf(
-            "  hint       the request was retried after releasing cached memory, as PyTorch's "
-            "caching allocator does:\n"
-            "             much of this process's memory is probably its cache, split by live "
-            "tensors. Record once with\n"
-            "             PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif` to find a "
-            "PYTORCH_CUDA_ALLOC_CONF\n"
-            "             (max_split_size_mb, expandable_segments) that avoids it\n");
+    if (e->hint_retention) /* each line fits 100 columns */
+        printf("  hint       %s\n"
+               "             much of this process's memory is probably a cache, split by live "
+               "tensors.\n"
+               "             Record once with PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace "
+               "whatif`\n"
+               "             to find a PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb, "
+               "expandable_segments) that avoids it\n",
+               e->released_bytes ? "the request was retried after releasing cached memory, as "
+                                   "PyTorch's caching allocator does:"
+                                 : "the request was retried at the same size with nothing "
+                                   "released between the attempts:");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
                cmt__text(cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),

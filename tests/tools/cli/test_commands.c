@@ -294,3 +294,31 @@ Test(commands, report_names_what_is_wrong_with_a_non_trace)
                      "cumemtrace symbolize: /dev/null: a character device, not a trace file\n");
     captured_free(&c);
 }
+
+/* A retry with no free before it: the hint must not say cached memory was released. */
+Test(commands, oom_hint_says_nothing_was_released_when_nothing_was)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 4 * TB_GIB);
+    uint32_t s = tb_stack(&b, "retry_loop", 2);
+    tb_alloc(&b, 0x700000000000, 20 * TB_GIB, s);
+    uint64_t seq = tb_alloc_fail(&b, 8 * TB_GIB, s);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 4 * TB_GIB, 24 * TB_GIB, seq);
+    tb_alloc_fail(&b, 8 * TB_GIB, s);
+    tb_finish(&b, 0);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 7);
+    tb_free_builder(&b);
+    const char *argv[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "attempts   2, 0 frees between them released 0 B"), "%s", c.out);
+    cr_expect(!strstr(c.out, "after releasing cached memory"), "%s", c.out);
+    cr_expect(strstr(c.out, "with nothing released between the attempts:"), "%s", c.out);
+    cr_expect(strstr(c.out, "run `cumemtrace whatif`"), "the advice stays: %s", c.out);
+    captured_free(&c);
+    path = oom_trace(0, TB_GIB); /* one free of 1 GiB between the attempts */
+    const char *freed[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, freed);
+    cr_expect(strstr(c.out, "retried after releasing cached memory"), "%s", c.out);
+    captured_free(&c);
+}
