@@ -161,12 +161,21 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
     }
     if (nsites && sites[0].a != sites[0].b)
         printf("\ncall sites whose bytes at the peak changed most\n");
-    for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++)
+    int raw = 0;
+    for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++) {
+        raw |= sites[i].stack_a ? cmt__site_is_raw(pa->reader, sites[i].stack_a)
+                                : cmt__site_is_raw(pb->reader, sites[i].stack_b);
         printf("  %10s -> %-10s  %s\n", cmt__bytes(sites[i].a, x), cmt__bytes(sites[i].b, y),
                cmt__text(sites[i].stack_a
                              ? cmt_stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
                              : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame),
                          text, sizeof text));
+    }
+    if (raw && !pa->damage && !pb->damage) /* one line names both files */
+        fprintf(stderr,
+                "cumemtrace diff: hint: frames without names (module+0xoffset): run `cumemtrace "
+                "symbolize %s %s` where the programs ran\n",
+                pa->path, pb->path);
 }
 
 struct diff_args {

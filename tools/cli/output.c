@@ -213,6 +213,23 @@ void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, in
     }
 }
 
+int cmt__site_is_raw(const cmt_reader *r, uint32_t leaf)
+{
+    uint32_t node = leaf ? cmt_call_site_node(r, leaf) : 0;
+    const struct cmt_symbol *s = node ? cmt_reader_symbol(r, node) : NULL;
+    const char *fn = s ? cmt_reader_string(r, s->function) : NULL;
+    return node && !(fn && *fn);
+}
+
+void cmt__hint_symbolize(const char *cmd, const char *path, int raw)
+{
+    if (raw)
+        fprintf(stderr,
+                "cumemtrace %s: hint: frames without names (module+0xoffset): run `cumemtrace "
+                "symbolize %s` where the program ran\n",
+                cmd, path);
+}
+
 static void json_frame(void *ctx, const char *frame)
 {
     cmt__json_string(ctx, NULL, frame);

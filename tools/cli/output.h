@@ -50,6 +50,13 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
 /* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
 void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
 
+/* @return 1 when the frame stack `leaf` is named by (cmt_call_site_node) has no function name:
+ * it prints as "module+0xoffset" or "0xip" (the trace was not symbolized). */
+int cmt__site_is_raw(const cmt_reader *r, uint32_t leaf);
+/* When raw, prints one line on stderr: run `cumemtrace symbolize PATH` (not for a damaged
+ * trace: symbolize refuses those, and their names may just lie past the damage). */
+void cmt__hint_symbolize(const char *cmd, const char *path, int raw);
+
 /* Writes a stack as a JSON array of frame strings under key. */
 void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf);
 

@@ -322,3 +322,40 @@ Test(commands, oom_hint_says_nothing_was_released_when_nothing_was)
     cr_expect(strstr(c.out, "retried after releasing cached memory"), "%s", c.out);
     captured_free(&c);
 }
+
+/* A trace whose stack nodes have no names: the text says how to get them, once. */
+Test(commands, raw_frames_come_with_a_symbolize_hint)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t leaf = b.next_node++; /* written directly: tb_finish gives it an empty name */
+    struct cmt_stack_node n = {leaf, 0, 0x401234};
+    cr_assert_eq(cmt_writer_stack_node(b.w, &n), 0);
+    tb_alloc(&b, 0x700000000000, TB_GIB, leaf);
+    tb_finish(&b, 1);
+    const char *raw = temp_trace(b.buf.data, b.buf.len, 8);
+    tb_free_builder(&b);
+    const char *argv[] = {"report", raw, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0);
+    char want[256];
+    snprintf(want, sizeof want,
+             "cumemtrace report: hint: frames without names (module+0xoffset): run `cumemtrace "
+             "symbolize %s` where the program ran\n",
+             raw);
+    cr_expect_str_eq(c.err, want);
+    captured_free(&c);
+    const char *json[] = {"report", "--json", raw, NULL};
+    c = capture_run(cmt_cmd_report, json);
+    cr_expect_str_eq(c.err, "", "JSON is for programs: no hint");
+    captured_free(&c);
+    const char *named = oom_trace(0, TB_GIB);
+    const char *nargv[] = {"report", named, NULL};
+    c = capture_run(cmt_cmd_report, nargv);
+    cr_expect_str_eq(c.err, "", "named frames: no hint");
+    captured_free(&c);
+    const char *oargv[] = {"oom", named, NULL};
+    c = capture_run(cmt_cmd_oom, oargv);
+    cr_expect_str_eq(c.err, "");
+    captured_free(&c);
+}
