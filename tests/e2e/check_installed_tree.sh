@@ -18,6 +18,14 @@ LD_LIBRARY_PATH=$d/usr/lib/simcuda "$d/usr/bin/cumemtrace" record -- "$progs/all
 "$d/usr/bin/cumemtrace" report --json cumemtrace.*.cmt | grep -q '"peak_live_bytes":12345678,'
 "$d/usr/bin/cumemtrace" demo --dir "$d/demo" | grep -q 'export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144'
 test -f "$d/usr/share/doc/cumemtrace/trace-format.md"
+test -f "$d/usr/share/man/man1/cumemtrace.1"
+test -f "$d/usr/share/bash-completion/completions/cumemtrace"
+# the man page names every command of commands.def; the completion offers each
+[ "${1:-}" = -S ] && src=$2 || { echo "installed_tree: pass -S SOURCE_DIR first"; exit 1; }
+for c in $(sed -n 's/^X(\([a-z_]*\),.*/\1/p' "$src/tools/cli/commands.def"); do
+    grep -q "^\.BR $c " "$d/usr/share/man/man1/cumemtrace.1" || { echo "man page lacks $c"; exit 1; }
+    grep -q "$c" "$d/usr/share/bash-completion/completions/cumemtrace" || { echo "completion lacks $c"; exit 1; }
+done
 
 p=$d/notests
 if ! { "$cmake" "$@" -DBUILD_TESTING=OFF -B "$scratch" &&

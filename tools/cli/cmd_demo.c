@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "output.h"
 #include "shim_path.h"
 #include "whatif.h"
 
@@ -273,19 +274,19 @@ static int story(struct demo_ctx *d)
 
 int cmt_cmd_demo(int argc, char **argv)
 {
-    const char *dir = "cumemtrace-demo";
+    const char *dir = "cumemtrace-demo", *value;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(usage, stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc && argv[i + 1][0]) {
-            dir = argv[++i];
+        } else if (cmt__value_option(argc, argv, &i, "--dir", NULL, &value)) {
+            if (!value || !*value)
+                return cmt__usage_error("demo", "--dir needs a folder");
+            dir = value;
         } else {
-            fprintf(stderr,
-                    "cumemtrace demo: unexpected argument '%s' (see 'cumemtrace demo "
-                    "--help')\n",
-                    argv[i]);
-            return 2;
+            return cmt__usage_error(
+                "demo", argv[i][0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
+                argv[i]);
         }
     }
     struct demo_ctx d = {.steps = 5};

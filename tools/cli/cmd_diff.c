@@ -161,12 +161,21 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
     }
     if (nsites && sites[0].a != sites[0].b)
         printf("\ncall sites whose bytes at the peak changed most\n");
-    for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++)
+    int raw = 0;
+    for (size_t i = 0; i < nsites && i < SITES && sites[i].a != sites[i].b; i++) {
+        raw |= sites[i].stack_a ? cmt__site_is_raw(pa->reader, sites[i].stack_a)
+                                : cmt__site_is_raw(pb->reader, sites[i].stack_b);
         printf("  %10s -> %-10s  %s\n", cmt__bytes(sites[i].a, x), cmt__bytes(sites[i].b, y),
                cmt__text(sites[i].stack_a
                              ? cmt_stack_top(pa->reader, sites[i].stack_a, frame, sizeof frame)
                              : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame),
                          text, sizeof text));
+    }
+    if (raw && !pa->damage && !pb->damage) /* one line names both files */
+        fprintf(stderr,
+                "cumemtrace diff: hint: frames without names (module+0xoffset): run `cumemtrace "
+                "symbolize %s %s` where the programs ran\n",
+                pa->path, pb->path);
 }
 
 struct diff_args {
@@ -179,22 +188,23 @@ struct diff_args {
 static int parse_args(int argc, char **argv, struct diff_args *o)
 {
     int npaths = 0;
+    const char *v;
     for (int i = 1; i < argc; i++) {
         if (cmt__is(argv[i], "-h", "--help")) {
             fputs(usage, stdout);
             return -1;
         } else if (cmt__is(argv[i], "--json", NULL)) {
             o->json = 1;
-        } else if (cmt__is(argv[i], "--fail-if-peak-grows", NULL)) {
+        } else if (cmt__value_option(argc, argv, &i, "--fail-if-peak-grows", NULL, &v)) {
             char *end;
-            if (++i >= argc)
+            if (!v)
                 return cmt__usage_error("diff", "--fail-if-peak-grows needs a percentage");
-            o->limit = strtod(argv[i], &end);
-            if (end == argv[i] || (*end && strcmp(end, "%") != 0) || o->limit < 0)
+            o->limit = strtod(v, &end);
+            if (end == v || (*end && strcmp(end, "%") != 0) || o->limit < 0)
                 return cmt__usage_error("diff",
                                         "--fail-if-peak-grows wants a percentage >= 0, "
                                         "got '%s'",
-                                        argv[i]);
+                                        v);
             o->gate = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cmt__usage_error("diff", "unknown option '%s'", argv[i]);

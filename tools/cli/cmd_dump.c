@@ -98,15 +98,15 @@ int cmt_cmd_dump(int argc, char **argv)
         } else if (!strcmp(argv[i], "--all")) {
             all = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error("dump", "unknown option '%s' (see --help)", argv[i]);
+            return cmt__usage_error("dump", "unknown option '%s'", argv[i]);
         } else if (path) {
-            return cmt__usage_error("dump", "one FILE expected (see --help)");
+            return cmt__usage_error("dump", "one trace file expected, got '%s' too", argv[i]);
         } else {
             path = argv[i];
         }
     }
     if (!path)
-        return cmt__usage_error("dump", "no FILE given (see --help)");
+        return cmt__usage_error("dump", "missing trace FILE");
     cmt_reader *r;
     if (cmt__open_trace("dump", path, &r))
         return 1;

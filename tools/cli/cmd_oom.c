@@ -124,7 +124,8 @@ static int frames_above(const cmt_reader *r, uint32_t leaf, uint32_t node)
     return 0;
 }
 
-static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episode *e, uint32_t i)
+/* @return 1 when a frame shown is raw (no function name). */
+static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode *e, uint32_t i)
 {
     char a[32], b[32], c[32], dev[160], sentence[512], top[512];
     const cmt_reader *r = p->reader;
@@ -148,15 +149,18 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
     printf("  attempts   %" PRIu64 ", %" PRIu64 " frees between them released %s; %s\n",
            e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
            e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
-    if (e->hint_retention)
-        printf(
-            "  hint       the request was retried after releasing cached memory, as PyTorch's "
-            "caching allocator does:\n"
-            "             much of this process's memory is probably its cache, split by live "
-            "tensors. Record once with\n"
-            "             PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif` to find a "
-            "PYTORCH_CUDA_ALLOC_CONF\n"
-            "             (max_split_size_mb, expandable_segments) that avoids it\n");
+    if (e->hint_retention) /* each line fits 100 columns */
+        printf("  hint       %s\n"
+               "             much of this process's memory is probably a cache, split by live "
+               "tensors.\n"
+               "             Record once with PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace "
+               "whatif`\n"
+               "             to find a PYTORCH_CUDA_ALLOC_CONF (max_split_size_mb, "
+               "expandable_segments) that avoids it\n",
+               e->released_bytes ? "the request was retried after releasing cached memory, as "
+                                   "PyTorch's caching allocator does:"
+                                 : "the request was retried at the same size with nothing "
+                                   "released between the attempts:");
     if (e->hint_leak)
         printf("  hint       possible leak: %s allocated repeatedly and never freed (%s live)\n",
                cmt__text(cmt_stack_top(r, e->holders[e->hint_leak - 1].stack, top, sizeof top),
@@ -180,6 +184,10 @@ static void print_episode(const struct cmt__pass *p, const struct cmt_oom_episod
                e->holders[h].count, e->holders[h].count == 1 ? " " : "s",
                cmt__text(cmt_stack_top(r, e->holders[h].stack, top, sizeof top), sentence,
                          sizeof sentence));
+    int raw = cmt__site_is_raw(r, e->stack);
+    for (uint32_t h = 0; h < e->holder_count; h++)
+        raw |= cmt__site_is_raw(r, e->holders[h].stack);
+    return raw;
 }
 
 int cmt_cmd_oom(int argc, char **argv)
@@ -210,11 +218,13 @@ int cmt_cmd_oom(int argc, char **argv)
         printf("%s: no out-of-memory failures (%" PRIu64 " allocation calls, peak %s).\n", path,
                t->alloc_calls, cmt__bytes(t->peak_live_bytes, a));
     } else {
+        int raw = 0;
         for (uint32_t i = 0; i < n; i++) {
             if (i)
                 putchar('\n');
-            print_episode(&p, cmt_oom_episode(p.oom, i), i);
+            raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
         }
+        cmt__hint_symbolize("oom", path, raw && !p.damage);
     }
     cmt__pass_close(&p);
     return 0;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "output.h"
 #include "reader.h"
 #include "salvage.h"
 #include "shim_path.h"
@@ -29,14 +30,15 @@ static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path, %%p = process id (default cumemtrace.%%p.cmt); an\n"
+    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt); an\n"
     "                         existing file is never overwritten\n"
     "  --force                replace an existing output file (never through a symlink)\n"
-    "  --stack-depth N        frames per call stack, 0 = none (default 64)\n"
+    "  --stack-depth N        frames per call stack, 0 = none (default 64, at most 256)\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
     "  -q, --quiet            print nothing but errors\n"
-    "  -h, --help             this text\n";
+    "  -h, --help             this text\n"
+    "An option's value may follow it or an '=' (--output=run.%p.cmt).\n";
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
@@ -53,48 +55,61 @@ static int numeric(const char *s)
     return 1;
 }
 
-/* @return index of COMMAND in argv, or -1 after printing an error. */
-static int parse(int argc, char **argv, struct options *o)
+/* The shim's cap on frames per stack (interpose/config.c clamps CUMEMTRACE_STACK_DEPTH to it,
+ * interpose/stack.c's MAX_FRAMES): record refuses more rather than let the shim cut it. */
+#define STACK_DEPTH_MAX 256
+
+/* @return -1 with *first the index of COMMAND in argv; otherwise the exit status: 0 after
+ * printing --help, 2 after a usage error. */
+static int parse(int argc, char **argv, struct options *o, int *first)
 {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--"))
-            return i + 1 < argc ? i + 1 : -1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            exit(0);
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "--")) {
+            if (i + 1 < argc)
+                return *first = i + 1, -1;
+            return cmt__usage_error("record", "nothing after '--': give the COMMAND to run, "
+                                              "e.g. record -- ./my_program args");
         }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+        if (cmt__is(a, "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (cmt__is(a, "-q", "--quiet")) {
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
         } else if (!strcmp(a, "--no-symbolize")) {
             o->symbolize = 0;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stack-depth") ||
-                   !strcmp(a, "--flush-ms")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "cumemtrace record: %s needs a value\n", a);
-                return -1;
-            }
-            const char *v = argv[++i];
-            if (a[1] == 'o' || a[2] == 'o')
-                o->output = v;
-            else if (!numeric(v)) {
-                fprintf(stderr, "cumemtrace record: %s expects a number, got '%s'\n", a, v);
-                return -1;
-            } else if (a[2] == 's')
+        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
+            if (!v || !*v)
+                return cmt__usage_error("record", "%s needs a PATTERN", a);
+            o->output = v;
+        } else if (cmt__value_option(argc, argv, &i, "--stack-depth", NULL, &v) ||
+                   cmt__value_option(argc, argv, &i, "--flush-ms", NULL, &v)) {
+            int depth = !strncmp(a, "--stack-depth", 13);
+            const char *name = depth ? "--stack-depth" : "--flush-ms";
+            if (!v)
+                return cmt__usage_error("record", "%s needs a number", name);
+            if (!numeric(v))
+                return cmt__usage_error("record", "%s expects a number, got '%s'", name, v);
+            if (depth && (strlen(v) > 9 || atoi(v) > STACK_DEPTH_MAX))
+                return cmt__usage_error("record",
+                                        "--stack-depth %s is more than the tracer's cap of %d "
+                                        "frames",
+                                        v, STACK_DEPTH_MAX);
+            if (depth)
                 o->stack_depth = v;
             else
                 o->flush_ms = v;
         } else if (a[0] == '-') {
-            fprintf(stderr, "cumemtrace record: unknown option '%s' (see --help)\n", a);
-            return -1;
+            return cmt__usage_error("record", "unknown option '%s'", a);
         } else {
-            return i; /* COMMAND without "--" */
+            return *first = i, -1; /* COMMAND without "--" */
         }
     }
-    fprintf(stderr, "cumemtrace record: no command given (usage: cumemtrace record -- CMD ...)\n");
-    return -1;
+    return cmt__usage_error("record", "no COMMAND given: cumemtrace record [OPTIONS] -- COMMAND "
+                                      "[ARGS...]");
 }
 
 /* The program may chdir before it first uses CUDA: anchor a relative pattern here. */
@@ -362,9 +377,9 @@ static int report_traces(const char *manifest, const struct options *o)
 int cmt_cmd_record(int argc, char **argv)
 {
     struct options o = {.symbolize = 1};
-    int first = parse(argc, argv, &o);
-    if (first < 0)
-        return 2;
+    int first = 0, rc = parse(argc, argv, &o, &first);
+    if (rc >= 0)
+        return rc;
     char shim[PATH_MAX], pattern[PATH_MAX];
     if (cmt_find_shim(shim, sizeof shim))
         return 2;

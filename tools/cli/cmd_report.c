@@ -160,12 +160,14 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_finish(&j);
 }
 
-static void text_sites(const cmt_replay *rp, const char *title, const struct cmt_ranked_site *top,
-                       size_t n)
+/* @return 1 when a site shown is named by a raw frame. */
+static int text_sites(const cmt_replay *rp, const char *title, const struct cmt_ranked_site *top,
+                      size_t n)
 {
     char a[32], frame[512], text[512];
+    int raw = 0;
     if (!n)
-        return;
+        return 0;
     printf("\n%s\n", title);
     for (size_t i = 0; i < n; i++)
         printf(
@@ -174,6 +176,9 @@ static void text_sites(const cmt_replay *rp, const char *title, const struct cmt
             cmt__text(cmt_stack_top(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack,
                                     frame, sizeof frame),
                       text, sizeof text));
+    for (size_t i = 0; i < n; i++)
+        raw |= cmt__site_is_raw(cmt_replay_reader(rp), cmt_replay_site(rp, top[i].site)->stack);
+    return raw;
 }
 
 static void text_report(const struct cmt__pass *p)
@@ -215,9 +220,10 @@ static void text_report(const struct cmt__pass *p)
         if (n)
             printf("  %10" PRIu64 "  %s\n", n, cmt__text(api->name, text, sizeof text));
     }
-    text_sites(rp, "top call sites at the peak", p->report.peak_sites, p->report.peak_site_count);
-    text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,
-               p->report.leak_count);
+    int raw = text_sites(rp, "top call sites at the peak", p->report.peak_sites,
+                         p->report.peak_site_count);
+    raw |= text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,
+                      p->report.leak_count);
     printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64
            "), frees of unknown pointers %" PRIu64 "\n",
            t->failures, t->oom_failures, t->unknown_frees);
@@ -240,6 +246,7 @@ static void text_report(const struct cmt__pass *p)
                th->tid, name ? name : "", th->alloc_count, cmt__bytes(th->alloc_bytes, a),
                th->free_count, th->failures);
     }
+    cmt__hint_symbolize("report", p->path, raw && !p->damage);
 }
 
 int cmt_cmd_report(int argc, char **argv)

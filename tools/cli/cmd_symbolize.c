@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "output.h"
 #include "symbolize.h"
 
 static void usage(FILE *out)
@@ -45,17 +46,19 @@ int cmt_cmd_symbolize(int argc, char **argv)
             quiet = 1;
             continue;
         }
-        fprintf(stderr, "cumemtrace symbolize: unknown option '%s' (see --help)\n", argv[first]);
-        return 2;
+        return cmt__usage_error("symbolize", "unknown option '%s'", argv[first]);
     }
     if (first == argc) {
-        fputs("cumemtrace symbolize: no trace file given (see --help)\n", stderr);
-        return 2;
+        return cmt__usage_error("symbolize", "missing trace FILE");
     }
     for (int i = first; i < argc; i++) {
         struct cmt_symbolize_stats stats;
         char err[512];
-        if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
+        const char *why = cmt__not_a_file(argv[i]);
+        if (why) {
+            fprintf(stderr, "cumemtrace symbolize: %s: %s\n", argv[i], why);
+            status = 1;
+        } else if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
             fprintf(stderr, "cumemtrace symbolize: %s\n", err);
             status = 1;
         } else if (!quiet) {

@@ -20,7 +20,7 @@ static const char usage[] =
     "\n"
     "  --csv         one row per point (columns in docs/analysis.md)\n"
     "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
-    "  --svg OUT     write a self-contained SVG chart to OUT\n"
+    "  --svg OUT     write a self-contained SVG chart to OUT (also --svg=OUT)\n"
     "  --points N    at most N points per device (default 60 for the summary, 1000 otherwise)\n"
     "  -h, --help    this help\n";
 
@@ -170,27 +170,29 @@ int cmt_cmd_timeline(int argc, char **argv)
     enum format fmt = TEXT;
     const char *path = NULL, *svg_path = NULL;
     long points = 0;
+    const char *v, *chosen = NULL; /* the output option given */
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
+        enum format want = TEXT;
         if (cmt__is(arg, "-h", "--help")) {
             fputs(usage, stdout);
             return 0;
         } else if (cmt__is(arg, "--csv", NULL)) {
-            fmt = CSV;
+            want = CSV;
         } else if (cmt__is(arg, "--json", NULL)) {
-            fmt = JSON;
-        } else if (cmt__is(arg, "--svg", NULL)) {
-            if (++i >= argc)
+            want = JSON;
+        } else if (cmt__value_option(argc, argv, &i, "--svg", NULL, &v)) {
+            if (!v || !*v)
                 return cmt__usage_error("timeline", "--svg needs an output file");
-            fmt = SVG;
-            svg_path = argv[i];
-        } else if (cmt__is(arg, "--points", NULL)) {
+            want = SVG;
+            svg_path = v;
+        } else if (cmt__value_option(argc, argv, &i, "--points", NULL, &v)) {
             char *end;
-            if (++i >= argc)
+            if (!v)
                 return cmt__usage_error("timeline", "--points needs a number");
-            points = strtol(argv[i], &end, 10);
-            if (*end || points < 2 || points > 1000000)
-                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'", argv[i]);
+            points = strtol(v, &end, 10);
+            if (end == v || *end || points < 2 || points > 1000000)
+                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'", v);
         } else if (arg[0] == '-' && arg[1]) {
             return cmt__usage_error("timeline", "unknown option '%s'", arg);
         } else if (path) {
@@ -198,6 +200,14 @@ int cmt_cmd_timeline(int argc, char **argv)
         } else {
             path = arg;
         }
+        if (want == TEXT)
+            continue;
+        static const char *const names[] = {"", "--csv", "--json", "--svg"};
+        if (fmt != TEXT && fmt != want)
+            return cmt__usage_error("timeline", "%s and %s conflict: choose one output", chosen,
+                                    names[want]);
+        fmt = want;
+        chosen = names[want];
     }
     if (!path)
         return cmt__usage_error("timeline", "missing trace FILE");

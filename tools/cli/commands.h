@@ -6,4 +6,8 @@
 #include "commands.def"
 #undef X
 
+/* `cumemtrace ARGS...`: --help, --version (-V), or the command argv[1] names. @return the
+ * process exit status. */
+int cmt_cli_main(int argc, char **argv);
+
 #endif

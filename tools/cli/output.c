@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmt_error.h"
 #include "frames.h"
@@ -176,12 +177,27 @@ void cmt__json_finish(struct cmt__json *j)
 
 /* ---- traces ---- */
 
+const char *cmt__not_a_file(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
+        return NULL; /* the open says why */
+    return S_ISDIR(st.st_mode)    ? "a directory, not a trace file"
+           : S_ISCHR(st.st_mode)  ? "a character device, not a trace file"
+           : S_ISBLK(st.st_mode)  ? "a block device, not a trace file"
+           : S_ISFIFO(st.st_mode) ? "a pipe, not a trace file (traces are read by mapping them)"
+           : S_ISSOCK(st.st_mode) ? "a socket, not a trace file"
+                                  : "not a regular file, so not a trace file";
+}
+
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
     int sys_errno;
     int rc = cmt_reader_open_file(out, path, &sys_errno);
-    if (rc)
-        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));
+    const char *why = rc ? cmt__not_a_file(path) : NULL;
+    if (rc) /* the reader reports a non-regular file as an I/O error without an errno */
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path,
+                why ? why : cmt_reader_open_error(rc, sys_errno));
     return rc;
 }
 
@@ -195,6 +211,23 @@ void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, in
         fprintf(stderr, "cumemtrace %s: warning: %s: %s; results are partial\n", cmd, path,
                 cmt_strerror(rc));
     }
+}
+
+int cmt__site_is_raw(const cmt_reader *r, uint32_t leaf)
+{
+    uint32_t node = leaf ? cmt_call_site_node(r, leaf) : 0;
+    const struct cmt_symbol *s = node ? cmt_reader_symbol(r, node) : NULL;
+    const char *fn = s ? cmt_reader_string(r, s->function) : NULL;
+    return node && !(fn && *fn);
+}
+
+void cmt__hint_symbolize(const char *cmd, const char *path, int raw)
+{
+    if (raw)
+        fprintf(stderr,
+                "cumemtrace %s: hint: frames without names (module+0xoffset): run `cumemtrace "
+                "symbolize %s` where the program ran\n",
+                cmd, path);
 }
 
 static void json_frame(void *ctx, const char *frame)
@@ -212,6 +245,32 @@ void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, 
 int cmt__is(const char *arg, const char *a, const char *b)
 {
     return (a && strcmp(arg, a) == 0) || (b && strcmp(arg, b) == 0);
+}
+
+static int value_form(const char *arg, const char *name, const char **value)
+{
+    size_t n = name ? strlen(name) : 0;
+    if (!name || strncmp(arg, name, n) != 0)
+        return 0;
+    if (!arg[n])
+        return 1;                                            /* NAME VALUE */
+    if (arg[n] == '=' && name[0] == '-' && name[1] == '-') { /* --NAME=VALUE */
+        *value = arg + n + 1;
+        return 2;
+    }
+    return 0;
+}
+
+int cmt__value_option(int argc, char **argv, int *i, const char *a, const char *b,
+                      const char **value)
+{
+    *value = NULL;
+    int form = value_form(argv[*i], a, value);
+    if (!form)
+        form = value_form(argv[*i], b, value);
+    if (form == 1 && *i + 1 < argc)
+        *value = argv[++*i];
+    return form != 0;
 }
 
 int cmt__usage_error(const char *cmd, const char *fmt, ...)

@@ -40,6 +40,9 @@ const char *cmt__text(const char *s, char *buf, size_t size);
 /* Writes s as a JSON string literal (with quotes). */
 void cmt__json_quote(FILE *f, const char *s);
 
+/* What path is when it exists but is no regular file ("a directory, not a trace file").
+ * @return NULL for a regular file or one that cannot be looked at. */
+const char *cmt__not_a_file(const char *path);
 /* Opens a trace for command `cmd`. On failure prints "cumemtrace CMD: PATH: reason" to stderr.
  * @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
@@ -47,11 +50,23 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
 /* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
 void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
 
+/* @return 1 when the frame stack `leaf` is named by (cmt_call_site_node) has no function name:
+ * it prints as "module+0xoffset" or "0xip" (the trace was not symbolized). */
+int cmt__site_is_raw(const cmt_reader *r, uint32_t leaf);
+/* When raw, prints one line on stderr: run `cumemtrace symbolize PATH` (not for a damaged
+ * trace: symbolize refuses those, and their names may just lie past the damage). */
+void cmt__hint_symbolize(const char *cmd, const char *path, int raw);
+
 /* Writes a stack as a JSON array of frame strings under key. */
 void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf);
 
 /* Argument parsing: @return 1 when arg is exactly one of the names. */
 int cmt__is(const char *arg, const char *a, const char *b);
+/* An option that takes a value, given as "NAME VALUE" or, for a long NAME, "NAME=VALUE".
+ * @return 1 when argv[*i] is option a or b, with *value its value (NULL when it is missing)
+ * and *i on the last argument used; 0 when it is neither. */
+int cmt__value_option(int argc, char **argv, int *i, const char *a, const char *b,
+                      const char **value);
 /* Parses `cumemtrace CMD [--json] FILE` (with -h/--help printing `usage`).
  * @return 0 with *json and *path set; -1 after printing help (exit 0); 2 after a usage error. */
 int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,

@@ -3,9 +3,11 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmt_error.h"
 #include "output.h"
+#include "progress.h"
 #include "timeline.h"
 
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
@@ -23,8 +25,15 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[4];
+    struct cmt_observer obs[5];
     size_t n = 0;
+    struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
+    struct stat st;
+    if (cmt__progress_wanted(stderr)) {
+        cmt__progress_init(&progress, stderr, cmd, path, 1,
+                           stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
+        obs[n++] = cmt__progress_observer(&progress);
+    }
     if (p->oom)
         obs[n++] = cmt_oom_observer(p->oom);
     if (timeline)
@@ -34,6 +43,8 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
     if (want & CMT__PASS_DIFF)
         obs[n++] = cmt_diff_observer(&p->diff);
     int rc = cmt_replay_run(p->replay, obs, n);
+    if (n && obs[0].ctx == &progress)
+        cmt__progress_done(&progress); /* also when damage stopped the replay */
     p->damage = rc;
     cmt__warn_damage(cmd, path, p->reader, rc);
     return 0;

@@ -146,3 +146,216 @@ Test(commands, help_and_bad_usage)
         captured_free(&c);
     }
 }
+
+Test(commands, version_long_and_short)
+{
+    const char *flags[] = {"--version", "-V"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"cumemtrace", flags[i], NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        cr_expect_eq(c.status, 0, "%s", flags[i]);
+        cr_expect(!strncmp(c.out, "cumemtrace " CMT_VERSION " (trace format ",
+                           strlen("cumemtrace " CMT_VERSION " (trace format ")),
+                  "%s: %s", flags[i], c.out);
+        cr_expect_str_eq(c.err, "");
+        captured_free(&c);
+    }
+}
+
+Test(commands, record_help_and_usage_errors)
+{
+    const char *help[] = {"record", "--help", NULL};
+    struct captured c = capture_run(cmt_cmd_record, help);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "%p = process id (default cumemtrace.%p.cmt)"), "%s", c.out);
+    cr_expect(!strstr(c.out, "%%"), "%s", c.out);
+    captured_free(&c);
+    const char *nothing[] = {"record", "--", NULL};
+    c = capture_run(cmt_cmd_record, nothing);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "cumemtrace record: nothing after '--': give the COMMAND to run"), "%s",
+              c.err);
+    captured_free(&c);
+    const char *deep[][5] = {{"record", "--stack-depth", "300", "--", "/bin/true"},
+                             {"record", "--stack-depth=300", "--", "/bin/true", NULL}};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[6] = {0};
+        memcpy(argv, deep[i], sizeof deep[i]);
+        c = capture_run(cmt_cmd_record, argv);
+        cr_expect_eq(c.status, 2);
+        cr_expect(strstr(c.err, "--stack-depth 300 is more than the tracer's cap of 256 frames"),
+                  "%s", c.err);
+        captured_free(&c);
+    }
+}
+
+/* Every command of commands.def words a usage error the same way, on one line. */
+Test(commands, one_hint_style_for_usage_errors)
+{
+    static const char *const names[] = {
+#define X(name, fn, summary) #name,
+#include "commands.def"
+#undef X
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *argv[] = {"cumemtrace", names[i], "--bogus", "x.cmt", NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "cumemtrace %s: unknown option '--bogus' (see 'cumemtrace %s --help')\n", names[i],
+                 names[i]);
+        cr_expect_eq(c.status, 2, "%s", names[i]);
+        cr_expect_str_eq(c.err, want);
+        captured_free(&c);
+    }
+    const char *missing[][3] = {{"dump", NULL}, {"symbolize", NULL}, {"report", NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        const char *argv[] = {"cumemtrace", missing[i][0], NULL};
+        struct captured c = capture_run(cmt_cli_main, argv);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "cumemtrace %s: missing trace FILE (see 'cumemtrace %s --help')\n", missing[i][0],
+                 missing[i][0]);
+        cr_expect_str_eq(c.err, want);
+        captured_free(&c);
+    }
+}
+
+Test(commands, value_options_take_the_equals_form)
+{
+    const char *path = oom_trace(3, TB_GIB);
+    char svg[128], arg[160];
+    snprintf(svg, sizeof svg, "%s.svg", path);
+    snprintf(arg, sizeof arg, "--svg=%s", svg);
+    const char *argv[] = {"timeline", arg, "--points=50", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    FILE *f = fopen(svg, "r");
+    cr_expect_not_null(f, "--svg=FILE wrote FILE");
+    if (f)
+        fclose(f);
+    remove(svg);
+    captured_free(&c);
+    const char *gate[] = {"diff", "--fail-if-peak-grows=10", path, path, NULL};
+    c = capture_run(cmt_cmd_diff, gate);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    const char *empty[] = {"timeline", "--svg=", path, NULL};
+    c = capture_run(cmt_cmd_timeline, empty);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--svg needs an output file"), "%s", c.err);
+    captured_free(&c);
+}
+
+Test(commands, conflicting_outputs_are_an_error)
+{
+    const char *path = oom_trace(4, TB_GIB);
+    const char *argv[] = {"timeline", "--csv", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 2);
+    cr_expect_str_eq(c.err, "cumemtrace timeline: --csv and --json conflict: choose one output "
+                            "(see 'cumemtrace timeline --help')\n");
+    cr_expect_str_eq(c.out, "");
+    captured_free(&c);
+    const char *svg[] = {"timeline", "--json", "--svg", "x.svg", path, NULL};
+    c = capture_run(cmt_cmd_timeline, svg);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--json and --svg conflict"), "%s", c.err);
+    captured_free(&c);
+    const char *twice[] = {"timeline", "--csv", "--csv", "--points", "4", path, NULL};
+    c = capture_run(cmt_cmd_timeline, twice);
+    cr_expect_eq(c.status, 0, "the same option twice is no conflict");
+    captured_free(&c);
+}
+
+/* Not a trace, for every reason a path can fail to be one: one line that says which. */
+Test(commands, report_names_what_is_wrong_with_a_non_trace)
+{
+    const char *empty = temp_trace("", 0, 5), *text = temp_trace("hello, world\n", 13, 6);
+    const struct {
+        const char *path, *why;
+    } cases[] = {{"/dev/null", "/dev/null: a character device, not a trace file"},
+                 {"/tmp", "/tmp: a directory, not a trace file"},
+                 {empty, "file is empty"},
+                 {text, "not a cumemtrace trace"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *argv[] = {"report", cases[i].path, NULL};
+        struct captured c = capture_run(cmt_cmd_report, argv);
+        cr_expect_eq(c.status, 1, "%s", cases[i].path);
+        cr_expect(strstr(c.err, cases[i].why), "%s", c.err);
+        cr_expect(!strstr(c.err, "Success"), "%s", c.err);
+        cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line: %s", c.err);
+        captured_free(&c);
+    }
+    const char *sym[] = {"symbolize", "/dev/null", NULL};
+    struct captured c = capture_run(cmt_cmd_symbolize, sym);
+    cr_expect_eq(c.status, 1);
+    cr_expect_str_eq(c.err,
+                     "cumemtrace symbolize: /dev/null: a character device, not a trace file\n");
+    captured_free(&c);
+}
+
+/* A retry with no free before it: the hint must not say cached memory was released. */
+Test(commands, oom_hint_says_nothing_was_released_when_nothing_was)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 4 * TB_GIB);
+    uint32_t s = tb_stack(&b, "retry_loop", 2);
+    tb_alloc(&b, 0x700000000000, 20 * TB_GIB, s);
+    uint64_t seq = tb_alloc_fail(&b, 8 * TB_GIB, s);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 4 * TB_GIB, 24 * TB_GIB, seq);
+    tb_alloc_fail(&b, 8 * TB_GIB, s);
+    tb_finish(&b, 0);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 7);
+    tb_free_builder(&b);
+    const char *argv[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "attempts   2, 0 frees between them released 0 B"), "%s", c.out);
+    cr_expect(!strstr(c.out, "after releasing cached memory"), "%s", c.out);
+    cr_expect(strstr(c.out, "with nothing released between the attempts:"), "%s", c.out);
+    cr_expect(strstr(c.out, "run `cumemtrace whatif`"), "the advice stays: %s", c.out);
+    captured_free(&c);
+    path = oom_trace(0, TB_GIB); /* one free of 1 GiB between the attempts */
+    const char *freed[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, freed);
+    cr_expect(strstr(c.out, "retried after releasing cached memory"), "%s", c.out);
+    captured_free(&c);
+}
+
+/* A trace whose stack nodes have no names: the text says how to get them, once. */
+Test(commands, raw_frames_come_with_a_symbolize_hint)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t leaf = b.next_node++; /* written directly: tb_finish gives it an empty name */
+    struct cmt_stack_node n = {leaf, 0, 0x401234};
+    cr_assert_eq(cmt_writer_stack_node(b.w, &n), 0);
+    tb_alloc(&b, 0x700000000000, TB_GIB, leaf);
+    tb_finish(&b, 1);
+    const char *raw = temp_trace(b.buf.data, b.buf.len, 8);
+    tb_free_builder(&b);
+    const char *argv[] = {"report", raw, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0);
+    char want[256];
+    snprintf(want, sizeof want,
+             "cumemtrace report: hint: frames without names (module+0xoffset): run `cumemtrace "
+             "symbolize %s` where the program ran\n",
+             raw);
+    cr_expect_str_eq(c.err, want);
+    captured_free(&c);
+    const char *json[] = {"report", "--json", raw, NULL};
+    c = capture_run(cmt_cmd_report, json);
+    cr_expect_str_eq(c.err, "", "JSON is for programs: no hint");
+    captured_free(&c);
+    const char *named = oom_trace(0, TB_GIB);
+    const char *nargv[] = {"report", named, NULL};
+    c = capture_run(cmt_cmd_report, nargv);
+    cr_expect_str_eq(c.err, "", "named frames: no hint");
+    captured_free(&c);
+    const char *oargv[] = {"oom", named, NULL};
+    c = capture_run(cmt_cmd_oom, oargv);
+    cr_expect_str_eq(c.err, "");
+    captured_free(&c);
+}
