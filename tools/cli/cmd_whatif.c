@@ -210,14 +210,16 @@ static int item_limit_mb(const char *item, size_t i, void *ctx)
         values[i] = UINT64_MAX;
         return 0;
     }
-    return item_mb(item, i, ctx);
+    /* c10 refuses the bound itself ("must be > 20"); a plain mb setting's bound is its
+     * default, which is the key left out. */
+    if (item_mb(item, i, ctx) != 0 || (double)(values[i] / MIB) <= c->lo)
+        return -1;
+    return 0;
 }
 
 static void expected_limit_mb(char *buf, size_t len, double lo, double hi)
 {
-    expected_mb(buf, len, lo, hi);
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, " or inf");
+    snprintf(buf, len, "a whole number of MiB > %u or inf", (unsigned)lo);
 }
 
 static int item_boolean(const char *item, size_t i, void *ctx)

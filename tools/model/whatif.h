@@ -177,7 +177,7 @@ struct cmt_whatif_recommendation {
    * (its segment size, PyTorch's "Tried to allocate"; 0 when none failed),
    * the largest finite max_split_size among the settings tried that is at or
    * below it and had no OOM (-1 when none), and the exact bound: the largest
-   * whole MiB value at or below it (0 when < 20 MiB). With such a value the
+   * whole MiB value at or below it (0 when it is not above 20 MiB, as c10 requires). With such a value the
    * failing allocation's cached block is oversize, so smaller tensors never
    * split it; whether that avoids every OOM is for a replay to say. */
     uint64_t smallest_failing_request;
@@ -195,7 +195,7 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
 /**
  * The default max_split_size_mb ladder around a failing request: the
  * multiple of a step (1 GiB for requests >= 3 GiB, smaller below) at or
- * below it, two steps down and two up (values < 20 MiB dropped), ascending.
+ * below it, two steps down and two up (values up to 20 MiB dropped: c10 wants > 20), ascending.
  * For the write-up's 6.18 GiB: 4096, 5120, 6144, 7168, 8192.
  * @return the number of values written to mb (at most 5).
  */
