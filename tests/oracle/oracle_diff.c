@@ -8,8 +8,8 @@
  * For every case (random scripts, then the hand-made ones) and every setting of the matrix, the
  * script runs through both, and these must be equal: OOM yes/no and the request that failed
  * first, how many failed, peak reserved, peak allocated, device allocation calls (failed ones
- * included), retries, OOM count, and the first OOM message (c10 2.6's wording, built from the
- * model's figures). First, config strings (CONFIGS): c10's parser and the model's must take
+ * included), retries, OOM count, and the first OOM message (the model's cmt_model_format_oom, PyTorch 2.x's
+ * wording, against c10's text). First, config strings (CONFIGS): c10's parser and the model's must take
  * the same ones to the same settings and refuse the others with the same text. Both sides run under never-reused addresses (SIMCUDA_REUSE_ADDRESSES=0; the
  * model's addresses only grow), so ties between equal-size free blocks break the same way.
  * Settings the model does not understand, and the known disagreements (KNOWN below), are run
@@ -318,29 +318,6 @@ static int run_oracle(const char *driver, const char *path, const struct script 
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && parsed == 0 ? 0 : -1;
 }
 
-/* c10 2.6's OOM message for the model's figures (CUDACachingAllocator.cpp, malloc). */
-static void format_oom_2x(const struct cmt_model_oom *oom, char *buf, size_t len)
-{
-    char tried[32], total[32], free_text[32], allowed[48] = "", allocated[32], cached[32];
-    cmt_model_format_size(oom->alloc_size, tried, sizeof(tried));
-    cmt_model_format_size(oom->device_total, total, sizeof(total));
-    cmt_model_format_size(oom->device_free, free_text, sizeof(free_text));
-    if (oom->allowed) {
-        cmt_model_format_size(oom->allowed, allowed, sizeof(allowed));
-        strcat(allowed, " allowed; ");
-    }
-    cmt_model_format_size(oom->allocated, allocated, sizeof(allocated));
-    cmt_model_format_size(oom->reserved - oom->allocated, cached, sizeof(cached));
-    snprintf(buf, len,
-             "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of "
-             "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s is "
-             "reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
-             "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
-             "fragmentation.  See documentation for Memory Management  "
-             "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-             tried, oom->device, total, free_text, allowed, allocated, cached);
-}
-
 /* The model on the same stream. @return 0, or -1 when it does not take the setting. */
 static int run_model(const struct script *s, const struct setting *setting, struct figures *out,
                      char *why, size_t why_len)
@@ -371,7 +348,7 @@ static int run_model(const struct script *s, const struct setting *setting, stru
         if (rc == CMT_EMODEL_OOM) {
             if (out->first_oom < 0) {
                 out->first_oom = (long long)next;
-                format_oom_2x(cmt_model_last_oom(model), out->message, sizeof(out->message));
+                cmt_model_format_oom(cmt_model_last_oom(model), out->message, sizeof(out->message));
             }
             out->failed++;
             handles[next] = 0;

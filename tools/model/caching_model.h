@@ -301,16 +301,39 @@ int cmt_model_check(const struct cmt_model *model);
  */
 int cmt_model_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* The wording of PyTorch's OOM message. */
+enum cmt_model_oom_style {
+    /* PyTorch 2.x (byte for byte as c10 2.6 prints it; tests/oracle compares):
+   * "CUDA out of memory. Tried to allocate 6.18 GiB. GPU 0 has a total
+   * capacity of 24.00 GiB of which 3.43 GiB is free. Of the allocated memory
+   * 11.39 GiB is allocated by PyTorch, and 6.23 GiB is reserved by PyTorch but
+   * unallocated. If reserved but unallocated memory is large try setting
+   * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+   * See documentation for Memory Management  (https://pytorch.org/docs/
+   * stable/notes/cuda.html#environment-variables)"; with a fraction cap
+   * "X allowed; " precedes "Of the allocated memory". */
+    CMT_MODEL_OOM_2X = 0,
+    /* The older (1.x to ≈2.0) wording of the write-ups: "CUDA out of memory.
+   * Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; 11.39 GiB
+   * already allocated; 3.43 GiB free; 17.62 GiB reserved in total by PyTorch)
+   * If reserved memory is >> allocated memory try setting max_split_size_mb
+   * to avoid fragmentation.  See documentation for Memory Management and
+   * PYTORCH_CUDA_ALLOC_CONF"; with a fraction cap "X allowed; " precedes the
+   * reserved figure. */
+    CMT_MODEL_OOM_1X = 1
+};
+
 /**
- * PyTorch's OOM message in its older (≈2.0) wording, e.g. "CUDA out of
- * memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity;
- * 11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in total by
- * PyTorch) If reserved memory is >> allocated memory try setting
- * max_split_size_mb to avoid fragmentation.  See documentation for Memory
- * Management and PYTORCH_CUDA_ALLOC_CONF". With a fraction cap "X allowed; "
- * precedes the reserved figure, as in PyTorch.
+ * PyTorch's OOM message for the figures of an OOM, in the given wording.
  * @return the length of the full message (as snprintf);
  *         CMT_EINVALID for NULL oom.
+ */
+int cmt_model_format_oom_as(const struct cmt_model_oom *oom, enum cmt_model_oom_style style,
+                            char *buf, size_t len);
+
+/**
+ * The same in PyTorch 2.x's wording (CMT_MODEL_OOM_2X).
+ * @return as cmt_model_format_oom_as.
  */
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len);
 

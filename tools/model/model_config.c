@@ -545,8 +545,41 @@ int cmt_model_format_size(uint64_t bytes, char *buf, size_t len)
 
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len)
 {
+    return cmt_model_format_oom_as(oom, CMT_MODEL_OOM_2X, buf, len);
+}
+
+/* c10 2.6's text (CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc), with no private
+ * pools and no per-process NVML lines. */
+static int format_oom_2x(const struct cmt_model_oom *oom, char *buf, size_t len)
+{
+    char tried[32], total[32], free_[32], allowed[48], allocated[32], unallocated[32];
+    cmt_model_format_size(oom->alloc_size, tried, sizeof tried);
+    cmt_model_format_size(oom->device_total, total, sizeof total);
+    cmt_model_format_size(oom->device_free, free_, sizeof free_);
+    allowed[0] = '\0';
+    if (oom->allowed > 0) {
+        cmt_model_format_size(oom->allowed, allowed, sizeof allowed - 10);
+        strcat(allowed, " allowed; ");
+    }
+    cmt_model_format_size(oom->allocated, allocated, sizeof allocated);
+    cmt_model_format_size(oom->reserved - oom->allocated, unallocated, sizeof unallocated);
+    return snprintf(buf, len,
+                    "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s "
+                    "of which %s is free. %sOf the allocated memory %s is allocated by PyTorch, "
+                    "and %s is reserved by PyTorch but unallocated. If reserved but unallocated "
+                    "memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                    "to avoid fragmentation.  See documentation for Memory Management  "
+                    "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
+                    tried, oom->device, total, free_, allowed, allocated, unallocated);
+}
+
+int cmt_model_format_oom_as(const struct cmt_model_oom *oom, enum cmt_model_oom_style style,
+                            char *buf, size_t len)
+{
     if (!oom)
         return CMT_EINVALID;
+    if (style == CMT_MODEL_OOM_2X)
+        return format_oom_2x(oom, buf, len);
     char tried[32], total[32], allocated[32], free_[32], allowed[48], reserved[32];
     cmt_model_format_size(oom->alloc_size, tried, sizeof tried);
     cmt_model_format_size(oom->device_total, total, sizeof total);

@@ -644,7 +644,7 @@ Test(gc, fraction_cap_bounds_reserved_and_reports_allowed)
     struct cmt_model_stats s = stats_of(m);
     cr_assert_eq(s.device_alloc_calls, 1); /* the cap refuses before cudaMalloc */
     char msg[512];
-    cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     cr_assert_str_eq(msg, "CUDA out of memory. Tried to allocate 200.00 MiB (GPU 0; 1.95 GiB total "
                           "capacity; 400.00 MiB already allocated; 1.56 GiB free; 500.00 MiB "
                           "allowed; 400.00 MiB reserved in total by PyTorch) If reserved memory "
@@ -684,7 +684,7 @@ Test(messages, oom_message_scenario_a)
     cmt_model_handle b, c;
     struct cmt_model *m = scenario_a(UNLIMITED, false, &rc, &b, &c);
     char msg[512];
-    int n = cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    int n = cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     const char *want =
         "CUDA out of memory. Tried to allocate 600.00 MiB (GPU 0; 1000.00 MiB total "
         "capacity; 100.00 MiB already allocated; 400.00 MiB free; 600.00 MiB reserved in "
@@ -693,6 +693,7 @@ Test(messages, oom_message_scenario_a)
         "Management and PYTORCH_CUDA_ALLOC_CONF";
     cr_assert_str_eq(msg, want);
     cr_assert_eq(n, (int)strlen(want));
+    cr_assert_eq(cmt_model_format_oom_as(NULL, CMT_MODEL_OOM_1X, msg, sizeof msg), CMT_EINVALID);
     cr_assert_eq(cmt_model_format_oom(NULL, msg, sizeof msg), CMT_EINVALID);
     cmt_model_destroy(m);
 }
@@ -895,12 +896,23 @@ static void expect_writeup_oom(uint64_t split_mib)
     cr_assert_eq(rc, CMT_EMODEL_OOM, "S=%llu MiB", (unsigned long long)split_mib);
     cr_assert_eq(stopped, cmt_model_scenario_writeup()->event_count - 1);
     char msg[512];
-    cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     cr_assert_str_eq(msg, "CUDA out of memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total "
                           "capacity; 11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB "
                           "reserved in total by PyTorch) If reserved memory is >> allocated memory "
                           "try setting max_split_size_mb to avoid fragmentation.  See "
                           "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
+    /* The default: PyTorch 2.x's wording, the same figures (c10 2.6's text; the oracle). */
+    int n = cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    const char *want =
+        "CUDA out of memory. Tried to allocate 6.18 GiB. GPU 0 has a total capacity of 24.00 GiB "
+        "of which 3.43 GiB is free. Of the allocated memory 11.39 GiB is allocated by PyTorch, and "
+        "6.23 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+        "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+    cr_assert_str_eq(msg, want);
+    cr_assert_eq(n, (int)strlen(want));
     struct cmt_model_stats s = stats_of(m);
     cr_assert_eq(s.allocated_bytes, 11664 * MiB);
     cr_assert_eq(s.reserved_bytes, 18044 * MiB);

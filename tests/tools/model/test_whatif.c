@@ -147,7 +147,7 @@ Test(whatif_run, writeup_oom_exactly_for_split_sizes_above_the_request)
         if (!oom[i])
             continue;
         char msg[512];
-        cmt_model_format_oom(&results[i].oom_info, msg, sizeof msg);
+        cmt_model_format_oom_as(&results[i].oom_info, CMT_MODEL_OOM_1X, msg, sizeof msg);
         cr_assert(strstr(msg, writeup_message), "%s", msg);
         cr_assert_eq(results[i].oom_event, 15);
         cr_assert_eq(results[i].peak_reserved, 18044 * MiB);
