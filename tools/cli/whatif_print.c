@@ -48,7 +48,8 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
             s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
             s->device_name[0] ? ")" : "");
     if (s->failed_allocs)
-        fprintf(f, "; %" PRIu64 " failed allocations skipped", s->failed_allocs);
+        fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
+                s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
     if (run->capacity_from_trace)
         fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",

@@ -4,8 +4,8 @@
  *
  * Three steps, each usable on its own:
  *   1. cmt_whatif_stream_load: read a trace (format/reader.h) and keep the
- *      successful alloc/free and alloc_async/free_async calls of one device
- *      as model events, with their call sites, the device's capacity figures
+ *      alloc/free and alloc_async/free_async calls of one device as model
+ *      events (failed allocations too: the program asked for them), with their call sites, the device's capacity figures
  *      and a verdict on whether the trace already went through a caching
  *      allocator (then it is not a tensor-level stream).
  *   2. cmt_whatif_run: replay the stream once per setting (in parallel on
@@ -40,6 +40,9 @@ struct cmt_whatif_event {
     uint32_t id;
     uint32_t site; /* index into cmt_whatif_stream.sites; 0 = unknown */
     uint8_t is_free;
+    /* An allocation that failed in the recorded run (the program ran out of
+   * memory there): still a request, replayed like the others. */
+    uint8_t failed;
 };
 
 struct cmt_whatif_stream {
@@ -58,7 +61,8 @@ struct cmt_whatif_stream {
 
     /* What the trace held besides the kept stream. */
     uint64_t allocs, frees;       /* kept events */
-    uint64_t failed_allocs;       /* allocations that returned an error */
+    uint64_t failed_allocs;       /* allocations that returned an error (replayed: events
+                                   * with .failed set, not counted in allocs) */
     uint64_t unmatched_frees;     /* frees of pointers not allocated in the trace */
     uint64_t other_device_events; /* alloc/free on other devices (ignored) */
 

@@ -222,6 +222,38 @@ Test(whatif_cmd, help)
     cr_assert(strstr(c.out, "usage: cumemtrace whatif"));
 }
 
+/* Issue 16 item 6: a tensor-level run that itself ran out of memory (the write-up's stream with
+ * its last request failed, on a smaller card) replays the failed request and gets a
+ * recommendation, not "PyTorch's defaults already avoid out-of-memory here". */
+Test(whatif_cmd, a_run_that_ran_out_of_memory_gets_a_recommendation)
+{
+    struct tb b;
+    tb_open(&b, 16 * GiB, 13364 * MiB);
+    tb_alloc(&b, P(0), 3000 * MiB);
+    tb_alloc(&b, P(1), 3000 * MiB);
+    tb_alloc(&b, P(2), 2714 * MiB);
+    for (int k = 0; k < 3; k++) {
+        tb_alloc(&b, P(3 + 2 * k), 1000 * MiB);
+        tb_free(&b, P(3 + 2 * k));
+        tb_alloc(&b, P(4 + 2 * k), 950 * MiB);
+    }
+    tb_alloc(&b, P(10), 100 * MiB);
+    tb_event(&b, API_ALLOC, 2, 0, X_SIZE, 0, STACK_VAE); /* the program's own OOM */
+    tb_close(&b);
+    char *path = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    const char *argv[] = {"whatif", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "; 1 failed allocation replayed as request\n"), "%s", c.out);
+    cr_assert(strstr(c.out, "default (max_split_size_mb unlimited)  OOM at 6.18 GiB"), "%s", c.out);
+    cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
+    cr_assert_null(strstr(c.out, "already avoid"), "%s", c.out);
+    cr_assert(strstr(c.out, "No setting tried avoids the OOM"), "%s", c.out);
+    unlink(path);
+    free(path);
+}
+
 Test(whatif_cmd, oom_message_in_1x_wording_by_option)
 {
     char *path = writeup_file();
