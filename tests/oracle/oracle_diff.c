@@ -8,8 +8,9 @@
  * For every case (random scripts, then the hand-made ones) and every setting of the matrix, the
  * script runs through both, and these must be equal: OOM yes/no and the request that failed
  * first, how many failed, peak reserved, peak allocated, device allocation calls (failed ones
- * included), retries, OOM count, and the first OOM message (c10 2.6's wording, built from the
- * model's figures). Both sides run under never-reused addresses (SIMCUDA_REUSE_ADDRESSES=0; the
+ * included), retries, OOM count, and the first OOM message (the model's cmt_model_format_oom, PyTorch 2.x's
+ * wording, against c10's text). First, config strings (CONFIGS): c10's parser and the model's must take
+ * the same ones to the same settings and refuse the others with the same text. Both sides run under never-reused addresses (SIMCUDA_REUSE_ADDRESSES=0; the
  * model's addresses only grow), so ties between equal-size free blocks break the same way.
  * Settings the model does not understand, and the known disagreements (KNOWN below), are run
  * and reported but do not fail the test unless --all is given.
@@ -79,10 +80,8 @@ static const struct {
     double fraction;
     const char *why;
 } KNOWN[] = {
-    {"*", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", 0,
-     "the model rejects the per-bucket list (issue 16 item 5)"},
+    {NULL, NULL, 0, NULL}, /* the end */
 };
-#define KNOWN_COUNT (sizeof(KNOWN) / sizeof(KNOWN[0]))
 
 struct figures {
     bool oom;
@@ -319,29 +318,6 @@ static int run_oracle(const char *driver, const char *path, const struct script 
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && parsed == 0 ? 0 : -1;
 }
 
-/* c10 2.6's OOM message for the model's figures (CUDACachingAllocator.cpp, malloc). */
-static void format_oom_2x(const struct cmt_model_oom *oom, char *buf, size_t len)
-{
-    char tried[32], total[32], free_text[32], allowed[48] = "", allocated[32], cached[32];
-    cmt_model_format_size(oom->alloc_size, tried, sizeof(tried));
-    cmt_model_format_size(oom->device_total, total, sizeof(total));
-    cmt_model_format_size(oom->device_free, free_text, sizeof(free_text));
-    if (oom->allowed) {
-        cmt_model_format_size(oom->allowed, allowed, sizeof(allowed));
-        strcat(allowed, " allowed; ");
-    }
-    cmt_model_format_size(oom->allocated, allocated, sizeof(allocated));
-    cmt_model_format_size(oom->reserved - oom->allocated, cached, sizeof(cached));
-    snprintf(buf, len,
-             "CUDA out of memory. Tried to allocate %s. GPU %d has a total capacity of %s of "
-             "which %s is free. %sOf the allocated memory %s is allocated by PyTorch, and %s is "
-             "reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
-             "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
-             "fragmentation.  See documentation for Memory Management  "
-             "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)",
-             tried, oom->device, total, free_text, allowed, allocated, cached);
-}
-
 /* The model on the same stream. @return 0, or -1 when it does not take the setting. */
 static int run_model(const struct script *s, const struct setting *setting, struct figures *out,
                      char *why, size_t why_len)
@@ -372,7 +348,7 @@ static int run_model(const struct script *s, const struct setting *setting, stru
         if (rc == CMT_EMODEL_OOM) {
             if (out->first_oom < 0) {
                 out->first_oom = (long long)next;
-                format_oom_2x(cmt_model_last_oom(model), out->message, sizeof(out->message));
+                cmt_model_format_oom(cmt_model_last_oom(model), out->message, sizeof(out->message));
             }
             out->failed++;
             handles[next] = 0;
@@ -423,9 +399,179 @@ static bool same(const struct figures *real, const struct figures *model, char *
     return true;
 }
 
+/* Config strings: c10's parser and the model's must take the same ones to the same settings,
+ * and refuse the same ones with the same text (where c10 throws a bare std::stoi/stod/stoul
+ * exception, any refusal). {PYTORCH_CUDA_ALLOC_CONF or NULL, PYTORCH_ALLOC_CONF or NULL}. */
+static const struct {
+    const char *cuda_conf, *alloc_conf;
+} CONFIGS[] = {
+    {"", NULL},
+    {"max_split_size_mb:21", NULL},
+    {"max_split_size_mb:20", NULL},
+    {"max_split_size_mb:64MB,", NULL},
+    {"max_split_size_mb:abc", NULL},
+    {"max_split_size_mb", NULL},
+    {"max_split_size_mb:", NULL},
+    {"max_split_size_mb:128 expandable_segments:True", NULL},
+    {"max_split_size_mb:128,,", NULL},
+    {" max_split_size_mb : 6144 ,roundup_power2_divisions:4", NULL},
+    {"max_non_split_rounding_mb:20", NULL},
+    {"max_non_split_rounding_mb:64", NULL},
+    {"foo:1", NULL},
+    {"expandable_segments:true", NULL},
+    {"expandable_segments:True,release_lock_on_cudamalloc:True", NULL},
+    {"release_lock_on_cudamalloc:1", NULL},
+    {"pinned_num_register_threads:8,pinned_use_cuda_host_register:False", NULL},
+    {"pinned_num_register_threads:3", NULL},
+    {"pinned_num_register_threads:256", NULL},
+    {"pinned_use_background_threads:yes", NULL},
+    {"roundup_power2_divisions:3", NULL},
+    {"roundup_power2_divisions:0", NULL},
+    {"roundup_power2_divisions:1", NULL},
+    {"roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", NULL},
+    {"roundup_power2_divisions:[256:1,512:2,1024:8,>:8]", NULL},
+    {"roundup_power2_divisions:[>:4]", NULL},
+    {"roundup_power2_divisions:[1:2,4:8,64:16]", NULL},
+    {"roundup_power2_divisions:[65536:4,>:2]", NULL},
+    {"roundup_power2_divisions:[2:4,", NULL},
+    {"roundup_power2_divisions:[256:3]", NULL},
+    {"roundup_power2_divisions:[300:2]", NULL},
+    {"roundup_power2_divisions:[256:", NULL},
+    {"roundup_power2_divisions:[256:2;512:4]", NULL},
+    {"roundup_power2_divisions:[256:0,>:4],max_split_size_mb:300", NULL},
+    {"garbage_collection_threshold:0.6", NULL},
+    {"garbage_collection_threshold:1.0", NULL},
+    {"garbage_collection_threshold:0", NULL},
+    {"garbage_collection_threshold:x", NULL},
+    {"backend:native", NULL},
+    {"backend:cudaMalloc", NULL},
+    /* c10 2.6 reads PYTORCH_CUDA_ALLOC_CONF only */
+    {NULL, "max_split_size_mb:64"},
+    {"max_split_size_mb:128", "max_split_size_mb:64"},
+    {NULL, "foo:1"},
+};
+#define CONFIG_COUNT (sizeof(CONFIGS) / sizeof(CONFIGS[0]))
+
+struct parsed {
+    bool error, bare_exception;
+    char text[MESSAGE_MAX];
+    unsigned long long split, rounding;
+    double threshold;
+    int expandable;
+    unsigned long long roundup[CMT_MODEL_ROUNDUP_INTERVALS];
+};
+
+static int run_oracle_config(const char *driver, const char *cuda_conf, const char *alloc_conf,
+                             struct parsed *out)
+{
+    int pipe_fds[2];
+    if (pipe(pipe_fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(pipe_fds[1], 1);
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+        setenv("SIMCUDA_MEMORY", "1GiB", 1);
+        if (cuda_conf)
+            setenv("PYTORCH_CUDA_ALLOC_CONF", cuda_conf, 1);
+        else
+            unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+        if (alloc_conf)
+            setenv("PYTORCH_ALLOC_CONF", alloc_conf, 1);
+        else
+            unsetenv("PYTORCH_ALLOC_CONF");
+        execl(driver, driver, "--config", (char *)NULL);
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    FILE *in = fdopen(pipe_fds[0], "r");
+    char line[MESSAGE_MAX + 64];
+    int seen = 0;
+    memset(out, 0, sizeof(*out));
+    while (fgets(line, sizeof(line), in)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strncmp(line, "config_error ", 13) == 0) {
+            out->error = true;
+            snprintf(out->text, sizeof(out->text), "%.1000s", line + 13);
+            out->bare_exception = strcmp(out->text, "stoi") == 0 ||
+                                  strcmp(out->text, "stod") == 0 || strcmp(out->text, "stoul") == 0;
+            seen = 5;
+        } else if (sscanf(line, "max_split_size %llu", &out->split) == 1 ||
+                   sscanf(line, "max_non_split_rounding %llu", &out->rounding) == 1 ||
+                   sscanf(line, "garbage_collection_threshold %lf", &out->threshold) == 1 ||
+                   sscanf(line, "expandable_segments %d", &out->expandable) == 1) {
+            seen++;
+        } else if (strncmp(line, "roundup", 7) == 0) {
+            char *p = line + 7;
+            for (int k = 0; k < CMT_MODEL_ROUNDUP_INTERVALS; k++)
+                out->roundup[k] = strtoull(p, &p, 10);
+            seen++;
+        }
+    }
+    fclose(in);
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && seen == 5 ? 0 : -1;
+}
+
+/* The model's reading of the same environment, in c10 2.6's precedence. */
+static void run_model_config(const char *cuda_conf, const char *alloc_conf, struct parsed *out)
+{
+    struct cmt_model_config c;
+    cmt_model_config_default(&c, GIB);
+    memset(out, 0, sizeof(*out));
+    const char *conf = cmt_model_config_env(cuda_conf, alloc_conf);
+    if (conf && cmt_model_config_parse(&c, conf, out->text, sizeof(out->text)) != CMT_EOK) {
+        out->error = true;
+        return;
+    }
+    out->split = c.max_split_size;
+    out->rounding = c.max_non_split_rounding;
+    out->threshold = c.garbage_collection_threshold;
+    out->expandable = c.expandable_segments;
+    for (int k = 0; k < CMT_MODEL_ROUNDUP_INTERVALS; k++)
+        out->roundup[k] = c.roundup_power2_per_interval ? c.roundup_power2_intervals[k]
+                                                        : c.roundup_power2_divisions;
+}
+
+/* @return the number of disagreements; -1 when the driver fails. */
+static int check_configs(const char *driver, bool verbose, unsigned *pairs)
+{
+    int disagree = 0;
+    for (size_t k = 0; k < CONFIG_COUNT; k++) {
+        struct parsed real, model;
+        const char *cuda = CONFIGS[k].cuda_conf, *alloc = CONFIGS[k].alloc_conf;
+        if (run_oracle_config(driver, cuda, alloc, &real) != 0) {
+            fprintf(stderr, "oracle_diff: config '%s': the driver failed\n", cuda ? cuda : "");
+            return -1;
+        }
+        run_model_config(cuda, alloc, &model);
+        (*pairs)++;
+        bool ok = real.error == model.error;
+        if (ok && real.error)
+            ok = real.bare_exception || strcmp(real.text, model.text) == 0;
+        if (ok && !real.error) {
+            ok = real.split == model.split && real.rounding == model.rounding &&
+                 real.threshold == model.threshold && real.expandable == model.expandable &&
+                 memcmp(real.roundup, model.roundup, sizeof(real.roundup)) == 0;
+        }
+        if (!ok || verbose)
+            printf("%s config PYTORCH_CUDA_ALLOC_CONF=%s%s%s%s: c10 %s%s, model %s%s\n",
+                   ok ? "agree   " : "DISAGREE", cuda ? "'" : "(unset)", cuda ? cuda : "",
+                   cuda ? "'" : "", alloc ? " PYTORCH_ALLOC_CONF set" : "",
+                   real.error ? "refuses: " : "takes it", real.error ? real.text : "",
+                   model.error ? "refuses: " : "takes it", model.error ? model.text : "");
+        disagree += !ok;
+    }
+    return disagree;
+}
+
 static const char *known(const struct script *s, const struct setting *setting)
 {
-    for (size_t k = 0; k < KNOWN_COUNT; k++)
+    for (size_t k = 0; KNOWN[k].script; k++)
         if ((strcmp(KNOWN[k].script, "*") == 0 || strcmp(KNOWN[k].script, s->name) == 0) &&
             strcmp(KNOWN[k].conf, setting->conf) == 0 && KNOWN[k].fraction == setting->fraction)
             return KNOWN[k].why;
@@ -521,6 +667,11 @@ int main(int argc, char **argv)
     struct tally t = {0};
     struct script s;
     int failed_runs = 0;
+    unsigned config_pairs = 0;
+    int config_disagree = check_configs(driver, verbose, &config_pairs);
+    if (config_disagree < 0)
+        return 2;
+    printf("oracle_diff: %u config strings, %d disagree\n", config_pairs, config_disagree);
     for (unsigned c = 0; c < cases; c++) {
         random_script(&s, seed, c, streams);
         for (size_t k = 0; k < SETTING_COUNT; k++)
@@ -560,5 +711,5 @@ int main(int argc, char **argv)
            t.pairs, t.agree, t.disagree, t.excluded);
     if (failed_runs)
         return 2;
-    return t.disagree ? 1 : 0;
+    return t.disagree || config_disagree ? 1 : 0;
 }

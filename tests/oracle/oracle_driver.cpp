@@ -4,6 +4,12 @@
  * simcuda through simcudart, and prints the figures the what-if model is compared on.
  *
  * Usage: oracle_driver [--memory-fraction F] SCRIPT
+ *        oracle_driver --config
+ *
+ * --config parses the allocator settings as c10 does (CUDAAllocatorConfig, from the environment)
+ * and prints either "config_error MESSAGE" (c10's error, or a std::exception's what()) or the
+ * settings read: max_split_size, max_non_split_rounding, garbage_collection_threshold,
+ * expandable_segments, and roundup (the divisions of c10's 16 size intervals).
  *
  * The allocator reads PYTORCH_CUDA_ALLOC_CONF (and PYTORCH_NO_CUDA_MEMORY_CACHING) itself. The
  * script has one request a line ('#' starts a comment):
@@ -148,8 +154,32 @@ extern "C" __attribute__((visibility("default"))) cudaError_t cudaMalloc(void **
     return real ? real(pointer, size) : cudaErrorInitializationError;
 }
 
+/* The settings c10 parsed from the environment, or its error. */
+static int print_config()
+{
+    using config = c10::cuda::CUDACachingAllocator::CUDAAllocatorConfig;
+    try {
+        size_t split = config::max_split_size();
+        std::printf("max_split_size %zu\n", split);
+        std::printf("max_non_split_rounding %zu\n", config::max_non_split_rounding_size());
+        std::printf("garbage_collection_threshold %.17g\n", config::garbage_collection_threshold());
+        std::printf("expandable_segments %d\n", config::expandable_segments() ? 1 : 0);
+        std::printf("roundup");
+        for (size_t v : config::roundup_power2_divisions())
+            std::printf(" %zu", v);
+        std::printf("\n");
+    } catch (const c10::Error &e) {
+        std::printf("config_error %s\n", escape(e.what_without_backtrace()).c_str());
+    } catch (const std::exception &e) {
+        std::printf("config_error %s\n", escape(e.what()).c_str());
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && std::strcmp(argv[1], "--config") == 0)
+        return print_config();
     double fraction = 0;
     int arg = 1;
     if (arg + 1 < argc && std::strcmp(argv[arg], "--memory-fraction") == 0) {

@@ -21,7 +21,7 @@
 
 /* Options besides the settings, before and after them in the synopsis. */
 static const char *const synopsis_before[] = {"[--json]", "[--capacity BYTES]"};
-static const char *const synopsis_after[] = {"[--jobs N]", "FILE"};
+static const char *const synopsis_after[] = {"[--oom-message 2.x|1.x]", "[--jobs N]", "FILE"};
 
 static const char usage_text[] =
     "\n"
@@ -39,6 +39,8 @@ static const char usage_text[] =
     "                         device's total minus what was in use before the first allocation)\n";
 
 static const char usage_jobs[] =
+    "  --oom-message 2.x|1.x  the wording of PyTorch's OOM messages: 2.x (default, as\n"
+    "                         PyTorch 2.6 prints them) or 1.x (PyTorch 1.x to 2.0)\n"
     "  --jobs N               replay on N threads (default: the number of CPUs)\n";
 
 #define USAGE_WIDTH 90 /* the synopsis wraps before this column */
@@ -107,6 +109,7 @@ struct options {
     const char *path;
     uint64_t capacity; /* 0: from the trace */
     unsigned jobs;
+    enum cmt_model_oom_style oom_style;
     /* The values given for each setting, in the order given. */
 #define CMT__SETTING_LIST(field, type, ...)          \
     struct {                                         \
@@ -210,14 +213,16 @@ static int item_limit_mb(const char *item, size_t i, void *ctx)
         values[i] = UINT64_MAX;
         return 0;
     }
-    return item_mb(item, i, ctx);
+    /* c10 refuses the bound itself ("must be > 20"); a plain mb setting's bound is its
+     * default, which is the key left out. */
+    if (item_mb(item, i, ctx) != 0 || (double)(values[i] / MIB) <= c->lo)
+        return -1;
+    return 0;
 }
 
 static void expected_limit_mb(char *buf, size_t len, double lo, double hi)
 {
-    expected_mb(buf, len, lo, hi);
-    size_t used = strlen(buf);
-    snprintf(buf + used, len - used, " or inf");
+    snprintf(buf, len, "a whole number of MiB > %u or inf", (unsigned)lo);
 }
 
 static int item_boolean(const char *item, size_t i, void *ctx)
@@ -280,7 +285,7 @@ static void expected_fraction(char *buf, size_t len, double lo, double hi)
 /* Whether arg is an option that takes a value. */
 static bool takes_value(const char *arg)
 {
-    if (cmt__is(arg, "--capacity", "--jobs"))
+    if (cmt__is(arg, "--capacity", "--jobs") || cmt__is(arg, "--oom-message", NULL))
         return true;
 #define CMT__SETTING_FLAG(field, type, key, def, flag, ...) \
     if (cmt__is(arg, flag, NULL))                           \
@@ -338,6 +343,13 @@ static int parse_args(int argc, char **argv, struct options *o)
             if (*end || n < 1 || n > 64)
                 return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
             o->jobs = (unsigned)n;
+        } else if (cmt__is(arg, "--oom-message", NULL)) {
+            if (strcmp(value, "2.x") == 0 || strcmp(value, "2") == 0)
+                o->oom_style = CMT_MODEL_OOM_2X;
+            else if (strcmp(value, "1.x") == 0 || strcmp(value, "1") == 0)
+                o->oom_style = CMT_MODEL_OOM_1X;
+            else
+                return cmt__usage_error(CMD, "--oom-message wants 2.x or 1.x, got '%s'", value);
         } else {
             rc = parse_setting(arg, value, o);
         }
@@ -494,7 +506,8 @@ int cmt_cmd_whatif(int argc, char **argv)
     }
     cmt__warn_damage(CMD, o->path, r, s.damage);
 
-    struct cmt_whatif_run_out run = {.stream = &s, .path = o->path, .results = results};
+    struct cmt_whatif_run_out run = {
+        .stream = &s, .path = o->path, .results = results, .oom_style = o->oom_style};
     if (choose_capacity(o, &s, &run) != 0)
         goto out;
     if (!o->max_split_size.count)

@@ -12,6 +12,7 @@ struct cmt_whatif_run_out {
     const char *path;
     uint64_t capacity, device_total;
     bool capacity_from_trace;
+    enum cmt_model_oom_style oom_style; /* the wording of the OOM messages */
     struct cmt_whatif_result *results;
     size_t count;
     double seconds;   /* wall time of the sweep */

@@ -25,9 +25,10 @@ static const char *split_text(uint64_t split, char buf[32])
     return buf;
 }
 
-static void oom_message(const struct cmt_whatif_result *r, char *buf, size_t len)
+static void oom_message(const struct cmt_whatif_run_out *run, const struct cmt_whatif_result *r,
+                        char *buf, size_t len)
 {
-    cmt_model_format_oom(&r->oom_info, buf, len);
+    cmt_model_format_oom_as(&r->oom_info, run->oom_style, buf, len);
 }
 
 static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
@@ -47,7 +48,8 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
             s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
             s->device_name[0] ? ")" : "");
     if (s->failed_allocs)
-        fprintf(f, "; %" PRIu64 " failed allocations skipped", s->failed_allocs);
+        fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
+                s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
     if (run->capacity_from_trace)
         fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",
@@ -103,7 +105,7 @@ static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
 /* Settings that fail at the same event with the same message are grouped. */
 static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
 {
-    char msg[512], other[512], buf[160], a[32], t[32];
+    char msg[768], other[768], buf[160], a[32], t[32];
     bool *done = calloc(run->count ? run->count : 1, sizeof *done);
     bool first = true;
     for (size_t i = 0; done && i < run->count; i++) {
@@ -113,13 +115,13 @@ static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
         if (first)
             fprintf(f, "\nFirst out-of-memory of each failing setting, as PyTorch reports it:\n");
         first = false;
-        oom_message(r, msg, sizeof msg);
+        oom_message(run, r, msg, sizeof msg);
         fprintf(f, "\n  %s", label(&r->setting, buf, sizeof buf));
         for (size_t j = i + 1; j < run->count; j++) {
             const struct cmt_whatif_result *q = &run->results[j];
             if (!q->oom || q->oom_event != r->oom_event)
                 continue;
-            oom_message(q, other, sizeof other);
+            oom_message(run, q, other, sizeof other);
             if (strcmp(msg, other) == 0) {
                 done[j] = true;
                 fprintf(f, ", %s", label(&q->setting, buf, sizeof buf));
@@ -237,7 +239,7 @@ static void json_settings(struct cmt__json *j, const struct cmt_whatif_setting *
 static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
                      const struct cmt_whatif_result *r)
 {
-    char msg[512];
+    char msg[768];
     const struct cmt_model_oom *o = &r->oom_info;
     cmt__json_object(j, "first_oom");
     cmt__json_u64(j, "event", r->oom_event);
@@ -252,7 +254,7 @@ static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
     cmt__json_u64(j, "reserved_bytes", o->reserved);
     cmt__json_u64(j, "free_bytes", o->device_free);
     cmt__json_u64(j, "total_bytes", o->device_total);
-    oom_message(r, msg, sizeof msg);
+    oom_message(run, r, msg, sizeof msg);
     cmt__json_string(j, "message", msg);
     cmt__json_end_object(j);
 }

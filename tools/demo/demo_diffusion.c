@@ -107,7 +107,7 @@ static void raise_oom(struct cmt_model_oom *o)
         o->device_total = total_bytes;
     }
     char msg[1024];
-    cmt_model_format_oom(o, msg, sizeof msg);
+    cmt_model_format_oom_as(o, CMT_MODEL_OOM_1X, msg, sizeof msg); /* the write-up's PyTorch */
     fprintf(stderr, "torch.cuda.OutOfMemoryError: %s\n", msg);
     exit(1);
 }

@@ -247,7 +247,18 @@ size_t cmt_model_round_size(const struct cmt_model_config *config, size_t size)
 {
     if (size < CMT__MIN_BLOCK_SIZE)
         return CMT__MIN_BLOCK_SIZE;
-    uint64_t divisions = config ? config->roundup_power2_divisions : 0;
+    uint64_t divisions = 0;
+    if (config && config->roundup_power2_per_interval) {
+        /* c10's roundup_power2_divisions(size): the interval of log2(size), from 1 MiB. */
+        int index = (int)floor_log2(size) - 20;
+        if (index < 0)
+            index = 0;
+        if (index > CMT_MODEL_ROUNDUP_INTERVALS - 1)
+            index = CMT_MODEL_ROUNDUP_INTERVALS - 1;
+        divisions = config->roundup_power2_intervals[index];
+    } else if (config) {
+        divisions = config->roundup_power2_divisions;
+    }
     if (divisions > 1 && size > CMT__MIN_BLOCK_SIZE * divisions)
         return next_power2_division(size, divisions);
     return CMT__MIN_BLOCK_SIZE * ((size + CMT__MIN_BLOCK_SIZE - 1) / CMT__MIN_BLOCK_SIZE);

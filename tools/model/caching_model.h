@@ -41,6 +41,8 @@ extern "C" {
 /* Device page granularity; expandable segments map 1 (small pool) or 10
  * (large pool) such pages at a time. */
 #define CMT_MODEL_PAGE_SIZE (2 * CMT_MODEL_MIB)
+/* c10's size intervals for roundup_power2_divisions: 1 MiB up to 64 GiB. */
+#define CMT_MODEL_ROUNDUP_INTERVALS 16
 
 /* Errors are CMT_E* codes from the one list in cmt_error.h (cmt_strerror): CMT_EINVALID and the
  * CMT_EMODEL_* codes. */
@@ -52,6 +54,13 @@ struct cmt_model_config {
    * expandable_segments, roundup_power2_divisions,
    * garbage_collection_threshold, max_non_split_rounding. */
     CMT_MODEL_SETTING_FIELDS
+    /* roundup_power2_divisions per size interval, c10's list form
+   * ("[256:1,512:2,1024:4,>:8]"): when roundup_power2_per_interval, interval k
+   * holds the divisions for sizes in [2^(20+k), 2^(21+k)) (interval 0: below
+   * 2 MiB, the last: 32 GiB and up) and roundup_power2_divisions is 0. The
+   * parser stores a list whose intervals are all equal as the single value. */
+    unsigned roundup_power2_intervals[CMT_MODEL_ROUNDUP_INTERVALS];
+    bool roundup_power2_per_interval;
     /* torch.cuda.set_per_process_memory_fraction; 0: no cap. The cap is
    * fraction x device_total bytes. */
     double memory_fraction;
@@ -77,20 +86,35 @@ void cmt_model_config_default(struct cmt_model_config *config, size_t capacity);
 /**
  * Apply a PYTORCH_CUDA_ALLOC_CONF string (e.g.
  * "max_split_size_mb:6144,expandable_segments:True") to *config. Only the
- * keys named are changed. Understood: max_split_size_mb (>= 20),
- * max_non_split_rounding_mb (>= 20), roundup_power2_divisions (a single power
- * of two; the per-interval "[256:1,>:4]" form is rejected as not modelled),
- * garbage_collection_threshold (0 < t < 1), expandable_segments (True/False),
- * backend:native. Accepted and ignored (no effect on the model):
- * release_lock_on_cudamalloc, pinned_use_cuda_host_register,
- * pinned_num_register_threads, pinned_use_background_threads. Spaces are
- * dropped, as PyTorch's lexer does; numbers must be plain decimal.
+ * keys named are changed. The rules and the error texts are c10 2.6's
+ * (CUDAAllocatorConfig::parseArgs): max_split_size_mb and
+ * max_non_split_rounding_mb (> 20, "must be > 20"), roundup_power2_divisions
+ * (a power of two, or the per-interval list "[256:1,512:2,1024:4,>:8]" as c10
+ * reads it), garbage_collection_threshold (0 < t < 1), expandable_segments
+ * (True/False), backend:native; numbers are read as std::stoi reads them
+ * ("64MB" is 64); a trailing comma is accepted; unknown keys are refused
+ * ("Unrecognized CachingAllocator option: KEY"). Accepted, checked as c10
+ * checks them, and ignored (no effect on the model): release_lock_on_cudamalloc,
+ * pinned_use_cuda_host_register, pinned_num_register_threads,
+ * pinned_use_background_threads. Spaces are dropped, as c10's lexer does.
+ * Texts of our own: a number std::stoi would throw on, a negative size, and
+ * backend:cudaMallocAsync (not the caching allocator).
  * @return CMT_EOK; CMT_EMODEL_PARSE with a one-line reason in err
  *         (if err_len > 0) and *config unchanged; CMT_EINVALID for
  *         NULL config or conf.
  */
 int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, char *err,
                            size_t err_len);
+
+/**
+ * The allocator config string c10 2.6 parses, given the values of the
+ * environment variables PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF (NULL:
+ * unset). c10 2.6 reads PYTORCH_CUDA_ALLOC_CONF only (CUDAAllocatorConfig::
+ * instance()); PYTORCH_ALLOC_CONF, which later PyTorch prefers, is ignored
+ * (tests/oracle shows both).
+ * @return cuda_alloc_conf (NULL when it is unset: the defaults).
+ */
+const char *cmt_model_config_env(const char *cuda_alloc_conf, const char *alloc_conf);
 
 /**
  * Write the allocator settings of *config as a PYTORCH_CUDA_ALLOC_CONF
@@ -100,7 +124,7 @@ int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, ch
  * capacity, device_total and memory_fraction are not part of that string.
  * @return the length of the full string (as snprintf; truncated output if it
  *         is >= len); CMT_EINVALID for NULL config, or for a split
- *         size or rounding that is not a whole number of MiB >= 20 MiB.
+ *         size or rounding that is not a whole number of MiB > 20 MiB.
  */
 int cmt_model_config_format(const struct cmt_model_config *config, char *buf, size_t len);
 
@@ -277,16 +301,39 @@ int cmt_model_check(const struct cmt_model *model);
  */
 int cmt_model_format_size(uint64_t bytes, char *buf, size_t len);
 
+/* The wording of PyTorch's OOM message. */
+enum cmt_model_oom_style {
+    /* PyTorch 2.x (byte for byte as c10 2.6 prints it; tests/oracle compares):
+   * "CUDA out of memory. Tried to allocate 6.18 GiB. GPU 0 has a total
+   * capacity of 24.00 GiB of which 3.43 GiB is free. Of the allocated memory
+   * 11.39 GiB is allocated by PyTorch, and 6.23 GiB is reserved by PyTorch but
+   * unallocated. If reserved but unallocated memory is large try setting
+   * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+   * See documentation for Memory Management  (https://pytorch.org/docs/
+   * stable/notes/cuda.html#environment-variables)"; with a fraction cap
+   * "X allowed; " precedes "Of the allocated memory". */
+    CMT_MODEL_OOM_2X = 0,
+    /* The older (1.x to ≈2.0) wording of the write-ups: "CUDA out of memory.
+   * Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; 11.39 GiB
+   * already allocated; 3.43 GiB free; 17.62 GiB reserved in total by PyTorch)
+   * If reserved memory is >> allocated memory try setting max_split_size_mb
+   * to avoid fragmentation.  See documentation for Memory Management and
+   * PYTORCH_CUDA_ALLOC_CONF"; with a fraction cap "X allowed; " precedes the
+   * reserved figure. */
+    CMT_MODEL_OOM_1X = 1
+};
+
 /**
- * PyTorch's OOM message in its older (≈2.0) wording, e.g. "CUDA out of
- * memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity;
- * 11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in total by
- * PyTorch) If reserved memory is >> allocated memory try setting
- * max_split_size_mb to avoid fragmentation.  See documentation for Memory
- * Management and PYTORCH_CUDA_ALLOC_CONF". With a fraction cap "X allowed; "
- * precedes the reserved figure, as in PyTorch.
+ * PyTorch's OOM message for the figures of an OOM, in the given wording.
  * @return the length of the full message (as snprintf);
  *         CMT_EINVALID for NULL oom.
+ */
+int cmt_model_format_oom_as(const struct cmt_model_oom *oom, enum cmt_model_oom_style style,
+                            char *buf, size_t len);
+
+/**
+ * The same in PyTorch 2.x's wording (CMT_MODEL_OOM_2X).
+ * @return as cmt_model_format_oom_as.
  */
 int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len);
 

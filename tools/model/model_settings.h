@@ -29,7 +29,9 @@
  *     release_available_cached_blocks just as it does in PyTorch.
  *   expandable_segments: expandable_segments:True.
  *   roundup_power2_divisions: one value applied to every size interval
- *     (PyTorch's single-value form). 0 or 1: off. A power of two.
+ *     (PyTorch's single-value form). 0 or 1: off. A power of two. The
+ *     per-interval list form lives beside the table's fields
+ *     (cmt_model_config.roundup_power2_intervals); whatif sweeps one value.
  *   garbage_collection_threshold: in (0, 1); 0: off. Acts only together with
  *     a memory fraction cap, as in PyTorch: before a device allocation, while
  *     reserved > threshold x cap, whole free large-pool segments at least as
@@ -41,9 +43,11 @@
  *     (oversize) block only if the block is smaller than request + this.
  *
  * Setting types (the value in brackets is its C type):
- *   limit_mb  [uint64_t bytes] whole MiB >= lo, or unlimited (UINT64_MAX; 0
- *             reads the same). whatif takes lo..hi MiB or inf/unlimited.
- *   mb        [uint64_t bytes] whole MiB >= lo; whatif takes lo..hi MiB.
+ *   limit_mb  [uint64_t bytes] whole MiB > lo (c10: "must be > 20"), or
+ *             unlimited (UINT64_MAX; 0 reads the same). whatif takes MiB in
+ *             (lo, hi] or inf/unlimited.
+ *   mb        [uint64_t bytes] whole MiB > lo in the string (c10); whatif
+ *             also takes lo itself, the default (which is the key left out).
  *   pow2      [unsigned] a power of two; 0 and 1 are off. whatif takes 0 or a
  *             power of two up to hi.
  *   fraction  [double] lo < v < hi; 0 is off (and what whatif's 0 means).

@@ -105,9 +105,19 @@ static int on_alloc(struct cmt_whatif_collector *b, const struct cmt_replay_step
     const struct cmt_event *ev = &st->rec.u.event;
     uint64_t size = st->request;
     if (st->failed) {
+        /* Still a tensor the program asked for: replayed, with an id given at the end. */
         s->failed_allocs++;
         note_failure(b, size);
-        return 0;
+        if (s->allocs && ev->dev != s->device)
+            return 0;
+        struct cmt_whatif_event e = {.size = size,
+                                     .stream = st->kind == CMT_KIND_ASYNC ? ev->v[CMT_FIELD_STREAM]
+                                                                          : 0,
+                                     .t_ns = ev->t_ns,
+                                     .seq = ev->seq,
+                                     .site = st->site,
+                                     .failed = 1};
+        return push_event(b, &e);
     }
     if (st->object == CMT_NO_OBJECT || !st->key)
         return 0;
@@ -296,9 +306,15 @@ int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char
                     ? "no allocation in the trace succeeded: there is no stream to replay"
                     : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
     }
-    if (rc)
+    if (rc) {
         cmt_whatif_stream_free(out);
-    return rc;
+        return rc;
+    }
+    /* The failed requests' tensors are never freed: ids after every replay object's. */
+    for (size_t k = 0; k < out->event_count; k++)
+        if (out->events[k].failed)
+            out->events[k].id = out->id_count++;
+    return 0;
 }
 
 void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b)

@@ -4,8 +4,8 @@
  *
  * Three steps, each usable on its own:
  *   1. cmt_whatif_stream_load: read a trace (format/reader.h) and keep the
- *      successful alloc/free and alloc_async/free_async calls of one device
- *      as model events, with their call sites, the device's capacity figures
+ *      alloc/free and alloc_async/free_async calls of one device as model
+ *      events (failed allocations too: the program asked for them), with their call sites, the device's capacity figures
  *      and a verdict on whether the trace already went through a caching
  *      allocator (then it is not a tensor-level stream).
  *   2. cmt_whatif_run: replay the stream once per setting (in parallel on
@@ -40,6 +40,9 @@ struct cmt_whatif_event {
     uint32_t id;
     uint32_t site; /* index into cmt_whatif_stream.sites; 0 = unknown */
     uint8_t is_free;
+    /* An allocation that failed in the recorded run (the program ran out of
+   * memory there): still a request, replayed like the others. */
+    uint8_t failed;
 };
 
 struct cmt_whatif_stream {
@@ -58,7 +61,8 @@ struct cmt_whatif_stream {
 
     /* What the trace held besides the kept stream. */
     uint64_t allocs, frees;       /* kept events */
-    uint64_t failed_allocs;       /* allocations that returned an error */
+    uint64_t failed_allocs;       /* allocations that returned an error (replayed: events
+                                   * with .failed set, not counted in allocs) */
     uint64_t unmatched_frees;     /* frees of pointers not allocated in the trace */
     uint64_t other_device_events; /* alloc/free on other devices (ignored) */
 
@@ -177,7 +181,7 @@ struct cmt_whatif_recommendation {
    * (its segment size, PyTorch's "Tried to allocate"; 0 when none failed),
    * the largest finite max_split_size among the settings tried that is at or
    * below it and had no OOM (-1 when none), and the exact bound: the largest
-   * whole MiB value at or below it (0 when < 20 MiB). With such a value the
+   * whole MiB value at or below it (0 when it is not above 20 MiB, as c10 requires). With such a value the
    * failing allocation's cached block is oversize, so smaller tensors never
    * split it; whether that avoids every OOM is for a replay to say. */
     uint64_t smallest_failing_request;
@@ -195,7 +199,7 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
 /**
  * The default max_split_size_mb ladder around a failing request: the
  * multiple of a step (1 GiB for requests >= 3 GiB, smaller below) at or
- * below it, two steps down and two up (values < 20 MiB dropped), ascending.
+ * below it, two steps down and two up (values up to 20 MiB dropped: c10 wants > 20), ascending.
  * For the write-up's 6.18 GiB: 4096, 5120, 6144, 7168, 8192.
  * @return the number of values written to mb (at most 5).
  */

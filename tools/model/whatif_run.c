@@ -207,7 +207,7 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
     /* With S at or below the failing allocation's segment size, its cached
    * block is oversize: refused to smaller requests, so never split. */
     uint64_t exact = request / MIB;
-    out->exact_max_split_mb = exact >= 20 ? exact : 0;
+    out->exact_max_split_mb = exact > 20 ? exact : 0; /* c10: "must be > 20" */
     for (size_t i = 0; i < count; i++) {
         const struct cmt_whatif_result *r = &results[i];
         uint64_t split = r->setting.max_split_size;
@@ -239,7 +239,7 @@ size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5])
         if (k < 0 && base < (uint64_t)(-k) * step)
             continue;
         uint64_t v = base + (uint64_t)((int64_t)k * (int64_t)step);
-        if (v >= 20 && (n == 0 || v > mb[n - 1]))
+        if (v > 20 && (n == 0 || v > mb[n - 1]))
             mb[n++] = v;
     }
     return n;

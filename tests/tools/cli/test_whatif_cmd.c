@@ -29,8 +29,12 @@ Test(whatif_cmd, default_sweep_prints_the_writeup_table_and_recommends_6144)
                           "max_split_size_mb:8192                 OOM at 6.18 GiB"};
     for (int i = 0; i < 6; i++)
         cr_assert(strstr(c.out, rows[i]), "missing row '%s' in\n%s", rows[i], c.out);
-    cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
-                            "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved"));
+    /* PyTorch 2.x's wording by default (issue 16 item 5; was the 1.x one, below). */
+    cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB. GPU 0 has a total capacity of 24.00 GiB "
+                            "of which 3.43 GiB is free. Of the allocated memory 11.39 GiB is "
+                            "allocated by PyTorch, and 6.23 GiB is reserved by PyTorch but "
+                            "unallocated."),
+              "%s", c.out);
     cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
     cr_assert(strstr(c.out, "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:6144\n"), "%s",
               c.out);
@@ -216,6 +220,60 @@ Test(whatif_cmd, help)
     capture(&c, cmt_cmd_whatif, argv);
     cr_assert_eq(c.status, 0);
     cr_assert(strstr(c.out, "usage: cumemtrace whatif"));
+}
+
+/* Issue 16 item 6: a tensor-level run that itself ran out of memory (the write-up's stream with
+ * its last request failed, on a smaller card) replays the failed request and gets a
+ * recommendation, not "PyTorch's defaults already avoid out-of-memory here". */
+Test(whatif_cmd, a_run_that_ran_out_of_memory_gets_a_recommendation)
+{
+    struct tb b;
+    tb_open(&b, 16 * GiB, 13364 * MiB);
+    tb_alloc(&b, P(0), 3000 * MiB);
+    tb_alloc(&b, P(1), 3000 * MiB);
+    tb_alloc(&b, P(2), 2714 * MiB);
+    for (int k = 0; k < 3; k++) {
+        tb_alloc(&b, P(3 + 2 * k), 1000 * MiB);
+        tb_free(&b, P(3 + 2 * k));
+        tb_alloc(&b, P(4 + 2 * k), 950 * MiB);
+    }
+    tb_alloc(&b, P(10), 100 * MiB);
+    tb_event(&b, API_ALLOC, 2, 0, X_SIZE, 0, STACK_VAE); /* the program's own OOM */
+    tb_close(&b);
+    char *path = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    const char *argv[] = {"whatif", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "; 1 failed allocation replayed as request\n"), "%s", c.out);
+    cr_assert(strstr(c.out, "default (max_split_size_mb unlimited)  OOM at 6.18 GiB"), "%s", c.out);
+    cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
+    cr_assert_null(strstr(c.out, "already avoid"), "%s", c.out);
+    cr_assert(strstr(c.out, "No setting tried avoids the OOM"), "%s", c.out);
+    unlink(path);
+    free(path);
+}
+
+Test(whatif_cmd, oom_message_in_1x_wording_by_option)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", "--oom-message", "1.x", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
+                            "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved"),
+              "%s", c.out);
+    const char *json[] = {"whatif", "--json", path, NULL};
+    capture(&c, cmt_cmd_whatif, json);
+    cr_assert(strstr(c.out, "\"message\":\"CUDA out of memory. Tried to allocate 6.18 GiB. GPU 0 "
+                            "has a total capacity of 24.00 GiB of which 3.43 GiB is free."),
+              "%s", c.out);
+    const char *bad[] = {"whatif", "--oom-message", "3.x", path, NULL};
+    capture(&c, cmt_cmd_whatif, bad);
+    cr_assert_eq(c.status, 2);
+    cr_assert(strstr(c.err, "--oom-message wants 2.x or 1.x, got '3.x'"), "%s", c.err);
+    unlink(path);
+    free(path);
 }
 
 Test(whatif_cmd, max_non_split_rounding_is_swept)

@@ -644,7 +644,7 @@ Test(gc, fraction_cap_bounds_reserved_and_reports_allowed)
     struct cmt_model_stats s = stats_of(m);
     cr_assert_eq(s.device_alloc_calls, 1); /* the cap refuses before cudaMalloc */
     char msg[512];
-    cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     cr_assert_str_eq(msg, "CUDA out of memory. Tried to allocate 200.00 MiB (GPU 0; 1.95 GiB total "
                           "capacity; 400.00 MiB already allocated; 1.56 GiB free; 500.00 MiB "
                           "allowed; 400.00 MiB reserved in total by PyTorch) If reserved memory "
@@ -684,7 +684,7 @@ Test(messages, oom_message_scenario_a)
     cmt_model_handle b, c;
     struct cmt_model *m = scenario_a(UNLIMITED, false, &rc, &b, &c);
     char msg[512];
-    int n = cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    int n = cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     const char *want =
         "CUDA out of memory. Tried to allocate 600.00 MiB (GPU 0; 1000.00 MiB total "
         "capacity; 100.00 MiB already allocated; 400.00 MiB free; 600.00 MiB reserved in "
@@ -693,6 +693,7 @@ Test(messages, oom_message_scenario_a)
         "Management and PYTORCH_CUDA_ALLOC_CONF";
     cr_assert_str_eq(msg, want);
     cr_assert_eq(n, (int)strlen(want));
+    cr_assert_eq(cmt_model_format_oom_as(NULL, CMT_MODEL_OOM_1X, msg, sizeof msg), CMT_EINVALID);
     cr_assert_eq(cmt_model_format_oom(NULL, msg, sizeof msg), CMT_EINVALID);
     cmt_model_destroy(m);
 }
@@ -733,6 +734,72 @@ Test(config, parses_known_keys)
     cr_assert_eq(d.max_split_size, 2147483647ull * MiB); /* finite, as in PyTorch */
 }
 
+Test(config, takes_what_c10_takes)
+{
+    struct cmt_model_config c;
+    char err[160] = "";
+    cmt_model_config_default(&c, GiB);
+    /* std::stoi reads the digits and ignores the rest; a trailing comma is fine. */
+    cr_assert_eq(cmt_model_config_parse(&c, "max_split_size_mb:64MB,", err, sizeof err), CMT_EOK,
+                 "%s", err);
+    cr_assert_eq(c.max_split_size, 64 * MiB);
+    cr_assert_eq(cmt_model_config_parse(&c,
+                                        "max_split_size_mb:21,pinned_num_register_threads:8,"
+                                        "pinned_use_cuda_host_register:True",
+                                        err, sizeof err),
+                 CMT_EOK, "%s", err);
+    cr_assert_eq(c.max_split_size, 21 * MiB);
+    char out[64];
+    c.max_split_size = 20 * MiB; /* c10 refuses 20: not printable */
+    cr_assert_eq(cmt_model_config_format(&c, out, sizeof out), CMT_EINVALID);
+}
+
+/* c10 2.6 indexes the list by log2 of the number given (256 -> interval 8, sizes from 256 MiB)
+ * and '>' fills from the last interval named, that one included. */
+Test(config, roundup_per_interval_list_as_c10_reads_it)
+{
+    struct cmt_model_config c;
+    char err[160] = "";
+    cmt_model_config_default(&c, GiB);
+    cr_assert_eq(cmt_model_config_parse(&c, "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
+                                        err, sizeof err),
+                 CMT_EOK, "%s", err);
+    cr_assert(c.roundup_power2_per_interval);
+    cr_assert_eq(c.roundup_power2_divisions, 0);
+    static const unsigned want[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 8, 8, 8, 8};
+    cr_assert_arr_eq(c.roundup_power2_intervals, want, sizeof want);
+    /* 3 MiB: interval 1, one division: 512-byte rounding. */
+    cr_assert_eq(cmt_model_round_size(&c, 3 * MiB + 1), 3 * MiB + 512);
+    /* 600 MiB: interval 9 (512 MiB..1 GiB), two divisions: 768 MiB. */
+    cr_assert_eq(cmt_model_round_size(&c, 600 * MiB), 768 * MiB);
+    /* 1.1 GiB: interval 10, eight divisions (the '>' overwrote 1024:4): 1.125 GiB. */
+    cr_assert_eq(cmt_model_round_size(&c, 1100 * MiB), 1152 * MiB);
+    char out[128];
+    cmt_model_config_format(&c, out, sizeof out);
+    cr_assert_str_eq(out, "roundup_power2_divisions:[256:1,512:2,1024:8,>:8]");
+    struct cmt_model_config d;
+    cmt_model_config_default(&d, GiB);
+    cr_assert_eq(cmt_model_config_parse(&d, out, err, sizeof err), CMT_EOK, "%s", err);
+    cr_assert_eq(memcmp(&c, &d, sizeof c), 0);
+    /* A list of one value for every interval is the single value. */
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[>:4]", err, sizeof err),
+                 CMT_EOK, "%s", err);
+    cr_assert(!d.roundup_power2_per_interval);
+    cr_assert_eq(d.roundup_power2_divisions, 4);
+    /* Unterminated but comma-ended, as c10 accepts; the single form replaces a list. */
+    cmt_model_config_default(&d, GiB);
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[2:4,", err, sizeof err),
+                 CMT_EOK, "%s", err);
+    cr_assert(d.roundup_power2_per_interval);
+    cr_assert_eq(d.roundup_power2_intervals[0], 4);
+    cr_assert_eq(d.roundup_power2_intervals[1], 4);
+    cr_assert_eq(d.roundup_power2_intervals[2], 0); /* the rest keep what they had */
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:2", err, sizeof err),
+                 CMT_EOK);
+    cr_assert(!d.roundup_power2_per_interval);
+    cr_assert_eq(d.roundup_power2_divisions, 2);
+}
+
 Test(config, default_prints_empty)
 {
     struct cmt_model_config c;
@@ -749,29 +816,43 @@ Test(config, rejects_bad_strings)
     static const struct {
         const char *conf, *message;
     } bad[] = {
-        {"max_split_size_mb:19",
-         "CachingAllocator option max_split_size_mb too small, must be >= 20"},
-        {"max_split_size_mb:abc", "max_split_size_mb value 'abc' is not a whole number of MiB"},
-        {"max_split_size_mb:99999999999",
-         "max_split_size_mb value '99999999999' is not a whole number of MiB"},
-        {"max_split_size_mb", "Error parsing CachingAllocator settings, expected : after "
-                              "'max_split_size_mb'"},
+        /* c10 2.6's texts, byte for byte (CUDAAllocatorConfig.cpp) */
+        {"max_split_size_mb:20",
+         "CachingAllocator option max_split_size_mb too small, must be > 20"},
+        {"max_non_split_rounding_mb:20",
+         "CachingAllocator option max_non_split_rounding_mb too small, must be > 20"},
+        {"max_split_size_mb", "Error parsing CachingAllocator settings, expected :"},
         {"max_split_size_mb:", "Error, expecting max_split_size_mb value"},
-        {"max_split_size_mb:128,", "allocator config ends with a comma"},
         {"max_split_size_mb:128 expandable_segments:True",
-         "max_split_size_mb value '128expandable_segments' is not a whole number of MiB"},
+         "Error parsing CachingAllocator settings, expected ,"},
+        {"max_split_size_mb:128,,", "Unrecognized CachingAllocator option: ,"},
         {"foo:1", "Unrecognized CachingAllocator option: foo"},
         {"expandable_segments:true", "Expected a single True/False argument for "
                                      "expandable_segments"},
-        {"roundup_power2_divisions:3", "For roundups, the divisons has to be power of 2 (got '3')"},
-        {"roundup_power2_divisions:[256:1,>:4]",
-         "roundup_power2_divisions per size interval ([...]) is not modelled; give one value"},
-        {"garbage_collection_threshold:1.0",
-         "garbage_collect_threshold is invalid, set it in (0.0, 1.0)"},
+        {"roundup_power2_divisions:3", "For roundups, the divisons has to be power of 2 "},
+        {"roundup_power2_divisions:0", "For roundups, the divisons has to be power of 2 "},
+        {"roundup_power2_divisions:[256:3]",
+         "For roundups, the divisons has to be power of 2 or 0 to disable roundup "},
+        {"roundup_power2_divisions:[300:2]", "For roundups, the intervals have to be power of 2 "},
+        {"roundup_power2_divisions:[256:", "Error parsing roundup_power2_divisions value"},
+        {"roundup_power2_divisions:[256:2;512:4]",
+         "Error parsing CachingAllocator settings, expected ,"},
+        {"garbage_collection_threshold:1.0", "garbage_collect_threshold too big, set it 0.0~1.0"},
+        {"garbage_collection_threshold:0", "garbage_collect_threshold too small, set it 0.0~1.0"},
+        {"backend:cudaMalloc", "Unknown allocator backend, options are native and cudaMallocAsync"},
+        {"release_lock_on_cudamalloc:1",
+         "Expected a single True/False argument for release_lock_on_cudamalloc"},
+        {"pinned_num_register_threads:3", "Number of register threads has to be power of 2 "},
+        {"pinned_num_register_threads:256",
+         "Number of register threads should be less than or equal to 128"},
+        /* ours: where c10 throws std::stoi's bare exception, or does not model */
+        {"max_split_size_mb:abc",
+         "max_split_size_mb value 'abc' is not a number (PyTorch's std::stoi throws)"},
+        {"max_split_size_mb:99999999999",
+         "max_split_size_mb value '99999999999' is not a number (PyTorch's std::stoi throws)"},
+        {"max_split_size_mb:-1", "max_split_size_mb value '-1' is negative"},
         {"backend:cudaMallocAsync",
          "backend:cudaMallocAsync is not the caching allocator; not modelled"},
-        {"max_split_size_mb:128;expandable_segments:True",
-         "max_split_size_mb value '128;expandable_segments' is not a whole number of MiB"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         struct cmt_model_config c;
@@ -815,12 +896,23 @@ static void expect_writeup_oom(uint64_t split_mib)
     cr_assert_eq(rc, CMT_EMODEL_OOM, "S=%llu MiB", (unsigned long long)split_mib);
     cr_assert_eq(stopped, cmt_model_scenario_writeup()->event_count - 1);
     char msg[512];
-    cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    cmt_model_format_oom_as(cmt_model_last_oom(m), CMT_MODEL_OOM_1X, msg, sizeof msg);
     cr_assert_str_eq(msg, "CUDA out of memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total "
                           "capacity; 11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB "
                           "reserved in total by PyTorch) If reserved memory is >> allocated memory "
                           "try setting max_split_size_mb to avoid fragmentation.  See "
                           "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF");
+    /* The default: PyTorch 2.x's wording, the same figures (c10 2.6's text; the oracle). */
+    int n = cmt_model_format_oom(cmt_model_last_oom(m), msg, sizeof msg);
+    const char *want =
+        "CUDA out of memory. Tried to allocate 6.18 GiB. GPU 0 has a total capacity of 24.00 GiB "
+        "of which 3.43 GiB is free. Of the allocated memory 11.39 GiB is allocated by PyTorch, and "
+        "6.23 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is "
+        "large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+    cr_assert_str_eq(msg, want);
+    cr_assert_eq(n, (int)strlen(want));
     struct cmt_model_stats s = stats_of(m);
     cr_assert_eq(s.allocated_bytes, 11664 * MiB);
     cr_assert_eq(s.reserved_bytes, 18044 * MiB);

@@ -51,22 +51,30 @@ Test(whatif_stream, writeup_trace_gives_the_tensor_stream_and_capacity)
     cmt_membuf_free(&b.buf);
 }
 
-Test(whatif_stream, async_calls_keep_their_stream_and_failures_are_skipped)
+Test(whatif_stream, async_calls_keep_their_stream_and_failures_are_requests)
 {
     struct tb b;
     struct cmt_whatif_stream s;
     tb_open(&b, 8 * GiB, 6 * GiB);
     tb_event(&b, API_ALLOC_ASYNC, 0, P(0), 64 * MiB, 0x77, STACK_RAW);
-    tb_event(&b, API_ALLOC, 2, 0, 64 * GiB, 0, STACK_RAW); /* failed: not in the stream */
+    tb_event(&b, API_ALLOC, 2, 0, 64 * GiB, 0, STACK_RAW); /* failed: still a request */
     tb_event(&b, API_FREE_ASYNC, 0, P(0), 0, 0x77, STACK_RAW);
     tb_free(&b, P(5)); /* never allocated in the trace */
     tb_alloc(&b, P(1), 3 * MiB);
     tb_close(&b);
     load(&b, &s);
-    cr_assert_eq(s.event_count, 3);
+    /* Issue 16 item 6: the failed allocation is replayed (was: skipped, 3 events). */
+    cr_assert_eq(s.event_count, 4);
     cr_assert_eq(s.events[0].stream, 0x77);
-    cr_assert_eq(s.events[1].is_free, 1);
-    cr_assert_eq(s.events[2].stream, 0);
+    cr_assert_eq(s.events[1].size, 64 * GiB);
+    cr_assert_eq(s.events[1].failed, 1);
+    cr_assert_eq(s.events[1].is_free, 0);
+    cr_assert_eq(s.events[1].id, s.id_count - 1); /* an id of its own, never freed */
+    cr_assert_neq(s.events[1].id, s.events[0].id);
+    cr_assert_neq(s.events[1].id, s.events[3].id);
+    cr_assert_eq(s.events[2].is_free, 1);
+    cr_assert_eq(s.events[3].stream, 0);
+    cr_assert_eq(s.allocs, 2);
     cr_assert_eq(s.failed_allocs, 1);
     cr_assert_eq(s.unmatched_frees, 1);
     cmt_whatif_stream_free(&s);
@@ -147,7 +155,7 @@ Test(whatif_run, writeup_oom_exactly_for_split_sizes_above_the_request)
         if (!oom[i])
             continue;
         char msg[512];
-        cmt_model_format_oom(&results[i].oom_info, msg, sizeof msg);
+        cmt_model_format_oom_as(&results[i].oom_info, CMT_MODEL_OOM_1X, msg, sizeof msg);
         cr_assert(strstr(msg, writeup_message), "%s", msg);
         cr_assert_eq(results[i].oom_event, 15);
         cr_assert_eq(results[i].peak_reserved, 18044 * MiB);
@@ -273,7 +281,7 @@ Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream)
     tb_alloc(&b, P(1), 200 * MiB); /* reused without a free: the old tensor ends */
     tb_close(&b);
     load(&b, &alone);
-    cr_assert_eq(alone.event_count, 5);
+    cr_assert_eq(alone.event_count, 6); /* the failed request too (issue 16 item 6; was 5) */
     cmt_reader *r = tb_reader(&b);
     cmt_replay *rp;
     cmt_oom *oom;
