@@ -230,7 +230,8 @@ static int story(struct demo_ctx *d)
     char *const timeline[] = {"", "timeline", "sd-oom.cmt", NULL};
     char *const svg[] = {"", "timeline", "--svg", "sd-oom.svg", "sd-oom.cmt", NULL};
     char *const rec_tensors[] = {"", "record", "-o", "sd-tensors.cmt", "--", d->program, NULL};
-    char *const whatif[] = {"", "whatif", "sd-tensors.cmt", NULL};
+    /* the 1.x wording, as the traced program (an older PyTorch) printed it */
+    char *const whatif[] = {"", "whatif", "--oom-message", "1.x", "sd-tensors.cmt", NULL};
     char *const rec_fixed[] = {"", "record", "-o", "sd-fixed.cmt", "--", d->program, NULL};
     char *const diff[] = {"", "diff", "sd-oom.cmt", "sd-fixed.cmt", NULL};
 
