@@ -216,6 +216,7 @@ int cmt_cmd_oom(int argc, char **argv)
             print_episode(&p, cmt_oom_episode(p.oom, i), i);
         }
     }
+    int status = cmt__pass_status(&p);
     cmt__pass_close(&p);
-    return 0;
+    return status;
 }

@@ -256,6 +256,7 @@ int cmt_cmd_report(int argc, char **argv)
         json_report(&p);
     else
         text_report(&p);
+    int status = cmt__pass_status(&p);
     cmt__pass_close(&p);
-    return 0;
+    return status;
 }

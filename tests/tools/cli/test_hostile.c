@@ -184,3 +184,18 @@ Test(hostile, invalid_utf8_leaves_the_svg_well_formed)
     cr_expect(utf8_ok(body, n), "%s", body);
     cr_expect(strstr((char *)body, "GPU\\x1b[2J\xef\xbf\xbd\xef\xbf\xbd name"), "%s", body);
 }
+
+/* A size the model cannot hold (2^64 - 2630 bytes): whatif names the event and what is wrong in
+ * one line, and exits non-zero. */
+Test(hostile, whatif_names_the_event_with_a_size_near_2_64)
+{
+    const char *path = huge_size_trace(6);
+    const char *argv[] = {"whatif", "--capacity", "20GiB", "--max-split-size-mb",
+                          "inf",    path,         NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, argv);
+    cr_expect_neq(c.status, 0, "%s", c.out);
+    cr_expect(strstr(c.err, "event seq 2:"), "names the event: %s", c.err);
+    cr_expect(strstr(c.err, "18446744073709548986 bytes"), "names the size: %s", c.err);
+    cr_expect_eq(strchr(c.err, '\n'), c.err + strlen(c.err) - 1, "one line: %s", c.err);
+    captured_free(&c);
+}
