@@ -199,3 +199,19 @@ Test(hostile, whatif_names_the_event_with_a_size_near_2_64)
     cr_expect_eq(strchr(c.err, '\n'), c.err + strlen(c.err) - 1, "one line: %s", c.err);
     captured_free(&c);
 }
+
+/* Pinned host memory, recorded with dev -1 (issue 12 item 7): no "device ?" line of its own. */
+Test(hostile, pinned_host_memory_makes_no_phantom_device)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "pinned", 2);
+    tb_alloc(&b, 0x700000000000, TB_MIB, s);
+    uint64_t v[] = {0x10000000, 100 * TB_MIB};
+    tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
+    const char *argv[] = {"report", saved(&b, 7), NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect_null(strstr(c.out, "device ?"), "%s", c.out);
+    captured_free(&c);
+}
