@@ -202,25 +202,69 @@ static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *e
         cmt__kick();
 }
 
-/* First use of a device: name, total and a free/total baseline, taken before the call. */
-static int device_first_use(int32_t dev)
+/* Claims the first use of device dev and names it (cuDeviceGetName and cuDeviceTotalMem need no
+ * context). @return the device's slot, or NULL when it was seen before or is out of range. */
+static struct cmt__device_info *device_claim(int32_t dev)
 {
     if (dev < 0 || dev >= CMT_MAX_DEVICES)
-        return 0;
+        return NULL;
     struct cmt__device_info *d = &cmt__rec.devices[dev];
     int unseen = 0;
     if (atomic_load_explicit(&d->state, memory_order_acquire) != 0 ||
         !atomic_compare_exchange_strong(&d->state, &unseen, 1))
-        return 0;
-    size_t total = 0, free = 0;
+        return NULL;
+    size_t total = 0;
     if (!cmt__real.cuDeviceGetName || cmt__real.cuDeviceGetName(d->name, sizeof d->name, dev))
         snprintf(d->name, sizeof d->name, "device %d", dev);
     if (cmt__real.cuDeviceTotalMem_v2)
         cmt__real.cuDeviceTotalMem_v2(&total, dev);
+    d->total = total;
+    d->free = 0;
+    return d;
+}
+
+/* First use of the current device: name, total and a free/total baseline, taken before the call. */
+static int device_first_use(int32_t dev)
+{
+    struct cmt__device_info *d = device_claim(dev);
+    if (!d)
+        return 0;
+    size_t total = d->total, free = 0;
     if (cmt__real.cuMemGetInfo_v2 && cmt__real.cuMemGetInfo_v2(&free, &total) != CUDA_SUCCESS)
         free = 0;
     d->total = total;
     d->free = free;
+    atomic_store(&d->state, 2);
+    return 1;
+}
+
+/* First use of a device that a call names by argument rather than by its current context
+ * (cuMemCreate's prop.location with no context current, a pool's location, cuCtxCreate's
+ * device), after the call. Free is measured only when a context of that device is current,
+ * with what a successful cuMemCreate itself took added back; otherwise it stays 0 (not
+ * measured: cuMemGetInfo needs a context, and making one would change the program). */
+static int device_named_by_call(const struct cmt_event *ev, CUresult rc)
+{
+    if (ev->dev < 0 || ev->dev >= CMT_MAX_DEVICES ||
+        atomic_load_explicit(&cmt__rec.devices[ev->dev].state, memory_order_acquire) != 0)
+        return 0;
+    int current = cmt__current_device() == ev->dev;
+    /* A call that allocates nothing there (cuDevicePrimaryCtxRetain) leaves an unmeasured device
+     * to the first call made in its context, which measures free before it runs. */
+    if (!current && !(cmt_op_flags(cmt__api_op[ev->api]) & CMT_OPF_CAN_OOM))
+        return 0;
+    struct cmt__device_info *d = device_claim(ev->dev);
+    if (!d)
+        return 0;
+    size_t free = 0, total = d->total;
+    if (current && cmt__real.cuMemGetInfo_v2 &&
+        cmt__real.cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS) {
+        if (rc == CUDA_SUCCESS && cmt__api_op[ev->api] == CMT_OP_VMM_CREATE &&
+            (ev->fields & CMT_F(SIZE)) && ev->v[CMT_FIELD_SIZE] <= total - free)
+            free += ev->v[CMT_FIELD_SIZE];
+        d->total = total;
+        d->free = free;
+    }
     atomic_store(&d->state, 2);
     return 1;
 }
@@ -236,6 +280,17 @@ static void push_info(struct cmt__thread *t, uint32_t kind, const struct cmt_eve
     info.v[CMT_FIELD_FREE] = free;
     info.v[CMT_FIELD_TOTAL] = total;
     push(t, kind, &info);
+}
+
+/* The DEVICE record of device dev and, where free was measured, its baseline. */
+static void push_device(struct cmt__thread *t, const struct cmt_event *ev, int32_t dev)
+{
+    const struct cmt__device_info *d = &cmt__rec.devices[dev];
+    struct cmt_event at = *ev;
+    at.dev = dev;
+    push_info(t, CMT__ENTRY_DEVICE, &at, d->free, d->total);
+    if (d->free)
+        push_info(t, CMT__ENTRY_BASELINE, &at, d->free, d->total);
 }
 
 int cmt__begin(struct cmt__call *c, uint32_t api)
@@ -263,6 +318,7 @@ int cmt__begin(struct cmt__call *c, uint32_t api)
     if (flags & CMT_OPF_CURRENT_DEV) {
         ev->dev = cmt__current_device();
         c->new_device = device_first_use(ev->dev);
+        c->current_dev = ev->dev;
     }
     if (flags & CMT_OPF_RELEASES)
         take_seq(t, ev);
@@ -281,11 +337,10 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
         ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
         take_seq(t, ev);
     }
-    if (c->new_device) {
-        const struct cmt__device_info *d = &cmt__rec.devices[ev->dev];
-        push_info(t, CMT__ENTRY_DEVICE, ev, d->free, d->total);
-        push_info(t, CMT__ENTRY_BASELINE, ev, d->free, d->total);
-    }
+    if (c->new_device) /* the current device, first used by this call */
+        push_device(t, ev, c->current_dev);
+    if (ev->dev >= 0 && device_named_by_call(ev, rc)) /* by an argument: prop.location, dev */
+        push_device(t, ev, ev->dev);
     push(t, CMT__ENTRY_EVENT, ev);
     int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CMT_OPF_CAN_OOM);
     if (oom) { /* the process may be about to die: keep free/total and flush now */

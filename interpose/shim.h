@@ -84,7 +84,8 @@ struct cmt__call {
     struct cmt_event ev;
     struct cmt__thread *thread; /* NULL: not recording this call */
     int errno_saved;
-    int new_device; /* first use of ev.dev: queue its DEVICE record and baseline */
+    int new_device;      /* first use of the current device (begin): queue its DEVICE record */
+    int32_t current_dev; /* the current device at begin, with new_device */
 };
 /* Starts a call: returns 0 when it must not be recorded (tracing off, recursion). Ops that
  * release memory take their seq and time here, before the driver runs. */

@@ -194,3 +194,21 @@ Test(analysis, retry_without_frees_hints_at_the_cache)
     cr_assert(strstr(r.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1 and run `cumemtrace whatif`"), "%s",
               r.out);
 }
+
+/* A device first used by cuMemCreate with no context current (issue 12 item 7): the trace names
+ * it (DEVICE record with its total) and `oom` measures the failure against it. */
+Test(analysis, a_device_first_used_without_a_context_is_named)
+{
+    char path[NAME_MAX + 1];
+    static struct run r;
+    const char *args[] = {"vmm-no-context", NULL};
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
+    struct trace t;
+    trace_load(&t, path);
+    cr_expect_eq(t.ndevices, 1, "one DEVICE record, got %d", t.ndevices);
+    trace_free(&t);
+    static struct run o;
+    cli(&o, "oom", path, NULL, NULL);
+    cr_expect_null(strstr(o.out, "of the 0 B device"), "%s", o.out);
+    cr_expect(strstr(o.out, "(24.00 GiB)"), "measured against the device: %s", o.out);
+}

@@ -1,5 +1,6 @@
-/* reader_decode.c — fuzz target: any bytes given to the reader and the replay engine (and the
- * OOM, timeline and fragmentation analyses on top) must neither crash nor leak nor hang.
+/* reader_decode.c — fuzz target: any bytes given to the reader and the replay engine (and every
+ * analysis on top: oom, timeline, report, diff, fragmentation, whatif's stream; with
+ * CMT_FUZZ_CLI the commands and their printers too) must neither crash nor leak nor hang.
  * Built as a libFuzzer target with -DCMT_FUZZ=ON (clang), and always as a corpus replayer.
  *
  * Two kinds of input. One that starts like a trace (the magic's first byte, 0x89) is read as a
@@ -14,11 +15,23 @@
 #include <zstd.h>
 
 #include "cmt_format.h"
+#include "diff.h"
 #include "oom.h"
 #include "reader.h"
 #include "replay.h"
+#include "report.h"
 #include "timeline.h"
 #include "varint.h"
+#include "whatif.h"
+
+#ifdef CMT_FUZZ_CLI
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "commands.h"
+#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -67,6 +80,108 @@ static uint8_t *wrap_records(const uint8_t *records, size_t len, size_t *out_len
     return t;
 }
 
+/* Every analysis as an observer of one replay: oom, timeline, report, diff and whatif's stream
+ * collection (the pass the CLI runs), then what the commands ask of the finished state. */
+static void analyses(cmt_reader *r)
+{
+    cmt_replay *rp = NULL;
+    cmt_oom *oom = NULL;
+    struct cmt_whatif_collector *wc = NULL;
+    struct cmt_whatif_stream stream;
+    struct cmt_timeline tl;
+    struct cmt_report report;
+    struct cmt_diff_side side = {0};
+    cmt_timeline_init(&tl, 16);
+    if (cmt_replay_create(&rp, r) == 0 && cmt_oom_create(&oom) == 0 &&
+        cmt_whatif_collector_create(&wc, &stream) == 0) {
+        struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
+                                     cmt_report_observer(&report), cmt_diff_observer(&side),
+                                     cmt_whatif_observer(wc)};
+        int rc = cmt_replay_run(rp, obs, sizeof obs / sizeof *obs);
+        char err[256];
+        if (cmt_whatif_collector_end(wc, rc, err, sizeof err) == 0)
+            cmt_whatif_stream_free(&stream);
+        for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+            const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+            struct cmt_fragmentation f;
+            if (d) {
+                cmt_replay_fragmentation(rp, d->dev, &f);
+                cmt_replay_peak_fragmentation(rp, d->dev, &f);
+            }
+        }
+        struct cmt_site_delta *sites = NULL;
+        size_t nsites = 0;
+        cmt_diff_sites(&side, &side, &sites, &nsites);
+        free(sites);
+        char frame[256];
+        for (uint32_t i = 0; i < cmt_oom_count(oom); i++)
+            cmt_reader_format_frame(r, cmt_oom_episode(oom, i)->stack, frame, sizeof frame);
+    }
+    cmt_whatif_collector_destroy(wc);
+    cmt_diff_side_free(&side);
+    cmt_timeline_free(&tl);
+    cmt_oom_destroy(oom);
+    cmt_replay_destroy(rp);
+}
+
+#ifdef CMT_FUZZ_CLI
+/* The commands themselves on the input, their output to /dev/null: every printer (text, JSON,
+ * CSV, SVG) over what the analyses returned. */
+static void commands(const uint8_t *data, size_t size)
+{
+    static int quiet = -1;
+    if (quiet < 0) { /* once: stdout and stderr of the commands go nowhere */
+        quiet = open("/dev/null", O_WRONLY);
+        if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE"))
+            dup2(quiet, 1);
+    }
+    int fd = memfd_create("fuzz.cmt", 0);
+    if (fd < 0)
+        return;
+    if (write(fd, data, size) != (ssize_t)size) {
+        close(fd);
+        return;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    int saved_err = dup(2);
+    if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE"))
+        dup2(quiet, 2);
+    struct {
+        int (*fn)(int, char **);
+        const char *argv[12];
+    } runs[] = {
+        {cmt_cmd_report, {"report", path}},
+        {cmt_cmd_report, {"report", "--json", path}},
+        {cmt_cmd_oom, {"oom", path}},
+        {cmt_cmd_oom, {"oom", "--json", path}},
+        {cmt_cmd_timeline, {"timeline", path}},
+        {cmt_cmd_timeline, {"timeline", "--csv", path}},
+        {cmt_cmd_timeline, {"timeline", "--json", path}},
+        {cmt_cmd_timeline, {"timeline", "--svg", "/dev/null", path}},
+        {cmt_cmd_diff, {"diff", path, path}},
+        {cmt_cmd_diff, {"diff", "--json", path, path}},
+        {cmt_cmd_dump, {"dump", "--all", "--stacks", path}},
+        {cmt_cmd_whatif,
+         {"whatif", "--jobs", "1", "--max-split-size-mb", "inf,64", "--capacity", "1GiB", path}},
+        {cmt_cmd_whatif, {"whatif", "--json", "--jobs", "1", "--max-split-size-mb", "inf", path}},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        int argc = 0;
+        while (runs[i].argv[argc])
+            argc++;
+        runs[i].fn(argc, (char **)runs[i].argv);
+        fflush(stdout);
+        fflush(stderr);
+    }
+    if (saved_err >= 0) {
+        dup2(saved_err, 2);
+        close(saved_err);
+    }
+    close(fd);
+}
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     uint8_t *wrapped = NULL;
@@ -76,43 +191,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data = wrapped;
     }
     cmt_reader *r;
-    if (cmt_reader_open_memory(&r, data, size) != 0) {
-        free(wrapped);
-        return 0;
-    }
-    cmt_replay *rp = NULL;
-    cmt_oom *oom = NULL;
-    struct cmt_timeline tl;
-    if (cmt_replay_create(&rp, r) != 0 || cmt_oom_create(&oom) != 0) {
-        cmt_replay_destroy(rp);
+    if (cmt_reader_open_memory(&r, data, size) == 0) {
+        analyses(r);
         cmt_reader_close(r);
-        free(wrapped);
-        return 0;
     }
-    cmt_timeline_init(&tl, 16);
-    struct cmt_replay_step st;
-    while (cmt_replay_next(rp, &st) > 0) {
-        cmt_oom_observe(oom, rp, &st);
-        cmt_timeline_observe(&tl, rp, &st);
-    }
-    cmt_replay_finish(rp);
-    cmt_oom_finish(oom, rp);
-    cmt_timeline_finish(&tl, rp);
-    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
-        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
-        struct cmt_fragmentation f;
-        if (d) {
-            cmt_replay_fragmentation(rp, d->dev, &f);
-            cmt_replay_peak_fragmentation(rp, d->dev, &f);
-        }
-    }
-    char frame[256];
-    for (uint32_t i = 0; i < cmt_oom_count(oom); i++)
-        cmt_reader_format_frame(r, cmt_oom_episode(oom, i)->stack, frame, sizeof frame);
-    cmt_timeline_free(&tl);
-    cmt_oom_destroy(oom);
-    cmt_replay_destroy(rp);
-    cmt_reader_close(r);
+#ifdef CMT_FUZZ_CLI
+    commands(data, size);
+#endif
     free(wrapped);
     return 0;
 }

@@ -251,6 +251,8 @@ int cmt_cmd_diff(int argc, char **argv)
                 cmt__bytes(a, x), cmt__bytes(b, y), pct(a, b), o.limit);
         rc = 1;
     }
+    if (cmt__pass_status(&pa) || cmt__pass_status(&pb))
+        rc = 1;
     free(sites);
     cmt__pass_close(&pa);
     cmt__pass_close(&pb);

@@ -226,6 +226,7 @@ int cmt_cmd_oom(int argc, char **argv)
         }
         cmt__hint_symbolize("oom", path, raw && !p.damage);
     }
+    int status = cmt__pass_status(&p);
     cmt__pass_close(&p);
-    return 0;
+    return status;
 }

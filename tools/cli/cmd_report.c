@@ -207,6 +207,8 @@ static void text_report(const struct cmt__pass *p)
         const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
         if (!d || (!d->alloc_calls && !d->total_bytes))
             continue;
+        if (d->dev < 0 && !d->peak_live_bytes && !d->total_bytes)
+            continue; /* only memory of no device (pinned host, recorded with dev -1) */
         printf("%-10s %s: peak %s at %s of %s, %" PRIu64 " allocations, %" PRIu64 " failed\n",
                "device", cmt__device_label(rp, d->dev, label, sizeof label),
                cmt__bytes(d->peak_live_bytes, a), cmt__duration(d->peak_t_ns, b),
@@ -263,6 +265,7 @@ int cmt_cmd_report(int argc, char **argv)
         json_report(&p);
     else
         text_report(&p);
+    int status = cmt__pass_status(&p);
     cmt__pass_close(&p);
-    return 0;
+    return status;
 }

@@ -235,6 +235,8 @@ int cmt_cmd_timeline(int argc, char **argv)
     } else {
         text(&p, &tl);
     }
+    if (cmt__pass_status(&p))
+        rc = 1;
     cmt__pass_close(&p);
     cmt_timeline_free(&tl);
     return rc;

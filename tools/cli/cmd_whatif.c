@@ -465,15 +465,32 @@ static int choose_capacity(const struct options *o, const struct cmt_whatif_stre
     return 0;
 }
 
-/* @return 1 after naming the first setting whose replay stopped on an error. */
+/* @return 1 after naming the first setting whose replay stopped on an error, with the event it
+ * stopped at (the replay stops at the event it could not apply). */
 static int replay_failed(const struct options *o, const struct cmt_whatif_run_out *run)
 {
-    for (size_t i = 0; i < run->count; i++)
-        if (run->results[i].error) {
+    for (size_t i = 0; i < run->count; i++) {
+        const struct cmt_whatif_result *res = &run->results[i];
+        if (!res->error)
+            continue;
+        const struct cmt_whatif_stream *s = run->stream;
+        if (res->events_replayed >= s->event_count) {
             fprintf(stderr, "cumemtrace whatif: %s: replay stopped: %s\n", o->path,
-                    cmt_strerror(run->results[i].error));
+                    cmt_strerror(res->error));
             return 1;
         }
+        const struct cmt_whatif_event *e = &s->events[res->events_replayed];
+        if (!e->is_free && e->size >= ((uint64_t)1 << 60) && res->error == CMT_EINVALID)
+            fprintf(stderr,
+                    "cumemtrace whatif: %s: event seq %" PRIu64 ": an allocation of %" PRIu64
+                    " bytes is larger than the model replays (PyTorch refuses 1 EiB or "
+                    "more); replay stopped\n",
+                    o->path, e->seq, e->size);
+        else
+            fprintf(stderr, "cumemtrace whatif: %s: event seq %" PRIu64 ": replay stopped: %s\n",
+                    o->path, e->seq, cmt_strerror(res->error));
+        return 1;
+    }
     return 0;
 }
 

@@ -50,6 +50,11 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
     return 0;
 }
 
+int cmt__pass_status(const struct cmt__pass *p)
+{
+    return p->damage < 0 && p->damage != CMT_ETRUNCATED && p->damage != CMT_ECORRUPT;
+}
+
 void cmt__pass_close(struct cmt__pass *p)
 {
     cmt_diff_side_free(&p->diff);

@@ -29,6 +29,9 @@ struct cmt__pass {
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
 void cmt__pass_close(struct cmt__pass *p);
+/* The exit status a finished pass leaves its command: 1 when the replay stopped on an error that
+ * is not damage (out of memory: the results shown are partial), else 0. */
+int cmt__pass_status(const struct cmt__pass *p);
 
 /* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
  * @return 0, or -1 when writing to f failed. */

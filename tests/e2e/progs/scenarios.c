@@ -335,6 +335,22 @@ static int oom(void)
     return 0;
 }
 
+/* cuMemCreate with no context current (as NVIDIA's memMapIPCDrv sample does): the device is
+ * first named by the call's prop.location; the second request is larger than the device. */
+static int vmm_no_context(void)
+{
+    CHECK(cuInit(0));
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    size_t granularity = 0;
+    CHECK(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUmemGenericAllocationHandle h, big;
+    CHECK(cuMemCreate(&h, 16 * granularity, &prop, 0));
+    CUresult rc = cuMemCreate(&big, (size_t)1 << 50, &prop, 0);
+    CHECK(cuMemRelease(h));
+    return rc == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 5;
+}
+
 static int all_apis(void)
 {
     init_cuda();
@@ -483,6 +499,8 @@ int main(int argc, char **argv)
         return die(argv[2]);
     if (!strcmp(mode, "oom"))
         return oom();
+    if (!strcmp(mode, "vmm-no-context"))
+        return vmm_no_context();
     if (!strcmp(mode, "all-apis"))
         return all_apis();
     if (!strcmp(mode, "deepbind") && argc > 2)

@@ -184,3 +184,34 @@ Test(hostile, invalid_utf8_leaves_the_svg_well_formed)
     cr_expect(utf8_ok(body, n), "%s", body);
     cr_expect(strstr((char *)body, "GPU\\x1b[2J\xef\xbf\xbd\xef\xbf\xbd name"), "%s", body);
 }
+
+/* A size the model cannot hold (2^64 - 2630 bytes): whatif names the event and what is wrong in
+ * one line, and exits non-zero. */
+Test(hostile, whatif_names_the_event_with_a_size_near_2_64)
+{
+    const char *path = huge_size_trace(6);
+    const char *argv[] = {"whatif", "--capacity", "20GiB", "--max-split-size-mb",
+                          "inf",    path,         NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, argv);
+    cr_expect_neq(c.status, 0, "%s", c.out);
+    cr_expect(strstr(c.err, "event seq 2:"), "names the event: %s", c.err);
+    cr_expect(strstr(c.err, "18446744073709548986 bytes"), "names the size: %s", c.err);
+    cr_expect_eq(strchr(c.err, '\n'), c.err + strlen(c.err) - 1, "one line: %s", c.err);
+    captured_free(&c);
+}
+
+/* Pinned host memory, recorded with dev -1 (issue 12 item 7): no "device ?" line of its own. */
+Test(hostile, pinned_host_memory_makes_no_phantom_device)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "pinned", 2);
+    tb_alloc(&b, 0x700000000000, TB_MIB, s);
+    uint64_t v[] = {0x10000000, 100 * TB_MIB};
+    tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
+    const char *argv[] = {"report", saved(&b, 7), NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect_null(strstr(c.out, "device ?"), "%s", c.out);
+    captured_free(&c);
+}
