@@ -237,6 +237,8 @@ static inline __attribute__((always_inline)) void account(cmt_replay *rp,
             rp->totals.live_bytes += size;
         } else if (kind == CMT_KIND_HOST) {
             rp->totals.host_bytes += size;
+            if (rp->totals.host_bytes > rp->totals.host_peak_bytes)
+                rp->totals.host_peak_bytes = rp->totals.host_bytes;
         }
     } else {
         d->kind_bytes[kind] -= size;
@@ -252,14 +254,39 @@ static inline __attribute__((always_inline)) void account(cmt_replay *rp,
     }
 }
 
-static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint32_t site,
+/* Pinned host memory of a site: figures of its own, never at the device peak. */
+static __attribute__((noinline)) void site_add_host(struct cmt_replay_site *s, uint64_t size,
+                                                    int sign)
+{
+    if (sign > 0) {
+        s->host_live_bytes += size;
+        s->host_live_count++;
+        s->host_alloc_count++;
+        s->host_alloc_bytes += size;
+        if (s->host_live_bytes > s->host_peak_bytes)
+            s->host_peak_bytes = s->host_live_bytes;
+    } else {
+        s->host_live_bytes -= size;
+        s->host_live_count--;
+        s->host_free_count++;
+    }
+}
+
+/* An allocation (sign > 0) or free of kind `kind` (is_allocation) at a site. */
+static inline __attribute__((always_inline)) void site_add(cmt_replay *rp, uint32_t site, int kind,
                                                            uint64_t size, int sign)
 {
     struct cmt_replay_site *s = &rp->sites[site];
+    if (__builtin_expect(kind == CMT_KIND_HOST, 0)) {
+        site_add_host(s, size, sign);
+        return;
+    }
     site_touch(rp, s);
     if (sign > 0) {
         s->live_bytes += size;
         s->live_count++;
+        s->alloc_count++;
+        s->alloc_bytes += size;
         if (s->live_bytes > s->peak_bytes)
             s->peak_bytes = s->live_bytes;
     } else {
@@ -278,7 +305,7 @@ static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
     int kind = e->kind - 1;
     account(rp, d, kind, e->size, -1);
     if (is_allocation(kind))
-        site_add(rp, e->site, e->size, -1);
+        site_add(rp, e->site, kind, e->size, -1);
     if (e->object != CMT_NO_OBJECT)
         rp->free_objects[rp->free_object_count++] = e->object;
     log_freed(rp, e);
@@ -330,11 +357,8 @@ static inline __attribute__((always_inline)) void add_object_on(
     uint32_t site = site_index(rp, e->stack);
     uint32_t object = CMT_NO_OBJECT;
     if (is_allocation(kind)) {
-        struct cmt_replay_site *s = &rp->sites[site];
         object = rp->last_object = new_object(rp);
-        site_add(rp, site, size, +1);
-        s->alloc_count++;
-        s->alloc_bytes += size;
+        site_add(rp, site, kind, size, +1);
     }
     *n = (struct cmt__entry){.key = key,
                              .size = size,

@@ -166,13 +166,18 @@ struct cmt_replay_step {
 
 #define CMT_NO_OBJECT 0u
 
-/* A call site: the allocations made from one stack. Index 0 is "no stack". */
+/* A call site: the allocations made from one stack. Index 0 is "no stack". Its figures are
+ * device memory (CMT_KIND_IS_DEVICE_MEMORY) only; pinned host memory allocated from it has its
+ * own (host_*). failures counts every failed allocation attempt, device or host. */
 struct cmt_replay_site {
     uint32_t stack; /* leaf STACK_NODE id */
     uint64_t live_bytes, live_count;
     uint64_t peak_bytes;                   /* this site's own maximum */
     uint64_t at_peak_bytes, at_peak_count; /* at the process-wide peak (cmt_replay_finish) */
     uint64_t alloc_count, alloc_bytes, free_count, failures;
+    /* pinned host memory (CMT_KIND_HOST) */
+    uint64_t host_live_bytes, host_live_count, host_peak_bytes;
+    uint64_t host_alloc_count, host_alloc_bytes, host_free_count;
     /* internal: lazy copy at the process peak */
     uint64_t last_mod_seq, saved_bytes, saved_count, saved_peak;
 };
@@ -253,6 +258,7 @@ const struct cmt_replay_device *cmt_replay_device(const cmt_replay *rp, int32_t 
 struct cmt_replay_totals {
     uint64_t events, records;
     uint64_t live_bytes, host_bytes, pool_retained_bytes;
+    uint64_t host_peak_bytes; /* the most pinned host memory live at once */
     uint64_t peak_live_bytes, peak_t_ns, peak_seq;
     uint64_t alloc_calls, free_calls, failures, oom_failures, unknown_frees;
     uint64_t temporary_count, temporary_bytes; /* freed before the next allocation */

@@ -22,6 +22,10 @@ static void measure(const struct cmt_replay_site *s, enum cmt_rank_by by, uint64
         *bytes = s->live_bytes;
         *count = s->live_count;
         break;
+    case CMT_RANK_HOST_LIVE:
+        *bytes = s->host_live_bytes;
+        *count = s->host_live_count;
+        break;
     default: *bytes = s->peak_bytes; *count = s->alloc_count;
     }
 }
@@ -132,7 +136,7 @@ size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_rank
         const struct cmt_replay_site *s = cmt_replay_site(rp, i);
         struct cmt_site_item it = {i, s->stack, 0, 0};
         measure(s, by, &it.bytes, &it.count);
-        if (it.bytes || (by == CMT_RANK_LIVE && it.count))
+        if (it.bytes || (by == CMT_RANK_LIVE && it.count) || (by == CMT_RANK_HOST_LIVE && it.count))
             items[n++] = it;
     }
     size_t count = 0;
@@ -142,7 +146,8 @@ size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_rank
         for (uint32_t i = 0; i < sites && max; i++) {
             struct cmt_ranked_site r = {i, 0, 0};
             measure(cmt_replay_site(rp, i), by, &r.bytes, &r.count);
-            if (r.bytes || (by == CMT_RANK_LIVE && r.count))
+            if (r.bytes || (by == CMT_RANK_LIVE && r.count) ||
+                (by == CMT_RANK_HOST_LIVE && r.count))
                 rank_insert(out, &count, max, r);
         }
     }

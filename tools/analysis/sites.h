@@ -19,7 +19,8 @@ struct cmt_site_item {
     uint64_t bytes, count;
 };
 
-enum cmt_rank_by { CMT_RANK_AT_PEAK, CMT_RANK_LIVE, CMT_RANK_OWN_PEAK };
+/* AT_PEAK, LIVE, OWN_PEAK: device memory; HOST_LIVE: pinned host memory live at the end. */
+enum cmt_rank_by { CMT_RANK_AT_PEAK, CMT_RANK_LIVE, CMT_RANK_OWN_PEAK, CMT_RANK_HOST_LIVE };
 
 /* Groups items by call site (equal cmt_site_key) and keeps the top `max` groups by bytes,
  * largest first; ties keep the order of their first items. Call it once symbols are read

@@ -141,10 +141,15 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
     cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
+    int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
+    if (host)
+        cmt__json_u64(&j, "host_pinned_peak_bytes", t->host_peak_bytes);
     json_devices(&j, rp);
     json_api_calls(&j, rp, p->reader);
     json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
     json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
+    if (host)
+        json_sites(&j, "host_pinned_sites", rp, p->report.host_sites, p->report.host_site_count);
     cmt__json_object(&j, "failures");
     cmt__json_u64(&j, "total", t->failures);
     cmt__json_u64(&j, "out_of_memory", t->oom_failures);
@@ -160,7 +165,8 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_finish(&j);
 }
 
-/* @return 1 when a site shown is named by a raw frame. */
+/* Prints the sites under `title` (none: under the line just printed). @return 1 when a site
+ * shown is named by a raw frame. */
 static int text_sites(const cmt_replay *rp, const char *title, const struct cmt_ranked_site *top,
                       size_t n)
 {
@@ -168,7 +174,8 @@ static int text_sites(const cmt_replay *rp, const char *title, const struct cmt_
     int raw = 0;
     if (!n)
         return 0;
-    printf("\n%s\n", title);
+    if (title)
+        printf("\n%s\n", title);
     for (size_t i = 0; i < n; i++)
         printf(
             "  %10s  %7" PRIu64 " alloc%s  %s\n", cmt__bytes(top[i].bytes, a), top[i].count,
@@ -226,6 +233,11 @@ static void text_report(const struct cmt__pass *p)
                          p->report.peak_site_count);
     raw |= text_sites(rp, "still allocated at the end (leaks), by call site", p->report.leaks,
                       p->report.leak_count);
+    if (t->host_peak_bytes || p->report.host_site_count) { /* never in the device figures */
+        printf("\npinned host memory (not device memory): peak %s, %s at the end, by call site\n",
+               cmt__bytes(t->host_peak_bytes, a), cmt__bytes(t->host_bytes, b));
+        raw |= text_sites(rp, NULL, p->report.host_sites, p->report.host_site_count);
+    }
     printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64
            "), frees of unknown pointers %" PRIu64 "\n",
            t->failures, t->oom_failures, t->unknown_frees);

@@ -135,6 +135,12 @@ Test(replay, host_pinned_memory_is_not_device_memory)
     replay(&b);
     cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 0);
     cr_expect_eq(cmt_replay_totals(rp)->host_bytes, 64 * TB_MIB);
+    const struct cmt_replay_site *s = cmt_replay_site(rp, 0);
+    cr_expect_eq(s->live_bytes + s->live_count + s->alloc_count + s->at_peak_bytes, 0,
+                 "a site's device figures hold no host memory");
+    cr_expect_eq(s->host_live_bytes, 64 * TB_MIB);
+    cr_expect_eq(s->host_live_count, 1);
+    cr_expect_eq(s->host_alloc_count, 1);
     done(&b);
 }
 
@@ -277,6 +283,9 @@ Test(replay, host_registration_is_pinned_host_memory_until_unregistered)
     replay(&b);
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
     cr_expect_eq(t->host_bytes, 64 * TB_MIB);
+    cr_expect_eq(t->host_peak_bytes, 72 * TB_MIB);
+    cr_expect_eq(cmt_replay_site(rp, 0)->host_free_count, 1);
+    cr_expect_eq(cmt_replay_site(rp, 0)->free_count, 0);
     cr_expect_eq(t->live_bytes, 100, "registered host memory is not device memory");
     cr_expect_eq(t->unknown_frees, 0);
     const struct cmt_replay_device *d = cmt_replay_device(rp, -1);

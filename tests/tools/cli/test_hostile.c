@@ -201,17 +201,50 @@ Test(hostile, whatif_names_the_event_with_a_size_near_2_64)
 }
 
 /* Pinned host memory, recorded with dev -1 (issue 12 item 7): no "device ?" line of its own. */
+/* Copies the lines of out's section `title` (up to the next blank line) into buf; "" when
+ * there is none. */
+static void section(const char *out, const char *title, char *buf, size_t size)
+{
+    buf[0] = 0;
+    const char *at = strstr(out, title);
+    if (!at || !(at = strchr(at, '\n')))
+        return;
+    const char *end = strstr(at, "\n\n");
+    size_t n = end ? (size_t)(end - at) : strlen(at);
+    snprintf(buf, size, "%.*s", (int)n, at);
+}
+
 Test(hostile, pinned_host_memory_makes_no_phantom_device)
 {
     struct tb b;
     tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
     uint32_t s = tb_stack(&b, "pinned", 2);
-    tb_alloc(&b, 0x700000000000, TB_MIB, s);
     uint64_t v[] = {0x10000000, 100 * TB_MIB};
     tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
-    const char *argv[] = {"report", saved(&b, 7), NULL};
+    tb_alloc(&b, 0x700000000000, TB_MIB, s);
+    const char *path = saved(&b, 7);
+    const char *argv[] = {"report", path, NULL};
     struct captured c = capture_run(cmt_cmd_report, argv);
     cr_expect_eq(c.status, 0, "%s", c.err);
     cr_expect_null(strstr(c.out, "device ?"), "%s", c.out);
+    /* the site holds 1 MiB of device memory and 100 MiB of pinned host memory: its device
+     * figures are the 1 MiB, the host memory has its own section */
+    char text[1024];
+    section(c.out, "top call sites at the peak", text, sizeof text);
+    cr_expect(strstr(text, "  1.00 MiB"), "%s", c.out);
+    cr_expect_null(strstr(text, "101.00 MiB"), "%s", c.out);
+    section(c.out, "still allocated at the end (leaks), by call site", text, sizeof text);
+    cr_expect(strstr(text, "  1.00 MiB"), "%s", c.out);
+    cr_expect_null(strstr(text, "101.00 MiB"), "%s", c.out);
+    section(c.out, "pinned host memory", text, sizeof text);
+    cr_expect(strstr(text, "100.00 MiB"), "%s", c.out);
+    captured_free(&c);
+    const char *jargv[] = {"report", "--json", path, NULL};
+    c = capture_run(cmt_cmd_report, jargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"peak_sites\":[{\"bytes\":1048576,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"leaks\":[{\"bytes\":1048576,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"host_pinned_peak_bytes\":104857600"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"host_pinned_sites\":[{\"bytes\":104857600,"), "%s", c.out);
     captured_free(&c);
 }
