@@ -280,6 +280,31 @@ static int parse_figures(FILE *in, struct figures *f)
 
 /* Runs the real allocator: simcuda holds device_total, of which device_total - capacity is
  * "used by other processes", no context overhead, addresses never reused. */
+
+/* Forks a child whose standard output the parent reads (*in, in the parent only).
+ * @return the child's pid (0 in the child), or -1. */
+static pid_t spawn_reading(FILE **in)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    close(fds[1]);
+    *in = fdopen(fds[0], "r");
+    return pid;
+}
+
 static int run_oracle(const char *driver, const char *path, const struct script *s,
                       const struct setting *setting, struct figures *out)
 {
@@ -287,16 +312,11 @@ static int run_oracle(const char *driver, const char *path, const struct script 
     snprintf(memory, sizeof(memory), "%" PRIu64, s->device_total);
     snprintf(used, sizeof(used), "%" PRIu64, s->device_total - s->capacity);
     snprintf(fraction, sizeof(fraction), "%.17g", setting->fraction);
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0)
-        return -1;
-    pid_t pid = fork();
+    FILE *in;
+    pid_t pid = spawn_reading(&in);
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        dup2(pipe_fds[1], 1);
-        close(pipe_fds[0]);
-        close(pipe_fds[1]);
         setenv("SIMCUDA_MEMORY", memory, 1);
         setenv("SIMCUDA_USED", used, 1);
         setenv("SIMCUDA_CONTEXT_OVERHEAD", "0", 1);
@@ -309,8 +329,6 @@ static int run_oracle(const char *driver, const char *path, const struct script 
             execl(driver, driver, path, (char *)NULL);
         _exit(127);
     }
-    close(pipe_fds[1]);
-    FILE *in = fdopen(pipe_fds[0], "r");
     int parsed = parse_figures(in, out);
     fclose(in);
     int status;
@@ -464,16 +482,11 @@ struct parsed {
 static int run_oracle_config(const char *driver, const char *cuda_conf, const char *alloc_conf,
                              struct parsed *out)
 {
-    int pipe_fds[2];
-    if (pipe(pipe_fds) != 0)
-        return -1;
-    pid_t pid = fork();
+    FILE *in;
+    pid_t pid = spawn_reading(&in);
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        dup2(pipe_fds[1], 1);
-        close(pipe_fds[0]);
-        close(pipe_fds[1]);
         setenv("SIMCUDA_MEMORY", "1GiB", 1);
         if (cuda_conf)
             setenv("PYTORCH_CUDA_ALLOC_CONF", cuda_conf, 1);
@@ -486,8 +499,6 @@ static int run_oracle_config(const char *driver, const char *cuda_conf, const ch
         execl(driver, driver, "--config", (char *)NULL);
         _exit(127);
     }
-    close(pipe_fds[1]);
-    FILE *in = fdopen(pipe_fds[0], "r");
     char line[MESSAGE_MAX + 64];
     int seen = 0;
     memset(out, 0, sizeof(*out));

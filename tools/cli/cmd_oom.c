@@ -192,14 +192,11 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
 
 int cmt_cmd_oom(int argc, char **argv)
 {
-    int json;
-    const char *path;
-    int rc = cmt__parse_json_file(argc, argv, "oom", usage, &json, &path);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    int json, status;
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "oom", path, 1, NULL) != 0)
-        return 1;
+    if (!cmt__pass_from_args(&p, argc, argv, "oom", usage, CMT__PASS_OOM, &json, &status))
+        return status;
+    const char *path = p.path;
     uint32_t n = cmt_oom_count(p.oom);
     if (json) {
         struct cmt__json j;
@@ -226,7 +223,7 @@ int cmt_cmd_oom(int argc, char **argv)
         }
         cmt__hint_symbolize("oom", path, raw && !p.damage);
     }
-    int status = cmt__pass_status(&p);
+    status = cmt__pass_status(&p);
     cmt__pass_close(&p);
     return status;
 }

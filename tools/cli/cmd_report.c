@@ -265,19 +265,15 @@ static void text_report(const struct cmt__pass *p)
 
 int cmt_cmd_report(int argc, char **argv)
 {
-    int json;
-    const char *path;
-    int rc = cmt__parse_json_file(argc, argv, "report", usage, &json, &path);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    int json, status;
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "report", path, CMT__PASS_REPORT, NULL) != 0)
-        return 1;
+    if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
+        return status;
     if (json)
         json_report(&p);
     else
         text_report(&p);
-    int status = cmt__pass_status(&p);
+    status = cmt__pass_status(&p);
     cmt__pass_close(&p);
     return status;
 }

@@ -76,3 +76,19 @@ const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size
         snprintf(buf, size, "GPU %d", dev);
     return buf;
 }
+
+int cmt__pass_from_args(struct cmt__pass *p, int argc, char **argv, const char *cmd,
+                        const char *usage, unsigned want, int *json, int *status)
+{
+    const char *path;
+    int rc = cmt__parse_json_file(argc, argv, cmd, usage, json, &path);
+    if (rc) {
+        *status = rc < 0 ? 0 : rc;
+        return 0;
+    }
+    if (cmt__pass_run(p, cmd, path, want, NULL) != 0) {
+        *status = 1;
+        return 0;
+    }
+    return 1;
+}

@@ -33,6 +33,12 @@ void cmt__pass_close(struct cmt__pass *p);
  * is not damage (out of memory: the results shown are partial), else 0. */
 int cmt__pass_status(const struct cmt__pass *p);
 
+/* `cumemtrace CMD [--json] FILE`: parses the arguments (cmt__parse_json_file) and runs the
+ * pass. @return 1 with *p open (cmt__pass_close it) and *json set; 0 when the command is
+ * over, with *status its exit status (help printed, a usage error, an unreadable trace). */
+int cmt__pass_from_args(struct cmt__pass *p, int argc, char **argv, const char *cmd,
+                        const char *usage, unsigned want, int *json, int *status);
+
 /* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
  * @return 0, or -1 when writing to f failed. */
 int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);

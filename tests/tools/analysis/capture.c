@@ -65,3 +65,11 @@ const char *temp_trace(const void *data, unsigned long len, int index)
     }
     return paths[index % 8];
 }
+
+struct captured capture_svg(int (*timeline)(int, char **), const char *trace, char *svg,
+                            unsigned long svg_len)
+{
+    snprintf(svg, svg_len, "%s.svg", trace);
+    const char *argv[] = {"timeline", "--svg", svg, trace, NULL};
+    return capture_run(timeline, argv);
+}

@@ -11,6 +11,11 @@ struct captured {
 struct captured capture_run(int (*fn)(int, char **), const char *const *argv);
 void captured_free(struct captured *c);
 
+/* Runs `timeline --svg TRACE.svg TRACE` through the timeline entry point given; the chart's
+ * path is written to svg. */
+struct captured capture_svg(int (*timeline)(int, char **), const char *trace, char *svg,
+                            unsigned long svg_len);
+
 /* Writes a buffer to a fresh temporary file. @return its path (static per call index). */
 const char *temp_trace(const void *data, unsigned long len, int index);
 

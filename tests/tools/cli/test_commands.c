@@ -86,9 +86,7 @@ Test(commands, timeline_svg_writes_a_chart)
 {
     const char *path = oom_trace(0, TB_GIB);
     char svg[128];
-    snprintf(svg, sizeof svg, "%s.svg", path);
-    const char *argv[] = {"timeline", "--svg", svg, path, NULL};
-    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    struct captured c = capture_svg(cmt_cmd_timeline, path, svg, sizeof svg);
     cr_expect_eq(c.status, 0);
     FILE *f = fopen(svg, "r");
     cr_assert_not_null(f);

@@ -169,9 +169,7 @@ Test(hostile, invalid_utf8_leaves_the_svg_well_formed)
 {
     const char *path = hostile_strings_trace(5);
     char svg[128];
-    snprintf(svg, sizeof svg, "%s.svg", path);
-    const char *argv[] = {"timeline", "--svg", svg, path, NULL};
-    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    struct captured c = capture_svg(cmt_cmd_timeline, path, svg, sizeof svg);
     cr_expect_eq(c.status, 0);
     captured_free(&c);
     FILE *f = fopen(svg, "rb");

@@ -62,9 +62,7 @@ Test(timeline_cmd, svg_draws_the_drop)
 {
     const char *path = freed_early_trace(0);
     char svg[128];
-    snprintf(svg, sizeof svg, "%s.svg", path);
-    const char *argv[] = {"timeline", "--svg", svg, path, NULL};
-    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    struct captured c = capture_svg(cmt_cmd_timeline, path, svg, sizeof svg);
     cr_expect_eq(c.status, 0);
     FILE *f = fopen(svg, "r");
     cr_assert_not_null(f);
