@@ -14,6 +14,7 @@
 
 #include "cmt_error.h"
 #include "emit.h"
+#include "cmt_grow.h"
 
 struct state {
     const uint8_t *map;
@@ -56,14 +57,8 @@ static int collect(struct state *s)
             const struct cmt__queued *e = &t->ring[i & t->mask];
             if (cmt__queued_key(e) < s->disk.key)
                 continue;
-            if (s->count == cap) {
-                size_t n = cap ? 2 * cap : 4096;
-                void *p = realloc(s->entries, n * sizeof *s->entries);
-                if (!p)
-                    return CMT_ENOMEM;
-                s->entries = p;
-                cap = n;
-            }
+            if (CMT_GROW(s->entries, cap, s->count + 1, 4096) != 0)
+                return CMT_ENOMEM;
             s->entries[s->count++] = *e;
         }
     }
@@ -92,14 +87,8 @@ static int name_thread(void *ctx, uint32_t tid)
     for (size_t i = 0; i < s->named_count; i++)
         if (s->named[i] == tid)
             return 0;
-    if (s->named_count == s->named_cap) {
-        size_t n = s->named_cap ? 2 * s->named_cap : 64;
-        void *p = realloc(s->named, n * sizeof *s->named);
-        if (!p)
-            return CMT_ENOMEM;
-        s->named = p;
-        s->named_cap = n;
-    }
+    if (CMT_GROW(s->named, s->named_cap, s->named_count + 1, 64) != 0)
+        return CMT_ENOMEM;
     s->named[s->named_count++] = tid;
     return cmt_writer_thread(s->w, &(struct cmt_thread){tid, ring_name(s, tid)});
 }

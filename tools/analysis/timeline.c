@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_grow.h"
 
 int cmt_timeline_init(struct cmt_timeline *tl, uint32_t max_points)
 {
@@ -23,12 +24,14 @@ void cmt_timeline_free(struct cmt_timeline *tl)
     memset(tl, 0, sizeof *tl);
 }
 
-/* The series of device dev, created on first use: devices are kept sorted by dev, one series
- * per device seen (a trace names few), found by bisection behind the last one used. */
-static struct cmt_timeline_device *device(struct cmt_timeline *tl, int32_t dev)
+/* Where device dev's series is, or would go: devices are kept sorted by dev (a trace names
+ * few), found by bisection behind the last one used. @return 1 when it is there. */
+static int position(const struct cmt_timeline *tl, int32_t dev, uint32_t *at)
 {
-    if (tl->device_count && tl->devices[tl->hit].dev == dev)
-        return &tl->devices[tl->hit];
+    if (tl->device_count && tl->devices[tl->hit].dev == dev) {
+        *at = tl->hit;
+        return 1;
+    }
     uint32_t lo = 0, hi = tl->device_count;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -37,18 +40,27 @@ static struct cmt_timeline_device *device(struct cmt_timeline *tl, int32_t dev)
         else
             hi = mid;
     }
-    if (lo < tl->device_count && tl->devices[lo].dev == dev) {
+    *at = lo;
+    return lo < tl->device_count && tl->devices[lo].dev == dev;
+}
+
+/* The device's series, or NULL (never creates one). */
+static struct cmt_timeline_device *find_device(struct cmt_timeline *tl, int32_t dev)
+{
+    uint32_t at;
+    return position(tl, dev, &at) ? &tl->devices[at] : NULL;
+}
+
+/* The series of device dev, created on first use. */
+static struct cmt_timeline_device *device(struct cmt_timeline *tl, int32_t dev)
+{
+    uint32_t lo;
+    if (position(tl, dev, &lo)) {
         tl->hit = lo;
         return &tl->devices[lo];
     }
-    if (tl->device_count == tl->device_cap) {
-        uint32_t cap = tl->device_cap ? tl->device_cap * 2 : 4;
-        struct cmt_timeline_device *d = realloc(tl->devices, cap * sizeof *d);
-        if (!d)
-            return NULL;
-        tl->devices = d;
-        tl->device_cap = cap;
-    }
+    if (CMT_GROW(tl->devices, tl->device_cap, (size_t)tl->device_count + 1, 4) != 0)
+        return NULL;
     struct cmt_timeline_point *points = calloc(tl->max_points, sizeof *points);
     if (!points)
         return NULL;
@@ -111,14 +123,6 @@ static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
     d->last_holes.largest_unmapped = f.largest_unmapped;
 }
 
-static int device_known(const struct cmt_timeline *tl, int32_t dev)
-{
-    for (uint32_t i = 0; i < tl->device_count; i++)
-        if (tl->devices[i].dev == dev)
-            return 1;
-    return 0;
-}
-
 /* One event's effect on one device's series (oom: it failed there with out-of-memory). */
 static void observe_on(struct cmt_timeline *tl, const cmt_replay *rp,
                        const struct cmt_replay_device *rd, uint64_t t_ns, int oom)
@@ -166,7 +170,7 @@ void cmt__timeline_observe(struct cmt_timeline *tl, const cmt_replay *rp,
     uint64_t t = st->rec.u.event.t_ns;
     /* a call recorded without a device (dev -1: a release needs no context) gets a series
      * only when something is charged to dev -1 itself; what it releases lowers its owner's */
-    if (rd->dev >= 0 || rd->alloc_calls || rd->live_bytes || device_known(tl, rd->dev))
+    if (rd->dev >= 0 || rd->alloc_calls || rd->live_bytes || find_device(tl, rd->dev))
         observe_on(tl, rp, rd, t, st->oom);
     if (st->owner && st->owner != rd && !tl->failed)
         observe_on(tl, rp, st->owner, t, 0);
@@ -200,15 +204,6 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
             p->largest_unmapped = f.largest_unmapped;
         }
     }
-}
-
-/* The device's series, or NULL (never creates one). */
-static struct cmt_timeline_device *find_device(struct cmt_timeline *tl, int32_t dev)
-{
-    for (uint32_t i = 0; i < tl->device_count; i++)
-        if (tl->devices[i].dev == dev)
-            return &tl->devices[i];
-    return NULL;
 }
 
 /* The events the replay skipped in the quiet window (inside the open bucket, at or below its

@@ -43,7 +43,8 @@ struct cmt_timeline {
     uint64_t width;                      /* ns per bucket: a power of two */
     unsigned width_shift;                /* log2(width) */
     struct cmt_timeline_device *devices; /* the devices seen, in order of dev */
-    uint32_t device_count, device_cap;
+    uint32_t device_count;
+    size_t device_cap;
     uint32_t hit; /* index of the device of the last event (when device_count > 0) */
     int failed;
 };
