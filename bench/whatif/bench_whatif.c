@@ -111,8 +111,11 @@ static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *bu
     cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"});
     cmt_writer_api(w, &(struct cmt_api){2, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"});
     cmt_writer_device(w, &(struct cmt_device){0, "GPU0", 80ull << 30, 79ull << 30, 0});
-    for (size_t k = 0; k < s->event_count; k++) {
-        const struct cmt_whatif_event *e = &s->events[k];
+    struct cmt_whatif_cursor c;
+    struct cmt_whatif_event event;
+    cmt_whatif_cursor_init(&c, s);
+    for (size_t k = 0; cmt_whatif_cursor_next(&c, &event); k++) {
+        const struct cmt_whatif_event *e = &event;
         struct cmt_event ev = {.seq = k,
                                .t_ns = k,
                                .tid = 1,

@@ -9,8 +9,11 @@
 #include <strings.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include "commands.h"
 #include "output.h"
+#include "progress.h"
 #include "whatif.h"
 #include "whatif_cli.h"
 
@@ -20,8 +23,10 @@
 #define MAX_SETTINGS 4096
 
 /* Options besides the settings, before and after them in the synopsis. */
-static const char *const synopsis_before[] = {"[--json]", "[--capacity BYTES]"};
-static const char *const synopsis_after[] = {"[--oom-message 2.x|1.x]", "[--jobs N]", "FILE"};
+static const char *const synopsis_before[] = {"[--json]", "[--capacity BYTES]",
+                                              "[--memory-fraction F]"};
+static const char *const synopsis_after[] = {"[--address-policy never-reuse|first-fit]",
+                                             "[--oom-message 2.x|1.x]", "[--jobs N]", "FILE"};
 
 static const char usage_text[] =
     "\n"
@@ -36,11 +41,19 @@ static const char usage_text[] =
     "options:\n"
     "  --json                 print one JSON object instead of the table\n"
     "  --capacity BYTES       memory the allocator may reserve, e.g. 20GiB (default: the\n"
-    "                         device's total minus what was in use before the first allocation)\n";
+    "                         device's total minus what was in use before the first allocation)\n"
+    "  --memory-fraction F    torch.cuda.set_per_process_memory_fraction(F), 0 < F <= 1: the\n"
+    "                         allocator may hold F x the device's total; garbage collection\n"
+    "                         (--gc-threshold) acts only with a fraction, as in PyTorch\n";
 
 static const char usage_jobs[] =
+    "  --address-policy never-reuse|first-fit\n"
+    "                         where the model puts device allocations (default never-reuse);\n"
+    "                         a setting is also replayed under the other policy when they could\n"
+    "                         differ, and marked borderline when its OOM verdict depends on it\n"
     "  --oom-message 2.x|1.x  the wording of PyTorch's OOM messages: 2.x (default, as\n"
-    "                         PyTorch 2.6 prints them) or 1.x (PyTorch 1.x to 2.0)\n"
+    "                         PyTorch 2.6 prints them, unless the trace names a PyTorch before\n"
+    "                         2.1) or 1.x (PyTorch 1.x to 2.0)\n"
     "  --jobs N               replay on N threads (default: the number of CPUs)\n";
 
 #define USAGE_WIDTH 90 /* the synopsis wraps before this column */
@@ -110,6 +123,9 @@ struct options {
     uint64_t capacity; /* 0: from the trace */
     unsigned jobs;
     enum cmt_model_oom_style oom_style;
+    bool oom_style_given;
+    double memory_fraction; /* 0: none */
+    enum cmt_model_address_policy address_policy;
     /* The values given for each setting, in the order given. */
 #define CMT__SETTING_LIST(field, type, ...)          \
     struct {                                         \
@@ -285,7 +301,8 @@ static void expected_fraction(char *buf, size_t len, double lo, double hi)
 /* Whether arg is an option that takes a value. */
 static bool takes_value(const char *arg)
 {
-    if (cmt__is(arg, "--capacity", "--jobs") || cmt__is(arg, "--oom-message", NULL))
+    if (cmt__is(arg, "--capacity", "--jobs") || cmt__is(arg, "--oom-message", NULL) ||
+        cmt__is(arg, "--memory-fraction", "--address-policy"))
         return true;
 #define CMT__SETTING_FLAG(field, type, key, def, flag, ...) \
     if (cmt__is(arg, flag, NULL))                           \
@@ -313,9 +330,19 @@ static int parse_setting(const char *arg, const char *value, struct options *o)
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
+    char name[64];
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
+        /* --NAME=VALUE is --NAME VALUE */
+        const char *eq = arg[0] == '-' && arg[1] == '-' ? strchr(arg, '=') : NULL;
+        if (eq && (size_t)(eq - arg) < sizeof name) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+            if (!takes_value(name))
+                return cmt__usage_error(CMD, "%s takes no value", name);
+            arg = name;
+            value = eq + 1;
+        }
         int rc = 0;
         if (cmt__is(arg, "-h", "--help")) {
             print_usage(stdout);
@@ -333,7 +360,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         }
         if (!value)
             return cmt__usage_error(CMD, "%s needs a value", arg);
-        i++;
+        if (!eq)
+            i++;
         if (cmt__is(arg, "--capacity", NULL)) {
             if (cmt_whatif_parse_bytes(value, &o->capacity) != 0)
                 return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB", value);
@@ -350,6 +378,18 @@ static int parse_args(int argc, char **argv, struct options *o)
                 o->oom_style = CMT_MODEL_OOM_1X;
             else
                 return cmt__usage_error(CMD, "--oom-message wants 2.x or 1.x, got '%s'", value);
+            o->oom_style_given = true;
+        } else if (cmt__is(arg, "--memory-fraction", NULL)) {
+            char *end;
+            double f = strtod(value, &end);
+            if (end == value || *end || !(f > 0.0 && f <= 1.0))
+                return cmt__usage_error(
+                    CMD, "--memory-fraction wants a fraction in (0,1], got '%s'", value);
+            o->memory_fraction = f;
+        } else if (cmt__is(arg, "--address-policy", NULL)) {
+            if (cmt_model_address_policy_parse(value, &o->address_policy) != CMT_EOK)
+                return cmt__usage_error(
+                    CMD, "--address-policy wants never-reuse or first-fit, got '%s'", value);
         } else {
             rc = parse_setting(arg, value, o);
         }
@@ -405,15 +445,14 @@ static void default_lists(struct options *o)
 /* No list given: unlimited and a ladder around the failing request, with the
  * first value of every other list. */
 static void default_split_list(struct options *o, const struct cmt_whatif_stream *s,
-                               uint64_t capacity, uint64_t total)
+                               const struct cmt_whatif_device *dev)
 {
     struct cmt_whatif_setting base;
 #define CMT__SETTING_FIRST(field, ...) base.field = o->field.values[0];
     CMT_MODEL_SETTINGS(CMT__SETTING_FIRST)
 #undef CMT__SETTING_FIRST
     base.max_split_size = UINT64_MAX;
-    o->max_split_size.count = cmt_whatif_default_splits(s, capacity, total, &base,
-                                                        o->max_split_size.values);
+    o->max_split_size.count = cmt_whatif_default_splits_on(s, dev, &base, o->max_split_size.values);
 }
 
 static double now_seconds(void)
@@ -439,7 +478,7 @@ static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_
     struct cmt_whatif_setting st;
     cmt_whatif_setting_default(&st);
     st.max_split_size = exact * MIB;
-    cmt_whatif_run(s, run->capacity, run->device_total, &st, 1, 1, out);
+    cmt_whatif_run_on(s, &run->dev, &st, 1, 1, out);
     return true;
 }
 
@@ -479,7 +518,9 @@ static int replay_failed(const struct options *o, const struct cmt_whatif_run_ou
                     cmt_strerror(res->error));
             return 1;
         }
-        const struct cmt_whatif_event *e = &s->events[res->events_replayed];
+        struct cmt_whatif_event ev = {0};
+        const struct cmt_whatif_event *e = &ev;
+        cmt_whatif_stream_event(s, res->events_replayed, &ev);
         if (!e->is_free && e->size >= ((uint64_t)1 << 60) && res->error == CMT_EINVALID)
             fprintf(stderr,
                     "cumemtrace whatif: %s: event seq %" PRIu64 ": an allocation of %" PRIu64
@@ -516,7 +557,19 @@ int cmt_cmd_whatif(int argc, char **argv)
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
     char err[256] = "";
-    rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
+    struct cmt__progress progress; /* a line on a terminal while the trace is read */
+    struct cmt_observer extra[1];
+    size_t extra_count = 0;
+    struct stat st;
+    if (cmt__progress_wanted(stderr)) {
+        cmt__progress_init(&progress, stderr, CMD, o->path, 1,
+                           stat(o->path, &st) == 0 ? (uint64_t)st.st_size : 0,
+                           cmt__progress_now_ns());
+        extra[extra_count++] = cmt__progress_observer(&progress);
+    }
+    rc = cmt_whatif_stream_load_observed(r, &s, extra, extra_count, err, sizeof err);
+    if (extra_count)
+        cmt__progress_done(&progress);
     if (rc) {
         fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
         goto out;
@@ -527,8 +580,18 @@ int cmt_cmd_whatif(int argc, char **argv)
         .stream = &s, .path = o->path, .results = results, .oom_style = o->oom_style};
     if (choose_capacity(o, &s, &run) != 0)
         goto out;
+    run.dev = (struct cmt_whatif_device){.capacity = run.capacity,
+                                         .device_total = run.device_total,
+                                         .memory_fraction = o->memory_fraction,
+                                         .address_policy = o->address_policy,
+                                         .check_other_policy = true};
+    /* The wording of the PyTorch the trace names, unless --oom-message says. */
+    if (!o->oom_style_given && cmt_whatif_torch_prints_1x(s.torch_version)) {
+        run.oom_style = CMT_MODEL_OOM_1X;
+        run.oom_style_from_trace = true;
+    }
     if (!o->max_split_size.count)
-        default_split_list(o, &s, run.capacity, run.device_total);
+        default_split_list(o, &s, &run.dev);
     run.count = combinations(o, settings);
     if (!run.count) {
         fprintf(stderr,
@@ -539,7 +602,7 @@ int cmt_cmd_whatif(int argc, char **argv)
         goto out;
     }
     double start = now_seconds();
-    cmt_whatif_run(&s, run.capacity, run.device_total, settings, run.count, o->jobs, results);
+    cmt_whatif_run_on(&s, &run.dev, settings, run.count, o->jobs, results);
     run.seconds = now_seconds() - start;
     run.threads = o->jobs;
     cmt_whatif_recommend(results, run.count, &run.rec);
@@ -551,6 +614,15 @@ int cmt_cmd_whatif(int argc, char **argv)
         cmt_whatif_print_json(stdout, &run);
     else
         cmt_whatif_print_text(stdout, &run);
+    if (!o->memory_fraction)
+        for (size_t i = 0; i < run.count; i++)
+            if (settings[i].garbage_collection_threshold > 0.0) {
+                fprintf(stderr,
+                        "cumemtrace whatif: note: garbage_collection_threshold acts only with a "
+                        "memory fraction (PyTorch's set_per_process_memory_fraction); pass "
+                        "--memory-fraction F\n");
+                break;
+            }
     if (o->json && s.caching_detected)
         fprintf(stderr,
                 "cumemtrace whatif: warning: %s looks recorded through a caching allocator "

@@ -13,6 +13,8 @@ struct cmt_whatif_run_out {
     uint64_t capacity, device_total;
     bool capacity_from_trace;
     enum cmt_model_oom_style oom_style; /* the wording of the OOM messages */
+    bool oom_style_from_trace;          /* chosen by the PyTorch version the trace names */
+    struct cmt_whatif_device dev;       /* what every replay ran on */
     struct cmt_whatif_result *results;
     size_t count;
     double seconds;   /* wall time of the sweep */

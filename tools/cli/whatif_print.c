@@ -31,10 +31,18 @@ static void oom_message(const struct cmt_whatif_run_out *run, const struct cmt_w
     cmt_model_format_oom_as(&r->oom_info, run->oom_style, buf, len);
 }
 
+/* Event `index` of the stream, every field (zeroes if it is not there). */
+static struct cmt_whatif_event event_at(const struct cmt_whatif_run_out *run, size_t index)
+{
+    struct cmt_whatif_event e = {0};
+    cmt_whatif_stream_event(run->stream, index, &e);
+    return e;
+}
+
 static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
 {
     const struct cmt_whatif_stream *s = run->stream;
-    uint32_t site = s->events[event].site;
+    uint32_t site = event_at(run, event).site;
     return site < s->site_count ? s->sites[site] : "";
 }
 
@@ -58,8 +66,32 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
     else
         fprintf(f, "  capacity  %s (--capacity) of %s\n", cmt__bytes(run->capacity, a),
                 cmt__bytes(run->device_total, b));
+    if (run->dev.memory_fraction > 0.0)
+        fprintf(f, "  fraction  %g (--memory-fraction): the allocator may hold %s\n",
+                run->dev.memory_fraction,
+                cmt__bytes((uint64_t)(run->dev.memory_fraction * (double)run->device_total), a));
     fprintf(f, "  replayed  %zu setting%s x %zu events in %.1f ms\n", run->count,
             run->count == 1 ? "" : "s", s->event_count, run->seconds * 1e3);
+    size_t checked = 0, borderline = 0;
+    for (size_t i = 0; i < run->count; i++) {
+        checked += run->results[i].other_checked;
+        borderline += run->results[i].borderline;
+    }
+    const char *policy = cmt_model_address_policy_name(run->dev.address_policy);
+    const char *other = cmt_model_address_policy_name(
+        run->dev.address_policy == CMT_MODEL_ADDRESSES_FIRST_FIT ? CMT_MODEL_ADDRESSES_NEVER_REUSE
+                                                                 : CMT_MODEL_ADDRESSES_FIRST_FIT);
+    if (checked)
+        fprintf(f,
+                "  addresses %s; %zu setting%s replayed under %s too (device addresses could "
+                "differ there), %zu borderline\n",
+                policy, checked, checked == 1 ? "" : "s", other, borderline);
+    else
+        fprintf(f, "  addresses %s (%s would place every device allocation alike)\n", policy,
+                other);
+    if (s->torch_version[0])
+        fprintf(f, "  PyTorch   %s (from %s)%s\n", s->torch_version, s->torch_version_source,
+                run->oom_style_from_trace ? ": OOM messages in its 1.x wording" : "");
     if (s->caching_detected) {
         fprintf(f,
                 "\n  WARNING: this trace looks like it went through a caching allocator:\n"
@@ -74,16 +106,18 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
 
 static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
 {
-    size_t width = 7;
+    size_t width = 7, result_width = 22;
     char buf[160], res[64];
     for (size_t i = 0; i < run->count; i++) {
         size_t n = strlen(label(&run->results[i].setting, buf, sizeof buf));
         if (n > width)
             width = n;
+        if (run->results[i].borderline && result_width < 34)
+            result_width = 34;
     }
-    fprintf(f, "\n  %-*s  %-22s %13s %14s %13s %14s %7s %8s\n", (int)width, "setting", "result",
-            "peak reserved", "peak allocated", "res - alloc", "inactive split", "retries",
-            "cudaMalloc");
+    fprintf(f, "\n  %-*s  %-*s %13s %14s %13s %14s %7s %8s\n", (int)width, "setting",
+            (int)result_width, "result", "peak reserved", "peak allocated", "res - alloc",
+            "inactive split", "retries", "cudaMalloc");
     for (size_t i = 0; i < run->count; i++) {
         const struct cmt_whatif_result *r = &run->results[i];
         char a[32], b[32], c[32], d[32];
@@ -91,15 +125,33 @@ static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
             snprintf(res, sizeof res, "OOM at %s", cmt__bytes(r->oom_info.requested, a));
         else
             snprintf(res, sizeof res, "ok");
-        fprintf(f, "  %-*s  %-22s %13s %14s %13s %14s %7" PRIu64 " %8" PRIu64 "%s\n", (int)width,
-                label(&r->setting, buf, sizeof buf), res, cmt__bytes(r->peak_reserved, a),
-                cmt__bytes(r->peak_allocated, b),
+        if (r->borderline) {
+            size_t n = strlen(res);
+            snprintf(res + n, sizeof res - n, ", borderline");
+        }
+        fprintf(f, "  %-*s  %-*s %13s %14s %13s %14s %7" PRIu64 " %8" PRIu64 "%s\n", (int)width,
+                label(&r->setting, buf, sizeof buf), (int)result_width, res,
+                cmt__bytes(r->peak_reserved, a), cmt__bytes(r->peak_allocated, b),
                 cmt__bytes(r->peak_reserved - r->allocated_at_peak, c),
                 cmt__bytes(r->inactive_split_at_peak, d), r->alloc_retries, r->device_alloc_calls,
                 run->rec.best == (long)i ? "  <- best" : "");
     }
     fprintf(f, "  (fragmentation columns at the moment reserved memory peaked; cudaMalloc = device "
                "allocation calls)\n");
+    for (size_t i = 0; i < run->count; i++) {
+        const struct cmt_whatif_result *r = &run->results[i];
+        if (!r->borderline)
+            continue;
+        fprintf(f,
+                "  borderline: %s %s under %s addresses and %s under %s; where a real driver "
+                "reuses freed addresses is not documented, so either can happen\n",
+                label(&r->setting, buf, sizeof buf), r->oom ? "runs out of memory" : "fits",
+                cmt_model_address_policy_name(r->address_policy),
+                r->other_oom ? "runs out of memory" : "fits",
+                cmt_model_address_policy_name(r->address_policy == CMT_MODEL_ADDRESSES_FIRST_FIT
+                                                  ? CMT_MODEL_ADDRESSES_NEVER_REUSE
+                                                  : CMT_MODEL_ADDRESSES_FIRST_FIT));
+    }
 }
 
 /* Settings that fail at the same event with the same message are grouped. */
@@ -128,10 +180,10 @@ static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
             }
         }
         const char *site = site_of(run, r->oom_event);
-        fprintf(f, ":\n    call #%" PRIu64 " at %s: a %s request%s%s\n    %s\n",
-                run->stream->events[r->oom_event].seq,
-                cmt__duration(run->stream->events[r->oom_event].t_ns, t),
-                cmt__bytes(r->oom_info.requested, a), site[0] ? " from " : "", site, msg);
+        struct cmt_whatif_event e = event_at(run, r->oom_event);
+        fprintf(f, ":\n    call #%" PRIu64 " at %s: a %s request%s%s\n    %s\n", e.seq,
+                cmt__duration(e.t_ns, t), cmt__bytes(r->oom_info.requested, a),
+                site[0] ? " from " : "", site, msg);
     }
     free(done);
 }
@@ -146,8 +198,9 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
                    "size, resolution), or try more settings (--expandable-segments true,false).\n");
     } else {
         const struct cmt_whatif_result *best = &run->results[rec->best];
-        fprintf(f, "  %s avoids out-of-memory with the lowest peak reserved (%s).\n",
-                label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a));
+        fprintf(f, "  %s avoids out-of-memory with the lowest peak reserved (%s)%s.\n",
+                label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a),
+                best->borderline ? ", but only under some address reuse (borderline)" : "");
     }
     if (rec->smallest_failing_request) {
         uint64_t req = rec->smallest_failing_request;
@@ -243,8 +296,9 @@ static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
     const struct cmt_model_oom *o = &r->oom_info;
     cmt__json_object(j, "first_oom");
     cmt__json_u64(j, "event", r->oom_event);
-    cmt__json_u64(j, "seq", run->stream->events[r->oom_event].seq);
-    cmt__json_u64(j, "t_ns", run->stream->events[r->oom_event].t_ns);
+    struct cmt_whatif_event e = event_at(run, r->oom_event);
+    cmt__json_u64(j, "seq", e.seq);
+    cmt__json_u64(j, "t_ns", e.t_ns);
     cmt__json_string(j, "call_site", site_of(run, r->oom_event));
     cmt__json_u64(j, "requested_bytes", o->requested);
     cmt__json_u64(j, "rounded_bytes", o->rounded);
@@ -256,6 +310,32 @@ static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
     cmt__json_u64(j, "total_bytes", o->device_total);
     oom_message(run, r, msg, sizeof msg);
     cmt__json_string(j, "message", msg);
+    cmt__json_end_object(j);
+}
+
+/* The model's figures under the keys of PyTorch's torch.cuda.memory_stats() (the model keeps
+ * one pool's worth, "all"; active equals allocated, as record_stream is not modelled). */
+static void json_memory_stats(struct cmt__json *j, const struct cmt_model_stats *st)
+{
+    cmt__json_object(j, "memory_stats");
+    cmt__json_u64(j, "allocated_bytes.all.current", st->allocated_bytes);
+    cmt__json_u64(j, "allocated_bytes.all.peak", st->peak_allocated);
+    cmt__json_u64(j, "reserved_bytes.all.current", st->reserved_bytes);
+    cmt__json_u64(j, "reserved_bytes.all.peak", st->peak_reserved);
+    cmt__json_u64(j, "active_bytes.all.current", st->active_bytes);
+    cmt__json_u64(j, "active_bytes.all.peak", st->peak_allocated);
+    cmt__json_u64(j, "inactive_split_bytes.all.current", st->inactive_split_bytes);
+    cmt__json_u64(j, "requested_bytes.all.current", st->requested_bytes);
+    cmt__json_u64(j, "allocation.all.current", st->allocation);
+    cmt__json_u64(j, "active.all.current", st->active);
+    cmt__json_u64(j, "inactive_split.all.current", st->inactive_split);
+    cmt__json_u64(j, "segment.all.current", st->segment);
+    cmt__json_u64(j, "oversize_allocations.current", st->oversize_allocations);
+    cmt__json_u64(j, "oversize_segments.current", st->oversize_segments);
+    cmt__json_u64(j, "num_alloc_retries", st->num_alloc_retries);
+    cmt__json_u64(j, "num_ooms", st->num_ooms);
+    cmt__json_u64(j, "num_device_alloc", st->num_device_alloc);
+    cmt__json_u64(j, "num_device_free", st->device_free_calls);
     cmt__json_end_object(j);
 }
 
@@ -282,6 +362,23 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
     else
         cmt__json_null(j, "first_oom");
     json_settings(j, &r->setting, false);
+    cmt__json_string(j, "address_policy", cmt_model_address_policy_name(r->address_policy));
+    cmt__json_bool(j, "addresses_diverged", r->addresses_diverged);
+    if (r->other_checked) {
+        cmt__json_object(j, "other_address_policy");
+        cmt__json_string(
+            j, "address_policy",
+            cmt_model_address_policy_name(r->address_policy == CMT_MODEL_ADDRESSES_FIRST_FIT
+                                              ? CMT_MODEL_ADDRESSES_NEVER_REUSE
+                                              : CMT_MODEL_ADDRESSES_FIRST_FIT));
+        cmt__json_bool(j, "oom", r->other_oom);
+        cmt__json_u64(j, "peak_reserved_bytes", r->other_peak_reserved);
+        cmt__json_end_object(j);
+    } else {
+        cmt__json_null(j, "other_address_policy");
+    }
+    cmt__json_bool(j, "borderline", r->borderline);
+    json_memory_stats(j, &r->stats);
     cmt__json_end_object(j);
 }
 
@@ -346,6 +443,23 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     else
         cmt__json_null(&j, "caching_allocator_reason");
     cmt__json_double(&j, "sweep_seconds", run->seconds);
+    if (run->dev.memory_fraction > 0.0)
+        cmt__json_double(&j, "memory_fraction", run->dev.memory_fraction);
+    else
+        cmt__json_null(&j, "memory_fraction");
+    cmt__json_string(&j, "address_policy", cmt_model_address_policy_name(run->dev.address_policy));
+    size_t borderline = 0;
+    for (size_t i = 0; i < run->count; i++)
+        borderline += run->results[i].borderline;
+    cmt__json_u64(&j, "borderline_settings", borderline);
+    if (s->torch_version[0]) {
+        cmt__json_string(&j, "pytorch_version", s->torch_version);
+        cmt__json_string(&j, "pytorch_version_source", s->torch_version_source);
+    } else {
+        cmt__json_null(&j, "pytorch_version");
+        cmt__json_null(&j, "pytorch_version_source");
+    }
+    cmt__json_string(&j, "oom_message_style", run->oom_style == CMT_MODEL_OOM_1X ? "1.x" : "2.x");
     cmt__json_array(&j, "results");
     for (size_t i = 0; i < run->count; i++)
         json_result(&j, run, &run->results[i]);

@@ -299,7 +299,11 @@ int cmt_model_create(const struct cmt_model_config *config, struct cmt_model **o
     m->unused_head = CMT__NIL;
     for (int p = 0; p < 2; p++)
         m->pools[p].free_set.by_size = CMT__BY_SIZE;
-    m->next_address = (uint64_t)1 << 40; /* looks like a device address */
+    if ((unsigned)m->config.address_policy >= CMT_MODEL_ADDRESS_POLICY_COUNT) {
+        free(m);
+        return CMT_EINVALID;
+    }
+    m->address_top = m->address_high = (uint64_t)1 << 40; /* looks like a device address */
     *out = m;
     return CMT_EOK;
 }
@@ -312,6 +316,7 @@ void cmt_model_destroy(struct cmt_model *model)
     free(model->blocks);
     free(model->segments);
     free(model->scratch);
+    cmt__address_destroy(model);
     free(model);
 }
 
@@ -323,6 +328,11 @@ const struct cmt_model_config *cmt_model_get_config(const struct cmt_model *mode
 void cmt_model_get_stats(const struct cmt_model *model, struct cmt_model_stats *stats)
 {
     *stats = model->stats;
+}
+
+const struct cmt_model_stats *cmt_model_stats_view(const struct cmt_model *model)
+{
+    return &model->stats;
 }
 
 const struct cmt_model_oom *cmt_model_last_oom(const struct cmt_model *model)
@@ -404,6 +414,7 @@ static void release_block(struct cmt_model *m, uint32_t i)
     struct cmt__block *b = cmt__b(m, i);
     m->stats.device_free_calls++;
     cmt__device_free(m, b->address, b->size, b->size);
+    cmt__address_release(m, b->address, b->size);
     m->stats.reserved_bytes -= b->size;
     m->stats.segment--;
     if (b->size >= m->split_limit)
@@ -534,15 +545,15 @@ static bool alloc_block(struct cmt_model *m, struct cmt__request *r, bool is_ret
     }
     m->stats.device_alloc_calls++;
     if (m->stats.reserved_bytes + r->alloc_size > m->config.capacity ||
-        !cmt__device_alloc(m, m->next_address, r->alloc_size, r->alloc_size))
+        !cmt__device_alloc(m, cmt__address_peek(m, r->alloc_size), r->alloc_size, r->alloc_size))
         return false;
     uint32_t i = cmt__block_new(m);
     struct cmt__block *b = cmt__b(m, i);
-    b->address = m->next_address;
+    b->address = cmt__address_take(m, r->alloc_size);
     b->size = r->alloc_size;
     b->stream = r->stream;
     b->pool = (uint8_t)r->pool;
-    m->next_address += r->alloc_size;
+    m->stats.num_device_alloc++;
     m->stats.segment++;
     cmt__reserved_add(m, r->alloc_size);
     if (r->alloc_size >= m->split_limit)
@@ -659,7 +670,8 @@ int cmt_model_alloc(struct cmt_model *m, size_t size, uint64_t stream, cmt_model
         *handle = 0;
         return CMT_EOK;
     }
-    if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0)
+    if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0 ||
+        cmt__address_reserve(m, m->stats.segment + m->live_segments) != 0)
         return CMT_EMODEL_NOMEM;
     struct cmt__request r = {.stream = stream, .block = CMT__NIL};
     r.size = cmt_model_round_size(&m->config, size);
@@ -752,7 +764,8 @@ int cmt_model_empty_cache(struct cmt_model *m)
 {
     if (!m)
         return CMT_EINVALID;
-    if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0)
+    if (reserve_slots(m, slots_needed(m)) != 0 || reserve_scratch(m) != 0 ||
+        cmt__address_reserve(m, m->stats.segment + m->live_segments) != 0)
         return CMT_EMODEL_NOMEM;
     release_cached_blocks(m);
     return CMT_EOK;

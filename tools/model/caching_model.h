@@ -47,6 +47,18 @@ extern "C" {
 /* Errors are CMT_E* codes from the one list in cmt_error.h (cmt_strerror): CMT_EINVALID and the
  * CMT_EMODEL_* codes. */
 
+/* Where the model's device allocations lie: a modelling choice, since PyTorch orders free
+ * blocks of equal size by address and a real driver's address reuse is not documented. */
+enum cmt_model_address_policy {
+    /* Every segment (and expandable-segment reservation) lies above all earlier ones; what
+     * simcuda does with SIMCUDA_REUSE_ADDRESSES=0. The default. */
+    CMT_MODEL_ADDRESSES_NEVER_REUSE = 0,
+    /* The lowest freed range that holds it, else above everything: simcuda's address space
+     * (SIMCUDA_REUSE_ADDRESSES=1, its default). */
+    CMT_MODEL_ADDRESSES_FIRST_FIT = 1,
+    CMT_MODEL_ADDRESS_POLICY_COUNT
+};
+
 /* Settings of one replay. Start from cmt_model_config_default(). */
 struct cmt_model_config {
     /* The PYTORCH_CUDA_ALLOC_CONF settings of CMT_MODEL_SETTINGS
@@ -73,7 +85,21 @@ struct cmt_model_config {
     size_t device_total;
     /* GPU index printed in the OOM message. */
     int device_index;
+    /* Where device allocations lie (default: never reuse). */
+    enum cmt_model_address_policy address_policy;
 };
+
+/**
+ * The policy's name: "never-reuse" or "first-fit".
+ * @return the name; NULL for a value outside the enum.
+ */
+const char *cmt_model_address_policy_name(enum cmt_model_address_policy policy);
+
+/**
+ * Read a policy's name (as cmt_model_address_policy_name writes it).
+ * @return CMT_EOK and *out; CMT_EINVALID for another name or NULL arguments.
+ */
+int cmt_model_address_policy_parse(const char *name, enum cmt_model_address_policy *out);
 
 /**
  * Fill *config with PyTorch's defaults (unlimited split size, 20 MiB
@@ -165,6 +191,9 @@ struct cmt_model_stats {
     /* Device releases: one per segment cudaFree, one per expandable-segment
    * unmap (of one or more pages). */
     uint64_t device_free_calls;
+    /* PyTorch's num_device_alloc: successful device allocations (segments, and maps of
+   * expandable segments). num_device_free is device_free_calls. */
+    uint64_t num_device_alloc;
 };
 
 /* What PyTorch puts in its OOM message, captured after the release paths. */
@@ -238,6 +267,23 @@ int cmt_model_empty_cache(struct cmt_model *model);
  * @return nothing; both pointers must be valid.
  */
 void cmt_model_get_stats(const struct cmt_model *model, struct cmt_model_stats *stats);
+
+/**
+ * Whether the other address policy would have placed some device allocation elsewhere
+ * (under never-reuse: a freed range first fit would have taken; under first-fit: a range
+ * handed out below the highest address used so far). Until the first such allocation, a
+ * replay under either policy is the same; after it, ties between equal-size free blocks may
+ * break differently.
+ * @return true once that happened; false for NULL.
+ */
+bool cmt_model_addresses_diverged(const struct cmt_model *model);
+
+/**
+ * The current statistics in place (what cmt_model_get_stats copies), for a replay loop that
+ * looks at them after every call.
+ * @return a pointer valid until cmt_model_destroy.
+ */
+const struct cmt_model_stats *cmt_model_stats_view(const struct cmt_model *model);
 
 /**
  * The details of the most recent OOM.

@@ -33,11 +33,10 @@ static uint32_t new_segment(struct cmt_model *m, int pool, uint64_t stream)
     uint64_t total = m->config.device_total;
     uint64_t pages = (total + total / 8 + page - 1) / page;
     struct cmt__segment *seg = &m->segments[m->segment_count];
-    seg->base = m->next_address;
     seg->size = pages * page;
+    seg->base = cmt__address_take(m, seg->size);
     seg->page = page;
     seg->live = true;
-    m->next_address += seg->size;
     m->live_segments++;
 
     uint32_t i = cmt__block_new(m);
@@ -86,6 +85,7 @@ static bool map_block(struct cmt_model *m, uint32_t i, uint64_t size)
         !cmt__device_alloc(m, b->address, bytes, page))
         return false; /* cuMemCreate failed: nothing stays mapped */
     cmt__set_erase(m, &m->pools[b->pool].unmapped_set, i);
+    m->stats.num_device_alloc++;
     b->where = CMT__LOOSE;
     b->mapped = 1;
     if (bytes < b->size) {
@@ -206,6 +206,7 @@ void cmt__expandable_drop_if_empty(struct cmt_model *m, uint32_t i)
     if (b->where != CMT__UNMAPPED || b->prev != CMT__NIL || b->next != CMT__NIL)
         return;
     m->segments[b->expandable].live = false;
+    cmt__address_release(m, m->segments[b->expandable].base, m->segments[b->expandable].size);
     m->live_segments--;
     cmt__set_erase(m, &m->pools[b->pool].unmapped_set, i);
     cmt__block_release(m, i);

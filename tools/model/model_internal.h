@@ -74,6 +74,11 @@ struct cmt__pool {
     uint64_t free_count;          /* blocks in free_set */
 };
 
+/* A free range of model addresses below the top (model_address.c). */
+struct cmt__hole {
+    uint64_t address, size;
+};
+
 /* One expandable segment: a virtual reservation mapped page by page. */
 struct cmt__segment {
     uint64_t base;
@@ -109,7 +114,14 @@ struct cmt_model {
     uint32_t *scratch; /* work list for release paths */
     uint32_t scratch_capacity;
 
-    uint64_t next_address;
+    /* Addresses (model_address.c): every range handed out lies below address_top; holes are
+     * the ranges given back below it, in address order, merged. Under first fit the last hole
+     * never reaches address_top (the top comes down instead). */
+    uint64_t address_top;
+    uint64_t address_high; /* the end of the highest range ever handed out */
+    struct cmt__hole *holes;
+    uint32_t hole_count, hole_capacity;
+    bool addresses_diverged; /* the other policy would have placed a range elsewhere */
     struct cmt_model_stats stats;
     struct cmt_model_oom last_oom;
     bool has_oom;
@@ -157,6 +169,18 @@ void cmt__reserved_add(struct cmt_model *m, uint64_t bytes);
  * @return true when the device gave all `size` bytes (nothing held otherwise). */
 bool cmt__device_alloc(struct cmt_model *m, uint64_t address, uint64_t size, uint64_t page);
 void cmt__device_free(struct cmt_model *m, uint64_t address, uint64_t size, uint64_t page);
+
+/* model_address.c: the address policy (cmt_model_config.address_policy). */
+/* Room for the holes one operation can make (one per live range). @return 0 or
+ * CMT_EMODEL_NOMEM. */
+int cmt__address_reserve(struct cmt_model *m, uint64_t live_ranges);
+/* The address a range of `size` bytes gets, without taking it. */
+uint64_t cmt__address_peek(const struct cmt_model *m, uint64_t size);
+/* Take the range cmt__address_peek(m, size) named. @return its address. */
+uint64_t cmt__address_take(struct cmt_model *m, uint64_t size);
+/* Give a range back. */
+void cmt__address_release(struct cmt_model *m, uint64_t address, uint64_t size);
+void cmt__address_destroy(struct cmt_model *m);
 
 /* model_expandable.c */
 uint32_t cmt__expandable_allocate(struct cmt_model *m, int pool, uint64_t stream, uint64_t size);

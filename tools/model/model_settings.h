@@ -33,7 +33,7 @@
  *     per-interval list form lives beside the table's fields
  *     (cmt_model_config.roundup_power2_intervals); whatif sweeps one value.
  *   garbage_collection_threshold: in (0, 1); 0: off. Acts only together with
- *     a memory fraction cap, as in PyTorch: before a device allocation, while
+ *     a memory fraction cap (whatif's --memory-fraction), as in PyTorch: before a device allocation, while
  *     reserved > threshold x cap, whole free large-pool segments at least as
  *     old as the average are released. Age is exactly PyTorch's: the number
  *     of large-pool get_free_block calls (allocations) since the block was
@@ -75,8 +75,8 @@
       "roundup_power2_divisions", 2, 1, 1024, "0 (off) or powers of two, e.g. 0,4 (default: 0)")   \
     X(garbage_collection_threshold, fraction, "garbage_collection_threshold", 0.0,                 \
       "--gc-threshold", "garbage_collection_threshold", 3, 0, 1,                                   \
-      "0 (off) or fractions in (0,1), e.g. 0,0.8; acts with\n"                                     \
-      "a memory-fraction cap equal to the capacity (default: 0)")                                  \
+      "0 (off) or fractions in (0,1), e.g. 0,0.8; acts only\n"                                     \
+      "with --memory-fraction, as in PyTorch (default: 0)")                                        \
     X(max_non_split_rounding, mb, "max_non_split_rounding_mb", (20 * ((uint64_t)1 << 20)),         \
       "--max-non-split-rounding-mb", "max_non_split_rounding_mb", 1, 20, (double)(1ull << 40),     \
       "e.g. 20,64 (default: 20): how much larger than an\n"                                        \

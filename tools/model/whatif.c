@@ -20,7 +20,6 @@
  * kept device now (mine[]). */
 struct cmt_whatif_collector {
     struct cmt_whatif_stream *s;
-    size_t event_capacity;
     uint8_t *mine; /* by object id: 1 while it is a live tensor of the stream */
     size_t mine_cap;
     int failed; /* out of host memory */
@@ -32,13 +31,10 @@ struct cmt_whatif_collector {
     uint64_t retry_size;
 };
 
+/* The collector feeds the stream through cmt_whatif_stream_push, as any source may. */
 static int push_event(struct cmt_whatif_collector *b, const struct cmt_whatif_event *e)
 {
-    struct cmt_whatif_stream *s = b->s;
-    if (CMT_GROW(s->events, b->event_capacity, s->event_count + 1, 4096) != 0)
-        return -1;
-    s->events[s->event_count++] = *e;
-    return 0;
+    return cmt_whatif_stream_push(b->s, e) ? -1 : 0;
 }
 
 static int mark(struct cmt_whatif_collector *b, uint32_t object, uint8_t v)
@@ -115,6 +111,7 @@ static int on_alloc(struct cmt_whatif_collector *b, const struct cmt_replay_step
                                                                           : 0,
                                      .t_ns = ev->t_ns,
                                      .seq = ev->seq,
+                                     .id = CMT_WHATIF_NEW_ID,
                                      .site = st->site,
                                      .failed = 1};
         return push_event(b, &e);
@@ -246,6 +243,76 @@ static void judge_caching(struct cmt_whatif_stream *s, uint64_t shaped, bool ret
     }
 }
 
+/* "X.Y..." at the start of text: a version (digits, a dot, digits). */
+static bool version_at(const char *text)
+{
+    const char *p = text;
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return *p == '.' && p[1] >= '0' && p[1] <= '9';
+}
+
+/* Copies the version at text (up to a space or the end) into out. */
+static void copy_version(char *out, size_t len, const char *text)
+{
+    size_t n = 0;
+    while (text[n] && text[n] != ' ' && (unsigned char)text[n] >= 0x20 && n + 1 < len)
+        n++;
+    memcpy(out, text, n);
+    out[n] = 0;
+}
+
+bool cmt_whatif_torch_prints_1x(const char *version)
+{
+    if (!version || !version_at(version))
+        return false;
+    char *end;
+    unsigned long major = strtoul(version, &end, 10);
+    unsigned long minor = strtoul(end + 1, NULL, 10);
+    return major < 2 || (major == 2 && minor == 0);
+}
+
+/* The PyTorch version the trace names (whatif.h says where it looks). */
+static void find_torch_version(struct cmt_whatif_stream *s, const cmt_reader *r)
+{
+    static const char *const vars[] = {"PYTORCH_VERSION", "PYTORCH_BUILD_VERSION"};
+    for (size_t v = 0; v < sizeof vars / sizeof *vars; v++) {
+        for (size_t i = 0; i < cmt_reader_env_count(r); i++) {
+            const struct cmt_env *e = cmt_reader_env(r, i);
+            if (e->name && e->value && strcmp(e->name, vars[v]) == 0 && version_at(e->value)) {
+                copy_version(s->torch_version, sizeof s->torch_version, e->value);
+                snprintf(s->torch_version_source, sizeof s->torch_version_source, "%s", vars[v]);
+                return;
+            }
+        }
+    }
+    uint32_t modules = cmt_reader_module_count(r);
+    for (uint32_t id = 0; id <= modules; id++) {
+        const struct cmt_module *mod = cmt_reader_module(r, id);
+        if (!mod || !mod->path)
+            continue;
+        static const char *const dirs[] = {"/pytorch-", "/torch-"};
+        for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+            const char *at = strstr(mod->path, dirs[d]);
+            if (at && version_at(at + strlen(dirs[d]))) {
+                at += strlen(dirs[d]);
+                size_t n = 0;
+                while (at[n] && strchr("0123456789.", at[n]))
+                    n++;
+                if (n >= sizeof s->torch_version)
+                    n = sizeof s->torch_version - 1;
+                memcpy(s->torch_version, at, n);
+                s->torch_version[n] = 0;
+                snprintf(s->torch_version_source, sizeof s->torch_version_source,
+                         "a loaded module's path");
+                return;
+            }
+        }
+    }
+}
+
 static int collect_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
     struct cmt_whatif_collector *b = self->ctx;
@@ -261,6 +328,7 @@ static int collect_finish(struct cmt_observer *self, const cmt_replay *rp)
                           d->baseline_free_bytes <= d->baseline_total_bytes;
     }
     judge_caching(s, b->segment_shaped, b->retry_signature, b->retry_size);
+    find_torch_version(s, cmt_replay_reader(rp));
     return 0;
 }
 
@@ -311,9 +379,7 @@ int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char
         return rc;
     }
     /* The failed requests' tensors are never freed: ids after every replay object's. */
-    for (size_t k = 0; k < out->event_count; k++)
-        if (out->events[k].failed)
-            out->events[k].id = out->id_count++;
+    cmt_whatif_stream_finish(out);
     return 0;
 }
 
@@ -328,7 +394,14 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b)
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
                            size_t err_len)
 {
-    if (!reader || !out)
+    return cmt_whatif_stream_load_observed(reader, out, NULL, 0, err, err_len);
+}
+
+int cmt_whatif_stream_load_observed(cmt_reader *reader, struct cmt_whatif_stream *out,
+                                    struct cmt_observer *extra, size_t extra_count, char *err,
+                                    size_t err_len)
+{
+    if (!reader || !out || extra_count > 7 || (extra_count && !extra))
         return CMT_EINVALID;
     struct cmt_whatif_collector *c;
     cmt_replay *rp = NULL;
@@ -341,8 +414,11 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, ch
         set_err(err, err_len, "out of host memory while reading the trace");
         return CMT_EMODEL_NOMEM;
     }
-    struct cmt_observer obs = cmt_whatif_observer(c);
-    rc = cmt_replay_run(rp, &obs, 1);
+    struct cmt_observer obs[8];
+    for (size_t i = 0; i < extra_count; i++)
+        obs[i] = extra[i];
+    obs[extra_count] = cmt_whatif_observer(c);
+    rc = cmt_replay_run(rp, obs, extra_count + 1);
     rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
     cmt_replay_destroy(rp);
     cmt_whatif_collector_destroy(c);
@@ -352,8 +428,11 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, ch
 void cmt_whatif_detect_caching(struct cmt_whatif_stream *s)
 {
     uint64_t shaped = 0;
-    for (size_t k = 0; k < s->event_count; k++)
-        if (!s->events[k].is_free && segment_shaped(s->events[k].size))
+    struct cmt_whatif_cursor c;
+    struct cmt_whatif_event e;
+    cmt_whatif_cursor_init(&c, s);
+    while (cmt_whatif_cursor_next(&c, &e))
+        if (!e.is_free && segment_shaped(e.size))
             shaped++;
     judge_caching(s, shaped, false, 0);
 }
@@ -366,48 +445,36 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
         return CMT_EINVALID;
     memset(out, 0, sizeof *out);
     uint8_t *live = calloc(id_count ? id_count : 1, 1);
-    out->events = malloc((count ? count : 1) * sizeof *out->events);
     out->sites = malloc(sizeof *out->sites);
-    if (!live || !out->events || !out->sites || !(out->sites[0] = strdup(""))) {
+    if (!live || !out->sites || !(out->sites[0] = strdup(""))) {
         free(live);
         cmt_whatif_stream_free(out);
         return CMT_EMODEL_NOMEM;
     }
     out->site_count = 1;
     for (size_t k = 0; k < count; k++) {
-        const struct cmt_whatif_event *e = &events[k];
-        if (e->id >= id_count || (e->is_free ? !live[e->id] : live[e->id])) {
+        struct cmt_whatif_event e = events[k];
+        if (e.id >= id_count || (e.is_free ? !live[e.id] : live[e.id])) {
             free(live);
             cmt_whatif_stream_free(out);
             return CMT_EINVALID;
         }
-        live[e->id] = !e->is_free;
-        out->events[k] = *e;
-        out->events[k].site = 0;
-        if (e->is_free)
+        live[e.id] = !e.is_free;
+        e.site = 0;
+        if (cmt_whatif_stream_push(out, &e) != 0) {
+            free(live);
+            cmt_whatif_stream_free(out);
+            return CMT_EMODEL_NOMEM;
+        }
+        if (e.is_free)
             out->frees++;
         else
             out->allocs++;
     }
     free(live);
-    out->event_count = count;
     out->id_count = id_count;
     out->device_total = device_total;
     out->device_free = device_free;
     out->has_capacity = device_total > 0 && device_free > 0 && device_free <= device_total;
     return 0;
-}
-
-void cmt_whatif_stream_free(struct cmt_whatif_stream *s)
-{
-    if (!s)
-        return;
-    for (uint32_t i = 0; i < s->site_count; i++)
-        free(s->sites[i]);
-    free(s->sites);
-    free(s->events);
-    s->sites = NULL;
-    s->events = NULL;
-    s->site_count = 0;
-    s->event_count = 0;
 }

@@ -37,18 +37,40 @@ struct cmt_whatif_event {
     uint64_t stream; /* CUstream handle; 0 for plain cuMemAlloc */
     uint64_t t_ns;   /* since the trace started */
     uint64_t seq;    /* the call's seq in the trace (as `cumemtrace dump` shows) */
-    uint32_t id;
-    uint32_t site; /* index into cmt_whatif_stream.sites; 0 = unknown */
+    uint32_t id;     /* CMT_WHATIF_NEW_ID (push only): a failed request's own id, given later */
+    uint32_t site;   /* index into cmt_whatif_stream.sites; 0 = unknown */
     uint8_t is_free;
     /* An allocation that failed in the recorded run (the program ran out of
    * memory there): still a request, replayed like the others. */
     uint8_t failed;
 };
 
+/* A failed request pushed with this id gets one of its own, after every other id, when the
+ * stream is finished (cmt_whatif_stream_finish): it is never freed. */
+#define CMT_WHATIF_NEW_ID UINT32_MAX
+
+/* The events of a stream, encoded compactly (whatif_stream.c; about 5 bytes an event for what
+ * a replay reads, and 4 more for seq, time and call site, which only reports read). Read them
+ * through cmt_whatif_cursor (in order) or cmt_whatif_stream_event (any one). Private. */
+struct cmt_whatif_mark;
+struct cmt_whatif_codec {
+    uint8_t *replay; /* per event: (id << 4 | flags), then size and stream for allocs */
+    size_t replay_len, replay_cap;
+    uint8_t *detail; /* per event: seq and time deltas, then the site for allocs */
+    size_t detail_len, detail_cap;
+    struct cmt_whatif_mark *marks; /* where every 256th event starts */
+    size_t mark_count, mark_cap;
+    uint64_t last_seq, last_t_ns, last_stream;
+    uint32_t new_ids; /* failed requests pushed with CMT_WHATIF_NEW_ID */
+    bool finished;    /* cmt_whatif_stream_finish ran */
+};
+
 struct cmt_whatif_stream {
-    struct cmt_whatif_event *events;
+    struct cmt_whatif_codec codec;
     size_t event_count;
     uint32_t id_count;
+    uint32_t new_id_base; /* the id of the first CMT_WHATIF_NEW_ID request (when finished) */
+    uint64_t max_request; /* the largest allocation asked for */
     /* Call-site texts ("vae_decode demo_diffusion.c:140"), sites[0] = "". */
     char **sites;
     uint32_t site_count;
@@ -72,7 +94,21 @@ struct cmt_whatif_stream {
     char caching_reason[256];
 
     int damage; /* 0, or the reader's damage code (events before it are kept) */
+
+    /* The PyTorch version the trace says the program used ("1.13.1"; "" when it does not say)
+   * and where it says so: an ENV record PYTORCH_VERSION or PYTORCH_BUILD_VERSION (set by
+   * PyTorch's and NVIDIA's container images), else a loaded module's path naming
+   * torch-X.Y or pytorch-X.Y (pip and conda package directories). */
+    char torch_version[32];
+    char torch_version_source[64];
 };
+
+/**
+ * Whether a PyTorch version string ("1.13.1", "2.0.1+cu118", "2.1.0a0+32f93b1") is one that
+ * prints the older OOM message (CMT_MODEL_OOM_1X): before 2.1, which brought the 2.x wording.
+ * @return true for 0.x, 1.x and 2.0.x; false for later ones and for text that is no version.
+ */
+bool cmt_whatif_torch_prints_1x(const char *version);
 
 /* Errors: CMT_EWHATIF_* (and the model's codes) from cmt_error.h. */
 
@@ -88,6 +124,15 @@ struct cmt_whatif_stream {
  */
 int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
                            size_t err_len);
+
+/**
+ * The same, with more observers run in the same pass before the stream's own (a progress
+ * line, say).
+ * @return as cmt_whatif_stream_load.
+ */
+int cmt_whatif_stream_load_observed(cmt_reader *reader, struct cmt_whatif_stream *out,
+                                    struct cmt_observer *extra, size_t extra_count, char *err,
+                                    size_t err_len);
 
 /**
  * The same as a replay observer, so that the stream is collected in one pass with other
@@ -114,6 +159,45 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *c);
 int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t count,
                                   uint32_t id_count, uint64_t device_total, uint64_t device_free,
                                   struct cmt_whatif_stream *out);
+
+/**
+ * Append one event to a stream (a source of tensor events other than a trace — allocator-level
+ * block events, tests — feeds a stream this way; start from a zeroed struct, or one
+ * cmt_whatif_stream_from_events made, and call cmt_whatif_stream_finish at the end). A free
+ * names the id of a live allocation (not checked here); CMT_WHATIF_NEW_ID is for failed
+ * requests. Keeps event_count and max_request; id_count (ids are below it), allocs, frees and
+ * the other fields are the caller's.
+ * @return 0; CMT_EINVALID (a free of CMT_WHATIF_NEW_ID, an event after finish);
+ *         CMT_EMODEL_NOMEM (the stream is unchanged).
+ */
+int cmt_whatif_stream_push(struct cmt_whatif_stream *stream, const struct cmt_whatif_event *e);
+
+/**
+ * Give the failed requests pushed with CMT_WHATIF_NEW_ID their ids (id_count onwards).
+ * @return nothing; calling it twice does nothing more.
+ */
+void cmt_whatif_stream_finish(struct cmt_whatif_stream *stream);
+
+/**
+ * Decode event `index` (every field).
+ * @return 0; CMT_EINVALID for an index >= event_count.
+ */
+int cmt_whatif_stream_event(const struct cmt_whatif_stream *stream, size_t index,
+                            struct cmt_whatif_event *out);
+
+/* Reads the events in order. Only size, stream, id, is_free and failed are decoded (what a
+ * replay needs); seq, t_ns and site read 0. */
+struct cmt_whatif_cursor {
+    const uint8_t *at, *end;
+    uint64_t stream;
+    uint32_t new_id;
+};
+void cmt_whatif_cursor_init(struct cmt_whatif_cursor *c, const struct cmt_whatif_stream *stream);
+/** @return true and *out, or false after the last event. */
+bool cmt_whatif_cursor_next(struct cmt_whatif_cursor *c, struct cmt_whatif_event *out);
+
+/** Bytes the stream's events take in memory (the encoding, not the sites). */
+size_t cmt_whatif_stream_bytes(const struct cmt_whatif_stream *stream);
 
 /** Free what a stream holds (not the struct itself). NULL is allowed. */
 void cmt_whatif_stream_free(struct cmt_whatif_stream *stream);
@@ -156,17 +240,54 @@ struct cmt_whatif_result {
     uint64_t alloc_retries, device_alloc_calls, device_free_calls;
     uint64_t oversize_segments;
     double seconds; /* wall time of this replay */
+    /* The model's statistics where the replay stopped (PyTorch's memory_stats()). */
+    struct cmt_model_stats stats;
+    /* The address policy the figures above were replayed under. */
+    enum cmt_model_address_policy address_policy;
+    /* The other policy would have placed some device allocation elsewhere before the replay
+     * stopped (cmt_model_addresses_diverged): ties between equal-size free blocks may break
+     * differently, so the other policy's replay may differ. */
+    bool addresses_diverged;
+    /* Replayed under the other policy as well (cmt_whatif_device.check_other_policy, and the
+     * addresses diverged); then its verdict, where it stopped and its peak reserved. */
+    bool other_checked;
+    bool other_oom;
+    size_t other_oom_event;
+    uint64_t other_peak_reserved;
+    /* other_checked and the OOM verdict differs between the policies: whether this setting
+     * avoids the OOM depends on the driver's address reuse, which is not documented. */
+    bool borderline;
+};
+
+/* The device and the options every replay of a sweep shares. */
+struct cmt_whatif_device {
+    uint64_t capacity;     /* bytes the allocator can obtain (required, > 0) */
+    uint64_t device_total; /* the device's memory; 0 or less than capacity: = capacity */
+    /* torch.cuda.set_per_process_memory_fraction: the cap is fraction x device_total, refused
+     * before any device call; 0: none. As in PyTorch, garbage_collection_threshold acts only
+     * with a fraction. */
+    double memory_fraction;
+    enum cmt_model_address_policy address_policy; /* of the results' figures */
+    /* Where the addresses diverged, replay under the other policy too (other_*, borderline). */
+    bool check_other_policy;
 };
 
 /**
- * Replay the stream once per setting against a device that lets the
- * allocator reserve `capacity` bytes of `device_total` (0: = capacity).
- * A garbage_collection_threshold acts, as in PyTorch, only with a memory fraction: here the
- * fraction capacity / device_total, so the cap is the capacity itself. Each
- * replay stops at its first OOM (PyTorch raises there). Settings run on up to
- * `threads` threads (0: the number of online CPUs).
+ * Replay the stream once per setting on the device (copied per replay). Each replay stops at
+ * its first OOM (PyTorch raises there). Settings run on up to `threads` threads (0: the number
+ * of online CPUs); a replay keeps one handle per stream id, so its memory is the model's live
+ * set plus 8 bytes an id, whatever the stream's length.
  * @return 0 (every result filled; per-setting failures are in .error);
- *         CMT_EINVALID for bad arguments.
+ *         CMT_EINVALID for bad arguments (a fraction outside [0, 1], an unknown policy).
+ */
+int cmt_whatif_run_on(const struct cmt_whatif_stream *stream, const struct cmt_whatif_device *dev,
+                      const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
+                      struct cmt_whatif_result *results);
+
+/**
+ * cmt_whatif_run_on with no fraction, never-reused addresses and no check of the other policy
+ * (so a garbage_collection_threshold has no effect, as in PyTorch without a fraction).
+ * @return as cmt_whatif_run_on.
  */
 int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, uint64_t device_total,
                    const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
@@ -174,7 +295,8 @@ int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, ui
 
 struct cmt_whatif_recommendation {
     /* Index of the setting without OOM with the lowest peak reserved (ties:
-   * the one closest to PyTorch's defaults, then the larger split size);
+   * the one closest to PyTorch's defaults, then the larger split size; a borderline
+   * setting only when no setting avoids the OOM under both address policies);
    * -1 when every setting ran out of memory. */
     long best;
     /* The author's rule: the smallest allocation that failed in any setting
@@ -216,6 +338,14 @@ size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5]);
 size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *stream, uint64_t capacity,
                                  uint64_t device_total, const struct cmt_whatif_setting *base,
                                  uint64_t split[6]);
+
+/**
+ * The same on a device with a fraction and an address policy (cmt_whatif_run_on).
+ * @return as cmt_whatif_default_splits.
+ */
+size_t cmt_whatif_default_splits_on(const struct cmt_whatif_stream *stream,
+                                    const struct cmt_whatif_device *dev,
+                                    const struct cmt_whatif_setting *base, uint64_t split[6]);
 
 /**
  * Write a setting as a PYTORCH_CUDA_ALLOC_CONF value ("" for the defaults),

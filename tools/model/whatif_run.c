@@ -1,5 +1,6 @@
 /* whatif_run.c — replay a stream per setting (on threads), recommend one. */
 #include "whatif.h"
+#include "whatif_codec.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,45 +17,49 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void make_config(const struct cmt_whatif_setting *st, uint64_t capacity,
-                        uint64_t device_total, struct cmt_model_config *c)
+static void make_config(const struct cmt_whatif_setting *st, const struct cmt_whatif_device *dev,
+                        enum cmt_model_address_policy policy, struct cmt_model_config *c)
 {
-    cmt_model_config_default(c, (size_t)capacity);
-    c->device_total = (size_t)device_total;
+    cmt_model_config_default(c, (size_t)dev->capacity);
+    c->device_total = (size_t)dev->device_total;
+    c->memory_fraction = dev->memory_fraction;
+    c->address_policy = policy;
     /* A zero field keeps PyTorch's default. */
 #define CMT__SETTING_COPY(field, ...) \
     if (st->field)                    \
         c->field = st->field;
     CMT_MODEL_SETTINGS(CMT__SETTING_COPY)
 #undef CMT__SETTING_COPY
-    if (st->garbage_collection_threshold > 0.0) {
-        /* GC acts only under a fraction cap: make the cap the capacity. */
-        double fraction = (double)capacity / (double)device_total;
-        c->memory_fraction = fraction > 1.0 ? 1.0 : fraction;
-    }
 }
 
-/* Replay until the end or the first OOM. */
-static void replay_one(const struct cmt_whatif_stream *s, uint64_t capacity, uint64_t device_total,
-                       struct cmt_whatif_result *res, cmt_model_handle *handles)
+/* Replay until the end or the first OOM under one address policy. */
+static void replay_one(const struct cmt_whatif_stream *s, const struct cmt_whatif_device *dev,
+                       enum cmt_model_address_policy policy, struct cmt_whatif_result *res,
+                       cmt_model_handle *handles)
 {
     struct cmt_model_config config;
     struct cmt_model *m = NULL;
     double start = now_seconds();
-    make_config(&res->setting, capacity, device_total, &config);
+    make_config(&res->setting, dev, policy, &config);
+    res->address_policy = policy;
     res->error = cmt_model_create(&config, &m);
     if (res->error)
         return;
+    const struct cmt_model_stats *st = cmt_model_stats_view(m);
     uint64_t peak = 0;
-    size_t k;
-    for (k = 0; k < s->event_count; k++) {
-        const struct cmt_whatif_event *e = &s->events[k];
-        if (e->is_free) {
-            cmt_model_free(m, handles[e->id]);
-            handles[e->id] = 0;
+    size_t k = 0;
+    const uint8_t *p = s->codec.replay, *end = p ? p + s->codec.replay_len : NULL;
+    uint64_t stream = 0;
+    uint32_t new_id = s->new_id_base;
+    struct cmt_whatif_event e;
+    for (; p != end; k++) {
+        cmt__whatif_decode(&p, &stream, &new_id, &e);
+        if (e.is_free) {
+            cmt_model_free(m, handles[e.id]);
+            handles[e.id] = 0;
             continue;
         }
-        int rc = cmt_model_alloc(m, (size_t)e->size, e->stream, &handles[e->id]);
+        int rc = cmt_model_alloc(m, (size_t)e.size, e.stream, &handles[e.id]);
         if (rc == CMT_EMODEL_OOM) {
             res->oom = true;
             res->oom_event = k;
@@ -65,30 +70,52 @@ static void replay_one(const struct cmt_whatif_stream *s, uint64_t capacity, uin
             res->error = rc;
             break;
         }
-        struct cmt_model_stats st;
-        cmt_model_get_stats(m, &st);
-        if (st.peak_reserved > peak) {
-            peak = st.peak_reserved;
-            res->allocated_at_peak = st.allocated_bytes;
-            res->inactive_split_at_peak = st.inactive_split_bytes;
+        if (st->peak_reserved > peak) {
+            peak = st->peak_reserved;
+            res->allocated_at_peak = st->allocated_bytes;
+            res->inactive_split_at_peak = st->inactive_split_bytes;
         }
     }
-    struct cmt_model_stats st;
-    cmt_model_get_stats(m, &st);
     res->events_replayed = k;
-    res->peak_reserved = st.peak_reserved;
-    res->peak_allocated = st.peak_allocated;
-    res->alloc_retries = st.num_alloc_retries;
-    res->device_alloc_calls = st.device_alloc_calls;
-    res->device_free_calls = st.device_free_calls;
-    res->oversize_segments = st.oversize_segments;
+    res->stats = *st;
+    res->peak_reserved = st->peak_reserved;
+    res->peak_allocated = st->peak_allocated;
+    res->alloc_retries = st->num_alloc_retries;
+    res->device_alloc_calls = st->device_alloc_calls;
+    res->device_free_calls = st->device_free_calls;
+    res->oversize_segments = st->oversize_segments;
+    res->addresses_diverged = cmt_model_addresses_diverged(m);
     cmt_model_destroy(m);
     res->seconds = now_seconds() - start;
 }
 
+/* The setting under the other policy, when the addresses made a difference possible. */
+static void check_other(const struct cmt_whatif_stream *s, const struct cmt_whatif_device *dev,
+                        struct cmt_whatif_result *res, cmt_model_handle *handles, size_t ids)
+{
+    if (!dev->check_other_policy || !res->addresses_diverged || res->error)
+        return;
+    struct cmt_whatif_result other;
+    memset(&other, 0, sizeof other);
+    other.setting = res->setting;
+    memset(handles, 0, ids * sizeof *handles);
+    enum cmt_model_address_policy policy = dev->address_policy == CMT_MODEL_ADDRESSES_FIRST_FIT
+                                               ? CMT_MODEL_ADDRESSES_NEVER_REUSE
+                                               : CMT_MODEL_ADDRESSES_FIRST_FIT;
+    replay_one(s, dev, policy, &other, handles);
+    if (other.error)
+        return;
+    res->other_checked = true;
+    res->other_oom = other.oom;
+    res->other_oom_event = other.oom_event;
+    res->other_peak_reserved = other.peak_reserved;
+    res->borderline = other.oom != res->oom;
+    res->seconds += other.seconds;
+}
+
 struct work {
     const struct cmt_whatif_stream *stream;
-    uint64_t capacity, device_total;
+    const struct cmt_whatif_device *dev;
     const struct cmt_whatif_setting *settings;
     struct cmt_whatif_result *results;
     size_t count;
@@ -112,21 +139,25 @@ static void *worker(void *arg)
             continue;
         }
         memset(handles, 0, ids * sizeof *handles);
-        replay_one(w->stream, w->capacity, w->device_total, res, handles);
+        replay_one(w->stream, w->dev, w->dev->address_policy, res, handles);
+        check_other(w->stream, w->dev, res, handles, ids);
     }
     free(handles);
     return NULL;
 }
 
-int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, uint64_t device_total,
-                   const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
-                   struct cmt_whatif_result *results)
+int cmt_whatif_run_on(const struct cmt_whatif_stream *stream, const struct cmt_whatif_device *dev,
+                      const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
+                      struct cmt_whatif_result *results)
 {
-    if (!stream || !settings || !results || capacity == 0)
+    if (!stream || !dev || !settings || !results || dev->capacity == 0 ||
+        !(dev->memory_fraction >= 0.0 && dev->memory_fraction <= 1.0) ||
+        (unsigned)dev->address_policy >= CMT_MODEL_ADDRESS_POLICY_COUNT)
         return CMT_EINVALID;
-    if (device_total < capacity)
-        device_total = capacity;
-    struct work w = {stream, capacity, device_total, settings, results, count, 0};
+    struct cmt_whatif_device d = *dev;
+    if (d.device_total < d.capacity)
+        d.device_total = d.capacity;
+    struct work w = {stream, &d, settings, results, count, 0};
     if (threads == 0) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cpus > 0 ? (unsigned)cpus : 1;
@@ -147,6 +178,14 @@ int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, ui
     return 0;
 }
 
+int cmt_whatif_run(const struct cmt_whatif_stream *stream, uint64_t capacity, uint64_t device_total,
+                   const struct cmt_whatif_setting *settings, size_t count, unsigned threads,
+                   struct cmt_whatif_result *results)
+{
+    struct cmt_whatif_device dev = {.capacity = capacity, .device_total = device_total};
+    return cmt_whatif_run_on(stream, &dev, settings, count, threads, results);
+}
+
 void cmt_whatif_setting_default(struct cmt_whatif_setting *setting)
 {
 #define CMT__SETTING_DEFAULT(field, type, key, def, ...) setting->field = def;
@@ -158,8 +197,9 @@ void cmt_whatif_setting_default(struct cmt_whatif_setting *setting)
 static int distance_from_default(const struct cmt_whatif_setting *s)
 {
     struct cmt_model_config c;
+    struct cmt_whatif_device dev = {.capacity = 1, .device_total = 1};
     int n = 0;
-    make_config(s, 1, 1, &c);
+    make_config(s, &dev, CMT_MODEL_ADDRESSES_NEVER_REUSE, &c);
 #define CMT__SETTING_CHANGED(field, type, key, def, ...) n += cmt__setting_set_##type(c.field, def);
     CMT_MODEL_SETTINGS(CMT__SETTING_CHANGED)
 #undef CMT__SETTING_CHANGED
@@ -197,6 +237,12 @@ void cmt_whatif_recommend(const struct cmt_whatif_result *results, size_t count,
             continue;
         }
         const struct cmt_whatif_result *b = &results[out->best];
+        /* A setting that fits under either address policy beats a borderline one. */
+        if (r->borderline != b->borderline) {
+            if (!r->borderline)
+                out->best = (long)i;
+            continue;
+        }
         if (r->peak_reserved < b->peak_reserved ||
             (r->peak_reserved == b->peak_reserved && closer_to_default(&r->setting, &b->setting)))
             out->best = (long)i;
@@ -245,22 +291,18 @@ size_t cmt_whatif_default_ladder(uint64_t failing_request, uint64_t mb[5])
     return n;
 }
 
-size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *s, uint64_t capacity,
-                                 uint64_t device_total, const struct cmt_whatif_setting *base,
-                                 uint64_t split[6])
+size_t cmt_whatif_default_splits_on(const struct cmt_whatif_stream *s,
+                                    const struct cmt_whatif_device *dev,
+                                    const struct cmt_whatif_setting *base, uint64_t split[6])
 {
     struct cmt_whatif_setting probe = *base;
+    struct cmt_whatif_device d = *dev;
     struct cmt_whatif_result r;
     probe.max_split_size = UINT64_MAX;
-    cmt_whatif_run(s, capacity, device_total, &probe, 1, 1, &r);
-    uint64_t around = 0;
-    if (r.oom) {
-        around = r.oom_info.rounded;
-    } else {
-        for (size_t k = 0; k < s->event_count; k++)
-            if (!s->events[k].is_free && s->events[k].size > around)
-                around = s->events[k].size;
-    }
+    d.check_other_policy = false;
+    memset(&r, 0, sizeof r);
+    cmt_whatif_run_on(s, &d, &probe, 1, 1, &r);
+    uint64_t around = r.oom ? r.oom_info.rounded : s->max_request;
     uint64_t mb[5];
     size_t n = cmt_whatif_default_ladder(around, mb);
     split[0] = UINT64_MAX;
@@ -269,10 +311,18 @@ size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *s, uint64_t cap
     return n + 1;
 }
 
+size_t cmt_whatif_default_splits(const struct cmt_whatif_stream *s, uint64_t capacity,
+                                 uint64_t device_total, const struct cmt_whatif_setting *base,
+                                 uint64_t split[6])
+{
+    struct cmt_whatif_device dev = {.capacity = capacity, .device_total = device_total};
+    return cmt_whatif_default_splits_on(s, &dev, base, split);
+}
+
 int cmt_whatif_setting_conf(const struct cmt_whatif_setting *setting, char *buf, size_t len)
 {
     struct cmt_model_config c;
-    make_config(setting, 1, 1, &c);
-    c.memory_fraction = 0.0;
+    struct cmt_whatif_device dev = {.capacity = 1, .device_total = 1};
+    make_config(setting, &dev, CMT_MODEL_ADDRESSES_NEVER_REUSE, &c);
     return cmt_model_config_format(&c, buf, len);
 }

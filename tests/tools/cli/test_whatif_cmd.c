@@ -291,8 +291,8 @@ Test(whatif_cmd, max_non_split_rounding_is_swept)
     cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096\""), "%s", c.out);
     cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096,max_non_split_rounding_mb:64\""),
               "%s", c.out);
-    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20}"), "%s", c.out);
-    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64}"), "%s", c.out);
+    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20,\"address_policy\""), "%s", c.out);
+    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64,\"address_policy\""), "%s", c.out);
     const char *bad[] = {"whatif", "--max-non-split-rounding-mb", "19", path, NULL};
     capture(&c, cmt_cmd_whatif, bad);
     cr_assert_eq(c.status, 2, "%s", c.err);

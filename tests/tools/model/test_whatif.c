@@ -6,6 +6,14 @@
 #include "timeline.h"
 #include "whatif.h"
 
+/* Event k of a stream, every field. */
+static struct cmt_whatif_event ev_at(const struct cmt_whatif_stream *s, size_t k)
+{
+    struct cmt_whatif_event e;
+    cr_assert_eq(cmt_whatif_stream_event(s, k, &e), 0);
+    return e;
+}
+
 static const char writeup_message[] =
     "CUDA out of memory. Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
     "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved in total by PyTorch)";
@@ -40,13 +48,14 @@ Test(whatif_stream, writeup_trace_gives_the_tensor_stream_and_capacity)
     cr_assert_eq(s.device_free, 21556 * MiB);
     cr_assert_str_eq(s.device_name, "GPU0");
     cr_assert_not(s.caching_detected, "%s", s.caching_reason);
-    const struct cmt_whatif_event *last = &s.events[s.event_count - 1];
+    struct cmt_whatif_event last_event = ev_at(&s, s.event_count - 1);
+    const struct cmt_whatif_event *last = &last_event;
     cr_assert_eq(last->size, X_SIZE);
     cr_assert_eq(last->seq, 15);
     cr_assert_str_eq(s.sites[last->site], "vae_decode demo.c:211");
     /* Ids are reused after frees: a (id of the first 1000 MiB tensor) comes back. */
-    cr_assert_eq(s.events[4].is_free, 1);
-    cr_assert_eq(s.events[5].id, s.events[4].id);
+    cr_assert_eq(ev_at(&s, 4).is_free, 1);
+    cr_assert_eq(ev_at(&s, 5).id, ev_at(&s, 4).id);
     cmt_whatif_stream_free(&s);
     cmt_membuf_free(&b.buf);
 }
@@ -65,15 +74,15 @@ Test(whatif_stream, async_calls_keep_their_stream_and_failures_are_requests)
     load(&b, &s);
     /* Issue 16 item 6: the failed allocation is replayed (was: skipped, 3 events). */
     cr_assert_eq(s.event_count, 4);
-    cr_assert_eq(s.events[0].stream, 0x77);
-    cr_assert_eq(s.events[1].size, 64 * GiB);
-    cr_assert_eq(s.events[1].failed, 1);
-    cr_assert_eq(s.events[1].is_free, 0);
-    cr_assert_eq(s.events[1].id, s.id_count - 1); /* an id of its own, never freed */
-    cr_assert_neq(s.events[1].id, s.events[0].id);
-    cr_assert_neq(s.events[1].id, s.events[3].id);
-    cr_assert_eq(s.events[2].is_free, 1);
-    cr_assert_eq(s.events[3].stream, 0);
+    cr_assert_eq(ev_at(&s, 0).stream, 0x77);
+    cr_assert_eq(ev_at(&s, 1).size, 64 * GiB);
+    cr_assert_eq(ev_at(&s, 1).failed, 1);
+    cr_assert_eq(ev_at(&s, 1).is_free, 0);
+    cr_assert_eq(ev_at(&s, 1).id, s.id_count - 1); /* an id of its own, never freed */
+    cr_assert_neq(ev_at(&s, 1).id, ev_at(&s, 0).id);
+    cr_assert_neq(ev_at(&s, 1).id, ev_at(&s, 3).id);
+    cr_assert_eq(ev_at(&s, 2).is_free, 1);
+    cr_assert_eq(ev_at(&s, 3).stream, 0);
     cr_assert_eq(s.allocs, 2);
     cr_assert_eq(s.failed_allocs, 1);
     cr_assert_eq(s.unmatched_frees, 1);
@@ -299,9 +308,9 @@ Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream)
     cr_assert_eq(shared.event_count, alone.event_count);
     cr_assert_eq(shared.failed_allocs, 1);
     for (size_t k = 0; k < alone.event_count; k++) {
-        cr_assert_eq(shared.events[k].id, alone.events[k].id);
-        cr_assert_eq(shared.events[k].size, alone.events[k].size);
-        cr_assert_str_eq(shared.sites[shared.events[k].site], alone.sites[alone.events[k].site]);
+        cr_assert_eq(ev_at(&shared, k).id, ev_at(&alone, k).id);
+        cr_assert_eq(ev_at(&shared, k).size, ev_at(&alone, k).size);
+        cr_assert_str_eq(shared.sites[ev_at(&shared, k).site], alone.sites[ev_at(&alone, k).site]);
     }
     cr_assert_eq(cmt_oom_count(oom), 1);
     cr_assert_eq(cmt_oom_episode(oom, 0)->request_bytes, 30 * GiB);
