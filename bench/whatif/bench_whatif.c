@@ -6,7 +6,10 @@
  * out of a trace. Prints figures; asserts nothing. With a second argument the
  * trace is also written to that file, so `cumemtrace whatif --json` can be run
  * over exactly the stream timed here (to check that a faster model gives the
- * same answers). The box is often shared: the CPU seconds of each replay are
+ * same answers). With a third, the stream is also written as an oracle script
+ * (tests/oracle/oracle_driver's "alloc SIZE STREAM" / "free N"), so PyTorch's
+ * real allocator can be timed on the same requests: bench/whatif/run.sh gives
+ * the ratio. The box is often shared: the CPU seconds of each replay are
  * the figure to compare, wall seconds are printed beside them. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -131,12 +134,40 @@ static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *bu
     cmt_writer_destroy(w);
 }
 
+/* The stream as an oracle_driver script: stream 0 stays 0, any other becomes 1 (c10's pool
+ * stream), a free names the alloc line of its tensor. */
+static int write_script(const struct cmt_whatif_stream *s, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    uint64_t *line_of = calloc(s->id_count ? s->id_count : 1, sizeof *line_of);
+    if (!f || !line_of) {
+        free(line_of);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    struct cmt_whatif_cursor c;
+    struct cmt_whatif_event e;
+    uint64_t allocs = 0;
+    cmt_whatif_cursor_init(&c, s);
+    while (cmt_whatif_cursor_next(&c, &e)) {
+        if (e.is_free) {
+            fprintf(f, "free %" PRIu64 "\n", line_of[e.id]);
+        } else {
+            line_of[e.id] = allocs++;
+            fprintf(f, "alloc %" PRIu64 " %d\n", e.size, e.stream ? 1 : 0);
+        }
+    }
+    free(line_of);
+    return fclose(f);
+}
+
 int main(int argc, char **argv)
 {
     double millions = argc > 1 ? atof(argv[1]) : 4.0;
     if (!(millions > 0 && millions <= 200)) {
-        fprintf(stderr,
-                "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT]\n");
+        fprintf(stderr, "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT|-] "
+                        "[ORACLE_SCRIPT_OUT]\n");
         return 2;
     }
     size_t n = (size_t)(millions * 1e6);
@@ -149,6 +180,17 @@ int main(int argc, char **argv)
         return 1;
     }
     free(ev);
+    printf("bench_whatif: the stream takes %.2f bytes an event in memory (%zu bytes; the "
+           "events as structs: %zu bytes an event)\n",
+           (double)cmt_whatif_stream_bytes(&s) / (double)s.event_count, cmt_whatif_stream_bytes(&s),
+           sizeof(struct cmt_whatif_event));
+    if (argc > 3 && strcmp(argv[3], "-") != 0) {
+        if (write_script(&s, argv[3]) != 0) {
+            fprintf(stderr, "bench_whatif: cannot write %s\n", argv[3]);
+            return 1;
+        }
+        printf("  wrote the stream as an oracle script to %s\n", argv[3]);
+    }
     uint64_t capacity = 60ull << 30;
     struct cmt_whatif_setting settings[] = {
         {.max_split_size = UINT64_MAX},
@@ -160,6 +202,10 @@ int main(int argc, char **argv)
         {.max_split_size = UINT64_MAX, .garbage_collection_threshold = 0.8},
     };
     size_t count = sizeof settings / sizeof *settings;
+    /* The cap of a fraction 0.75 of 80 GiB is the capacity: garbage collection acts (it acts
+     * only with a fraction), the other settings are as without one. */
+    struct cmt_whatif_device dev = {
+        .capacity = capacity, .device_total = 80ull << 30, .memory_fraction = 0.75};
     struct cmt_whatif_result results[16];
     printf("bench_whatif: %zu events (%" PRIu64 " allocs, %" PRIu64 " frees), capacity 60 GiB, "
            "%ld CPUs\n",
@@ -169,7 +215,7 @@ int main(int argc, char **argv)
         char conf[160];
         /* One thread: the replay runs on this thread, so its CPU clock times it. */
         double cpu0 = thread_cpu();
-        cmt_whatif_run(&s, capacity, 80ull << 30, &settings[i], 1, 1, &results[i]);
+        cmt_whatif_run_on(&s, &dev, &settings[i], 1, 1, &results[i]);
         double cpu = thread_cpu() - cpu0;
         if (cmt_whatif_setting_conf(&settings[i], conf, sizeof conf) <= 0)
             snprintf(conf, sizeof conf, "default");
@@ -185,7 +231,7 @@ int main(int argc, char **argv)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     for (long threads = 1; threads <= cpus && threads <= 8; threads *= 2) {
         double t0 = now(), cpu0 = process_cpu();
-        cmt_whatif_run(&s, capacity, 80ull << 30, settings, count, (unsigned)threads, results);
+        cmt_whatif_run_on(&s, &dev, settings, count, (unsigned)threads, results);
         double all = now() - t0, cpu = process_cpu() - cpu0;
         printf("  all %zu settings on %ld thread%s: %.3f s wall, %.3f cpu s, %.3g events/s wall\n",
                count, threads, threads == 1 ? "" : "s", all, cpu, (double)replayed / all);
@@ -193,7 +239,7 @@ int main(int argc, char **argv)
 
     struct cmt_membuf buf = {0};
     write_trace(&s, &buf);
-    if (argc > 2) {
+    if (argc > 2 && strcmp(argv[2], "-") != 0) {
         FILE *f = fopen(argv[2], "wb");
         if (!f || fwrite(buf.data, 1, buf.len, f) != buf.len || fclose(f) != 0) {
             fprintf(stderr, "bench_whatif: cannot write %s\n", argv[2]);

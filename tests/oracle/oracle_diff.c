@@ -2,7 +2,8 @@
  * oracle_diff — the differential test: the what-if model (tools/model, caching_model.h) against
  * PyTorch's real caching allocator (oracle_driver on simcuda), on the same tensor streams.
  *
- * Usage: oracle_diff --driver PATH [--cases N] [--seed S] [--streams 1|2] [--all] [--verbose]
+ * Usage: oracle_diff --driver PATH [--cases N] [--seed S] [--streams 1|2]
+ *                    [--addresses never-reuse|first-fit] [--all] [--verbose]
  *   Environment: ORACLE_CASES and ORACLE_SEED override --cases and --seed (long runs).
  *
  * For every case (random scripts, then the hand-made ones) and every setting of the matrix, the
@@ -10,8 +11,12 @@
  * first, how many failed, peak reserved, peak allocated, device allocation calls (failed ones
  * included), retries, OOM count, and the first OOM message (the model's cmt_model_format_oom, PyTorch 2.x's
  * wording, against c10's text). First, config strings (CONFIGS): c10's parser and the model's must take
- * the same ones to the same settings and refuse the others with the same text. Both sides run under never-reused addresses (SIMCUDA_REUSE_ADDRESSES=0; the
- * model's addresses only grow), so ties between equal-size free blocks break the same way.
+ * the same ones to the same settings and refuse the others with the same text. Both sides run
+ * under one address policy (--addresses): never-reused addresses (SIMCUDA_REUSE_ADDRESSES=0, the
+ * model's CMT_MODEL_ADDRESSES_NEVER_REUSE, the default) or first-fit reuse (simcuda's default
+ * SIMCUDA_REUSE_ADDRESSES=1, the model's CMT_MODEL_ADDRESSES_FIRST_FIT), so ties between
+ * equal-size free blocks break the same way. Also compared: c10's num_device_alloc (successful
+ * device allocations) against the model's.
  * Settings the model does not understand, and the known disagreements (KNOWN below), are run
  * and reported but do not fail the test unless --all is given.
  * @return 0 when every compared pair agrees, 1 otherwise, 2 on a usage or run error, 77 when
@@ -34,7 +39,7 @@
 #define MESSAGE_MAX 1024
 
 struct op {
-    enum { OP_ALLOC, OP_FREE } kind;
+    enum { OP_ALLOC, OP_FREE, OP_EMPTY_CACHE } kind;
     uint64_t value; /* size, or the tensor id (index among allocs) */
     unsigned stream;
 };
@@ -83,10 +88,13 @@ static const struct {
     {NULL, NULL, 0, NULL}, /* the end */
 };
 
+/* The address policy both sides run under. */
+static enum cmt_model_address_policy policy = CMT_MODEL_ADDRESSES_NEVER_REUSE;
+
 struct figures {
     bool oom;
     long long first_oom, failed;
-    long long peak_reserved, peak_allocated, device_alloc_calls, retries, ooms;
+    long long peak_reserved, peak_allocated, device_alloc_calls, retries, ooms, device_allocs;
     char message[MESSAGE_MAX];
 };
 
@@ -133,7 +141,8 @@ static uint64_t log_uniform(uint64_t *state, uint64_t lo, uint64_t hi)
 }
 
 /* A random tensor stream: sizes from 512 B to GiBs (a third small-pool, a third tens of MiB, a
- * third up to a quarter of the device), frees of random live tensors, on `streams` streams. */
+ * third up to a quarter of the device), frees of random live tensors, an empty_cache in 4% of
+ * the steps, on `streams` streams. */
 static void random_script(struct script *s, uint64_t seed, unsigned index, unsigned streams)
 {
     uint64_t state = seed * 1000003u + index;
@@ -146,6 +155,12 @@ static void random_script(struct script *s, uint64_t seed, unsigned index, unsig
     uint64_t *live = calloc(steps, sizeof(*live));
     size_t live_count = 0;
     for (unsigned i = 0; i < steps; i++) {
+        /* Now and then torch.cuda.empty_cache(): freed segments leave address holes, where
+         * the two address policies part. */
+        if (uniform(&state, 0, 99) < 4) {
+            push(s, (struct op){OP_EMPTY_CACHE, 0, 0});
+            continue;
+        }
         if (live_count && uniform(&state, 0, 99) < 40) {
             size_t k = uniform(&state, 0, live_count - 1);
             push(s, (struct op){OP_FREE, live[k], 0});
@@ -188,7 +203,8 @@ static void writeup_script(struct script *s)
     }
 }
 
-/* A hand-made stream in MiB: "a600 f0 a100 a600" (a = alloc, f = free tensor N; sN: stream). */
+/* A hand-made stream in MiB: "a600 f0 a100 a600" (a = alloc, f = free tensor N; sN: stream;
+ * e: empty_cache). */
 static void hand_script(struct script *s, const char *name, uint64_t capacity_mib, const char *text)
 {
     memset(s, 0, sizeof(*s));
@@ -208,6 +224,8 @@ static void hand_script(struct script *s, const char *name, uint64_t capacity_mi
             push(s, (struct op){OP_ALLOC, value * MIB, stream});
         else if (kind == 'b')
             push(s, (struct op){OP_ALLOC, value, stream}); /* bytes */
+        else if (kind == 'e')
+            push(s, (struct op){OP_EMPTY_CACHE, 0, 0});
         else
             push(s, (struct op){OP_FREE, value, 0});
     }
@@ -228,6 +246,11 @@ static const struct {
     {"oversize-two-streams", 2048, "a700 s1 a500 s0 a300 f0 f1 f2 s1 a1500 s0 a900"},
     /* GC age order: old cached segments go first once reserved passes the threshold */
     {"gc-ordering", 1024, "a200 a200 a200 f0 a10 a10 f1 a10 f2 a10 a10 a300 a300 a300"},
+    /* The address policy decides: after empty_cache, first fit puts tensor 2's segment where
+     * tensor 0's was, below tensor 1's; then two free 50 MiB blocks tie, the lowest address
+     * goes first, and only never-reuse leaves the whole (releasable) segment free for the
+     * last request (README.md, "Addresses"). */
+    {"address-tie", 200, "a100 a100 f0 e a50 f1 a50 f2 a50 a100"},
 };
 #define HAND_COUNT (sizeof(HAND) / sizeof(HAND[0]))
 
@@ -239,6 +262,8 @@ static int write_script(const struct script *s, const char *path)
     for (size_t i = 0; i < s->count; i++) {
         if (s->ops[i].kind == OP_ALLOC)
             fprintf(f, "alloc %" PRIu64 " %u\n", s->ops[i].value, s->ops[i].stream);
+        else if (s->ops[i].kind == OP_EMPTY_CACHE)
+            fprintf(f, "empty_cache\n");
         else
             fprintf(f, "free %" PRIu64 "\n", s->ops[i].value);
     }
@@ -269,17 +294,18 @@ static int parse_figures(FILE *in, struct figures *f)
         FIELD("device_alloc_calls", device_alloc_calls)
         FIELD("num_alloc_retries", retries)
         FIELD("num_ooms", ooms)
+        FIELD("num_device_alloc", device_allocs)
 #undef FIELD
         if (strcmp(line, "oom") == 0)
             f->oom = strcmp(value, "yes") == 0;
         if (strcmp(line, "oom_message") == 0)
             snprintf(f->message, sizeof(f->message), "%s", value);
     }
-    return seen == 7 ? 0 : -1;
+    return seen == 8 ? 0 : -1;
 }
 
 /* Runs the real allocator: simcuda holds device_total, of which device_total - capacity is
- * "used by other processes", no context overhead, addresses never reused. */
+ * "used by other processes", no context overhead, addresses under `policy`. */
 
 /* Forks a child whose standard output the parent reads (*in, in the parent only).
  * @return the child's pid (0 in the child), or -1. */
@@ -320,7 +346,7 @@ static int run_oracle(const char *driver, const char *path, const struct script 
         setenv("SIMCUDA_MEMORY", memory, 1);
         setenv("SIMCUDA_USED", used, 1);
         setenv("SIMCUDA_CONTEXT_OVERHEAD", "0", 1);
-        setenv("SIMCUDA_REUSE_ADDRESSES", "0", 1);
+        setenv("SIMCUDA_REUSE_ADDRESSES", policy == CMT_MODEL_ADDRESSES_FIRST_FIT ? "1" : "0", 1);
         setenv("PYTORCH_CUDA_ALLOC_CONF", setting->conf, 1);
         unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
         if (setting->fraction > 0)
@@ -337,14 +363,16 @@ static int run_oracle(const char *driver, const char *path, const struct script 
 }
 
 /* The model on the same stream. @return 0, or -1 when it does not take the setting. */
-static int run_model(const struct script *s, const struct setting *setting, struct figures *out,
-                     char *why, size_t why_len)
+static int run_model_under(const struct script *s, const struct setting *setting,
+                           enum cmt_model_address_policy under, struct figures *out, char *why,
+                           size_t why_len)
 {
     struct cmt_model_config config;
     struct cmt_model *model;
     cmt_model_config_default(&config, s->capacity);
     config.device_total = s->device_total;
     config.memory_fraction = setting->fraction;
+    config.address_policy = under;
     if (cmt_model_config_parse(&config, setting->conf, why, why_len) != CMT_EOK)
         return -1;
     if (cmt_model_create(&config, &model) != CMT_EOK) {
@@ -360,6 +388,10 @@ static int run_model(const struct script *s, const struct setting *setting, stru
         if (op->kind == OP_FREE) {
             cmt_model_free(model, handles[op->value]);
             handles[op->value] = 0;
+            continue;
+        }
+        if (op->kind == OP_EMPTY_CACHE) {
+            cmt_model_empty_cache(model);
             continue;
         }
         int rc = cmt_model_alloc(model, op->value, op->stream, &handles[next]);
@@ -386,9 +418,16 @@ static int run_model(const struct script *s, const struct setting *setting, stru
     out->device_alloc_calls = (long long)st.device_alloc_calls;
     out->retries = (long long)st.num_alloc_retries;
     out->ooms = (long long)st.num_ooms;
+    out->device_allocs = (long long)st.num_device_alloc;
     free(handles);
     cmt_model_destroy(model);
     return 0;
+}
+
+static int run_model(const struct script *s, const struct setting *setting, struct figures *out,
+                     char *why, size_t why_len)
+{
+    return run_model_under(s, setting, policy, out, why, why_len);
 }
 
 /* Names the first differing figure in diff; @return true when all are equal. */
@@ -408,6 +447,7 @@ static bool same(const struct figures *real, const struct figures *model, char *
     CHECK(device_alloc_calls)
     CHECK(retries)
     CHECK(ooms)
+    CHECK(device_allocs)
 #undef CHECK
     if (strcmp(real->message, model->message) != 0) {
         snprintf(diff, len, "oom message\n      real:  %s\n      model: %s", real->message,
@@ -591,6 +631,9 @@ static const char *known(const struct script *s, const struct setting *setting)
 
 struct tally {
     unsigned pairs, agree, disagree, excluded;
+    /* Pairs where the model under the other policy gives other figures (so where the policy
+     * is a real choice), and of those where the OOM verdict changes. */
+    unsigned policy_matters, policy_flips_oom;
 };
 
 static int check(const char *driver, const char *path, const struct script *s,
@@ -606,6 +649,17 @@ static int check(const char *driver, const char *path, const struct script *s,
     t->pairs++;
     const char *excuse = known(s, setting);
     bool ok = run_model(s, setting, &model, why, sizeof(why)) == 0;
+    struct figures other;
+    char ignored[3 * MESSAGE_MAX];
+    if (ok &&
+        run_model_under(s, setting,
+                        policy == CMT_MODEL_ADDRESSES_FIRST_FIT ? CMT_MODEL_ADDRESSES_NEVER_REUSE
+                                                                : CMT_MODEL_ADDRESSES_FIRST_FIT,
+                        &other, why, sizeof(why)) == 0 &&
+        !same(&model, &other, ignored, sizeof(ignored))) {
+        t->policy_matters++;
+        t->policy_flips_oom += model.oom != other.oom;
+    }
     if (!ok)
         snprintf(diff, sizeof(diff), "the model does not run it: %s", why);
     else
@@ -644,13 +698,19 @@ int main(int argc, char **argv)
             seed = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--streams") == 0 && i + 1 < argc)
             streams = (unsigned)strtoul(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--all") == 0)
+        else if (strcmp(argv[i], "--addresses") == 0 && i + 1 < argc) {
+            if (cmt_model_address_policy_parse(argv[++i], &policy) != CMT_EOK) {
+                fprintf(stderr, "oracle_diff: --addresses wants never-reuse or first-fit\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--all") == 0)
             all = true;
         else if (strcmp(argv[i], "--verbose") == 0)
             verbose = true;
         else {
             fprintf(stderr, "usage: oracle_diff --driver PATH [--cases N] [--seed S] "
-                            "[--streams 1|2] [--all] [--verbose]\n");
+                            "[--streams 1|2] [--addresses never-reuse|first-fit] [--all] "
+                            "[--verbose]\n");
             return 2;
         }
     }
@@ -716,10 +776,14 @@ int main(int argc, char **argv)
         free(s.ops);
     }
     unlink(path);
-    printf("oracle_diff: seed %" PRIu64 ", %u random cases x %zu settings on %u stream%s, %u "
-           "hand-made pairs: %u pairs, %u agree, %u disagree, %u known disagreements left out\n",
-           seed, cases, SETTING_COUNT, streams, streams == 1 ? "" : "s", t.pairs - hand_pairs,
-           t.pairs, t.agree, t.disagree, t.excluded);
+    printf("oracle_diff: seed %" PRIu64 ", %s addresses, %u random cases x %zu settings on %u "
+           "stream%s, %u hand-made pairs: %u pairs, %u agree, %u disagree, %u known "
+           "disagreements left out\n",
+           seed, cmt_model_address_policy_name(policy), cases, SETTING_COUNT, streams,
+           streams == 1 ? "" : "s", t.pairs - hand_pairs, t.pairs, t.agree, t.disagree, t.excluded);
+    printf("oracle_diff: the other address policy changes the model's figures in %u pairs, its "
+           "OOM verdict in %u\n",
+           t.policy_matters, t.policy_flips_oom);
     if (failed_runs)
         return 2;
     return t.disagree || config_disagree ? 1 : 0;

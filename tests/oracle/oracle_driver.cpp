@@ -25,7 +25,9 @@
  * Output, one "key value" a line: requests, oom (yes/no), first_oom_request (the tensor id of
  * the first failed allocation, -1 for none), failed_requests (their count), peak_reserved,
  * peak_allocated, reserved, allocated, device_alloc_calls, num_device_alloc, num_device_free,
- * num_alloc_retries, num_ooms, oom_message (the first OOM's message, newlines as \n).
+ * num_alloc_retries, num_ooms, oom_message (the first OOM's message, newlines as \n), and
+ * loop_seconds / loop_cpu_seconds: the wall and thread CPU time of the requests alone (no
+ * start-up, no script reading), the anchor of bench/whatif's speed figures.
  *
  * device_alloc_calls counts device allocation attempts, failed ones included, as the model
  * does: every cudaMalloc c10 makes (counted by interposing cudaMalloc), plus, with expandable
@@ -41,6 +43,8 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -215,8 +219,12 @@ int main(int argc, char **argv)
         std::sort(handles.begin() + 1, handles.end());
 
         std::vector<void *> tensors;
+        tensors.reserve(script.size());
         long long first_oom = -1, failed = 0;
         std::string message;
+        timespec wall0, cpu0, wall1, cpu1;
+        clock_gettime(CLOCK_MONOTONIC, &wall0);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
         for (const request &r : script) {
             switch (r.kind) {
             case request::ALLOC:
@@ -239,6 +247,11 @@ int main(int argc, char **argv)
             case request::EMPTY_CACHE: alloc::emptyCache(); break;
             }
         }
+        clock_gettime(CLOCK_MONOTONIC, &wall1);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+        auto seconds = [](const timespec &a, const timespec &b) {
+            return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+        };
 
         const auto stats = alloc::getDeviceStats(0);
         const auto all = static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE);
@@ -259,6 +272,8 @@ int main(int argc, char **argv)
         std::printf("num_alloc_retries %lld\n", (long long)stats.num_alloc_retries);
         std::printf("num_ooms %lld\n", (long long)stats.num_ooms);
         std::printf("oom_message %s\n", escape(message).c_str());
+        std::printf("loop_seconds %.9f\n", seconds(wall0, wall1));
+        std::printf("loop_cpu_seconds %.9f\n", seconds(cpu0, cpu1));
     } catch (const c10::Error &e) {
         std::fprintf(stderr, "oracle_driver: c10 error: %s\n", e.what_without_backtrace());
         return 3;

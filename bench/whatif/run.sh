@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# run.sh [BUILD_DIR] [MILLIONS] — the whatif benchmark and its anchor.
+#
+# bench_whatif builds a synthetic training-loop stream (MILLIONS of events, default 4), replays
+# it per setting (CPU seconds, events per CPU second), all settings on 1..N threads, and reads
+# it back from a trace; it also writes the same requests as an oracle script. The anchor is
+# PyTorch's own caching allocator (c10 2.6, built by tests/oracle, `ctest -L oracle`) serving
+# exactly those requests on simcuda through oracle_driver, timed over its request loop alone
+# (thread CPU time). The figure to quote is the ratio of the model's cost per event under the
+# default setting to c10's cost per malloc/free. Without the oracle build only the model's
+# figures are printed. Memory: the stream's bytes per event (printed by bench_whatif) and the
+# peak RSS of `cumemtrace whatif` over the same stream recorded as a trace.
+# Prints figures only; never fails on a slow result.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+millions=${2:-4}
+work=$(mktemp -d /tmp/bench-whatif.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+"$build/bench/bench_whatif" "$millions" "$work/stream.cmt" "$work/script.txt" | tee "$work/bench.txt"
+events=$(awk '/ events \(/ { print $2; exit }' "$work/bench.txt")
+model_cpu=$(awk '$1 == "default" { print $2 }' "$work/bench.txt")
+
+if command -v /usr/bin/time >/dev/null; then
+  /usr/bin/time -f '%M' -o "$work/rss" "$build/bin/cumemtrace" whatif --capacity 60GiB \
+    --memory-fraction 0.75 --max-split-size-mb inf,512 --json "$work/stream.cmt" >/dev/null
+  echo "  cumemtrace whatif over the $events-event trace (2 settings): peak RSS $(cat "$work/rss") KiB"
+fi
+
+driver=$build/oracle/c10-build/bin/oracle_driver
+if [ ! -x "$driver" ]; then
+  echo "  anchor: no oracle build ($driver); run ctest --test-dir $build -L oracle first"
+  exit 0
+fi
+LD_LIBRARY_PATH=$build/lib/simcudart:$build/lib/simcuda SIMCUDA_MEMORY=80GiB SIMCUDA_USED=20GiB \
+  SIMCUDA_CONTEXT_OVERHEAD=0 SIMCUDA_REUSE_ADDRESSES=0 PYTORCH_CUDA_ALLOC_CONF= \
+  "$driver" "$work/script.txt" >"$work/oracle.txt"
+awk -v events="$events" -v model_cpu="$model_cpu" '
+  $1 == "loop_cpu_seconds" { c10 = $2 }
+  $1 == "loop_seconds" { wall = $2 }
+  $1 == "peak_reserved" { peak = $2 }
+  END {
+    n = events
+    printf "  anchor: c10 2.6 on the same %d requests: %.3f cpu s (%.3f wall), %.1f ns per malloc/free, peak reserved %.2f GiB\n", n, c10, wall, c10 / n * 1e9, peak / 2^30
+    printf "  model (default setting): %.1f ns per event; model / c10 = %.2f\n", model_cpu / n * 1e9, model_cpu / c10
+  }' "$work/oracle.txt"
