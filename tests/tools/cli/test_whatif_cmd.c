@@ -165,6 +165,12 @@ Test(whatif_cmd, bad_arguments_exit_2_with_one_line)
         {"whatif", "--roundup-power2-divisions", "3", path, NULL},
         {"whatif", "--gc-threshold", "1.5", path, NULL},
         {"whatif", "--jobs", "0", path, NULL},
+        {"whatif", "--memory-fraction", "0", path, NULL},
+        {"whatif", "--memory-fraction", "1.5", path, NULL},
+        {"whatif", "--memory-fraction=half", path, NULL},
+        {"whatif", "--address-policy", "best-fit", path, NULL},
+        {"whatif", "--json=yes", path, NULL},
+        {"whatif", "--jobs=", path, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         capture(&c, cmt_cmd_whatif, cases[i]);
@@ -301,6 +307,176 @@ Test(whatif_cmd, max_non_split_rounding_is_swept)
     const char *help[] = {"whatif", "--help", NULL};
     capture(&c, cmt_cmd_whatif, help);
     cr_assert(strstr(c.out, "  --max-non-split-rounding-mb LIST  e.g. 20,64"), "%s", c.out);
+    unlink(path);
+    free(path);
+}
+
+/* ---- issue 16 items 4, 5 and 7 ---------------------------------------- */
+
+Test(whatif_cmd, options_take_the_equals_form)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif",
+                          "--json",
+                          "--max-split-size-mb=inf,6144",
+                          "--jobs=1",
+                          "--capacity=22603104256",
+                          "--oom-message=1.x",
+                          path,
+                          NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    int results = 0;
+    for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
+        results++;
+    cr_assert_eq(results, 2);
+    cr_assert(strstr(c.out, "\"capacity_source\":\"option\""), "%s", c.out);
+    cr_assert(strstr(c.out, "\"oom_message_style\":\"1.x\""), "%s", c.out);
+    const char *bad[] = {"whatif", "--json=1", path, NULL};
+    capture(&c, cmt_cmd_whatif, bad);
+    cr_assert_eq(c.status, 2);
+    cr_assert(strstr(c.err, "--json takes no value"), "%s", c.err);
+    unlink(path);
+    free(path);
+}
+
+Test(whatif_cmd, json_has_memory_stats_names_and_the_address_check)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    const char *keys[] = {"\"address_policy\":\"never-reuse\",\"borderline_settings\":0",
+                          "\"pytorch_version\":null",
+                          "\"oom_message_style\":\"2.x\"",
+                          "\"memory_fraction\":null",
+                          "\"addresses_diverged\":false,\"other_address_policy\":null,"
+                          "\"borderline\":false,\"memory_stats\":{",
+                          "\"allocated_bytes.all.peak\":",
+                          "\"reserved_bytes.all.peak\":",
+                          "\"num_alloc_retries\":1",
+                          "\"num_ooms\":1",
+                          "\"num_device_alloc\":",
+                          "\"num_device_free\":"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        cr_assert(strstr(c.out, keys[i]), "missing %s in %s", keys[i], c.out);
+    unlink(path);
+    free(path);
+}
+
+/* The write-up's trace, with the program's PyTorch named by an ENV record. */
+static char *versioned_writeup_file(const char *version)
+{
+    struct tb b;
+    tb_open(&b, 24 * GiB, 21556 * MiB);
+    cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_VERSION", version), 0);
+    tb_alloc(&b, P(0), 3000 * MiB);
+    tb_alloc(&b, P(1), 3000 * MiB);
+    tb_alloc(&b, P(2), 2714 * MiB);
+    for (int k = 0; k < 3; k++) {
+        tb_alloc(&b, P(3 + 2 * k), 1000 * MiB);
+        tb_free(&b, P(3 + 2 * k));
+        tb_alloc(&b, P(4 + 2 * k), 950 * MiB);
+    }
+    tb_alloc(&b, P(9), X_SIZE);
+    tb_free(&b, P(9));
+    tb_alloc(&b, P(10), 100 * MiB);
+    tb_event(&b, API_ALLOC, 0, P(11), X_SIZE, 0, STACK_VAE);
+    tb_close(&b);
+    char *path = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    return path;
+}
+
+Test(whatif_cmd, an_older_pytorch_in_the_trace_gets_the_1x_message)
+{
+    static const char old[] = "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
+                              "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved";
+    char *path = versioned_writeup_file("1.13.1");
+    const char *argv[] = {"whatif", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, old), "%s", c.out);
+    cr_assert(strstr(c.out, "PyTorch   1.13.1 (from PYTORCH_VERSION): OOM messages in its 1.x"),
+              "%s", c.out);
+    const char *json[] = {"whatif", "--json", path, NULL};
+    capture(&c, cmt_cmd_whatif, json);
+    cr_assert(strstr(c.out, "\"pytorch_version\":\"1.13.1\",\"pytorch_version_source\":"
+                            "\"PYTORCH_VERSION\",\"oom_message_style\":\"1.x\""),
+              "%s", c.out);
+    /* The option wins. */
+    const char *forced[] = {"whatif", "--oom-message", "2.x", path, NULL};
+    capture(&c, cmt_cmd_whatif, forced);
+    cr_assert_null(strstr(c.out, old), "%s", c.out);
+    cr_assert(strstr(c.out, "GPU 0 has a total capacity of 24.00 GiB"), "%s", c.out);
+    unlink(path);
+    free(path);
+    path = versioned_writeup_file("2.3.1");
+    capture(&c, cmt_cmd_whatif, (const char *[]){"whatif", path, NULL});
+    cr_assert(strstr(c.out, "GPU 0 has a total capacity of 24.00 GiB"), "%s", c.out);
+    cr_assert(strstr(c.out, "PyTorch   2.3.1 (from PYTORCH_VERSION)\n"), "%s", c.out);
+    unlink(path);
+    free(path);
+}
+
+/* tests/tools/model's release-tie stream as a trace: never-reuse fits, first fit does not. */
+Test(whatif_cmd, a_setting_whose_verdict_depends_on_the_addresses_is_borderline)
+{
+    struct tb b;
+    tb_open(&b, 220 * MiB, 220 * MiB);
+    tb_alloc(&b, P(0), 40 * MiB);
+    tb_alloc(&b, P(1), 40 * MiB);
+    tb_alloc(&b, P(2), 100 * MiB);
+    tb_free(&b, P(0));
+    tb_free(&b, P(1));
+    tb_alloc(&b, P(3), 50 * MiB);
+    tb_free(&b, P(2));
+    tb_alloc(&b, P(4), 50 * MiB);
+    tb_free(&b, P(3));
+    tb_alloc(&b, P(5), 50 * MiB);
+    tb_alloc(&b, P(6), 100 * MiB);
+    tb_close(&b);
+    char *path = tb_file(&b);
+    cmt_membuf_free(&b.buf);
+    const char *argv[] = {"whatif", "--max-split-size-mb", "inf", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "ok, borderline"), "%s", c.out);
+    cr_assert(strstr(c.out, "borderline: default (max_split_size_mb unlimited) fits under "
+                            "never-reuse addresses and runs out of memory under first-fit"),
+              "%s", c.out);
+    cr_assert(strstr(c.out, "1 setting replayed under first-fit too"), "%s", c.out);
+    cr_assert(strstr(c.out, "but only under some address reuse (borderline)"), "%s", c.out);
+    const char *json[] = {
+        "whatif", "--json", "--address-policy=first-fit", "--max-split-size-mb", "inf", path, NULL};
+    capture(&c, cmt_cmd_whatif, json);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "\"address_policy\":\"first-fit\",\"borderline_settings\":1"), "%s",
+              c.out);
+    cr_assert(strstr(c.out, "\"oom\":true"), "%s", c.out);
+    cr_assert(strstr(c.out, "\"other_address_policy\":{\"address_policy\":\"never-reuse\","
+                            "\"oom\":false"),
+              "%s", c.out);
+    cr_assert(strstr(c.out, "\"borderline\":true"), "%s", c.out);
+    unlink(path);
+    free(path);
+}
+
+Test(whatif_cmd, gc_threshold_without_a_fraction_gets_a_note)
+{
+    char *path = writeup_file();
+    const char *argv[] = {"whatif", "--gc-threshold", "0.6", path, NULL};
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.err, "garbage_collection_threshold acts only with a memory fraction"), "%s",
+              c.err);
+    const char *with[] = {"whatif", "--gc-threshold", "0.6", "--memory-fraction", "0.9", path,
+                          NULL};
+    capture(&c, cmt_cmd_whatif, with);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert_str_empty(c.err);
+    cr_assert(strstr(c.out, "fraction  0.9 (--memory-fraction): the allocator may hold 21.60 GiB"),
+              "%s", c.out);
     unlink(path);
     free(path);
 }

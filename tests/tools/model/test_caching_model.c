@@ -985,3 +985,126 @@ Test(writeup, expandable_segments_fit_too)
     cr_assert_eq(cmt_model_check(m), CMT_EOK);
     cmt_model_destroy(m);
 }
+
+/* ---- the address policy (issue 16 item 4) ------------------------------ */
+
+static struct cmt_model *make_policy(uint64_t capacity, enum cmt_model_address_policy policy)
+{
+    struct cmt_model_config c;
+    cmt_model_config_default(&c, capacity);
+    c.address_policy = policy;
+    struct cmt_model *m = NULL;
+    cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
+    return m;
+}
+
+static uint64_t address_of(const struct cmt_model *m, cmt_model_handle h)
+{
+    struct cmt_model_block b;
+    cr_assert_eq(cmt_model_block_info(m, h, &b), CMT_EOK);
+    return b.address;
+}
+
+Test(address_policy, first_fit_reuses_a_released_range_never_reuse_goes_above)
+{
+    for (int p = 0; p < CMT_MODEL_ADDRESS_POLICY_COUNT; p++) {
+        struct cmt_model *m = make_policy(GiB, (enum cmt_model_address_policy)p);
+        cmt_model_handle a = alloc_ok(m, 100 * MiB, 0), b = alloc_ok(m, 100 * MiB, 0);
+        uint64_t base = address_of(m, a);
+        cr_assert_eq(address_of(m, b), base + 100 * MiB);
+        cr_assert_not(cmt_model_addresses_diverged(m));
+        free_ok(m, a);
+        cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+        cr_assert_not(cmt_model_addresses_diverged(m), "a release alone changes nothing");
+        cmt_model_handle c = alloc_ok(m, 50 * MiB, 0);
+        if (p == CMT_MODEL_ADDRESSES_FIRST_FIT)
+            cr_assert_eq(address_of(m, c), base, "the lowest hole that holds it");
+        else
+            cr_assert_eq(address_of(m, c), base + 200 * MiB, "above everything");
+        cr_assert(cmt_model_addresses_diverged(m));
+        /* The rest of the hole, then the top (first fit), or the top again. */
+        cmt_model_handle d = alloc_ok(m, 60 * MiB, 0);
+        cr_assert_eq(address_of(m, d),
+                     p == CMT_MODEL_ADDRESSES_FIRST_FIT ? base + 200 * MiB : base + 250 * MiB);
+        cmt_model_handle e = alloc_ok(m, 50 * MiB, 0);
+        cr_assert_eq(address_of(m, e),
+                     p == CMT_MODEL_ADDRESSES_FIRST_FIT ? base + 50 * MiB : base + 310 * MiB);
+        cmt_model_destroy(m);
+    }
+}
+
+Test(address_policy, first_fit_gives_the_top_back)
+{
+    struct cmt_model *m = make_policy(GiB, CMT_MODEL_ADDRESSES_FIRST_FIT);
+    cmt_model_handle a = alloc_ok(m, 100 * MiB, 0), b = alloc_ok(m, 100 * MiB, 0);
+    uint64_t base = address_of(m, a);
+    free_ok(m, b);
+    cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+    /* A range larger than the freed top one starts where it started, as in simcuda. */
+    cmt_model_handle c = alloc_ok(m, 300 * MiB, 0);
+    cr_assert_eq(address_of(m, c), base + 100 * MiB);
+    cr_assert(cmt_model_addresses_diverged(m));
+    cmt_model_destroy(m);
+    /* Never reuse: the freed top is a hole that first fit would take: diverged. */
+    m = make_policy(GiB, CMT_MODEL_ADDRESSES_NEVER_REUSE);
+    a = alloc_ok(m, 100 * MiB, 0);
+    b = alloc_ok(m, 100 * MiB, 0);
+    free_ok(m, b);
+    cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+    c = alloc_ok(m, 300 * MiB, 0);
+    cr_assert_eq(address_of(m, c), address_of(m, a) + 200 * MiB);
+    cr_assert(cmt_model_addresses_diverged(m));
+    cmt_model_destroy(m);
+}
+
+/* tests/oracle's "address-tie" case, whose figures c10 2.6 on simcuda gives under either
+ * policy: the tie between two free 50 MiB blocks decides whether the last request fits. */
+Test(address_policy, a_tie_between_equal_free_blocks_follows_the_addresses)
+{
+    for (int p = 0; p < CMT_MODEL_ADDRESS_POLICY_COUNT; p++) {
+        struct cmt_model *m = make_policy(200 * MiB, (enum cmt_model_address_policy)p);
+        cmt_model_handle t0 = alloc_ok(m, 100 * MiB, 0), t1 = alloc_ok(m, 100 * MiB, 0);
+        free_ok(m, t0);
+        cr_assert_eq(cmt_model_empty_cache(m), CMT_EOK);
+        cmt_model_handle t2 = alloc_ok(m, 50 * MiB, 0);
+        free_ok(m, t1);
+        alloc_ok(m, 50 * MiB, 0);
+        free_ok(m, t2);
+        alloc_ok(m, 50 * MiB, 0);
+        cmt_model_handle last = 0;
+        int rc = cmt_model_alloc(m, 100 * MiB, 0, &last);
+        cr_assert_eq(rc, p == CMT_MODEL_ADDRESSES_FIRST_FIT ? CMT_EMODEL_OOM : CMT_EOK, "policy %s",
+                     cmt_model_address_policy_name((enum cmt_model_address_policy)p));
+        cr_assert_eq(cmt_model_check(m), CMT_EOK);
+        cmt_model_destroy(m);
+    }
+}
+
+Test(address_policy, names_and_bad_values)
+{
+    enum cmt_model_address_policy p;
+    cr_assert_eq(cmt_model_address_policy_parse("first-fit", &p), CMT_EOK);
+    cr_assert_eq(p, CMT_MODEL_ADDRESSES_FIRST_FIT);
+    cr_assert_eq(cmt_model_address_policy_parse("never-reuse", &p), CMT_EOK);
+    cr_assert_eq(p, CMT_MODEL_ADDRESSES_NEVER_REUSE);
+    cr_assert_eq(cmt_model_address_policy_parse("best-fit", &p), CMT_EINVALID);
+    cr_assert_null(cmt_model_address_policy_name(CMT_MODEL_ADDRESS_POLICY_COUNT));
+    struct cmt_model_config c;
+    struct cmt_model *m = NULL;
+    cmt_model_config_default(&c, GiB);
+    c.address_policy = CMT_MODEL_ADDRESS_POLICY_COUNT;
+    cr_assert_eq(cmt_model_create(&c, &m), CMT_EINVALID);
+    cr_assert_null(m);
+}
+
+Test(address_policy, num_device_alloc_counts_successes_only)
+{
+    struct cmt_model *m = make_policy(100 * MiB, CMT_MODEL_ADDRESSES_NEVER_REUSE);
+    alloc_ok(m, 60 * MiB, 0);
+    cmt_model_handle h = 0;
+    cr_assert_eq(cmt_model_alloc(m, 60 * MiB, 0, &h), CMT_EMODEL_OOM);
+    struct cmt_model_stats st = stats_of(m);
+    cr_assert_eq(st.num_device_alloc, 1);
+    cr_assert_eq(st.device_alloc_calls, 3, "the first try, and the retry after releasing");
+    cmt_model_destroy(m);
+}

@@ -355,3 +355,262 @@ Test(whatif_run, max_non_split_rounding_is_a_setting)
     cr_assert_eq(d.max_non_split_rounding, 20 * MiB);
     cmt_whatif_stream_free(&s);
 }
+
+/* ---- issue 16 items 4, 5 and 7 ---------------------------------------- */
+
+Test(whatif_stream, the_compact_encoding_gives_back_every_field)
+{
+    struct cmt_whatif_stream s;
+    memset(&s, 0, sizeof s);
+    uint64_t rng = 16;
+    enum { N = 5000 };
+    static struct cmt_whatif_event want[N];
+    uint32_t fresh = 0;
+    for (size_t k = 0; k < N; k++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        bool is_free = k % 3 == 2;
+        want[k] = (struct cmt_whatif_event){
+            .size = is_free ? 0 : (rng >> 20) % (k % 7 ? (1ull << 40) : UINT64_MAX),
+            .stream = is_free               ? 0
+                      : (rng >> 8) % 3 == 0 ? rng
+                                            : 0,
+            .t_ns = k % 11 ? 1000 * k : 1000 * k - 999, /* goes back now and then */
+            .seq = k * 2 + (rng & 1),
+            .id = (uint32_t)(k % 5 == 4 && !is_free ? CMT_WHATIF_NEW_ID : (rng >> 33) % 100000),
+            .site = is_free ? 0 : (uint32_t)(rng >> 40),
+            .is_free = is_free,
+            .failed = !is_free && k % 5 == 4};
+        fresh += want[k].id == CMT_WHATIF_NEW_ID;
+        cr_assert_eq(cmt_whatif_stream_push(&s, &want[k]), 0);
+    }
+    s.id_count = 100000;
+    cmt_whatif_stream_finish(&s);
+    cr_assert_eq(s.event_count, N);
+    cr_assert_eq(s.id_count, 100000 + fresh);
+    cr_assert_lt(cmt_whatif_stream_bytes(&s), N * sizeof(struct cmt_whatif_event) / 2);
+    struct cmt_whatif_cursor c;
+    struct cmt_whatif_event e;
+    uint32_t new_ids = 0;
+    cmt_whatif_cursor_init(&c, &s);
+    for (size_t k = 0; k < N; k++) {
+        cr_assert(cmt_whatif_cursor_next(&c, &e));
+        struct cmt_whatif_event all = ev_at(&s, k);
+        uint32_t id = want[k].id == CMT_WHATIF_NEW_ID ? 100000 + new_ids++ : want[k].id;
+        cr_assert_eq(e.id, id, "event %zu", k);
+        cr_assert_eq(all.id, id, "event %zu", k);
+        cr_assert_eq(e.size, want[k].size);
+        cr_assert_eq(e.stream, want[k].stream);
+        cr_assert_eq(e.is_free, want[k].is_free);
+        cr_assert_eq(e.failed, want[k].failed);
+        cr_assert_eq(all.seq, want[k].seq);
+        cr_assert_eq(all.t_ns, want[k].t_ns);
+        cr_assert_eq(all.site, want[k].site);
+        cr_assert_eq(all.size, want[k].size);
+    }
+    cr_assert_not(cmt_whatif_cursor_next(&c, &e));
+    cr_assert_eq(cmt_whatif_stream_event(&s, N, &e), CMT_EINVALID);
+    cr_assert_eq(cmt_whatif_stream_push(&s, &want[0]), CMT_EINVALID); /* finished */
+    cmt_whatif_stream_free(&s);
+}
+
+/* After the OOM path releases two cached segments, first fit puts the next segment where they
+ * were and never-reuse above everything; two free 50 MiB blocks then tie, the lower address
+ * goes first, and only under never-reuse is the whole (releasable) one left for the last
+ * request. */
+static void release_tie(struct cmt_whatif_stream *s)
+{
+    static const struct {
+        int free;
+        uint32_t id;
+        uint64_t mib;
+    } script[] = {{0, 0, 40}, {0, 1, 40}, {0, 2, 100}, {1, 0, 0},  {1, 1, 0},  {0, 3, 50},
+                  {1, 2, 0},  {0, 4, 50}, {1, 3, 0},   {0, 5, 50}, {0, 6, 100}};
+    struct cmt_whatif_event ev[11];
+    for (size_t k = 0; k < 11; k++)
+        ev[k] = (struct cmt_whatif_event){.size = script[k].mib * MiB,
+                                          .seq = k,
+                                          .id = script[k].id,
+                                          .is_free = (uint8_t)script[k].free};
+    cr_assert_eq(cmt_whatif_stream_from_events(ev, 11, 7, 220 * MiB, 220 * MiB, s), 0);
+}
+
+Test(whatif_run, an_oom_verdict_that_depends_on_the_addresses_is_borderline)
+{
+    struct cmt_whatif_stream s;
+    release_tie(&s);
+    struct cmt_whatif_setting st[2];
+    cmt_whatif_setting_default(&st[0]);
+    st[1] = split_mb(4096);
+    struct cmt_whatif_result res[2];
+    struct cmt_whatif_device dev = {
+        .capacity = 220 * MiB, .device_total = 220 * MiB, .check_other_policy = true};
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, st, 2, 1, res), 0);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(res[i].address_policy, CMT_MODEL_ADDRESSES_NEVER_REUSE);
+        cr_assert_not(res[i].oom, "never-reuse fits");
+        cr_assert(res[i].addresses_diverged);
+        cr_assert(res[i].other_checked);
+        cr_assert(res[i].other_oom, "first fit runs out of memory");
+        cr_assert_eq(res[i].other_oom_event, 10);
+        cr_assert(res[i].borderline);
+    }
+    /* The other way round: first fit's figures, never-reuse checked. */
+    dev.address_policy = CMT_MODEL_ADDRESSES_FIRST_FIT;
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, st, 1, 1, res), 0);
+    cr_assert(res[0].oom);
+    cr_assert_eq(res[0].oom_event, 10);
+    cr_assert(res[0].borderline);
+    cr_assert_not(res[0].other_oom);
+    /* Without the check nothing is borderline. */
+    dev.check_other_policy = false;
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, st, 1, 1, res), 0);
+    cr_assert_not(res[0].other_checked);
+    cr_assert_not(res[0].borderline);
+    dev.address_policy = CMT_MODEL_ADDRESS_POLICY_COUNT;
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, st, 1, 1, res), CMT_EINVALID);
+    cmt_whatif_stream_free(&s);
+}
+
+Test(whatif_run, addresses_that_cannot_differ_are_not_replayed_twice)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    struct cmt_whatif_setting st[3] = {split_mb(0), split_mb(4096), split_mb(8192)};
+    cmt_whatif_setting_default(&st[0]);
+    struct cmt_whatif_result res[3];
+    struct cmt_whatif_device dev = {
+        .capacity = s.device_free, .device_total = s.device_total, .check_other_policy = true};
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, st, 3, 1, res), 0);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_not(res[i].addresses_diverged, "setting %d", i);
+        cr_assert_not(res[i].other_checked);
+        cr_assert_not(res[i].borderline);
+    }
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
+}
+
+Test(whatif_run, the_recommendation_prefers_a_setting_that_fits_under_both_policies)
+{
+    struct cmt_whatif_result res[2];
+    memset(res, 0, sizeof res);
+    cmt_whatif_setting_default(&res[0].setting);
+    res[1].setting = split_mb(4096);
+    res[0].peak_reserved = 1 * GiB; /* lower, but borderline */
+    res[0].borderline = true;
+    res[1].peak_reserved = 2 * GiB;
+    struct cmt_whatif_recommendation rec;
+    cmt_whatif_recommend(res, 2, &rec);
+    cr_assert_eq(rec.best, 1);
+    res[1].borderline = true;
+    cmt_whatif_recommend(res, 2, &rec);
+    cr_assert_eq(rec.best, 0, "all borderline: the lowest peak");
+}
+
+/* Old cached segments are collected once reserved passes threshold x cap: only with a memory
+ * fraction (PyTorch 2.x), and the cap refuses before the driver is asked. */
+Test(whatif_run, garbage_collection_acts_only_with_a_memory_fraction)
+{
+    /* Two cached 300 MiB segments, then a request they cannot hold: over threshold x cap
+     * (0.5 x 0.9 GiB) GC releases them first, so no retry; without GC the 400 MiB is over the
+     * cap, so release-and-retry. */
+    struct cmt_whatif_event ev[] = {{.size = 300 * MiB, .id = 0},
+                                    {.size = 300 * MiB, .id = 1},
+                                    {.id = 0, .is_free = 1},
+                                    {.id = 1, .is_free = 1},
+                                    {.size = 400 * MiB, .id = 2}};
+    struct cmt_whatif_stream s;
+    cr_assert_eq(cmt_whatif_stream_from_events(ev, 5, 3, GiB, GiB, &s), 0);
+    struct cmt_whatif_setting gc, none;
+    cmt_whatif_setting_default(&gc);
+    cmt_whatif_setting_default(&none);
+    gc.garbage_collection_threshold = 0.5;
+    struct cmt_whatif_result r_gc, r_none, r_nofrac, r_nogc_frac;
+    struct cmt_whatif_device dev = {.capacity = GiB, .device_total = GiB, .memory_fraction = 0.9};
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, &gc, 1, 1, &r_gc), 0);
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, &none, 1, 1, &r_nogc_frac), 0);
+    dev.memory_fraction = 0;
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, &gc, 1, 1, &r_nofrac), 0);
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, &none, 1, 1, &r_none), 0);
+    /* Without a fraction the threshold changes nothing. */
+    cr_assert_eq(r_nofrac.peak_reserved, r_none.peak_reserved);
+    cr_assert_eq(r_nofrac.device_free_calls, r_none.device_free_calls);
+    cr_assert_eq(r_nofrac.oom, r_none.oom);
+    cr_assert_eq(r_none.alloc_retries, 0);
+    cr_assert_eq(r_none.device_free_calls, 0, "1000 MiB fits the device");
+    /* With one, GC releases the old segments before the cap is reached. */
+    cr_assert_eq(r_gc.alloc_retries, 0);
+    cr_assert_eq(r_gc.device_free_calls, 2);
+    cr_assert_eq(r_nogc_frac.alloc_retries, 1);
+    cr_assert_eq(r_nogc_frac.device_free_calls, 2);
+    cr_assert_not(r_gc.oom);
+    cr_assert_eq(
+        cmt_whatif_run_on(&s, &(struct cmt_whatif_device){.capacity = GiB, .memory_fraction = 1.5},
+                          &gc, 1, 1, &r_gc),
+        CMT_EINVALID);
+    cmt_whatif_stream_free(&s);
+}
+
+Test(whatif_run, the_fraction_cap_refuses_before_the_driver)
+{
+    struct cmt_whatif_event ev[] = {{.size = 600 * MiB, .id = 0}, {.size = 600 * MiB, .id = 1}};
+    struct cmt_whatif_stream s;
+    cr_assert_eq(cmt_whatif_stream_from_events(ev, 2, 2, GiB, GiB, &s), 0);
+    struct cmt_whatif_setting st;
+    cmt_whatif_setting_default(&st);
+    struct cmt_whatif_result r;
+    struct cmt_whatif_device dev = {.capacity = GiB, .device_total = GiB, .memory_fraction = 0.5};
+    cr_assert_eq(cmt_whatif_run_on(&s, &dev, &st, 1, 1, &r), 0);
+    cr_assert(r.oom);
+    cr_assert_eq(r.oom_event, 0, "600 MiB is over the 512 MiB cap");
+    cr_assert_eq(r.device_alloc_calls, 0, "the driver is never asked");
+    cr_assert_eq(r.stats.num_ooms, 1);
+    cr_assert_eq(r.oom_info.allowed, 512 * MiB);
+    cmt_whatif_stream_free(&s);
+}
+
+Test(whatif_stream, the_pytorch_version_comes_from_env_records)
+{
+    cr_assert(cmt_whatif_torch_prints_1x("1.13.1"));
+    cr_assert(cmt_whatif_torch_prints_1x("2.0.1+cu118"));
+    cr_assert(cmt_whatif_torch_prints_1x("0.4.1"));
+    cr_assert_not(cmt_whatif_torch_prints_1x("2.1.0a0+32f93b1"));
+    cr_assert_not(cmt_whatif_torch_prints_1x("2.6.0"));
+    cr_assert_not(cmt_whatif_torch_prints_1x("10.0"));
+    cr_assert_not(cmt_whatif_torch_prints_1x(""));
+    cr_assert_not(cmt_whatif_torch_prints_1x("v1.13"));
+    cr_assert_not(cmt_whatif_torch_prints_1x(NULL));
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_open(&b, 8 * GiB, 6 * GiB);
+    cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_BUILD_VERSION", "1.12.0"), 0);
+    cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_VERSION", "1.13.1 extra"), 0);
+    tb_alloc(&b, P(0), 64 * MiB);
+    tb_close(&b);
+    load(&b, &s);
+    cr_assert_str_eq(s.torch_version, "1.13.1", "PYTORCH_VERSION first");
+    cr_assert_str_eq(s.torch_version_source, "PYTORCH_VERSION");
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
+    tb_open(&b, 8 * GiB, 6 * GiB);
+    cr_assert_eq(cmt_writer_module(
+                     b.w, &(struct cmt_module){1,
+                                               "/opt/conda/pkgs/pytorch-1.13.1-py3.9_cuda11.7/lib/"
+                                               "python3.9/site-packages/torch/lib/libc10_cuda.so",
+                                               0x7000000, 0x100000, NULL, 0}),
+                 0);
+    tb_alloc(&b, P(0), 64 * MiB);
+    tb_close(&b);
+    load(&b, &s);
+    cr_assert_str_eq(s.torch_version, "1.13.1");
+    cr_assert_str_eq(s.torch_version_source, "a loaded module's path");
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
+    tb_writeup(&b);
+    load(&b, &s);
+    cr_assert_str_empty(s.torch_version);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
+}
