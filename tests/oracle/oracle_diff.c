@@ -251,6 +251,9 @@ static const struct {
      * goes first, and only never-reuse leaves the whole (releasable) segment free for the
      * last request (README.md, "Addresses"). */
     {"address-tie", 200, "a100 a100 f0 e a50 f1 a50 f2 a50 a100"},
+    /* The same through the OOM path's release, with no empty_cache (whatif's stream has
+     * none): tests/tools/model's release_tie, borderline in whatif. */
+    {"release-tie", 220, "a40 a40 a100 f0 f1 a50 f2 a50 f3 a50 a100"},
 };
 #define HAND_COUNT (sizeof(HAND) / sizeof(HAND[0]))
 
