@@ -54,7 +54,8 @@ static const char usage_jobs[] =
     "  --oom-message 2.x|1.x  the wording of PyTorch's OOM messages: 2.x (default, as\n"
     "                         PyTorch 2.6 prints them, unless the trace names a PyTorch before\n"
     "                         2.1) or 1.x (PyTorch 1.x to 2.0)\n"
-    "  --jobs N               replay on N threads (default: the number of CPUs)\n";
+    "  --jobs N               replay on N threads (default: the number of CPUs)\n"
+    "Every option that takes a value also takes it as --option=VALUE.\n";
 
 #define USAGE_WIDTH 90 /* the synopsis wraps before this column */
 #define USAGE_HELP_COLUMN 36
