@@ -3,6 +3,8 @@
  * in order among the driver's events, with stacks; without the shim the calls do nothing. */
 #include "e2e_util.h"
 
+#include "caching_model.h"
+
 TestSuite(annotate, .init = e2e_setup, .fini = e2e_teardown);
 
 struct report {
@@ -30,7 +32,7 @@ static int reports(const char *out, const char *from, const char *to, struct rep
 }
 
 struct alloc_trace {
-    struct cmt_alloc_event ev[64];
+    struct cmt_alloc_event ev[256];
     int n, allocators;
     uint32_t allocator_id;
     char name[64], version[64], conf[128];
@@ -54,7 +56,7 @@ static void load_allocs(struct alloc_trace *t, const char *path)
             snprintf(t->name, sizeof t->name, "%s", rec.u.alloc_info.name);
             snprintf(t->version, sizeof t->version, "%s", rec.u.alloc_info.version);
             snprintf(t->conf, sizeof t->conf, "%s", rec.u.alloc_info.conf);
-        } else if (rec.type == CMT_REC_ALLOC_EVENT && t->n < 64) {
+        } else if (rec.type == CMT_REC_ALLOC_EVENT && t->n < 256) {
             const struct cmt_alloc_event *a = &rec.u.alloc_event;
             if (a->action == CMT_AA_SEGMENT_ALLOC)
                 t->segment_alloc_after_alloc = t->alloc_seq != UINT64_MAX;
@@ -206,5 +208,116 @@ Test(annotate, a_killed_process_keeps_every_report)
     load_allocs(&t, path);
     same_allocator(&t, r.out);
     same_events(&t, rep, n);
+    cmt_reader_close(t.r);
+}
+
+/* ---- the demo's PyTorch stand-in reports through annotate.h ---- */
+
+#define DEMO "libexec/cumemtrace/demo_diffusion"
+
+static void leaf_of(cmt_reader *r, uint32_t stack, char *out, size_t size)
+{
+    out[0] = 0;
+    if (stack)
+        cmt_reader_format_frame(r, stack, out, size);
+}
+
+/* The caching-on run carries the tensor stream the caching-off run shows the driver: the same
+ * requests from the same lines, then the OOM of the one that fails, with the figures of the
+ * message the program printed; its segments are the driver's allocations. */
+Test(annotate, the_demo_caching_on_run_carries_the_tensor_stream)
+{
+    static struct run off, on;
+    char path_off[NAME_MAX + 1], path_on[NAME_MAX + 1];
+    setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+    e2e_record_one(&off, path_off, NULL, DEMO, NULL, 0);
+    unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    static struct trace toff;
+    trace_load(&toff, path_off);
+    cr_assert_gt(count_api(&toff, "cuMemAlloc_v2", 0), 1);
+    cr_assert_eq(rename(path_off, "off.cmt.keep"), 0);
+    e2e_record_one(&on, path_on, NULL, DEMO, NULL, 1);
+    static struct alloc_trace ton;
+    load_allocs(&ton, path_on);
+    cr_assert_eq(ton.allocators, 1);
+    cr_assert_str_eq(ton.name, "pytorch-cuda-caching");
+    cr_assert_str_eq(ton.version, "2.6.0");
+    cr_assert_str_eq(ton.conf, "", "PYTORCH_CUDA_ALLOC_CONF unset: the defaults");
+    size_t k = 0; /* the caching-off run's next cuMemAlloc_v2 */
+    int allocs = 0, ooms = 0;
+    for (int i = 0; i < ton.n; i++) {
+        const struct cmt_alloc_event *a = &ton.ev[i];
+        if (a->action != CMT_AA_ALLOC && a->action != CMT_AA_OOM)
+            continue;
+        while (k < toff.n && strcmp(api_of(&toff, &toff.ev[k]), "cuMemAlloc_v2"))
+            k++;
+        cr_assert_lt(k, toff.n, "more tensors with caching on than off");
+        const struct cmt_event *d = &toff.ev[k++];
+        char want[512], got[512];
+        leaf_of(toff.r, d->stack, want, sizeof want);
+        leaf_of(ton.r, a->stack, got, sizeof got);
+        cr_assert_str_eq(got, want, "tensor %d is asked for from the same line", allocs + ooms);
+        if (a->action == CMT_AA_ALLOC) {
+            allocs++;
+            cr_assert_eq(a->v[CMT_AFIELD_REQUESTED], d->v[CMT_FIELD_SIZE]);
+            cr_assert_geq(a->v[CMT_AFIELD_SIZE], a->v[CMT_AFIELD_REQUESTED]);
+            cr_assert(a->v[CMT_AFIELD_SEGMENT] <= a->v[CMT_AFIELD_ADDR]);
+            continue;
+        }
+        ooms++; /* 6330 MiB - 768 KiB: a multiple of 512, so rounded = requested */
+        cr_assert_eq(a->v[CMT_AFIELD_SIZE], d->v[CMT_FIELD_SIZE]);
+        char figure[64], text[128];
+        uint64_t figures[][2] = {{a->v[CMT_AFIELD_SIZE], 0},
+                                 {a->v[CMT_AFIELD_DEVICE_TOTAL], 1},
+                                 {a->v[CMT_AFIELD_ALLOCATED], 2},
+                                 {a->v[CMT_AFIELD_DEVICE_FREE], 3},
+                                 {a->v[CMT_AFIELD_RESERVED], 4}};
+        const char *format[] = {"Tried to allocate %s", "%s total capacity", "%s already allocated",
+                                "%s free", "%s reserved in total"};
+        for (int f = 0; f < 5; f++) {
+            cmt_model_format_size(figures[f][0], figure, sizeof figure);
+            snprintf(text, sizeof text, format[figures[f][1]], figure);
+            cr_assert(strstr(on.err, text), "the OOM event's figure '%s' is the message's: %s",
+                      text, on.err);
+        }
+    }
+    cr_assert_eq(ooms, 1);
+    cr_assert_eq(allocs + 1, (int)count_api(&toff, "cuMemAlloc_v2", 0), "all but the last");
+    /* every successful driver allocation of the caching-on run is a segment_alloc */
+    static struct trace tdrv;
+    trace_load(&tdrv, path_on);
+    int segments = 0;
+    for (int i = 0; i < ton.n; i++)
+        if (ton.ev[i].action == CMT_AA_SEGMENT_ALLOC) {
+            int found = 0;
+            for (size_t e = 0; e < tdrv.n; e++)
+                found |= !strcmp(api_of(&tdrv, &tdrv.ev[e]), "cuMemAlloc_v2") &&
+                         tdrv.ev[e].result == 0 &&
+                         tdrv.ev[e].v[CMT_FIELD_PTR] == ton.ev[i].v[CMT_AFIELD_ADDR] &&
+                         tdrv.ev[e].v[CMT_FIELD_SIZE] == ton.ev[i].v[CMT_AFIELD_SIZE];
+            cr_assert(found, "segment %d is a cuMemAlloc_v2", segments);
+            segments++;
+        }
+    size_t ok = 0;
+    for (size_t e = 0; e < tdrv.n; e++)
+        ok += !strcmp(api_of(&tdrv, &tdrv.ev[e]), "cuMemAlloc_v2") && tdrv.ev[e].result == 0;
+    cr_assert_eq((size_t)segments, ok);
+    trace_free(&tdrv);
+    trace_free(&toff);
+    cmt_reader_close(ton.r);
+}
+
+Test(annotate, the_demo_names_the_settings_it_ran_under)
+{
+    static struct run r;
+    char path[NAME_MAX + 1];
+    setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144", 1);
+    e2e_record_one(&r, path, NULL, DEMO, NULL, 0);
+    unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+    static struct alloc_trace t;
+    load_allocs(&t, path);
+    cr_assert_str_eq(t.conf, "max_split_size_mb:6144");
+    for (int i = 0; i < t.n; i++)
+        cr_assert_neq(t.ev[i].action, CMT_AA_OOM, "the setting avoids the OOM");
     cmt_reader_close(t.r);
 }
