@@ -90,9 +90,9 @@ static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_ev
         ev->v[__builtin_ctz(m)] = e->v[n++];
 }
 
-#define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~700 KiB) */
+#define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~830 KiB) */
 #define CMT__SHARED_RING_SIZE \
-    (1 << 17) /* under record (11 MiB of a sparse file, touched as used) */
+    (1 << 17) /* under record (13 MiB of a sparse file, touched as used) */
 
 /* A thread's ring. The owner writes [head]; the writer copies out up to `head` (then `tail`),
  * and once those entries are on disk advances `released`; the owner may reuse a slot below
