@@ -25,6 +25,7 @@
 #include "salvage.h"
 #include "shim_path.h"
 #include "symbolize.h"
+#include "torch_capture.h"
 
 static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
@@ -36,13 +37,16 @@ static const char usage[] =
     "  --stack-depth N        frames per call stack, 0 = none (default 64, at most 256)\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
+    "  --torch                Python processes that use PyTorch on CUDA also keep PyTorch's\n"
+    "                         memory history (Python stacks) and dump its snapshot on\n"
+    "                         out-of-memory and at exit; each process's goes with its trace\n"
     "  -q, --quiet            print nothing but errors\n"
     "  -h, --help             this text\n"
     "An option's value may follow it or an '=' (--output=run.%p.cmt).\n";
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
-    int symbolize, quiet, force;
+    int symbolize, quiet, force, torch;
 };
 
 static int numeric(const char *s)
@@ -79,6 +83,8 @@ static int parse(int argc, char **argv, struct options *o, int *first)
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
+        } else if (!strcmp(a, "--torch")) {
+            o->torch = 1;
         } else if (!strcmp(a, "--no-symbolize")) {
             o->symbolize = 0;
         } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
@@ -397,14 +403,20 @@ int cmt_cmd_record(int argc, char **argv)
     int status = 2;
     if (setup_env(&o, shim, manifest, dir)) {
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
-    } else {
+    } else if (!o.torch || cmt__torch_setup(dir) == 0) {
         fflush(stdout);
         int ran;
         status = run(argv + first, &ran);
         int failures = salvage_traces(dir, &o);
-        if (ran && report_traces(manifest, &o) + failures && status == 0)
+        if (ran)
+            failures += report_traces(manifest, &o);
+        if (ran && o.torch)
+            failures += cmt__torch_collect(dir, manifest, output, o.quiet);
+        if (ran && failures && status == 0)
             status = 1;
     }
+    if (o.torch)
+        cmt__torch_cleanup(dir);
     unlink(manifest);
     rmdir(dir);
     return status;
