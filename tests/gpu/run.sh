@@ -6,7 +6,9 @@
 # a failed allocation (result 2) followed by its MEMINFO record, a DEVICE record, symbolized
 # stacks. When `import torch` works and sees a GPU, also records torch_alloc.py under the
 # default allocator, expandable_segments:True and backend:cudaMallocAsync, each provoking an
-# OOM. One PASS/FAIL line per check, a summary, exit 1 on any failure. Traces and logs go to
+# OOM, and with `record --torch` a small training loop and a provoked fragmentation OOM
+# (torch_train.py, checked by check_torch.py: PyTorch's peaks, its own snapshot, the model's
+# self-check). One PASS/FAIL line per check, a summary, exit 1 on any failure. Traces and logs go to
 # ${OUT:-/tmp/cumemtrace-gpu}. Uses build/ (CMT_BUILD_DIR overrides), building it if missing.
 set -uo pipefail
 
@@ -45,6 +47,19 @@ checks() {
         *) echo "$line" ;;
         esac
     done < <(python3 "$here/check_trace.py" "$label" "$dump" "$@" 2>&1)
+}
+# Runs check_torch.py (PASS/FAIL/SKIP lines) on a `record --torch` run. mode trace
+torch_checks() {
+    local mode=$1 trace=$2 name=torch_$1 line
+    while IFS= read -r line; do
+        case $line in
+        PASS\ *) pass "${line#PASS }" ;;
+        FAIL\ *) fail "${line#FAIL }" ;;
+        SKIP\ *) skip "${line#SKIP }" ;;
+        *) echo "$line" ;;
+        esac
+    done < <(python3 "$here/check_torch.py" "$mode" "$out" "$trace" "$out/$name.report.json" \
+        "$out/$name.whatif.txt" 2>&1)
 }
 # Records COMMAND with the CLI; sets $trace to the largest trace it wrote. name log opts -- cmd
 record() {
@@ -143,5 +158,38 @@ for mode in default expandable async; do
     async)
         checks "$name" "$out/$name.jsonl" "ok:$async" "oom:$async" ;;
     esac
+done
+
+# ---- PyTorch under record --torch: its own history beside the driver trace ----
+for mode in train frag; do
+    in_budget "torch --torch $mode" || continue
+    name=torch_$mode
+    rm -f "$out/$name".*.torch*.pickle "$out/$name".own.pickle "$out/$name".stats.json
+    record "$name" "$out/$name.log" --torch --no-symbolize -- \
+        python3 "$here/torch_train.py" "$mode" "$out"
+    rc=$?
+    sed 's/^/  | /' "$out/$name.log"
+    if [[ $rc -eq 0 ]]; then
+        pass "$name: ran as planned under cumemtrace record --torch"
+    else
+        fail "$name: exit status $rc (see $out/$name.log)"
+    fi
+    if grep -q 'cumemtrace: torch hook:' "$out/$name.log"; then
+        fail "$name: the PyTorch hook complained: $(grep 'cumemtrace: torch hook:' "$out/$name.log" | head -1)"
+    else
+        pass "$name: the PyTorch hook ran without a complaint"
+    fi
+    if [[ -z $trace ]] || ! "$cli" dump --all "$trace" >"$out/$name.jsonl" 2>"$out/$name.dump.err"; then
+        fail "$name: no readable trace"
+        continue
+    fi
+    if [[ ! -f $out/$name.stats.json || ! -f $out/$name.own.pickle ]]; then
+        fail "$name: torch_train.py wrote no stats or snapshot of its own"
+        continue
+    fi
+    "$cli" report --json "$trace" >"$out/$name.report.json" 2>"$out/$name.report.err"
+    "$cli" whatif "$trace" >"$out/$name.whatif.txt" 2>&1
+    "$cli" oom "$trace" >"$out/$name.oom.txt" 2>&1
+    torch_checks "$mode" "$trace"
 done
 summary
