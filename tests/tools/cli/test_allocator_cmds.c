@@ -1,0 +1,82 @@
+/* Tests of what the commands show from allocator-level records (oom, report, timeline, diff,
+ * whatif) on the write-up's case (alloc_fixture.h). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_fixture.h"
+#include "capture.h"
+#include "commands.h"
+
+/* The write-up's case as a trace file (with_driver: as the shim records it). */
+static const char *writeup(int index, int with_driver, const char *conf)
+{
+    struct tb b;
+    wu_fragmentation(&b, with_driver, conf);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    if (getenv("CMT_KEEP_FIXTURE")) /* for a look by hand */
+        tb_save(&b, with_driver ? "/tmp/cmt_writeup_shim.cmt" : "/tmp/cmt_writeup_snapshot.cmt");
+    tb_free_builder(&b);
+    return path;
+}
+
+static void expect_in(const char *text, const char *const *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_expect(strstr(text, want[i]), "missing \"%s\" in:\n%s", want[i], text);
+}
+
+Test(allocator_cmds, oom_on_the_writeup_case_says_fragmentation_with_its_figures)
+{
+    for (int with_driver = 0; with_driver < 2; with_driver++) {
+        const char *argv[] = {"oom", writeup(0, with_driver, ""), NULL};
+        struct captured c = capture_run(cmt_cmd_oom, argv);
+        cr_expect_eq(c.status, 0);
+        static const char *want[] = {
+            "verdict    fragmentation",
+            "the allocator held 6.23 GiB reserved but unallocated, more than the 6.18 GiB "
+            "request, yet its largest free block was 3.50 GiB",
+            "allocated 11.39 GiB, reserved 17.62 GiB",
+            "free 3.43 GiB",
+            "total 24.00 GiB",
+            "2 split (6.23 GiB",
+            "forward unet.py:412",
+            "decode vae.py:120",
+            "max_split_size_mb:6144"};
+        expect_in(c.out, want, sizeof want / sizeof *want);
+        if (with_driver)
+            cr_expect(strstr(c.out, "ncclCommInitRank"), "%s", c.out);
+        captured_free(&c);
+    }
+}
+
+Test(allocator_cmds, oom_json_has_an_allocator_object)
+{
+    const char *argv[] = {"oom", "--json", writeup(0, 1, "max_split_size_mb:8192"), NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    char buf[8][96];
+    snprintf(buf[0], sizeof buf[0], "\"unallocated_bytes\":%llu",
+             (unsigned long long)(WU_RESERVED_MIB - WU_ALLOCATED_MIB) << 20);
+    snprintf(buf[1], sizeof buf[1], "\"request_bytes\":%llu",
+             (unsigned long long)WU_REQUEST_MIB << 20);
+    snprintf(buf[2], sizeof buf[2], "\"largest_free_block_bytes\":%llu",
+             (unsigned long long)WU_GAP1_MIB << 20);
+    snprintf(buf[3], sizeof buf[3], "\"outside_bytes\":%llu",
+             (unsigned long long)WU_OUTSIDE_MIB << 20);
+    const char *want[] = {"\"verdict\":\"fragmentation\"",
+                          "\"allocator\":{\"id\":1,\"name\":\"pytorch-cuda-caching\"",
+                          "\"conf\":\"max_split_size_mb:8192\"",
+                          "\"max_split_size_bytes\":8589934592",
+                          "\"split_cached_blocks\":2",
+                          "\"site\":\"forward unet.py:412\"",
+                          "\"site\":\"ncclCommInitRank\"",
+                          "\"suggest_max_split_size_mb\":6144",
+                          buf[0],
+                          buf[1],
+                          buf[2],
+                          buf[3]};
+    expect_in(c.out, want, sizeof want / sizeof *want);
+    captured_free(&c);
+}
