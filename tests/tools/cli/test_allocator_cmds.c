@@ -80,3 +80,71 @@ Test(allocator_cmds, oom_json_has_an_allocator_object)
     expect_in(c.out, want, sizeof want / sizeof *want);
     captured_free(&c);
 }
+
+Test(allocator_cmds, report_json_has_the_allocator_figures_per_device)
+{
+    for (int with_driver = 0; with_driver < 2; with_driver++) {
+        const char *argv[] = {"report", "--json", writeup(0, with_driver, "max_split_size_mb:8192"),
+                              NULL};
+        struct captured c = capture_run(cmt_cmd_report, argv);
+        cr_expect_eq(c.status, 0);
+        char buf[4][96];
+        snprintf(buf[0], sizeof buf[0], "\"allocated_bytes_at_end\":%llu",
+                 (unsigned long long)WU_ALLOCATED_MIB << 20);
+        snprintf(buf[1], sizeof buf[1], "\"reserved_bytes_at_end\":%llu",
+                 (unsigned long long)WU_RESERVED_MIB << 20);
+        snprintf(buf[2], sizeof buf[2], "\"peak_allocated_bytes\":%llu",
+                 (unsigned long long)WU_ALLOCATED_MIB << 20);
+        snprintf(buf[3], sizeof buf[3], "\"peak_reserved_bytes\":%llu",
+                 (unsigned long long)WU_RESERVED_MIB << 20);
+        const char *want[] = {"\"allocator\":{",
+                              "\"segments_at_end\":2",
+                              "\"allocator_settings\":[{\"id\":1,",
+                              "\"conf\":\"max_split_size_mb:8192\",\"source\":\"allocator\"",
+                              buf[0],
+                              buf[1],
+                              buf[2],
+                              buf[3]};
+        expect_in(c.out, want, sizeof want / sizeof *want);
+        captured_free(&c);
+    }
+}
+
+Test(allocator_cmds, report_and_diff_show_the_settings_each_run_used)
+{
+    const char *a = strdup(writeup(0, 1, "max_split_size_mb:8192"));
+    const char *b = writeup(1, 1, "expandable_segments:True");
+    const char *argv[] = {"report", a, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    static const char *want[] = {"settings   pytorch-cuda-caching 2.6.0: max_split_size_mb:8192",
+                                 "allocator  GPU 0 (Simulated GPU): allocated 11.39 GiB at the "
+                                 "end (peak 11.39 GiB), reserved 17.62 GiB"};
+    expect_in(c.out, want, 2);
+    captured_free(&c);
+    const char *dargv[] = {"diff", a, b, NULL};
+    c = capture_run(cmt_cmd_diff, dargv);
+    static const char *dwant[] = {
+        "settings A: pytorch-cuda-caching 2.6.0: max_split_size_mb:8192",
+        "settings B: pytorch-cuda-caching 2.6.0: expandable_segments:True", "peak reserved"};
+    expect_in(c.out, dwant, 3);
+    captured_free(&c);
+    free((void *)a);
+}
+
+Test(allocator_cmds, without_allocator_records_report_says_nothing_of_them)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_alloc(&b, 0x700000000000, TB_GIB, tb_stack(&b, "f", 2));
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 0);
+    tb_free_builder(&b);
+    const char *argv[] = {"report", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_null(strstr(c.out, "allocator"), "%s", c.out);
+    captured_free(&c);
+    const char *targv[] = {"report", path, NULL};
+    c = capture_run(cmt_cmd_report, targv);
+    cr_expect_null(strstr(c.out, "settings"), "%s", c.out);
+    captured_free(&c);
+}
