@@ -39,8 +39,10 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
         cmt_oom_set_allocator(p->oom, p->alloc);
         obs[n++] = cmt_oom_observer(p->oom);
     }
-    if (timeline)
+    if (timeline) {
+        cmt_timeline_set_allocator(timeline, p->alloc);
         obs[n++] = cmt_timeline_observer(timeline);
+    }
     if (want & CMT__PASS_REPORT)
         obs[n++] = cmt_report_observer(&p->report);
     if (want & CMT__PASS_DIFF)

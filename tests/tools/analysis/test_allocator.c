@@ -7,6 +7,7 @@
 #include "oom.h"
 #include "reader.h"
 #include "replay.h"
+#include "timeline.h"
 
 #define MIB(x) ((uint64_t)(x) << 20)
 
@@ -258,5 +259,47 @@ Test(allocator, a_free_block_large_enough_is_not_fragmentation)
     cr_assert_not_null(e->alloc);
     cr_expect_eq(e->alloc->largest_free_block, MIB(500));
     cr_expect_neq(e->verdict, CMT_VERDICT_FRAGMENTATION);
+    done(&b);
+}
+
+Test(allocator, timeline_keeps_the_allocator_peaks_through_downsampling)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    const uint64_t seg = 0x7f0000000000;
+    for (int i = 0; i < 50; i++) /* segments of growing size, each freed but the last */
+        tb_segment(&b, seg + (uint64_t)i * TB_GIB, MIB(20) * (uint64_t)(i + 1), 0);
+    for (int i = 0; i < 49; i++) {
+        uint64_t v[] = {seg + (uint64_t)i * TB_GIB, MIB(20) * (uint64_t)(i + 1)};
+        tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    }
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    cr_assert_eq(cmt_alloc_create(&alloc), 0);
+    cr_assert_eq(cmt_oom_create(&oom), 0);
+    struct cmt_timeline tl;
+    cmt_timeline_init(&tl, 4);
+    cmt_timeline_set_allocator(&tl, alloc);
+    struct cmt_observer obs[2] = {cmt_alloc_observer(alloc), cmt_timeline_observer(&tl)};
+    cr_assert_eq(cmt_replay_run(rp, obs, 2), 0);
+    cr_expect(tl.alloc_seen);
+    cr_assert_eq(tl.device_count, 1);
+    const struct cmt_alloc_device *d = cmt_alloc_device(alloc, 1, 0);
+    uint64_t top = 0, last = 0;
+    for (uint32_t i = 0; i < tl.max_points; i++) {
+        const struct cmt_timeline_point *p = &tl.devices[0].points[i];
+        if (p->alloc_used) {
+            top = p->alloc_reserved > top ? p->alloc_reserved : top;
+            last = p->last_alloc_reserved;
+        }
+    }
+    uint64_t sum = 0;
+    for (int i = 0; i < 50; i++)
+        sum += MIB(20) * (uint64_t)(i + 1);
+    cr_expect_eq(d->peak.reserved_bytes, sum);
+    cr_expect_eq(top, sum);
+    cr_expect_eq(last, MIB(20) * 50);
+    cmt_timeline_free(&tl);
     done(&b);
 }

@@ -148,3 +148,32 @@ Test(allocator_cmds, without_allocator_records_report_says_nothing_of_them)
     cr_expect_null(strstr(c.out, "settings"), "%s", c.out);
     captured_free(&c);
 }
+
+Test(allocator_cmds, timeline_has_allocated_reserved_and_inactive_split_series)
+{
+    const char *path = writeup(0, 1, "");
+    const char *argv[] = {"timeline", "--csv", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "last_live_bytes,allocated_bytes,reserved_bytes,inactive_split_bytes,"
+                            "last_allocated_bytes,last_reserved_bytes\n"),
+              "%s", c.out);
+    char end[96]; /* the last row ends with the allocator's figures at the end */
+    snprintf(end, sizeof end, ",%llu,%llu\n", (unsigned long long)WU_ALLOCATED_MIB << 20,
+             (unsigned long long)WU_RESERVED_MIB << 20);
+    size_t n = strlen(c.out), m = strlen(end);
+    cr_expect(n > m && strcmp(c.out + n - m, end) == 0, "%s", c.out);
+    captured_free(&c);
+    const char *jargv[] = {"timeline", "--json", path, NULL};
+    c = capture_run(cmt_cmd_timeline, jargv);
+    cr_expect(strstr(c.out, "\"inactive_split_bytes\":"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"peak_reserved_bytes\":"), "%s", c.out);
+    captured_free(&c);
+    const char *targv[] = {"timeline", writeup(0, 0, ""), NULL};
+    c = capture_run(cmt_cmd_timeline, targv);
+    cr_expect(strstr(c.out, "allocator: allocated peak 11.39 GiB (11.39 GiB at the end), reserved "
+                            "peak 17.62 GiB"),
+              "%s", c.out);
+    cr_expect(strstr(c.out, "  reserved  "), "%s", c.out);
+    captured_free(&c);
+}
