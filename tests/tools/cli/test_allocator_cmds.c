@@ -177,3 +177,31 @@ Test(allocator_cmds, timeline_has_allocated_reserved_and_inactive_split_series)
     cr_expect(strstr(c.out, "  reserved  "), "%s", c.out);
     captured_free(&c);
 }
+
+Test(allocator_cmds, whatif_replays_the_block_events_and_checks_itself)
+{
+    const char *path = writeup(0, 1, "max_split_size_mb:8192");
+    const char *argv[] = {"whatif", path, NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    static const char *want[] = {
+        "4 allocations and 1 frees on GPU 0 (Simulated GPU); 1 failed allocation replayed",
+        "capacity  21.05 GiB", /* free at the failure + reserved: the write-up's 3.43 + 17.62 */
+        "stream    the allocator's own block events",
+        "self-check  with the run's settings (max_split_size_mb:8192) the model reproduces 0 of 2 "
+        "segment allocations of this run",
+        "segment #1: run 6.40 GiB, model 2.90 GiB, for a 2.90 GiB request",
+        "(forward unet.py:412)"};
+    expect_in(c.out, want, sizeof want / sizeof *want);
+    cr_expect_null(strstr(c.out, "WARNING"), "%s", c.out); /* not a caching-on stream */
+    captured_free(&c);
+    const char *jargv[] = {"whatif", "--json", path, NULL};
+    c = capture_run(cmt_cmd_whatif, jargv);
+    static const char *jwant[] = {
+        "\"self_check\":{\"source\":\"allocator_events\",\"conf\":\"max_split_size_mb:8192\","
+        "\"ran\":true",
+        "\"recorded_segments\":2", "\"agreeing_segments\":0", "\"recorded_ooms\":1",
+        "\"disagreements\":[{\"index\":0,\"recorded\":{\"bytes\":6872367104"};
+    expect_in(c.out, jwant, sizeof jwant / sizeof *jwant);
+    captured_free(&c);
+}
