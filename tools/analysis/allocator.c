@@ -404,6 +404,8 @@ int cmt_alloc_observe(cmt_alloc *a, const struct cmt_replay_step *st)
         return 0;
     a->present = 1;
     const struct cmt_alloc_event *e = &st->rec.u.alloc_event;
+    if (e->dev < -1 || e->dev >= CMT_MAX_DEVICES)
+        return 0; /* no such device: the replay bounds ordinals the same way */
     struct cmt_alloc_device *d = state(a, e->allocator, e->dev);
     if (!d)
         return CMT_ENOMEM;

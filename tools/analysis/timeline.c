@@ -234,6 +234,8 @@ void cmt_timeline_set_allocator(struct cmt_timeline *tl, const cmt_alloc *a)
 static void observe_alloc(struct cmt_timeline *tl, const cmt_replay *rp,
                           const struct cmt_alloc_event *e)
 {
+    if (e->dev < -1 || e->dev >= CMT_MAX_DEVICES)
+        return; /* no such device (a series per ordinal would be unbounded) */
     const struct cmt_replay_device *rd = cmt_replay_device(rp, e->dev);
     if (rd)
         observe_on(tl, rp, rd, e->t_ns, 0);

@@ -21,6 +21,14 @@ static const char *writeup(int index, int with_driver, const char *conf)
     return path;
 }
 
+static const char *saved_hostile(struct tb *b)
+{
+    tb_finish(b, 1);
+    const char *path = temp_trace(b->buf.data, b->buf.len, 3);
+    tb_free_builder(b);
+    return path;
+}
+
 static void expect_in(const char *text, const char *const *want, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -203,5 +211,50 @@ Test(allocator_cmds, whatif_replays_the_block_events_and_checks_itself)
         "\"recorded_segments\":2", "\"agreeing_segments\":0", "\"recorded_ooms\":1",
         "\"disagreements\":[{\"index\":0,\"recorded\":{\"bytes\":6872367104"};
     expect_in(c.out, jwant, sizeof jwant / sizeof *jwant);
+    captured_free(&c);
+}
+
+/* Allocator records that make no sense: overlapping and unknown segments and blocks, sizes near
+ * 2^64, unmaps larger than what is mapped, devices that do not exist, unknown actions. Every
+ * command must stay standing. */
+Test(allocator_cmds, hostile_allocator_records_leave_every_command_standing)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 20 * TB_GIB);
+    tb_allocator(&b, 1, "max_split_size_mb:bogus,expandable_segments:True");
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    static const int32_t devs[] = {0, 0, 0, 1, -1, -7, 4096, 2000000000};
+    static const uint64_t sizes[] = {0,          512,        20ull << 20,
+                                     6ull << 30, UINT64_MAX, UINT64_MAX - 4095};
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t v[CMT_NAFIELDS];
+        for (int f = 0; f < CMT_NAFIELDS; f++)
+            v[f] = (x >> (f * 5)) & 1 ? sizes[(x >> (f * 3)) % 6]
+                                      : 0x7f0000000000ull + ((x >> (f * 2)) % 16) * (16ull << 20);
+        uint32_t fields = (uint32_t)(x >> 20) & ((1u << CMT_NAFIELDS) - 1);
+        uint32_t action = (uint32_t)((x >> 40) % 11); /* 0 and 10: not actions */
+        tb_alloc_event(&b, action, devs[(x >> 50) % 8], 0, fields, v);
+        if (i % 500 == 0)
+            tb_alloc(&b, 0x7f0000000000ull + (uint64_t)i * (32ull << 20), 64ull << 20, 0);
+    }
+    const char *path = saved_hostile(&b);
+    const char *cmds[][4] = {{"oom", NULL},        {"oom", "--json"},     {"report", NULL},
+                             {"report", "--json"}, {"timeline", "--csv"}, {"timeline", "--json"},
+                             {"timeline", NULL},   {"whatif", NULL},      {"whatif", "--json"}};
+    int (*fns[])(int, char **) = {cmt_cmd_oom,      cmt_cmd_oom,      cmt_cmd_report,
+                                  cmt_cmd_report,   cmt_cmd_timeline, cmt_cmd_timeline,
+                                  cmt_cmd_timeline, cmt_cmd_whatif,   cmt_cmd_whatif};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        const char *argv[] = {cmds[i][0], cmds[i][1] ? cmds[i][1] : path, cmds[i][1] ? path : NULL,
+                              NULL};
+        struct captured c = capture_run(fns[i], argv);
+        cr_expect(c.status == 0 || c.status == 1, "%s %s: status %d: %s", cmds[i][0],
+                  cmds[i][1] ? cmds[i][1] : "", c.status, c.err);
+        captured_free(&c);
+    }
+    const char *dargv[] = {"diff", path, path, NULL};
+    struct captured c = capture_run(cmt_cmd_diff, dargv);
+    cr_expect(c.status == 0 || c.status == 1, "diff: %d", c.status);
     captured_free(&c);
 }
