@@ -6,6 +6,7 @@
 #include "pass.h"
 #include "commands.h"
 #include "frames.h"
+#include "oom_alloc.h"
 #include "output.h"
 
 static const char usage[] =
@@ -36,6 +37,16 @@ static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t 
                  req, tot);
         break;
     case CMT_VERDICT_FRAGMENTATION:
+        if (e->alloc && e->alloc->unallocated_bytes >= e->alloc->request_bytes) {
+            char un[32], big[32];
+            snprintf(buf, size,
+                     "the allocator held %s reserved but unallocated, more than the %s request, "
+                     "yet its largest free block was %s: its cache is fragmented",
+                     cmt__bytes(e->alloc->unallocated_bytes, un),
+                     cmt__bytes(e->alloc->request_bytes, req),
+                     cmt__bytes(e->alloc->largest_free_block, big));
+            break;
+        }
         snprintf(buf, size,
                  "%s was free, enough for the %s request, yet it failed: the free "
                  "memory is fragmented (no contiguous range large enough)",
@@ -98,6 +109,8 @@ static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct 
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
+    if (e->alloc)
+        cmt__oom_json_allocator(j, r, e);
     cmt__json_end_object(j);
 }
 
@@ -149,7 +162,9 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
     printf("  attempts   %" PRIu64 ", %" PRIu64 " frees between them released %s; %s\n",
            e->attempts, e->frees_between, cmt__bytes(e->released_bytes, a),
            e->fatal ? "no attempt succeeded (fatal)" : "a retry succeeded (not fatal)");
-    if (e->hint_retention) /* each line fits 100 columns */
+    if (e->alloc)
+        cmt__oom_print_allocator(r, e, dev);
+    else if (e->hint_retention) /* each line fits 100 columns */
         printf("  hint       %s\n"
                "             much of this process's memory is probably a cache, split by live "
                "tensors.\n"

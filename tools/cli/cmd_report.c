@@ -5,6 +5,7 @@
 
 #include "pass.h"
 #include "commands.h"
+#include "alloc_print.h"
 #include "output.h"
 #include "sites.h"
 
@@ -55,7 +56,7 @@ static void json_process(struct cmt__json *j, const struct cmt__pass *p)
     cmt__json_end_object(j);
 }
 
-static void json_devices(struct cmt__json *j, const cmt_replay *rp)
+static void json_devices(struct cmt__json *j, const cmt_replay *rp, const cmt_alloc *a)
 {
     cmt__json_array(j, "devices");
     for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
@@ -74,6 +75,20 @@ static void json_devices(struct cmt__json *j, const cmt_replay *rp)
         cmt__json_u64(j, "free_calls", d->free_calls);
         cmt__json_u64(j, "failures", d->failures);
         cmt__json_u64(j, "oom_failures", d->oom_failures);
+        cmt__alloc_json_device(j, a, d->dev);
+        cmt__json_end_object(j);
+    }
+    /* devices only the allocator-level records name (a converted snapshot) */
+    for (size_t i = 0; i < cmt_alloc_device_count(a); i++) {
+        int32_t dev = cmt_alloc_device_at(a, i)->dev;
+        int seen = cmt_replay_device(rp, dev) != NULL;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = cmt_alloc_device_at(a, k)->dev == dev;
+        if (seen)
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", dev);
+        cmt__alloc_json_device(j, a, dev);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -144,7 +159,8 @@ static void json_report(const struct cmt__pass *p)
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
     if (host)
         cmt__json_u64(&j, "host_pinned_peak_bytes", t->host_peak_bytes);
-    json_devices(&j, rp);
+    json_devices(&j, rp, p->alloc);
+    cmt__alloc_json_settings(&j, p);
     json_api_calls(&j, rp, p->reader);
     json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
     json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
@@ -188,6 +204,30 @@ static int text_sites(const cmt_replay *rp, const char *title, const struct cmt_
     return raw;
 }
 
+/* The allocator-level lines (only with allocator-level records). */
+static void text_allocator(const struct cmt__pass *p)
+{
+    char a[32], b[32], c[32], d[32], e[32], label[160], settings[1024];
+    if (!cmt__alloc_settings_text(p, settings, sizeof settings))
+        return;
+    printf("%-10s %s\n", "settings", settings);
+    for (size_t i = 0; i < cmt_alloc_device_count(p->alloc); i++) {
+        int32_t dev = cmt_alloc_device_at(p->alloc, i)->dev;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = cmt_alloc_device_at(p->alloc, k)->dev == dev;
+        struct cmt_alloc_figures now, peak;
+        if (seen || !cmt__alloc_totals(p->alloc, dev, &now, &peak))
+            continue;
+        printf("%-10s %s: allocated %s at the end (peak %s), reserved %s (peak %s), %" PRIu64
+               " segments, inactive split %s\n",
+               "allocator", cmt__device_label(p->replay, dev, label, sizeof label),
+               cmt__bytes(now.allocated_bytes, a), cmt__bytes(peak.allocated_bytes, b),
+               cmt__bytes(now.reserved_bytes, c), cmt__bytes(peak.reserved_bytes, d), now.segments,
+               cmt__bytes(now.inactive_split_bytes, e));
+    }
+}
+
 static void text_report(const struct cmt__pass *p)
 {
     const cmt_replay *rp = p->replay;
@@ -221,6 +261,7 @@ static void text_report(const struct cmt__pass *p)
                cmt__bytes(d->peak_live_bytes, a), cmt__duration(d->peak_t_ns, b),
                cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
     }
+    text_allocator(p);
     printf("\ncalls by API\n");
     for (uint32_t id = 0; id < 65536; id++) {
         const struct cmt_api *api = cmt_reader_api(r, id);

@@ -501,6 +501,7 @@ int cmt_cmd_whatif(int argc, char **argv)
     struct cmt_whatif_result *results = malloc(MAX_SETTINGS * sizeof *results);
     cmt_reader *r = NULL;
     struct cmt_whatif_stream s = {0};
+    struct cmt_whatif_selfcheck check = {0};
     int status = 1;
     if (!o || !settings || !results) {
         fprintf(stderr, "cumemtrace whatif: out of memory\n");
@@ -516,7 +517,9 @@ int cmt_cmd_whatif(int argc, char **argv)
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
     char err[256] = "";
-    rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
+    rc = cmt_whatif_blocks_load(r, &s, &check, err, sizeof err); /* allocator-level records */
+    if (rc == CMT_ENOT_FOUND)
+        rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
     if (rc) {
         fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
         goto out;
@@ -527,6 +530,10 @@ int cmt_cmd_whatif(int argc, char **argv)
         .stream = &s, .path = o->path, .results = results, .oom_style = o->oom_style};
     if (choose_capacity(o, &s, &run) != 0)
         goto out;
+    if (check.present) {
+        cmt_whatif_selfcheck_run(&s, run.capacity, run.device_total, &check); /* check.error */
+        run.check = &check;
+    }
     if (!o->max_split_size.count)
         default_split_list(o, &s, run.capacity, run.device_total);
     run.count = combinations(o, settings);
@@ -558,6 +565,7 @@ int cmt_cmd_whatif(int argc, char **argv)
                 o->path, s.caching_reason);
     status = 0;
 out:
+    cmt_whatif_selfcheck_free(&check);
     cmt_whatif_stream_free(&s);
     cmt_reader_close(r);
     free(o);

@@ -5,6 +5,7 @@
 #include "diff.h"
 #include <stdio.h>
 
+#include "allocator.h"
 #include "oom.h"
 #include "replay.h"
 #include "report.h"
@@ -20,6 +21,7 @@ struct cmt__pass {
     const char *cmd, *path;
     cmt_reader *reader;
     cmt_replay *replay;
+    cmt_alloc *alloc;              /* the allocator-level view (always kept) */
     cmt_oom *oom;                  /* NULL: no OOM analysis */
     struct cmt_timeline *timeline; /* NULL: no timeline */
     struct cmt_report report;      /* with CMT__PASS_REPORT */
