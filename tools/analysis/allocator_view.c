@@ -82,6 +82,8 @@ static int by_bytes(const void *x, const void *y)
 static uint32_t top_stacks(struct cmt_alloc_holder *items, size_t n, struct cmt_alloc_holder *out,
                            uint32_t max)
 {
+    if (!n)
+        return 0; /* items may be NULL */
     qsort(items, n, sizeof *items, by_stack);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {

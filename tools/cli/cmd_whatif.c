@@ -517,9 +517,7 @@ int cmt_cmd_whatif(int argc, char **argv)
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
     char err[256] = "";
-    rc = cmt_whatif_blocks_load(r, &s, &check, err, sizeof err); /* allocator-level records */
-    if (rc == CMT_ENOT_FOUND)
-        rc = cmt_whatif_stream_load(r, &s, err, sizeof err);
+    rc = cmt_whatif_load_any(r, &s, &check, err, sizeof err); /* allocator records, or driver's */
     if (rc) {
         fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
         goto out;

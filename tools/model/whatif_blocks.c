@@ -393,6 +393,46 @@ int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
     return rc;
 }
 
+int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
+                        struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
+{
+    if (!reader || !stream || !check)
+        return CMT_EINVALID;
+    struct cmt_whatif_stream driver;
+    struct cmt_whatif_collector *dc = NULL;
+    struct cmt_whatif_block_collector *bc = NULL;
+    cmt_replay *rp = NULL;
+    int rc = cmt_whatif_collector_create(&dc, &driver);
+    if (!rc)
+        rc = cmt_whatif_block_collector_create(&bc, stream, check);
+    cmt_reader_rewind(reader);
+    if (!rc && cmt_replay_create(&rp, reader) != 0)
+        rc = CMT_EMODEL_NOMEM;
+    if (rc) {
+        cmt_whatif_collector_destroy(dc);
+        cmt_whatif_block_collector_destroy(bc);
+        set_err(err, err_len, "out of host memory while reading the trace");
+        return rc == CMT_EINVALID ? rc : CMT_EMODEL_NOMEM;
+    }
+    struct cmt_observer obs[2] = {cmt_whatif_observer(dc), cmt_whatif_block_observer(bc)};
+    int run = cmt_replay_run(rp, obs, 2);
+    run = run == CMT_EMODEL_NOMEM ? CMT_ENOMEM : run;
+    rc = cmt_whatif_block_collector_end(bc, run, err, err_len);
+    if (rc == CMT_ENOT_FOUND) { /* no allocator-level records: the driver's stream */
+        rc = cmt_whatif_collector_end(dc, run, err, err_len);
+        *stream = driver;
+    } else {
+        char ignored[8];
+        if (cmt_whatif_collector_end(dc, run, ignored, sizeof ignored) == 0)
+            cmt_whatif_stream_free(&driver);
+    }
+    cmt_replay_destroy(rp);
+    cmt_whatif_collector_destroy(dc);
+    cmt_whatif_block_collector_destroy(bc);
+    cmt_reader_rewind(reader);
+    return rc;
+}
+
 void cmt_whatif_selfcheck_free(struct cmt_whatif_selfcheck *check)
 {
     if (!check)

@@ -80,6 +80,12 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c);
 int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
                            struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
 
+/* One pass for `whatif`: the stream from allocator-level records when the trace has them
+ * (check->present), else the driver-level stream (as cmt_whatif_stream_load). @return 0, or the
+ * error of the stream used (err says why). */
+int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
+                        struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
+
 /* Replays the stream with check->conf against a device that lets the allocator reserve
  * `capacity` of `device_total` bytes, past out-of-memory failures (the program may go on), and
  * fills the comparison. @return 0; CMT_EMODEL_PARSE (check->error says why); CMT_EINVALID;

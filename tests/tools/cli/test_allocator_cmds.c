@@ -24,6 +24,8 @@ static const char *writeup(int index, int with_driver, const char *conf)
 static const char *saved_hostile(struct tb *b)
 {
     tb_finish(b, 1);
+    if (getenv("CMT_KEEP_FIXTURE"))
+        tb_save(b, "/tmp/cmt_hostile_alloc.cmt");
     const char *path = temp_trace(b->buf.data, b->buf.len, 3);
     tb_free_builder(b);
     return path;
