@@ -210,10 +210,8 @@ static int recommended_conf(const char *trace, char *conf, size_t len)
     /* the allocator's own block events when the run has them, else the driver's stream */
     struct cmt_whatif_selfcheck check;
     memset(&check, 0, sizeof check);
-    int loaded = cmt_whatif_blocks_load(r, &s, &check, err, sizeof err);
+    int loaded = cmt_whatif_load_any(r, &s, &check, err, sizeof err);
     cmt_whatif_selfcheck_free(&check);
-    if (loaded == CMT_ENOT_FOUND)
-        loaded = cmt_whatif_stream_load(r, &s, err, sizeof err);
     if (loaded == 0 && !s.has_capacity)
         cmt_whatif_stream_free(&s);
     if (loaded == 0 && s.has_capacity) {
