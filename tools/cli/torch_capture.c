@@ -88,6 +88,9 @@ static void trace_of(const char *manifest, long pid, char *out, size_t size)
         cmt_reader *r;
         if (line[0] == '!' || !line[0] || cmt_reader_open_file(&r, line, NULL) != 0)
             continue;
+        struct cmt_record rec; /* PROCESS is among the first chunk's records */
+        for (int k = 0; k < 256 && !cmt_reader_process(r) && cmt_reader_next(r, &rec) > 0; k++)
+            ;
         const struct cmt_process *p = cmt_reader_process(r);
         if (p && (long)p->pid == pid)
             snprintf(out, size, "%s", line);

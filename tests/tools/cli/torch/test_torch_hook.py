@@ -207,8 +207,10 @@ def case_training_with_a_survived_oom(root):
         check(snap["fake_dump"] == 2 and snap["pid"] == pid, "the exit dump is the last: %s" % snap)
         with open(earlier, "rb") as f:
             check(pickle.load(f)["fake_dump"] == 1, "the OOM dump is kept too")
-    check("not merged into the trace: this build has no snapshot importer" in p.stderr,
-          "record says the snapshot is not merged: " + p.stderr)
+    check("cumemtrace: %s: PyTorch's memory snapshot kept as %s (not merged into the trace: "
+          "this build has no snapshot importer)" % (os.path.basename(traces[0]),
+                                                     os.path.basename(last)) in p.stderr,
+          "record names the trace and says the snapshot is not merged: " + p.stderr)
     check("torch hook" not in p.stderr, "no hook complaint: " + p.stderr)
     for f in glob.glob(os.path.join(root, "cumemtrace.*")):
         os.unlink(f)
