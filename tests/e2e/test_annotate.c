@@ -211,6 +211,85 @@ Test(annotate, a_killed_process_keeps_every_report)
     cmt_reader_close(t.r);
 }
 
+/* 20 threads interleave driver calls and reports: in the file, every thread's records keep
+ * its cycle (cuMemAlloc, segment_alloc, alloc, free_requested, segment_free, cuMemFree), and
+ * each report's SEQ is the seq of the last EVENT before it: file order is event order. */
+Test(annotate, threads_keep_their_order_among_the_driver_events)
+{
+    static struct run r;
+    const char *args[] = {"threads", NULL};
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/annotate_pool", args, 0);
+    int nthreads = 0, cycles = 0;
+    cr_assert_eq(sscanf(strstr(r.out, "threads "), "threads %d cycles %d", &nthreads, &cycles), 2);
+    cmt_reader *rd;
+    cr_assert_eq(cmt_reader_open_file(&rd, path, NULL), 0);
+    cmt_reader_preload(rd);
+    struct {
+        uint32_t tid;
+        int step;
+        uint64_t ptr;
+        int done;
+    } th[64] = {{0}};
+    int nth = 0, rc, reports = 0;
+    uint64_t last_seq = UINT64_MAX;
+    struct cmt_record rec;
+    while ((rc = cmt_reader_next(rd, &rec)) > 0) {
+        uint32_t tid;
+        int step;
+        uint64_t ptr;
+        if (rec.type == CMT_REC_EVENT) {
+            const struct cmt_api *api = cmt_reader_api(rd, rec.u.event.api);
+            last_seq = rec.u.event.seq;
+            if (!api || (strcmp(api->name, "cuMemAlloc_v2") && strcmp(api->name, "cuMemFree_v2")))
+                continue;
+            tid = rec.u.event.tid;
+            step = api->name[5] == 'A' ? 0 : 5;
+            ptr = rec.u.event.v[CMT_FIELD_PTR];
+        } else if (rec.type == CMT_REC_ALLOC_EVENT) {
+            const struct cmt_alloc_event *a = &rec.u.alloc_event;
+            tid = a->tid;
+            step = a->action == CMT_AA_SEGMENT_ALLOC    ? 1
+                   : a->action == CMT_AA_ALLOC          ? 2
+                   : a->action == CMT_AA_FREE_REQUESTED ? 3
+                   : a->action == CMT_AA_SEGMENT_FREE   ? 4
+                                                        : -1;
+            ptr = a->v[CMT_AFIELD_ADDR];
+            cr_assert(a->fields & CMT_AF(SEQ));
+            cr_assert_eq(a->v[CMT_AFIELD_SEQ], last_seq, "SEQ names the last EVENT before it");
+            reports++;
+        } else {
+            continue;
+        }
+        int k = 0;
+        while (k < nth && th[k].tid != tid)
+            k++;
+        if (k == nth) {
+            cr_assert_lt(nth, 64);
+            th[nth++].tid = tid;
+        }
+        cr_assert_eq(step, th[k].step, "thread %u: step %d where %d was due", tid, step,
+                     th[k].step);
+        if (step == 0)
+            th[k].ptr = ptr;
+        cr_assert_eq(ptr, th[k].ptr, "thread %u: the cycle's pointer", tid);
+        th[k].step = (step + 1) % 6;
+        th[k].done += step == 5;
+    }
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(cmt_reader_seq_gaps(rd), 0);
+    int threads_cycling = 0;
+    for (int k = 0; k < nth; k++)
+        if (th[k].done) {
+            threads_cycling++;
+            cr_assert_eq(th[k].done, cycles, "thread %u: every cycle", th[k].tid);
+            cr_assert_eq(th[k].step, 0);
+        }
+    cr_assert_eq(threads_cycling, nthreads);
+    cr_assert_eq(reports, nthreads * cycles * 4);
+    cmt_reader_close(rd);
+}
+
 /* ---- the demo's PyTorch stand-in reports through annotate.h ---- */
 
 #define DEMO "libexec/cumemtrace/demo_diffusion"

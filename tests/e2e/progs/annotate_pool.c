@@ -2,8 +2,11 @@
  * does through cumemtrace/annotate.h, and prints each report on stdout (one line per action:
  * "action addr size requested") for the test to compare with the trace.
  * MODE: plain (every action once), fork (the child reports too, into its own trace), kill
- * (reports, then SIGKILLs itself: record salvages the rest). */
+ * (reports, then SIGKILLs itself: record salvages the rest), threads (20 threads, each
+ * cycling cuMemAlloc, segment_alloc, alloc, free_requested, segment_free, cuMemFree: the
+ * trace must keep every thread's cycle in order; prints nothing per action). */
 #include <cuda.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +62,43 @@ static void work(const char *who)
     (void)who;
 }
 
+#define THREADS 20
+#define CYCLES 300
+
+static CUcontext shared_ctx;
+
+static void *cycle(void *arg)
+{
+    uint64_t id = (uint64_t)(uintptr_t)arg;
+    cuCtxSetCurrent(shared_ctx);
+    for (int i = 0; i < CYCLES; i++) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, 4096) != CUDA_SUCCESS)
+            return (void *)1;
+        cmt_annotate_segment(pool, CMT_ANNOTATE_SEGMENT_ALLOC, 0, p, 4096, id, 0, 0);
+        cmt_annotate_alloc(pool, 0, p, 4096, 4000 + id, id, 0, p, 0);
+        cmt_annotate_free(pool, CMT_ANNOTATE_FREE_REQUESTED, 0, p, 4096, id);
+        cmt_annotate_segment(pool, CMT_ANNOTATE_SEGMENT_FREE, 0, p, 4096, id, 0, 0);
+        if (cuMemFree(p) != CUDA_SUCCESS)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static int threads(void)
+{
+    pthread_t t[THREADS];
+    void *failed = NULL, *rc;
+    for (uintptr_t i = 0; i < THREADS; i++)
+        if (pthread_create(&t[i], NULL, cycle, (void *)i) != 0)
+            return 1;
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_join(t[i], &rc) == 0 && rc)
+            failed = rc;
+    printf("threads %d cycles %d\n", THREADS, CYCLES);
+    return failed != NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "plain";
@@ -70,6 +110,10 @@ int main(int argc, char **argv)
     cuCtxSetCurrent(ctx);
     pool = cmt_annotate_allocator("test-pool", "1.2", "block:512,segment:8MiB");
     printf("allocator %u\n", pool);
+    if (!strcmp(mode, "threads")) {
+        shared_ctx = ctx;
+        return threads();
+    }
     if (cuMemAlloc(&base, SEGMENT) != CUDA_SUCCESS)
         return 1;
     cmt_annotate_segment(pool, CMT_ANNOTATE_SEGMENT_ALLOC, 0, base, SEGMENT, STREAM, 0, 0);
