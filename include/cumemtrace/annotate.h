@@ -18,7 +18,7 @@
  *     void *p = pool_get(n, &rounded);
  *     cmt_annotate_alloc(pool, dev, (uintptr_t)p, rounded, n, stream, 0, segment_of(p), 0);
  *     ...
- *     cmt_annotate_free_requested(pool, dev, (uintptr_t)p, rounded, stream);
+ *     cmt_annotate_free(pool, CMT_ANNOTATE_FREE_REQUESTED, dev, (uintptr_t)p, rounded, stream);
  */
 #ifndef CUMEMTRACE_ANNOTATE_H
 #define CUMEMTRACE_ANNOTATE_H
