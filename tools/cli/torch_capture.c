@@ -163,7 +163,14 @@ static int keep(const char *from, const char *stem, const char *suffix, char *ou
 }
 
 /* Merges the snapshot into the trace. This build has no snapshot importer (tools/snapshot):
- * @return CMT_EUNSUPPORTED, and the caller keeps the snapshot beside the trace. */
+ * @return CMT_EUNSUPPORTED, and the caller keeps the snapshot beside the trace.
+ * With it: parse the file (cmt_snapshot_parse), convert its entries to ALLOC_EVENT records
+ * (cmt_snapshot_to_trace, without its PROCESS and END), and write a new trace beside the old
+ * one that interleaves them with the driver trace's records by wall time (the trace's
+ * start_wall_ns + t_ns against time_us x 1000; the window's before-state first), each alloc
+ * event's SEQ the seq of the last driver EVENT before it, so that file order stays event
+ * order; then rename it over the trace. Appending at the end would put every tensor event
+ * after every driver event. */
 static int merge_snapshot(const char *trace, const char *snapshot)
 {
     (void)trace;
