@@ -86,24 +86,87 @@ void cmt__export_memory_viz_free(struct cmt__export_memory_viz *x)
 
 /* ---- writing ---- */
 
+/* The strings every entry repeats, written once and then taken from the memo (as Python's
+ * pickler does with interned strings). */
+/* clang-format off */
+#define CMT__MEMVIZ_STRINGS(X)              \
+    X(ACTION, "action")                     \
+    X(ADDR, "addr")                         \
+    X(SIZE, "size")                         \
+    X(STREAM, "stream")                     \
+    X(TIME_US, "time_us")                   \
+    X(FRAMES, "frames")                     \
+    X(DEVICE_FREE, "device_free")           \
+    X(FILENAME, "filename")                 \
+    X(LINE, "line")                         \
+    X(NAME, "name")                         \
+    X(SEGMENT_ALLOC, "segment_alloc")       \
+    X(ALLOC, "alloc")                       \
+    X(FREE_REQUESTED, "free_requested")     \
+    X(FREE_COMPLETED, "free_completed")     \
+    X(SEGMENT_FREE, "segment_free")         \
+    X(OOM, "oom")                           \
+    X(DEVICE, "device")                     \
+    X(ADDRESS, "address")                   \
+    X(TOTAL_SIZE, "total_size")             \
+    X(ALLOCATED_SIZE, "allocated_size")     \
+    X(ACTIVE_SIZE, "active_size")           \
+    X(REQUESTED_SIZE, "requested_size")     \
+    X(SEGMENT_TYPE, "segment_type")         \
+    X(LARGE, "large")                       \
+    X(SEGMENT_POOL_ID, "segment_pool_id")   \
+    X(IS_EXPANDABLE, "is_expandable")       \
+    X(BLOCKS, "blocks")                     \
+    X(STATE, "state")                       \
+    X(ACTIVE_ALLOCATED, "active_allocated")
+/* clang-format on */
+enum {
+#define CMT__S_ENUM(id, text) S_##id,
+    CMT__MEMVIZ_STRINGS(CMT__S_ENUM)
+#undef CMT__S_ENUM
+        S_COUNT
+};
+
 struct writer {
     struct cmt__pickle pk;
     const cmt_reader *r;
     uint32_t *node_memo, *stack_memo; /* memo index + 1 per node / leaf, 0: not yet written */
     uint32_t nodes;
     uint64_t t0_us;
+    uint32_t string_memo[S_COUNT]; /* memo index + 1, 0: not yet written */
 };
 
-static void key_str(struct writer *w, const char *k, const char *v)
+static void konst(struct writer *w, int s)
 {
-    cmt__pickle_str(&w->pk, k);
+    static const char *const text[] = {
+#define CMT__S_TEXT(id, t) t,
+        CMT__MEMVIZ_STRINGS(CMT__S_TEXT)
+#undef CMT__S_TEXT
+    };
+    if (w->string_memo[s]) {
+        cmt__pickle_get(&w->pk, w->string_memo[s] - 1);
+        return;
+    }
+    cmt__pickle_str(&w->pk, text[s]);
+    w->string_memo[s] = cmt__pickle_memoize(&w->pk) + 1;
+}
+
+static void key_str(struct writer *w, int k, const char *v)
+{
+    konst(w, k);
     cmt__pickle_str(&w->pk, v);
 }
 
-static void key_uint(struct writer *w, const char *k, uint64_t v)
+static void key_uint(struct writer *w, int k, uint64_t v)
 {
-    cmt__pickle_str(&w->pk, k);
+    konst(w, k);
     cmt__pickle_uint(&w->pk, v);
+}
+
+static void key_konst(struct writer *w, int k, int v)
+{
+    konst(w, k);
+    konst(w, v);
 }
 
 /* One frame dict {filename, line, name}, memoized per node. */
@@ -124,9 +187,9 @@ static void frame(struct writer *w, uint32_t node)
     if (!function)
         cmt_reader_format_frame(w->r, node, text, sizeof text);
     cmt__pickle_dict(&w->pk);
-    key_str(w, "filename", file ? file : m && m->path ? m->path : "??");
-    key_uint(w, "line", sym && file ? sym->line : 0);
-    key_str(w, "name", function ? function : text);
+    key_str(w, S_FILENAME, file ? file : m && m->path ? m->path : "??");
+    key_uint(w, S_LINE, sym && file ? sym->line : 0);
+    key_str(w, S_NAME, function ? function : text);
     cmt__pickle_end_dict(&w->pk);
     uint32_t idx = cmt__pickle_memoize(&w->pk);
     if (node <= w->nodes)
@@ -154,19 +217,19 @@ static void frames(struct writer *w, uint32_t leaf)
         w->stack_memo[leaf] = idx + 1;
 }
 
-static void trace_entry(struct writer *w, const char *action, const struct cmt__memviz_entry *e)
+static void trace_entry(struct writer *w, int action, const struct cmt__memviz_entry *e)
 {
     cmt__pickle_dict(&w->pk);
-    key_str(w, "action", action);
+    key_konst(w, S_ACTION, action);
     if (e->action == ACT_OOM) {
-        key_uint(w, "device_free", e->device_free);
+        key_uint(w, S_DEVICE_FREE, e->device_free);
     } else {
-        key_uint(w, "addr", e->addr);
+        key_uint(w, S_ADDR, e->addr);
     }
-    key_uint(w, "size", e->size);
-    key_uint(w, "stream", e->stream);
-    key_uint(w, "time_us", w->t0_us + e->t_ns / 1000);
-    cmt__pickle_str(&w->pk, "frames");
+    key_uint(w, S_SIZE, e->size);
+    key_uint(w, S_STREAM, e->stream);
+    key_uint(w, S_TIME_US, w->t0_us + e->t_ns / 1000);
+    konst(w, S_FRAMES);
     frames(w, e->stack);
     cmt__pickle_end_dict(&w->pk);
 }
@@ -179,14 +242,14 @@ static void device_trace(struct writer *w, const struct cmt__export_memory_viz *
         if (e->dev != dev)
             continue;
         if (e->action == ACT_ALLOC) {
-            trace_entry(w, "segment_alloc", e);
-            trace_entry(w, "alloc", e);
+            trace_entry(w, S_SEGMENT_ALLOC, e);
+            trace_entry(w, S_ALLOC, e);
         } else if (e->action == ACT_FREE) {
-            trace_entry(w, "free_requested", e);
-            trace_entry(w, "free_completed", e);
-            trace_entry(w, "segment_free", e);
+            trace_entry(w, S_FREE_REQUESTED, e);
+            trace_entry(w, S_FREE_COMPLETED, e);
+            trace_entry(w, S_SEGMENT_FREE, e);
         } else {
-            trace_entry(w, "oom", e);
+            trace_entry(w, S_OOM, e);
         }
     }
     cmt__pickle_end_list(&w->pk);
@@ -206,30 +269,30 @@ static void segment(void *ctx, const struct cmt_replay_object *o)
     const struct cmt_replay_site *site = cmt_replay_site(s->rp, o->site);
     uint32_t stack = site ? site->stack : 0;
     cmt__pickle_dict(&w->pk);
-    key_uint(w, "device", o->dev < 0 ? 0 : (uint64_t)o->dev);
-    key_uint(w, "address", o->addr);
-    key_uint(w, "total_size", o->size);
-    key_uint(w, "allocated_size", o->size);
-    key_uint(w, "active_size", o->size);
-    key_uint(w, "requested_size", o->size);
-    key_uint(w, "stream", 0);
-    key_str(w, "segment_type", "large");
-    cmt__pickle_str(&w->pk, "segment_pool_id");
+    key_uint(w, S_DEVICE, o->dev < 0 ? 0 : (uint64_t)o->dev);
+    key_uint(w, S_ADDRESS, o->addr);
+    key_uint(w, S_TOTAL_SIZE, o->size);
+    key_uint(w, S_ALLOCATED_SIZE, o->size);
+    key_uint(w, S_ACTIVE_SIZE, o->size);
+    key_uint(w, S_REQUESTED_SIZE, o->size);
+    key_uint(w, S_STREAM, 0);
+    key_konst(w, S_SEGMENT_TYPE, S_LARGE);
+    konst(w, S_SEGMENT_POOL_ID);
     cmt__pickle_uint(&w->pk, 0);
     cmt__pickle_uint(&w->pk, 0);
     cmt__pickle_tuple2(&w->pk);
-    cmt__pickle_str(&w->pk, "is_expandable");
+    konst(w, S_IS_EXPANDABLE);
     cmt__pickle_bool(&w->pk, 0);
-    cmt__pickle_str(&w->pk, "frames");
+    konst(w, S_FRAMES);
     frames(w, stack);
-    cmt__pickle_str(&w->pk, "blocks");
+    konst(w, S_BLOCKS);
     cmt__pickle_list(&w->pk);
     cmt__pickle_dict(&w->pk);
-    key_uint(w, "address", o->addr);
-    key_uint(w, "size", o->size);
-    key_uint(w, "requested_size", o->size);
-    key_str(w, "state", "active_allocated");
-    cmt__pickle_str(&w->pk, "frames");
+    key_uint(w, S_ADDRESS, o->addr);
+    key_uint(w, S_SIZE, o->size);
+    key_uint(w, S_REQUESTED_SIZE, o->size);
+    key_konst(w, S_STATE, S_ACTIVE_ALLOCATED);
+    konst(w, S_FRAMES);
     frames(w, stack);
     cmt__pickle_end_dict(&w->pk);
     cmt__pickle_end_list(&w->pk);
@@ -274,8 +337,10 @@ int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cm
     cmt__pickle_str(&w.pk, "allocator_settings");
     cmt__pickle_dict(&w.pk);
     const char *conf = cmt__export_alloc_conf(p->reader);
-    if (conf)
-        key_str(&w, "PYTORCH_CUDA_ALLOC_CONF", conf);
+    if (conf) {
+        cmt__pickle_str(&w.pk, "PYTORCH_CUDA_ALLOC_CONF");
+        cmt__pickle_str(&w.pk, conf);
+    }
     cmt__pickle_end_dict(&w.pk);
     cmt__pickle_str(&w.pk, "external_annotations");
     cmt__pickle_list(&w.pk);
