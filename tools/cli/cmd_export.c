@@ -212,7 +212,9 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     case CMT__EXPORT_CSV:
     case CMT__EXPORT_JSONL: {
         int jsonl = o->format == CMT__EXPORT_JSONL;
-        if (o->table == CMT__EXPORT_TABLE_SITES)
+        if (o->table == CMT__EXPORT_TABLE_EVENTS)
+            cmt__rows_end(&events.rows);
+        else if (o->table == CMT__EXPORT_TABLE_SITES)
             cmt__export_sites(&p, f, jsonl);
         else if (o->table == CMT__EXPORT_TABLE_EPISODES)
             cmt__export_episodes(&p, f, jsonl);
@@ -249,6 +251,8 @@ int cmt_cmd_export(int argc, char **argv)
         free(a.files);
         return 1;
     }
+    static char buffer[1 << 20]; /* fewer writes: the exports are written in small pieces */
+    setvbuf(f, buffer, _IOFBF, sizeof buffer);
     rc = export_one(&a, a.files[0], f);
     int bad = fflush(f) != 0 || ferror(f);
     if (a.out && fclose(f) != 0)

@@ -62,18 +62,55 @@ struct cmt__export_options {
     int with_events;                /* --partitioned: also the events table */
 };
 
+/* A buffer in front of a FILE for the exports' hot paths (a row or a counter per event): bytes,
+ * decimal numbers and JSON strings without stdio's per-call locking and format parsing.
+ * cmt__out_flush() before writing to f any other way, and at the end. */
+struct cmt__out {
+    FILE *f;
+    size_t n;
+    char buf[1 << 16];
+};
+void cmt__out_init(struct cmt__out *o, FILE *f);
+void cmt__out_flush(struct cmt__out *o);
+static inline void cmt__out_bytes(struct cmt__out *o, const void *p, size_t n)
+{
+    if (o->n + n > sizeof o->buf) {
+        cmt__out_flush(o);
+        if (n > sizeof o->buf) {
+            fwrite(p, 1, n, o->f);
+            return;
+        }
+    }
+    __builtin_memcpy(o->buf + o->n, p, n);
+    o->n += n;
+}
+static inline void cmt__out_char(struct cmt__out *o, char c)
+{
+    if (o->n == sizeof o->buf)
+        cmt__out_flush(o);
+    o->buf[o->n++] = c;
+}
+static inline void cmt__out_str(struct cmt__out *o, const char *s)
+{
+    cmt__out_bytes(o, s, __builtin_strlen(s));
+}
+void cmt__out_u64(struct cmt__out *o, uint64_t v);
+void cmt__out_i64(struct cmt__out *o, int64_t v);
+/* s as a JSON string literal, escaped as cmt__json_quote() does. */
+void cmt__out_quote(struct cmt__out *o, const char *s);
+
 /* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */
 struct cmt__rows {
-    FILE *f;
+    struct cmt__out out;
     int jsonl;
     const char *const *columns; /* names, in the order values are given */
     unsigned ncolumns, column;
     uint64_t rows;
-    struct cmt__json json;
 };
-/* Starts a table on f; csv writes the header line. */
+/* Starts a table on f; csv writes the header line. cmt__rows_end() flushes it to f. */
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns);
+void cmt__rows_end(struct cmt__rows *t);
 void cmt__row_begin(struct cmt__rows *t);
 void cmt__row_end(struct cmt__rows *t);
 void cmt__row_u64(struct cmt__rows *t, uint64_t v);
@@ -88,7 +125,8 @@ void cmt__row_null(struct cmt__rows *t);
 #define CMT__EXPORT_ID_COLUMNS "pid", "host", "rank"
 void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r);
 
-/* The events table as a replay observer: a row per event, written as the replay goes. */
+/* The events table as a replay observer: a row per event, written as the replay goes;
+ * cmt__rows_end(&e->rows) after the pass. */
 struct cmt__export_events {
     struct cmt__rows rows;
     const cmt_reader *reader;
@@ -107,6 +145,7 @@ const char *cmt__export_alloc_conf(const cmt_reader *r);
  * replay goes; cmt__export_perfetto_end() writes the OOM instants and closes the JSON. */
 struct cmt__export_perfetto {
     FILE *f;
+    struct cmt__out out;
     const cmt_reader *reader;
     uint64_t pid, min_slice_bytes;
     uint64_t first;    /* no event written yet */

@@ -175,7 +175,7 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
     FILE *f = open_part(o, "runs", run->id, "0");
     if (!f)
         return 1;
-    struct cmt__rows t;
+    static struct cmt__rows t;
     cmt__rows_begin(&t, f, jsonl, run_columns, sizeof run_columns / sizeof *run_columns);
     cmt__row_begin(&t);
     cmt__row_u64(&t, run->traces);
@@ -196,6 +196,7 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
     }
     cmt__row_null(&t); /* rank: once traces record it (issue 15 item 1) */
     cmt__row_end(&t);
+    cmt__rows_end(&t);
     return close_part(o, f);
 }
 
@@ -232,6 +233,8 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
             fclose(ev);
         return 1;
     }
+    if (ev)
+        cmt__rows_end(&events.rows);
     int rc = ev ? close_part(o, ev) : 0;
     rc |= table(o, "processes", r->id, part, &p, jsonl, cmt__export_processes, 1);
     rc |= table(o, "episodes", r->id, part, &p, jsonl, cmt__export_episodes,

@@ -13,14 +13,18 @@
 #include "oom.h"
 
 /* Writes ts as microseconds with three decimals (exact: t is in ns). */
-static void ts(FILE *f, uint64_t t_ns)
+static void ts(struct cmt__out *o, uint64_t t_ns)
 {
-    fprintf(f, "%" PRIu64 ".%03u", t_ns / 1000, (unsigned)(t_ns % 1000));
+    unsigned frac = (unsigned)(t_ns % 1000);
+    char d[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                 (char)('0' + frac % 10)};
+    cmt__out_u64(o, t_ns / 1000);
+    cmt__out_bytes(o, d, 4);
 }
 
 static void begin_event(struct cmt__export_perfetto *x)
 {
-    fputs(x->first ? "\n" : ",\n", x->f);
+    cmt__out_str(&x->out, x->first ? "\n" : ",\n");
     x->first = 0;
 }
 
@@ -33,8 +37,8 @@ static void device_name(char *buf, size_t size, int32_t dev)
 }
 
 /* A counter event for device d's kinds (every kind it has held so far). */
-static void counter(struct cmt__export_perfetto *x, const cmt_replay *rp,
-                    const struct cmt_replay_device *d, uint64_t t_ns)
+static void counter(struct cmt__export_perfetto *x, const struct cmt_replay_device *d,
+                    uint64_t t_ns)
 {
     uint32_t slot = (uint32_t)(d->dev + 1);
     if (slot >= x->kinds_seen_count) {
@@ -53,22 +57,27 @@ static void counter(struct cmt__export_perfetto *x, const cmt_replay *rp,
     if (!seen)
         return;
     x->kinds_seen[slot] = seen;
-    (void)rp;
     char name[64];
     device_name(name, sizeof name, d->dev);
+    struct cmt__out *o = &x->out;
     begin_event(x);
-    fprintf(x->f, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":0,\"ts\":", name,
-            x->pid);
-    ts(x->f, t_ns);
-    fputs(",\"args\":{", x->f);
+    cmt__out_str(o, "{\"ph\":\"C\",\"name\":\"");
+    cmt__out_str(o, name);
+    cmt__out_str(o, "\",\"pid\":");
+    cmt__out_u64(o, x->pid);
+    cmt__out_str(o, ",\"tid\":0,\"ts\":");
+    ts(o, t_ns);
+    cmt__out_str(o, ",\"args\":{");
     int first = 1;
     for (int k = 0; k < CMT_KIND_COUNT; k++)
         if (seen & (1u << k)) {
-            fprintf(x->f, "%s\"%s\":%" PRIu64, first ? "" : ",", cmt_kind_name(k),
-                    d->kind_bytes[k]);
+            cmt__out_str(o, first ? "\"" : ",\"");
+            cmt__out_str(o, cmt_kind_name(k));
+            cmt__out_bytes(o, "\":", 2);
+            cmt__out_u64(o, d->kind_bytes[k]);
             first = 0;
         }
-    fputs("}}", x->f);
+    cmt__out_bytes(o, "}}", 2);
 }
 
 /* The call site's name (cached per site), JSON-quoted when written. */
@@ -96,15 +105,31 @@ static const char *site_name(struct cmt__export_perfetto *x, const cmt_replay *r
 static void slice(struct cmt__export_perfetto *x, const cmt_replay *rp, char ph, uint64_t key,
                   uint64_t bytes, uint32_t site, int32_t dev, uint32_t tid, uint64_t t_ns)
 {
+    struct cmt__out *o = &x->out;
+    char id[24];
     begin_event(x);
-    fprintf(x->f, "{\"ph\":\"%c\",\"cat\":\"allocation\",\"name\":", ph);
-    cmt__json_quote(x->f, site_name(x, rp, site));
-    fprintf(x->f, ",\"id\":\"0x%" PRIx64 "\",\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":", key, x->pid,
-            tid);
-    ts(x->f, t_ns);
-    if (ph == 'b')
-        fprintf(x->f, ",\"args\":{\"bytes\":%" PRIu64 ",\"dev\":%d,\"site\":%u}", bytes, dev, site);
-    fputc('}', x->f);
+    cmt__out_str(o, ph == 'b' ? "{\"ph\":\"b\"" : "{\"ph\":\"e\"");
+    cmt__out_str(o, ",\"cat\":\"allocation\",\"name\":");
+    cmt__out_quote(o, site_name(x, rp, site));
+    snprintf(id, sizeof id, "0x%" PRIx64, key);
+    cmt__out_str(o, ",\"id\":\"");
+    cmt__out_str(o, id);
+    cmt__out_str(o, "\",\"pid\":");
+    cmt__out_u64(o, x->pid);
+    cmt__out_str(o, ",\"tid\":");
+    cmt__out_u64(o, tid);
+    cmt__out_str(o, ",\"ts\":");
+    ts(o, t_ns);
+    if (ph == 'b') {
+        cmt__out_str(o, ",\"args\":{\"bytes\":");
+        cmt__out_u64(o, bytes);
+        cmt__out_str(o, ",\"dev\":");
+        cmt__out_i64(o, dev);
+        cmt__out_str(o, ",\"site\":");
+        cmt__out_u64(o, site);
+        cmt__out_char(o, '}');
+    }
+    cmt__out_char(o, '}');
 }
 
 static int sliced(const struct cmt__export_perfetto *x, int kind, uint64_t bytes)
@@ -127,13 +152,13 @@ static unsigned perfetto_step(struct cmt_observer *self, const cmt_replay *rp,
         for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
             const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
             if (d)
-                counter(x, rp, d, ev->t_ns);
+                counter(x, d, ev->t_ns);
         }
     } else if (st->kind >= 0 || st->delta) {
         if (st->device)
-            counter(x, rp, st->device, ev->t_ns);
+            counter(x, st->device, ev->t_ns);
         if (st->owner)
-            counter(x, rp, st->owner, ev->t_ns);
+            counter(x, st->owner, ev->t_ns);
     }
     return CMT_OBSERVE_EVENT;
 }
@@ -141,13 +166,17 @@ static unsigned perfetto_step(struct cmt_observer *self, const cmt_replay *rp,
 static void metadata(struct cmt__export_perfetto *x, const char *what, uint32_t tid,
                      const char *name)
 {
+    struct cmt__out *o = &x->out;
     begin_event(x);
-    fprintf(x->f,
-            "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":0,"
-            "\"args\":{\"name\":",
-            what, x->pid, tid);
-    cmt__json_quote(x->f, name);
-    fputs("}}", x->f);
+    cmt__out_str(o, "{\"ph\":\"M\",\"name\":\"");
+    cmt__out_str(o, what);
+    cmt__out_str(o, "\",\"pid\":");
+    cmt__out_u64(o, x->pid);
+    cmt__out_str(o, ",\"tid\":");
+    cmt__out_u64(o, tid);
+    cmt__out_str(o, ",\"ts\":0,\"args\":{\"name\":");
+    cmt__out_quote(o, name);
+    cmt__out_bytes(o, "}}", 2);
 }
 
 struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
@@ -158,11 +187,11 @@ struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x
     x->reader = r;
     x->min_slice_bytes = min_slice_bytes;
     x->first = 1;
+    cmt__out_init(&x->out, f);
     const struct cmt_process *proc = cmt_reader_process(r);
     x->pid = proc ? proc->pid : 0;
-    fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cumemtrace\"},"
-          "\"traceEvents\":[",
-          f);
+    cmt__out_str(&x->out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":"
+                          "\"cumemtrace\"},\"traceEvents\":[");
     char name[512];
     snprintf(name, sizeof name, "%s (pid %" PRIu64 ")",
              proc && proc->argc  ? proc->argv[0]
@@ -205,11 +234,17 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
         snprintf(name, sizeof name, "out of memory on %s%d: %s (%s)",
                  e->dev < 0 ? "device " : "GPU ", e->dev, cmt__bytes(e->request_bytes, a),
                  cmt_verdict_name(e->verdict));
+        struct cmt__out *o = &x->out;
         begin_event(x);
-        fputs("{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"oom\",\"name\":", x->f);
-        cmt__json_quote(x->f, name);
-        fprintf(x->f, ",\"pid\":%" PRIu64 ",\"tid\":%u,\"ts\":", x->pid, e->tid);
-        ts(x->f, e->t_ns);
+        cmt__out_str(o, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"oom\",\"name\":");
+        cmt__out_quote(o, name);
+        cmt__out_str(o, ",\"pid\":");
+        cmt__out_u64(o, x->pid);
+        cmt__out_str(o, ",\"tid\":");
+        cmt__out_u64(o, e->tid);
+        cmt__out_str(o, ",\"ts\":");
+        ts(o, e->t_ns);
+        cmt__out_flush(o); /* the args are written with the JSON writer, straight to the FILE */
         struct cmt__json j;
         cmt__json_init(&j, x->f);
         fputs(",\"args\":", x->f);
@@ -228,7 +263,8 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
         cmt__json_end_object(&j);
         fputc('}', x->f);
     }
-    fputs("\n]}\n", x->f);
+    cmt__out_str(&x->out, "\n]}\n");
+    cmt__out_flush(&x->out);
     for (uint32_t i = 0; i < x->site_name_count; i++)
         free(x->site_names[i]);
     free(x->site_names);

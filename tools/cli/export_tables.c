@@ -1,6 +1,7 @@
 /* export_tables.c — the csv and jsonl tables: a row writer for both, and the events, sites,
  * episodes and processes tables (docs/export.md lists their columns). */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "cmt_debug.h"
@@ -9,125 +10,176 @@
 #include "oom.h"
 #include "sites.h"
 
+void cmt__out_init(struct cmt__out *o, FILE *f)
+{
+    o->f = f;
+    o->n = 0;
+}
+
+void cmt__out_flush(struct cmt__out *o)
+{
+    if (o->n)
+        fwrite(o->buf, 1, o->n, o->f);
+    o->n = 0;
+}
+
+void cmt__out_u64(struct cmt__out *o, uint64_t v)
+{
+    char buf[24], *p = buf + sizeof buf;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    cmt__out_bytes(o, p, (size_t)(buf + sizeof buf - p));
+}
+
+void cmt__out_i64(struct cmt__out *o, int64_t v)
+{
+    if (v < 0) {
+        cmt__out_char(o, '-');
+        cmt__out_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        cmt__out_u64(o, (uint64_t)v);
+    }
+}
+
+void cmt__out_quote(struct cmt__out *o, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    cmt__out_char(o, '"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            cmt__out_char(o, '\\');
+            cmt__out_char(o, (char)c);
+        } else if (c == '\n') {
+            cmt__out_bytes(o, "\\n", 2);
+        } else if (c < 0x20 || c >= 0x7f) { /* as cmt__json_quote: bytes >= 0x80 as Latin-1 */
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            cmt__out_bytes(o, u, 6);
+        } else {
+            cmt__out_char(o, (char)c);
+        }
+    }
+    cmt__out_char(o, '"');
+}
+
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns)
 {
-    memset(t, 0, sizeof *t);
-    t->f = f;
+    cmt__out_init(&t->out, f);
     t->jsonl = jsonl;
     t->columns = columns;
     t->ncolumns = ncolumns;
+    t->column = 0;
+    t->rows = 0;
     if (jsonl)
         return;
     for (unsigned i = 0; i < ncolumns; i++) {
-        fputs(i ? "," : "", f);
-        fputs(columns[i], f);
+        cmt__out_str(&t->out, i ? "," : "");
+        cmt__out_str(&t->out, columns[i]);
     }
-    fputc('\n', f);
+    cmt__out_char(&t->out, '\n');
+}
+
+void cmt__rows_end(struct cmt__rows *t)
+{
+    cmt__out_flush(&t->out);
 }
 
 void cmt__row_begin(struct cmt__rows *t)
 {
     t->column = 0;
-    if (t->jsonl) {
-        cmt__json_init(&t->json, t->f);
-        cmt__json_object(&t->json, NULL);
-    }
+    if (t->jsonl)
+        cmt__out_char(&t->out, '{');
 }
 
 void cmt__row_end(struct cmt__rows *t)
 {
     CMT_ASSERT(t->column == t->ncolumns);
-    if (t->jsonl) {
-        cmt__json_end_object(&t->json);
-        cmt__json_finish(&t->json);
-    } else {
-        fputc('\n', t->f);
-    }
+    cmt__out_str(&t->out, t->jsonl ? "}\n" : "\n");
     t->rows++;
 }
 
-/* The column's key (jsonl) or separator (csv). */
-static const char *next(struct cmt__rows *t)
+/* The separator and, for jsonl, the column's key (column names need no escaping). */
+static void next(struct cmt__rows *t)
 {
     unsigned c = t->column++;
-    if (!t->jsonl && c)
-        fputc(',', t->f);
-    return c < t->ncolumns ? t->columns[c] : "?";
+    if (c)
+        cmt__out_char(&t->out, ',');
+    if (t->jsonl) {
+        cmt__out_char(&t->out, '"');
+        cmt__out_str(&t->out, c < t->ncolumns ? t->columns[c] : "?");
+        cmt__out_bytes(&t->out, "\":", 2);
+    }
 }
 
 void cmt__row_u64(struct cmt__rows *t, uint64_t v)
 {
-    const char *key = next(t);
-    if (t->jsonl)
-        cmt__json_u64(&t->json, key, v);
-    else
-        fprintf(t->f, "%" PRIu64, v);
+    next(t);
+    cmt__out_u64(&t->out, v);
 }
 
 void cmt__row_i64(struct cmt__rows *t, int64_t v)
 {
-    const char *key = next(t);
-    if (t->jsonl)
-        cmt__json_i64(&t->json, key, v);
-    else
-        fprintf(t->f, "%" PRId64, v);
+    next(t);
+    cmt__out_i64(&t->out, v);
 }
 
 void cmt__row_double(struct cmt__rows *t, double v)
 {
-    const char *key = next(t);
-    if (t->jsonl)
-        cmt__json_double(&t->json, key, v);
-    else
-        fprintf(t->f, "%.6g", v);
+    next(t);
+    char buf[32];
+    if (isfinite(v)) {
+        snprintf(buf, sizeof buf, "%.6g", v);
+        cmt__out_str(&t->out, buf);
+    } else if (t->jsonl) {
+        cmt__out_str(&t->out, "null");
+    }
 }
 
 void cmt__row_bool(struct cmt__rows *t, int v)
 {
-    const char *key = next(t);
-    if (t->jsonl)
-        cmt__json_bool(&t->json, key, v);
-    else
-        fputs(v ? "true" : "false", t->f);
+    next(t);
+    cmt__out_str(&t->out, v ? "true" : "false");
 }
 
 void cmt__row_null(struct cmt__rows *t)
 {
-    const char *key = next(t);
+    next(t);
     if (t->jsonl)
-        cmt__json_null(&t->json, key);
+        cmt__out_str(&t->out, "null");
 }
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; control
  * bytes other than tab become spaces, so a row is always one line. */
-static void csv_field(FILE *f, const char *s)
+static void csv_field(struct cmt__out *f, const char *s)
 {
     int quote = !*s || strpbrk(s, ",\"\n\r") != NULL || s[0] == ' ';
     if (quote)
-        fputc('"', f);
+        cmt__out_char(f, '"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"')
-            fputs("\"\"", f);
+            cmt__out_bytes(f, "\"\"", 2);
         else if (*p < 0x20 && *p != '\t')
-            fputc(' ', f);
+            cmt__out_char(f, ' ');
         else
-            fputc(*p, f);
+            cmt__out_char(f, (char)*p);
     }
     if (quote)
-        fputc('"', f);
+        cmt__out_char(f, '"');
 }
 
 void cmt__row_str(struct cmt__rows *t, const char *s)
 {
-    const char *key = next(t);
+    next(t);
     if (t->jsonl) {
         if (s)
-            cmt__json_string(&t->json, key, s);
+            cmt__out_quote(&t->out, s);
         else
-            cmt__json_null(&t->json, key);
+            cmt__out_str(&t->out, "null");
     } else if (s) {
-        csv_field(t->f, s); /* "" for an empty string, nothing for NULL */
+        csv_field(&t->out, s); /* "" for an empty string, nothing for NULL */
     }
 }
 
@@ -285,6 +337,7 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_str(&t, frames);
         cmt__row_end(&t);
     }
+    cmt__rows_end(&t);
 }
 
 /* ---- episodes ---- */
@@ -347,6 +400,7 @@ void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_str(&t, cmt_site_key(p->reader, e->stack, key, sizeof key));
         cmt__row_end(&t);
     }
+    cmt__rows_end(&t);
 }
 
 /* ---- processes ---- */
@@ -456,4 +510,5 @@ void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
     cmt__row_bool(&t, tot->ended);
     cmt__row_bool(&t, p->damage < 0);
     cmt__row_end(&t);
+    cmt__rows_end(&t);
 }

@@ -26,16 +26,32 @@ enum {
     OP_LONG_BINGET = 'j',
 };
 
+static void flush(struct cmt__pickle *p)
+{
+    if (!p->failed && p->n && fwrite(p->buf, 1, p->n, p->f) != p->n)
+        p->failed = 1;
+    p->n = 0;
+}
+
 static void put(struct cmt__pickle *p, const void *data, size_t n)
 {
-    if (!p->failed && n && fwrite(data, 1, n, p->f) != n)
-        p->failed = 1;
+    if (p->n + n > sizeof p->buf) {
+        flush(p);
+        if (n > sizeof p->buf) {
+            if (!p->failed && fwrite(data, 1, n, p->f) != n)
+                p->failed = 1;
+            return;
+        }
+    }
+    memcpy(p->buf + p->n, data, n);
+    p->n += n;
 }
 
 static void op(struct cmt__pickle *p, int code)
 {
-    if (!p->failed && putc(code, p->f) == EOF)
-        p->failed = 1;
+    if (p->n == sizeof p->buf)
+        flush(p);
+    p->buf[p->n++] = (unsigned char)code;
 }
 
 static void le32(struct cmt__pickle *p, uint32_t v)
@@ -47,8 +63,10 @@ static void le32(struct cmt__pickle *p, uint32_t v)
 
 void cmt__pickle_begin(struct cmt__pickle *p, FILE *f)
 {
-    memset(p, 0, sizeof *p);
     p->f = f;
+    p->memo = 0;
+    p->failed = 0;
+    p->n = 0;
     op(p, OP_PROTO);
     op(p, 4);
 }
@@ -56,6 +74,7 @@ void cmt__pickle_begin(struct cmt__pickle *p, FILE *f)
 int cmt__pickle_end(struct cmt__pickle *p)
 {
     op(p, OP_STOP);
+    flush(p);
     return p->failed ? -1 : 0;
 }
 

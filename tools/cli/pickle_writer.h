@@ -16,11 +16,13 @@ struct cmt__pickle {
     FILE *f;
     uint32_t memo; /* entries memoized so far (the next memo index) */
     int failed;
+    size_t n; /* bytes in buf, written to f when it fills and at the end */
+    unsigned char buf[1 << 16];
 };
 
 /* Starts a pickle on f (the PROTO opcode). */
 void cmt__pickle_begin(struct cmt__pickle *p, FILE *f);
-/* Ends it (STOP). @return 0, or -1 when any write failed. */
+/* Ends it (STOP) and writes what is buffered to f. @return 0, or -1 when any write failed. */
 int cmt__pickle_end(struct cmt__pickle *p);
 
 /* A dict: open, then key and value pairs (any values), then close. */
