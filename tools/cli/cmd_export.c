@@ -185,8 +185,14 @@ static int export_one(const struct args *a, const char *path, FILE *f)
          (o->format == CMT__EXPORT_CSV || o->format == CMT__EXPORT_JSONL))) {
         if (cmt__pass_open(&p, "export", path) != 0)
             return 1;
-        if (o->format == CMT__EXPORT_PERFETTO)  /* slices are named by their call site: symbols */
-            (void)cmt_reader_preload(p.reader); /* damage: the pass reports it */
+        /* perfetto names slices by their call site: the symbols (at the trace's end) first. A
+         * damaged trace keeps its reader at the damage: reopen it, and go without them. */
+        if (o->format == CMT__EXPORT_PERFETTO && cmt_reader_preload(p.reader) < 0) {
+            cmt_reader_close(p.reader);
+            p.reader = NULL;
+            if (cmt__open_trace("export", path, &p.reader) != 0)
+                return 1;
+        }
         if (o->format == CMT__EXPORT_PERFETTO)
             extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes);
         else if (o->format == CMT__EXPORT_MEMORY_VIZ)

@@ -1,7 +1,7 @@
 /* export_collapsed.c — folded stacks ("frame;frame;leaf weight", root first) as flamegraph.pl,
  * inferno and speedscope read them: one line per call site (replay site: one leaf stack) with
- * a nonzero weight. Weights: bytes held at the process peak, bytes still live at the end, or
- * allocations made. A frame's ';' becomes ':' and control bytes become spaces, so the line
+ * a nonzero weight. Weights: device bytes held at the process peak, device bytes still live at
+ * the end, or allocations made (device and pinned host: every successful allocation call). A frame's ';' becomes ':' and control bytes become spaces, so the line
  * splits as those tools split it (frames on ';', the weight after the last space). */
 #include <inttypes.h>
 #include <string.h>
@@ -35,7 +35,7 @@ static uint64_t weight_of(const struct cmt_replay_site *s, enum cmt__export_weig
     switch (w) {
     case CMT__EXPORT_WEIGHT_PEAK: return s->at_peak_bytes;
     case CMT__EXPORT_WEIGHT_LEAKED: return s->live_bytes;
-    case CMT__EXPORT_WEIGHT_COUNT: return s->alloc_count;
+    case CMT__EXPORT_WEIGHT_COUNT: return s->alloc_count + s->host_alloc_count;
     }
     return 0;
 }
