@@ -161,13 +161,15 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
 /* Folded stacks, one line per call site with a nonzero weight, root frame first. */
 void cmt__export_collapsed(const struct cmt__pass *p, FILE *f, enum cmt__export_weight weight);
 
-/* PyTorch's memory snapshot: an observer that keeps the trace entries per device;
+/* PyTorch's memory snapshot: an observer that keeps the trace entries per device (driver calls,
+ * and allocator events where the trace has them);
  * cmt__export_memory_viz_end() writes the pickle. @return 0, or -1 when out of memory. */
 struct cmt__memviz_entry;
 struct cmt__export_memory_viz {
     struct cmt__memviz_entry *entries;
     size_t count, cap;
     int failed;
+    char *conf; /* the last ALLOCATOR record's settings, or NULL */
 };
 struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x);
 int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cmt__pass *p,

@@ -167,7 +167,7 @@ def main():
     with open(report_path) as f:
         report = json.load(f)
     oom = None
-    if len(sys.argv) > 4:
+    if len(sys.argv) > 4 and fmt == "perfetto":
         with open(sys.argv[4]) as f:
             oom = json.load(f)
     if fmt == "perfetto":
@@ -176,6 +176,22 @@ def main():
         check_collapsed(path, report, fmt.split(":", 1)[1])
     elif fmt == "memory-viz":
         check_memory_viz(path, report)
+    elif fmt == "memory-viz-expect":  # and the segments, blocks and actions of EXPECTED_JSON
+        check_memory_viz(path, report)
+        with open(sys.argv[4]) as f:
+            expect = json.load(f)
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+        got = [{"address": s["address"], "total_size": s["total_size"],
+                "allocated_size": s["allocated_size"], "active_size": s["active_size"],
+                "segment_type": s["segment_type"],
+                "blocks": [[b["address"] - s["address"], b["size"], b["state"]]
+                           for b in s["blocks"]]} for s in snap["segments"]]
+        need(got == expect["segments"], f"segments {got} != {expect['segments']}")
+        actions = [e["action"] for e in snap["device_traces"][0]]
+        need(actions == expect["actions"], f"actions {actions} != {expect['actions']}")
+        conf = snap["allocator_settings"].get("PYTORCH_CUDA_ALLOC_CONF")
+        need(conf == expect["conf"], f"allocator_settings {conf!r}")
     else:
         problems.append(f"unknown format {fmt}")
     for p in problems[:20]:

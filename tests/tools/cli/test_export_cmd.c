@@ -210,6 +210,86 @@ Test(export_cmd, memory_viz_pickle_loads_as_a_snapshot_whose_segments_hold_the_l
     cleanup(path, out);
 }
 
+static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack,
+                        uint32_t flags)
+{
+    b->t_ns += 1000;
+    struct cmt_alloc_event e = {.allocator = 1,
+                                .action = action,
+                                .t_ns = b->t_ns,
+                                .tid = 77,
+                                .dev = 0,
+                                .stack = stack,
+                                .fields = CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(FLAGS)};
+    e.v[CMT_AFIELD_ADDR] = addr;
+    e.v[CMT_AFIELD_SIZE] = size;
+    e.v[CMT_AFIELD_FLAGS] = flags;
+    cr_assert_eq(cmt_writer_alloc_event(b->w, &e), 0);
+}
+
+/* A caching allocator's own events beside its driver calls: a 20 MiB segment with a block
+ * allocated, one freed, one free requested but not completed, one from before the recorded
+ * window; a small segment got and given back. */
+Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_events)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "tensor", 2);
+    struct cmt_alloc_info info = {1, 0, 0, "pytorch-cuda-caching", "2.6.0", "max_split_size_mb:64"};
+    cr_assert_eq(cmt_writer_alloc_info(b.w, &info), 0);
+    const uint64_t S = P0, T = P0 + TB_GIB;
+    tb_alloc(&b, S, 20 * TB_MIB, s);
+    alloc_event(&b, CMT_AA_SEGMENT_ALLOC, S, 20 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 12 * TB_MIB, TB_MIB, s, CMT_AFLAG_BEFORE);
+    alloc_event(&b, CMT_AA_ALLOC, S, 4 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_REQUESTED, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_COMPLETED, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 8 * TB_MIB, TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_REQUESTED, S + 8 * TB_MIB, TB_MIB, s, 0);
+    tb_alloc(&b, T, 2 * TB_MIB, s);
+    alloc_event(&b, CMT_AA_SEGMENT_ALLOC, T, 2 * TB_MIB, s, CMT_AFLAG_SMALL);
+    alloc_event(&b, CMT_AA_SEGMENT_FREE, T, 2 * TB_MIB, s, CMT_AFLAG_SMALL);
+    tb_free(&b, T);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 6);
+    tb_free_builder(&b);
+    char out[160], report[160], expect[160], args[600];
+    snprintf(out, sizeof out, "%s.pickle", path);
+    snprintf(report, sizeof report, "%s.report.json", path);
+    snprintf(expect, sizeof expect, "%s.expect.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report);
+    FILE *f = fopen(expect, "w");
+    cr_assert_not_null(f);
+    const uint64_t M = TB_MIB;
+    fprintf(f,
+            "{\"segments\": [{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": "
+            "%llu, \"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
+            "[0, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"], "
+            "[%llu, %llu, \"active_pending_free\"], [%llu, %llu, \"inactive\"], "
+            "[%llu, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"]]}], "
+            "\"actions\": [\"segment_alloc\", \"alloc\", \"alloc\", \"free_requested\", "
+            "\"free_completed\", \"alloc\", \"free_requested\", \"segment_alloc\", "
+            "\"segment_free\"], \"conf\": \"max_split_size_mb:64\"}\n",
+            (unsigned long long)S, (unsigned long long)(20 * M), (unsigned long long)(5 * M),
+            (unsigned long long)(6 * M), (unsigned long long)(4 * M), (unsigned long long)(4 * M),
+            (unsigned long long)(4 * M), (unsigned long long)(8 * M), (unsigned long long)M,
+            (unsigned long long)(9 * M), (unsigned long long)(3 * M), (unsigned long long)(12 * M),
+            (unsigned long long)M, (unsigned long long)(13 * M), (unsigned long long)(7 * M));
+    fclose(f);
+    const char *argv[] = {"export", "-f", "memory-viz", "-o", out, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "memory-viz-expect %s %s %s", out, report, expect);
+    cr_expect_eq(check(args), 0);
+    remove(expect);
+    remove(report);
+    remove(out);
+    remove(path);
+}
+
 /* The columns of a csv header line, each of which docs/export.md must name as `column`. */
 static void columns_documented(const char *header)
 {
