@@ -2,8 +2,10 @@
  * traceEvents array; ui.perfetto.dev and chrome://tracing open it). Per device, a counter
  * track per memory kind ("C" events, one arg per kind seen so far: Perfetto draws one track
  * per arg); allocations of at least min_slice_bytes as async slices ("b"/"e", id = address)
- * named by their call site, closed at the end when leaked; out-of-memory episodes as
- * process-wide instant events ("i") with their verdict and figures. ts is in microseconds. */
+ * named by their call site, closed at the end when leaked; where an allocator recorded its
+ * actions with its figures, a counter track of its allocated and reserved bytes; out-of-memory
+ * episodes as process-wide instant events ("i") with their verdict and figures. ts is in
+ * microseconds. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,10 +139,48 @@ static int sliced(const struct cmt__export_perfetto *x, int kind, uint64_t bytes
     return CMT_KIND_HAS(kind, HOLE) && bytes >= x->min_slice_bytes && bytes;
 }
 
+/* An allocator's figures after one of its actions (ALLOC_EVENT with ALLOCATED or RESERVED):
+ * a counter track "GPU N allocator" with allocated and reserved bytes. */
+static void allocator_counter(struct cmt__export_perfetto *x, const struct cmt_alloc_event *a)
+{
+    const uint32_t both = CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
+    if (!(a->fields & both))
+        return;
+    char name[64];
+    struct cmt__out *o = &x->out;
+    if (a->dev < 0)
+        snprintf(name, sizeof name, "device ? allocator");
+    else
+        snprintf(name, sizeof name, "GPU %d allocator", a->dev);
+    begin_event(x);
+    cmt__out_str(o, "{\"ph\":\"C\",\"name\":\"");
+    cmt__out_str(o, name);
+    cmt__out_str(o, "\",\"pid\":");
+    cmt__out_u64(o, x->pid);
+    cmt__out_str(o, ",\"tid\":0,\"ts\":");
+    ts(o, a->t_ns);
+    cmt__out_str(o, ",\"args\":{");
+    if (a->fields & CMT_AF(ALLOCATED)) {
+        cmt__out_str(o, "\"allocated\":");
+        cmt__out_u64(o, a->v[CMT_AFIELD_ALLOCATED]);
+    }
+    if ((a->fields & both) == both)
+        cmt__out_char(o, ',');
+    if (a->fields & CMT_AF(RESERVED)) {
+        cmt__out_str(o, "\"reserved\":");
+        cmt__out_u64(o, a->v[CMT_AFIELD_RESERVED]);
+    }
+    cmt__out_bytes(o, "}}", 2);
+}
+
 static unsigned perfetto_step(struct cmt_observer *self, const cmt_replay *rp,
                               const struct cmt_replay_step *st)
 {
     struct cmt__export_perfetto *x = self->ctx;
+    if (st->rec.type == CMT_REC_ALLOC_EVENT)
+        allocator_counter(x, &st->rec.u.alloc_event);
+    if (st->rec.type != CMT_REC_EVENT)
+        return CMT_OBSERVE_ALL;
     const struct cmt_event *ev = &st->rec.u.event;
     if (st->kind >= 0 && sliced(x, st->kind, st->bytes)) {
         if (!st->is_alloc || st->replaced != CMT_NO_OBJECT) /* a free, or a key reused */
@@ -160,7 +200,7 @@ static unsigned perfetto_step(struct cmt_observer *self, const cmt_replay *rp,
         if (st->owner)
             counter(x, st->owner, ev->t_ns);
     }
-    return CMT_OBSERVE_EVENT;
+    return CMT_OBSERVE_ALL;
 }
 
 static void metadata(struct cmt__export_perfetto *x, const char *what, uint32_t tid,
@@ -199,7 +239,7 @@ struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x
                                  : "process",
              x->pid);
     metadata(x, "process_name", 0, name);
-    struct cmt_observer o = {.wants = CMT_OBSERVE_EVENT, .step = perfetto_step, .ctx = x};
+    struct cmt_observer o = {.wants = CMT_OBSERVE_ALL, .step = perfetto_step, .ctx = x};
     return o;
 }
 

@@ -224,6 +224,11 @@ static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t s
     e.v[CMT_AFIELD_ADDR] = addr;
     e.v[CMT_AFIELD_SIZE] = size;
     e.v[CMT_AFIELD_FLAGS] = flags;
+    if (action == CMT_AA_FREE_REQUESTED) { /* the allocator's figures after it */
+        e.fields |= CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
+        e.v[CMT_AFIELD_ALLOCATED] = 5 * TB_MIB + addr % TB_MIB;
+        e.v[CMT_AFIELD_RESERVED] = 20 * TB_MIB;
+    }
     cr_assert_eq(cmt_writer_alloc_event(b->w, &e), 0);
 }
 
@@ -284,6 +289,13 @@ Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_eve
     captured_free(&c);
     snprintf(args, sizeof args, "memory-viz-expect %s %s %s", out, report, expect);
     cr_expect_eq(check(args), 0);
+    /* perfetto: the allocator's figures as a counter track beside the driver's */
+    const char *pargv[] = {"export", "-f", "perfetto", path, NULL};
+    c = capture_run(cmt_cmd_export, pargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\""), "%s", c.out);
+    cr_expect(strstr(c.out, "\"args\":{\"allocated\":5242880,\"reserved\":20971520}"), "%s", c.out);
+    captured_free(&c);
     remove(expect);
     remove(report);
     remove(out);
