@@ -124,6 +124,10 @@ static int table(struct out *o, const char *name, const char *run, const char *p
     return close_part(o, f);
 }
 
+struct part_name {
+    char run[256], part[256];
+};
+
 struct run {
     char id[256];
     uint64_t traces, events, max_peak, sum_peak, episodes, fatal, failing;
@@ -246,35 +250,47 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
     return rc;
 }
 
+/* Each trace's run id and part name; refuses two traces that would write the same files,
+ * before anything is written. @return 0, or 2 after printing why. */
+static int name_parts(const struct cmt__export_options *opt, char *const *traces, int ntraces,
+                      struct part_name *names)
+{
+    for (int i = 0; i < ntraces; i++) {
+        if (opt->run)
+            sanitize(opt->run, names[i].run, sizeof names[i].run);
+        else
+            run_of(traces[i], names[i].run, sizeof names[i].run);
+        part_of(traces[i], names[i].part, sizeof names[i].part);
+        for (int k = 0; k < i; k++)
+            if (strcmp(names[k].run, names[i].run) == 0 &&
+                strcmp(names[k].part, names[i].part) == 0) {
+                fprintf(stderr,
+                        "cumemtrace export: %s and %s would both be run=%s/part-%s: "
+                        "rename one, or export them with different --run ids\n",
+                        traces[k], traces[i], names[i].run, names[i].part);
+                return 2;
+            }
+    }
+    return 0;
+}
+
 int cmt__export_partitioned(const struct cmt__export_options *opt, const char *dir,
                             char *const *traces, int ntraces)
 {
     struct out o = {dir, opt->format == CMT__EXPORT_JSONL ? "jsonl" : "csv", ""};
     struct run *runs = NULL;
     size_t nruns = 0, cap = 0;
-    char(*parts)[512] = calloc((size_t)ntraces, sizeof *parts); /* "run/part" of each trace */
-    int rc = 0;
-    if (!parts)
+    struct part_name *names = calloc((size_t)ntraces, sizeof *names);
+    if (!names)
         return cmt__usage_error("export", "out of memory");
+    int rc = name_parts(opt, traces, ntraces, names);
+    if (rc) {
+        free(names);
+        return rc;
+    }
     for (int i = 0; i < ntraces; i++) {
-        char id[256], part[256];
-        if (opt->run)
-            sanitize(opt->run, id, sizeof id);
-        else
-            run_of(traces[i], id, sizeof id);
-        part_of(traces[i], part, sizeof part);
-        snprintf(parts[i], sizeof parts[i], "%s/%s", id, part);
-        for (int k = 0; k < i; k++)
-            if (strcmp(parts[k], parts[i]) == 0) {
-                fprintf(stderr,
-                        "cumemtrace export: %s and %s would both be run=%s/part-%s: "
-                        "rename one, or export them with different --run ids\n",
-                        traces[k], traces[i], id, part);
-                free(parts);
-                return 2;
-            }
         size_t r = 0;
-        while (r < nruns && strcmp(runs[r].id, id) != 0)
+        while (r < nruns && strcmp(runs[r].id, names[i].run) != 0)
             r++;
         if (r == nruns) {
             if (CMT_GROW(runs, cap, nruns + 1, 8) != 0) {
@@ -283,10 +299,10 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
                 break;
             }
             memset(&runs[nruns], 0, sizeof *runs);
-            snprintf(runs[nruns].id, sizeof runs[nruns].id, "%s", id);
+            snprintf(runs[nruns].id, sizeof runs[nruns].id, "%s", names[i].run);
             nruns++;
         }
-        rc |= one_trace(opt, &o, traces[i], &runs[r], part);
+        rc |= one_trace(opt, &o, traces[i], &runs[r], names[i].part);
     }
     for (size_t r = 0; r < nruns; r++)
         if (runs[r].traces)
@@ -295,6 +311,6 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
         printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s", nruns,
                nruns == 1 ? "" : "s", dir);
     free(runs);
-    free(parts);
+    free(names);
     return rc ? 1 : 0;
 }
