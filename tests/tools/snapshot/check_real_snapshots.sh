@@ -2,7 +2,7 @@
 # check_real_snapshots.sh [BUILD_DIR] [DIR] — for every snapshot in DIR (default
 # /work/shared/data/snapshots), the segments, the sum of active block sizes, the sum of segment
 # total_size and the trace entries, computed by python3's pickle and by this project's parser
-# (snapshot_sums), one line each; a last line says whether they all agree. Exit 77 (skip) when
+# (snapshot_sums), and the end state of the converted trace, one line each; a last line says whether they all agree. Exit 77 (skip) when
 # DIR or python3 is absent, 1 on a disagreement.
 set -eu
 build=${1:-build}
@@ -24,9 +24,15 @@ entries = sum(1 for t in traces for e in t if e["action"] in known)
 print("segments=%d active=%d reserved=%d entries=%d" % (len(segs), active, reserved, entries))
 PY
 )
-    ours=$("$build/tests/snapshot_sums" "$f" | sed 's/^[^ ]* //; s/ frames=.*//')
+    out=$("$build/tests/snapshot_sums" "$f")
+    ours=$(echo "$out" | sed -n 1p | sed 's/^[^ ]* //')
+    trace=$(echo "$out" | sed -n 2p | sed 's/^[^ ]* trace: //')
+    want=$(echo "$py" | sed 's/segments=[0-9]* //; s/ entries=.*//')
     name=$(basename "$f" | cut -c1-48)
     if [ "$py" = "$ours" ]; then mark=same; else mark=DIFFERENT; bad=1; fi
-    printf '%-48s python: %s\n%-48s ours:   %s  %s\n' "$name" "$py" "" "$ours" "$mark"
+    if [ "$want" = "$trace" ]; then tmark=same; else tmark=DIFFERENT; bad=1; fi
+    printf '%-48s python: %s\n' "$name" "$py"
+    printf '%-48s parser: %s  %s\n' "" "$ours" "$mark"
+    printf '%-48s trace:  %s  %s\n' "" "$trace" "$tmark"
 done
 [ "$bad" = 0 ] && echo "all files agree" || { echo "some files disagree"; exit 1; }

@@ -1,14 +1,17 @@
 /* snapshot_sums.c — prints what PyTorch's own accounting in a snapshot's `segments` says at
  * dump time, as this project's parser reads it: per file, the segments, the sum of active
- * block sizes and the sum of segment total_size, the trace entries and the frames.
- * check_real_snapshots.sh prints the same figures computed by python3 beside them.
+ * block sizes and the sum of segment total_size, the trace entries. Then the same two sums
+ * as the converted trace's allocator events add up at its end (blocks allocated and not
+ * free_completed; segments allocated or mapped and not freed or unmapped), read back through
+ * the trace reader. check_real_snapshots.sh prints the figures python3 computes beside them.
  *
  * usage: snapshot_sums SNAPSHOT... */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "snapshot.h"
+#include "reader.h"
+#include "snapshot_trace.h"
 
 static unsigned char *slurp(const char *path, size_t *len)
 {
@@ -26,6 +29,36 @@ static unsigned char *slurp(const char *path, size_t *len)
     fclose(f);
     *len = n > 0 ? (size_t)n : 0;
     return b;
+}
+
+/* The end state of the trace the snapshot converts to, from its ALLOC_EVENT records. */
+static int trace_sums(const unsigned char *b, size_t len, uint64_t *active, uint64_t *reserved)
+{
+    struct cmt_membuf mb = {0};
+    int rc = cmt_snapshot_import(b, len, "x", cmt_membuf_sink, &mb, NULL, NULL);
+    cmt_reader *r = NULL;
+    if (!rc)
+        rc = cmt_reader_open_memory(&r, mb.data, mb.len);
+    *active = *reserved = 0;
+    struct cmt_record rec;
+    while (!rc && (rc = cmt_reader_next(r, &rec)) == 1) {
+        rc = 0;
+        if (rec.type != CMT_REC_ALLOC_EVENT)
+            continue;
+        const struct cmt_alloc_event *e = &rec.u.alloc_event;
+        uint64_t size = e->v[CMT_AFIELD_SIZE];
+        switch (e->action) {
+        case CMT_AA_ALLOC: *active += size; break;
+        case CMT_AA_FREE_COMPLETED: *active -= size; break;
+        case CMT_AA_SEGMENT_ALLOC:
+        case CMT_AA_SEGMENT_MAP: *reserved += size; break;
+        case CMT_AA_SEGMENT_FREE:
+        case CMT_AA_SEGMENT_UNMAP: *reserved -= size; break;
+        }
+    }
+    cmt_reader_close(r);
+    cmt_membuf_free(&mb);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -53,8 +86,16 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < s.nblocks; k++)
             if (s.blocks[k].state != CMT_SNAPSHOT_INACTIVE)
                 active += s.blocks[k].size;
-        printf("%s segments=%zu active=%" PRIu64 " reserved=%" PRIu64 " entries=%zu frames=%zu\n",
-               argv[i], s.nsegments, active, reserved, s.nentries, s.nframes);
+        printf("%s segments=%zu active=%" PRIu64 " reserved=%" PRIu64 " entries=%zu\n", argv[i],
+               s.nsegments, active, reserved, s.nentries);
+        uint64_t t_active, t_reserved;
+        if (trace_sums(b, len, &t_active, &t_reserved) != 0) {
+            fprintf(stderr, "snapshot_sums: %s: the conversion failed\n", argv[i]);
+            status = 1;
+        } else {
+            printf("%s trace: active=%" PRIu64 " reserved=%" PRIu64 "\n", argv[i], t_active,
+                   t_reserved);
+        }
         cmt_snapshot_free(&s);
         free(b);
     }
