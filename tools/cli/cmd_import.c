@@ -87,9 +87,10 @@ int cmt_cmd_import(int argc, char **argv)
         unlink(out);
         return 1;
     }
-    printf("cumemtrace: imported %s into %s: %llu allocator events (%llu segments and %llu "
-           "blocks from before the recorded window), %llu stack frames\n",
+    printf("cumemtrace: imported %s into %s: %llu allocator events (%llu segment%s and %llu "
+           "block%s from before the recorded window), %llu stack frames\n",
            in, out, (unsigned long long)st.events, (unsigned long long)st.before_segments,
-           (unsigned long long)st.before_blocks, (unsigned long long)st.stack_nodes);
+           st.before_segments == 1 ? "" : "s", (unsigned long long)st.before_blocks,
+           st.before_blocks == 1 ? "" : "s", (unsigned long long)st.stack_nodes);
     return 0;
 }

@@ -206,9 +206,9 @@ static int no_value(struct decoder *d)
 
 static int push(struct decoder *d, value *v)
 {
+    if (d->sp >= d->lim.max_stack)
+        return fail(d, CMT_EPICKLE_LIMIT, "more than %u values on the stack", d->lim.max_stack);
     if (d->sp == d->stack_cap) {
-        if (d->sp >= d->lim.max_stack)
-            return fail(d, CMT_EPICKLE_LIMIT, "more than %u values on the stack", d->lim.max_stack);
         size_t cap = d->stack_cap ? d->stack_cap * 2 : 256;
         value **s = realloc(d->stack, cap * sizeof *s);
         if (!s)
