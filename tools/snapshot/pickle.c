@@ -123,7 +123,7 @@ struct cmt_pickle {
 
 static void *arena_alloc(cmt_pickle *doc, size_t size)
 {
-    size = (size + 15) & ~(size_t)15;
+    size = (size + 7) & ~(size_t)7; /* values and pointers need no more than 8 */
     struct arena_block *b = doc->blocks;
     if (!b || b->cap - b->used < size) {
         size_t cap = size > ARENA_BLOCK / 4 ? size : ARENA_BLOCK;

@@ -31,6 +31,12 @@ struct parser {
     size_t segments_cap, blocks_cap, entries_cap, ids_cap, stacks_cap;
     struct cmt__ptr_map stack_by_node, frame_by_node, action_by_node;
     struct cmt__frame_table frames;
+    /* frame lists by content: PyTorch writes one list object per trace entry, but few
+     * distinct sequences of (shared) frame dicts; slots hold stack id + 1, rep[stack] the
+     * first list node read for that stack */
+    uint32_t *seq_slots;
+    size_t seq_cap, rep_cap;
+    const value **rep;
     struct where at;
 };
 
@@ -187,6 +193,45 @@ static int frame_id(struct parser *p, const value *f, uint32_t *id)
     return 0;
 }
 
+static size_t hash_items(const value *list)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ list->n;
+    for (uint32_t k = 0; k < list->n; k++)
+        h = (h ^ (uint64_t)(uintptr_t)list->u.items[k]) * 0x100000001b3ull;
+    return (size_t)(h ^ h >> 29);
+}
+
+static int same_items(const value *a, const value *b)
+{
+    return a->n == b->n && memcmp(a->u.items, b->u.items, a->n * sizeof *a->u.items) == 0;
+}
+
+/* The slot of `frames` in the by-content table: holding its stack, or empty (0). */
+static uint32_t *seq_slot(struct parser *p, const value *frames)
+{
+    size_t mask = p->seq_cap - 1;
+    for (size_t i = hash_items(frames) & mask;; i = (i + 1) & mask)
+        if (!p->seq_slots[i] || same_items(p->rep[p->seq_slots[i] - 1], frames))
+            return &p->seq_slots[i];
+}
+
+static int seq_grow(struct parser *p)
+{
+    size_t cap = p->seq_cap ? p->seq_cap * 2 : 1024;
+    uint32_t *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return CMT_ENOMEM;
+    uint32_t *old = p->seq_slots;
+    size_t old_cap = p->seq_cap;
+    p->seq_slots = slots;
+    p->seq_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i])
+            *seq_slot(p, p->rep[old[i] - 1]) = old[i];
+    free(old);
+    return 0;
+}
+
 /* The stack of a frame list (0 for an empty or absent one). */
 static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
 {
@@ -196,8 +241,16 @@ static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
     if (cmt__ptr_map_get(&p->stack_by_node, frames, stack))
         return 0;
     struct cmt_snapshot *s = p->s;
+    if ((s->nstacks + 1) * 2 > p->seq_cap && seq_grow(p))
+        return nomem(p);
+    uint32_t *slot = seq_slot(p, frames);
+    if (*slot) {
+        *stack = *slot - 1;
+        return cmt__ptr_map_put(&p->stack_by_node, frames, *stack) ? nomem(p) : 0;
+    }
     if (CMT_GROW(s->frame_ids, p->ids_cap, s->nframe_ids + frames->n, 1024) ||
-        CMT_GROW(s->stacks, p->stacks_cap, s->nstacks + 1, 256))
+        CMT_GROW(s->stacks, p->stacks_cap, s->nstacks + 1, 256) ||
+        CMT_GROW(p->rep, p->rep_cap, s->nstacks + 1, 256))
         return nomem(p);
     uint32_t first = (uint32_t)s->nframe_ids;
     for (uint32_t k = 0; k < frames->n; k++) {
@@ -208,7 +261,9 @@ static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
         s->frame_ids[s->nframe_ids++] = id;
     }
     *stack = (uint32_t)s->nstacks;
+    p->rep[*stack] = frames;
     s->stacks[s->nstacks++] = (struct cmt_snapshot_stack){first, frames->n};
+    *slot = *stack + 1;
     return cmt__ptr_map_put(&p->stack_by_node, frames, *stack) ? nomem(p) : 0;
 }
 
@@ -558,6 +613,8 @@ int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len,
     cmt__ptr_map_free(&p.frame_by_node);
     cmt__ptr_map_free(&p.action_by_node);
     cmt__frame_table_free(&p.frames);
+    free(p.seq_slots);
+    free(p.rep);
     cmt_pickle_free(doc);
     if (rc)
         cmt_snapshot_free(snap);
