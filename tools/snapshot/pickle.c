@@ -621,8 +621,9 @@ static int step_scalar(struct decoder *d, unsigned op)
         FIXED(8);
         d->p += 8;
         if (le(b, 8) > (uint64_t)(d->end - d->p))
-            return fail(d, CMT_EPICKLE_TRUNCATED, "a FRAME of %llu bytes runs past the end",
-                        (unsigned long long)le(b, 8));
+            return fail(d, CMT_EPICKLE_TRUNCATED,
+                        "a FRAME of %llu bytes runs past the end of the input (%llu bytes left)",
+                        (unsigned long long)le(b, 8), (unsigned long long)(d->end - d->p));
         return 0;
     case OP_PROTO:
         FIXED(1);

@@ -37,6 +37,9 @@ struct parser {
     uint32_t *seq_slots;
     size_t seq_cap, rep_cap;
     const value **rep;
+    /* objects visited; the memo lets a small file name one big dict or list many times, so
+     * visits are bounded by the input's length (a real snapshot spends tens of bytes on each) */
+    uint64_t work, work_max;
     struct where at;
 };
 
@@ -163,6 +166,24 @@ static int get_device(struct parser *p, const value *d, uint64_t dflt, int32_t *
     return 0;
 }
 
+/* A segment, block, trace-entry or frame dict: a dict of a few keys (so that looking keys up
+ * stays cheap however often the memo names it), counted against the work bound. */
+#define MAX_KEYS 256
+
+static int check_dict(struct parser *p, const value *d, const char *what)
+{
+    if (d->type != CMT_PICKLE_DICT)
+        return bad_type(p, "", d, what);
+    if (d->n > MAX_KEYS)
+        return fail(p, CMT_ESNAPSHOT_FIELD, "%s of %u keys (at most %d)", what + 2, d->n, MAX_KEYS);
+    if (++p->work > p->work_max)
+        return fail(p, CMT_ESNAPSHOT_FIELD,
+                    "the file names more objects than its %llu bytes can hold (the memo "
+                    "repeats them)",
+                    (unsigned long long)p->work_max - 65536);
+    return 0;
+}
+
 /* ---- frames ---- */
 
 static const char *intern(struct parser *p, const value *str)
@@ -174,11 +195,11 @@ static int frame_id(struct parser *p, const value *f, uint32_t *id)
 {
     if (cmt__ptr_map_get(&p->frame_by_node, f, id))
         return 0;
-    if (f->type != CMT_PICKLE_DICT)
-        return bad_type(p, "frames", f, "a frame dict");
+    int rc = check_dict(p, f, "a frame dict");
+    if (rc)
+        return rc;
     const value *name, *file;
     int64_t line;
-    int rc;
     if ((rc = get_str(p, f, "name", &name)) || (rc = get_str(p, f, "filename", &file)) ||
         (rc = get_i64(p, f, "line", 0, &line)))
         return rc;
@@ -316,10 +337,10 @@ static int block_history(struct parser *p, const value *b, struct cmt_snapshot_b
 
 static int parse_block(struct parser *p, const value *b, uint64_t at_addr)
 {
-    if (b->type != CMT_PICKLE_DICT)
-        return bad_type(p, "blocks", b, "a block dict");
+    int rc = check_dict(p, b, "a block dict");
+    if (rc)
+        return rc;
     struct cmt_snapshot_block out = {0};
-    int rc;
     if ((rc = get_u64(p, b, "size", 1, 0, &out.size)) ||
         (rc = get_u64(p, b, "address", 0, at_addr, &out.addr)) ||
         (rc = block_state(p, b, &out.state)))
@@ -350,11 +371,11 @@ static int pool_id(struct parser *p, const value *seg, int64_t id[2])
 
 static int parse_segment(struct parser *p, const value *d)
 {
-    if (d->type != CMT_PICKLE_DICT)
-        return bad_type(p, "", d, "a segment dict");
+    int rc = check_dict(p, d, "a segment dict");
+    if (rc)
+        return rc;
     struct cmt_snapshot_segment g = {0};
     const value *type, *blocks;
-    int rc;
     if ((rc = get_device(p, d, 0, &g.dev)) || (rc = get_u64(p, d, "address", 1, 0, &g.addr)) ||
         (rc = get_u64(p, d, "total_size", 1, 0, &g.total_size)) ||
         (rc = get_u64(p, d, "allocated_size", 0, 0, &g.allocated_size)) ||
@@ -419,11 +440,11 @@ static int action_of(struct parser *p, const value *v, uint32_t *action)
 
 static int parse_entry(struct parser *p, const value *d, int32_t dev)
 {
-    if (d->type != CMT_PICKLE_DICT)
-        return bad_type(p, "", d, "a trace-entry dict");
+    int rc = check_dict(p, d, "a trace-entry dict");
+    if (rc)
+        return rc;
     struct cmt_snapshot_entry e = {.dev = dev};
     const value *action, *t;
-    int rc;
     if ((rc = get_str(p, d, "action", &action)))
         return rc;
     if (!action)
@@ -597,7 +618,7 @@ int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len,
                      (unsigned long long)perr.offset, perr.text);
         return rc;
     }
-    struct parser p = {.s = snap, .err = err};
+    struct parser p = {.s = snap, .err = err, .work_max = (uint64_t)len + 65536};
     p.frames.frames = &snap->frames;
     p.frames.nframes = &snap->nframes;
     snap->protocol = cmt_pickle_protocol(doc);

@@ -240,19 +240,60 @@ static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *se
     return rc;
 }
 
-/* Bytes mapped in the window, still mapped at dump time, inside segment g. */
-static uint64_t mapped_inside(const struct u64_map *mapped, const struct cmt_snapshot_segment *g)
+/* The mappings made in the window and still there at dump time, sorted by address, with
+ * prefix sums of their sizes: what lies inside a segment is two bisections away. */
+struct mappings {
+    uint64_t *addr, *sum; /* sum[k] = bytes of mappings 0 .. k-1 */
+    size_t n;
+};
+
+static int cmp_u64(const void *a, const void *b)
 {
-    uint64_t sum = 0;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int mappings_of(const struct u64_map *mapped, struct mappings *m)
+{
+    m->n = 0;
+    m->addr = malloc((mapped->count + 1) * sizeof *m->addr);
+    m->sum = malloc((mapped->count + 1) * sizeof *m->sum);
+    if (!m->addr || !m->sum)
+        return CMT_ENOMEM;
     for (size_t i = 0; i < mapped->cap; i++)
-        if (mapped->keys[i] && mapped->keys[i] - g->addr < g->total_size)
-            sum += mapped->values[i];
-    return sum;
+        if (mapped->keys[i])
+            m->addr[m->n++] = mapped->keys[i];
+    qsort(m->addr, m->n, sizeof *m->addr, cmp_u64);
+    m->sum[0] = 0;
+    for (size_t k = 0; k < m->n; k++)
+        m->sum[k + 1] = m->sum[k] + *map_slot(mapped, m->addr[k]);
+    return 0;
+}
+
+/* @return the index of the first mapping at or above addr. */
+static size_t mapping_at(const struct mappings *m, uint64_t addr)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->addr[mid] < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Bytes mapped in the window, still mapped at dump time, inside segment g. */
+static uint64_t mapped_inside(const struct mappings *m, const struct cmt_snapshot_segment *g)
+{
+    uint64_t end = g->addr + g->total_size < g->addr ? UINT64_MAX : g->addr + g->total_size;
+    return m->sum[mapping_at(m, end)] - m->sum[mapping_at(m, g->addr)];
 }
 
 /* Pass 1, end: the dump-time segments and active blocks the window did not make. */
 static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_map *segs,
-                         const struct u64_map *mapped)
+                         const struct mappings *mapped)
 {
     for (size_t k = 0; k < c->s->nsegments; k++) {
         const struct cmt_snapshot_segment *g = &c->s->segments[k];
@@ -301,9 +342,14 @@ static int cmp_before(const void *a, const void *b)
 static int scan(struct conv *c)
 {
     struct u64_map live = {0}, segs = {0}, mapped = {0};
+    struct mappings m = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
     if (!rc)
-        rc = scan_segments(c, &live, &segs, &mapped);
+        rc = mappings_of(&mapped, &m);
+    if (!rc)
+        rc = scan_segments(c, &live, &segs, &m);
+    free(m.addr);
+    free(m.sum);
     map_free(&live);
     map_free(&segs);
     map_free(&mapped);

@@ -106,3 +106,15 @@ void pk_appends(struct pk *p)
 {
     op(p, 'e');
 }
+
+void pk_put(struct pk *p, uint8_t memo)
+{
+    op(p, 'q');
+    op(p, memo);
+}
+
+void pk_get(struct pk *p, uint8_t memo)
+{
+    op(p, 'h');
+    op(p, memo);
+}

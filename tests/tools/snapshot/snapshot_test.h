@@ -30,5 +30,7 @@ void pk_dict(struct pk *p);
 void pk_list(struct pk *p);
 void pk_setitems(struct pk *p);
 void pk_appends(struct pk *p);
+void pk_put(struct pk *p, uint8_t memo); /* BINPUT: memoise the value on top */
+void pk_get(struct pk *p, uint8_t memo); /* BINGET: push a memoised value */
 
 #endif

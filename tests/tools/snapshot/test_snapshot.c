@@ -261,3 +261,51 @@ Test(snapshot, a_trace_entry_needs_an_action)
     expect_refused(&p, CMT_ESNAPSHOT_FIELD, "device_traces[0][0]: action: missing");
     free(p.b);
 }
+
+static void many_keys(struct pk *p)
+{
+    no_total_size(p);
+    for (int k = 0; k < 300; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", k);
+        pk_str(p, key);
+        pk_int(p, k);
+    }
+}
+
+Test(snapshot, shared_objects_cannot_multiply_the_work)
+{
+    struct pk p = {0};
+    one_segment(&p, many_keys);
+    expect_refused(&p, CMT_ESNAPSHOT_FIELD, "segments[0]: segment dict of 301 keys (at most");
+    /* one block dict named 1000 times in one blocks list, that segment 1000 times in the
+     * segment list: 10^6 blocks from a few kB */
+    pk_begin(&p);
+    pk_dict(&p);
+    pk_str(&p, "segments");
+    pk_list(&p);
+    pk_dict(&p);
+    no_total_size(&p);
+    pk_str(&p, "total_size");
+    pk_int(&p, 1u << 30);
+    pk_str(&p, "blocks");
+    pk_list(&p);
+    pk_dict(&p);
+    pk_str(&p, "size");
+    pk_int(&p, 512);
+    pk_setitems(&p);
+    pk_put(&p, 1);
+    for (int k = 1; k < 1000; k++)
+        pk_get(&p, 1);
+    pk_appends(&p);
+    pk_setitems(&p);
+    pk_put(&p, 2);
+    for (int k = 1; k < 1000; k++)
+        pk_get(&p, 2);
+    pk_appends(&p);
+    pk_setitems(&p);
+    pk_end(&p);
+    cr_assert_lt(p.n, 8000);
+    expect_refused(&p, CMT_ESNAPSHOT_FIELD, "names more objects than its");
+    free(p.b);
+}
