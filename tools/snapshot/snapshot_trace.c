@@ -106,6 +106,20 @@ static void map_free(struct u64_map *m)
 
 /* ---- the conversion's state ---- */
 
+/* What qsort orders: a key and the index it belongs to (ties go by index: stable). */
+struct sort_key {
+    uint64_t key;
+    uint32_t index;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct sort_key *x = a, *y = b;
+    if (x->key != y->key)
+        return (x->key > y->key) - (x->key < y->key);
+    return (x->index > y->index) - (x->index < y->index);
+}
+
 #define BEFORE_MARK (UINT64_C(1) << 63) /* live[addr] names a before-block, not an entry */
 #define PENDING_BIT (UINT64_C(1) << 63) /* sizes[addr]: free requested, not completed */
 
@@ -124,7 +138,7 @@ struct conv {
     uint64_t *allocated, *reserved; /* per device, as the events so far add up */
     uint64_t t0, t;
     int have_t0;
-    uint32_t *seg_order; /* segments sorted by address, for the segment a block lies in */
+    struct sort_key *seg_order; /* segments by address, for the segment a block lies in */
 };
 
 static uint64_t round_size(const struct conv *c, uint64_t requested)
@@ -138,24 +152,15 @@ static const struct cmt_snapshot_segment *segment_at(const struct conv *c, uint6
     size_t lo = 0, hi = c->s->nsegments;
     while (lo < hi) { /* first segment whose address is above addr */
         size_t mid = lo + (hi - lo) / 2;
-        if (c->s->segments[c->seg_order[mid]].addr <= addr)
+        if (c->seg_order[mid].key <= addr)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (!lo)
         return NULL;
-    const struct cmt_snapshot_segment *g = &c->s->segments[c->seg_order[lo - 1]];
+    const struct cmt_snapshot_segment *g = &c->s->segments[c->seg_order[lo - 1].index];
     return addr - g->addr < g->total_size ? g : NULL;
-}
-
-static const struct cmt_snapshot *sort_segments_of;
-
-static int cmp_segment(const void *a, const void *b)
-{
-    uint64_t x = sort_segments_of->segments[*(const uint32_t *)a].addr;
-    uint64_t y = sort_segments_of->segments[*(const uint32_t *)b].addr;
-    return (x > y) - (x < y);
 }
 
 static int add_before(struct conv *c, uint32_t action, int32_t dev, uint64_t addr, uint64_t size,
@@ -620,17 +625,6 @@ static int write_all(struct conv *c, const char *name)
 
 /* ---- set-up ---- */
 
-static const struct cmt_snapshot *sort_entries_of;
-
-static int cmp_entry_time(const void *a, const void *b)
-{
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    uint64_t x = sort_entries_of->entries[i].time_us, y = sort_entries_of->entries[j].time_us;
-    if (x != y)
-        return (x > y) - (x < y);
-    return (i > j) - (i < j);
-}
-
 static void settings_config(struct conv *c)
 {
     const struct cmt_snapshot_settings *st = &c->s->settings;
@@ -666,14 +660,20 @@ static int prepare(struct conv *c)
         return CMT_ENOMEM;
     settings_config(c);
     for (size_t i = 0; i < s->nsegments; i++)
-        c->seg_order[i] = (uint32_t)i;
-    sort_segments_of = s; /* qsort has no context argument; conversions run one at a time */
-    qsort(c->seg_order, s->nsegments, sizeof *c->seg_order, cmp_segment);
+        c->seg_order[i] = (struct sort_key){s->segments[i].addr, (uint32_t)i};
+    qsort(c->seg_order, s->nsegments, sizeof *c->seg_order, cmp_key);
     for (size_t i = 0; i < s->nentries; i++)
         c->order[i] = (uint32_t)i;
-    if (s->ndevices > 1 && !(s->flags & CMT_SNAPSHOT_NO_TIME)) {
-        sort_entries_of = s;
-        qsort(c->order, s->nentries, sizeof *c->order, cmp_entry_time);
+    if (s->ndevices > 1 && !(s->flags & CMT_SNAPSHOT_NO_TIME) && s->nentries) {
+        struct sort_key *by_time = malloc(s->nentries * sizeof *by_time);
+        if (!by_time)
+            return CMT_ENOMEM;
+        for (size_t i = 0; i < s->nentries; i++)
+            by_time[i] = (struct sort_key){s->entries[i].time_us, (uint32_t)i};
+        qsort(by_time, s->nentries, sizeof *by_time, cmp_key);
+        for (size_t i = 0; i < s->nentries; i++)
+            c->order[i] = by_time[i].index;
+        free(by_time);
     }
     return 0;
 }

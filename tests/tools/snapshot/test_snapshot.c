@@ -164,6 +164,7 @@ Test(snapshot, refuses_what_is_not_a_snapshot)
     pk_dict(&p);
     p.n--; /* drop the MARK: truncated right after the dict */
     expect_refused(&p, CMT_EPICKLE_TRUNCATED, "pickle byte");
+    free(p.b);
 }
 
 /* {"segments": [ {fields...} ]} with one segment dict whose fields the caller writes. */
