@@ -220,7 +220,8 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
     if (map)
         munmap(map, len);
     if (rc)
-        fprintf(stderr, "cumemtrace %s: %s: %s: %s\n", cmd, path, cmt_strerror(rc), err.text);
+        fprintf(stderr, "cumemtrace %s: %s: %s%s%s\n", cmd, path, cmt_strerror(rc),
+                *err.text ? ": " : "", err.text);
     return rc;
 }
 

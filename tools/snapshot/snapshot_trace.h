@@ -50,7 +50,8 @@ int cmt_snapshot_to_trace(const struct cmt_snapshot *snap, cmt_writer *w, const 
                           struct cmt_snapshot_trace_stats *stats);
 
 /* Parses the snapshot in data[0 .. len-1] and writes it as a whole trace (header, records,
- * flush) to `sink`. `err` (may be NULL) says what was wrong with the snapshot.
+ * flush) to `sink`. `err` (may be NULL) says what was wrong with the snapshot ("" when the
+ * snapshot was sound and writing failed).
  * @return 0; what cmt_snapshot_parse or cmt_snapshot_to_trace returns. */
 int cmt_snapshot_import(const void *data, size_t len, const char *name, cmt_sink_fn sink, void *ctx,
                         struct cmt_snapshot_error *err, struct cmt_snapshot_trace_stats *stats);
