@@ -1,12 +1,13 @@
 #!/bin/sh
 # check_real_snapshots.sh [BUILD_DIR] [DIR] — for every snapshot in DIR (default
-# /work/shared/data/snapshots), the segments, the sum of active block sizes, the sum of segment
-# total_size and the trace entries, computed by python3's pickle and by this project's parser
-# (snapshot_sums), and the end state of the converted trace, one line each; a last line says whether they all agree. Exit 77 (skip) when
-# DIR or python3 is absent, 1 on a disagreement.
+# $CMT_REAL_SNAPSHOTS, else /work/shared/data/snapshots): the segments, the sum of active block
+# sizes, the sum of segment total_size and the trace entries, computed by python3's pickle and
+# by this project's parser (snapshot_sums), and the end state of the converted trace, one line
+# each; a last line says whether they all agree. Exit 77 (skip) when DIR or python3 is absent,
+# 1 on a disagreement.
 set -eu
 build=${1:-build}
-dir=${2:-/work/shared/data/snapshots}
+dir=${2:-${CMT_REAL_SNAPSHOTS:-/work/shared/data/snapshots}}
 [ -d "$dir" ] && command -v python3 >/dev/null || { echo "skip: no $dir or no python3"; exit 77; }
 bad=0
 for f in "$dir"/*.pkl "$dir"/*.pickle; do
