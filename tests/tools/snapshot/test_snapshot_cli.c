@@ -127,3 +127,46 @@ Test(snapshot_cli, a_broken_snapshot_is_one_clear_line)
     expect_one_line(cmt_cmd_timeline, "timeline", cls, "STACK_GLOBAL");
     unlink(cls);
 }
+
+/* snapshot -> trace -> `export -f memory-viz` -> snapshot again: PyTorch's accounting (active
+ * blocks, reserved segments) and the trace entries survive the round trip. */
+Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
+{
+    static const char *const names[] = {"full.pickle", "history.pickle", "bare_list.pickle",
+                                        "expandable.pickle"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char out[] = "/tmp/cmt-memviz-XXXXXX";
+        int fd = mkstemp(out);
+        cr_assert(fd >= 0);
+        close(fd);
+        const char *argv[] = {"export", "-f", "memory-viz", "-o", out, fixture_path(names[i]),
+                              NULL};
+        struct captured c = capture_run(cmt_cmd_export, argv);
+        cr_expect_eq(c.status, 0, "%s: %s", names[i], c.err);
+        captured_free(&c);
+        struct cmt_snapshot a, b;
+        fixture_parse(names[i], &a);
+        FILE *f = fopen(out, "rb");
+        cr_assert(f);
+        static unsigned char buf[1 << 20];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        unlink(out);
+        struct cmt_snapshot_error err;
+        cr_assert_eq(cmt_snapshot_parse(&b, buf, n, &err), 0, "%s: %s", names[i], err.text);
+        uint64_t sum[2][2] = {{0}};
+        const struct cmt_snapshot *s[2] = {&a, &b};
+        for (int k = 0; k < 2; k++) {
+            for (size_t g = 0; g < s[k]->nsegments; g++)
+                sum[k][0] += s[k]->segments[g].total_size;
+            for (size_t j = 0; j < s[k]->nblocks; j++)
+                if (s[k]->blocks[j].state != CMT_SNAPSHOT_INACTIVE)
+                    sum[k][1] += s[k]->blocks[j].size;
+        }
+        cr_expect_eq(sum[1][0], sum[0][0], "%s: reserved", names[i]);
+        cr_expect_eq(sum[1][1], sum[0][1], "%s: active", names[i]);
+        cr_expect_eq(b.nentries, a.nentries, "%s: entries", names[i]);
+        cmt_snapshot_free(&a);
+        cmt_snapshot_free(&b);
+    }
+}
