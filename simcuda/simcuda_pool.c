@@ -9,6 +9,7 @@
  * short of pages, releases the pool's retained blocks, then fails with OUT_OF_MEMORY.
  */
 #include "simcuda_internal.h"
+#include "simcuda_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,25 +155,29 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                                 CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, NULL, false, hStream);
+    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                      CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, NULL, false, hStream);
+    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                                         CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, pool, true, hStream);
+    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                              CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, pool, true, hStream);
+    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
 }
 
 /* Pool blocks go back to their pool; cuMemAlloc memory is freed at once. */
@@ -201,12 +206,12 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(dptr, hStream);
+    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(dptr, hStream);
+    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
@@ -227,7 +232,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemP
     simcuda__state.pools = created;
     simcuda__unlock();
     *pool = created;
-    return CUDA_SUCCESS;
+    return SIMCUDA__LOG(CUDA_SUCCESS, 0, 0, (uintptr_t)created);
 }
 
 /* Retained memory is released now; live blocks are released when they are freed. */
@@ -247,7 +252,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
             dev->current_pool = &dev->default_pool;
     }
     simcuda__unlock();
-    return result;
+    return SIMCUDA__LOG(result, 0, 0, (uintptr_t)pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
