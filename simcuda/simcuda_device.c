@@ -112,6 +112,7 @@ static void simcuda__setup(void)
     state->context_overhead = env_size("SIMCUDA_CONTEXT_OVERHEAD",
                                        SIMCUDA__DEFAULT_CONTEXT_OVERHEAD, "256MiB");
     state->device_count = env_devices();
+    simcuda__log_open();
     bool reuse = env_reuse_addresses();
     for (int d = 0; d < state->device_count; d++) {
         struct simcuda__device *dev = &state->devices[d];
@@ -160,7 +161,6 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_once(&simcuda__once, simcuda__setup);
-    simcuda__log_open();
     if (simcuda__state.device_count == 0)
         return CUDA_ERROR_NO_DEVICE;
     __atomic_store_n(&simcuda__state.initialized, true, __ATOMIC_RELEASE);

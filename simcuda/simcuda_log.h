@@ -16,8 +16,9 @@
 
 #include <cuda.h>
 
-/* Opens the log named by SIMCUDA_LOG (once; at cuInit, and again in an exec'ed child). A file
- * that cannot be opened prints one line on stderr and disables the log. */
+/* Opens the log named by SIMCUDA_LOG; called once, at the first cuInit (a forked child keeps
+ * the descriptor, an exec'ed one opens the file again). A file that cannot be opened prints
+ * one line on stderr and disables the log. */
 void simcuda__log_open(void);
 
 /* Appends one line for a served call (nothing when SIMCUDA_LOG is unset). Safe without the
