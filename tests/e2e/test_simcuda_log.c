@@ -82,8 +82,9 @@ Test(simcuda_log, vmm_memory_shared_across_processes)
 static void need_runtime_programs(void)
 {
 #if !CMT_HAVE_NVCC
-    cr_skip_test("no nvcc in the CUDA toolkit at configure time (CMT_NVCC): the runtime "
-                 "programs (tests/e2e/progs/*.cu, nvcc -cudart shared) were not built");
+    cr_skip_test("no working nvcc in the CUDA toolkit at configure time (CMT_NVCC, "
+                 "CMT_NVCC_WORKS): the runtime programs (tests/e2e/progs/*.cu, nvcc -cudart "
+                 "shared) were not built");
 #endif
 }
 
