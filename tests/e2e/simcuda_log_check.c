@@ -161,6 +161,8 @@ static long read_trace(const char *cli, const char *path, struct calls *recorded
     while (fgets(line, sizeof line, dump)) {
         chomp(line);
         uint64_t result = 1, value;
+        if (strstr(line, "\"record\":")) /* not a driver call (allocator-level and others) */
+            continue;
         if (!json_field(line, "op", NULL, op, sizeof op) ||
             !json_field(line, "api", NULL, api, sizeof api) ||
             !json_field(line, "result", &result, NULL, 0) || result != 0 || !op_kind(op))
