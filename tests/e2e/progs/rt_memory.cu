@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                            \
-    do {                                                                                       \
-        cudaError_t check_error = (call);                                                      \
-        if (check_error != cudaSuccess) {                                                      \
-            fprintf(stderr, "rt_memory:%d: %s: %s\n", __LINE__, #call,                         \
-                    cudaGetErrorName(check_error));                                            \
-            exit(1);                                                                           \
-        }                                                                                      \
+#define CHECK(call)                                                    \
+    do {                                                               \
+        cudaError_t check_error = (call);                              \
+        if (check_error != cudaSuccess) {                              \
+            fprintf(stderr, "rt_memory:%d: %s: %s\n", __LINE__, #call, \
+                    cudaGetErrorName(check_error));                    \
+            exit(1);                                                   \
+        }                                                              \
     } while (0)
 
 #define MiB (1u << 20)
