@@ -29,13 +29,18 @@ static bool host_mapped(uint64_t address, uint64_t size)
            mincore((void *)(uintptr_t)(last / page * page), 1, &resident) == 0;
 }
 
-/* Lock held. Classifies [address, address + size): a live device range (checked whole) or, for
- * SIDE_HOST/SIDE_ANY, host memory: an address that lies in no live device allocation is the
- * program's, whatever numeric range it falls in. */
+/* Lock held. Classifies [address, address + size): a live device range (checked whole), pinned
+ * host memory (a device address too, under unified addressing), or, for SIDE_HOST/SIDE_ANY,
+ * host memory: an address that lies in no live device allocation is the program's, whatever
+ * numeric range it falls in. */
 static CUresult endpoint_of(uint64_t address, uint64_t size, enum side side, struct endpoint *out)
 {
     struct simcuda__va_entry *entry = side == SIDE_HOST ? NULL : simcuda__find_range(address, NULL);
     out->bytes = NULL;
+    if (!entry && side == SIDE_DEVICE && simcuda__host_range_pinned(address, size)) {
+        out->bytes = (void *)(uintptr_t)address; /* pinned host memory's device pointer */
+        return CUDA_SUCCESS;
+    }
     if (!entry) {
         if (side == SIDE_DEVICE || (address == 0 && size > 0) ||
             (side == SIDE_ANY && size > 0 && !host_mapped(address, size)))

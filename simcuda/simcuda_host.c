@@ -32,6 +32,22 @@ static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
     return result;
 }
 
+/* Lock held. The host block (allocated or registered) containing p, or NULL. */
+static struct simcuda__host_block *host_block_at(const void *p)
+{
+    for (struct simcuda__host_block *b = simcuda__state.host_blocks; b; b = b->next) {
+        if ((uintptr_t)p - (uintptr_t)b->pointer < b->size)
+            return b;
+    }
+    return NULL;
+}
+
+bool simcuda__host_range_pinned(uint64_t address, uint64_t size)
+{
+    const struct simcuda__host_block *b = host_block_at((const void *)(uintptr_t)address);
+    return b && b->size - (address - (uintptr_t)b->pointer) >= size;
+}
+
 #define SIMCUDA__HOST_OUT(result, pp) ((result) == CUDA_SUCCESS ? (uintptr_t) * (pp) : 0)
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -128,16 +144,6 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
 {
     return SIMCUDA__LOG(host_release(p, 1, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED), (uintptr_t)p, 0,
                         0);
-}
-
-/* Lock held. The host block (allocated or registered) containing p, or NULL. */
-static struct simcuda__host_block *host_block_at(const void *p)
-{
-    for (struct simcuda__host_block *b = simcuda__state.host_blocks; b; b = b->next) {
-        if ((uintptr_t)p - (uintptr_t)b->pointer < b->size)
-            return b;
-    }
-    return NULL;
 }
 
 /* Unified addressing: the device pointer of pinned host memory is its host address. */

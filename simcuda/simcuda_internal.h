@@ -238,6 +238,10 @@ void simcuda__context_went_away(struct CUctx_st *ctx);
 void simcuda__free_context_memory(struct CUctx_st *ctx);
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
 
+/* simcuda_host.c: whether [address, address + size) lies in one pinned host block (allocated
+ * or registered), which under unified addressing is also a device address (lock held). */
+bool simcuda__host_range_pinned(uint64_t address, uint64_t size);
+
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);
 void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);

@@ -13,6 +13,13 @@ Test(host, the_device_pointer_is_the_host_address)
     CU_OK(cuMemHostGetFlags(&flags, pinned));
     cr_assert_eq(flags, CU_MEMHOSTALLOC_DEVICEMAP);
     CU_FAILS(cuMemHostGetDevicePointer(&device, pinned, 1), CUDA_ERROR_INVALID_VALUE);
+    /* the device pointer works as one: copies and sets reach the host bytes */
+    int in[2] = {4, 5};
+    CU_OK(cuMemcpyHtoD(device, in, sizeof in));
+    cr_assert_eq(((int *)pinned)[25 + 1], 5);
+    CU_OK(cuMemsetD32(device, 7, 1));
+    cr_assert_eq(((int *)pinned)[25], 7);
+    CU_FAILS(cuMemsetD8(device, 0, MiB), CUDA_ERROR_INVALID_VALUE);
     CU_OK(cuMemFreeHost(pinned));
     CU_FAILS(cuMemHostGetDevicePointer(&device, pinned, 0), CUDA_ERROR_INVALID_VALUE);
 }
