@@ -3,6 +3,8 @@
  * event is complete as soon as it is recorded. */
 #include "simcudart_internal.h"
 
+#include <cuda_profiler_api.h>
+
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority)
 {
     if (!stream)
@@ -122,4 +124,26 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
     SIMCUDART_ENTER();
     return simcudart__driver_result(cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
+}
+
+/* Events are not shared between processes here (simcuda's events are process-local tokens). */
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+/* Nothing is profiled. */
+cudaError_t cudaProfilerStart(void)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStop(void)
+{
+    return cudaSuccess;
 }
