@@ -165,7 +165,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pP
     if (result == CUDA_SUCCESS)
         *pPitch = pitch;
     return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0,
-                        result == CUDA_SUCCESS ? pitch * Height : 0, 0);
+                        result == CUDA_SUCCESS ? pitch * Height : (uint64_t)WidthInBytes * Height,
+                        0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
@@ -181,7 +182,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned i
         *pPitch = (unsigned int)pitch;
     }
     return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? address : 0,
-                        result == CUDA_SUCCESS ? pitch * Height : 0, 0);
+                        result == CUDA_SUCCESS ? pitch * Height : (uint64_t)WidthInBytes * Height,
+                        0);
 }
 
 /* Managed memory is counted against the current context's device like cuMemAlloc. */

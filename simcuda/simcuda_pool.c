@@ -214,7 +214,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream h
     return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+static CUresult pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -232,11 +232,17 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemP
     simcuda__state.pools = created;
     simcuda__unlock();
     *pool = created;
-    return SIMCUDA__LOG(CUDA_SUCCESS, 0, 0, (uintptr_t)created);
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    CUresult result = pool_create(pool, poolProps);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool : 0);
 }
 
 /* Retained memory is released now; live blocks are released when they are freed. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+static CUresult pool_destroy(CUmemoryPool pool)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -252,6 +258,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
             dev->current_pool = &dev->default_pool;
     }
     simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CUresult result = pool_destroy(pool);
     return SIMCUDA__LOG(result, 0, 0, (uintptr_t)pool);
 }
 

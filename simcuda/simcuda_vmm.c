@@ -64,9 +64,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(
     return CUDA_SUCCESS;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                            const CUmemAllocationProp *prop,
-                                            unsigned long long flags)
+static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags)
 {
     struct simcuda__phys *phys;
     CUresult result = simcuda__require_init();
@@ -83,10 +82,19 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle
         *handle = handle_of(phys);
     }
     simcuda__unlock();
+    return result;
+}
+
+/* Every call is logged, the ones refused before they reach the books too. */
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                            const CUmemAllocationProp *prop,
+                                            unsigned long long flags)
+{
+    CUresult result = mem_create(handle, size, prop, flags);
     return SIMCUDA__LOG(result, 0, size, result == CUDA_SUCCESS ? *handle : 0);
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+static CUresult mem_release(CUmemGenericAllocationHandle handle)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -100,6 +108,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle
         result = CUDA_ERROR_INVALID_VALUE;
     }
     simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult result = mem_release(handle);
     return SIMCUDA__LOG(result, 0, 0, handle);
 }
 
@@ -116,8 +130,8 @@ static struct simcuda__va_space *reservation_space(CUdeviceptr *hint, int *devic
     return &simcuda__state.devices[*device].va;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                                    CUdeviceptr addr, unsigned long long flags)
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags)
 {
     int device;
     CUresult result = simcuda__require_init();
@@ -138,10 +152,17 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t siz
     simcuda__unlock();
     if (result != CUDA_SUCCESS)
         free(reservation);
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                                    CUdeviceptr addr, unsigned long long flags)
+{
+    CUresult result = address_reserve(ptr, size, alignment, addr, flags);
     return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *ptr : 0, size, 0);
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+static CUresult address_free(CUdeviceptr ptr, size_t size)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -158,6 +179,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
         free(reservation);
     }
     simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = address_free(ptr, size);
     return SIMCUDA__LOG(result, ptr, size, 0);
 }
 
@@ -189,9 +216,8 @@ static CUresult add_mapping(struct simcuda__reservation *reservation,
     return CUDA_SUCCESS;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                                         CUmemGenericAllocationHandle handle,
-                                         unsigned long long flags)
+static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -218,11 +244,19 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t of
     if (result == CUDA_SUCCESS)
         phys->map_count++;
     simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                         CUmemGenericAllocationHandle handle,
+                                         unsigned long long flags)
+{
+    CUresult result = mem_map(ptr, size, offset, handle, flags);
     return SIMCUDA__LOG(result, ptr, size, handle);
 }
 
 /* The range must consist of whole mappings (one or more) and nothing unmapped. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -257,6 +291,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
         reservation->count = kept;
     }
     simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = mem_unmap(ptr, size);
     return SIMCUDA__LOG(result, ptr, size, 0);
 }
 
@@ -284,8 +324,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
 }
 
 /* Takes a new reference, which needs its own cuMemRelease. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
-                                                            void *addr)
+static CUresult retain_handle(CUmemGenericAllocationHandle *handle, void *addr)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -307,7 +346,14 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocati
         }
     }
     simcuda__unlock();
-    return SIMCUDA__LOG(result, address, 0, result == CUDA_SUCCESS ? *handle : 0);
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                            void *addr)
+{
+    CUresult result = retain_handle(handle, addr);
+    return SIMCUDA__LOG(result, (uintptr_t)addr, 0, result == CUDA_SUCCESS ? *handle : 0);
 }
 
 /* What a shareable handle's memfd holds. */

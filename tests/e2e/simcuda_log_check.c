@@ -5,12 +5,12 @@
  *   simcuda_log_check CUMEMTRACE LOG TRACE...
  *
  * Each trace is read as `CUMEMTRACE dump` prints it (JSON lines), and its process id from the
- * trace itself. A log line counts when its result is 0; a trace event counts when its result
- * is 0 and its op makes or releases memory (the ALLOC_OPS and FREE_OPS below). A log line
- * matches an unmatched event of the same process with the same entry point, address (ptr) and,
- * where the event carries them, size and handle (or pool). Prints one line per process
- * (allocations and frees served / recorded) and one per unmatched call, then exits 0 when
- * everything matched, 1 when not, 2 on bad input. A test helper, not an installed tool. */
+ * trace itself. Every log line counts, failed calls too; a trace event counts when its op makes
+ * or releases memory (alloc_ops and free_ops below). A log line matches an unmatched event of
+ * the same process with the same entry point, result, address (ptr) and, where the event
+ * carries them, size and handle (or pool). Prints one line per process (successful allocations
+ * and frees, and failed calls, served / recorded) and one per unmatched call, then exits 0
+ * when everything matched, 1 when not, 2 on bad input. A test helper, not an installed tool. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@ struct call {
     char entry[64];
     uint64_t address, size, handle;
     bool has_size, has_handle;
+    int result;
     bool is_free;
     bool matched;
     char text[256];
@@ -122,10 +123,9 @@ static void read_log(const char *path, struct calls *served)
             fprintf(stderr, "simcuda_log_check: %s: not a simcuda log line: %s\n", path, line);
             exit(2);
         }
-        if (result != 0)
-            continue;
         struct call *c = push(served);
         c->pid = pid;
+        c->result = result;
         snprintf(c->entry, sizeof c->entry, "%s", entry);
         c->address = address;
         c->size = size;
@@ -165,10 +165,11 @@ static long read_trace(const char *cli, const char *path, struct calls *recorded
             continue;
         if (!json_field(line, "op", NULL, op, sizeof op) ||
             !json_field(line, "api", NULL, api, sizeof api) ||
-            !json_field(line, "result", &result, NULL, 0) || result != 0 || !op_kind(op))
+            !json_field(line, "result", &result, NULL, 0) || !op_kind(op))
             continue;
         struct call *c = push(recorded);
         c->pid = pid;
+        c->result = (int)result;
         snprintf(c->entry, sizeof c->entry, "%s", api);
         c->is_free = op_kind(op) == 2;
         if (json_field(line, "ptr", &value, NULL, 0))
@@ -190,7 +191,8 @@ static long read_trace(const char *cli, const char *path, struct calls *recorded
 static bool same(const struct call *event, const struct call *logged)
 {
     return event->pid == logged->pid && !strcmp(event->entry, logged->entry) &&
-           event->address == logged->address && (!event->has_size || event->size == logged->size) &&
+           event->result == logged->result && event->address == logged->address &&
+           (!event->has_size || event->size == logged->size) &&
            (!event->has_handle || event->handle == logged->handle);
 }
 
@@ -217,15 +219,17 @@ int main(int argc, char **argv)
     }
     int status = 0;
     for (int p = 0; p < npids; p++) {
-        size_t counts[4] = {0}; /* served allocs, recorded allocs, served frees, recorded frees */
+        /* served and recorded: successful allocations, successful frees, failed calls */
+        size_t counts[6] = {0};
         for (size_t l = 0; l < served.n; l++)
             if (served.v[l].pid == pids[p])
-                counts[served.v[l].is_free ? 2 : 0]++;
+                counts[served.v[l].result ? 4 : served.v[l].is_free ? 2 : 0]++;
         for (size_t e = 0; e < recorded.n; e++)
             if (recorded.v[e].pid == pids[p])
-                counts[recorded.v[e].is_free ? 3 : 1]++;
-        printf("pid %ld: allocations served %zu / recorded %zu, frees served %zu / recorded %zu\n",
-               pids[p], counts[0], counts[1], counts[2], counts[3]);
+                counts[recorded.v[e].result ? 5 : recorded.v[e].is_free ? 3 : 1]++;
+        printf("pid %ld: allocations served %zu / recorded %zu, frees served %zu / recorded %zu, "
+               "failed calls served %zu / recorded %zu\n",
+               pids[p], counts[0], counts[1], counts[2], counts[3], counts[4], counts[5]);
     }
     for (size_t l = 0; l < served.n; l++) {
         if (!served.v[l].matched) {

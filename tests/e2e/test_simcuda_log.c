@@ -15,8 +15,9 @@ static const char *log_path(void)
     return path;
 }
 
-/* Records prog with args, expects exit `status`, and compares every trace with the log. */
-static void record_and_compare(const char *prog, const char *const args[], int status)
+/* Records prog with args, expects exit `status`, and compares every trace with the log.
+ * @return the checker's report. */
+static const char *record_and_compare(const char *prog, const char *const args[], int status)
 {
     static struct run r, report;
     const char *log = log_path();
@@ -27,6 +28,7 @@ static void record_and_compare(const char *prog, const char *const args[], int s
     /* The log saw the calls: a checker that compared nothing would pass anything. */
     cr_assert(strstr(report.out, "allocations served 0 /") == NULL,
               "%s: simcuda logged no allocation:\n%s", prog, report.out);
+    return report.out;
 }
 
 Test(simcuda_log, every_memory_entry_point)
@@ -63,7 +65,9 @@ Test(simcuda_log, exec_children_reopen_the_log)
 Test(simcuda_log, out_of_memory)
 {
     const char *args[] = {"oom", NULL};
-    record_and_compare("tests/progs/scenarios", args, 0);
+    const char *report = record_and_compare("tests/progs/scenarios", args, 0);
+    cr_assert(strstr(report, "failed calls served 1 / recorded 1"),
+              "the failed allocation is compared too:\n%s", report);
 }
 
 Test(simcuda_log, a_deep_call_stack)
