@@ -205,13 +205,16 @@ cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
     if (!clone || !graph_valid(original))
         return simcudart__result(cudaErrorInvalidValue);
     cudaError_t error = cudaGraphCreate(&made, 0);
+    if (error != cudaSuccess)
+        return error;
     for (size_t i = 0; error == cudaSuccess && i < original->count; i++)
         error = add_node(&node, made, NULL, 0, *original->nodes[i]);
-    if (error != cudaSuccess && error != cudaErrorInvalidValue)
+    if (error != cudaSuccess) {
         cudaGraphDestroy(made);
-    if (error == cudaSuccess)
-        *clone = made;
-    return error;
+        return error;
+    }
+    *clone = made;
+    return cudaSuccess;
 }
 
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
