@@ -147,3 +147,11 @@ Test(simcuda_log, the_checker_names_what_differs)
     cr_assert(strstr(report.out, "served, not recorded: simcuda pid=1 entry=cuMemAlloc "), "%s",
               report.out);
 }
+
+/* Built with --default-stream per-thread: the runtime's _ptds/_ptsz entry points. */
+Test(simcuda_log, a_runtime_program_on_the_per_thread_default_stream)
+{
+    need_runtime_programs();
+    use_simcudart();
+    record_and_compare("tests/progs/rt_memory_per_thread", NULL, 0);
+}
