@@ -15,7 +15,7 @@
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
 #define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
-#define CMT_VERSION_MINOR 0
+#define CMT_VERSION_MINOR 1
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
 #define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
@@ -203,6 +203,13 @@ struct cmt_process {
     const char *exe;
     uint32_t argc;
     const char *const *argv;
+    /* 3.1: where the process stood in a parallel job, from its launcher's environment
+     * (interpose/launch.h lists the variables); -1 / NULL when unknown. A writer MUST set
+     * them (-1 / NULL when it does not know): 0 is rank 0. */
+    int32_t rank;       /* global rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) */
+    int32_t local_rank; /* rank on its host (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, ...) */
+    int32_t world_size; /* processes in the job (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, ...) */
+    const char *job_id; /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ... */
 };
 
 struct cmt_module {

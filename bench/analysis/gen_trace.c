@@ -86,8 +86,19 @@ static void event(uint32_t api, int result, uint32_t site, uint32_t fields, cons
 static void header(void)
 {
     static const char *argv[] = {"python", "train.py", "--batch-size", "64"};
-    struct cmt_process p = {
-        4242, 1, 1700000000000000000ull, 1000, 12040, "bench-host", "/usr/bin/python3", 4, argv};
+    struct cmt_process p = {4242,
+                            1,
+                            1700000000000000000ull,
+                            1000,
+                            12040,
+                            "bench-host",
+                            "/usr/bin/python3",
+                            4,
+                            argv,
+                            -1,
+                            -1,
+                            -1,
+                            NULL};
     check(cmt_writer_process(w, &p), "process");
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         check(cmt_writer_api(w, &apis[i]), "api");
