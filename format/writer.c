@@ -264,7 +264,8 @@ static int end_group(cmt_writer *w)
 static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
 {
     p = cmt__put_varint(p, len);
-    memcpy(p, s, len);
+    if (len) /* s may be NULL (an absent string) */
+        memcpy(p, s, len);
     return p + len;
 }
 

@@ -30,7 +30,7 @@ static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path (default cumemtrace.%p.cmt): %p = process id, %r =\n"
+    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt), %r =\n"
     "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
     "                         existing file is never overwritten\n"
     "  --force                replace an existing output file (never through a symlink)\n"
