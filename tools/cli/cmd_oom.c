@@ -241,9 +241,11 @@ static void print_others(const struct others *o, const struct cmt_oom_episode *e
                cmt__bytes(e->others_bytes - named, a));
 }
 
-/* One trace's episodes, as `oom FILE` prints them, each with its holders in the other traces.
- * @return 0, 1 when the trace cannot be read again or the holders not found. */
-static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *j, int *first)
+/* One trace's episodes, as `oom FILE` prints them, each with its holders in the other traces;
+ * *raw = 1 when a frame shown has no name. @return 0, 1 when the trace cannot be read again or
+ * the holders not found. */
+static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *j, int *first,
+                       int *raw_out)
 {
     struct cmt__pass p;
     const struct cmt_fleet_process *pr = &f->processes[t];
@@ -279,9 +281,8 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
     if (j) {
         cmt__json_end_array(j);
         cmt__json_end_object(j);
-    } else {
-        cmt__hint_symbolize("oom", pr->path, raw && !p.damage);
     }
+    *raw_out = raw && !p.damage;
     cmt__pass_close(&p);
     return rc;
 }
@@ -299,7 +300,7 @@ static int fleet_oom(int argc, char **argv)
         return rc;
     struct cmt__json j;
     int first = 1;
-    uint32_t quiet = 0;
+    uint32_t quiet = 0, raw = 0, first_raw = 0;
     if (a.json) {
         cmt__json_init(&j, stdout);
         cmt__json_object(&j, NULL);
@@ -308,9 +309,12 @@ static int fleet_oom(int argc, char **argv)
     for (uint32_t t = 0; t < f.count; t++) {
         if (f.processes[t].error)
             rc = 1;
-        else if (f.processes[t].episode_count || a.json)
-            rc |= fleet_trace(&f, t, a.json ? &j : NULL, &first);
-        else
+        else if (f.processes[t].episode_count || a.json) {
+            int r = 0;
+            rc |= fleet_trace(&f, t, a.json ? &j : NULL, &first, &r);
+            first_raw = raw ? first_raw : t;
+            raw += (uint32_t)r;
+        } else
             quiet++;
     }
     if (a.json) {
@@ -321,6 +325,13 @@ static int fleet_oom(int argc, char **argv)
         printf("%s%u of the %u traces: no out-of-memory failures\n", first ? "" : "\n", quiet,
                f.count);
     }
+    if (!a.json && raw == 1) /* one hint, not one per rank */
+        cmt__hint_symbolize("oom", f.processes[first_raw].path, 1);
+    else if (!a.json && raw)
+        fprintf(stderr,
+                "cumemtrace oom: hint: frames without names (module+0xoffset) in %u traces: run "
+                "`cumemtrace symbolize` on them where the programs ran\n",
+                raw);
     cmt_fleet_free(&f);
     return rc;
 }
