@@ -152,6 +152,12 @@ static int imbalance(struct cmt_fleet *f)
     return 0;
 }
 
+/* a + b, or UINT64_MAX when that overflows (a trace's times are untrusted) */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 static void first_failure_and_span(struct cmt_fleet *f)
 {
     int any = 0;
@@ -159,13 +165,13 @@ static void first_failure_and_span(struct cmt_fleet *f)
         const struct cmt_fleet_process *pr = &f->processes[p];
         if (pr->error || !pr->have_process)
             continue;
-        uint64_t end = pr->start_wall_ns + pr->duration_ns;
+        uint64_t end = add_sat(pr->start_wall_ns, pr->duration_ns);
         if (!any || pr->start_wall_ns < f->start_wall_ns)
             f->start_wall_ns = pr->start_wall_ns;
         if (!any || end > f->end_wall_ns)
             f->end_wall_ns = end;
         any = 1;
-        uint64_t when = pr->start_wall_ns + pr->failure_t_ns;
+        uint64_t when = add_sat(pr->start_wall_ns, pr->failure_t_ns);
         if (pr->failure && (f->first_failure < 0 || when < f->first_failure_wall_ns)) {
             f->first_failure = p;
             f->first_failure_wall_ns = when;
@@ -179,7 +185,8 @@ static void spread(const struct cmt_fleet_process *p, uint64_t origin, uint64_t 
 {
     if (!p->series_count || !p->series_width || p->start_wall_ns < origin)
         return;
-    uint64_t s = p->start_wall_ns - origin, life_end = s + p->duration_ns + 1, carry = 0;
+    uint64_t s = p->start_wall_ns - origin, carry = 0;
+    uint64_t life_end = add_sat(add_sat(s, p->duration_ns), 1);
     for (uint32_t k = 0; k < p->series_count; k++) {
         const struct cmt_timeline_point *pt = &p->series[k];
         uint64_t a = s + k * p->series_width, e = a + p->series_width;
@@ -201,8 +208,8 @@ int cmt_fleet_grid(const struct cmt_fleet *fleet, uint32_t count, uint64_t **val
 {
     if (!count)
         return CMT_EINVALID;
-    uint64_t span = fleet->end_wall_ns - fleet->start_wall_ns + 1;
-    uint64_t width = span / count + (span % count != 0);
+    uint64_t span = fleet->end_wall_ns - fleet->start_wall_ns;
+    uint64_t width = span / count + 1; /* at least 1 ns, and the grid covers the end */
     uint64_t *v = calloc((size_t)count * (fleet->count ? fleet->count : 1), sizeof *v);
     if (!v)
         return CMT_ENOMEM;

@@ -207,6 +207,24 @@ Test(fleet, held_by_others_is_what_each_other_process_held_at_that_moment, .init
     cmt_fleet_free(&f);
 }
 
+Test(fleet, times_at_the_ends_of_the_clock_do_not_break_the_grid, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who early = {1, 0, "h", 0, 1, NULL}, late = {2, 1, "h", UINT64_MAX - 5, 1, NULL};
+    rank_trace(&early, TB_GIB, 0, "early.cmt");
+    rank_trace(&late, TB_GIB, 2 * MS, "late.cmt");
+    struct cmt_fleet f;
+    load_dir(&f);
+    uint64_t *v, w;
+    cr_assert_eq(cmt_fleet_grid(&f, 7, &v, &w), 0);
+    cr_assert_geq(w, 1);
+    cr_assert_eq(v[0], TB_GIB, "the early rank at the start");
+    free(v);
+    cr_assert_eq(f.first_failure, 1);
+    cr_assert_eq(f.first_failure_wall_ns, UINT64_MAX, "saturated, not wrapped");
+    cmt_fleet_free(&f);
+}
+
 Test(fleet, two_runs_pair_by_rank, .init = make_dir, .fini = remove_dir)
 {
     struct who r0 = {1, 0, "h", WALL0, 1, NULL}, r1 = {2, 1, "h", WALL0, 1, NULL},
