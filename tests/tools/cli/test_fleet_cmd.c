@@ -171,3 +171,26 @@ Test(fleet_cmd, oom_over_ranks_lists_each_failure, .init = make_dirs, .fini = re
     cr_expect(strstr(c.out, "\"held_by_others\":[{"), "ranks on one GPU: %s", c.out);
     captured_free(&c);
 }
+
+/* The partitioned export's rank columns come from the traces (format 3.1 PROCESS). */
+Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    char out[160], in[160], cmd[400];
+    snprintf(out, sizeof out, "%s/tables", dirs[1]);
+    snprintf(in, sizeof in, "%s/run.1.cmt", dirs[0]); /* rank 1 fails at 5 ms */
+    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out, "--run",
+                          "r",      in,         NULL};
+    struct captured c = run(cmt_cmd_export, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    char text[4096] = "";
+    snprintf(cmd, sizeof cmd, "cat %s/processes/run=r/* %s/runs/run=r/*", out, out);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    pclose(f);
+    cr_expect(strstr(text, "{\"pid\":201,\"host\":\"node-a\",\"rank\":1,"), "%s", text);
+    cr_expect(strstr(text, "\"first_failing_rank\":1}"), "%s", text);
+}
