@@ -3,7 +3,7 @@
  * Each uses device LOCAL_RANK (or OMPI_COMM_WORLD_LOCAL_RANK; 0) modulo the device count.
  *   ranks step FAIL_RANKS   rank r (from RANK or OMPI_COMM_WORLD_RANK) allocates (r + 1) ×
  *                           64 MiB in four steps; a rank in the comma list FAIL_RANKS then
- *                           waits 500 ms × its place in the list and asks for more than the
+ *                           waits 1 s × its place in the list and asks for more than the
  *                           device has (out of memory, retried once), and exits 1
  *   ranks hold MIB          allocates MIB, creates the file "held", waits (at most 30 s) for
  *                           the file "done", frees, exits 0
@@ -71,7 +71,7 @@ static int step(const char *fail_ranks)
             return 11;
     if (!fails)
         return 0;
-    nap_ms(500L * place);
+    nap_ms(1000L * place);
     size_t free_bytes, total;
     cuMemGetInfo(&free_bytes, &total);
     for (int attempt = 0; attempt < 2; attempt++)
