@@ -22,6 +22,7 @@
 #include "recorder.h"
 #include "cmt_error.h"
 #include "emit.h"
+#include "launch.h"
 #include "writer.h"
 
 extern char **environ;
@@ -121,8 +122,8 @@ static int fail(const char *what)
     return -1;
 }
 
-/* The pattern with %p and %% filled in. @return 0, or -1 when it does not fit (never cut: a
- * cut path names another file). */
+/* The pattern with %p (pid), %r (rank), %l (local rank), %h (host) and %% filled in.
+ * @return 0, or -1 when it does not fit (never cut: a cut path names another file). */
 static int expand_output(char *out, size_t size)
 {
     size_t o = 0;
@@ -130,6 +131,11 @@ static int expand_output(char *out, size_t size)
     for (p = cmt__cfg.output; *p && o + 1 < size; p++) {
         if (p[0] == '%' && p[1] == 'p') {
             o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
+            p++;
+        } else if (p[0] == '%' && (p[1] == 'r' || p[1] == 'l' || p[1] == 'h')) {
+            char value[CMT__HOST_MAX];
+            cmt__launch_expand(p[1], value, sizeof value);
+            o += (size_t)snprintf(out + o, size - o, "%s", value);
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             out[o++] = '%';
@@ -175,7 +181,7 @@ static int open_trace(char *path, size_t size)
     if (expand_output(path, size)) {
         char msg[128];
         snprintf(msg, sizeof msg,
-                 "the trace path (CUMEMTRACE_OUTPUT with %%p filled in) is "
+                 "the trace path (CUMEMTRACE_OUTPUT with %%p, %%r, %%l, %%h filled in) is "
                  "longer than %zu bytes",
                  size - 1);
         return fail(msg);
@@ -276,7 +282,11 @@ static int write_process(void)
                             .hostname = host,
                             .exe = exe,
                             .argc = argc,
-                            .argv = argv};
+                            .argv = argv,
+                            .rank = cmt__launch.rank,
+                            .local_rank = cmt__launch.local_rank,
+                            .world_size = cmt__launch.world_size,
+                            .job_id = cmt__launch.job_id[0] ? cmt__launch.job_id : NULL};
     int rc = cmt_writer_process(ws.w, &p);
     if (!rc && (whole > len || all_args > argc)) { /* cut, and marked as such */
         char text[200];

@@ -16,10 +16,13 @@ static pthread_once_t simcuda__once = PTHREAD_ONCE_INIT;
 void simcuda__lock(void)
 {
     pthread_mutex_lock(&simcuda__state.lock);
+    simcuda__shared_lock();
 }
 
 void simcuda__unlock(void)
 {
+    simcuda__shared_publish(); /* what this process holds now, for the others */
+    simcuda__shared_unlock();
     pthread_mutex_unlock(&simcuda__state.lock);
 }
 
@@ -132,6 +135,7 @@ static void simcuda__setup(void)
         simcuda__pool_init(&dev->default_pool, d, true);
         dev->current_pool = &dev->default_pool;
     }
+    simcuda__shared_setup();
 }
 
 CUresult simcuda__require_init(void)
@@ -150,7 +154,8 @@ CUresult simcuda__check_device(CUdevice device)
 uint64_t simcuda__free_bytes(int device)
 {
     const struct simcuda__device *dev = &simcuda__state.devices[device];
-    uint64_t held = dev->used_by_others + dev->pages_in_use * SIMCUDA__PAGE_SIZE;
+    uint64_t held = dev->used_by_others + dev->pages_in_use * SIMCUDA__PAGE_SIZE +
+                    simcuda__shared_others(device);
     if (dev->contexts_alive > 0)
         held += simcuda__state.context_overhead;
     return held >= dev->capacity ? 0 : dev->capacity - held;

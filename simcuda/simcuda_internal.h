@@ -228,6 +228,14 @@ struct simcuda__phys *simcuda__phys_lookup(unsigned long long id);
 void simcuda__phys_maybe_free(struct simcuda__phys *phys);
 CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size);
 
+/* simcuda_shared.c: SIMCUDA_SHARED=NAME, device memory shared across processes through
+ * /dev/shm/simcuda-NAME (README.md). Each is a no-op when it is not set. */
+void simcuda__shared_setup(void); /* at cuInit's setup: open the file, claim a slot */
+void simcuda__shared_lock(void);  /* with simcuda's mutex: the cross-process lock */
+void simcuda__shared_unlock(void);
+void simcuda__shared_publish(void);          /* file lock held: this process's bytes per device */
+uint64_t simcuda__shared_others(int device); /* bytes the other live processes hold */
+
 /* simcuda_context.c */
 struct CUctx_st *simcuda__current_context(void);
 CUresult simcuda__require_context(struct CUctx_st **out);

@@ -31,7 +31,8 @@ static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt); an\n"
+    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt), %r =\n"
+    "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
     "                         existing file is never overwritten\n"
     "  --force                replace an existing output file (never through a symlink)\n"
     "  --stack-depth N        frames per call stack, 0 = none (default 64, at most 256)\n"
@@ -145,12 +146,13 @@ static const char *output_pattern(const struct options *o)
     return o->output ? o->output : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
 }
 
-/* The one path a pattern without %p names (%% is %). @return 0 when it has a %p. */
+/* The one path a pattern without %p, %r, %l or %h names (%% is %). @return 0 when it has
+ * one of them (each process, rank or host may name another file). */
 static int fixed_path(const char *pattern, char *out, size_t size)
 {
     size_t n = 0;
     for (const char *p = pattern; *p; p++) {
-        if (p[0] == '%' && p[1] == 'p')
+        if (p[0] == '%' && p[1] && strchr("prlh", p[1]))
             return 0;
         if (p[0] == '%' && p[1] == '%')
             p++;
@@ -297,6 +299,13 @@ static int describe(const char *path, const struct options *o)
         size_t n = (size_t)snprintf(line, sizeof line, "cumemtrace: wrote %s (%llu events",
                                     display_path(path),
                                     (unsigned long long)cmt_reader_event_count(r));
+        const struct cmt_process *proc = cmt_reader_process(r);
+        char host[256];
+        if (proc && proc->rank >= 0 && n < sizeof line) /* rank-less traces: as before */
+            n += (size_t)snprintf(line + n, sizeof line - n, ", rank %d%s%s", (int)proc->rank,
+                                  proc->hostname && *proc->hostname ? " on " : "",
+                                  proc->hostname ? cmt__text(proc->hostname, host, sizeof host)
+                                                 : "");
         if (signo && n < sizeof line)
             n += (size_t)snprintf(line + n, sizeof line - n, ", process died on signal %d (%s)",
                                   signo, strsignal(signo));

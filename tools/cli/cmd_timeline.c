@@ -7,11 +7,13 @@
 #include "pass.h"
 #include "commands.h"
 #include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
 #include "timeline.h"
 
 static const char usage[] =
     "usage: cumemtrace timeline [--csv | --json | --svg OUT.svg] [--points N] FILE\n"
+    "       cumemtrace timeline [--csv | --json] [--points N] [--jobs N] TRACE... | DIR\n"
     "\n"
     "Device memory of the traced process over time, per device: live bytes by kind, reserved\n"
     "address space, pool retention, allocation count and fragmentation, with the peak and the\n"
@@ -19,10 +21,14 @@ static const char usage[] =
     "exact, and its last value, so memory freed inside a bucket is drawn freed. Without an output "
     "option: a short summary with a sparkline.\n"
     "\n"
+    "Over several traces (or a directory of them): the processes side by side on one clock,\n"
+    "one row (text) or column (CSV: t_ns, wall_ns, rank_N or pid_N) each.\n"
+    "\n"
     "  --csv         one row per point (columns in docs/analysis.md)\n"
     "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
     "  --svg OUT     write a self-contained SVG chart to OUT (also --svg=OUT)\n"
     "  --points N    at most N points per device (default 60 for the summary, 1000 otherwise)\n"
+    "  --jobs N      traces read at once (several traces; default: the processors)\n"
     "  -h, --help    this help\n";
 
 enum format { TEXT, CSV, JSON, SVG };
@@ -256,6 +262,9 @@ int cmt_cmd_timeline(int argc, char **argv)
     const char *path = NULL, *svg_path = NULL;
     long points = 0;
     const char *v, *chosen = NULL; /* the output option given */
+    static const char *const value_options[] = {"--svg", "--points", NULL};
+    if (cmt__fleet_wanted(argc, argv, 1, value_options))
+        return cmt__fleet_timeline(argc, argv, usage);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         enum format want = TEXT;
