@@ -135,6 +135,7 @@ void cmt_site_timeline_free(struct cmt_site_timeline *tl)
     }
     free(tl->devices);
     free(tl->site_group);
+    free(tl->objects);
     memset(tl, 0, sizeof *tl);
 }
 
@@ -334,6 +335,41 @@ static void settle(struct cmt_site_timeline *tl, const cmt_replay *rp,
     d->tracked = rd->live_bytes;
 }
 
+/* Takes bytes from group g of device d (never below zero). */
+static void take(struct cmt_site_timeline_device *d, uint32_t g, uint64_t bytes)
+{
+    uint64_t n = d->live[g] < bytes ? d->live[g] : bytes;
+    d->live[g] -= n;
+    d->tracked -= n;
+}
+
+/* Keeps (bytes > 0) or forgets a live device allocation by its object id. */
+static void remember(struct cmt_site_timeline *tl, uint32_t object, uint64_t bytes, int32_t dev,
+                     uint32_t group)
+{
+    if (object == CMT_NO_OBJECT)
+        return;
+    size_t old = tl->object_cap;
+    if (object >= old) {
+        if (!bytes || CMT_GROW(tl->objects, tl->object_cap, (size_t)object + 1, 1024) != 0)
+            return;
+        memset(tl->objects + old, 0, (tl->object_cap - old) * sizeof *tl->objects);
+    }
+    tl->objects[object] = (struct cmt__site_object){bytes, dev, group};
+}
+
+/* An allocation at a live address dropped the old object (its free was never recorded). */
+static void drop_replaced(struct cmt_site_timeline *tl, uint32_t object)
+{
+    if (object == CMT_NO_OBJECT || object >= tl->object_cap || !tl->objects[object].bytes)
+        return;
+    struct cmt__site_object *o = &tl->objects[object];
+    uint32_t at = position(tl, o->dev);
+    if (at < tl->device_count && tl->devices[at].dev == o->dev)
+        take(&tl->devices[at], o->group, o->bytes);
+    o->bytes = 0;
+}
+
 /* An event's change of one device's bytes, charged to the step's call site. */
 static void apply_on(struct cmt_site_timeline *tl, const cmt_replay *rp,
                      const struct cmt_replay_step *st, const struct cmt_replay_device *rd,
@@ -344,12 +380,13 @@ static void apply_on(struct cmt_site_timeline *tl, const cmt_replay *rp,
         return;
     if (delta) {
         uint32_t g = group_of(tl, rp, st->site);
-        if (delta < 0 && d->live[g] < (uint64_t)-delta) {
-            d->tracked -= d->live[g];
-            d->live[g] = 0;
+        if (delta < 0) {
+            take(d, g, (uint64_t)-delta);
+            remember(tl, st->object, 0, rd->dev, g);
         } else {
             d->live[g] += (uint64_t)delta;
             d->tracked += (uint64_t)delta;
+            remember(tl, st->object, (uint64_t)delta, rd->dev, g);
         }
     }
     settle(tl, rp, d, rd);
@@ -389,8 +426,7 @@ static unsigned site_timeline_step(struct cmt_observer *self, const cmt_replay *
     if (st->rec.type != CMT_REC_EVENT || !rd)
         return CMT_OBSERVE_ALL;
     tl->events++;
-    if (st->replaced != CMT_NO_OBJECT || st->all_devices)
-        tl->last_rebuild = 0; /* several sites changed: rebuild now */
+    drop_replaced(tl, st->replaced);
     const struct cmt_replay_device *changed = st->owner ? st->owner : rd;
     /* a call without a device (dev -1) gets a series only when dev -1 holds memory itself */
     if (rd->dev >= 0 || rd->alloc_calls || rd->live_bytes || cmt_site_timeline_device(tl, rd->dev))

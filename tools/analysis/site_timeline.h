@@ -8,11 +8,11 @@
  * timeline.h does for kinds. Group `group_count - 1` is "other": everything not in a chosen
  * group, so the groups of a point always sum to its live_bytes.
  *
- * A group's bytes follow the steps' call site and delta on the device they changed; a step that
- * changes several sites at once (a context reset, an allocation at a still-live address, one
- * cuMemUnmap over several handles) is caught by the device's total and the groups are rebuilt
- * from the live set, at most once per live-set's size of events (between two rebuilds the
- * difference is counted as "other").
+ * A group's bytes follow the steps' call site and delta on the device they changed (an
+ * allocation at a still-live address also drops the old object from its group); a step that
+ * changes several sites at once (a context reset, one cuMemUnmap over several handles) is caught
+ * by the device's total and the groups are rebuilt from the live set, at most once per
+ * live-set's size of events (between two rebuilds the difference is counted as "other").
  *
  * A sample (DEVICE or MEMINFO record, a program's cuMemGetInfo) gives the bucket it falls in
  * the device's total and the bytes held by others: total - free - this process's device memory
@@ -78,6 +78,12 @@ struct cmt_site_timeline {
     const struct cmt_site_groups *groups; /* not owned */
     uint32_t *site_group;                 /* by replay site index: group + 1, 0 not yet known */
     size_t site_cap;
+    struct cmt__site_object { /* live device allocations by replay object id */
+        uint64_t bytes;
+        int32_t dev;
+        uint32_t group;
+    } * objects;
+    size_t object_cap;
     uint64_t events, last_rebuild; /* rebuilds from the live set: rate limit */
     uint64_t rebuilds;             /* how many (tests) */
     int failed;                    /* out of memory: the series stop growing */
