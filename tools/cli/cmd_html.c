@@ -35,8 +35,7 @@ static const char usage[] =
     "\n"
     "  -o OUT        the page (default: FILE without .cmt, plus .html)\n"
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
-    "  --whatif      run the what-if sweep however long the trace (default: up to 20M events,\n"
-    "                when the trace holds an out-of-memory failure)\n"
+    "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
     "  --no-whatif   never run it\n"
     "  -h, --help    this help\n";
 
@@ -130,11 +129,6 @@ static int want_whatif(const struct options *o, struct cmt__html_run *run)
     const struct cmt_replay_totals *t = cmt_replay_totals(run->pass.replay);
     if (o->whatif == 0) {
         snprintf(run->whatif_reason, sizeof run->whatif_reason, "not asked for (--no-whatif)");
-        return 0;
-    }
-    if (o->whatif < 0 && !cmt_oom_count(run->pass.oom)) {
-        snprintf(run->whatif_reason, sizeof run->whatif_reason,
-                 "no out-of-memory failure to avoid (--whatif runs it anyway)");
         return 0;
     }
     if (o->whatif < 0 && t->events > WHATIF_EVENT_LIMIT) {

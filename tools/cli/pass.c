@@ -13,6 +13,13 @@
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline)
 {
+    return cmt__pass_run_with(p, cmd, path, want, timeline, NULL, 0);
+}
+
+int cmt__pass_run_with(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
+                       struct cmt_timeline *timeline, const struct cmt_observer *extra,
+                       size_t nextra)
+{
     memset(p, 0, sizeof *p);
     p->cmd = cmd;
     p->path = path;
@@ -25,7 +32,7 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[5];
+    struct cmt_observer obs[5 + CMT__PASS_EXTRA];
     size_t n = 0;
     struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
     struct stat st;
@@ -42,6 +49,8 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
         obs[n++] = cmt_report_observer(&p->report);
     if (want & CMT__PASS_DIFF)
         obs[n++] = cmt_diff_observer(&p->diff);
+    for (size_t i = 0; i < nextra && i < CMT__PASS_EXTRA; i++)
+        obs[n++] = extra[i];
     int rc = cmt_replay_run(p->replay, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress); /* also when damage stopped the replay */

@@ -28,6 +28,11 @@ struct cmt__pass {
 };
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
+/* The same with up to CMT__PASS_EXTRA more observers (the caller's: copied, their ctx not). */
+#define CMT__PASS_EXTRA 2
+int cmt__pass_run_with(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
+                       struct cmt_timeline *timeline, const struct cmt_observer *extra,
+                       size_t nextra);
 void cmt__pass_close(struct cmt__pass *p);
 /* The exit status a finished pass leaves its command: 1 when the replay stopped on an error that
  * is not damage (out of memory: the results shown are partial), else 0. */
@@ -39,9 +44,12 @@ int cmt__pass_status(const struct cmt__pass *p);
 int cmt__pass_from_args(struct cmt__pass *p, int argc, char **argv, const char *cmd,
                         const char *usage, unsigned want, int *json, int *status);
 
-/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
+/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c); `samples` (NULL:
+ * none) gives each device's capacity and the memory held by others.
  * @return 0, or -1 when writing to f failed. */
-int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
+struct cmt_site_timeline;
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                      const struct cmt_site_timeline *samples);
 
 /* Device label: "GPU 0 (NVIDIA H100)" or "device -1 (unknown)". @return buf. */
 const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size_t size);
