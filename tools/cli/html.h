@@ -1,6 +1,6 @@
 /* html.h — internal to `cumemtrace html`: what the command collects from each trace
  * (cmd_html.c) and the writer of the self-contained page (html_page.c), whose data is one JSON
- * object embedded in the page (docs/html-report.md describes its keys). */
+ * object embedded in the page (docs/analysis.md, `html`, describes its keys). */
 #ifndef CMT__HTML_H
 #define CMT__HTML_H
 
