@@ -199,6 +199,20 @@ static int decode_symbol(cmt_reader *r, struct cmt__dec *d, struct cmt_symbol *s
     return d->bad ? -1 : cmt__reader_store_symbol(r, s);
 }
 
+static int decode_alloc_event(struct cmt__dec *d, struct cmt_alloc_event *e)
+{
+    e->allocator = u32(d);
+    e->action = u32(d);
+    e->t_ns = u64(d);
+    e->tid = u32(d);
+    e->dev = s32(d);
+    e->stack = u32(d);
+    e->fields = u32(d) & ((UINT32_C(1) << CMT_NAFIELDS) - 1); /* a newer writer's: skipped */
+    for (unsigned f = 0; f < CMT_NAFIELDS; f++)
+        e->v[f] = e->fields & (UINT32_C(1) << f) ? u64(d) : 0;
+    return d->bad ? -1 : 0;
+}
+
 /* every record type but EVENTS: reader_internal.h */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec)
 {
@@ -246,6 +260,15 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
         r->clean_exit = 1;
         return 0;
     case CMT_REC_SYMBOL: return decode_symbol(r, d, &rec->u.symbol);
+    case CMT_REC_ALLOCATOR:
+        rec->u.alloc_info.id = u32(d);
+        rec->u.alloc_info.t_ns = u64(d);
+        rec->u.alloc_info.dev = s32(d);
+        rec->u.alloc_info.name = str(r, d, NULL);
+        rec->u.alloc_info.version = str(r, d, NULL);
+        rec->u.alloc_info.conf = str(r, d, NULL);
+        return d->bad ? -1 : 0;
+    case CMT_REC_ALLOC_EVENT: return decode_alloc_event(d, &rec->u.alloc_event);
     }
     return 0;
 }

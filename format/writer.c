@@ -575,3 +575,36 @@ int cmt_fd_sink(void *fd_ptr, const void *data, size_t len)
     }
     return 0;
 }
+
+int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a)
+{
+    int rc = scratch(w, slen(a->name) + slen(a->version) + slen(a->conf));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, a->id);
+    p = cmt__put_varint(p, a->t_ns);
+    p = cmt__put_varint(p, cmt__zigzag(a->dev));
+    p = put_str(p, a->name, slen(a->name));
+    p = put_str(p, a->version, slen(a->version));
+    p = put_str(p, a->conf, slen(a->conf));
+    return emit(w, CMT_REC_ALLOCATOR, p);
+}
+
+int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
+{
+    int rc = scratch(w, CMT_NAFIELDS * CMT__VARINT_MAX);
+    if (rc)
+        return rc;
+    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NAFIELDS) - 1);
+    uint8_t *p = cmt__put_varint(w->scratch, e->allocator);
+    p = cmt__put_varint(p, e->action);
+    p = cmt__put_varint(p, e->t_ns);
+    p = cmt__put_varint(p, e->tid);
+    p = cmt__put_varint(p, cmt__zigzag(e->dev));
+    p = cmt__put_varint(p, e->stack);
+    p = cmt__put_varint(p, mask);
+    for (unsigned f = 0; f < CMT_NAFIELDS; f++)
+        if (mask & (UINT32_C(1) << f))
+            p = cmt__put_varint(p, e->v[f]);
+    return emit(w, CMT_REC_ALLOC_EVENT, p);
+}
