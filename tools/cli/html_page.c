@@ -10,8 +10,9 @@
 #include "oom.h"
 #include "output.h"
 #include "report.h"
+#include "sites.h"
 
-#define STACK_FRAMES 64
+#define NAME_SIZE 1024
 #define SCHEMA 1
 
 static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
@@ -66,21 +67,52 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
 static void group_json(struct cmt__json *j, const cmt_reader *r, const char *name, uint32_t stack,
                        uint64_t at_peak, uint64_t own_peak)
 {
-    char top[512];
     cmt__json_object(j, NULL);
-    cmt__json_string(j, "name", name ? name : cmt_stack_top(r, stack, top, sizeof top));
+    cmt__json_string(j, "name", name);
     cmt__json_stack(j, "stack", r, stack);
     cmt__json_u64(j, "at_peak_bytes", at_peak);
     cmt__json_u64(j, "own_peak_bytes", own_peak);
     cmt__json_end_object(j);
 }
 
+/* A group's name: its call-site frame, and where two groups would read the same (one call
+ * site reached from two callers), the frames after it up to where they differ. */
+static void group_names(const cmt_reader *r, const struct cmt_site_groups *g,
+                        char names[][NAME_SIZE])
+{
+    char keys[CMT_SITE_GROUPS_MAX][NAME_SIZE];
+    for (uint32_t k = 0; k < g->count; k++) {
+        cmt_stack_top(r, g->stack[k], names[k], NAME_SIZE);
+        cmt_site_key(r, g->stack[k], keys[k], NAME_SIZE);
+    }
+    int twin[CMT_SITE_GROUPS_MAX]; /* another group of the same name, or -1 */
+    for (uint32_t k = 0; k < g->count; k++) {
+        twin[k] = -1;
+        for (uint32_t o = 0; o < g->count && twin[k] < 0; o++)
+            if (o != k && strcmp(names[k], names[o]) == 0)
+                twin[k] = (int)o;
+    }
+    for (uint32_t k = 0; k < g->count; k++) {
+        if (twin[k] < 0)
+            continue;
+        /* the key's frames up to and including the first that differs from the twin's */
+        const char *other = keys[twin[k]];
+        size_t n = 0, len = strlen(keys[k]);
+        while (n < len && keys[k][n] == other[n])
+            n++;
+        const char *cut = strstr(keys[k] + n, " <- ");
+        snprintf(names[k], NAME_SIZE, "%.*s", (int)(cut ? (size_t)(cut - keys[k]) : len), keys[k]);
+    }
+}
+
 static void groups_json(struct cmt__json *j, const struct cmt__html_run *run)
 {
     const struct cmt_site_groups *g = &run->groups;
+    static char names[CMT_SITE_GROUPS_MAX][NAME_SIZE];
+    group_names(run->pass.reader, g, names);
     cmt__json_array(j, "groups");
     for (uint32_t k = 0; k < g->count; k++)
-        group_json(j, run->pass.reader, NULL, g->stack[k], g->at_peak_bytes[k],
+        group_json(j, run->pass.reader, names[k], g->stack[k], g->at_peak_bytes[k],
                    g->own_peak_bytes[k]);
     group_json(j, run->pass.reader, "other call sites", 0, g->at_peak_bytes[g->count],
                g->own_peak_bytes[g->count]);

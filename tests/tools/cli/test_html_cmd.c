@@ -158,3 +158,27 @@ Test(html_cmd, the_default_output_is_the_trace_name_with_html)
     remove(expect);
     captured_free(&c);
 }
+
+Test(html_cmd, one_call_site_from_two_callers_gets_two_names)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t root = tb_frame(&b, 0, "main");
+    uint32_t a = tb_frame(&b, tb_frame(&b, root, "encoder"), "make_buffer");
+    uint32_t c = tb_frame(&b, tb_frame(&b, root, "decoder"), "make_buffer");
+    tb_alloc(&b, 0x100000000, 2 * TB_GIB, a);
+    tb_alloc(&b, 0x200000000, TB_GIB, c);
+    tb_finish(&b, 1);
+    const char *trace = temp_trace(b.buf.data, b.buf.len, 0);
+    tb_free_builder(&b);
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), trace, NULL};
+    struct captured cap = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(cap.status, 0, "%s", cap.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"name\":\"make_buffer \\u003c- encoder\""), "%.2000s", page);
+    cr_expect(strstr(page, "\"name\":\"make_buffer \\u003c- decoder\""));
+    free(page);
+    remove(out);
+    captured_free(&cap);
+}
