@@ -139,24 +139,22 @@ static int want_whatif(const struct options *o, struct cmt__html_run *run)
     return 1;
 }
 
-/* The second pass: the series stacked by the chosen groups, and the what-if's stream.
- * @return 0, or 1 after saying why. */
+/* The second pass, over the first pass's reader rewound (its tables stay): the series stacked
+ * by the chosen groups, and the what-if's stream. @return 0, or 1 after saying why. */
 static int second_pass(const struct options *o, struct cmt__html_run *run)
 {
     const char *path = run->pass.path;
-    cmt_reader *r = NULL;
+    cmt_reader *r = run->pass.reader;
     cmt_replay *rp = NULL;
     struct cmt_whatif_stream stream;
     struct cmt_whatif_collector *wc = NULL;
     int whatif = want_whatif(o, run);
-    if (cmt__open_trace(CMD, path, &r) != 0)
-        return 1;
+    cmt_reader_rewind(r);
     if (cmt_replay_create(&rp, r) != 0 ||
         cmt_site_timeline_init(&run->series, o->points, &run->groups) != 0 ||
         (whatif && cmt_whatif_collector_create(&wc, &stream) != 0)) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         cmt_replay_destroy(rp);
-        cmt_reader_close(r);
         return 1;
     }
     run->have_series = 1;
@@ -186,7 +184,6 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         cmt_whatif_collector_destroy(wc);
     }
     cmt_replay_destroy(rp);
-    cmt_reader_close(r);
     if (rc == CMT_ENOMEM || run->series.failed) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         return 1;
