@@ -33,7 +33,8 @@
 struct cmt_site_groups {
     uint32_t count;                      /* chosen groups (0..CMT_SITE_GROUPS_MAX) */
     uint32_t stack[CMT_SITE_GROUPS_MAX]; /* leaf STACK_NODE id of each group's largest member */
-    uint64_t at_peak_bytes[CMT_SITE_GROUPS_MAX], own_peak_bytes[CMT_SITE_GROUPS_MAX];
+    /* bytes at the process peak and the largest member's own peak; [count] is "other"'s */
+    uint64_t at_peak_bytes[CMT_SITE_GROUPS_MAX + 1], own_peak_bytes[CMT_SITE_GROUPS_MAX + 1];
     /* every member stack with its group, sorted by stack (for cmt_site_groups_of) */
     struct cmt_site_member {
         uint32_t stack, group;
