@@ -220,7 +220,8 @@ int cmt_cmd_timeline(int argc, char **argv)
     cmt_site_timeline_init(&samples, tl.max_points, &none);
     struct cmt_observer extra = cmt_site_timeline_observer(&samples);
     struct cmt__pass p;
-    if (cmt__pass_run_with(&p, "timeline", path, 1, &tl, &extra, fmt == SVG) != 0) {
+    if (cmt__pass_open(&p, "timeline", path) != 0 ||
+        cmt__pass_replay(&p, 1, &tl, &extra, fmt == SVG) != 0) {
         cmt_site_timeline_free(&samples);
         cmt_timeline_free(&tl);
         return 1;
