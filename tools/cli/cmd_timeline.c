@@ -9,6 +9,7 @@
 #include "alloc_print.h"
 #include "fleet_cli.h"
 #include "output.h"
+#include "site_timeline.h"
 #include "timeline.h"
 
 static const char usage[] =
@@ -307,8 +308,15 @@ int cmt_cmd_timeline(int argc, char **argv)
         return cmt__usage_error("timeline", "missing trace FILE");
     struct cmt_timeline tl;
     cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
+    /* the SVG's capacity line and others band come from the free/total samples */
+    struct cmt_site_groups none = {0};
+    struct cmt_site_timeline samples;
+    cmt_site_timeline_init(&samples, tl.max_points, &none);
+    struct cmt_observer extra = cmt_site_timeline_observer(&samples);
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "timeline", path, 1, &tl) != 0) {
+    if (cmt__pass_open(&p, "timeline", path) != 0 ||
+        cmt__pass_replay(&p, 1, &tl, &extra, fmt == SVG) != 0) {
+        cmt_site_timeline_free(&samples);
         cmt_timeline_free(&tl);
         return 1;
     }
@@ -319,7 +327,7 @@ int cmt_cmd_timeline(int argc, char **argv)
         json(&p, &tl);
     } else if (fmt == SVG) {
         FILE *f = fopen(svg_path, "w");
-        int bad = !f || cmt__timeline_svg(f, &p, &tl) != 0;
+        int bad = !f || cmt__timeline_svg(f, &p, &tl, samples.failed ? NULL : &samples) != 0;
         if ((f && fclose(f) != 0) || bad) {
             fprintf(stderr, "cumemtrace timeline: %s: cannot write the chart\n", svg_path);
             rc = 1;
@@ -332,6 +340,7 @@ int cmt_cmd_timeline(int argc, char **argv)
     if (cmt__pass_status(&p))
         rc = 1;
     cmt__pass_close(&p);
+    cmt_site_timeline_free(&samples);
     cmt_timeline_free(&tl);
     return rc;
 }

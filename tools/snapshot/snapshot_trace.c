@@ -574,8 +574,13 @@ static int write_header(struct conv *c, const char *name)
             break;
         }
     const char *argv[1] = {NULL};
-    struct cmt_process p = {
-        .start_wall_ns = c->t0 * 1000, .hostname = "", .exe = exe, .argv = argv};
+    struct cmt_process p = {.start_wall_ns = c->t0 * 1000,
+                            .hostname = "",
+                            .exe = exe,
+                            .argv = argv,
+                            .rank = -1, /* a snapshot does not say */
+                            .local_rank = -1,
+                            .world_size = -1};
     int rc = cmt_writer_process(c->w, &p);
     const struct cmt_snapshot_settings *st = &c->s->settings;
     if (st->conf)
