@@ -1,4 +1,4 @@
-/* cmt_format.h — constants and record structures of the cumemtrace trace format v3.
+/* cmt_format.h — constants and record structures of the cumemtrace trace format v3.1.
  *
  * docs/trace-format.md is the contract; every name here is the spec's name.
  * This header needs nothing but the C library: the format knows no CUDA. */
@@ -15,7 +15,7 @@
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
 #define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
-#define CMT_VERSION_MINOR 0
+#define CMT_VERSION_MINOR 1
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
 #define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
@@ -41,7 +41,9 @@
     X(SIGNAL, 12)           \
     X(END, 13)              \
     X(SYMBOL, 14)           \
-    X(EVENTS, 15)
+    X(EVENTS, 15)           \
+    X(ALLOCATOR, 16)        \
+    X(ALLOC_EVENT, 17)
 
 enum cmt_record_type {
 #define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
@@ -203,6 +205,13 @@ struct cmt_process {
     const char *exe;
     uint32_t argc;
     const char *const *argv;
+    /* 3.1: where the process stood in a parallel job, from its launcher's environment
+     * (interpose/launch.h lists the variables); -1 / NULL when unknown. A writer MUST set
+     * them (-1 / NULL when it does not know): 0 is rank 0. */
+    int32_t rank;       /* global rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) */
+    int32_t local_rank; /* rank on its host (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, ...) */
+    int32_t world_size; /* processes in the job (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, ...) */
+    const char *job_id; /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ... */
 };
 
 struct cmt_module {
@@ -278,9 +287,85 @@ struct cmt_thread {
     const char *name;
 };
 
-/* Names of ops and fields, from the tables above (NULL when out of range). */
+/* Allocator-level records (3.1): what happens inside a sub-allocator that serves the program
+ * from memory it got from the driver (PyTorch's caching allocator, a pool, an arena). The
+ * driver sees only segments; these say which blocks the program holds inside them.
+ *
+ * Actions: name, value, text (the text is PyTorch's memory-snapshot action name). */
+#define CMT_ALLOC_ACTIONS(X)                                                                       \
+    X(ALLOC, 1, "alloc")                   /* block handed out: addr, size, requested */           \
+    X(FREE_REQUESTED, 2, "free_requested") /* the program freed it; the stream may still use it */ \
+    X(FREE_COMPLETED, 3, "free_completed") /* the block is back in the cache */                    \
+    X(SEGMENT_ALLOC, 4, "segment_alloc")   /* memory got from the driver: addr, size */            \
+    X(SEGMENT_FREE, 5, "segment_free")     /* memory given back to the driver */                   \
+    X(SEGMENT_MAP, 6, "segment_map")       /* pages mapped into an expandable segment */           \
+    X(SEGMENT_UNMAP, 7, "segment_unmap")   /* pages unmapped from one */                           \
+    X(OOM, 8, "oom")                       /* a request failed: size = rounded request */          \
+    X(SNAPSHOT, 9, "snapshot")             /* the program took a memory snapshot here */
+
+enum cmt_alloc_action {
+#define CMT__AA_ENUM(name, value, text) CMT_AA_##name = value,
+    CMT_ALLOC_ACTIONS(CMT__AA_ENUM)
+#undef CMT__AA_ENUM
+        CMT_AA_MAX
+};
+
+/* Optional fields of an ALLOC_EVENT, in bit order (its field mask says which follow). */
+#define CMT_ALLOC_FIELDS(X)          \
+    X(ADDR, 0, addr)                 \
+    X(SIZE, 1, size)                 \
+    X(REQUESTED, 2, requested)       \
+    X(STREAM, 3, stream)             \
+    X(POOL, 4, pool)                 \
+    X(SEGMENT, 5, segment)           \
+    X(DEVICE_FREE, 6, device_free)   \
+    X(DEVICE_TOTAL, 7, device_total) \
+    X(ALLOCATED, 8, allocated)       \
+    X(RESERVED, 9, reserved)         \
+    X(FLAGS, 10, flags)              \
+    X(SEQ, 11, seq)
+
+enum cmt_alloc_field {
+#define CMT__AFIELD_ENUM(name, bit, member) CMT_AFIELD_##name = bit,
+    CMT_ALLOC_FIELDS(CMT__AFIELD_ENUM)
+#undef CMT__AFIELD_ENUM
+        CMT_NAFIELDS
+};
+#define CMT_AF(name) (UINT32_C(1) << CMT_AFIELD_##name)
+
+/* Bits of the FLAGS field. */
+#define CMT_AFLAG_BEFORE 1u     /* existed before the recorded window (time unknown) */
+#define CMT_AFLAG_EXPANDABLE 2u /* an expandable segment, or a block inside one */
+#define CMT_AFLAG_SMALL 4u      /* the small-request pool */
+
+/* ALLOCATOR: declares sub-allocator `id` (>= 1) and the settings it runs with; repeated when
+ * they change (the last one before an event applies). */
+struct cmt_alloc_info {
+    uint32_t id;
+    uint64_t t_ns;
+    int32_t dev;         /* -1: every device */
+    const char *name;    /* e.g. "pytorch-cuda-caching" */
+    const char *version; /* the allocator's (e.g. PyTorch's) version, "" unknown */
+    const char *conf;    /* its settings as the user wrote them (PYTORCH_CUDA_ALLOC_CONF) */
+};
+
+/* ALLOC_EVENT: one action of sub-allocator `allocator`. File order is event order. */
+struct cmt_alloc_event {
+    uint32_t allocator, action; /* ALLOCATOR id; enum cmt_alloc_action */
+    uint64_t t_ns;              /* from the trace's start, as EVENT's */
+    uint32_t tid;
+    int32_t dev;
+    uint32_t stack;  /* leaf STACK_NODE id, 0 = none */
+    uint32_t fields; /* mask of CMT_AF() bits: which of v[] are meaningful */
+    uint64_t v[CMT_NAFIELDS];
+};
+
+/* Names of ops, fields, record types, allocator actions and allocator fields, from the tables
+ * above (NULL when out of range). */
 const char *cmt_op_name(uint32_t op);
 const char *cmt_field_name(uint32_t field);
 const char *cmt_record_name(uint32_t type);
+const char *cmt_alloc_action_name(uint32_t action);
+const char *cmt_alloc_field_name(uint32_t field);
 
 #endif

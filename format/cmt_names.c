@@ -32,3 +32,24 @@ const char *cmt_record_name(uint32_t type)
     }
     return 0;
 }
+
+const char *cmt_alloc_action_name(uint32_t action)
+{
+    switch (action) {
+#define CMT__AA_CASE(name, value, text) \
+    case value: return text;
+        CMT_ALLOC_ACTIONS(CMT__AA_CASE)
+#undef CMT__AA_CASE
+    }
+    return 0;
+}
+
+const char *cmt_alloc_field_name(uint32_t field)
+{
+    static const char *const names[CMT_NAFIELDS] = {
+#define CMT__AFIELD_NAME(name, bit, member) [bit] = #member,
+        CMT_ALLOC_FIELDS(CMT__AFIELD_NAME)
+#undef CMT__AFIELD_NAME
+    };
+    return field < CMT_NAFIELDS ? names[field] : 0;
+}

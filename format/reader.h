@@ -40,6 +40,8 @@ struct cmt_record {
         struct cmt_signal signal;
         struct cmt_end end;
         struct cmt_symbol symbol;
+        struct cmt_alloc_info alloc_info;
+        struct cmt_alloc_event alloc_event; /* only the v[] slots named by `fields` are set */
     } u;
 };
 

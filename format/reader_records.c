@@ -131,6 +131,12 @@ static int decode_event(cmt_reader *r, struct cmt__dec *d, struct cmt_event *e)
     return 0;
 }
 
+/* A 3.1 PROCESS field written as value + 1: 0 (or absent) is unknown, -1. */
+static int32_t known_minus_one(uint64_t v)
+{
+    return v == 0 || v - 1 > INT32_MAX ? -1 : (int32_t)(v - 1);
+}
+
 static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process *p)
 {
     p->pid = u64(d);
@@ -148,6 +154,12 @@ static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process 
         return -1;
     for (uint32_t i = 0; i < p->argc; i++)
         argv[i] = str(r, d, NULL);
+    p->rank = known_minus_one(u64(d)); /* 3.1; absent: unknown */
+    p->local_rank = known_minus_one(u64(d));
+    p->world_size = known_minus_one(u64(d));
+    p->job_id = str(r, d, NULL);
+    if (!*p->job_id)
+        p->job_id = NULL;
     free(r->argv);
     r->argv = argv;
     p->argv = argv;
@@ -199,6 +211,20 @@ static int decode_symbol(cmt_reader *r, struct cmt__dec *d, struct cmt_symbol *s
     return d->bad ? -1 : cmt__reader_store_symbol(r, s);
 }
 
+static int decode_alloc_event(struct cmt__dec *d, struct cmt_alloc_event *e)
+{
+    e->allocator = u32(d);
+    e->action = u32(d);
+    e->t_ns = u64(d);
+    e->tid = u32(d);
+    e->dev = s32(d);
+    e->stack = u32(d);
+    e->fields = u32(d) & ((UINT32_C(1) << CMT_NAFIELDS) - 1); /* a newer writer's: skipped */
+    for (unsigned f = 0; f < CMT_NAFIELDS; f++)
+        e->v[f] = e->fields & (UINT32_C(1) << f) ? u64(d) : 0;
+    return d->bad ? -1 : 0;
+}
+
 /* every record type but EVENTS: reader_internal.h */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec)
 {
@@ -246,6 +272,15 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
         r->clean_exit = 1;
         return 0;
     case CMT_REC_SYMBOL: return decode_symbol(r, d, &rec->u.symbol);
+    case CMT_REC_ALLOCATOR:
+        rec->u.alloc_info.id = u32(d);
+        rec->u.alloc_info.t_ns = u64(d);
+        rec->u.alloc_info.dev = s32(d);
+        rec->u.alloc_info.name = str(r, d, NULL);
+        rec->u.alloc_info.version = str(r, d, NULL);
+        rec->u.alloc_info.conf = str(r, d, NULL);
+        return d->bad ? -1 : 0;
+    case CMT_REC_ALLOC_EVENT: return decode_alloc_event(d, &rec->u.alloc_event);
     }
     return 0;
 }

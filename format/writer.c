@@ -264,7 +264,8 @@ static int end_group(cmt_writer *w)
 static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
 {
     p = cmt__put_varint(p, len);
-    memcpy(p, s, len);
+    if (len) /* s may be NULL (an absent string) */
+        memcpy(p, s, len);
     return p + len;
 }
 
@@ -305,9 +306,14 @@ static uint8_t *put_time(cmt_writer *w, uint8_t *p, uint64_t t)
     return p;
 }
 
+static uint64_t known_plus_one(int32_t v)
+{
+    return v < 0 ? 0 : (uint64_t)v + 1;
+}
+
 int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
 {
-    size_t need = slen(pr->hostname) + slen(pr->exe) + 8 * CMT__VARINT_MAX;
+    size_t need = slen(pr->hostname) + slen(pr->exe) + slen(pr->job_id) + 12 * CMT__VARINT_MAX;
     for (uint32_t i = 0; i < pr->argc; i++)
         need += slen(pr->argv[i]) + CMT__VARINT_MAX;
     int rc = scratch(w, need);
@@ -324,6 +330,11 @@ int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
     p = cmt__put_varint(p, pr->argc);
     for (uint32_t i = 0; i < pr->argc; i++)
         p = put_str(p, pr->argv[i], slen(pr->argv[i]));
+    /* 3.1: value + 1, so that 0 (and a payload that ends before them) means unknown */
+    p = cmt__put_varint(p, known_plus_one(pr->rank));
+    p = cmt__put_varint(p, known_plus_one(pr->local_rank));
+    p = cmt__put_varint(p, known_plus_one(pr->world_size));
+    p = put_str(p, pr->job_id, slen(pr->job_id));
     return emit(w, CMT_REC_PROCESS, p);
 }
 
@@ -574,4 +585,37 @@ int cmt_fd_sink(void *fd_ptr, const void *data, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a)
+{
+    int rc = scratch(w, slen(a->name) + slen(a->version) + slen(a->conf));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, a->id);
+    p = cmt__put_varint(p, a->t_ns);
+    p = cmt__put_varint(p, cmt__zigzag(a->dev));
+    p = put_str(p, a->name, slen(a->name));
+    p = put_str(p, a->version, slen(a->version));
+    p = put_str(p, a->conf, slen(a->conf));
+    return emit(w, CMT_REC_ALLOCATOR, p);
+}
+
+int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
+{
+    int rc = scratch(w, CMT_NAFIELDS * CMT__VARINT_MAX);
+    if (rc)
+        return rc;
+    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NAFIELDS) - 1);
+    uint8_t *p = cmt__put_varint(w->scratch, e->allocator);
+    p = cmt__put_varint(p, e->action);
+    p = cmt__put_varint(p, e->t_ns);
+    p = cmt__put_varint(p, e->tid);
+    p = cmt__put_varint(p, cmt__zigzag(e->dev));
+    p = cmt__put_varint(p, e->stack);
+    p = cmt__put_varint(p, mask);
+    for (unsigned f = 0; f < CMT_NAFIELDS; f++)
+        if (mask & (UINT32_C(1) << f))
+            p = cmt__put_varint(p, e->v[f]);
+    return emit(w, CMT_REC_ALLOC_EVENT, p);
 }

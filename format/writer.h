@@ -63,6 +63,8 @@ int cmt_writer_note(cmt_writer *w, const struct cmt_note *n);
 int cmt_writer_signal(cmt_writer *w, const struct cmt_signal *s);
 int cmt_writer_end(cmt_writer *w, const struct cmt_end *e);
 int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s);
+int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a);
+int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e); /* v[] by fields */
 
 /* Events appended so far. */
 uint64_t cmt_writer_event_count(const cmt_writer *w);

@@ -24,6 +24,10 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_str_eq(rec.u.process.hostname, "host");
             cr_assert_eq(rec.u.process.argc, 3);
             cr_assert_str_eq(rec.u.process.argv[2], "x y");
+            cr_assert_eq(rec.u.process.rank, 3);
+            cr_assert_eq(rec.u.process.local_rank, 1);
+            cr_assert_eq(rec.u.process.world_size, 8);
+            cr_assert_str_eq(rec.u.process.job_id, "job-7");
             break;
         case CMT_REC_ENV: cr_assert_str_eq(rec.u.env.value, "max_split_size_mb:6144"); break;
         case CMT_REC_MODULE:
@@ -51,6 +55,29 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_eq(rec.u.meminfo.seq, 7);
             break;
         case CMT_REC_SIGNAL: cr_assert_eq(rec.u.signal.signo, 11); break;
+        case CMT_REC_ALLOCATOR:
+            cr_assert_eq(rec.u.alloc_info.id, 1);
+            cr_assert_eq(rec.u.alloc_info.t_ns, 1500);
+            cr_assert_eq(rec.u.alloc_info.dev, -1);
+            cr_assert_str_eq(rec.u.alloc_info.name, "pytorch-cuda-caching");
+            cr_assert_str_eq(rec.u.alloc_info.version, "2.6.0");
+            cr_assert_str_eq(rec.u.alloc_info.conf, "max_split_size_mb:6144");
+            break;
+        case CMT_REC_ALLOC_EVENT: {
+            const struct cmt_alloc_event *a = &rec.u.alloc_event;
+            cr_assert_eq(a->allocator, 1);
+            cr_assert_eq(a->action, CMT_AA_ALLOC);
+            cr_assert_str_eq(cmt_alloc_action_name(a->action), "alloc");
+            cr_assert_eq(a->t_ns, 1600);
+            cr_assert_eq(a->tid, 77);
+            cr_assert_eq(a->stack, 2);
+            cr_assert_eq(a->fields, CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(REQUESTED) | CMT_AF(SEQ));
+            cr_assert_eq(a->v[CMT_AFIELD_SIZE], 6635388928ull);
+            cr_assert_eq(a->v[CMT_AFIELD_REQUESTED], 6635388000ull);
+            cr_assert_eq(a->v[CMT_AFIELD_SEQ], 60);
+            cr_assert_eq(a->v[CMT_AFIELD_STREAM], 0, "an absent field reads as 0");
+            break;
+        }
         case CMT_REC_END: cr_assert_eq(rec.u.end.events, FIXTURE_EVENTS); break;
         }
     }
@@ -118,6 +145,96 @@ Test(writer_reader, skips_unknown_record_types)
     cr_assert_eq(cmt_reader_next(r, &rec), 0);
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
+}
+
+Test(writer_reader, alloc_events_skip_a_newer_writers_fields_and_trailing_bytes)
+{
+    struct cmt_membuf buf = {0};
+    /* ALLOC_EVENT: allocator 1, action free_completed, t 9, tid 5, dev 0 (zigzag 0), stack 0,
+     * fields = ADDR | bit 13 (unknown, 3-byte varint mask), addr 0x40, then the unknown field's
+     * value 7 and one trailing byte; then a NOTE that must still be read */
+    uint8_t raw[] = {CMT_REC_ALLOC_EVENT,
+                     12,
+                     1,
+                     CMT_AA_FREE_COMPLETED,
+                     9,
+                     5,
+                     0,
+                     0,
+                     0x81,
+                     0x40,
+                     0x40,
+                     7,
+                     0xee,
+                     0,
+                     CMT_REC_NOTE,
+                     7,
+                     0,
+                     5,
+                     'a',
+                     'f',
+                     't',
+                     'e',
+                     'r'};
+    fixture_hand_chunk(&buf, raw, sizeof raw, 2);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    cr_assert_eq(cmt_reader_next(r, &rec), 1);
+    cr_assert_eq(rec.type, CMT_REC_ALLOC_EVENT);
+    cr_assert_eq(rec.u.alloc_event.action, CMT_AA_FREE_COMPLETED);
+    cr_assert_eq(rec.u.alloc_event.t_ns, 9);
+    cr_assert_eq(rec.u.alloc_event.fields, CMT_AF(ADDR));
+    cr_assert_eq(rec.u.alloc_event.v[CMT_AFIELD_ADDR], 0x40);
+    cr_assert_eq(cmt_reader_next(r, &rec), 1);
+    cr_assert_eq(rec.type, CMT_REC_NOTE);
+    cr_assert_str_eq(rec.u.note.text, "after");
+    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+}
+
+Test(writer_reader, a_3_0_process_record_has_no_rank)
+{
+    struct cmt_membuf buf = {0};
+    /* PROCESS as 3.0 wrote it: pid 7, ppid 1, wall 0, mono 0, driver 0, "h", "e", argc 0 */
+    uint8_t raw[] = {CMT_REC_PROCESS, 10, 7, 1, 0, 0, 0, 1, 'h', 1, 'e', 0};
+    fixture_hand_chunk(&buf, raw, sizeof raw, 1);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    cr_assert_eq(cmt_reader_next(r, &rec), 1);
+    cr_assert_eq(rec.type, CMT_REC_PROCESS);
+    cr_assert_eq(rec.u.process.pid, 7);
+    cr_assert_eq(rec.u.process.rank, -1);
+    cr_assert_eq(rec.u.process.local_rank, -1);
+    cr_assert_eq(rec.u.process.world_size, -1);
+    cr_assert_null(rec.u.process.job_id);
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+}
+
+Test(writer_reader, unknown_rank_round_trips_as_unknown_and_rank_0_as_0)
+{
+    for (int rank = -1; rank <= 0; rank++) {
+        struct cmt_membuf buf = {0};
+        cmt_writer *w;
+        cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
+        struct cmt_process p = {.pid = 9, .rank = rank, .local_rank = rank, .world_size = -1};
+        cr_assert_eq(cmt_writer_process(w, &p), 0);
+        cr_assert_eq(cmt_writer_flush(w), 0);
+        cmt_writer_destroy(w);
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+        struct cmt_record rec;
+        cr_assert_eq(cmt_reader_next(r, &rec), 1);
+        cr_assert_eq(rec.u.process.rank, rank);
+        cr_assert_eq(rec.u.process.local_rank, rank);
+        cr_assert_eq(rec.u.process.world_size, -1);
+        cr_assert_eq(cmt_reader_process(r)->rank, rank);
+        cmt_reader_close(r);
+        cmt_membuf_free(&buf);
+    }
 }
 
 Test(writer_reader, compresses_repetitive_events_below_four_bytes_each)

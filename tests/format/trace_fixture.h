@@ -28,7 +28,11 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
                             .hostname = "host",
                             .exe = "/bin/prog",
                             .argc = 3,
-                            .argv = argv};
+                            .argv = argv,
+                            .rank = 3,
+                            .local_rank = 1,
+                            .world_size = 8,
+                            .job_id = "job-7"};
     cr_assert_eq(cmt_writer_process(w, &p), 0);
     cr_assert_eq(cmt_writer_env(w, "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144"), 0);
     cr_assert_eq(cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC, "cuMemAlloc_v2"}), 0);
@@ -56,6 +60,23 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
         e.v[CMT_FIELD_SIZE] = 12345678 + i;
         cr_assert_eq(cmt_writer_event(w, &e), 0);
     }
+    cr_assert_eq(
+        cmt_writer_alloc_info(w, &(struct cmt_alloc_info){1, 1500, -1, "pytorch-cuda-caching",
+                                                          "2.6.0", "max_split_size_mb:6144"}),
+        0);
+    struct cmt_alloc_event ae = {.allocator = 1,
+                                 .action = CMT_AA_ALLOC,
+                                 .t_ns = 1600,
+                                 .tid = 77,
+                                 .dev = 0,
+                                 .stack = 2,
+                                 .fields = CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(REQUESTED) |
+                                           CMT_AF(SEQ)};
+    ae.v[CMT_AFIELD_ADDR] = 0x7f0000000000ull;
+    ae.v[CMT_AFIELD_SIZE] = 6635388928ull;
+    ae.v[CMT_AFIELD_REQUESTED] = 6635388000ull;
+    ae.v[CMT_AFIELD_SEQ] = 60;
+    cr_assert_eq(cmt_writer_alloc_event(w, &ae), 0);
     cr_assert_eq(cmt_writer_meminfo(
                      w, &(struct cmt_meminfo){20000, 0, CMT_MEMINFO_OOM, 1 << 20, 24ull << 30, 7}),
                  0);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "allocator.h"
 #include "cmt_format.h"
 #include "diff.h"
 #include "oom.h"
@@ -23,6 +24,7 @@
 #include "timeline.h"
 #include "varint.h"
 #include "whatif.h"
+#include "whatif_blocks.h"
 
 #ifdef CMT_FUZZ_CLI
 #include <fcntl.h>
@@ -91,16 +93,36 @@ static void analyses(cmt_reader *r)
     struct cmt_timeline tl;
     struct cmt_report report;
     struct cmt_diff_side side = {0};
+    cmt_alloc *alloc = NULL;
+    struct cmt_whatif_block_collector *bc = NULL;
+    struct cmt_whatif_stream blocks;
+    struct cmt_whatif_selfcheck check = {0};
     cmt_timeline_init(&tl, 16);
     if (cmt_replay_create(&rp, r) == 0 && cmt_oom_create(&oom) == 0 &&
-        cmt_whatif_collector_create(&wc, &stream) == 0) {
-        struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
-                                     cmt_report_observer(&report), cmt_diff_observer(&side),
-                                     cmt_whatif_observer(wc)};
+        cmt_whatif_collector_create(&wc, &stream) == 0 && cmt_alloc_create(&alloc) == 0 &&
+        cmt_whatif_block_collector_create(&bc, &blocks, &check) == 0) {
+        cmt_oom_set_allocator(oom, alloc);
+        cmt_timeline_set_allocator(&tl, alloc);
+        struct cmt_observer obs[] = {cmt_alloc_observer(alloc),    cmt_oom_observer(oom),
+                                     cmt_timeline_observer(&tl),   cmt_report_observer(&report),
+                                     cmt_diff_observer(&side),     cmt_whatif_observer(wc),
+                                     cmt_whatif_block_observer(bc)};
         int rc = cmt_replay_run(rp, obs, sizeof obs / sizeof *obs);
         char err[256];
         if (cmt_whatif_collector_end(wc, rc, err, sizeof err) == 0)
             cmt_whatif_stream_free(&stream);
+        if (cmt_whatif_block_collector_end(bc, rc, err, sizeof err) == 0) {
+            if (blocks.event_count < 100000) /* the model's replay is not what is fuzzed here */
+                cmt_whatif_selfcheck_run(&blocks, 1ull << 34, 1ull << 34, &check);
+            cmt_whatif_stream_free(&blocks);
+        }
+        for (size_t i = 0; i < cmt_alloc_device_count(alloc); i++) {
+            struct cmt_alloc_view *v = malloc(sizeof *v);
+            const struct cmt_alloc_device *ad = cmt_alloc_device_at(alloc, i);
+            if (v && cmt_alloc_view(alloc, rp, ad->allocator, ad->dev, 1u << 20, v) == 0)
+                cmt_alloc_view_group(r, v);
+            free(v);
+        }
         for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
             const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
             struct cmt_fragmentation f;
@@ -118,6 +140,9 @@ static void analyses(cmt_reader *r)
             cmt_reader_format_frame(r, cmt_oom_episode(oom, i)->stack, frame, sizeof frame);
     }
     cmt_whatif_collector_destroy(wc);
+    cmt_whatif_block_collector_destroy(bc);
+    cmt_whatif_selfcheck_free(&check);
+    cmt_alloc_destroy(alloc);
     cmt_diff_side_free(&side);
     cmt_timeline_free(&tl);
     cmt_oom_destroy(oom);
@@ -162,9 +187,17 @@ static void commands(const uint8_t *data, size_t size)
         {cmt_cmd_diff, {"diff", path, path}},
         {cmt_cmd_diff, {"diff", "--json", path, path}},
         {cmt_cmd_dump, {"dump", "--all", "--stacks", path}},
+        {cmt_cmd_html, {"html", "-o", "/dev/null", path}},
+        {cmt_cmd_html, {"html", "-o", "/dev/null", "--no-whatif", path, path}},
         {cmt_cmd_whatif,
          {"whatif", "--jobs", "1", "--max-split-size-mb", "inf,64", "--capacity", "1GiB", path}},
         {cmt_cmd_whatif, {"whatif", "--json", "--jobs", "1", "--max-split-size-mb", "inf", path}},
+        {cmt_cmd_export, {"export", "-f", "perfetto", "--min-slice", "0", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "collapsed", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "memory-viz", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "csv", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "jsonl", "--table", "sites", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "csv", "--table", "processes", "-o", "/dev/null", path}},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         int argc = 0;

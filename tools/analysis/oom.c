@@ -34,6 +34,7 @@ struct cmt_oom {
     size_t cand_count, cand_cap;
     size_t *cand_first; /* per episode (same capacity as v) */
     uint32_t *cand_n;
+    const cmt_alloc *alloc; /* the allocator-level view, or NULL */
 };
 
 int cmt_oom_create(cmt_oom **out)
@@ -46,6 +47,8 @@ void cmt_oom_destroy(cmt_oom *o)
 {
     if (!o)
         return;
+    for (uint32_t i = 0; i < o->count; i++)
+        free(o->v[i].alloc);
     free(o->v);
     free(o->site_bytes);
     free(o->site_count);
@@ -70,8 +73,12 @@ static void verdict(struct cmt_oom_episode *e)
     uint64_t used = e->total_bytes > e->free_bytes ? e->total_bytes - e->free_bytes : 0;
     e->others_bytes = used > e->process_bytes ? used - e->process_bytes : 0;
     e->shortfall_bytes = e->request_bytes > e->free_bytes ? e->request_bytes - e->free_bytes : 0;
+    const struct cmt_alloc_view *a = e->alloc;
+    uint64_t asked = a && a->request_bytes ? a->request_bytes : e->request_bytes;
     if (e->total_bytes && e->request_bytes > e->total_bytes)
         e->verdict = CMT_VERDICT_OVER_CAPACITY;
+    else if (a && a->unallocated_bytes >= asked && a->largest_free_block < asked)
+        e->verdict = CMT_VERDICT_FRAGMENTATION; /* inside the allocator's cache */
     else if (e->request_bytes <= e->free_bytes)
         e->verdict = CMT_VERDICT_FRAGMENTATION;
     else if (e->others_bytes >= e->process_bytes)
@@ -160,28 +167,37 @@ static void holders(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
     }
 }
 
-static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+/* @return a new episode (zeroed), or NULL when none can be kept. */
+static struct cmt_oom_episode *new_episode(cmt_oom *o)
 {
     if (o->count == o->cap) {
         if (o->cap >= MAX_EPISODES)
-            return;
+            return NULL;
         uint32_t cap = o->cap ? o->cap * 2 : 8;
         struct cmt_oom_episode *v = realloc(o->v, cap * sizeof *v);
         if (!v)
-            return;
+            return NULL;
         o->v = v;
         size_t *first = realloc(o->cand_first, cap * sizeof *first);
         if (!first)
-            return;
+            return NULL;
         o->cand_first = first;
         uint32_t *cn = realloc(o->cand_n, cap * sizeof *cn);
         if (!cn)
-            return;
+            return NULL;
         o->cand_n = cn;
         o->cap = cap;
     }
+    o->cand_n[o->count] = 0;
+    return &o->v[o->count++];
+}
+
+static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    struct cmt_oom_episode *e = new_episode(o);
+    if (!e)
+        return;
     const struct cmt_event *ev = &st->rec.u.event;
-    struct cmt_oom_episode *e = &o->v[o->count++];
     *e = (struct cmt_oom_episode){.request_bytes = st->request,
                                   .api = st->api,
                                   .op = st->op,
@@ -250,8 +266,80 @@ static void observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_st
     }
 }
 
+/* Episode figures from the allocator's view: the process holds at least its reserved bytes
+ * and what lies outside them (a converted snapshot has no driver-level objects). */
+static void attach_view(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e,
+                        const struct cmt_alloc_event *ae)
+{
+    struct cmt_alloc_view *v = calloc(1, sizeof *v);
+    if (!v)
+        return;
+    uint64_t request = ae->fields & CMT_AF(SIZE) ? ae->v[CMT_AFIELD_SIZE] : e->request_bytes;
+    if (cmt_alloc_view(o->alloc, rp, ae->allocator, ae->dev, request, v) == CMT_ENOT_FOUND) {
+        free(v); /* an allocator that never did anything on this device */
+        return;
+    }
+    if ((ae->fields & CMT_AF(ALLOCATED)) && (ae->fields & CMT_AF(RESERVED))) {
+        v->have_recorded = 1;
+        v->recorded_allocated = ae->v[CMT_AFIELD_ALLOCATED];
+        v->recorded_reserved = ae->v[CMT_AFIELD_RESERVED];
+    }
+    e->alloc = v;
+    if (!e->have_meminfo && (ae->fields & CMT_AF(DEVICE_FREE)) &&
+        (ae->fields & CMT_AF(DEVICE_TOTAL))) {
+        e->have_meminfo = 1;
+        e->free_bytes = ae->v[CMT_AFIELD_DEVICE_FREE];
+        e->total_bytes = ae->v[CMT_AFIELD_DEVICE_TOTAL];
+    }
+    uint64_t held = v->fig.reserved_bytes + v->outside_bytes;
+    if (held > e->process_bytes)
+        e->process_bytes = held;
+    verdict(e);
+}
+
+/* An allocator's `oom` event: it joins the episode open on its device, or starts its own. */
+static void alloc_oom(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
+{
+    const struct cmt_alloc_event *ae = &st->rec.u.alloc_event;
+    struct cmt_oom_episode *e = o->open ? &o->v[o->count - 1] : NULL;
+    if (e && (e->dev != ae->dev || e->alloc))
+        e = NULL;
+    if (!e) {
+        if (!(e = new_episode(o)))
+            return;
+        const struct cmt_alloc_settings *s = cmt_alloc_settings(o->alloc, ae->allocator);
+        *e = (struct cmt_oom_episode){
+            .request_bytes = ae->fields & CMT_AF(SIZE) ? ae->v[CMT_AFIELD_SIZE] : 0,
+            .api = s && s->name && *s->name ? s->name : "allocator",
+            .op = -1,
+            .dev = ae->dev,
+            .t_ns = ae->t_ns,
+            .seq = ae->fields & CMT_AF(SEQ) ? ae->v[CMT_AFIELD_SEQ] : 0,
+            .tid = ae->tid,
+            .stack = ae->stack,
+            .attempts = 1,
+            .fatal = 1};
+        const struct cmt_replay_device *d = cmt_replay_device(rp, ae->dev);
+        if (d) {
+            e->free_bytes = d->free_bytes;
+            e->total_bytes = d->total_bytes;
+            e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
+            e->process_bytes = d->live_bytes + e->pool_retained_bytes;
+        }
+        holders(o, rp, e);
+        cmt_replay_fragmentation(rp, ae->dev, &e->frag);
+    }
+    attach_view(o, rp, e, ae);
+    o->open = 0; /* the allocator gave up: the program sees the error now */
+}
+
 int cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
 {
+    if (o->alloc && st->rec.type == CMT_REC_ALLOC_EVENT &&
+        st->rec.u.alloc_event.action == CMT_AA_OOM) {
+        alloc_oom(o, rp, st);
+        return o->open;
+    }
     if (o->open || st->oom) /* between episodes only a new out-of-memory failure matters */
         observe(o, rp, st);
     return o->open;
@@ -292,14 +380,24 @@ static void group_holders(cmt_oom *o, const cmt_reader *r, uint32_t ep)
 void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp)
 {
     o->open = 0;
-    for (uint32_t i = 0; i < o->count; i++)
+    for (uint32_t i = 0; i < o->count; i++) {
         group_holders(o, cmt_replay_reader(rp), i);
+        if (o->v[i].alloc)
+            cmt_alloc_view_group(cmt_replay_reader(rp), o->v[i].alloc);
+    }
+}
+
+void cmt_oom_set_allocator(cmt_oom *o, const cmt_alloc *a)
+{
+    o->alloc = a;
 }
 
 static unsigned oom_step(struct cmt_observer *self, const cmt_replay *rp,
                          const struct cmt_replay_step *st)
 {
-    return cmt_oom_observe(self->ctx, rp, st) ? CMT_OBSERVE_ALL : CMT_OBSERVE_OOM;
+    cmt_oom *o = self->ctx;
+    return (cmt_oom_observe(o, rp, st) ? CMT_OBSERVE_ALL : CMT_OBSERVE_OOM) |
+           (o->alloc ? CMT_OBSERVE_RECORD : 0u);
 }
 
 static int oom_finish(struct cmt_observer *self, const cmt_replay *rp)
@@ -310,6 +408,8 @@ static int oom_finish(struct cmt_observer *self, const cmt_replay *rp)
 
 struct cmt_observer cmt_oom_observer(cmt_oom *o)
 {
-    return (struct cmt_observer){
-        .wants = CMT_OBSERVE_OOM, .step = oom_step, .finish = oom_finish, .ctx = o};
+    return (struct cmt_observer){.wants = CMT_OBSERVE_OOM | (o->alloc ? CMT_OBSERVE_RECORD : 0u),
+                                 .step = oom_step,
+                                 .finish = oom_finish,
+                                 .ctx = o};
 }

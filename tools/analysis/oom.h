@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "allocator.h"
 #include "replay.h"
 
 #define CMT_VERDICTS(X)                 \
@@ -53,6 +54,9 @@ struct cmt_oom_episode {
     struct cmt_fragmentation frag;
     struct cmt_oom_holder holders[CMT_OOM_HOLDERS];
     uint32_t holder_count;
+    /* the allocator's state at its out-of-memory event (an ALLOC_EVENT `oom`), NULL when the
+     * trace has none for this episode (cmt_oom_set_allocator) */
+    struct cmt_alloc_view *alloc;
 };
 
 typedef struct cmt_oom cmt_oom;
@@ -64,6 +68,12 @@ void cmt_oom_destroy(cmt_oom *o);
  * can matter next (a caller may skip the others: the replay loop of cmd_common.c does). */
 int cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st);
 void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp);
+/* Gives the analysis the allocator-level view (not owned; its observer must come before this
+ * one). An allocator's `oom` event joins the episode open on its device, or starts one (a trace
+ * converted from a snapshot has no driver failure): the episode gets its cmt_alloc_view, and
+ * the verdict is `fragmentation` when the reserved-but-unallocated bytes cover the request yet
+ * no cached block is large enough. */
+void cmt_oom_set_allocator(cmt_oom *o, const cmt_alloc *a);
 /* The analysis as a replay observer (cmt_replay_run): observe and finish as above. */
 struct cmt_observer cmt_oom_observer(cmt_oom *o);
 

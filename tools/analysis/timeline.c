@@ -71,18 +71,37 @@ static struct cmt_timeline_device *device(struct cmt_timeline *tl, int32_t dev)
     return &tl->devices[lo];
 }
 
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* The allocator figures of two neighbouring buckets: maxima of both, the later one's last. */
+static void merge_alloc(struct cmt_timeline_point *into, const struct cmt_timeline_point *a,
+                        const struct cmt_timeline_point *b)
+{
+    const struct cmt_timeline_point *later = b->alloc_used ? b : a;
+    into->alloc_used = 1;
+    into->alloc_allocated = MAX(a->alloc_allocated, b->alloc_allocated);
+    into->alloc_reserved = MAX(a->alloc_reserved, b->alloc_reserved);
+    into->alloc_inactive_split = MAX(a->alloc_inactive_split, b->alloc_inactive_split);
+    into->last_alloc_allocated = later->last_alloc_allocated;
+    into->last_alloc_reserved = later->last_alloc_reserved;
+    into->last_alloc_inactive_split = later->last_alloc_inactive_split;
+}
+
 static void merge(struct cmt_timeline_point *into, const struct cmt_timeline_point *b)
 {
     if (!b->used)
         return;
     uint32_t oom = into->oom + b->oom;
     struct cmt_timeline_point last = *b; /* b is the later bucket: its last value is the last */
+    struct cmt_timeline_point first = *into;
     if (!into->used || b->live_bytes > into->live_bytes)
         *into = *b;
     into->last_t_ns = last.last_t_ns;
     into->last_live_bytes = last.last_live_bytes;
     memcpy(into->last_kind_bytes, last.last_kind_bytes, sizeof into->last_kind_bytes);
     into->oom = oom;
+    if (first.alloc_used || last.alloc_used)
+        merge_alloc(into, &first, &last);
 }
 
 /* Halves the resolution of every device: bucket k takes buckets 2k and 2k+1. */
@@ -206,6 +225,49 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
     }
 }
 
+void cmt_timeline_set_allocator(struct cmt_timeline *tl, const cmt_alloc *a)
+{
+    tl->alloc = a;
+}
+
+/* An allocator event: a point of its device with the driver-level state as it is now. */
+static void observe_alloc(struct cmt_timeline *tl, const cmt_replay *rp,
+                          const struct cmt_alloc_event *e)
+{
+    if (e->dev < -1 || e->dev >= CMT_MAX_DEVICES)
+        return; /* no such device (a series per ordinal would be unbounded) */
+    const struct cmt_replay_device *rd = cmt_replay_device(rp, e->dev);
+    if (rd)
+        observe_on(tl, rp, rd, e->t_ns, 0);
+    struct cmt_timeline_device *d = tl->failed ? NULL : device(tl, e->dev);
+    if (!d) {
+        tl->failed = 1;
+        return;
+    }
+    while ((e->t_ns >> tl->width_shift) >= tl->max_points && tl->width < (UINT64_C(1) << 62))
+        coarsen(tl);
+    uint64_t k64 = e->t_ns >> tl->width_shift;
+    uint32_t k = k64 < tl->max_points ? (uint32_t)k64 : tl->max_points - 1;
+    struct cmt_timeline_point *p = &d->points[k];
+    if (!p->used) { /* no driver-level state of this device (a converted snapshot) */
+        p->used = 1;
+        p->t_ns = p->last_t_ns = e->t_ns;
+        d->open = (int32_t)k;
+    }
+    struct cmt_alloc_figures f = cmt_alloc_device_figures(tl->alloc, e->dev);
+    if (!p->alloc_used) {
+        p->alloc_allocated = p->alloc_reserved = p->alloc_inactive_split = 0;
+        p->alloc_used = 1;
+    }
+    p->alloc_allocated = MAX(p->alloc_allocated, f.allocated_bytes);
+    p->alloc_reserved = MAX(p->alloc_reserved, f.reserved_bytes);
+    p->alloc_inactive_split = MAX(p->alloc_inactive_split, f.inactive_split_bytes);
+    p->last_alloc_allocated = f.allocated_bytes;
+    p->last_alloc_reserved = f.reserved_bytes;
+    p->last_alloc_inactive_split = f.inactive_split_bytes;
+    tl->alloc_seen = 1;
+}
+
 /* The events the replay skipped in the quiet window (inside the open bucket, at or below its
  * maximum): they count for the hole sampling, and the last of them gave the bucket its last
  * value, which is the device's state now (the runner calls this before anything changes it). */
@@ -231,6 +293,14 @@ static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
                               const struct cmt_replay_step *st)
 {
     struct cmt_timeline *tl = self->ctx;
+    if (st->rec.type != CMT_REC_EVENT) { /* shown only with an allocator view */
+        if (st->rec.type == CMT_REC_ALLOC_EVENT && !tl->failed) {
+            end_quiet(self, rp); /* the window's device is as its bucket's last value says */
+            observe_alloc(tl, rp, &st->rec.u.alloc_event);
+            self->quiet.until = 0;
+        }
+        return CMT_OBSERVE_EVENT | CMT_OBSERVE_RECORD;
+    }
     end_quiet(self, rp);
     cmt_timeline_observe(tl, rp, st);
     const struct cmt_replay_device *rd = st->device;
@@ -243,7 +313,7 @@ static unsigned timeline_step(struct cmt_observer *self, const cmt_replay *rp,
                                                  .until = (k + 1) << tl->width_shift,
                                                  .live_max = d->points[k].live_bytes};
     }
-    return CMT_OBSERVE_EVENT;
+    return CMT_OBSERVE_EVENT | (tl->alloc ? CMT_OBSERVE_RECORD : 0u);
 }
 
 static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
@@ -255,7 +325,7 @@ static int timeline_finish(struct cmt_observer *self, const cmt_replay *rp)
 
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl)
 {
-    return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT,
+    return (struct cmt_observer){.wants = CMT_OBSERVE_EVENT | (tl->alloc ? CMT_OBSERVE_RECORD : 0u),
                                  .step = timeline_step,
                                  .finish = timeline_finish,
                                  .ctx = tl,

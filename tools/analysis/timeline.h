@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "allocator.h"
 #include "replay.h"
 
 struct cmt_timeline_point {
@@ -27,6 +28,11 @@ struct cmt_timeline_point {
     uint32_t oom; /* out-of-memory failures inside the bucket */
     uint8_t peak; /* the device's peak */
     uint8_t used; /* the bucket saw an event */
+    /* allocator level (cmt_timeline_set_allocator), every allocator of the device summed: each
+     * figure's maximum inside the bucket, and its last value */
+    uint8_t alloc_used; /* the bucket saw an allocator event */
+    uint64_t alloc_allocated, alloc_reserved, alloc_inactive_split;
+    uint64_t last_alloc_allocated, last_alloc_reserved, last_alloc_inactive_split;
 };
 
 struct cmt_timeline_device {
@@ -47,6 +53,8 @@ struct cmt_timeline {
     size_t device_cap;
     uint32_t hit; /* index of the device of the last event (when device_count > 0) */
     int failed;
+    const cmt_alloc *alloc; /* the allocator-level view, or NULL */
+    int alloc_seen;         /* an allocator event was charted */
 };
 
 /* @return 0 or CMT_ENOMEM. max_points >= 2. */
@@ -89,6 +97,10 @@ static inline void cmt_timeline_observe(struct cmt_timeline *tl, const cmt_repla
 void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp);
 /* The kinds a chart stacks (CMT_KA_CHARTED), in table order. @return how many. */
 unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT]);
+/* Charts the allocator-level view too (not owned; its observer must come before the
+ * timeline's): each ALLOC_EVENT record is a point of its device, with the allocator's
+ * allocated, reserved and inactive split bytes beside the driver-level state. */
+void cmt_timeline_set_allocator(struct cmt_timeline *tl, const cmt_alloc *a);
 /* The timeline as a replay observer (cmt_replay_run). */
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl);
 

@@ -6,19 +6,27 @@
 
 #include "pass.h"
 #include "commands.h"
+#include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
 #include "sites.h"
 
 static const char usage[] =
     "usage: cumemtrace diff [--json] [--fail-if-peak-grows PCT] A B\n"
+    "       cumemtrace diff [--json] [--fail-if-peak-grows PCT] [--jobs N] DIR_A DIR_B\n"
     "\n"
     "Compares two runs (e.g. before and after a configuration change): peak device memory per\n"
     "device and process-wide, time to peak, allocation counts, out-of-memory episodes and their\n"
     "verdicts, fragmentation at the peak, and the call sites (matched by symbolized stack)\n"
     "whose bytes at the peak changed most.\n"
     "\n"
+    "Two directories of traces (runs of several processes) are compared rank by rank (process\n"
+    "by process in the order report lists them when the traces know no ranks);\n"
+    "--fail-if-peak-grows then applies to each rank.\n"
+    "\n"
     "  --json                    {\"a\": {...}, \"b\": {...}, \"delta\": {...}}\n"
     "  --fail-if-peak-grows PCT  exit 1 when B's peak exceeds A's by more than PCT percent\n"
+    "  --jobs N                  traces read at once (directories; default: the processors)\n"
     "  -h, --help                this help\n";
 
 #define SITES 10
@@ -47,9 +55,11 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
         cmt__json_i64(j, "dev", d->dev);
         cmt__json_u64(j, "peak_live_bytes", d->peak_live_bytes);
         cmt__json_u64(j, "peak_t_ns", d->peak_t_ns);
+        cmt__alloc_json_device(j, p->alloc, d->dev);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
+    cmt__alloc_json_settings(j, p);
     const struct cmt_fragmentation f = p->diff.frag_at_peak;
     if (p->diff.have_frag) {
         cmt__json_object(j, "fragmentation_at_peak");
@@ -125,6 +135,32 @@ static void row(const char *name, uint64_t a, uint64_t b, int bytes)
            d, pct(a, b));
 }
 
+/* Peaks inside the allocators of every device, and the settings each run used (only when a
+ * side has allocator-level records). */
+static void allocator_rows(const struct cmt__pass *pa, const struct cmt__pass *pb)
+{
+    char sa[1024], sb[1024];
+    const char *ta = cmt__alloc_settings_text(pa, sa, sizeof sa);
+    const char *tb = cmt__alloc_settings_text(pb, sb, sizeof sb);
+    if (!ta && !tb)
+        return;
+    struct cmt_alloc_figures peak[2] = {{0}};
+    for (int side = 0; side < 2; side++) {
+        const cmt_alloc *a = (side ? pb : pa)->alloc;
+        for (size_t i = 0; i < cmt_alloc_device_count(a); i++) {
+            const struct cmt_alloc_device *d = cmt_alloc_device_at(a, i);
+            peak[side].allocated_bytes += d->peak.allocated_bytes;
+            peak[side].reserved_bytes += d->peak.reserved_bytes;
+            peak[side].inactive_split_bytes += d->peak.inactive_split_bytes;
+        }
+    }
+    row("peak allocated", peak[0].allocated_bytes, peak[1].allocated_bytes, 1);
+    row("peak reserved", peak[0].reserved_bytes, peak[1].reserved_bytes, 1);
+    row("peak inactive split", peak[0].inactive_split_bytes, peak[1].inactive_split_bytes, 1);
+    printf("  settings A: %s\n", ta ? ta : "no allocator-level records");
+    printf("  settings B: %s\n", tb ? tb : "no allocator-level records");
+}
+
 static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
                         const struct cmt_site_delta *sites, size_t nsites)
 {
@@ -149,6 +185,7 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
     row("largest hole at peak", fa.largest_hole, fb.largest_hole, 1);
     row("granularity waste", fa.waste_bytes, fb.waste_bytes, 1);
     row("pool retention", fa.pool_retained_bytes, fb.pool_retained_bytes, 1);
+    allocator_rows(pa, pb);
     for (int side = 0; side < 2; side++) {
         const struct cmt__pass *p = side ? pb : pa;
         for (uint32_t i = 0; i < cmt_oom_count(p->oom); i++) {
@@ -222,6 +259,9 @@ static int parse_args(int argc, char **argv, struct diff_args *o)
 int cmt_cmd_diff(int argc, char **argv)
 {
     struct diff_args o = {0};
+    static const char *const value_options[] = {"--fail-if-peak-grows", NULL};
+    if (cmt__fleet_wanted(argc, argv, 2, value_options))
+        return cmt__fleet_diff(argc, argv, usage);
     int prc = parse_args(argc, argv, &o);
     if (prc)
         return prc < 0 ? 0 : prc;

@@ -2,8 +2,10 @@
  *
  * Keys: seq, t_ns, tid, api (exact entry point), op, result (CUresult), dev, then the call's
  * values under their field names (ptr, size, stream, pool, handle, offset, ...), stack (leaf
- * node id) and, with --stacks, frames (symbolized, innermost first). --all adds the other
- * records (device, meminfo, note, signal, end) with a "record" key. */
+ * node id) and, with --stacks, frames (symbolized, innermost first). Allocator-level records
+ * (docs/trace-format.md) follow in file order with a "record" key: "allocator" (id, name,
+ * version, conf) and "alloc_event" (allocator, action, t_ns, tid, dev, its fields, stack).
+ * --all adds the other records (device, meminfo, note, signal, end), keyed the same way. */
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +40,42 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
     cmt__json_u64(j, "stack", e->stack);
     if (stacks)
         cmt__json_stack(j, "frames", r, e->stack);
+    cmt__json_end_object(j);
+    cmt__json_finish(j);
+}
+
+static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cmt_record *rec,
+                       int stacks)
+{
+    cmt__json_object(j, NULL);
+    if (rec->type == CMT_REC_ALLOCATOR) {
+        const struct cmt_alloc_info *a = &rec->u.alloc_info;
+        cmt__json_string(j, "record", "allocator");
+        cmt__json_u64(j, "id", a->id);
+        cmt__json_u64(j, "t_ns", a->t_ns);
+        cmt__json_i64(j, "dev", a->dev);
+        cmt__json_string(j, "name", a->name);
+        cmt__json_string(j, "version", a->version);
+        cmt__json_string(j, "conf", a->conf);
+    } else {
+        const struct cmt_alloc_event *e = &rec->u.alloc_event;
+        const char *action = cmt_alloc_action_name(e->action);
+        cmt__json_string(j, "record", "alloc_event");
+        cmt__json_u64(j, "allocator", e->allocator);
+        if (action)
+            cmt__json_string(j, "action", action);
+        else
+            cmt__json_u64(j, "action", e->action);
+        cmt__json_u64(j, "t_ns", e->t_ns);
+        cmt__json_u64(j, "tid", e->tid);
+        cmt__json_i64(j, "dev", e->dev);
+        for (uint32_t f = 0; f < CMT_NAFIELDS; f++)
+            if (e->fields & (UINT32_C(1) << f))
+                cmt__json_u64(j, cmt_alloc_field_name(f), e->v[f]);
+        cmt__json_u64(j, "stack", e->stack);
+        if (stacks)
+            cmt__json_stack(j, "frames", r, e->stack);
+    }
     cmt__json_end_object(j);
     cmt__json_finish(j);
 }
@@ -119,6 +157,8 @@ int cmt_cmd_dump(int argc, char **argv)
         cmt__json_init(&j, stdout); /* one document per line */
         if (rec.type == CMT_REC_EVENT)
             dump_event(&j, r, &rec.u.event, stacks);
+        else if (rec.type == CMT_REC_ALLOCATOR || rec.type == CMT_REC_ALLOC_EVENT)
+            dump_alloc(&j, r, &rec, stacks);
         else if (all && (rec.type == CMT_REC_DEVICE || rec.type == CMT_REC_MEMINFO ||
                          rec.type == CMT_REC_NOTE || rec.type == CMT_REC_SIGNAL ||
                          rec.type == CMT_REC_END))

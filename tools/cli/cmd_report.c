@@ -5,18 +5,26 @@
 
 #include "pass.h"
 #include "commands.h"
+#include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
 #include "sites.h"
 
 static const char usage[] =
     "usage: cumemtrace report [--json] FILE\n"
+    "       cumemtrace report [--json] [--jobs N] TRACE... | DIR   (several processes)\n"
     "\n"
     "Summarises a trace: the process, its devices, calls per API, peak device memory per device\n"
     "and when, the call sites that held the most at the peak, allocations still alive at exit\n"
     "(leaks) by call site, failures, the size histogram, temporary allocations (freed before the\n"
     "next allocation) and per-thread totals. docs/analysis.md defines every figure.\n"
     "\n"
+    "Over several traces (or a directory of them): one report of the run: each process's and\n"
+    "rank's peak, which rank failed first and when, the imbalance (max over median peak), and\n"
+    "the GPUs that several processes shared.\n"
+    "\n"
     "  --json      one JSON object\n"
+    "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
 static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *rp,
@@ -55,7 +63,7 @@ static void json_process(struct cmt__json *j, const struct cmt__pass *p)
     cmt__json_end_object(j);
 }
 
-static void json_devices(struct cmt__json *j, const cmt_replay *rp)
+static void json_devices(struct cmt__json *j, const cmt_replay *rp, const cmt_alloc *a)
 {
     cmt__json_array(j, "devices");
     for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
@@ -74,6 +82,20 @@ static void json_devices(struct cmt__json *j, const cmt_replay *rp)
         cmt__json_u64(j, "free_calls", d->free_calls);
         cmt__json_u64(j, "failures", d->failures);
         cmt__json_u64(j, "oom_failures", d->oom_failures);
+        cmt__alloc_json_device(j, a, d->dev);
+        cmt__json_end_object(j);
+    }
+    /* devices only the allocator-level records name (a converted snapshot) */
+    for (size_t i = 0; i < cmt_alloc_device_count(a); i++) {
+        int32_t dev = cmt_alloc_device_at(a, i)->dev;
+        int seen = cmt_replay_device(rp, dev) != NULL;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = cmt_alloc_device_at(a, k)->dev == dev;
+        if (seen)
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", dev);
+        cmt__alloc_json_device(j, a, dev);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -144,7 +166,8 @@ static void json_report(const struct cmt__pass *p)
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
     if (host)
         cmt__json_u64(&j, "host_pinned_peak_bytes", t->host_peak_bytes);
-    json_devices(&j, rp);
+    json_devices(&j, rp, p->alloc);
+    cmt__alloc_json_settings(&j, p);
     json_api_calls(&j, rp, p->reader);
     json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
     json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
@@ -188,6 +211,30 @@ static int text_sites(const cmt_replay *rp, const char *title, const struct cmt_
     return raw;
 }
 
+/* The allocator-level lines (only with allocator-level records). */
+static void text_allocator(const struct cmt__pass *p)
+{
+    char a[32], b[32], c[32], d[32], e[32], label[160], settings[1024];
+    if (!cmt__alloc_settings_text(p, settings, sizeof settings))
+        return;
+    printf("%-10s %s\n", "settings", settings);
+    for (size_t i = 0; i < cmt_alloc_device_count(p->alloc); i++) {
+        int32_t dev = cmt_alloc_device_at(p->alloc, i)->dev;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = cmt_alloc_device_at(p->alloc, k)->dev == dev;
+        struct cmt_alloc_figures now, peak;
+        if (seen || !cmt__alloc_totals(p->alloc, dev, &now, &peak))
+            continue;
+        printf("%-10s %s: allocated %s at the end (peak %s), reserved %s (peak %s), %" PRIu64
+               " segments, inactive split %s\n",
+               "allocator", cmt__device_label(p->replay, dev, label, sizeof label),
+               cmt__bytes(now.allocated_bytes, a), cmt__bytes(peak.allocated_bytes, b),
+               cmt__bytes(now.reserved_bytes, c), cmt__bytes(peak.reserved_bytes, d), now.segments,
+               cmt__bytes(now.inactive_split_bytes, e));
+    }
+}
+
 static void text_report(const struct cmt__pass *p)
 {
     const cmt_replay *rp = p->replay;
@@ -221,6 +268,7 @@ static void text_report(const struct cmt__pass *p)
                cmt__bytes(d->peak_live_bytes, a), cmt__duration(d->peak_t_ns, b),
                cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
     }
+    text_allocator(p);
     printf("\ncalls by API\n");
     for (uint32_t id = 0; id < 65536; id++) {
         const struct cmt_api *api = cmt_reader_api(r, id);
@@ -267,6 +315,8 @@ int cmt_cmd_report(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
+    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+        return cmt__fleet_report(argc, argv, usage);
     if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
         return status;
     if (json)

@@ -6,11 +6,15 @@
 
 #include "pass.h"
 #include "commands.h"
+#include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
+#include "site_timeline.h"
 #include "timeline.h"
 
 static const char usage[] =
     "usage: cumemtrace timeline [--csv | --json | --svg OUT.svg] [--points N] FILE\n"
+    "       cumemtrace timeline [--csv | --json] [--points N] [--jobs N] TRACE... | DIR\n"
     "\n"
     "Device memory of the traced process over time, per device: live bytes by kind, reserved\n"
     "address space, pool retention, allocation count and fragmentation, with the peak and the\n"
@@ -18,13 +22,36 @@ static const char usage[] =
     "exact, and its last value, so memory freed inside a bucket is drawn freed. Without an output "
     "option: a short summary with a sparkline.\n"
     "\n"
+    "Over several traces (or a directory of them): the processes side by side on one clock,\n"
+    "one row (text) or column (CSV: t_ns, wall_ns, rank_N or pid_N) each.\n"
+    "\n"
     "  --csv         one row per point (columns in docs/analysis.md)\n"
     "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
     "  --svg OUT     write a self-contained SVG chart to OUT (also --svg=OUT)\n"
     "  --points N    at most N points per device (default 60 for the summary, 1000 otherwise)\n"
+    "  --jobs N      traces read at once (several traces; default: the processors)\n"
     "  -h, --help    this help\n";
 
 enum format { TEXT, CSV, JSON, SVG };
+
+/* A bucket without an allocator event keeps the figures the last one left. */
+struct alloc_carry {
+    uint64_t allocated, reserved, inactive_split;
+};
+static struct cmt_timeline_point alloc_point(struct alloc_carry *c,
+                                             const struct cmt_timeline_point *p)
+{
+    struct cmt_timeline_point q = *p;
+    if (!p->alloc_used) {
+        q.alloc_allocated = q.last_alloc_allocated = c->allocated;
+        q.alloc_reserved = q.last_alloc_reserved = c->reserved;
+        q.alloc_inactive_split = q.last_alloc_inactive_split = c->inactive_split;
+    }
+    c->allocated = q.last_alloc_allocated;
+    c->reserved = q.last_alloc_reserved;
+    c->inactive_split = q.last_alloc_inactive_split;
+    return q;
+}
 
 static void csv(const struct cmt_timeline *tl)
 {
@@ -35,22 +62,32 @@ static void csv(const struct cmt_timeline *tl)
         printf(",%s_bytes", cmt_kind_name(chart[k]));
     printf(",host_pinned_bytes,reserved_va_bytes,mapped_bytes,pool_retained_bytes,allocations,"
            "hole_bytes,largest_hole_bytes,hole_fragmentation,largest_unmapped_bytes,"
-           "granularity_waste_bytes,oom,peak,last_t_ns,last_live_bytes\n");
+           "granularity_waste_bytes,oom,peak,last_t_ns,last_live_bytes%s\n",
+           tl->alloc_seen ? ",allocated_bytes,reserved_bytes,inactive_split_bytes,"
+                            "last_allocated_bytes,last_reserved_bytes"
+                          : "");
     for (uint32_t s = 0; s < tl->device_count; s++) {
         const struct cmt_timeline_device *d = &tl->devices[s];
+        struct alloc_carry carry = {0};
         for (uint32_t i = 0; i < tl->max_points; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
                 continue;
+            struct cmt_timeline_point ap = alloc_point(&carry, p);
             printf("%" PRIu64 ",%d,%" PRIu64, p->t_ns, d->dev, p->live_bytes);
             for (size_t k = 0; k < nchart; k++)
                 printf(",%" PRIu64, p->kind_bytes[chart[k]]);
             printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                   ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 "\n",
+                   ",%" PRIu64 ",%.4f,%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64,
                    p->kind_bytes[CMT_KIND_HOST], p->kind_bytes[CMT_KIND_VA], p->mapped_bytes,
                    p->kind_bytes[CMT_KIND_POOL], p->allocations, p->hole_bytes, p->largest_hole,
                    p->hole_fragmentation, p->largest_unmapped, p->waste_bytes, p->oom, p->peak,
                    p->last_t_ns, p->last_live_bytes);
+            if (tl->alloc_seen)
+                printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+                       ap.alloc_allocated, ap.alloc_reserved, ap.alloc_inactive_split,
+                       ap.last_alloc_allocated, ap.last_alloc_reserved);
+            putchar('\n');
         }
     }
 }
@@ -68,17 +105,21 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
     for (uint32_t s = 0; s < tl->device_count; s++) {
         const struct cmt_timeline_device *d = &tl->devices[s];
         const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
-        if (!rd)
+        const struct cmt_alloc_device *ad = cmt_alloc_device(pass->alloc, 0, d->dev);
+        if (!rd && !ad)
             continue;
         cmt__json_object(&j, NULL);
         cmt__json_i64(&j, "dev", d->dev);
-        cmt__json_u64(&j, "peak_live_bytes", rd->peak_live_bytes);
-        cmt__json_u64(&j, "peak_t_ns", rd->peak_t_ns);
+        cmt__json_u64(&j, "peak_live_bytes", rd ? rd->peak_live_bytes : 0);
+        cmt__json_u64(&j, "peak_t_ns", rd ? rd->peak_t_ns : 0);
+        cmt__alloc_json_device(&j, pass->alloc, d->dev);
         cmt__json_array(&j, "points");
+        struct alloc_carry carry = {0};
         for (uint32_t i = 0; i < tl->max_points; i++) {
             const struct cmt_timeline_point *p = &d->points[i];
             if (!p->used)
                 continue;
+            struct cmt_timeline_point ap = alloc_point(&carry, p);
             cmt__json_object(&j, NULL);
             cmt__json_u64(&j, "t_ns", p->t_ns);
             cmt__json_i64(&j, "dev", d->dev);
@@ -102,6 +143,13 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
             cmt__json_bool(&j, "peak", p->peak);
             cmt__json_u64(&j, "last_t_ns", p->last_t_ns);
             cmt__json_u64(&j, "last_live_bytes", p->last_live_bytes);
+            if (tl->alloc_seen) {
+                cmt__json_u64(&j, "allocated_bytes", ap.alloc_allocated);
+                cmt__json_u64(&j, "reserved_bytes", ap.alloc_reserved);
+                cmt__json_u64(&j, "inactive_split_bytes", ap.alloc_inactive_split);
+                cmt__json_u64(&j, "last_allocated_bytes", ap.last_alloc_allocated);
+                cmt__json_u64(&j, "last_reserved_bytes", ap.last_alloc_reserved);
+            }
             cmt__json_end_object(&j);
         }
         cmt__json_end_array(&j);
@@ -123,14 +171,56 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
     cmt__json_finish(&j);
 }
 
+static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+
+/* The allocator's lines of a device: its peaks, and sparklines of reserved and allocated bytes
+ * on the scale of reserved's peak. */
+static void text_allocator(const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                           const struct cmt_timeline_device *d)
+{
+    struct cmt_alloc_figures now, peak;
+    char a[32], b[32], c[32], e[32], f[32], label[160];
+    if (!cmt__alloc_totals(pass->alloc, d->dev, &now, &peak))
+        return;
+    printf("%s allocator: allocated peak %s (%s at the end), reserved peak %s (%s at the end), "
+           "inactive split peak %s\n",
+           cmt__device_label(pass->replay, d->dev, label, sizeof label),
+           cmt__bytes(peak.allocated_bytes, a), cmt__bytes(now.allocated_bytes, b),
+           cmt__bytes(peak.reserved_bytes, c), cmt__bytes(now.reserved_bytes, e),
+           cmt__bytes(peak.inactive_split_bytes, f));
+    uint64_t end = cmt_replay_totals(pass->replay)->last_t_ns;
+    const struct cmt_alloc_device *ad = cmt_alloc_device(pass->alloc, 0, d->dev);
+    end = ad->last_t_ns > end ? ad->last_t_ns : end;
+    uint64_t cells = (end >> tl->width_shift) + 1;
+    for (int row = 0; row < 2; row++) {
+        struct alloc_carry carry = {0};
+        printf("  %-10s", row ? "allocated" : "reserved");
+        for (uint32_t i = 0; i < tl->max_points && i < cells; i++) {
+            struct cmt_timeline_point ap = alloc_point(&carry, &d->points[i]);
+            uint64_t v = row ? ap.alloc_allocated : ap.alloc_reserved;
+            if (!d->points[i].used) /* an empty bucket: the last value before it */
+                v = row ? carry.allocated : carry.reserved;
+            uint64_t top = peak.reserved_bytes;
+            int level = !top || !v ? 0 : v >= top ? 7 : (int)((double)v / (double)top * 7);
+            fputs(bars[level], stdout);
+        }
+        printf("\n");
+    }
+}
+
 static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
 {
-    static const char *const bars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
     char a[32], b[32], c[32], label[160];
     int any = 0;
     for (uint32_t s = 0; s < tl->device_count; s++) {
         const struct cmt_timeline_device *d = &tl->devices[s];
         const struct cmt_replay_device *rd = cmt_replay_device(pass->replay, d->dev);
+        if (cmt_alloc_device(pass->alloc, 0, d->dev) &&
+            (!rd || (!rd->peak_live_bytes && !rd->alloc_calls))) {
+            any = 1; /* only the allocator's view (a converted snapshot) */
+            text_allocator(pass, tl, d);
+            continue;
+        }
         if (!rd || (!rd->peak_live_bytes && !rd->alloc_calls))
             continue;
         any = 1;
@@ -160,6 +250,8 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
                    "waste %s, pool retention %s\n",
                    cmt__bytes(f.hole_bytes, a), cmt__bytes(f.largest_hole, b), f.hole_fragmentation,
                    cmt__bytes(f.waste_bytes, c), cmt__bytes(f.pool_retained_bytes, label));
+        if (cmt_alloc_device(pass->alloc, 0, d->dev))
+            text_allocator(pass, tl, d);
     }
     if (!any)
         printf("%s: no device memory was allocated.\n", pass->path);
@@ -171,6 +263,9 @@ int cmt_cmd_timeline(int argc, char **argv)
     const char *path = NULL, *svg_path = NULL;
     long points = 0;
     const char *v, *chosen = NULL; /* the output option given */
+    static const char *const value_options[] = {"--svg", "--points", NULL};
+    if (cmt__fleet_wanted(argc, argv, 1, value_options))
+        return cmt__fleet_timeline(argc, argv, usage);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         enum format want = TEXT;
@@ -213,8 +308,15 @@ int cmt_cmd_timeline(int argc, char **argv)
         return cmt__usage_error("timeline", "missing trace FILE");
     struct cmt_timeline tl;
     cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
+    /* the SVG's capacity line and others band come from the free/total samples */
+    struct cmt_site_groups none = {0};
+    struct cmt_site_timeline samples;
+    cmt_site_timeline_init(&samples, tl.max_points, &none);
+    struct cmt_observer extra = cmt_site_timeline_observer(&samples);
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "timeline", path, 1, &tl) != 0) {
+    if (cmt__pass_open(&p, "timeline", path) != 0 ||
+        cmt__pass_replay(&p, 1, &tl, &extra, fmt == SVG) != 0) {
+        cmt_site_timeline_free(&samples);
         cmt_timeline_free(&tl);
         return 1;
     }
@@ -225,7 +327,7 @@ int cmt_cmd_timeline(int argc, char **argv)
         json(&p, &tl);
     } else if (fmt == SVG) {
         FILE *f = fopen(svg_path, "w");
-        int bad = !f || cmt__timeline_svg(f, &p, &tl) != 0;
+        int bad = !f || cmt__timeline_svg(f, &p, &tl, samples.failed ? NULL : &samples) != 0;
         if ((f && fclose(f) != 0) || bad) {
             fprintf(stderr, "cumemtrace timeline: %s: cannot write the chart\n", svg_path);
             rc = 1;
@@ -238,6 +340,7 @@ int cmt_cmd_timeline(int argc, char **argv)
     if (cmt__pass_status(&p))
         rc = 1;
     cmt__pass_close(&p);
+    cmt_site_timeline_free(&samples);
     cmt_timeline_free(&tl);
     return rc;
 }

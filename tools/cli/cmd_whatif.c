@@ -543,6 +543,7 @@ int cmt_cmd_whatif(int argc, char **argv)
     struct cmt_whatif_result *results = malloc(MAX_SETTINGS * sizeof *results);
     cmt_reader *r = NULL;
     struct cmt_whatif_stream s = {0};
+    struct cmt_whatif_selfcheck check = {0};
     int status = 1;
     if (!o || !settings || !results) {
         fprintf(stderr, "cumemtrace whatif: out of memory\n");
@@ -568,7 +569,8 @@ int cmt_cmd_whatif(int argc, char **argv)
                            cmt__progress_now_ns());
         extra[extra_count++] = cmt__progress_observer(&progress);
     }
-    rc = cmt_whatif_stream_load_observed(r, &s, extra, extra_count, err, sizeof err);
+    /* allocator records, or driver's */
+    rc = cmt_whatif_load_any_observed(r, &s, &check, extra, extra_count, err, sizeof err);
     if (extra_count)
         cmt__progress_done(&progress);
     if (rc) {
@@ -590,6 +592,10 @@ int cmt_cmd_whatif(int argc, char **argv)
     if (!o->oom_style_given && cmt_whatif_torch_prints_1x(s.torch_version)) {
         run.oom_style = CMT_MODEL_OOM_1X;
         run.oom_style_from_trace = true;
+    }
+    if (check.present) {
+        cmt_whatif_selfcheck_run(&s, run.capacity, run.device_total, &check); /* check.error */
+        run.check = &check;
     }
     if (!o->max_split_size.count)
         default_split_list(o, &s, &run.dev);
@@ -631,6 +637,7 @@ int cmt_cmd_whatif(int argc, char **argv)
                 o->path, s.caching_reason);
     status = 0;
 out:
+    cmt_whatif_selfcheck_free(&check);
     cmt_whatif_stream_free(&s);
     cmt_reader_close(r);
     free(o);

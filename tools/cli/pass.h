@@ -5,6 +5,7 @@
 #include "diff.h"
 #include <stdio.h>
 
+#include "allocator.h"
 #include "oom.h"
 #include "replay.h"
 #include "report.h"
@@ -20,6 +21,7 @@ struct cmt__pass {
     const char *cmd, *path;
     cmt_reader *reader;
     cmt_replay *replay;
+    cmt_alloc *alloc;              /* the allocator-level view (always kept) */
     cmt_oom *oom;                  /* NULL: no OOM analysis */
     struct cmt_timeline *timeline; /* NULL: no timeline */
     struct cmt_report report;      /* with CMT__PASS_REPORT */
@@ -28,6 +30,13 @@ struct cmt__pass {
 };
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
+/* cmt__pass_run in two steps, for observers that need the reader before the replay:
+ * cmt__pass_open() opens the trace (@return 0, or 1 after printing why it cannot be read:
+ * nothing to close); cmt__pass_replay() runs the pass with `nextra` more observers after the
+ * analyses' (copied: their ctx must outlive the pass). @return as cmt__pass_run. */
+int cmt__pass_open(struct cmt__pass *p, const char *cmd, const char *path);
+int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *timeline,
+                     const struct cmt_observer *extra, size_t nextra);
 void cmt__pass_close(struct cmt__pass *p);
 /* The exit status a finished pass leaves its command: 1 when the replay stopped on an error that
  * is not damage (out of memory: the results shown are partial), else 0. */
@@ -39,9 +48,12 @@ int cmt__pass_status(const struct cmt__pass *p);
 int cmt__pass_from_args(struct cmt__pass *p, int argc, char **argv, const char *cmd,
                         const char *usage, unsigned want, int *json, int *status);
 
-/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
+/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c); `samples` (NULL:
+ * none) gives each device's capacity and the memory held by others.
  * @return 0, or -1 when writing to f failed. */
-int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
+struct cmt_site_timeline;
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                      const struct cmt_site_timeline *samples);
 
 /* Device label: "GPU 0 (NVIDIA H100)" or "device -1 (unknown)". @return buf. */
 const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size_t size);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "whatif.h"
+#include "whatif_blocks.h"
 
 struct cmt_whatif_run_out {
     const struct cmt_whatif_stream *stream;
@@ -22,6 +23,8 @@ struct cmt_whatif_run_out {
     struct cmt_whatif_recommendation rec;
     bool has_exact; /* exact holds the replay of rec.exact_max_split_mb */
     struct cmt_whatif_result exact;
+    /* the stream came from allocator-level records: the model's check of itself, else NULL */
+    const struct cmt_whatif_selfcheck *check;
 };
 
 /* "20GiB", "21556 MiB", "1.5G", plain bytes (binary units, any case).
@@ -30,5 +33,11 @@ int cmt_whatif_parse_bytes(const char *text, uint64_t *out);
 
 void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run);
 void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run);
+
+/* The self-check (run->check != NULL): its lines, and its "self_check" JSON object
+ * (whatif_selfcheck_print.c). */
+struct cmt__json;
+void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run);
+void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run_out *run);
 
 #endif

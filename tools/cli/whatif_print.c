@@ -235,6 +235,8 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
 void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run)
 {
     print_header(f, run);
+    if (run->check)
+        cmt__whatif_print_selfcheck(f, run);
     print_table(f, run);
     print_ooms(f, run);
     print_recommendation(f, run);
@@ -464,6 +466,8 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     for (size_t i = 0; i < run->count; i++)
         json_result(&j, run, &run->results[i]);
     cmt__json_end_array(&j);
+    if (run->check)
+        cmt__whatif_json_selfcheck(&j, run);
     json_recommendation(&j, run);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);

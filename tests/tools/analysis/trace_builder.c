@@ -31,6 +31,8 @@ static const struct cmt_api apis[] = {
 
 #define MAX_NODES 4096
 static char node_names[MAX_NODES][64];
+static char node_files[MAX_NODES][64];
+static uint32_t node_lines[MAX_NODES];
 
 static void must(int rc)
 {
@@ -42,13 +44,32 @@ static void must(int rc)
 
 void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes)
 {
+    static const char *argv[] = {"./fill_device", "--big"};
+    struct cmt_process p = {100,
+                            1,
+                            1700000000000000000ull,
+                            5000,
+                            12040,
+                            "testhost",
+                            "/tmp/fill_device",
+                            2,
+                            argv,
+                            -1,
+                            -1,
+                            -1,
+                            NULL};
+    tb_begin_process(b, &p, total, free_bytes);
+}
+
+void tb_begin_process(struct tb *b, const struct cmt_process *p, uint64_t total,
+                      uint64_t free_bytes)
+{
     memset(b, 0, sizeof *b);
+    memset(node_files, 0, sizeof node_files);
+    memset(node_lines, 0, sizeof node_lines);
     b->next_node = 1;
     must(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL));
-    static const char *argv[] = {"./fill_device", "--big"};
-    struct cmt_process p = {
-        100, 1, 1700000000000000000ull, 5000, 12040, "testhost", "/tmp/fill_device", 2, argv};
-    must(cmt_writer_process(b->w, &p));
+    must(cmt_writer_process(b->w, p));
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         must(cmt_writer_api(b->w, &apis[i]));
     struct cmt_thread th = {77, "main"};
@@ -80,6 +101,62 @@ uint32_t tb_frame(struct tb *b, uint32_t parent, const char *function)
     if (id < MAX_NODES)
         snprintf(node_names[id], sizeof node_names[id], "%s", function);
     return id;
+}
+
+uint32_t tb_source_frame(struct tb *b, uint32_t parent, const char *function, const char *file,
+                         uint32_t line)
+{
+    uint32_t id = tb_frame(b, parent, function);
+    if (id < MAX_NODES) {
+        snprintf(node_files[id], sizeof node_files[id], "%s", file);
+        node_lines[id] = line;
+    }
+    return id;
+}
+
+void tb_allocator(struct tb *b, uint32_t id, const char *conf)
+{
+    struct cmt_alloc_info a = {id, b->t_ns, -1, "pytorch-cuda-caching", "2.6.0", conf};
+    must(cmt_writer_alloc_info(b->w, &a));
+}
+
+void tb_alloc_event(struct tb *b, uint32_t action, int32_t dev, uint32_t stack, uint32_t fields,
+                    const uint64_t *values)
+{
+    b->t_ns += 1000;
+    struct cmt_alloc_event e = {.allocator = 1,
+                                .action = action,
+                                .t_ns = b->t_ns,
+                                .tid = 77,
+                                .dev = dev,
+                                .stack = stack,
+                                .fields = fields | CMT_AF(SEQ)};
+    int k = 0;
+    for (uint32_t m = fields; m; m &= m - 1)
+        e.v[__builtin_ctz(m)] = values[k++];
+    e.v[CMT_AFIELD_SEQ] = b->seq;
+    must(cmt_writer_alloc_event(b->w, &e));
+}
+
+void tb_segment(struct tb *b, uint64_t addr, uint64_t size, uint32_t flags)
+{
+    uint64_t v[] = {addr, size, flags};
+    tb_alloc_event(b, CMT_AA_SEGMENT_ALLOC, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(FLAGS), v);
+}
+
+void tb_block(struct tb *b, uint64_t addr, uint64_t size, uint64_t requested, uint32_t stack,
+              uint32_t flags)
+{
+    uint64_t v[] = {addr, size, requested, flags};
+    tb_alloc_event(b, CMT_AA_ALLOC, 0, stack,
+                   CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(REQUESTED) | CMT_AF(FLAGS), v);
+}
+
+void tb_block_free(struct tb *b, uint64_t addr, uint64_t size)
+{
+    uint64_t v[] = {addr, size};
+    tb_alloc_event(b, CMT_AA_FREE_REQUESTED, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    tb_alloc_event(b, CMT_AA_FREE_COMPLETED, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
 }
 
 uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,
@@ -134,7 +211,11 @@ void tb_finish(struct tb *b, int clean)
     uint32_t string_id = 1;
     for (uint32_t id = 1; id < b->next_node && id < MAX_NODES; id++) {
         must(cmt_writer_string(b->w, string_id, node_names[id]));
-        struct cmt_symbol s = {id, string_id++, 0, 0, 0};
+        struct cmt_symbol s = {id, string_id++, 0, node_lines[id], 0};
+        if (node_files[id][0]) {
+            must(cmt_writer_string(b->w, string_id, node_files[id]));
+            s.file = string_id++;
+        }
         must(cmt_writer_symbol(b->w, &s));
     }
     must(cmt_writer_flush(b->w));

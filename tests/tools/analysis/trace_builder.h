@@ -44,6 +44,9 @@ struct tb {
 
 /* Header records: PROCESS, every API, and device 0 of `total` bytes with `free` free. */
 void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes);
+/* The same with the caller's PROCESS record (pid, rank, host, start time). */
+void tb_begin_process(struct tb *b, const struct cmt_process *p, uint64_t total,
+                      uint64_t free_bytes);
 /* A stack of `depth` frames; functions named "<name>_<level>" via SYMBOL records written at
  * tb_finish. @return the leaf node id. */
 uint32_t tb_stack(struct tb *b, const char *name, int depth);
@@ -53,6 +56,19 @@ uint32_t tb_frame(struct tb *b, uint32_t parent, const char *function);
  * handle, offset, flags, ...), whatever the call's argument order. @return its seq. */
 uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32_t stack,
                   uint32_t fields, const uint64_t *values);
+/* One frame with a source file and line (a Python frame of a snapshot: "train.py", 42). */
+uint32_t tb_source_frame(struct tb *b, uint32_t parent, const char *function, const char *file,
+                         uint32_t line);
+/* Allocator-level records of allocator 1 ("pytorch-cuda-caching", settings conf). Values of
+ * tb_alloc_event come in field-bit order; each event also carries SEQ (the last event's seq). */
+void tb_allocator(struct tb *b, uint32_t id, const char *conf);
+void tb_alloc_event(struct tb *b, uint32_t action, int32_t dev, uint32_t stack, uint32_t fields,
+                    const uint64_t *values);
+/* Shorthands on device 0: segment_alloc; alloc of a block; free_requested + free_completed. */
+void tb_segment(struct tb *b, uint64_t addr, uint64_t size, uint32_t flags);
+void tb_block(struct tb *b, uint64_t addr, uint64_t size, uint64_t requested, uint32_t stack,
+              uint32_t flags);
+void tb_block_free(struct tb *b, uint64_t addr, uint64_t size);
 uint64_t tb_alloc(struct tb *b, uint64_t ptr, uint64_t size, uint32_t stack);
 uint64_t tb_alloc_fail(struct tb *b, uint64_t size, uint32_t stack);
 uint64_t tb_free(struct tb *b, uint64_t ptr);

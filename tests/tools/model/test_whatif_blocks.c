@@ -1,0 +1,200 @@
+/* Tests of whatif's stream from allocator-level records and of the model's self-check
+ * (tools/model/whatif_blocks.c, whatif_selfcheck.c). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "alloc_fixture.h"
+#include "caching_model.h"
+#include "reader.h"
+#include "whatif_blocks.h"
+
+#define MIB(x) ((uint64_t)(x) << 20)
+
+/* A run recorded from the model itself: its segments (device hooks) and blocks as an allocator
+ * would write them, so the self-check must agree with every segment. */
+struct gen {
+    struct tb b;
+};
+
+static int gen_alloc(void *ctx, uint64_t address, uint64_t size)
+{
+    struct gen *g = ctx;
+    uint64_t v[] = {address, size};
+    tb_alloc_event(&g->b, CMT_AA_SEGMENT_ALLOC, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    return 0;
+}
+
+static void gen_free(void *ctx, uint64_t address, uint64_t size)
+{
+    struct gen *g = ctx;
+    uint64_t v[] = {address, size};
+    tb_alloc_event(&g->b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+}
+
+/* ops: > 0 allocates that many MiB (tensor i = the i-th alloc), < 0 frees tensor -op-1. */
+static void generate(struct gen *g, const char *conf, uint64_t capacity, const int *ops, size_t n)
+{
+    tb_begin(&g->b, capacity, capacity);
+    tb_allocator(&g->b, 1, conf);
+    struct cmt_model_config config;
+    cmt_model_config_default(&config, capacity);
+    char err[128];
+    if (*conf)
+        cr_assert_eq(cmt_model_config_parse(&config, conf, err, sizeof err), 0, "%s", err);
+    struct cmt_model *m;
+    cr_assert_eq(cmt_model_create(&config, &m), 0);
+    struct cmt_model_device_hooks hooks = {gen_alloc, gen_free, g};
+    cmt_model_set_device_hooks(m, &hooks);
+    cmt_model_handle h[64] = {0};
+    size_t tensors = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i] < 0) {
+            struct cmt_model_block blk;
+            cr_assert_eq(cmt_model_block_info(m, h[-ops[i] - 1], &blk), 0);
+            tb_block_free(&g->b, blk.address, blk.size);
+            cmt_model_free(m, h[-ops[i] - 1]);
+            continue;
+        }
+        uint64_t size = MIB(ops[i]) - 4096; /* a tensor that is not a whole number of MiB */
+        int rc = cmt_model_alloc(m, size, 0, &h[tensors]);
+        if (rc == CMT_EMODEL_OOM) {
+            const struct cmt_model_oom *o = cmt_model_last_oom(m);
+            uint64_t v[] = {o->rounded, o->device_free, o->device_total, o->allocated, o->reserved};
+            tb_alloc_event(&g->b, CMT_AA_OOM, 0, 0,
+                           CMT_AF(SIZE) | CMT_AF(DEVICE_FREE) | CMT_AF(DEVICE_TOTAL) |
+                               CMT_AF(ALLOCATED) | CMT_AF(RESERVED),
+                           v);
+            tensors++;
+            continue;
+        }
+        cr_assert_eq(rc, 0);
+        struct cmt_model_block blk;
+        cr_assert_eq(cmt_model_block_info(m, h[tensors], &blk), 0);
+        tb_block(&g->b, blk.address, blk.size, size, 0, 0);
+        tensors++;
+    }
+    cmt_model_destroy(m);
+    tb_finish(&g->b, 1);
+}
+
+static void load(struct tb *b, struct cmt_whatif_stream *s, struct cmt_whatif_selfcheck *c)
+{
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, b->buf.data, b->buf.len), 0);
+    char err[256] = "";
+    cr_assert_eq(cmt_whatif_blocks_load(r, s, c, err, sizeof err), 0, "%s", err);
+    cmt_reader_close(r);
+}
+
+Test(whatif_blocks, a_run_of_the_model_itself_agrees_with_every_segment)
+{
+    static const int ops[] = {600, 30, -1, 100, 5, 400, -2, -4, 700, 8, 12, -3, 900, 1, -6, 300};
+    static const char *const confs[] = {"", "max_split_size_mb:200", "max_split_size_mb:650"};
+    for (size_t k = 0; k < 3; k++) {
+        struct gen g;
+        generate(&g, confs[k], MIB(3000), ops, sizeof ops / sizeof *ops);
+        struct cmt_whatif_stream s;
+        struct cmt_whatif_selfcheck c;
+        load(&g.b, &s, &c);
+        cr_expect(c.present);
+        cr_expect_str_eq(c.conf, confs[k]);
+        cr_expect_eq(s.allocs, 11);
+        cr_expect_eq(s.frees, 5);
+        cr_assert_eq(cmt_whatif_selfcheck_run(&s, MIB(3000), MIB(3000), &c), 0, "%s", c.error);
+        cr_expect(c.ran);
+        cr_expect_geq(c.recorded_segments, 4, "conf %s", confs[k]);
+        cr_expect_eq(c.agreeing, c.recorded_segments, "conf %s: %lu of %lu", confs[k],
+                     (unsigned long)c.agreeing, (unsigned long)c.recorded_segments);
+        cr_expect_eq(c.model_segments, c.recorded_segments);
+        cr_expect_eq(c.diff_count, 0);
+        cr_expect_eq(c.model_peak_reserved, c.recorded_peak_reserved);
+        cmt_whatif_stream_free(&s);
+        cmt_whatif_selfcheck_free(&c);
+        tb_free_builder(&g.b);
+    }
+}
+
+/* The notes' scenario A (C = 1000 MiB): alloc 600, free it, alloc 100, alloc 600 fails. */
+Test(whatif_blocks, failed_requests_are_requests_and_ooms_agree)
+{
+    static const int ops[] = {600, -1, 100, 600};
+    struct gen g;
+    generate(&g, "", MIB(1000), ops, 4);
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&g.b, &s, &c);
+    cr_expect_eq(s.failed_allocs, 1);
+    cr_expect_eq(c.recorded_ooms, 1);
+    cr_expect(s.has_capacity);
+    cr_expect_eq(s.device_free, MIB(1000)); /* free at the failure + reserved */
+    cr_assert_eq(s.event_count, 4);
+    struct cmt_whatif_event last;
+    cr_assert_eq(cmt_whatif_stream_event(&s, 3, &last), 0);
+    cr_expect(last.failed);
+    cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
+    cr_expect_eq(c.model_ooms, 1);
+    cr_expect_eq(c.agreeing, 1);
+    cr_expect_eq(c.recorded_segments, 1);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&g.b);
+}
+
+Test(whatif_blocks, disagreements_are_listed_with_their_request)
+{
+    struct tb b;
+    wu_fragmentation(&b, 1, "max_split_size_mb:8192"); /* segments no allocator would make */
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&b, &s, &c);
+    cr_expect_str_eq(c.conf, "max_split_size_mb:8192");
+    cr_expect_eq(c.recorded_segments, 2);
+    cr_expect(s.has_capacity);
+    cr_expect_eq(s.device_free, MIB(WU_FREE_MIB + WU_RESERVED_MIB));
+    cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
+    cr_expect_lt(c.agreeing, c.recorded_segments);
+    cr_assert_gt(c.diff_count, 0);
+    cr_expect_eq(c.diffs[0].recorded.size, MIB(WU_SEG1_MIB));
+    cr_expect_eq(c.diffs[0].model.size, MIB(WU_LIVE1_MIB)); /* the model's exact segment */
+    cr_expect_eq(c.diffs[0].request_bytes, MIB(WU_LIVE1_MIB) - 1000);
+    cr_expect_str_eq(s.sites[c.diffs[0].site], "forward unet.py:412");
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+}
+
+Test(whatif_blocks, a_snapshot_starts_from_its_state_before_the_window)
+{
+    struct tb b;
+    wu_fragmentation(&b, 0, "");
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&b, &s, &c);
+    cr_expect_eq(c.before_segments, 2);
+    cr_expect_eq(c.recorded_segments, 0);
+    cr_expect_eq(s.unmatched_frees, 1);
+    cr_expect_eq(c.prelude_events, 7); /* 2 x (alloc + free) for the segments, 3 blocks */
+    cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
+    cr_expect_eq(c.model_segments, 0); /* the request fits in neither: it fails */
+    cr_expect_eq(c.model_ooms, 1);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+}
+
+Test(whatif_blocks, a_trace_without_allocator_records_is_not_found)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x700000000000, MIB(10), 0);
+    tb_finish(&b, 1);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, b.buf.data, b.buf.len), 0);
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    char err[64];
+    cr_expect_eq(cmt_whatif_blocks_load(r, &s, &c, err, sizeof err), CMT_ENOT_FOUND);
+    cmt_reader_close(r);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+}

@@ -1,0 +1,440 @@
+/* allocator.c — the allocator-level view from ALLOCATOR and ALLOC_EVENT records (allocator.h). */
+#include "allocator.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "cmt_grow.h"
+#include "frames.h"
+
+#define MAX_STATES 4096 /* (allocator, device) pairs a hostile trace may make us keep */
+
+struct cmt_alloc {
+    struct cmt_alloc_device *devs;
+    size_t dev_count, dev_cap;
+    struct cmt_alloc_settings *settings;
+    size_t settings_count, settings_cap;
+    int present;
+    size_t last; /* index of the last state used: events come in runs */
+};
+
+int cmt_alloc_create(cmt_alloc **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : CMT_ENOMEM;
+}
+
+void cmt_alloc_destroy(cmt_alloc *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->dev_count; i++) {
+        free(a->devs[i].segments);
+        free(a->devs[i].blocks);
+    }
+    free(a->devs);
+    free(a->settings);
+    free(a);
+}
+
+int cmt_alloc_present(const cmt_alloc *a)
+{
+    return a->present;
+}
+
+size_t cmt_alloc_device_count(const cmt_alloc *a)
+{
+    return a->dev_count;
+}
+
+const struct cmt_alloc_device *cmt_alloc_device_at(const cmt_alloc *a, size_t i)
+{
+    return i < a->dev_count ? &a->devs[i] : NULL;
+}
+
+const struct cmt_alloc_device *cmt_alloc_device(const cmt_alloc *a, uint32_t allocator, int32_t dev)
+{
+    for (size_t i = 0; i < a->dev_count; i++)
+        if (a->devs[i].dev == dev && (!allocator || a->devs[i].allocator == allocator))
+            return &a->devs[i];
+    return NULL;
+}
+
+struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t dev)
+{
+    struct cmt_alloc_figures f = {0};
+    for (size_t i = 0; i < a->dev_count; i++) {
+        const struct cmt_alloc_figures *n = &a->devs[i].now;
+        if (a->devs[i].dev != dev)
+            continue;
+        f.allocated_bytes += n->allocated_bytes;
+        f.active_bytes += n->active_bytes;
+        f.requested_bytes += n->requested_bytes;
+        f.reserved_bytes += n->reserved_bytes;
+        f.inactive_split_bytes += n->inactive_split_bytes;
+        f.segments += n->segments;
+        f.blocks += n->blocks;
+    }
+    return f;
+}
+
+size_t cmt_alloc_settings_count(const cmt_alloc *a)
+{
+    return a->settings_count;
+}
+
+const struct cmt_alloc_settings *cmt_alloc_settings_at(const cmt_alloc *a, size_t i)
+{
+    return i < a->settings_count ? &a->settings[i] : NULL;
+}
+
+const struct cmt_alloc_settings *cmt_alloc_settings(const cmt_alloc *a, uint32_t id)
+{
+    for (size_t i = 0; i < a->settings_count; i++)
+        if (a->settings[i].id == id)
+            return &a->settings[i];
+    return NULL;
+}
+
+uint64_t cmt_alloc_conf_max_split(const char *conf)
+{
+    static const char key[] = "max_split_size_mb";
+    const char *p = conf ? strstr(conf, key) : NULL;
+    if (!p)
+        return 0;
+    p += sizeof key - 1;
+    while (*p == ' ' || *p == ':')
+        p++;
+    uint64_t mb = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (mb > UINT64_MAX / 10 / 2)
+            return 0; /* beyond any device: as unlimited */
+        mb = mb * 10 + (uint64_t)(*p - '0');
+    }
+    return mb > (UINT64_MAX >> 21) ? 0 : mb << 20;
+}
+
+/* ---- the state of one (allocator, device) ---- */
+
+static struct cmt_alloc_device *state(cmt_alloc *a, uint32_t allocator, int32_t dev)
+{
+    if (a->last < a->dev_count && a->devs[a->last].allocator == allocator &&
+        a->devs[a->last].dev == dev)
+        return &a->devs[a->last];
+    for (size_t i = 0; i < a->dev_count; i++)
+        if (a->devs[i].allocator == allocator && a->devs[i].dev == dev) {
+            a->last = i;
+            return &a->devs[i];
+        }
+    if (a->dev_count >= MAX_STATES || CMT_GROW(a->devs, a->dev_cap, a->dev_count + 1, 4) != 0)
+        return NULL;
+    struct cmt_alloc_device *d = &a->devs[a->dev_count];
+    memset(d, 0, sizeof *d);
+    d->allocator = allocator;
+    d->dev = dev;
+    a->last = a->dev_count++;
+    return d;
+}
+
+/* @return the index of the first segment whose address is >= addr. */
+static size_t segment_lower(const struct cmt_alloc_device *d, uint64_t addr)
+{
+    size_t lo = 0, hi = d->segment_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->segments[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t block_lower(const struct cmt_alloc_device *d, uint64_t addr)
+{
+    size_t lo = 0, hi = d->block_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->blocks[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* @return the segment holding addr (end: a range ending at addr also counts), or NULL. */
+static struct cmt_alloc_segment *segment_at(struct cmt_alloc_device *d, uint64_t addr, int end)
+{
+    size_t i = segment_lower(d, addr);
+    if (i < d->segment_count && d->segments[i].addr == addr)
+        return &d->segments[i];
+    if (i == 0)
+        return NULL;
+    struct cmt_alloc_segment *s = &d->segments[i - 1];
+    return addr - s->addr < s->size || (end && addr - s->addr == s->size) ? s : NULL;
+}
+
+static uint64_t split_part(const struct cmt_alloc_segment *s)
+{
+    return s->live_count && s->size > s->live_bytes ? s->size - s->live_bytes : 0;
+}
+
+/* Changes a segment's live blocks or size, keeping the device's inactive split bytes. */
+static void segment_change(struct cmt_alloc_device *d, struct cmt_alloc_segment *s,
+                           int64_t live_bytes, int64_t live_count, int64_t size)
+{
+    d->now.inactive_split_bytes -= split_part(s);
+    s->live_bytes += (uint64_t)live_bytes;
+    s->live_count += (uint64_t)live_count;
+    s->size += (uint64_t)size;
+    d->now.inactive_split_bytes += split_part(s);
+}
+
+static uint64_t field(const struct cmt_alloc_event *e, unsigned f)
+{
+    return e->fields & (UINT32_C(1) << f) ? e->v[f] : 0;
+}
+
+static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e,
+                         int expandable)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR), size = field(e, CMT_AFIELD_SIZE);
+    uint64_t flags = field(e, CMT_AFIELD_FLAGS);
+    size_t i = segment_lower(d, addr);
+    if (i < d->segment_count && d->segments[i].addr == addr) { /* its free was not recorded */
+        struct cmt_alloc_segment *old = &d->segments[i];
+        d->now.inactive_split_bytes -= split_part(old);
+        d->now.reserved_bytes -= old->size;
+        d->now.segments--;
+        memmove(old, old + 1, (d->segment_count - i - 1) * sizeof *old);
+        d->segment_count--;
+    }
+    if (CMT_GROW(d->segments, d->segment_cap, d->segment_count + 1, 16) != 0)
+        return CMT_ENOMEM;
+    struct cmt_alloc_segment *s = &d->segments[i];
+    memmove(s + 1, s, (d->segment_count - i) * sizeof *s);
+    d->segment_count++;
+    *s = (struct cmt_alloc_segment){.addr = addr,
+                                    .size = size,
+                                    .stream = field(e, CMT_AFIELD_STREAM),
+                                    .pool = field(e, CMT_AFIELD_POOL),
+                                    .mapped_bytes = expandable ? size : 0,
+                                    .expandable = expandable || (flags & CMT_AFLAG_EXPANDABLE),
+                                    .before = !!(flags & CMT_AFLAG_BEFORE),
+                                    .small = !!(flags & CMT_AFLAG_SMALL),
+                                    .stack = e->stack};
+    /* blocks already recorded inside it (a snapshot may list them first) */
+    for (size_t b = block_lower(d, addr); b < d->block_count && d->blocks[b].addr - addr < size;
+         b++) {
+        s->live_bytes += d->blocks[b].size;
+        s->live_count++;
+        d->blocks[b].segment = addr;
+    }
+    d->now.inactive_split_bytes += split_part(s);
+    d->now.reserved_bytes += size;
+    d->now.segments++;
+    d->segment_allocs++;
+    return 0;
+}
+
+static void segment_free(struct cmt_alloc_device *d, const struct cmt_alloc_event *e)
+{
+    struct cmt_alloc_segment *s = segment_at(d, field(e, CMT_AFIELD_ADDR), 0);
+    if (!s)
+        return;
+    d->now.inactive_split_bytes -= split_part(s);
+    d->now.reserved_bytes -= s->size;
+    d->now.segments--;
+    d->segment_frees++;
+    size_t i = (size_t)(s - d->segments);
+    memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
+    d->segment_count--;
+}
+
+/* Pages mapped into (or unmapped from) an expandable segment: it grows or shrinks at its end. */
+static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event *e, int map)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR), size = field(e, CMT_AFIELD_SIZE);
+    struct cmt_alloc_segment *s = segment_at(d, addr, map);
+    if (!s)
+        return map ? segment_alloc(d, e, 1) : 0;
+    if (!map && size > s->size)
+        size = s->size;
+    segment_change(d, s, 0, 0, map ? (int64_t)size : -(int64_t)size);
+    s->mapped_bytes = map ? s->mapped_bytes + size
+                          : s->mapped_bytes - (size < s->mapped_bytes ? size : s->mapped_bytes);
+    s->expandable = 1;
+    if (map)
+        d->now.reserved_bytes += size;
+    else
+        d->now.reserved_bytes -= size;
+    if (!map && s->size == 0) {
+        size_t i = (size_t)(s - d->segments);
+        memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
+        d->segment_count--;
+        d->now.segments--;
+    }
+    return 0;
+}
+
+static void block_gone(struct cmt_alloc_device *d, size_t i)
+{
+    struct cmt_alloc_block *b = &d->blocks[i];
+    struct cmt_alloc_segment *s = b->segment ? segment_at(d, b->segment, 0) : NULL;
+    if (s)
+        segment_change(d, s, -(int64_t)b->size, -1, 0);
+    if (b->state == CMT_BLOCK_ACTIVE) {
+        d->now.allocated_bytes -= b->size;
+        d->now.requested_bytes -= b->requested;
+    }
+    d->now.active_bytes -= b->size;
+    d->now.blocks--;
+    memmove(b, b + 1, (d->block_count - i - 1) * sizeof *b);
+    d->block_count--;
+}
+
+static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR), size = field(e, CMT_AFIELD_SIZE);
+    uint64_t requested = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED] : size;
+    if (!(e->fields & CMT_AF(SIZE)))
+        size = requested;
+    size_t i = block_lower(d, addr);
+    if (i < d->block_count && d->blocks[i].addr == addr) /* its free was not recorded */
+        block_gone(d, i);
+    if (CMT_GROW(d->blocks, d->block_cap, d->block_count + 1, 64) != 0)
+        return CMT_ENOMEM;
+    struct cmt_alloc_block *b = &d->blocks[i];
+    memmove(b + 1, b, (d->block_count - i) * sizeof *b);
+    d->block_count++;
+    struct cmt_alloc_segment *s = segment_at(d, addr, 0);
+    *b = (struct cmt_alloc_block){.addr = addr,
+                                  .size = size,
+                                  .requested = requested,
+                                  .stream = field(e, CMT_AFIELD_STREAM),
+                                  .segment = s ? s->addr : 0,
+                                  .state = CMT_BLOCK_ACTIVE,
+                                  .before = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
+                                  .stack = e->stack};
+    if (s)
+        segment_change(d, s, (int64_t)size, 1, 0);
+    else
+        d->outside_blocks++;
+    d->now.allocated_bytes += size;
+    d->now.active_bytes += size;
+    d->now.requested_bytes += requested;
+    d->now.blocks++;
+    d->alloc_events++;
+    return 0;
+}
+
+static void block_free(struct cmt_alloc_device *d, const struct cmt_alloc_event *e, int completed)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR);
+    size_t i = block_lower(d, addr);
+    if (i >= d->block_count || d->blocks[i].addr != addr) {
+        if (!completed) /* a completed free after its request was seen is no surprise */
+            d->unknown_frees++;
+        return;
+    }
+    struct cmt_alloc_block *b = &d->blocks[i];
+    if (completed) {
+        block_gone(d, i);
+        return;
+    }
+    if (b->state == CMT_BLOCK_ACTIVE) {
+        b->state = CMT_BLOCK_PENDING_FREE;
+        d->now.allocated_bytes -= b->size;
+        d->now.requested_bytes -= b->requested;
+        d->free_events++;
+    }
+}
+
+static void peaks(struct cmt_alloc_device *d, uint64_t t_ns)
+{
+    struct cmt_alloc_figures *n = &d->now, *p = &d->peak;
+    if (n->allocated_bytes > p->allocated_bytes) {
+        p->allocated_bytes = n->allocated_bytes;
+        d->peak_allocated_t_ns = t_ns;
+    }
+    if (n->reserved_bytes > p->reserved_bytes) {
+        p->reserved_bytes = n->reserved_bytes;
+        d->peak_reserved_t_ns = t_ns;
+    }
+#define CMT__PEAK(f) p->f = n->f > p->f ? n->f : p->f
+    CMT__PEAK(active_bytes);
+    CMT__PEAK(requested_bytes);
+    CMT__PEAK(inactive_split_bytes);
+    CMT__PEAK(segments);
+    CMT__PEAK(blocks);
+#undef CMT__PEAK
+}
+
+static int settings(cmt_alloc *a, const struct cmt_alloc_info *info)
+{
+    struct cmt_alloc_settings *s = NULL;
+    for (size_t i = 0; i < a->settings_count && !s; i++)
+        if (a->settings[i].id == info->id)
+            s = &a->settings[i];
+    if (!s) {
+        if (a->settings_count >= MAX_STATES ||
+            CMT_GROW(a->settings, a->settings_cap, a->settings_count + 1, 4) != 0)
+            return CMT_ENOMEM;
+        s = &a->settings[a->settings_count++];
+        memset(s, 0, sizeof *s);
+        s->id = info->id;
+    }
+    s->dev = info->dev;
+    s->name = info->name;
+    s->version = info->version;
+    s->conf = info->conf;
+    s->changes++;
+    return 0;
+}
+
+int cmt_alloc_observe(cmt_alloc *a, const struct cmt_replay_step *st)
+{
+    if (st->rec.type == CMT_REC_ALLOCATOR) {
+        a->present = 1;
+        return settings(a, &st->rec.u.alloc_info);
+    }
+    if (st->rec.type != CMT_REC_ALLOC_EVENT)
+        return 0;
+    a->present = 1;
+    const struct cmt_alloc_event *e = &st->rec.u.alloc_event;
+    if (e->dev < -1 || e->dev >= CMT_MAX_DEVICES)
+        return 0; /* no such device: the replay bounds ordinals the same way */
+    struct cmt_alloc_device *d = state(a, e->allocator, e->dev);
+    if (!d)
+        return CMT_ENOMEM;
+    int rc = 0;
+    switch (e->action) {
+    case CMT_AA_ALLOC: rc = block_alloc(d, e); break;
+    case CMT_AA_FREE_REQUESTED: block_free(d, e, 0); break;
+    case CMT_AA_FREE_COMPLETED: block_free(d, e, 1); break;
+    case CMT_AA_SEGMENT_ALLOC: rc = segment_alloc(d, e, 0); break;
+    case CMT_AA_SEGMENT_FREE: segment_free(d, e); break;
+    case CMT_AA_SEGMENT_MAP: rc = segment_map(d, e, 1); break;
+    case CMT_AA_SEGMENT_UNMAP: rc = segment_map(d, e, 0); break;
+    case CMT_AA_OOM: d->ooms++; break;
+    default: break; /* snapshot, and actions of a newer writer */
+    }
+    d->last_t_ns = e->t_ns;
+    peaks(d, e->t_ns);
+    return rc;
+}
+
+static unsigned alloc_step(struct cmt_observer *self, const cmt_replay *rp,
+                           const struct cmt_replay_step *st)
+{
+    (void)rp;
+    cmt_alloc_observe(self->ctx, st); /* out of memory: the view misses one event */
+    return CMT_OBSERVE_RECORD;
+}
+
+struct cmt_observer cmt_alloc_observer(cmt_alloc *a)
+{
+    return (struct cmt_observer){.wants = CMT_OBSERVE_RECORD, .step = alloc_step, .ctx = a};
+}

@@ -1,0 +1,29 @@
+/* alloc_print.h — internal: the allocator-level figures and settings as report, diff and
+ * timeline show them (only for traces with allocator-level records: the output of other
+ * traces does not change). */
+#ifndef CMT__ALLOC_PRINT_H
+#define CMT__ALLOC_PRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocator.h"
+#include "output.h"
+#include "pass.h"
+
+/* The allocator figures of dev summed over its allocators: peaks are each allocator's own
+ * (exact with one allocator). @return 0 when no allocator has state on dev. */
+int cmt__alloc_totals(const cmt_alloc *a, int32_t dev, struct cmt_alloc_figures *now,
+                      struct cmt_alloc_figures *peak);
+/* The settings the run's allocators used: "NAME VERSION: CONF" of each ALLOCATOR record's
+ * allocator ("default settings" for an empty conf), joined by "; "; without ALLOCATOR records
+ * but with allocator events, the PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) ENV record
+ * ("PYTORCH_CUDA_ALLOC_CONF=..., from the environment"). @return buf, or NULL when the trace
+ * has no allocator-level records. */
+const char *cmt__alloc_settings_text(const struct cmt__pass *p, char *buf, size_t size);
+/* "allocator": {...} of one device (docs/analysis.md, report). Nothing when no state on dev. */
+void cmt__alloc_json_device(struct cmt__json *j, const cmt_alloc *a, int32_t dev);
+/* "allocator_settings": [{id, name, version, conf, source}] (nothing without records). */
+void cmt__alloc_json_settings(struct cmt__json *j, const struct cmt__pass *p);
+
+#endif

@@ -1,0 +1,112 @@
+/* whatif_selfcheck_print.c — how `whatif` shows the model's check of itself against a run with
+ * allocator-level records (whatif_blocks.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "output.h"
+#include "whatif_cli.h"
+
+static const char *site_text(const struct cmt_whatif_run_out *run, uint32_t site)
+{
+    const struct cmt_whatif_stream *s = run->stream;
+    return site && site < s->site_count && s->sites[site][0] ? s->sites[site] : NULL;
+}
+
+void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_selfcheck *c = run->check;
+    char a[32], b[32], conf[300];
+    fprintf(f, "  stream    the allocator's own block events (tensors of their requested size)\n");
+    snprintf(conf, sizeof conf, "%s", c->conf[0] ? c->conf : "PyTorch's defaults");
+    if (!c->ran) {
+        fprintf(f, "  self-check  the run's settings (%s) could not be replayed: %s\n",
+                cmt__text(conf, conf, sizeof conf), c->error[0] ? c->error : "model error");
+        return;
+    }
+    if (c->expandable)
+        fprintf(f,
+                "  self-check  with the run's settings (%s) the model's peak reserved is %s, "
+                "the run's %s (expandable segments: segments not compared)\n",
+                cmt__text(conf, conf, sizeof conf), cmt__bytes(c->model_peak_reserved, a),
+                cmt__bytes(c->recorded_peak_reserved, b));
+    else
+        fprintf(f,
+                "  self-check  with the run's settings (%s) the model reproduces %" PRIu64
+                " of %" PRIu64 " segment allocations of this run%s\n",
+                cmt__text(conf, conf, sizeof conf), c->agreeing, c->recorded_segments,
+                c->model_segments != c->recorded_segments ? " (the model made a different number)"
+                                                          : "");
+    if (!c->expandable)
+        fprintf(f,
+                "              peak reserved %s (run %s), out-of-memory failures %" PRIu64
+                " (run %" PRIu64 ")%s\n",
+                cmt__bytes(c->model_peak_reserved, a), cmt__bytes(c->recorded_peak_reserved, b),
+                c->model_ooms, c->recorded_ooms,
+                c->before_segments ? "; segments from before the window are rebuilt first" : "");
+    for (size_t i = 0; i < c->diff_count; i++) {
+        const struct cmt_whatif_check_diff *d = &c->diffs[i];
+        char r[32], m[32], q[32], t[32], text[512];
+        const char *site = site_text(run, d->site);
+        fprintf(f, "    segment #%zu: run %s, model %s, for a %s request at %s%s%s%s\n",
+                d->index + 1, d->recorded.size ? cmt__bytes(d->recorded.size, r) : "none",
+                d->model.size ? cmt__bytes(d->model.size, m) : "none",
+                cmt__bytes(d->request_bytes, q), cmt__duration(d->t_ns, t), site ? " (" : "",
+                site ? cmt__text(site, text, sizeof text) : "", site ? ")" : "");
+    }
+    uint64_t shown = c->diff_count, all = c->recorded_segments > c->model_segments
+                                              ? c->recorded_segments - c->agreeing
+                                              : c->model_segments - c->agreeing;
+    if (all > shown)
+        fprintf(f, "    ... and %" PRIu64 " more disagreements (--json lists the first %d)\n",
+                all - shown, CMT_WHATIF_CHECK_DIFFS);
+}
+
+static void json_segment(struct cmt__json *j, const char *key, const struct cmt_whatif_segment *s)
+{
+    if (!s->size) {
+        cmt__json_null(j, key);
+        return;
+    }
+    cmt__json_object(j, key);
+    cmt__json_u64(j, "bytes", s->size);
+    cmt__json_u64(j, "request_index", s->request);
+    cmt__json_end_object(j);
+}
+
+void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run_out *run)
+{
+    const struct cmt_whatif_selfcheck *c = run->check;
+    cmt__json_object(j, "self_check");
+    cmt__json_string(j, "source", "allocator_events");
+    cmt__json_string(j, "conf", c->conf);
+    cmt__json_bool(j, "ran", c->ran);
+    if (c->error[0])
+        cmt__json_string(j, "error", c->error);
+    cmt__json_bool(j, "expandable_segments", c->expandable);
+    cmt__json_u64(j, "recorded_segments", c->recorded_segments);
+    cmt__json_u64(j, "model_segments", c->model_segments);
+    cmt__json_u64(j, "agreeing_segments", c->agreeing);
+    cmt__json_u64(j, "segments_before_window", c->before_segments);
+    cmt__json_u64(j, "recorded_ooms", c->recorded_ooms);
+    cmt__json_u64(j, "model_ooms", c->model_ooms);
+    cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
+    cmt__json_u64(j, "model_peak_reserved_bytes", c->model_peak_reserved);
+    cmt__json_array(j, "disagreements");
+    for (size_t i = 0; i < c->diff_count; i++) {
+        const struct cmt_whatif_check_diff *d = &c->diffs[i];
+        const char *site = site_text(run, d->site);
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "index", d->index);
+        json_segment(j, "recorded", &d->recorded);
+        json_segment(j, "model", &d->model);
+        cmt__json_u64(j, "request_bytes", d->request_bytes);
+        cmt__json_u64(j, "t_ns", d->t_ns);
+        if (site)
+            cmt__json_string(j, "site", site);
+        else
+            cmt__json_null(j, "site");
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}

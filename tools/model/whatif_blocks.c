@@ -1,0 +1,453 @@
+/* whatif_blocks.c — the tensor stream from allocator-level records, and the self-check
+ * (whatif_blocks.h). */
+#include "whatif_blocks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocator.h"
+#include "cmt_error.h"
+#include "cmt_grow.h"
+
+struct live {
+    uint64_t addr;
+    uint32_t id;
+};
+
+struct site {
+    uint32_t stack, index;
+};
+
+struct cmt_whatif_block_collector {
+    struct cmt_whatif_stream *s;
+    struct cmt_whatif_selfcheck *check;
+    struct live *live; /* live blocks of the kept device, by address */
+    size_t live_count, live_cap;
+    uint32_t *free_ids; /* ids of ended tensors, reused as the replay reuses object ids */
+    size_t free_id_count, free_id_cap;
+    struct site *sites; /* by stack */
+    size_t site_count, site_cap;
+    uint32_t *site_stacks; /* site index -> stack */
+    size_t site_stack_cap;
+    bool have_device, conf_fixed;
+    uint64_t reserved, capacity, total;
+    bool have_capacity;
+    size_t prelude_end; /* stream events from records flagged before the window */
+    bool in_prelude;
+    int failed;
+};
+
+/* The stream's input, as for any source (cmt_whatif_stream_push). */
+static int push(struct cmt_whatif_block_collector *c, const struct cmt_whatif_event *e)
+{
+    return cmt_whatif_stream_push(c->s, e) ? -1 : 0;
+}
+
+static size_t live_lower(const struct cmt_whatif_block_collector *c, uint64_t addr)
+{
+    size_t lo = 0, hi = c->live_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->live[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The site index of a stack (sites are named at the end). */
+static uint32_t site_of(struct cmt_whatif_block_collector *c, uint32_t stack)
+{
+    if (!stack)
+        return 0;
+    size_t lo = 0, hi = c->site_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->sites[mid].stack < stack)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < c->site_count && c->sites[lo].stack == stack)
+        return c->sites[lo].index;
+    uint32_t index = (uint32_t)c->site_count + 1;
+    if (CMT_GROW(c->sites, c->site_cap, c->site_count + 1, 64) != 0 ||
+        CMT_GROW(c->site_stacks, c->site_stack_cap, (size_t)index + 1, 64) != 0)
+        return 0;
+    memmove(&c->sites[lo + 1], &c->sites[lo], (c->site_count - lo) * sizeof *c->sites);
+    c->sites[lo] = (struct site){stack, index};
+    c->site_count++;
+    c->site_stacks[index] = stack;
+    return index;
+}
+
+static uint64_t field(const struct cmt_alloc_event *e, unsigned f)
+{
+    return e->fields & (UINT32_C(1) << f) ? e->v[f] : 0;
+}
+
+static int tensor_alloc(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_stream *s = c->s;
+    uint64_t addr = field(e, CMT_AFIELD_ADDR);
+    uint64_t size = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED]
+                                                  : field(e, CMT_AFIELD_SIZE);
+    size_t i = live_lower(c, addr);
+    if (i < c->live_count && c->live[i].addr == addr) { /* its free was not recorded */
+        struct cmt_whatif_event f = {.id = c->live[i].id, .t_ns = e->t_ns, .is_free = 1};
+        if (push(c, &f) != 0 || CMT_GROW(c->free_ids, c->free_id_cap, c->free_id_count + 1, 64))
+            return -1;
+        c->free_ids[c->free_id_count++] = c->live[i].id;
+        c->live[i].id = UINT32_MAX;
+    } else {
+        if (CMT_GROW(c->live, c->live_cap, c->live_count + 1, 256) != 0)
+            return -1;
+        memmove(&c->live[i + 1], &c->live[i], (c->live_count - i) * sizeof *c->live);
+        c->live_count++;
+    }
+    uint32_t id = c->free_id_count ? c->free_ids[--c->free_id_count] : s->id_count++;
+    c->live[i] = (struct live){addr, id};
+    struct cmt_whatif_event a = {.size = size,
+                                 .stream = field(e, CMT_AFIELD_STREAM),
+                                 .t_ns = e->t_ns,
+                                 .seq = field(e, CMT_AFIELD_SEQ),
+                                 .id = id,
+                                 .site = site_of(c, e->stack)};
+    s->allocs++;
+    return push(c, &a);
+}
+
+static int tensor_free(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e,
+                       bool completed)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR);
+    size_t i = live_lower(c, addr);
+    if (i >= c->live_count || c->live[i].addr != addr) {
+        if (!completed) /* a completed free after its request is no surprise */
+            c->s->unmatched_frees++;
+        return 0;
+    }
+    struct cmt_whatif_event f = {
+        .id = c->live[i].id, .t_ns = e->t_ns, .seq = field(e, CMT_AFIELD_SEQ), .is_free = 1};
+    if (push(c, &f) != 0 || CMT_GROW(c->free_ids, c->free_id_cap, c->free_id_count + 1, 64))
+        return -1;
+    c->free_ids[c->free_id_count++] = c->live[i].id;
+    memmove(&c->live[i], &c->live[i + 1], (c->live_count - i - 1) * sizeof *c->live);
+    c->live_count--;
+    c->s->frees++;
+    return 0;
+}
+
+static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_selfcheck *k = c->check;
+    uint64_t size = field(e, CMT_AFIELD_SIZE);
+    switch (e->action) {
+    case CMT_AA_SEGMENT_ALLOC:
+        c->reserved += size;
+        if (field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE) {
+            k->before_segments++;
+            /* the model gets it as a tensor of its size, freed at once: a cached segment */
+            struct cmt_whatif_event a = {.size = size,
+                                         .stream = field(e, CMT_AFIELD_STREAM),
+                                         .t_ns = e->t_ns,
+                                         .id = c->s->id_count++};
+            struct cmt_whatif_event f = {.id = a.id, .t_ns = e->t_ns, .is_free = 1};
+            return push(c, &a) || push(c, &f) ? -1 : 0;
+        }
+        if (CMT_GROW(k->recorded, k->recorded_cap, k->recorded_segments + 1, 64) != 0)
+            return -1;
+        k->recorded[k->recorded_segments++] = (struct cmt_whatif_segment){size, c->s->event_count};
+        return 0;
+    case CMT_AA_SEGMENT_FREE:
+    case CMT_AA_SEGMENT_UNMAP: c->reserved -= size < c->reserved ? size : c->reserved; return 0;
+    case CMT_AA_SEGMENT_MAP:
+        c->reserved += size;
+        k->expandable = true;
+        return 0;
+    }
+    return 0;
+}
+
+static int request_failed(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_stream *s = c->s;
+    s->failed_allocs++;
+    c->check->recorded_ooms++;
+    if (!c->have_capacity && (e->fields & CMT_AF(DEVICE_FREE))) {
+        /* what the allocator could reserve: the device's free memory and its own */
+        uint64_t reserved = e->fields & CMT_AF(RESERVED) ? e->v[CMT_AFIELD_RESERVED] : c->reserved;
+        c->capacity = e->v[CMT_AFIELD_DEVICE_FREE] + reserved;
+        c->total = field(e, CMT_AFIELD_DEVICE_TOTAL);
+        c->have_capacity = true;
+    }
+    struct cmt_whatif_event a = {.size = field(e, CMT_AFIELD_SIZE),
+                                 .stream = field(e, CMT_AFIELD_STREAM),
+                                 .t_ns = e->t_ns,
+                                 .seq = field(e, CMT_AFIELD_SEQ),
+                                 .site = site_of(c, e->stack),
+                                 .id = CMT_WHATIF_NEW_ID,
+                                 .failed = 1};
+    return push(c, &a);
+}
+
+static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_stream *s = c->s;
+    if (!c->have_device) {
+        if (e->action != CMT_AA_ALLOC && e->action != CMT_AA_SEGMENT_ALLOC &&
+            e->action != CMT_AA_SEGMENT_MAP)
+            return 0;
+        c->have_device = true;
+        s->device = e->dev;
+        c->check->present = true;
+    }
+    if (e->dev != s->device) {
+        s->other_device_events++;
+        return 0;
+    }
+    c->conf_fixed = true; /* the settings before the first event are the run's */
+    bool before = field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE;
+    if (!before && c->in_prelude) {
+        c->in_prelude = false;
+        c->prelude_end = s->event_count;
+    }
+    int rc = 0;
+    switch (e->action) {
+    case CMT_AA_ALLOC: rc = tensor_alloc(c, e); break;
+    case CMT_AA_FREE_REQUESTED: rc = tensor_free(c, e, false); break;
+    case CMT_AA_FREE_COMPLETED: rc = tensor_free(c, e, true); break;
+    case CMT_AA_OOM: rc = request_failed(c, e); break;
+    default: rc = segment(c, e);
+    }
+    if (c->reserved > c->check->recorded_peak_reserved)
+        c->check->recorded_peak_reserved = c->reserved;
+    return rc;
+}
+
+static unsigned block_step(struct cmt_observer *self, const cmt_replay *rp,
+                           const struct cmt_replay_step *st)
+{
+    (void)rp;
+    struct cmt_whatif_block_collector *c = self->ctx;
+    if (st->rec.type == CMT_REC_ALLOCATOR && !c->conf_fixed) {
+        const char *conf = st->rec.u.alloc_info.conf;
+        snprintf(c->check->conf, sizeof c->check->conf, "%s", conf ? conf : "");
+    } else if (st->rec.type == CMT_REC_ALLOC_EVENT && on_event(c, &st->rec.u.alloc_event) != 0) {
+        c->failed = 1;
+        return 0;
+    }
+    return CMT_OBSERVE_RECORD;
+}
+
+static int name_sites(struct cmt_whatif_block_collector *c, const cmt_reader *r)
+{
+    struct cmt_whatif_stream *s = c->s;
+    uint32_t n = (uint32_t)c->site_count + 1;
+    s->sites = calloc(n, sizeof *s->sites);
+    if (!s->sites)
+        return -1;
+    char text[512];
+    for (uint32_t i = 0; i < n; i++) {
+        text[0] = 0;
+        uint32_t node = i ? cmt_alloc_site_node(r, c->site_stacks[i]) : 0;
+        if (node)
+            cmt_reader_format_frame(r, node, text, sizeof text);
+        if (!(s->sites[i] = strdup(text)))
+            return -1;
+        s->site_count = i + 1;
+    }
+    return 0;
+}
+
+static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
+{
+    struct cmt_whatif_block_collector *c = self->ctx;
+    struct cmt_whatif_stream *s = c->s;
+    if (!c->check->present)
+        return 0;
+    if (c->failed || name_sites(c, cmt_replay_reader(rp)))
+        return c->failed = 1, CMT_EMODEL_NOMEM;
+    if (c->in_prelude)
+        c->prelude_end = s->event_count;
+    const struct cmt_replay_device *d = cmt_replay_device(rp, s->device);
+    if (d && d->name)
+        snprintf(s->device_name, sizeof s->device_name, "%s", d->name);
+    if (c->have_capacity) {
+        s->device_free = c->capacity;
+        s->device_total = c->total > c->capacity ? c->total : c->capacity;
+    } else if (d && d->have_baseline) {
+        s->device_total = d->baseline_total_bytes;
+        s->device_free = d->baseline_free_bytes;
+    }
+    s->has_capacity = s->device_total > 0 && s->device_free > 0 &&
+                      s->device_free <= s->device_total;
+    if (!c->check->conf[0]) { /* no ALLOCATOR conf: the environment's, as the shim saw it */
+        const cmt_reader *r = cmt_replay_reader(rp);
+        for (size_t i = 0; i < cmt_reader_env_count(r); i++) {
+            const struct cmt_env *e = cmt_reader_env(r, i);
+            if (e->name && e->value && strcmp(e->name, "PYTORCH_CUDA_ALLOC_CONF") == 0)
+                snprintf(c->check->conf, sizeof c->check->conf, "%s", e->value);
+        }
+    }
+    if (strstr(c->check->conf, "expandable_segments:True"))
+        c->check->expandable = true;
+    return 0;
+}
+
+int cmt_whatif_block_collector_create(struct cmt_whatif_block_collector **out,
+                                      struct cmt_whatif_stream *stream,
+                                      struct cmt_whatif_selfcheck *check)
+{
+    *out = NULL;
+    if (!stream || !check)
+        return CMT_EINVALID;
+    memset(stream, 0, sizeof *stream);
+    memset(check, 0, sizeof *check);
+    struct cmt_whatif_block_collector *c = calloc(1, sizeof *c);
+    if (!c)
+        return CMT_EMODEL_NOMEM;
+    c->s = stream;
+    c->check = check;
+    c->in_prelude = true;
+    *out = c;
+    return 0;
+}
+
+struct cmt_observer cmt_whatif_block_observer(struct cmt_whatif_block_collector *c)
+{
+    return (struct cmt_observer){
+        .wants = CMT_OBSERVE_RECORD, .step = block_step, .finish = block_finish, .ctx = c};
+}
+
+static void set_err(char *err, size_t len, const char *msg)
+{
+    if (len)
+        snprintf(err, len, "%s", msg);
+}
+
+int cmt_whatif_block_collector_end(struct cmt_whatif_block_collector *c, int replay_rc, char *err,
+                                   size_t err_len)
+{
+    struct cmt_whatif_stream *s = c->s;
+    int rc = 0;
+    s->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
+    if (!c->check->present)
+        rc = CMT_ENOT_FOUND;
+    else if (c->failed || replay_rc == CMT_ENOMEM) {
+        rc = CMT_EMODEL_NOMEM;
+        set_err(err, err_len, "out of host memory while reading the trace");
+    } else if (s->allocs == 0) {
+        rc = CMT_EWHATIF_EMPTY;
+        set_err(err, err_len, "the allocator-level records hold no block allocation");
+    }
+    if (rc) {
+        cmt_whatif_stream_free(s);
+        return rc;
+    }
+    cmt_whatif_stream_finish(s); /* failed requests: ids after every tensor's */
+    c->check->prelude_events = c->prelude_end;
+    return 0;
+}
+
+void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
+{
+    if (!c)
+        return;
+    free(c->live);
+    free(c->free_ids);
+    free(c->sites);
+    free(c->site_stacks);
+    free(c);
+}
+
+int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
+                           struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
+{
+    if (!reader || !stream || !check)
+        return CMT_EINVALID;
+    struct cmt_whatif_block_collector *c;
+    cmt_replay *rp = NULL;
+    int rc = cmt_whatif_block_collector_create(&c, stream, check);
+    if (rc)
+        return rc;
+    cmt_reader_rewind(reader);
+    if (cmt_replay_create(&rp, reader) != 0) {
+        cmt_whatif_block_collector_destroy(c);
+        set_err(err, err_len, "out of host memory while reading the trace");
+        return CMT_EMODEL_NOMEM;
+    }
+    struct cmt_observer obs = cmt_whatif_block_observer(c);
+    rc = cmt_replay_run(rp, &obs, 1);
+    rc = cmt_whatif_block_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
+    cmt_replay_destroy(rp);
+    cmt_whatif_block_collector_destroy(c);
+    cmt_reader_rewind(reader);
+    return rc;
+}
+
+int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
+                        struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
+{
+    return cmt_whatif_load_any_observed(reader, stream, check, NULL, 0, err, err_len);
+}
+
+int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *stream,
+                                 struct cmt_whatif_selfcheck *check, struct cmt_observer *extra,
+                                 size_t extra_count, char *err, size_t err_len)
+{
+    if (!reader || !stream || !check || extra_count > 6 || (extra_count && !extra))
+        return CMT_EINVALID;
+    struct cmt_whatif_stream driver;
+    struct cmt_whatif_collector *dc = NULL;
+    struct cmt_whatif_block_collector *bc = NULL;
+    cmt_replay *rp = NULL;
+    int rc = cmt_whatif_collector_create(&dc, &driver);
+    if (!rc)
+        rc = cmt_whatif_block_collector_create(&bc, stream, check);
+    cmt_reader_rewind(reader);
+    if (!rc && cmt_replay_create(&rp, reader) != 0)
+        rc = CMT_EMODEL_NOMEM;
+    if (rc) {
+        cmt_whatif_collector_destroy(dc);
+        cmt_whatif_block_collector_destroy(bc);
+        set_err(err, err_len, "out of host memory while reading the trace");
+        return rc == CMT_EINVALID ? rc : CMT_EMODEL_NOMEM;
+    }
+    struct cmt_observer obs[8];
+    for (size_t i = 0; i < extra_count; i++)
+        obs[i] = extra[i];
+    obs[extra_count] = cmt_whatif_observer(dc);
+    obs[extra_count + 1] = cmt_whatif_block_observer(bc);
+    int run = cmt_replay_run(rp, obs, extra_count + 2);
+    run = run == CMT_EMODEL_NOMEM ? CMT_ENOMEM : run;
+    rc = cmt_whatif_block_collector_end(bc, run, err, err_len);
+    if (rc == CMT_ENOT_FOUND) { /* no allocator-level records: the driver's stream */
+        rc = cmt_whatif_collector_end(dc, run, err, err_len);
+        *stream = driver;
+    } else {
+        char ignored[8];
+        if (cmt_whatif_collector_end(dc, run, ignored, sizeof ignored) == 0)
+            cmt_whatif_stream_free(&driver);
+        /* The PyTorch version is the trace's, whichever stream is used. */
+        memcpy(stream->torch_version, driver.torch_version, sizeof stream->torch_version);
+        memcpy(stream->torch_version_source, driver.torch_version_source,
+               sizeof stream->torch_version_source);
+    }
+    cmt_replay_destroy(rp);
+    cmt_whatif_collector_destroy(dc);
+    cmt_whatif_block_collector_destroy(bc);
+    cmt_reader_rewind(reader);
+    return rc;
+}
+
+void cmt_whatif_selfcheck_free(struct cmt_whatif_selfcheck *check)
+{
+    if (!check)
+        return;
+    free(check->recorded);
+    check->recorded = NULL;
+    check->recorded_cap = 0;
+}

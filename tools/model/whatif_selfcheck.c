@@ -1,0 +1,146 @@
+/* whatif_selfcheck.c — the model replays the run's own settings and is compared with the
+ * segments the allocator recorded (whatif_blocks.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "caching_model.h"
+#include "cmt_error.h"
+#include "cmt_grow.h"
+#include "whatif_blocks.h"
+
+struct modelled {
+    struct cmt_whatif_segment *v;
+    size_t count, cap;
+    size_t request; /* the stream event being replayed */
+    int failed;
+};
+
+static int on_device_alloc(void *ctx, uint64_t address, uint64_t size)
+{
+    (void)address;
+    struct modelled *m = ctx;
+    if (CMT_GROW(m->v, m->cap, m->count + 1, 64) != 0) {
+        m->failed = 1;
+        return 0; /* the model goes on; the comparison is given up */
+    }
+    m->v[m->count++] = (struct cmt_whatif_segment){size, m->request};
+    return 0;
+}
+
+static void on_device_free(void *ctx, uint64_t address, uint64_t size)
+{
+    (void)ctx;
+    (void)address;
+    (void)size;
+}
+
+/* Replays every event, past failures. @return 0 or a CMT_E* code that stopped it. */
+static int replay(struct cmt_model *model, const struct cmt_whatif_stream *s, struct modelled *m,
+                  uint64_t *ooms)
+{
+    cmt_model_handle *handles = calloc(s->id_count ? s->id_count : 1, sizeof *handles);
+    if (!handles)
+        return CMT_EMODEL_NOMEM;
+    int rc = 0;
+    struct cmt_whatif_cursor cur;
+    struct cmt_whatif_event ev;
+    cmt_whatif_cursor_init(&cur, s);
+    for (size_t k = 0; !rc && cmt_whatif_cursor_next(&cur, &ev); k++) {
+        const struct cmt_whatif_event *e = &ev;
+        m->request = k;
+        if (e->id >= s->id_count)
+            continue;
+        if (e->is_free) {
+            if (handles[e->id])
+                cmt_model_free(model, handles[e->id]);
+            handles[e->id] = 0;
+            continue;
+        }
+        int arc = cmt_model_alloc(model, e->size, e->stream, &handles[e->id]);
+        if (arc == CMT_EMODEL_OOM)
+            ++*ooms;
+        else if (arc)
+            rc = arc;
+    }
+    free(handles);
+    return rc;
+}
+
+static void keep_diff(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
+                      size_t index, const struct cmt_whatif_segment *rec,
+                      const struct cmt_whatif_segment *mod)
+{
+    if (c->diff_count >= CMT_WHATIF_CHECK_DIFFS)
+        return;
+    struct cmt_whatif_check_diff *d = &c->diffs[c->diff_count++];
+    memset(d, 0, sizeof *d);
+    d->index = index;
+    if (rec)
+        d->recorded = *rec;
+    if (mod)
+        d->model = *mod;
+    size_t request = rec ? rec->request : mod->request;
+    struct cmt_whatif_event e;
+    if (cmt_whatif_stream_event(s, request, &e) == 0) {
+        d->request_bytes = e.size;
+        d->t_ns = e.t_ns;
+        d->site = e.site;
+    }
+}
+
+/* In order: the i-th recorded segment against the i-th modelled one (after the prelude). */
+static void compare(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
+                    const struct modelled *m)
+{
+    size_t first = 0;
+    while (first < m->count && m->v[first].request < c->prelude_events)
+        first++;
+    size_t n_model = m->count - first;
+    c->model_segments = n_model;
+    size_t n = c->recorded_segments > n_model ? c->recorded_segments : n_model;
+    for (size_t i = 0; i < n; i++) {
+        const struct cmt_whatif_segment *rec = i < c->recorded_segments ? &c->recorded[i] : NULL;
+        const struct cmt_whatif_segment *mod = i < n_model ? &m->v[first + i] : NULL;
+        if (rec && mod && rec->size == mod->size && rec->request == mod->request)
+            c->agreeing++;
+        else
+            keep_diff(c, s, i, rec, mod);
+    }
+}
+
+int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacity,
+                             uint64_t device_total, struct cmt_whatif_selfcheck *c)
+{
+    if (!s || !c || !capacity)
+        return CMT_EINVALID;
+    struct cmt_model_config config;
+    cmt_model_config_default(&config, capacity);
+    config.device_total = device_total > capacity ? device_total : capacity;
+    config.device_index = s->device;
+    c->error[0] = 0;
+    if (c->conf[0] && cmt_model_config_parse(&config, c->conf, c->error, sizeof c->error) != 0)
+        return CMT_EMODEL_PARSE;
+    struct cmt_model *model;
+    int rc = cmt_model_create(&config, &model);
+    if (rc)
+        return rc;
+    struct modelled m = {0};
+    struct cmt_model_device_hooks hooks = {on_device_alloc, on_device_free, &m};
+    cmt_model_set_device_hooks(model, &hooks);
+    c->model_ooms = 0;
+    rc = replay(model, s, &m, &c->model_ooms);
+    struct cmt_model_stats stats;
+    cmt_model_get_stats(model, &stats);
+    cmt_model_destroy(model);
+    c->model_peak_reserved = stats.peak_reserved;
+    c->agreeing = 0;
+    c->diff_count = 0;
+    if (!rc && m.failed)
+        rc = CMT_EMODEL_NOMEM;
+    if (!rc && !c->expandable)
+        compare(c, s, &m);
+    free(m.v);
+    c->ran = rc == 0;
+    return rc;
+}
