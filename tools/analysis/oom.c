@@ -285,6 +285,7 @@ static void attach_view(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode
         v->recorded_reserved = ae->v[CMT_AFIELD_RESERVED];
     }
     e->alloc = v;
+    e->hint_leak = 0; /* the driver-level holders are the cache's segments, not tensors */
     if (!e->have_meminfo && (ae->fields & CMT_AF(DEVICE_FREE)) &&
         (ae->fields & CMT_AF(DEVICE_TOTAL))) {
         e->have_meminfo = 1;

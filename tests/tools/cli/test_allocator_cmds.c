@@ -289,6 +289,7 @@ Test(allocator_cmds, the_writeup_run_alone_gives_the_verdict_the_table_and_the_s
         "total 24.00 GiB",
         "max_split_size_mb:6144"};
     expect_in(c.out, want, sizeof want / sizeof *want);
+    cr_expect_null(strstr(c.out, "possible leak"), "%s", c.out);
     captured_free(&c);
 
     const char *wargv[] = {"whatif", path, NULL};
