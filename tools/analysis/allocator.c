@@ -7,6 +7,7 @@
 #include "cmt_error.h"
 #include "cmt_grow.h"
 #include "frames.h"
+#include "replay_map.h"
 
 #define MAX_STATES 4096 /* (allocator, device) pairs a hostile trace may make us keep */
 
@@ -31,7 +32,9 @@ void cmt_alloc_destroy(cmt_alloc *a)
         return;
     for (size_t i = 0; i < a->dev_count; i++) {
         free(a->devs[i].segments);
-        free(a->devs[i].blocks);
+        if (a->devs[i].block_map)
+            cmt__map_free(a->devs[i].block_map);
+        free(a->devs[i].block_map);
     }
     free(a->devs);
     free(a->settings);
@@ -131,6 +134,8 @@ static struct cmt_alloc_device *state(cmt_alloc *a, uint32_t allocator, int32_t 
         return NULL;
     struct cmt_alloc_device *d = &a->devs[a->dev_count];
     memset(d, 0, sizeof *d);
+    if (!(d->block_map = calloc(1, sizeof *d->block_map)))
+        return NULL;
     d->allocator = allocator;
     d->dev = dev;
     a->last = a->dev_count++;
@@ -151,17 +156,46 @@ static size_t segment_lower(const struct cmt_alloc_device *d, uint64_t addr)
     return lo;
 }
 
-static size_t block_lower(const struct cmt_alloc_device *d, uint64_t addr)
+/* A live block is a map entry: key = address, size, aux = requested, seq = its segment's
+ * address, site = stack, maps = state, refs = before. */
+#define BLOCK_KIND 1
+
+struct block_scan {
+    const struct cmt__map *m;
+    size_t i;
+};
+
+/* The next live block at or after the scan's slot. @return it, or NULL at the end. */
+static struct cmt__entry *next_block(struct block_scan *s)
 {
-    size_t lo = 0, hi = d->block_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->blocks[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    for (; s->m->slots && s->i <= s->m->mask; s->i++)
+        if (s->m->slots[s->i].kind)
+            return &s->m->slots[s->i++];
+    return NULL;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+    const struct cmt_alloc_block *a = x, *b = y;
+    return (a->addr > b->addr) - (a->addr < b->addr);
+}
+
+size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out)
+{
+    *out = NULL;
+    if (!d->block_count)
+        return 0;
+    struct cmt_alloc_block *v = malloc(d->block_count * sizeof *v);
+    if (!v)
+        return (size_t)-1;
+    size_t n = 0;
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *e; n < d->block_count && (e = next_block(&scan));)
+        v[n++] = (struct cmt_alloc_block){e->key,  e->size, e->aux, e->seq,
+                                          e->maps, e->refs, e->site};
+    qsort(v, n, sizeof *v, by_addr);
+    *out = v;
+    return n;
 }
 
 /* @return the segment holding addr (end: a range ending at addr also counts), or NULL. */
@@ -197,6 +231,20 @@ static uint64_t field(const struct cmt_alloc_event *e, unsigned f)
     return e->fields & (UINT32_C(1) << f) ? e->v[f] : 0;
 }
 
+/* A segment with live blocks goes away (its free, or a new one at its address): its blocks lie
+ * in no segment until one that holds them comes (a scan: only hostile or damaged traces). */
+static void unplace(struct cmt_alloc_device *d, const struct cmt_alloc_segment *s)
+{
+    if (!s->live_count)
+        return;
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *b; (b = next_block(&scan));)
+        if (b->seq == s->addr) {
+            b->seq = 0;
+            d->outside_blocks++;
+        }
+}
+
 static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e,
                          int expandable)
 {
@@ -205,6 +253,7 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
     size_t i = segment_lower(d, addr);
     if (i < d->segment_count && d->segments[i].addr == addr) { /* its free was not recorded */
         struct cmt_alloc_segment *old = &d->segments[i];
+        unplace(d, old);
         d->now.inactive_split_bytes -= split_part(old);
         d->now.reserved_bytes -= old->size;
         d->now.segments--;
@@ -225,12 +274,16 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
                                     .before = !!(flags & CMT_AFLAG_BEFORE),
                                     .small = !!(flags & CMT_AFLAG_SMALL),
                                     .stack = e->stack};
-    /* blocks already recorded inside it (a snapshot may list them first) */
-    for (size_t b = block_lower(d, addr); b < d->block_count && d->blocks[b].addr - addr < size;
-         b++) {
-        s->live_bytes += d->blocks[b].size;
-        s->live_count++;
-        d->blocks[b].segment = addr;
+    /* blocks recorded before their segment (a snapshot may list them first): a scan, only
+     * while some block lies in no segment */
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *b; d->outside_blocks && (b = next_block(&scan));) {
+        if (!b->seq && b->key - addr < size) {
+            s->live_bytes += b->size;
+            s->live_count++;
+            b->seq = addr;
+            d->outside_blocks--;
+        }
     }
     d->now.inactive_split_bytes += split_part(s);
     d->now.reserved_bytes += size;
@@ -244,6 +297,7 @@ static void segment_free(struct cmt_alloc_device *d, const struct cmt_alloc_even
     struct cmt_alloc_segment *s = segment_at(d, field(e, CMT_AFIELD_ADDR), 0);
     if (!s)
         return;
+    unplace(d, s);
     d->now.inactive_split_bytes -= split_part(s);
     d->now.reserved_bytes -= s->size;
     d->now.segments--;
@@ -271,6 +325,7 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     else
         d->now.reserved_bytes -= size;
     if (!map && s->size == 0) {
+        unplace(d, s);
         size_t i = (size_t)(s - d->segments);
         memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
         d->segment_count--;
@@ -279,19 +334,20 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     return 0;
 }
 
-static void block_gone(struct cmt_alloc_device *d, size_t i)
+static void block_gone(struct cmt_alloc_device *d, struct cmt__entry *b)
 {
-    struct cmt_alloc_block *b = &d->blocks[i];
-    struct cmt_alloc_segment *s = b->segment ? segment_at(d, b->segment, 0) : NULL;
+    struct cmt_alloc_segment *s = b->seq ? segment_at(d, b->seq, 0) : NULL;
     if (s)
         segment_change(d, s, -(int64_t)b->size, -1, 0);
-    if (b->state == CMT_BLOCK_ACTIVE) {
+    else if (d->outside_blocks)
+        d->outside_blocks--;
+    if (b->maps == CMT_BLOCK_ACTIVE) {
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->requested;
+        d->now.requested_bytes -= b->aux;
     }
     d->now.active_bytes -= b->size;
     d->now.blocks--;
-    memmove(b, b + 1, (d->block_count - i - 1) * sizeof *b);
+    cmt__map_remove(d->block_map, b);
     d->block_count--;
 }
 
@@ -301,23 +357,22 @@ static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     uint64_t requested = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED] : size;
     if (!(e->fields & CMT_AF(SIZE)))
         size = requested;
-    size_t i = block_lower(d, addr);
-    if (i < d->block_count && d->blocks[i].addr == addr) /* its free was not recorded */
-        block_gone(d, i);
-    if (CMT_GROW(d->blocks, d->block_cap, d->block_count + 1, 64) != 0)
+    struct cmt__entry *old = cmt__map_find(d->block_map, addr);
+    if (old) /* its free was not recorded */
+        block_gone(d, old);
+    struct cmt__entry *b = cmt__map_insert(d->block_map, addr);
+    if (!b)
         return CMT_ENOMEM;
-    struct cmt_alloc_block *b = &d->blocks[i];
-    memmove(b + 1, b, (d->block_count - i) * sizeof *b);
     d->block_count++;
     struct cmt_alloc_segment *s = segment_at(d, addr, 0);
-    *b = (struct cmt_alloc_block){.addr = addr,
-                                  .size = size,
-                                  .requested = requested,
-                                  .stream = field(e, CMT_AFIELD_STREAM),
-                                  .segment = s ? s->addr : 0,
-                                  .state = CMT_BLOCK_ACTIVE,
-                                  .before = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
-                                  .stack = e->stack};
+    *b = (struct cmt__entry){.key = addr,
+                             .size = size,
+                             .aux = requested,
+                             .seq = s ? s->addr : 0,
+                             .site = e->stack,
+                             .refs = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
+                             .kind = BLOCK_KIND,
+                             .maps = CMT_BLOCK_ACTIVE};
     if (s)
         segment_change(d, s, (int64_t)size, 1, 0);
     else
@@ -332,22 +387,20 @@ static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event 
 
 static void block_free(struct cmt_alloc_device *d, const struct cmt_alloc_event *e, int completed)
 {
-    uint64_t addr = field(e, CMT_AFIELD_ADDR);
-    size_t i = block_lower(d, addr);
-    if (i >= d->block_count || d->blocks[i].addr != addr) {
+    struct cmt__entry *b = cmt__map_find(d->block_map, field(e, CMT_AFIELD_ADDR));
+    if (!b) {
         if (!completed) /* a completed free after its request was seen is no surprise */
             d->unknown_frees++;
         return;
     }
-    struct cmt_alloc_block *b = &d->blocks[i];
     if (completed) {
-        block_gone(d, i);
+        block_gone(d, b);
         return;
     }
-    if (b->state == CMT_BLOCK_ACTIVE) {
-        b->state = CMT_BLOCK_PENDING_FREE;
+    if (b->maps == CMT_BLOCK_ACTIVE) {
+        b->maps = CMT_BLOCK_PENDING_FREE;
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->requested;
+        d->now.requested_bytes -= b->aux;
         d->free_events++;
     }
 }

@@ -23,6 +23,8 @@
 
 #include "replay.h"
 
+struct cmt__map;
+
 enum cmt_block_state {
     CMT_BLOCK_ACTIVE,       /* held by the program (PyTorch: active_allocated) */
     CMT_BLOCK_PENDING_FREE, /* freed, a stream may still use it (active_pending_free) */
@@ -37,8 +39,8 @@ struct cmt_alloc_segment {
 };
 
 struct cmt_alloc_block {
-    uint64_t addr, size, requested, stream, segment; /* segment: its segment's address, or 0 */
-    int state, before;                               /* enum cmt_block_state; CMT_AFLAG_BEFORE */
+    uint64_t addr, size, requested, segment; /* segment: its segment's address, or 0 */
+    int state, before;                       /* enum cmt_block_state; CMT_AFLAG_BEFORE */
     uint32_t stack;
 };
 
@@ -55,11 +57,11 @@ struct cmt_alloc_device {
     int32_t dev;
     struct cmt_alloc_figures now, peak; /* peak: each figure's own maximum */
     uint64_t peak_allocated_t_ns, peak_reserved_t_ns;
-    /* segments and live blocks, each sorted by address */
+    /* segments, sorted by address; live blocks (cmt_alloc_blocks lists them) */
     struct cmt_alloc_segment *segments;
     size_t segment_count, segment_cap;
-    struct cmt_alloc_block *blocks;
-    size_t block_count, block_cap;
+    size_t block_count;
+    struct cmt__map *block_map; /* internal: by address */
     uint64_t alloc_events, free_events, segment_allocs, segment_frees, ooms;
     uint64_t unknown_frees;  /* frees of blocks never seen (a ring-limited snapshot) */
     uint64_t outside_blocks; /* blocks in no known segment */
@@ -88,6 +90,10 @@ const struct cmt_alloc_device *cmt_alloc_device_at(const cmt_alloc *a, size_t i)
 /* @return the state of `allocator` on dev, or NULL. allocator 0: the first one seen on dev. */
 const struct cmt_alloc_device *cmt_alloc_device(const cmt_alloc *a, uint32_t allocator,
                                                 int32_t dev);
+/* The live blocks of d sorted by address, in a malloc'ed array (*out, NULL when none) the caller
+ * frees. @return how many, or (size_t)-1 when out of memory. */
+size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out);
+
 /* The figures of every allocator on dev summed (all zero when none). */
 struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t dev);
 

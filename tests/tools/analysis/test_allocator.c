@@ -303,3 +303,33 @@ Test(allocator, timeline_keeps_the_allocator_peaks_through_downsampling)
     cmt_timeline_free(&tl);
     done(&b);
 }
+
+Test(allocator, blocks_recorded_before_their_segment_are_placed_when_it_comes)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    const uint64_t seg = 0x7f0000000000;
+    tb_block(&b, seg + MIB(2), MIB(4), MIB(4), 0, CMT_AFLAG_BEFORE);
+    tb_segment(&b, seg, MIB(20), CMT_AFLAG_BEFORE);
+    tb_segment(&b, seg + TB_GIB, MIB(20), 0);
+    tb_block(&b, seg + TB_GIB, MIB(2), MIB(2), 0, 0);
+    uint64_t v[] = {seg + TB_GIB, MIB(20)}; /* freed under a live block (a damaged trace) */
+    tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    tb_segment(&b, seg + TB_GIB, MIB(40), 0);
+    tb_finish(&b, 1);
+    analyse(&b, 0);
+    const struct cmt_alloc_device *d = cmt_alloc_device(alloc, 1, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->outside_blocks, 0);
+    cr_expect_eq(d->segments[0].live_bytes, MIB(4));
+    cr_expect_eq(d->segments[1].live_bytes, MIB(2));
+    cr_expect_eq(d->now.inactive_split_bytes, MIB(16) + MIB(38));
+    cr_expect_eq(d->now.reserved_bytes, MIB(60));
+    struct cmt_alloc_block *blocks;
+    cr_assert_eq(cmt_alloc_blocks(d, &blocks), 2);
+    cr_expect_eq(blocks[0].addr, seg + MIB(2));
+    cr_expect(blocks[0].before);
+    cr_expect_eq(blocks[1].segment, seg + TB_GIB);
+    free(blocks);
+    done(&b);
+}
