@@ -190,6 +190,12 @@ static void commands(const uint8_t *data, size_t size)
         {cmt_cmd_whatif,
          {"whatif", "--jobs", "1", "--max-split-size-mb", "inf,64", "--capacity", "1GiB", path}},
         {cmt_cmd_whatif, {"whatif", "--json", "--jobs", "1", "--max-split-size-mb", "inf", path}},
+        {cmt_cmd_export, {"export", "-f", "perfetto", "--min-slice", "0", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "collapsed", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "memory-viz", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "csv", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "jsonl", "--table", "sites", "-o", "/dev/null", path}},
+        {cmt_cmd_export, {"export", "-f", "csv", "--table", "processes", "-o", "/dev/null", path}},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         int argc = 0;

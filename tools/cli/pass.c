@@ -13,19 +13,31 @@
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline)
 {
+    if (cmt__pass_open(p, cmd, path) != 0)
+        return 1;
+    return cmt__pass_replay(p, want, timeline, NULL, 0);
+}
+
+int cmt__pass_open(struct cmt__pass *p, const char *cmd, const char *path)
+{
     memset(p, 0, sizeof *p);
     p->cmd = cmd;
     p->path = path;
+    return cmt__open_trace(cmd, path, &p->reader) != 0 ? 1 : 0;
+}
+
+int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *timeline,
+                     const struct cmt_observer *extra, size_t nextra)
+{
+    const char *cmd = p->cmd, *path = p->path;
     p->timeline = timeline;
-    if (cmt__open_trace(cmd, path, &p->reader) != 0)
-        return 1;
     if (cmt_replay_create(&p->replay, p->reader) != 0 || cmt_alloc_create(&p->alloc) != 0 ||
         ((want & CMT__PASS_OOM) && cmt_oom_create(&p->oom) != 0)) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", cmd, path);
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[6];
+    struct cmt_observer obs[9];
     size_t n = 0;
     struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
     struct stat st;
@@ -47,6 +59,8 @@ int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsign
         obs[n++] = cmt_report_observer(&p->report);
     if (want & CMT__PASS_DIFF)
         obs[n++] = cmt_diff_observer(&p->diff);
+    for (size_t i = 0; i < nextra && n < sizeof obs / sizeof *obs; i++)
+        obs[n++] = extra[i];
     int rc = cmt_replay_run(p->replay, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress); /* also when damage stopped the replay */

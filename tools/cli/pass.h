@@ -30,6 +30,13 @@ struct cmt__pass {
 };
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
+/* cmt__pass_run in two steps, for observers that need the reader before the replay:
+ * cmt__pass_open() opens the trace (@return 0, or 1 after printing why it cannot be read:
+ * nothing to close); cmt__pass_replay() runs the pass with `nextra` more observers after the
+ * analyses' (copied: their ctx must outlive the pass). @return as cmt__pass_run. */
+int cmt__pass_open(struct cmt__pass *p, const char *cmd, const char *path);
+int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *timeline,
+                     const struct cmt_observer *extra, size_t nextra);
 void cmt__pass_close(struct cmt__pass *p);
 /* The exit status a finished pass leaves its command: 1 when the replay stopped on an error that
  * is not damage (out of memory: the results shown are partial), else 0. */

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""check_export.py FORMAT EXPORT REPORT_JSON [OOM_JSON] -- validates what `cumemtrace export`
+wrote against the trace-event format, the folded-stack format or PyTorch's snapshot structure,
+and its figures against `cumemtrace report --json` (and `oom --json`). Prints one line per
+problem and exits 1 when there is any; used by test_export_cmd.c."""
+import json
+import pickle
+import sys
+
+problems = []
+
+
+def need(cond, what):
+    if not cond:
+        problems.append(what)
+    return cond
+
+
+def check_perfetto(path, report, oom):
+    with open(path) as f:
+        doc = json.load(f)
+    need(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list),
+         "top level: an object with a traceEvents array")
+    events = doc["traceEvents"]
+    last_ts = {}
+    open_slices = {}
+    kinds_max = {}
+    instants = []
+    for i, e in enumerate(events):
+        where = f"event {i}"
+        if not need(isinstance(e, dict), f"{where}: not an object"):
+            continue
+        ph = e.get("ph")
+        need(ph in ("C", "b", "e", "i", "M", "X", "B", "E", "n"), f"{where}: ph {ph!r}")
+        for key in ("name", "pid", "tid", "ts"):
+            need(key in e, f"{where} ({ph}): no {key}")
+        need(isinstance(e.get("pid"), int) and isinstance(e.get("tid"), int),
+             f"{where}: pid and tid are integers")
+        need(isinstance(e.get("ts"), (int, float)) and e["ts"] >= 0, f"{where}: ts a number")
+        if ph == "C":
+            args = e.get("args")
+            need(isinstance(args, dict) and args and
+                 all(isinstance(v, (int, float)) for v in args.values()),
+                 f"{where}: a counter's args are numbers")
+            track = (e["pid"], e["name"])
+            need(e["ts"] >= last_ts.get(track, 0), f"{where}: counter {track} goes back in time")
+            last_ts[track] = e["ts"]
+            for k, v in args.items():
+                kinds_max[(e["name"], k)] = max(kinds_max.get((e["name"], k), 0), v)
+            if "device" in args:
+                pass
+        elif ph in ("b", "e"):
+            need("id" in e and "cat" in e, f"{where}: async slice without id or cat")
+            key = (e.get("cat"), e.get("id"))
+            if ph == "b":
+                need(key not in open_slices, f"{where}: slice {key} begun twice")
+                open_slices[key] = e["ts"]
+                need(isinstance(e.get("args", {}).get("bytes"), int), f"{where}: bytes arg")
+            else:
+                need(key in open_slices, f"{where}: slice {key} ended without a begin")
+                need(e["ts"] >= open_slices.pop(key, 0), f"{where}: slice ends before it begins")
+        elif ph == "i":
+            need(e.get("s") in ("g", "p", "t"), f"{where}: instant scope")
+            instants.append(e)
+        elif ph == "M":
+            need(isinstance(e.get("args", {}).get("name"), str), f"{where}: metadata name")
+    need(not open_slices, f"slices never ended: {list(open_slices)[:3]}")
+    # figures: the device counters reach each device's peak of its kinds; OOM instants match
+    for d in report["devices"]:
+        if d["dev"] < 0 or not d["peak_live_bytes"]:
+            continue
+        name = f"GPU {d['dev']} memory"
+        need(any(n == name for (n, _k) in kinds_max), f"no counter track for {name}")
+    if oom is not None:
+        want = [(round(ep["t_ns"] / 1000, 3), ep["verdict"]) for ep in oom["episodes"]]
+        got = [(round(e["ts"], 3), e["args"]["verdict"]) for e in instants]
+        need(sorted(want) == sorted(got), f"OOM instants {got} != episodes {want}")
+
+
+def check_collapsed(path, report, weight):
+    total = 0
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:  # frames pass bytes on
+        for n, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            stack, sep, w = line.rpartition(" ")
+            if not need(sep and w.isdigit(), f"line {n}: no weight after the last space"):
+                continue
+            frames = stack.split(";")
+            need(all(frames), f"line {n}: an empty frame")
+            need(int(w) > 0, f"line {n}: a zero weight")
+            total += int(w)
+    if weight == "peak":
+        want = report["peak_live_bytes"]
+    elif weight == "leaked":
+        want = report["live_bytes_at_end"]
+    else:
+        want = sum(d["alloc_calls"] - d["failures"] for d in report["devices"])
+    need(total == want, f"weights sum to {total}, report says {want}")
+
+
+def check_memory_viz(path, report):
+    with open(path, "rb") as f:
+        snap = pickle.load(f)
+    need(isinstance(snap, dict), "top level is a dict")
+    for key, typ in (("segments", list), ("device_traces", list),
+                     ("allocator_settings", dict), ("external_annotations", list)):
+        need(isinstance(snap.get(key), typ), f"{key}: a {typ.__name__}")
+    frame_keys = {"filename": str, "line": int, "name": str}
+
+    def frames_ok(frames, where):
+        if not need(isinstance(frames, list), f"{where}: frames a list"):
+            return
+        for fr in frames:
+            need(isinstance(fr, dict) and all(isinstance(fr.get(k), t)
+                                              for k, t in frame_keys.items()),
+                 f"{where}: frame {fr!r}")
+
+    seg_keys = {"device": int, "address": int, "total_size": int, "allocated_size": int,
+                "active_size": int, "requested_size": int, "stream": int, "segment_type": str,
+                "segment_pool_id": tuple, "is_expandable": bool, "frames": list, "blocks": list}
+    total = 0
+    for i, s in enumerate(snap["segments"]):
+        for k, t in seg_keys.items():
+            need(isinstance(s.get(k), t), f"segment {i}: {k} a {t.__name__}")
+        need(s.get("segment_type") in ("large", "small"), f"segment {i}: segment_type")
+        blocks = s.get("blocks", [])
+        need(sum(b["size"] for b in blocks) <= s["total_size"], f"segment {i}: blocks overflow")
+        for b in blocks:
+            need(b.get("state") in ("active_allocated", "active_pending_free", "inactive"),
+                 f"segment {i}: block state")
+            need(isinstance(b.get("address"), int) and isinstance(b.get("size"), int),
+                 f"segment {i}: block address and size")
+            frames_ok(b.get("frames"), f"segment {i} block")
+        total += s["total_size"]
+    need(total == report["live_bytes_at_end"],
+         f"segments hold {total}, report says {report['live_bytes_at_end']} live at the end")
+    actions = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+               "segment_map", "segment_unmap", "snapshot", "oom"}
+    live = {}
+    for dev, trace in enumerate(snap["device_traces"]):
+        if not need(isinstance(trace, list), f"device_traces[{dev}]: a list"):
+            continue
+        last = 0
+        for i, e in enumerate(trace):
+            where = f"device {dev} entry {i}"
+            need(e.get("action") in actions, f"{where}: action {e.get('action')!r}")
+            need(isinstance(e.get("size"), int) and isinstance(e.get("stream"), int),
+                 f"{where}: size and stream")
+            need(isinstance(e.get("time_us"), int) and e["time_us"] >= last, f"{where}: time_us")
+            last = e.get("time_us", last)
+            frames_ok(e.get("frames"), where)
+            if e.get("action") == "oom":
+                need(isinstance(e.get("device_free"), int), f"{where}: oom without device_free")
+                continue
+            need(isinstance(e.get("addr"), int), f"{where}: addr")
+            if e["action"] == "segment_alloc":
+                live[(dev, e["addr"])] = e["size"]
+            elif e["action"] == "segment_free":
+                live.pop((dev, e["addr"]), None)
+    need(sum(live.values()) == report["live_bytes_at_end"],
+         f"the trace entries leave {sum(live.values())} live, the report "
+         f"{report['live_bytes_at_end']}")
+
+
+def main():
+    fmt, path, report_path = sys.argv[1:4]
+    with open(report_path) as f:
+        report = json.load(f)
+    oom = None
+    if len(sys.argv) > 4 and fmt == "perfetto":
+        with open(sys.argv[4]) as f:
+            oom = json.load(f)
+    if fmt == "perfetto":
+        check_perfetto(path, report, oom)
+    elif fmt.startswith("collapsed:"):
+        check_collapsed(path, report, fmt.split(":", 1)[1])
+    elif fmt == "memory-viz":
+        check_memory_viz(path, report)
+    elif fmt == "memory-viz-expect":  # and the segments, blocks and actions of EXPECTED_JSON
+        check_memory_viz(path, report)
+        with open(sys.argv[4]) as f:
+            expect = json.load(f)
+        with open(path, "rb") as f:
+            snap = pickle.load(f)
+        got = [{"address": s["address"], "total_size": s["total_size"],
+                "allocated_size": s["allocated_size"], "active_size": s["active_size"],
+                "segment_type": s["segment_type"],
+                "blocks": [[b["address"] - s["address"], b["size"], b["state"]]
+                           for b in s["blocks"]]} for s in snap["segments"]]
+        need(got == expect["segments"], f"segments {got} != {expect['segments']}")
+        actions = [e["action"] for e in snap["device_traces"][0]]
+        need(actions == expect["actions"], f"actions {actions} != {expect['actions']}")
+        conf = snap["allocator_settings"].get("PYTORCH_CUDA_ALLOC_CONF")
+        need(conf == expect["conf"], f"allocator_settings {conf!r}")
+    else:
+        problems.append(f"unknown format {fmt}")
+    for p in problems[:20]:
+        print(f"check_export {fmt}: {p}")
+    sys.exit(1 if problems else 0)
+
+
+main()

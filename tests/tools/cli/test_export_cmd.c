@@ -1,0 +1,393 @@
+/* Tests of `cumemtrace export`: every format is produced and validated (perfetto JSON against
+ * the trace-event format, folded stacks parsed back, the memory-viz pickle loaded by Python
+ * with the snapshot structure; check_export.py does the Python side), the tables' columns are
+ * the documented ones, the weights and sums agree with `report --json`, and bad options give
+ * one line and exit 2. Python checks skip without python3, except in CI (CI=true). */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "trace_builder.h"
+
+#define P0 UINT64_C(0x700000000000)
+
+/* Two call sites on a 24 GiB device: 3 x 1 GiB layers (one freed), 10 x 512 KiB activations
+ * (5 freed), a frame whose name holds ';' and bytes that are not UTF-8, an OOM (a 30 GiB
+ * request over capacity), a retry that fails: fatal; no END (a crashed run). */
+static const char *export_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 23 * TB_GIB);
+    uint32_t layer = tb_stack(&b, "layer", 3);
+    uint32_t act = tb_frame(&b, tb_stack(&b, "forward", 2), "ops::act;fused\xff");
+    cmt_writer_env(b.w, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False");
+    for (int i = 0; i < 3; i++)
+        tb_alloc(&b, P0 + (uint64_t)i * 2 * TB_GIB, TB_GIB, layer);
+    for (int i = 0; i < 10; i++)
+        tb_alloc(&b, P0 + 64 * TB_GIB + (uint64_t)i * TB_MIB, 512 * 1024, act);
+    tb_free(&b, P0 + 2 * TB_GIB);
+    for (int i = 0; i < 10; i += 2)
+        tb_free(&b, P0 + 64 * TB_GIB + (uint64_t)i * TB_MIB);
+    uint64_t seq = tb_alloc_fail(&b, 30 * TB_GIB, layer);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 20 * TB_GIB, 24 * TB_GIB, seq);
+    seq = tb_alloc_fail(&b, 30 * TB_GIB, layer);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 20 * TB_GIB, 24 * TB_GIB, seq);
+    tb_finish(&b, 0);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+/* Runs a command with its stdout saved to `out`. @return its status. */
+static int run_to(int (*fn)(int, char **), const char *const *argv, const char *out)
+{
+    struct captured c = capture_run(fn, argv);
+    FILE *f = fopen(out, "w");
+    cr_assert_not_null(f);
+    fputs(c.out, f);
+    fclose(f);
+    int status = c.status;
+    captured_free(&c);
+    return status;
+}
+
+/* python3 check_export.py ARGS: 0 when it passes; skips the test without python3 outside CI. */
+static int check(const char *args)
+{
+    const char *ci = getenv("CI");
+    if (system("python3 -c 'import pickle, json' >/dev/null 2>&1") != 0) {
+        if (ci && strcmp(ci, "true") == 0)
+            cr_assert_fail("python3 is needed in CI to check the exports");
+        cr_skip_test("python3 is not installed: the export checks need it");
+    }
+    const char *src = getenv("CMT_SOURCE_DIR");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "python3 %s/tests/tools/cli/check_export.py %s", src ? src : ".",
+             args);
+    return system(cmd);
+}
+
+static char report_json[128], oom_json[128];
+
+/* The trace and its report --json and oom --json, saved beside it. */
+static const char *prepared(int index)
+{
+    const char *path = export_trace(index);
+    snprintf(report_json, sizeof report_json, "%s.report.json", path);
+    snprintf(oom_json, sizeof oom_json, "%s.oom.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report_json);
+    const char *oargv[] = {"oom", "--json", path, NULL};
+    run_to(cmt_cmd_oom, oargv, oom_json);
+    return path;
+}
+
+static void cleanup(const char *path, const char *out)
+{
+    remove(report_json);
+    remove(oom_json);
+    remove(out);
+    remove(path);
+}
+
+Test(export_cmd, perfetto_is_trace_event_json_with_counters_slices_and_the_oom)
+{
+    const char *path = prepared(0);
+    char out[160], args[512];
+    snprintf(out, sizeof out, "%s.json", path);
+    const char *argv[] = {"export", "--format", "perfetto", "--min-slice", "1048576",
+                          "-o",     out,        path,       NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    FILE *f = fopen(out, "r");
+    cr_assert_not_null(f);
+    static char body[1 << 18];
+    body[fread(body, 1, sizeof body - 1, f)] = 0;
+    fclose(f);
+    /* the layers are slices named by their call site; the activations are below --min-slice */
+    cr_expect(strstr(body, "\"ph\":\"b\",\"cat\":\"allocation\",\"name\":\"layer_0\""), "%s", body);
+    cr_expect(!strstr(body, "\"name\":\"ops::act"), "activations are no slices");
+    cr_expect(strstr(body, "\"verdict\":\"over_capacity\""), "%s", body);
+    snprintf(args, sizeof args, "perfetto %s %s %s", out, report_json, oom_json);
+    cr_expect_eq(check(args), 0);
+    cleanup(path, out);
+}
+
+/* Parses folded stacks: @return the sum of the weights; *lines and the first line's stack. */
+static uint64_t folded_sum(const char *text, int *lines, char *first, size_t size)
+{
+    uint64_t sum = 0;
+    *lines = 0;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        cr_assert(nl, "every line ends: %s", p);
+        const char *sp = nl;
+        while (sp > p && sp[-1] != ' ')
+            sp--;
+        cr_assert(sp > p, "a weight after the last space: %.*s", (int)(nl - p), p);
+        if (!*lines)
+            snprintf(first, size, "%.*s", (int)(sp - 1 - p), p);
+        sum += strtoull(sp, NULL, 10);
+        (*lines)++;
+        p = nl + 1;
+    }
+    return sum;
+}
+
+static uint64_t json_u64(const char *json, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(json, k);
+    cr_assert(p, "%s in %s", key, json);
+    return strtoull(p + strlen(k), NULL, 10);
+}
+
+Test(export_cmd, collapsed_weights_sum_to_the_reports_figures)
+{
+    const char *path = export_trace(1);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    struct captured r = capture_run(cmt_cmd_report, rargv);
+    uint64_t peak = json_u64(r.out, "peak_live_bytes");
+    uint64_t leaked = json_u64(r.out, "live_bytes_at_end");
+    uint64_t calls = json_u64(r.out, "alloc_calls"),
+             failed = json_u64(strstr(r.out, "\"devices\""), "failures");
+    captured_free(&r);
+    static const char *weights[] = {"peak", "leaked", "count"};
+    uint64_t want[] = {peak, leaked, calls - failed};
+    for (int w = 0; w < 3; w++) {
+        const char *argv[] = {"export", "-f", "collapsed", "--weight", weights[w], path, NULL};
+        struct captured c = capture_run(cmt_cmd_export, argv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        int lines;
+        char first[1024];
+        cr_expect_eq(folded_sum(c.out, &lines, first, sizeof first), want[w], "%s: %s", weights[w],
+                     c.out);
+        cr_expect_eq(lines, 2, "one line per call site: %s", c.out);
+        /* root first, the frame's ';' turned into ':' so the stack keeps its frames */
+        cr_expect(strstr(c.out, "layer_2;layer_1;layer_0 "), "%s", c.out);
+        cr_expect(strstr(c.out, "forward_1;forward_0;ops::act:fused"), "%s", c.out);
+        captured_free(&c);
+    }
+    remove(path);
+}
+
+Test(export_cmd, collapsed_weights_pass_the_python_check)
+{
+    const char *path = prepared(2);
+    char out[160], args[512];
+    snprintf(out, sizeof out, "%s.folded", path);
+    static const char *weights[] = {"peak", "leaked", "count"};
+    for (int w = 0; w < 3; w++) {
+        const char *argv[] = {"export", "-f", "collapsed", "--weight", weights[w],
+                              "-o",     out,  path,        NULL};
+        struct captured c = capture_run(cmt_cmd_export, argv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        captured_free(&c);
+        snprintf(args, sizeof args, "collapsed:%s %s %s", weights[w], out, report_json);
+        cr_expect_eq(check(args), 0, "%s", weights[w]);
+    }
+    cleanup(path, out);
+}
+
+Test(export_cmd, memory_viz_pickle_loads_as_a_snapshot_whose_segments_hold_the_live_bytes)
+{
+    const char *path = prepared(3);
+    char out[160], args[512];
+    snprintf(out, sizeof out, "%s.pickle", path);
+    const char *argv[] = {"export", "--format=memory-viz", "--output", out, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "memory-viz %s %s", out, report_json);
+    cr_expect_eq(check(args), 0);
+    cleanup(path, out);
+}
+
+static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack,
+                        uint32_t flags)
+{
+    b->t_ns += 1000;
+    struct cmt_alloc_event e = {.allocator = 1,
+                                .action = action,
+                                .t_ns = b->t_ns,
+                                .tid = 77,
+                                .dev = 0,
+                                .stack = stack,
+                                .fields = CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(FLAGS)};
+    e.v[CMT_AFIELD_ADDR] = addr;
+    e.v[CMT_AFIELD_SIZE] = size;
+    e.v[CMT_AFIELD_FLAGS] = flags;
+    if (action == CMT_AA_FREE_REQUESTED) { /* the allocator's figures after it */
+        e.fields |= CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
+        e.v[CMT_AFIELD_ALLOCATED] = 5 * TB_MIB + addr % TB_MIB;
+        e.v[CMT_AFIELD_RESERVED] = 20 * TB_MIB;
+    }
+    cr_assert_eq(cmt_writer_alloc_event(b->w, &e), 0);
+}
+
+/* A caching allocator's own events beside its driver calls: a 20 MiB segment with a block
+ * allocated, one freed, one free requested but not completed, one from before the recorded
+ * window; a small segment got and given back. */
+Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_events)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "tensor", 2);
+    struct cmt_alloc_info info = {1, 0, 0, "pytorch-cuda-caching", "2.6.0", "max_split_size_mb:64"};
+    cr_assert_eq(cmt_writer_alloc_info(b.w, &info), 0);
+    const uint64_t S = P0, T = P0 + TB_GIB;
+    tb_alloc(&b, S, 20 * TB_MIB, s);
+    alloc_event(&b, CMT_AA_SEGMENT_ALLOC, S, 20 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 12 * TB_MIB, TB_MIB, s, CMT_AFLAG_BEFORE);
+    alloc_event(&b, CMT_AA_ALLOC, S, 4 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_REQUESTED, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_COMPLETED, S + 4 * TB_MIB, 2 * TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_ALLOC, S + 8 * TB_MIB, TB_MIB, s, 0);
+    alloc_event(&b, CMT_AA_FREE_REQUESTED, S + 8 * TB_MIB, TB_MIB, s, 0);
+    tb_alloc(&b, T, 2 * TB_MIB, s);
+    alloc_event(&b, CMT_AA_SEGMENT_ALLOC, T, 2 * TB_MIB, s, CMT_AFLAG_SMALL);
+    alloc_event(&b, CMT_AA_SEGMENT_FREE, T, 2 * TB_MIB, s, CMT_AFLAG_SMALL);
+    tb_free(&b, T);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 6);
+    tb_free_builder(&b);
+    char out[160], report[160], expect[160], args[600];
+    snprintf(out, sizeof out, "%s.pickle", path);
+    snprintf(report, sizeof report, "%s.report.json", path);
+    snprintf(expect, sizeof expect, "%s.expect.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report);
+    FILE *f = fopen(expect, "w");
+    cr_assert_not_null(f);
+    const uint64_t M = TB_MIB;
+    fprintf(f,
+            "{\"segments\": [{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": "
+            "%llu, \"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
+            "[0, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"], "
+            "[%llu, %llu, \"active_pending_free\"], [%llu, %llu, \"inactive\"], "
+            "[%llu, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"]]}], "
+            "\"actions\": [\"segment_alloc\", \"alloc\", \"alloc\", \"free_requested\", "
+            "\"free_completed\", \"alloc\", \"free_requested\", \"segment_alloc\", "
+            "\"segment_free\"], \"conf\": \"max_split_size_mb:64\"}\n",
+            (unsigned long long)S, (unsigned long long)(20 * M), (unsigned long long)(5 * M),
+            (unsigned long long)(6 * M), (unsigned long long)(4 * M), (unsigned long long)(4 * M),
+            (unsigned long long)(4 * M), (unsigned long long)(8 * M), (unsigned long long)M,
+            (unsigned long long)(9 * M), (unsigned long long)(3 * M), (unsigned long long)(12 * M),
+            (unsigned long long)M, (unsigned long long)(13 * M), (unsigned long long)(7 * M));
+    fclose(f);
+    const char *argv[] = {"export", "-f", "memory-viz", "-o", out, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "memory-viz-expect %s %s %s", out, report, expect);
+    cr_expect_eq(check(args), 0);
+    /* perfetto: the allocator's figures as a counter track beside the driver's */
+    const char *pargv[] = {"export", "-f", "perfetto", path, NULL};
+    c = capture_run(cmt_cmd_export, pargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\""), "%s", c.out);
+    cr_expect(strstr(c.out, "\"args\":{\"allocated\":5242880,\"reserved\":20971520}"), "%s", c.out);
+    captured_free(&c);
+    remove(expect);
+    remove(report);
+    remove(out);
+    remove(path);
+}
+
+/* The columns of a csv header line, each of which docs/export.md must name as `column`. */
+static void columns_documented(const char *header)
+{
+    const char *src = getenv("CMT_SOURCE_DIR");
+    char doc_path[1024];
+    snprintf(doc_path, sizeof doc_path, "%s/docs/export.md", src ? src : ".");
+    FILE *f = fopen(doc_path, "r");
+    cr_assert_not_null(f, "%s", doc_path);
+    static char doc[1 << 17];
+    doc[fread(doc, 1, sizeof doc - 1, f)] = 0;
+    fclose(f);
+    char col[128];
+    for (const char *p = header; *p && *p != '\n';) {
+        size_t n = strcspn(p, ",\n");
+        char quoted[140];
+        snprintf(col, sizeof col, "%.*s", (int)n, p);
+        snprintf(quoted, sizeof quoted, "`%s`", col);
+        cr_expect(strstr(doc, quoted), "column %s is not documented in docs/export.md", col);
+        p += n + (p[n] == ',');
+    }
+}
+
+Test(export_cmd, csv_and_jsonl_tables_have_a_row_per_item_and_documented_columns)
+{
+    const char *path = export_trace(4);
+    static const char *tables[] = {"events", "sites", "episodes", "processes"};
+    int rows[] = {0, 2, 1, 1};
+    rows[0] = 3 + 10 + 1 + 5 + 2; /* allocations, frees, failed requests */
+    for (int t = 0; t < 4; t++) {
+        const char *argv[] = {"export", "-f", "csv", "--table", tables[t], path, NULL};
+        struct captured c = capture_run(cmt_cmd_export, argv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        int lines = 0;
+        for (const char *p = c.out; (p = strchr(p, '\n')); p++)
+            lines++;
+        cr_expect_eq(lines, rows[t] + 1, "%s: a header and a row each: %s", tables[t], c.out);
+        cr_expect(strncmp(c.out, "pid,host,rank,", 14) == 0, "%s", c.out);
+        columns_documented(c.out);
+        captured_free(&c);
+        const char *jargv[] = {"export", "-f", "jsonl", "--table", tables[t], path, NULL};
+        c = capture_run(cmt_cmd_export, jargv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        lines = 0;
+        for (const char *p = c.out; (p = strchr(p, '\n')); p++, lines++)
+            cr_expect(p[1] == 0 || p[1] == '{', "one object a line");
+        cr_expect_eq(lines, rows[t], "%s: %s", tables[t], c.out);
+        cr_expect(strstr(c.out, "{\"pid\":100,\"host\":\"testhost\",\"rank\":null,"), "%s", c.out);
+        captured_free(&c);
+    }
+    /* the site table names the configuration and a frame with a comma-free, quoted-when-needed
+     * text; the process table carries the allocator settings */
+    const char *argv[] = {"export", "-f", "csv", "--table", "processes", path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect(strstr(c.out, ",expandable_segments:False,"), "%s", c.out);
+    captured_free(&c);
+    const char *eargv[] = {"export", "-f", "csv", "--table", "episodes", path, NULL};
+    c = capture_run(cmt_cmd_export, eargv);
+    cr_expect(strstr(c.out, ",true,over_capacity,"), "%s", c.out);
+    captured_free(&c);
+    remove(path);
+}
+
+Test(export_cmd, bad_options_give_one_line_and_exit_2)
+{
+    const char *path = export_trace(5);
+    const char *cases[][8] = {
+        {"export", path, NULL},
+        {"export", "-f", "svg", path, NULL},
+        {"export", "-f", "perfetto", "--weight", "peak", path, NULL},
+        {"export", "-f", "collapsed", "--weight", "max", path, NULL},
+        {"export", "-f", "perfetto", "--table", "sites", path, NULL},
+        {"export", "-f", "csv", "--table", "runs", path, NULL},
+        {"export", "-f", "perfetto", "--partitioned", "/tmp/x", path, NULL},
+        {"export", "-f", "csv", path, path, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct captured c = capture_run(cmt_cmd_export, cases[i]);
+        cr_expect_eq(c.status, 2, "case %zu: %s", i, c.err);
+        cr_expect(strncmp(c.err, "cumemtrace export: ", 19) == 0, "case %zu: %s", i, c.err);
+        cr_expect(strchr(c.err, '\n') == c.err + strlen(c.err) - 1, "one line: %s", c.err);
+        captured_free(&c);
+    }
+    const char *missing[] = {"export", "-f", "csv", "/nonexistent/trace.cmt", NULL};
+    struct captured c = capture_run(cmt_cmd_export, missing);
+    cr_expect_eq(c.status, 1);
+    cr_expect(strstr(c.err, "/nonexistent/trace.cmt"), "%s", c.err);
+    captured_free(&c);
+    remove(path);
+}

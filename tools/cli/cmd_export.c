@@ -1,0 +1,273 @@
+/* cmd_export.c — `cumemtrace export --format F [-o OUT] FILE` and
+ * `cumemtrace export --format csv|jsonl --partitioned DIR TRACES...`: the analyses' data in
+ * the formats other tools read (docs/export.md). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "export.h"
+#include "output.h"
+#include "pass.h"
+
+static const char usage[] =
+    "usage: cumemtrace export --format F [options] [-o OUT] FILE\n"
+    "       cumemtrace export --format csv|jsonl --partitioned DIR [--run ID] [--events] "
+    "TRACES...\n"
+    "\n"
+    "Writes a trace's memory in a format other tools read (docs/export.md):\n"
+    "  perfetto    Chrome/Perfetto trace-event JSON: a counter track per device and kind,\n"
+    "              allocations as slices, out-of-memory failures as instant events\n"
+    "              (ui.perfetto.dev, chrome://tracing)\n"
+    "  collapsed   folded stacks, root first, for flamegraph.pl, inferno, speedscope\n"
+    "  memory-viz  a PyTorch memory snapshot pickle (pytorch.org/memory_viz)\n"
+    "  csv, jsonl  a table: events, sites, episodes or processes (--table)\n"
+    "\n"
+    "  -f, --format F       perfetto, collapsed, memory-viz, csv or jsonl\n"
+    "  -o, --output OUT     write to OUT (default: standard output)\n"
+    "  --weight W           collapsed: peak (bytes held at the peak, default), leaked (bytes\n"
+    "                       live at the end) or count (allocations)\n"
+    "  --table T            csv, jsonl: events (default), sites, episodes or processes\n"
+    "  --min-slice BYTES    perfetto: allocations of at least BYTES become slices (default\n"
+    "                       1048576; 0: every allocation)\n"
+    "  --partitioned DIR    csv, jsonl: Hive-style tables DIR/TABLE/run=ID/part-NAME.EXT for\n"
+    "                       DuckDB, Spark, Trino (runs, processes, episodes, sites)\n"
+    "  --run ID             the run the traces belong to (default: each trace's directory)\n"
+    "  --events             --partitioned: the events table too\n"
+    "  -h, --help           this help\n";
+
+static const char *const format_names[] = {
+#define CMT__NAME(id, name) name,
+    CMT__EXPORT_FORMATS(CMT__NAME)};
+static const char *const weight_names[] = {CMT__EXPORT_WEIGHTS(CMT__NAME)};
+static const char *const table_names[] = {CMT__EXPORT_TABLES(CMT__NAME)
+#undef CMT__NAME
+};
+
+/* @return the index of name in names, or -1. */
+static int lookup(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+struct args {
+    struct cmt__export_options o;
+    int have_format, have_weight, have_table, have_slice;
+    const char *out, *partitioned;
+    char **files;
+    int nfiles;
+};
+
+/* @return 0 with *a filled, -1 after help, 2 after a usage error. */
+static int parse(int argc, char **argv, struct args *a)
+{
+    const char *v;
+    memset(a, 0, sizeof *a);
+    a->o.min_slice_bytes = UINT64_C(1) << 20;
+    a->files = calloc((size_t)argc, sizeof *a->files);
+    if (!a->files)
+        return cmt__usage_error("export", "out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int k;
+        if (cmt__is(arg, "-h", "--help")) {
+            fputs(usage, stdout);
+            return -1;
+        } else if (cmt__value_option(argc, argv, &i, "-f", "--format", &v)) {
+            if (!v || (k = lookup(format_names, CMT__EXPORT_FORMAT_COUNT, v)) < 0)
+                return cmt__usage_error("export",
+                                        "--format wants perfetto, collapsed, memory-viz, "
+                                        "csv or jsonl%s%s%s",
+                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            a->o.format = (enum cmt__export_format)k;
+            a->have_format = 1;
+        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
+            if (!v || !*v)
+                return cmt__usage_error("export", "-o needs an output file");
+            a->out = v;
+        } else if (cmt__value_option(argc, argv, &i, "--weight", NULL, &v)) {
+            if (!v || (k = lookup(weight_names, 3, v)) < 0)
+                return cmt__usage_error("export", "--weight wants peak, leaked or count%s%s%s",
+                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            a->o.weight = (enum cmt__export_weight)k;
+            a->have_weight = 1;
+        } else if (cmt__value_option(argc, argv, &i, "--table", NULL, &v)) {
+            if (!v || (k = lookup(table_names, CMT__EXPORT_TABLE_COUNT, v)) < 0 ||
+                k == CMT__EXPORT_TABLE_RUNS)
+                return cmt__usage_error("export",
+                                        "--table wants events, sites, episodes or processes%s%s%s",
+                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            a->o.table = (enum cmt__export_table)k;
+            a->have_table = 1;
+        } else if (cmt__value_option(argc, argv, &i, "--min-slice", NULL, &v)) {
+            char *end;
+            if (!v || !*v || (a->o.min_slice_bytes = strtoull(v, &end, 10), *end) || *v == '-')
+                return cmt__usage_error("export", "--min-slice wants a number of bytes%s%s%s",
+                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            a->have_slice = 1;
+        } else if (cmt__value_option(argc, argv, &i, "--partitioned", NULL, &v)) {
+            if (!v || !*v)
+                return cmt__usage_error("export", "--partitioned needs an output directory");
+            a->partitioned = v;
+        } else if (cmt__value_option(argc, argv, &i, "--run", NULL, &v)) {
+            if (!v || !*v)
+                return cmt__usage_error("export", "--run needs an id");
+            a->o.run = v;
+        } else if (cmt__is(arg, "--events", NULL)) {
+            a->o.with_events = 1;
+        } else if (arg[0] == '-' && arg[1]) {
+            return cmt__usage_error("export", "unknown option '%s'", arg);
+        } else {
+            a->files[a->nfiles++] = argv[i];
+        }
+    }
+    return 0;
+}
+
+/* Option combinations. @return 0, or 2 after a usage error. */
+static int check(const struct args *a)
+{
+    enum cmt__export_format f = a->o.format;
+    int table_format = f == CMT__EXPORT_CSV || f == CMT__EXPORT_JSONL;
+    if (!a->have_format)
+        return cmt__usage_error("export", "missing --format (perfetto, collapsed, memory-viz, "
+                                          "csv or jsonl)");
+    if (a->have_weight && f != CMT__EXPORT_COLLAPSED)
+        return cmt__usage_error("export", "--weight is for --format collapsed");
+    if (a->have_slice && f != CMT__EXPORT_PERFETTO)
+        return cmt__usage_error("export", "--min-slice is for --format perfetto");
+    if (a->have_table && !table_format)
+        return cmt__usage_error("export", "--table is for --format csv or jsonl");
+    if (a->partitioned) {
+        if (!table_format)
+            return cmt__usage_error("export", "--partitioned is for --format csv or jsonl");
+        if (a->out)
+            return cmt__usage_error("export", "-o and --partitioned conflict: choose one output");
+        if (a->have_table)
+            return cmt__usage_error("export", "--table and --partitioned conflict: "
+                                              "--partitioned writes every table");
+        if (!a->nfiles)
+            return cmt__usage_error("export", "missing trace files");
+        return 0;
+    }
+    if (a->o.run || a->o.with_events)
+        return cmt__usage_error("export", "%s is for --partitioned",
+                                a->o.run ? "--run" : "--events");
+    if (!a->nfiles)
+        return cmt__usage_error("export", "missing trace FILE");
+    if (a->nfiles > 1)
+        return cmt__usage_error("export",
+                                "one trace file expected, got '%s' too (several "
+                                "traces: --partitioned DIR)",
+                                a->files[1]);
+    if (f == CMT__EXPORT_MEMORY_VIZ && !a->out && isatty(STDOUT_FILENO))
+        return cmt__usage_error("export", "memory-viz writes a binary pickle: give -o OUT.pickle");
+    return 0;
+}
+
+/* The pass and the format's writing. @return the exit status. */
+static int export_one(const struct args *a, const char *path, FILE *f)
+{
+    const struct cmt__export_options *o = &a->o;
+    struct cmt__pass p;
+    struct cmt_observer extra[1];
+    size_t n = 0;
+    static struct cmt__export_perfetto perfetto;
+    static struct cmt__export_memory_viz memviz;
+    static struct cmt__export_events events;
+    unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT;
+    int status = 0;
+    if (o->format == CMT__EXPORT_PERFETTO || o->format == CMT__EXPORT_MEMORY_VIZ ||
+        (o->table == CMT__EXPORT_TABLE_EVENTS &&
+         (o->format == CMT__EXPORT_CSV || o->format == CMT__EXPORT_JSONL))) {
+        if (cmt__pass_open(&p, "export", path) != 0)
+            return 1;
+        /* perfetto names slices by their call site: the symbols (at the trace's end) first. A
+         * damaged trace keeps its reader at the damage: reopen it, and go without them. */
+        if (o->format == CMT__EXPORT_PERFETTO && cmt_reader_preload(p.reader) < 0) {
+            cmt_reader_close(p.reader);
+            p.reader = NULL;
+            if (cmt__open_trace("export", path, &p.reader) != 0)
+                return 1;
+        }
+        if (o->format == CMT__EXPORT_PERFETTO)
+            extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes);
+        else if (o->format == CMT__EXPORT_MEMORY_VIZ)
+            extra[n++] = cmt__export_memory_viz_observer(&memviz);
+        else
+            extra[n++] = cmt__export_events_observer(&events, f, o->format == CMT__EXPORT_JSONL,
+                                                     p.reader);
+        if (cmt__pass_replay(&p, want, NULL, extra, n) != 0)
+            return 1;
+    } else if (cmt__pass_run(&p, "export", path, want, NULL) != 0) {
+        return 1;
+    }
+    switch (o->format) {
+    case CMT__EXPORT_PERFETTO: cmt__export_perfetto_end(&perfetto, &p); break;
+    case CMT__EXPORT_COLLAPSED: cmt__export_collapsed(&p, f, o->weight); break;
+    case CMT__EXPORT_MEMORY_VIZ:
+        if (cmt__export_memory_viz_end(&memviz, &p, f) != 0 && !ferror(f)) {
+            fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
+            status = 1;
+        }
+        cmt__export_memory_viz_free(&memviz);
+        break;
+    case CMT__EXPORT_CSV:
+    case CMT__EXPORT_JSONL: {
+        int jsonl = o->format == CMT__EXPORT_JSONL;
+        if (o->table == CMT__EXPORT_TABLE_EVENTS)
+            cmt__rows_end(&events.rows);
+        else if (o->table == CMT__EXPORT_TABLE_SITES)
+            cmt__export_sites(&p, f, jsonl);
+        else if (o->table == CMT__EXPORT_TABLE_EPISODES)
+            cmt__export_episodes(&p, f, jsonl);
+        else if (o->table == CMT__EXPORT_TABLE_PROCESSES)
+            cmt__export_processes(&p, f, jsonl);
+        break;
+    }
+    default: break;
+    }
+    if (cmt__pass_status(&p))
+        status = 1;
+    cmt__pass_close(&p);
+    return status;
+}
+
+int cmt_cmd_export(int argc, char **argv)
+{
+    struct args a;
+    int rc = parse(argc, argv, &a);
+    if (rc == 0)
+        rc = check(&a);
+    if (rc) {
+        free(a.files);
+        return rc < 0 ? 0 : rc;
+    }
+    if (a.partitioned) {
+        rc = cmt__export_partitioned(&a.o, a.partitioned, a.files, a.nfiles);
+        free(a.files);
+        return rc;
+    }
+    FILE *f = a.out ? fopen(a.out, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "cumemtrace export: %s: cannot create the file\n", a.out);
+        free(a.files);
+        return 1;
+    }
+    static char buffer[1 << 20]; /* fewer writes: the exports are written in small pieces */
+    setvbuf(f, buffer, _IOFBF, sizeof buffer);
+    rc = export_one(&a, a.files[0], f);
+    int bad = fflush(f) != 0 || ferror(f);
+    if (a.out && fclose(f) != 0)
+        bad = 1;
+    if (bad && !rc) {
+        fprintf(stderr, "cumemtrace export: %s: cannot write the export\n",
+                a.out ? a.out : "standard output");
+        rc = 1;
+    }
+    free(a.files);
+    return rc;
+}

@@ -1,0 +1,183 @@
+/* export.h — internal: `cumemtrace export`'s formats (cmd_export.c parses the arguments and
+ * runs the pass; one file per format presents what the analyses returned). docs/export.md
+ * documents every format, table and column. */
+#ifndef CMT__EXPORT_H
+#define CMT__EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "output.h"
+#include "pass.h"
+#include "replay.h"
+
+/* The formats: X(id, name). */
+#define CMT__EXPORT_FORMATS(X)  \
+    X(PERFETTO, "perfetto")     \
+    X(COLLAPSED, "collapsed")   \
+    X(MEMORY_VIZ, "memory-viz") \
+    X(CSV, "csv")               \
+    X(JSONL, "jsonl")
+
+enum cmt__export_format {
+#define CMT__EXPORT_FORMAT_ENUM(id, name) CMT__EXPORT_##id,
+    CMT__EXPORT_FORMATS(CMT__EXPORT_FORMAT_ENUM)
+#undef CMT__EXPORT_FORMAT_ENUM
+        CMT__EXPORT_FORMAT_COUNT
+};
+
+/* The collapsed format's weights: X(id, name). */
+#define CMT__EXPORT_WEIGHTS(X) \
+    X(PEAK, "peak")            \
+    X(LEAKED, "leaked")        \
+    X(COUNT, "count")
+
+enum cmt__export_weight {
+#define CMT__EXPORT_WEIGHT_ENUM(id, name) CMT__EXPORT_WEIGHT_##id,
+    CMT__EXPORT_WEIGHTS(CMT__EXPORT_WEIGHT_ENUM)
+#undef CMT__EXPORT_WEIGHT_ENUM
+};
+
+/* The tables of csv and jsonl: X(id, name). */
+#define CMT__EXPORT_TABLES(X) \
+    X(EVENTS, "events")       \
+    X(SITES, "sites")         \
+    X(EPISODES, "episodes")   \
+    X(PROCESSES, "processes") \
+    X(RUNS, "runs")
+
+enum cmt__export_table {
+#define CMT__EXPORT_TABLE_ENUM(id, name) CMT__EXPORT_TABLE_##id,
+    CMT__EXPORT_TABLES(CMT__EXPORT_TABLE_ENUM)
+#undef CMT__EXPORT_TABLE_ENUM
+        CMT__EXPORT_TABLE_COUNT
+};
+
+struct cmt__export_options {
+    enum cmt__export_format format;
+    enum cmt__export_weight weight; /* collapsed */
+    enum cmt__export_table table;   /* csv, jsonl without --partitioned */
+    uint64_t min_slice_bytes;       /* perfetto: allocations drawn as slices */
+    const char *run;                /* --run: the run id of every trace (NULL: derived) */
+    int with_events;                /* --partitioned: also the events table */
+};
+
+/* A buffer in front of a FILE for the exports' hot paths (a row or a counter per event): bytes,
+ * decimal numbers and JSON strings without stdio's per-call locking and format parsing.
+ * cmt__out_flush() before writing to f any other way, and at the end. */
+struct cmt__out {
+    FILE *f;
+    size_t n;
+    char buf[1 << 16];
+};
+void cmt__out_init(struct cmt__out *o, FILE *f);
+void cmt__out_flush(struct cmt__out *o);
+static inline void cmt__out_bytes(struct cmt__out *o, const void *p, size_t n)
+{
+    if (o->n + n > sizeof o->buf) {
+        cmt__out_flush(o);
+        if (n > sizeof o->buf) {
+            fwrite(p, 1, n, o->f);
+            return;
+        }
+    }
+    __builtin_memcpy(o->buf + o->n, p, n);
+    o->n += n;
+}
+static inline void cmt__out_char(struct cmt__out *o, char c)
+{
+    if (o->n == sizeof o->buf)
+        cmt__out_flush(o);
+    o->buf[o->n++] = c;
+}
+static inline void cmt__out_str(struct cmt__out *o, const char *s)
+{
+    cmt__out_bytes(o, s, __builtin_strlen(s));
+}
+void cmt__out_u64(struct cmt__out *o, uint64_t v);
+void cmt__out_i64(struct cmt__out *o, int64_t v);
+/* s as a JSON string literal, escaped as cmt__json_quote() does. */
+void cmt__out_quote(struct cmt__out *o, const char *s);
+
+/* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */
+struct cmt__rows {
+    struct cmt__out out;
+    int jsonl;
+    const char *const *columns; /* names, in the order values are given */
+    unsigned ncolumns, column;
+    uint64_t rows;
+};
+/* Starts a table on f; csv writes the header line. cmt__rows_end() flushes it to f. */
+void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
+                     unsigned ncolumns);
+void cmt__rows_end(struct cmt__rows *t);
+void cmt__row_begin(struct cmt__rows *t);
+void cmt__row_end(struct cmt__rows *t);
+void cmt__row_u64(struct cmt__rows *t, uint64_t v);
+void cmt__row_i64(struct cmt__rows *t, int64_t v);
+void cmt__row_double(struct cmt__rows *t, double v);
+void cmt__row_bool(struct cmt__rows *t, int v);
+void cmt__row_str(struct cmt__rows *t, const char *s); /* NULL: empty (csv) / null (jsonl) */
+void cmt__row_null(struct cmt__rows *t);
+
+/* The identity columns every table starts with (pid, host, rank), from the PROCESS record;
+ * rank is empty (null) until traces record it. */
+#define CMT__EXPORT_ID_COLUMNS "pid", "host", "rank"
+void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r);
+
+/* The events table as a replay observer: a row per event, written as the replay goes;
+ * cmt__rows_end(&e->rows) after the pass. */
+struct cmt__export_events {
+    struct cmt__rows rows;
+    const cmt_reader *reader;
+};
+struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int jsonl,
+                                                const cmt_reader *r);
+/* The tables a finished pass gives (sites, episodes, processes). path: the trace's path. */
+void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl);
+void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl);
+void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl);
+/* The PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) the process ran with, or NULL. */
+const char *cmt__export_alloc_conf(const cmt_reader *r);
+
+/* ---- the other formats ---- */
+/* Perfetto / Chrome trace-event JSON: an observer that writes counters and slices as the
+ * replay goes; cmt__export_perfetto_end() writes the OOM instants and closes the JSON. */
+struct cmt__export_perfetto {
+    FILE *f;
+    struct cmt__out out;
+    const cmt_reader *reader;
+    uint64_t pid, min_slice_bytes;
+    uint64_t first;    /* no event written yet */
+    char **site_names; /* per site, lazily */
+    uint32_t site_name_count;
+    uint32_t *kinds_seen; /* per device slot: kinds shown so far (a bit mask) */
+    uint32_t kinds_seen_count;
+};
+struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
+                                                  const cmt_reader *r, uint64_t min_slice_bytes);
+void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p);
+
+/* Folded stacks, one line per call site with a nonzero weight, root frame first. */
+void cmt__export_collapsed(const struct cmt__pass *p, FILE *f, enum cmt__export_weight weight);
+
+/* PyTorch's memory snapshot: an observer that keeps the trace entries per device (driver calls,
+ * and allocator events where the trace has them);
+ * cmt__export_memory_viz_end() writes the pickle. @return 0, or -1 when out of memory. */
+struct cmt__memviz_entry;
+struct cmt__export_memory_viz {
+    struct cmt__memviz_entry *entries;
+    size_t count, cap;
+    int failed;
+    char *conf; /* the last ALLOCATOR record's settings, or NULL */
+};
+struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x);
+int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cmt__pass *p,
+                               FILE *f);
+void cmt__export_memory_viz_free(struct cmt__export_memory_viz *x);
+
+/* `--partitioned DIR TRACES...`. @return the exit status. */
+int cmt__export_partitioned(const struct cmt__export_options *o, const char *dir,
+                            char *const *traces, int ntraces);
+
+#endif

@@ -1,0 +1,316 @@
+/* export_partitioned.c — `export --partitioned DIR TRACES...`: Hive-style partitioned tables
+ * (DIR/TABLE/run=ID/part-NAME.csv or .jsonl) that DuckDB, Spark and Trino read as they are:
+ * processes, episodes, sites and, with --events, events (a file per trace, named by the
+ * trace's file name), and runs (a file per run, aggregated over this invocation's traces of
+ * that run). A table with no rows for a trace gets no file (engines refuse header-only CSV
+ * files of unknown types). The run id is --run, else the name of the trace's directory;
+ * ids and file names keep [A-Za-z0-9._-] and turn every other byte into '_'. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmt_grow.h"
+#include "export.h"
+#include "oom.h"
+
+/* Keeps what a file name may hold, at most size - 1 bytes. @return buf. */
+static const char *sanitize(const char *s, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < size; s++) {
+        unsigned char c = (unsigned char)*s;
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '-' || c == '_';
+        buf[n++] = ok ? (char)c : '_';
+    }
+    if (!n || (n <= 2 && buf[0] == '.')) /* never "", "." or ".." */
+        buf[n++] = '_';
+    buf[n] = 0;
+    return buf;
+}
+
+/* The run id of a trace: the name of the directory that holds it. */
+static const char *run_of(const char *path, char *buf, size_t size)
+{
+    char resolved[PATH_MAX], tmp[PATH_MAX];
+    const char *dir = "run";
+    if (realpath(path, resolved)) {
+        char *slash = strrchr(resolved, '/');
+        if (slash && slash != resolved) {
+            *slash = 0;
+            slash = strrchr(resolved, '/');
+            dir = slash ? slash + 1 : resolved;
+        }
+    }
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    return sanitize(tmp, buf, size);
+}
+
+/* The part's name: the trace's file name without ".cmt". */
+static const char *part_of(const char *path, char *buf, size_t size)
+{
+    char tmp[PATH_MAX];
+    const char *base = strrchr(path, '/');
+    snprintf(tmp, sizeof tmp, "%s", base ? base + 1 : path);
+    size_t n = strlen(tmp);
+    if (n > 4 && strcmp(tmp + n - 4, ".cmt") == 0)
+        tmp[n - 4] = 0;
+    return sanitize(tmp, buf, size);
+}
+
+static int mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        int bad = mkdir(path, 0777) != 0 && errno != EEXIST;
+        *p = '/';
+        if (bad)
+            return -1;
+    }
+    return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+struct out {
+    const char *dir, *ext;
+    char path[PATH_MAX];
+};
+
+/* Opens DIR/TABLE/run=RUN/part-PART.EXT, creating the directories. @return the FILE or NULL
+ * after printing why. */
+static FILE *open_part(struct out *o, const char *table, const char *run, const char *part)
+{
+    snprintf(o->path, sizeof o->path, "%s/%s/run=%s", o->dir, table, run);
+    if (mkdirs(o->path) != 0) {
+        fprintf(stderr, "cumemtrace export: %s: cannot create the directory: %s\n", o->path,
+                strerror(errno));
+        return NULL;
+    }
+    size_t n = strlen(o->path);
+    snprintf(o->path + n, sizeof o->path - n, "/part-%s.%s", part, o->ext);
+    FILE *f = fopen(o->path, "w");
+    if (!f)
+        fprintf(stderr, "cumemtrace export: %s: cannot create the file: %s\n", o->path,
+                strerror(errno));
+    return f;
+}
+
+/* @return 0, or 1 after printing why the file could not be written. */
+static int close_part(struct out *o, FILE *f)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "cumemtrace export: %s: cannot write the file\n", o->path);
+        return 1;
+    }
+    return 0;
+}
+
+/* A table of `rows` rows (none: no file). */
+static int table(struct out *o, const char *name, const char *run, const char *part,
+                 const struct cmt__pass *p, int jsonl,
+                 void (*write)(const struct cmt__pass *, FILE *, int), uint64_t rows)
+{
+    if (!rows)
+        return 0;
+    FILE *f = open_part(o, name, run, part);
+    if (!f)
+        return 1;
+    write(p, f, jsonl);
+    return close_part(o, f);
+}
+
+struct part_name {
+    char run[256], part[256];
+};
+
+struct run {
+    char id[256];
+    uint64_t traces, events, max_peak, sum_peak, episodes, fatal, failing;
+    uint64_t first_oom_wall_ns, first_pid;
+    char first_host[256];
+    int have_first;
+};
+
+static const char *const run_columns[] = {"traces",
+                                          "events",
+                                          "max_peak_live_bytes",
+                                          "sum_peak_live_bytes",
+                                          "episodes",
+                                          "fatal_episodes",
+                                          "failing_processes",
+                                          "first_oom_wall_ns",
+                                          "first_failing_pid",
+                                          "first_failing_host",
+                                          "first_failing_rank"};
+
+static void add_to_run(struct run *run, const struct cmt__pass *p)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
+    const struct cmt_process *proc = cmt_reader_process(p->reader);
+    uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
+    run->traces++;
+    run->events += t->events;
+    run->sum_peak += t->peak_live_bytes;
+    if (t->peak_live_bytes > run->max_peak)
+        run->max_peak = t->peak_live_bytes;
+    run->episodes += n;
+    for (uint32_t i = 0; i < n; i++)
+        run->fatal += (uint64_t)cmt_oom_episode(p->oom, i)->fatal;
+    if (!n)
+        return;
+    run->failing++;
+    uint64_t wall = (proc ? proc->start_wall_ns : 0) + cmt_oom_episode(p->oom, 0)->t_ns;
+    if (!run->have_first || wall < run->first_oom_wall_ns) {
+        run->have_first = 1;
+        run->first_oom_wall_ns = wall;
+        run->first_pid = proc ? proc->pid : 0;
+        snprintf(run->first_host, sizeof run->first_host, "%s",
+                 proc && proc->hostname ? proc->hostname : "");
+    }
+}
+
+static int write_run(struct out *o, const struct run *run, int jsonl)
+{
+    FILE *f = open_part(o, "runs", run->id, "0");
+    if (!f)
+        return 1;
+    static struct cmt__rows t;
+    cmt__rows_begin(&t, f, jsonl, run_columns, sizeof run_columns / sizeof *run_columns);
+    cmt__row_begin(&t);
+    cmt__row_u64(&t, run->traces);
+    cmt__row_u64(&t, run->events);
+    cmt__row_u64(&t, run->max_peak);
+    cmt__row_u64(&t, run->sum_peak);
+    cmt__row_u64(&t, run->episodes);
+    cmt__row_u64(&t, run->fatal);
+    cmt__row_u64(&t, run->failing);
+    if (run->have_first) {
+        cmt__row_u64(&t, run->first_oom_wall_ns);
+        cmt__row_u64(&t, run->first_pid);
+        cmt__row_str(&t, run->first_host);
+    } else {
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+    }
+    cmt__row_null(&t); /* rank: once traces record it (issue 15 item 1) */
+    cmt__row_end(&t);
+    cmt__rows_end(&t);
+    return close_part(o, f);
+}
+
+static uint64_t site_rows(const cmt_replay *rp)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < cmt_replay_site_count(rp); i++) {
+        const struct cmt_replay_site *s = cmt_replay_site(rp, i);
+        n += s->alloc_count || s->failures || s->host_alloc_count;
+    }
+    return n;
+}
+
+/* One trace: its pass, its tables. @return 0, or 1 after printing why. */
+static int one_trace(const struct cmt__export_options *opt, struct out *o, const char *path,
+                     struct run *r, const char *part)
+{
+    int jsonl = opt->format == CMT__EXPORT_JSONL;
+    struct cmt__pass p;
+    if (cmt__pass_open(&p, "export", path) != 0)
+        return 1;
+    static struct cmt__export_events events;
+    struct cmt_observer extra[1];
+    FILE *ev = NULL;
+    if (opt->with_events) {
+        if (!(ev = open_part(o, "events", r->id, part))) {
+            cmt__pass_close(&p);
+            return 1;
+        }
+        extra[0] = cmt__export_events_observer(&events, ev, jsonl, p.reader);
+    }
+    if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev ? 1 : 0) != 0) {
+        if (ev)
+            fclose(ev);
+        return 1;
+    }
+    if (ev)
+        cmt__rows_end(&events.rows);
+    int rc = ev ? close_part(o, ev) : 0;
+    rc |= table(o, "processes", r->id, part, &p, jsonl, cmt__export_processes, 1);
+    rc |= table(o, "episodes", r->id, part, &p, jsonl, cmt__export_episodes,
+                p.oom ? cmt_oom_count(p.oom) : 0);
+    rc |= table(o, "sites", r->id, part, &p, jsonl, cmt__export_sites, site_rows(p.replay));
+    rc |= cmt__pass_status(&p);
+    add_to_run(r, &p);
+    cmt__pass_close(&p);
+    return rc;
+}
+
+/* Each trace's run id and part name; refuses two traces that would write the same files,
+ * before anything is written. @return 0, or 2 after printing why. */
+static int name_parts(const struct cmt__export_options *opt, char *const *traces, int ntraces,
+                      struct part_name *names)
+{
+    for (int i = 0; i < ntraces; i++) {
+        if (opt->run)
+            sanitize(opt->run, names[i].run, sizeof names[i].run);
+        else
+            run_of(traces[i], names[i].run, sizeof names[i].run);
+        part_of(traces[i], names[i].part, sizeof names[i].part);
+        for (int k = 0; k < i; k++)
+            if (strcmp(names[k].run, names[i].run) == 0 &&
+                strcmp(names[k].part, names[i].part) == 0) {
+                fprintf(stderr,
+                        "cumemtrace export: %s and %s would both be run=%s/part-%s: "
+                        "rename one, or export them with different --run ids\n",
+                        traces[k], traces[i], names[i].run, names[i].part);
+                return 2;
+            }
+    }
+    return 0;
+}
+
+int cmt__export_partitioned(const struct cmt__export_options *opt, const char *dir,
+                            char *const *traces, int ntraces)
+{
+    struct out o = {dir, opt->format == CMT__EXPORT_JSONL ? "jsonl" : "csv", ""};
+    struct run *runs = NULL;
+    size_t nruns = 0, cap = 0;
+    struct part_name *names = calloc((size_t)ntraces, sizeof *names);
+    if (!names)
+        return cmt__usage_error("export", "out of memory");
+    int rc = name_parts(opt, traces, ntraces, names);
+    if (rc) {
+        free(names);
+        return rc;
+    }
+    for (int i = 0; i < ntraces; i++) {
+        size_t r = 0;
+        while (r < nruns && strcmp(runs[r].id, names[i].run) != 0)
+            r++;
+        if (r == nruns) {
+            if (CMT_GROW(runs, cap, nruns + 1, 8) != 0) {
+                fprintf(stderr, "cumemtrace export: out of memory\n");
+                rc = 1;
+                break;
+            }
+            memset(&runs[nruns], 0, sizeof *runs);
+            snprintf(runs[nruns].id, sizeof runs[nruns].id, "%s", names[i].run);
+            nruns++;
+        }
+        rc |= one_trace(opt, &o, traces[i], &runs[r], names[i].part);
+    }
+    for (size_t r = 0; r < nruns; r++)
+        if (runs[r].traces)
+            rc |= write_run(&o, &runs[r], opt->format == CMT__EXPORT_JSONL);
+    if (!rc)
+        printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s", nruns,
+               nruns == 1 ? "" : "s", dir);
+    free(runs);
+    free(names);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,514 @@
+/* export_tables.c — the csv and jsonl tables: a row writer for both, and the events, sites,
+ * episodes and processes tables (docs/export.md lists their columns). */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "cmt_debug.h"
+#include "export.h"
+#include "frames.h"
+#include "oom.h"
+#include "sites.h"
+
+void cmt__out_init(struct cmt__out *o, FILE *f)
+{
+    o->f = f;
+    o->n = 0;
+}
+
+void cmt__out_flush(struct cmt__out *o)
+{
+    if (o->n)
+        fwrite(o->buf, 1, o->n, o->f);
+    o->n = 0;
+}
+
+void cmt__out_u64(struct cmt__out *o, uint64_t v)
+{
+    char buf[24], *p = buf + sizeof buf;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    cmt__out_bytes(o, p, (size_t)(buf + sizeof buf - p));
+}
+
+void cmt__out_i64(struct cmt__out *o, int64_t v)
+{
+    if (v < 0) {
+        cmt__out_char(o, '-');
+        cmt__out_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        cmt__out_u64(o, (uint64_t)v);
+    }
+}
+
+void cmt__out_quote(struct cmt__out *o, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    cmt__out_char(o, '"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            cmt__out_char(o, '\\');
+            cmt__out_char(o, (char)c);
+        } else if (c == '\n') {
+            cmt__out_bytes(o, "\\n", 2);
+        } else if (c < 0x20 || c >= 0x7f) { /* as cmt__json_quote: bytes >= 0x80 as Latin-1 */
+            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            cmt__out_bytes(o, u, 6);
+        } else {
+            cmt__out_char(o, (char)c);
+        }
+    }
+    cmt__out_char(o, '"');
+}
+
+void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
+                     unsigned ncolumns)
+{
+    cmt__out_init(&t->out, f);
+    t->jsonl = jsonl;
+    t->columns = columns;
+    t->ncolumns = ncolumns;
+    t->column = 0;
+    t->rows = 0;
+    if (jsonl)
+        return;
+    for (unsigned i = 0; i < ncolumns; i++) {
+        cmt__out_str(&t->out, i ? "," : "");
+        cmt__out_str(&t->out, columns[i]);
+    }
+    cmt__out_char(&t->out, '\n');
+}
+
+void cmt__rows_end(struct cmt__rows *t)
+{
+    cmt__out_flush(&t->out);
+}
+
+void cmt__row_begin(struct cmt__rows *t)
+{
+    t->column = 0;
+    if (t->jsonl)
+        cmt__out_char(&t->out, '{');
+}
+
+void cmt__row_end(struct cmt__rows *t)
+{
+    CMT_ASSERT(t->column == t->ncolumns);
+    cmt__out_str(&t->out, t->jsonl ? "}\n" : "\n");
+    t->rows++;
+}
+
+/* The separator and, for jsonl, the column's key (column names need no escaping). */
+static void next(struct cmt__rows *t)
+{
+    unsigned c = t->column++;
+    if (c)
+        cmt__out_char(&t->out, ',');
+    if (t->jsonl) {
+        cmt__out_char(&t->out, '"');
+        cmt__out_str(&t->out, c < t->ncolumns ? t->columns[c] : "?");
+        cmt__out_bytes(&t->out, "\":", 2);
+    }
+}
+
+void cmt__row_u64(struct cmt__rows *t, uint64_t v)
+{
+    next(t);
+    cmt__out_u64(&t->out, v);
+}
+
+void cmt__row_i64(struct cmt__rows *t, int64_t v)
+{
+    next(t);
+    cmt__out_i64(&t->out, v);
+}
+
+void cmt__row_double(struct cmt__rows *t, double v)
+{
+    next(t);
+    char buf[32];
+    if (isfinite(v)) {
+        snprintf(buf, sizeof buf, "%.6g", v);
+        cmt__out_str(&t->out, buf);
+    } else if (t->jsonl) {
+        cmt__out_str(&t->out, "null");
+    }
+}
+
+void cmt__row_bool(struct cmt__rows *t, int v)
+{
+    next(t);
+    cmt__out_str(&t->out, v ? "true" : "false");
+}
+
+void cmt__row_null(struct cmt__rows *t)
+{
+    next(t);
+    if (t->jsonl)
+        cmt__out_str(&t->out, "null");
+}
+
+/* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; control
+ * bytes other than tab become spaces, so a row is always one line. */
+static void csv_field(struct cmt__out *f, const char *s)
+{
+    int quote = !*s || strpbrk(s, ",\"\n\r") != NULL || s[0] == ' ';
+    if (quote)
+        cmt__out_char(f, '"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"')
+            cmt__out_bytes(f, "\"\"", 2);
+        else if (*p < 0x20 && *p != '\t')
+            cmt__out_char(f, ' ');
+        else
+            cmt__out_char(f, (char)*p);
+    }
+    if (quote)
+        cmt__out_char(f, '"');
+}
+
+void cmt__row_str(struct cmt__rows *t, const char *s)
+{
+    next(t);
+    if (t->jsonl) {
+        if (s)
+            cmt__out_quote(&t->out, s);
+        else
+            cmt__out_str(&t->out, "null");
+    } else if (s) {
+        csv_field(&t->out, s); /* "" for an empty string, nothing for NULL */
+    }
+}
+
+void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r)
+{
+    const struct cmt_process *proc = cmt_reader_process(r);
+    if (proc)
+        cmt__row_u64(t, proc->pid);
+    else
+        cmt__row_null(t);
+    cmt__row_str(t, proc ? proc->hostname : NULL);
+    cmt__row_null(t); /* rank: from the trace's header once it records one (issue 15 item 1) */
+}
+
+const char *cmt__export_alloc_conf(const cmt_reader *r)
+{
+    const char *conf = NULL;
+    for (size_t i = 0; i < cmt_reader_env_count(r); i++) {
+        const struct cmt_env *e = cmt_reader_env(r, i);
+        if (strcmp(e->name, "PYTORCH_CUDA_ALLOC_CONF") == 0)
+            conf = e->value; /* the older name wins, as in PyTorch 2.x */
+        else if (!conf && strcmp(e->name, "PYTORCH_ALLOC_CONF") == 0)
+            conf = e->value;
+    }
+    return conf;
+}
+
+/* ---- events ---- */
+
+static const char *const event_columns[] = {CMT__EXPORT_ID_COLUMNS,
+                                            "seq",
+                                            "t_ns",
+                                            "tid",
+                                            "dev",
+                                            "api",
+                                            "op",
+                                            "result",
+                                            "oom",
+                                            "kind",
+                                            "key",
+                                            "bytes",
+                                            "request_bytes",
+                                            "delta_bytes",
+                                            "device_live_bytes",
+                                            "object",
+                                            "site",
+                                            "stack"};
+
+static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    (void)rp;
+    struct cmt__export_events *e = self->ctx;
+    struct cmt__rows *t = &e->rows;
+    const struct cmt_event *ev = &st->rec.u.event;
+    cmt__row_begin(t);
+    cmt__row_identity(t, e->reader);
+    cmt__row_u64(t, ev->seq);
+    cmt__row_u64(t, ev->t_ns);
+    cmt__row_u64(t, ev->tid);
+    cmt__row_i64(t, ev->dev);
+    cmt__row_str(t, st->api);
+    const char *op = st->op >= 0 ? cmt_op_name((uint32_t)st->op) : NULL;
+    cmt__row_str(t, op ? op : "other");
+    cmt__row_i64(t, ev->result);
+    cmt__row_bool(t, st->oom);
+    cmt__row_str(t, st->kind >= 0 ? cmt_kind_name(st->kind) : NULL);
+    if (st->kind >= 0) {
+        cmt__row_u64(t, st->key);
+        cmt__row_u64(t, st->bytes);
+    } else {
+        cmt__row_null(t);
+        cmt__row_null(t);
+    }
+    if (st->is_alloc)
+        cmt__row_u64(t, st->request);
+    else
+        cmt__row_null(t);
+    cmt__row_i64(t, st->delta);
+    if (st->device)
+        cmt__row_u64(t, st->device->live_bytes);
+    else
+        cmt__row_null(t);
+    if (st->object != CMT_NO_OBJECT)
+        cmt__row_u64(t, st->object);
+    else
+        cmt__row_null(t);
+    cmt__row_u64(t, st->site);
+    cmt__row_u64(t, ev->stack);
+    cmt__row_end(t);
+    return CMT_OBSERVE_EVENT;
+}
+
+struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int jsonl,
+                                                const cmt_reader *r)
+{
+    e->reader = r;
+    cmt__rows_begin(&e->rows, f, jsonl, event_columns,
+                    sizeof event_columns / sizeof *event_columns);
+    struct cmt_observer o = {.wants = CMT_OBSERVE_EVENT, .step = events_step, .ctx = e};
+    return o;
+}
+
+/* ---- sites ---- */
+
+static const char *const site_columns[] = {
+    CMT__EXPORT_ID_COLUMNS, "site",          "stack",        "call_site",    "site_key",
+    "alloc_count",          "alloc_bytes",   "free_count",   "failures",     "peak_bytes",
+    "at_peak_bytes",        "at_peak_count", "leaked_bytes", "leaked_count", "host_peak_bytes",
+    "host_leaked_bytes",    "frames"};
+
+struct frames_text {
+    char *buf;
+    size_t size, len;
+};
+
+static void add_frame(void *ctx, const char *frame)
+{
+    struct frames_text *ft = ctx;
+    int n = snprintf(ft->buf + ft->len, ft->size - ft->len, "%s%s", ft->len ? " <- " : "", frame);
+    if (n > 0)
+        ft->len = ft->len + (size_t)n < ft->size ? ft->len + (size_t)n : ft->size - 1;
+}
+
+void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
+{
+    static char frames[16384];
+    char top[512], key[4096];
+    struct cmt__rows t;
+    cmt__rows_begin(&t, f, jsonl, site_columns, sizeof site_columns / sizeof *site_columns);
+    for (uint32_t i = 0; i < cmt_replay_site_count(p->replay); i++) {
+        const struct cmt_replay_site *s = cmt_replay_site(p->replay, i);
+        if (!s->alloc_count && !s->failures && !s->host_alloc_count)
+            continue;
+        struct frames_text ft = {frames, sizeof frames, 0};
+        frames[0] = 0;
+        cmt_stack_frames(p->reader, s->stack, 256, add_frame, &ft);
+        cmt__row_begin(&t);
+        cmt__row_identity(&t, p->reader);
+        cmt__row_u64(&t, i);
+        cmt__row_u64(&t, s->stack);
+        cmt__row_str(&t, cmt_stack_top(p->reader, s->stack, top, sizeof top));
+        cmt__row_str(&t, cmt_site_key(p->reader, s->stack, key, sizeof key));
+        cmt__row_u64(&t, s->alloc_count);
+        cmt__row_u64(&t, s->alloc_bytes);
+        cmt__row_u64(&t, s->free_count);
+        cmt__row_u64(&t, s->failures);
+        cmt__row_u64(&t, s->peak_bytes);
+        cmt__row_u64(&t, s->at_peak_bytes);
+        cmt__row_u64(&t, s->at_peak_count);
+        cmt__row_u64(&t, s->live_bytes);
+        cmt__row_u64(&t, s->live_count);
+        cmt__row_u64(&t, s->host_peak_bytes);
+        cmt__row_u64(&t, s->host_live_bytes);
+        cmt__row_str(&t, frames);
+        cmt__row_end(&t);
+    }
+    cmt__rows_end(&t);
+}
+
+/* ---- episodes ---- */
+
+static const char *const episode_columns[] = {CMT__EXPORT_ID_COLUMNS,
+                                              "episode",
+                                              "dev",
+                                              "t_ns",
+                                              "seq",
+                                              "api",
+                                              "request_bytes",
+                                              "attempts",
+                                              "frees_between",
+                                              "released_bytes",
+                                              "fatal",
+                                              "verdict",
+                                              "free_bytes",
+                                              "total_bytes",
+                                              "process_bytes",
+                                              "others_bytes",
+                                              "shortfall_bytes",
+                                              "pool_retained_bytes",
+                                              "hole_bytes",
+                                              "largest_hole_bytes",
+                                              "hole_fragmentation",
+                                              "call_site",
+                                              "site_key"};
+
+void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
+{
+    char top[512], key[4096];
+    struct cmt__rows t;
+    cmt__rows_begin(&t, f, jsonl, episode_columns,
+                    sizeof episode_columns / sizeof *episode_columns);
+    for (uint32_t i = 0; p->oom && i < cmt_oom_count(p->oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, i);
+        cmt__row_begin(&t);
+        cmt__row_identity(&t, p->reader);
+        cmt__row_u64(&t, i);
+        cmt__row_i64(&t, e->dev);
+        cmt__row_u64(&t, e->t_ns);
+        cmt__row_u64(&t, e->seq);
+        cmt__row_str(&t, e->api);
+        cmt__row_u64(&t, e->request_bytes);
+        cmt__row_u64(&t, e->attempts);
+        cmt__row_u64(&t, e->frees_between);
+        cmt__row_u64(&t, e->released_bytes);
+        cmt__row_bool(&t, e->fatal);
+        cmt__row_str(&t, cmt_verdict_name(e->verdict));
+        cmt__row_u64(&t, e->free_bytes);
+        cmt__row_u64(&t, e->total_bytes);
+        cmt__row_u64(&t, e->process_bytes);
+        cmt__row_u64(&t, e->others_bytes);
+        cmt__row_u64(&t, e->shortfall_bytes);
+        cmt__row_u64(&t, e->pool_retained_bytes);
+        cmt__row_u64(&t, e->frag.hole_bytes);
+        cmt__row_u64(&t, e->frag.largest_hole);
+        cmt__row_double(&t, e->frag.hole_fragmentation);
+        cmt__row_str(&t, cmt_stack_top(p->reader, e->stack, top, sizeof top));
+        cmt__row_str(&t, cmt_site_key(p->reader, e->stack, key, sizeof key));
+        cmt__row_end(&t);
+    }
+    cmt__rows_end(&t);
+}
+
+/* ---- processes ---- */
+
+static const char *const process_columns[] = {CMT__EXPORT_ID_COLUMNS,
+                                              "ppid",
+                                              "exe",
+                                              "argv",
+                                              "alloc_conf",
+                                              "start_wall_ns",
+                                              "trace",
+                                              "events",
+                                              "duration_ns",
+                                              "peak_live_bytes",
+                                              "peak_t_ns",
+                                              "peak_dev",
+                                              "live_bytes_at_end",
+                                              "host_pinned_peak_bytes",
+                                              "alloc_calls",
+                                              "failures",
+                                              "oom_failures",
+                                              "episodes",
+                                              "fatal_episodes",
+                                              "first_oom_t_ns",
+                                              "peak_hole_bytes",
+                                              "peak_largest_hole_bytes",
+                                              "peak_hole_fragmentation",
+                                              "clean_exit",
+                                              "damaged"};
+
+/* The device of the process peak (the one whose own peak is the highest), or slot 0. */
+static const struct cmt_replay_device *peak_device(const cmt_replay *rp)
+{
+    const struct cmt_replay_device *best = NULL;
+    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (d && (!best || d->peak_live_bytes > best->peak_live_bytes))
+            best = d;
+    }
+    return best;
+}
+
+void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
+{
+    static char argv_text[8192];
+    const struct cmt_replay_totals *tot = cmt_replay_totals(p->replay);
+    const struct cmt_process *proc = cmt_reader_process(p->reader);
+    struct cmt__rows t;
+    cmt__rows_begin(&t, f, jsonl, process_columns,
+                    sizeof process_columns / sizeof *process_columns);
+    cmt__row_begin(&t);
+    cmt__row_identity(&t, p->reader);
+    size_t n = 0;
+    argv_text[0] = 0;
+    for (uint32_t i = 0; proc && i < proc->argc && n + 1 < sizeof argv_text; i++) {
+        int w = snprintf(argv_text + n, sizeof argv_text - n, "%s%s", i ? " " : "", proc->argv[i]);
+        n = w > 0 && n + (size_t)w < sizeof argv_text ? n + (size_t)w : sizeof argv_text - 1;
+    }
+    if (proc) {
+        cmt__row_u64(&t, proc->ppid);
+        cmt__row_str(&t, proc->exe);
+        cmt__row_str(&t, argv_text);
+    } else {
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+    }
+    cmt__row_str(&t, cmt__export_alloc_conf(p->reader));
+    if (proc)
+        cmt__row_u64(&t, proc->start_wall_ns);
+    else
+        cmt__row_null(&t);
+    cmt__row_str(&t, p->path);
+    cmt__row_u64(&t, tot->events);
+    cmt__row_u64(&t, tot->last_t_ns);
+    cmt__row_u64(&t, tot->peak_live_bytes);
+    cmt__row_u64(&t, tot->peak_t_ns);
+    const struct cmt_replay_device *pd = peak_device(p->replay);
+    if (pd)
+        cmt__row_i64(&t, pd->dev);
+    else
+        cmt__row_null(&t);
+    cmt__row_u64(&t, tot->live_bytes);
+    cmt__row_u64(&t, tot->host_peak_bytes);
+    cmt__row_u64(&t, tot->alloc_calls);
+    cmt__row_u64(&t, tot->failures);
+    cmt__row_u64(&t, tot->oom_failures);
+    uint32_t episodes = p->oom ? cmt_oom_count(p->oom) : 0, fatal = 0;
+    for (uint32_t i = 0; i < episodes; i++)
+        fatal += (uint32_t)cmt_oom_episode(p->oom, i)->fatal;
+    cmt__row_u64(&t, episodes);
+    cmt__row_u64(&t, fatal);
+    if (episodes)
+        cmt__row_u64(&t, cmt_oom_episode(p->oom, 0)->t_ns);
+    else
+        cmt__row_null(&t);
+    struct cmt_fragmentation fr;
+    if (pd && cmt_replay_peak_fragmentation(p->replay, pd->dev, &fr) == 0) {
+        cmt__row_u64(&t, fr.hole_bytes);
+        cmt__row_u64(&t, fr.largest_hole);
+        cmt__row_double(&t, fr.hole_fragmentation);
+    } else {
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+    }
+    cmt__row_bool(&t, tot->ended);
+    cmt__row_bool(&t, p->damage < 0);
+    cmt__row_end(&t);
+    cmt__rows_end(&t);
+}
