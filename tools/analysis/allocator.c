@@ -100,13 +100,13 @@ const struct cmt_alloc_settings *cmt_alloc_settings(const cmt_alloc *a, uint32_t
     return NULL;
 }
 
-uint64_t cmt_alloc_conf_max_split(const char *conf)
+/* A "KEY:N" value of conf in MiB, as bytes. @return 0 when absent or beyond any device. */
+static uint64_t conf_mb(const char *conf, const char *key)
 {
-    static const char key[] = "max_split_size_mb";
     const char *p = conf ? strstr(conf, key) : NULL;
     if (!p)
         return 0;
-    p += sizeof key - 1;
+    p += strlen(key);
     while (*p == ' ' || *p == ':')
         p++;
     uint64_t mb = 0;
@@ -116,6 +116,17 @@ uint64_t cmt_alloc_conf_max_split(const char *conf)
         mb = mb * 10 + (uint64_t)(*p - '0');
     }
     return mb > (UINT64_MAX >> 21) ? 0 : mb << 20;
+}
+
+uint64_t cmt_alloc_conf_max_split(const char *conf)
+{
+    return conf_mb(conf, "max_split_size_mb");
+}
+
+uint64_t cmt_alloc_conf_non_split_rounding(const char *conf)
+{
+    uint64_t r = conf_mb(conf, "max_non_split_rounding_mb");
+    return r ? r : UINT64_C(20) << 20;
 }
 
 /* ---- the state of one (allocator, device) ---- */

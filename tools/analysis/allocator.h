@@ -112,6 +112,9 @@ const struct cmt_alloc_settings *cmt_alloc_settings(const cmt_alloc *a, uint32_t
 /* max_split_size_mb of a PYTORCH_CUDA_ALLOC_CONF string, in bytes. @return 0 when it is not set
  * (PyTorch's default: unlimited) or conf is NULL. */
 uint64_t cmt_alloc_conf_max_split(const char *conf);
+/* max_non_split_rounding_mb of a conf, in bytes. @return PyTorch's default, 20 MiB, when it is
+ * not set. */
+uint64_t cmt_alloc_conf_non_split_rounding(const char *conf);
 
 /* A cached (free) block: a gap between live blocks of a segment. */
 struct cmt_alloc_free_block {
@@ -143,6 +146,12 @@ struct cmt_alloc_view {
     uint64_t recorded_allocated, recorded_reserved;
     uint64_t largest_free_block; /* 0 when none */
     uint64_t max_split_size;     /* from conf, 0 unlimited */
+    /* cached blocks PyTorch's best fit may hand out for the request (any stream): at least its
+     * size, in the pool of its size (small: <= 1 MiB, when segments say their pool), and under
+     * max_split_size a block below it, at or above it one below request + max_non_split_rounding */
+    uint64_t servable_blocks;
+    uint64_t non_split_rounding; /* from conf (20 MiB by default) */
+    int pools_known;             /* a segment is flagged small: pools are told apart */
     uint64_t free_block_count, split_free_bytes, split_free_count;
     uint64_t oversize_free_bytes, oversize_free_count;
     struct cmt_alloc_free_block free_blocks[CMT_ALLOC_FREE_BLOCKS]; /* largest first */

@@ -24,6 +24,23 @@ static void keep_free_block(struct cmt_alloc_view *v, const struct cmt_alloc_fre
     v->free_blocks[i] = *f;
 }
 
+/* Whether PyTorch's best fit may take a cached block of `size` in segment s for the request
+ * (docs/analysis.md: the pool, then max_split_size and max_non_split_rounding). */
+static int servable(const struct cmt_alloc_view *v, const struct cmt_alloc_segment *s,
+                    uint64_t size)
+{
+    uint64_t r = v->request_bytes, split = v->max_split_size;
+    if (!r || size < r)
+        return 0;
+    if (v->pools_known && s->small != (r <= (UINT64_C(1) << 20)))
+        return 0; /* the other pool */
+    if (split && r < split && size >= split)
+        return 0; /* oversize blocks are kept for oversize requests */
+    if (split && r >= split && size - r >= v->non_split_rounding)
+        return 0;
+    return 1;
+}
+
 static void free_gap(struct cmt_alloc_view *v, const struct cmt_alloc_segment *s, uint64_t from,
                      uint64_t to)
 {
@@ -33,6 +50,8 @@ static void free_gap(struct cmt_alloc_view *v, const struct cmt_alloc_segment *s
                                      s->stream, !!s->live_count, 0};
     f.oversize = v->max_split_size && f.size >= v->max_split_size;
     v->free_block_count++;
+    if (servable(v, s, f.size))
+        v->servable_blocks++;
     if (f.size > v->largest_free_block)
         v->largest_free_block = f.size;
     if (f.split) {
@@ -210,6 +229,9 @@ int cmt_alloc_view(const cmt_alloc *a, const cmt_replay *rp, uint32_t allocator,
                                ? d->now.reserved_bytes - d->now.allocated_bytes
                                : 0;
     v->max_split_size = cmt_alloc_conf_max_split(v->conf);
+    v->non_split_rounding = cmt_alloc_conf_non_split_rounding(v->conf);
+    for (size_t i = 0; i < d->segment_count; i++)
+        v->pools_known |= d->segments[i].small;
     struct cmt_alloc_block *blocks;
     size_t n = cmt_alloc_blocks(d, &blocks);
     if (n == (size_t)-1)

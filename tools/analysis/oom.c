@@ -77,7 +77,7 @@ static void verdict(struct cmt_oom_episode *e)
     uint64_t asked = a && a->request_bytes ? a->request_bytes : e->request_bytes;
     if (e->total_bytes && e->request_bytes > e->total_bytes)
         e->verdict = CMT_VERDICT_OVER_CAPACITY;
-    else if (a && a->unallocated_bytes >= asked && a->largest_free_block < asked)
+    else if (a && a->unallocated_bytes >= asked && !a->servable_blocks)
         e->verdict = CMT_VERDICT_FRAGMENTATION; /* inside the allocator's cache */
     else if (e->request_bytes <= e->free_bytes)
         e->verdict = CMT_VERDICT_FRAGMENTATION;
