@@ -9,7 +9,8 @@
 #include "frames.h"
 #include "replay_map.h"
 
-#define MAX_STATES 4096 /* (allocator, device) pairs a hostile trace may make us keep */
+#define MAX_STATES 4096   /* (allocator, device) pairs a hostile trace may make us keep */
+#define MAX_UNPLACED 4096 /* blocks awaiting their segment that are looked for when one comes */
 
 struct cmt_alloc {
     struct cmt_alloc_device *devs;
@@ -32,6 +33,7 @@ void cmt_alloc_destroy(cmt_alloc *a)
         return;
     for (size_t i = 0; i < a->dev_count; i++) {
         free(a->devs[i].segments);
+        free(a->devs[i].unplaced);
         if (a->devs[i].block_map)
             cmt__map_free(a->devs[i].block_map);
         free(a->devs[i].block_map);
@@ -168,7 +170,7 @@ static size_t segment_lower(const struct cmt_alloc_device *d, uint64_t addr)
 }
 
 /* A live block is a map entry: key = address, size, aux = requested, seq = its segment's
- * address, site = stack, maps = state, refs = before. */
+ * address and object its id (0: none), site = stack, maps = state, refs = before. */
 #define BLOCK_KIND 1
 
 struct block_scan {
@@ -191,26 +193,9 @@ static int by_addr(const void *x, const void *y)
     return (a->addr > b->addr) - (a->addr < b->addr);
 }
 
-size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out)
-{
-    *out = NULL;
-    if (!d->block_count)
-        return 0;
-    struct cmt_alloc_block *v = malloc(d->block_count * sizeof *v);
-    if (!v)
-        return (size_t)-1;
-    size_t n = 0;
-    struct block_scan scan = {d->block_map, 0};
-    for (struct cmt__entry *e; n < d->block_count && (e = next_block(&scan));)
-        v[n++] = (struct cmt_alloc_block){e->key,  e->size, e->aux, e->seq,
-                                          e->maps, e->refs, e->site};
-    qsort(v, n, sizeof *v, by_addr);
-    *out = v;
-    return n;
-}
-
 /* @return the segment holding addr (end: a range ending at addr also counts), or NULL. */
-static struct cmt_alloc_segment *segment_at(struct cmt_alloc_device *d, uint64_t addr, int end)
+static struct cmt_alloc_segment *segment_at(const struct cmt_alloc_device *d, uint64_t addr,
+                                            int end)
 {
     size_t i = segment_lower(d, addr);
     if (i < d->segment_count && d->segments[i].addr == addr)
@@ -242,18 +227,59 @@ static uint64_t field(const struct cmt_alloc_event *e, unsigned f)
     return e->fields & (UINT32_C(1) << f) ? e->v[f] : 0;
 }
 
-/* A segment with live blocks goes away (its free, or a new one at its address): its blocks lie
- * in no segment until one that holds them comes (a scan: only hostile or damaged traces). */
+/* The segment a block was placed in, when it is still there. */
+static struct cmt_alloc_segment *block_segment(const struct cmt_alloc_device *d,
+                                               const struct cmt__entry *b)
+{
+    struct cmt_alloc_segment *s = b->object ? segment_at(d, b->seq, 0) : NULL;
+    return s && s->id == b->object ? s : NULL;
+}
+
+size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out)
+{
+    *out = NULL;
+    if (!d->block_count)
+        return 0;
+    struct cmt_alloc_block *v = malloc(d->block_count * sizeof *v);
+    if (!v)
+        return (size_t)-1;
+    size_t n = 0;
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *e; n < d->block_count && (e = next_block(&scan));)
+        v[n++] = (struct cmt_alloc_block){
+            e->key, e->size, e->aux, block_segment(d, e) ? e->seq : 0, e->maps, e->refs, e->site};
+    qsort(v, n, sizeof *v, by_addr);
+    *out = v;
+    return n;
+}
+
+/* A segment goes away under live blocks (a damaged trace): they lie in no segment now. */
 static void unplace(struct cmt_alloc_device *d, const struct cmt_alloc_segment *s)
 {
-    if (!s->live_count)
-        return;
-    struct block_scan scan = {d->block_map, 0};
-    for (struct cmt__entry *b; (b = next_block(&scan));)
-        if (b->seq == s->addr) {
-            b->seq = 0;
-            d->outside_blocks++;
+    d->outside_blocks += s->live_count;
+}
+
+/* Blocks recorded before a segment held them (a snapshot may list them first) that the new
+ * segment s holds. */
+static void place_waiting(struct cmt_alloc_device *d, struct cmt_alloc_segment *s)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->unplaced_count; i++) {
+        struct cmt__entry *b = cmt__map_find(d->block_map, d->unplaced[i]);
+        if (!b || block_segment(d, b))
+            continue; /* freed since, or placed */
+        if (b->key - s->addr >= s->size) {
+            d->unplaced[kept++] = d->unplaced[i];
+            continue;
         }
+        s->live_bytes += b->size;
+        s->live_count++;
+        b->seq = s->addr;
+        b->object = s->id;
+        if (d->outside_blocks)
+            d->outside_blocks--;
+    }
+    d->unplaced_count = kept;
 }
 
 static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e,
@@ -276,6 +302,8 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
     struct cmt_alloc_segment *s = &d->segments[i];
     memmove(s + 1, s, (d->segment_count - i) * sizeof *s);
     d->segment_count++;
+    if (++d->next_segment_id == 0) /* ids are never 0 (0: no segment) */
+        d->next_segment_id = 1;
     *s = (struct cmt_alloc_segment){.addr = addr,
                                     .size = size,
                                     .stream = field(e, CMT_AFIELD_STREAM),
@@ -284,18 +312,9 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
                                     .expandable = expandable || (flags & CMT_AFLAG_EXPANDABLE),
                                     .before = !!(flags & CMT_AFLAG_BEFORE),
                                     .small = !!(flags & CMT_AFLAG_SMALL),
-                                    .stack = e->stack};
-    /* blocks recorded before their segment (a snapshot may list them first): a scan, only
-     * while some block lies in no segment */
-    struct block_scan scan = {d->block_map, 0};
-    for (struct cmt__entry *b; d->outside_blocks && (b = next_block(&scan));) {
-        if (!b->seq && b->key - addr < size) {
-            s->live_bytes += b->size;
-            s->live_count++;
-            b->seq = addr;
-            d->outside_blocks--;
-        }
-    }
+                                    .stack = e->stack,
+                                    .id = d->next_segment_id};
+    place_waiting(d, s);
     d->now.inactive_split_bytes += split_part(s);
     d->now.reserved_bytes += size;
     d->now.segments++;
@@ -347,7 +366,7 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
 
 static void block_gone(struct cmt_alloc_device *d, struct cmt__entry *b)
 {
-    struct cmt_alloc_segment *s = b->seq ? segment_at(d, b->seq, 0) : NULL;
+    struct cmt_alloc_segment *s = block_segment(d, b);
     if (s)
         segment_change(d, s, -(int64_t)b->size, -1, 0);
     else if (d->outside_blocks)
@@ -380,14 +399,19 @@ static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event 
                              .size = size,
                              .aux = requested,
                              .seq = s ? s->addr : 0,
+                             .object = s ? s->id : 0,
                              .site = e->stack,
                              .refs = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
                              .kind = BLOCK_KIND,
                              .maps = CMT_BLOCK_ACTIVE};
     if (s)
         segment_change(d, s, (int64_t)size, 1, 0);
-    else
+    else {
         d->outside_blocks++;
+        if (d->unplaced_count < MAX_UNPLACED &&
+            CMT_GROW(d->unplaced, d->unplaced_cap, d->unplaced_count + 1, 64) == 0)
+            d->unplaced[d->unplaced_count++] = addr;
+    }
     d->now.allocated_bytes += size;
     d->now.active_bytes += size;
     d->now.requested_bytes += requested;

@@ -35,6 +35,7 @@ struct cmt_alloc_segment {
     uint64_t stream, pool, mapped_bytes;
     int expandable, before, small;
     uint32_t stack;
+    uint32_t id;                     /* this device's segments are numbered from 1 */
     uint64_t live_bytes, live_count; /* blocks inside it (active or pending free) */
 };
 
@@ -62,6 +63,9 @@ struct cmt_alloc_device {
     size_t segment_count, segment_cap;
     size_t block_count;
     struct cmt__map *block_map; /* internal: by address */
+    uint32_t next_segment_id;   /* internal */
+    uint64_t *unplaced;         /* internal: blocks recorded before any segment held them */
+    size_t unplaced_count, unplaced_cap;
     uint64_t alloc_events, free_events, segment_allocs, segment_frees, ooms;
     uint64_t unknown_frees;  /* frees of blocks never seen (a ring-limited snapshot) */
     uint64_t outside_blocks; /* blocks in no known segment */
