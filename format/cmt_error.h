@@ -5,7 +5,8 @@
 
 /* Values are disjoint across the modules, so a code says where it came from: format and
  * general codes from -1, the caching-allocator model (tools/model) from -20, whatif from -30.
- * A model code keeps its own message where the model's wording differs from the format's. */
+ * A model code keeps its own message where the model's wording differs from the format's.
+ * The pickle decoder (tools/snapshot/pickle.h) from -40, the snapshot parser from -50. */
 #define CMT_ERRORS(X)                                                         \
     X(OK, 0, "success")                                                       \
     X(NOMEM, -1, "out of memory")                                             \
@@ -26,7 +27,15 @@
     X(MODEL_PARSE, -23, "malformed allocator configuration string")           \
     X(MODEL_CORRUPT, -24, "model consistency check failed")                   \
     X(WHATIF_READ, -30, "the trace could not be read")                        \
-    X(WHATIF_EMPTY, -31, "no successful allocation in the trace")
+    X(WHATIF_EMPTY, -31, "no successful allocation in the trace")             \
+    X(PICKLE_TRUNCATED, -40, "pickle is truncated")                           \
+    X(PICKLE_OPCODE, -41, "pickle has an opcode plain data never needs")      \
+    X(PICKLE_CLASS, -42, "pickle would build a Python object")                \
+    X(PICKLE_MALFORMED, -43, "pickle is malformed")                           \
+    X(PICKLE_LIMIT, -44, "pickle exceeds the decoder's limits")               \
+    X(PICKLE_PROTOCOL, -45, "pickle protocol is newer than 5")                \
+    X(SNAPSHOT_FORM, -50, "not a PyTorch memory snapshot")                    \
+    X(SNAPSHOT_FIELD, -51, "PyTorch snapshot has a malformed field")
 
 enum cmt_error {
 #define CMT__ERR_ENUM(name, value, text) CMT_E##name = value,

@@ -205,6 +205,13 @@ struct cmt_process {
     const char *exe;
     uint32_t argc;
     const char *const *argv;
+    /* 3.1: where the process stood in a parallel job, from its launcher's environment
+     * (interpose/launch.h lists the variables); -1 / NULL when unknown. A writer MUST set
+     * them (-1 / NULL when it does not know): 0 is rank 0. */
+    int32_t rank;       /* global rank (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) */
+    int32_t local_rank; /* rank on its host (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, ...) */
+    int32_t world_size; /* processes in the job (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, ...) */
+    const char *job_id; /* SLURM_JOB_ID, TORCHELASTIC_RUN_ID, ... */
 };
 
 struct cmt_module {

@@ -159,11 +159,14 @@ void cmt_reader_rewind(cmt_reader *r)
  * in the page cache; a rewind faults them in again). */
 static void release_consumed(cmt_reader *r, uint64_t upto)
 {
-    static size_t page;
+    static size_t page_cache; /* readers on several threads (fleet.c) share it: atomic */
     if (!r->map)
         return;
-    if (!page)
+    size_t page = __atomic_load_n(&page_cache, __ATOMIC_RELAXED);
+    if (!page) {
         page = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&page_cache, page, __ATOMIC_RELAXED);
+    }
     size_t end = (size_t)upto & ~(page - 1);
     if (end >= r->released + (4u << 20)) {
         madvise((char *)r->map + r->released, end - r->released, MADV_DONTNEED);

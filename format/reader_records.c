@@ -131,6 +131,12 @@ static int decode_event(cmt_reader *r, struct cmt__dec *d, struct cmt_event *e)
     return 0;
 }
 
+/* A 3.1 PROCESS field written as value + 1: 0 (or absent) is unknown, -1. */
+static int32_t known_minus_one(uint64_t v)
+{
+    return v == 0 || v - 1 > INT32_MAX ? -1 : (int32_t)(v - 1);
+}
+
 static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process *p)
 {
     p->pid = u64(d);
@@ -148,6 +154,12 @@ static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process 
         return -1;
     for (uint32_t i = 0; i < p->argc; i++)
         argv[i] = str(r, d, NULL);
+    p->rank = known_minus_one(u64(d)); /* 3.1; absent: unknown */
+    p->local_rank = known_minus_one(u64(d));
+    p->world_size = known_minus_one(u64(d));
+    p->job_id = str(r, d, NULL);
+    if (!*p->job_id)
+        p->job_id = NULL;
     free(r->argv);
     r->argv = argv;
     p->argv = argv;

@@ -264,7 +264,8 @@ static int end_group(cmt_writer *w)
 static uint8_t *put_str(uint8_t *p, const char *s, size_t len)
 {
     p = cmt__put_varint(p, len);
-    memcpy(p, s, len);
+    if (len) /* s may be NULL (an absent string) */
+        memcpy(p, s, len);
     return p + len;
 }
 
@@ -305,9 +306,14 @@ static uint8_t *put_time(cmt_writer *w, uint8_t *p, uint64_t t)
     return p;
 }
 
+static uint64_t known_plus_one(int32_t v)
+{
+    return v < 0 ? 0 : (uint64_t)v + 1;
+}
+
 int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
 {
-    size_t need = slen(pr->hostname) + slen(pr->exe) + 8 * CMT__VARINT_MAX;
+    size_t need = slen(pr->hostname) + slen(pr->exe) + slen(pr->job_id) + 12 * CMT__VARINT_MAX;
     for (uint32_t i = 0; i < pr->argc; i++)
         need += slen(pr->argv[i]) + CMT__VARINT_MAX;
     int rc = scratch(w, need);
@@ -324,6 +330,11 @@ int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
     p = cmt__put_varint(p, pr->argc);
     for (uint32_t i = 0; i < pr->argc; i++)
         p = put_str(p, pr->argv[i], slen(pr->argv[i]));
+    /* 3.1: value + 1, so that 0 (and a payload that ends before them) means unknown */
+    p = cmt__put_varint(p, known_plus_one(pr->rank));
+    p = cmt__put_varint(p, known_plus_one(pr->local_rank));
+    p = cmt__put_varint(p, known_plus_one(pr->world_size));
+    p = put_str(p, pr->job_id, slen(pr->job_id));
     return emit(w, CMT_REC_PROCESS, p);
 }
 

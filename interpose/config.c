@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "launch.h"
 #include "shim.h"
 
 struct cmt__config cmt__cfg;
@@ -73,4 +74,5 @@ void cmt__config_load(void)
                 "using auto\n",
                 clock);
     cmt__cfg.disabled = env_bool("CUMEMTRACE_DISABLE", 0) || too_long;
+    cmt__launch_load();
 }

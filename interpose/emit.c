@@ -1,6 +1,8 @@
 /* emit.c — queued entries → trace records (emit.h). */
 #include "emit.h"
 
+#include <string.h>
+
 uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks)
 {
     uint64_t ns = em->use_tsc ? (uint64_t)((double)ticks * em->ns_per_tick) : ticks;
@@ -10,17 +12,59 @@ uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks)
     return ns;
 }
 
+int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__allocator_decl *d,
+                        uint64_t ticks)
+{
+    /* not cmt__emit_ns: entries queued before the declaration may still follow it */
+    uint64_t t = em->use_tsc ? (uint64_t)((double)ticks * em->ns_per_tick) : ticks;
+    return cmt_writer_alloc_info(em->w, &(struct cmt_alloc_info){.id = id,
+                                                                 .t_ns = t,
+                                                                 .dev = d->dev,
+                                                                 .name = d->name,
+                                                                 .version = d->version,
+                                                                 .conf = d->conf});
+}
+
+/* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. */
+static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint64_t driver_seq,
+                      uint64_t t_ns)
+{
+    struct cmt_alloc_event a = {.allocator = e->api,
+                                .action = (uint32_t)e->result,
+                                .t_ns = t_ns,
+                                .tid = e->tid,
+                                .dev = e->dev,
+                                .stack = e->stack,
+                                .fields = e->fields};
+    uint32_t n = 0;
+    for (uint32_t m = e->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1)
+        a.v[__builtin_ctz(m)] = e->v[n++];
+    if (driver_seq > 0) { /* after a driver event: its seq */
+        a.fields |= CMT_AF(SEQ);
+        a.v[CMT_AFIELD_SEQ] = driver_seq - 1;
+    }
+    return cmt_writer_alloc_event(em->w, &a);
+}
+
 int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
 {
     struct cmt_event event;
     const struct cmt_event *ev = &event;
-    cmt__queued_unpack(e, &event);
+    int alloc = e->kind == CMT__ENTRY_ALLOC;
+    if (alloc)
+        memset(&event, 0, sizeof event);
+    else
+        cmt__queued_unpack(e, &event);
+    uint64_t seq = e->seq >= em->alloc_entries ? e->seq - em->alloc_entries : 0;
+    event.seq = seq;
     event.t_ns = cmt__emit_ns(em, e->t_ns);
-    if (e->kind == CMT__ENTRY_EVENT && em->thread && em->thread(em->thread_ctx, ev->tid))
+    if ((e->kind == CMT__ENTRY_EVENT || alloc) && em->thread && em->thread(em->thread_ctx, e->tid))
         return -1;
     /* set before the record goes in: a chunk the writer flushes inside the call holds it */
     em->passed_key = cmt__queued_key(e) + 1;
+    em->alloc_entries += alloc;
     switch (e->kind) {
+    case CMT__ENTRY_ALLOC: return emit_alloc(em, e, seq, event.t_ns);
     case CMT__ENTRY_DEVICE: {
         if (ev->dev < 0 || ev->dev >= CMT_MAX_DEVICES)
             return 0;

@@ -13,8 +13,10 @@ struct cmt__emitter {
     const struct cmt__device_info *devices; /* CMT_MAX_DEVICES of them */
     int use_tsc;                            /* entry times are TSC ticks, else ns */
     double ns_per_tick;
-    uint64_t last_t;     /* timestamps leave in non-decreasing order */
-    uint64_t passed_key; /* entries with a lower cmt__queued_key are in the writer */
+    uint64_t last_t;        /* timestamps leave in non-decreasing order */
+    uint64_t passed_key;    /* entries with a lower cmt__queued_key are in the writer */
+    uint64_t alloc_entries; /* ALLOC entries among them: an entry's seq less this is its
+                             * record's (EVENT seqs count driver events only) */
     /* Writes a THREAD record for a tid not named yet (0, or a writer error). */
     int (*thread)(void *ctx, uint32_t tid);
     void *thread_ctx;
@@ -23,9 +25,14 @@ struct cmt__emitter {
 /* Ticks since start → ns, never before the previous time. */
 uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks);
 
-/* Writes one entry (its DEVICE, MEMINFO or EVENT record, and a THREAD record first when its
+/* Writes one entry (its DEVICE, MEMINFO, EVENT or ALLOC_EVENT record, and a THREAD record first when its
  * tid is new). @return 0 or a writer error. */
 int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e);
+
+/* The ALLOCATOR record of allocator `id` (its declaration d, made `ticks` after the trace's
+ * start). @return 0 or a writer error. */
+int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__allocator_decl *d,
+                        uint64_t ticks);
 
 /* (seq, kind) order, for qsort-like use. */
 int cmt__queued_cmp(const void *a, const void *b);

@@ -180,7 +180,8 @@ static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
     ev->t_ns = cmt__ticks() - cmt__rec.start_ticks; /* converted to ns by the writer */
 }
 
-static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)
+/* Queues a packed entry; sleeps while the ring is full (never drops). */
+static void push_entry(struct cmt__thread *t, const struct cmt__queued *e)
 {
     uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&t->released, memory_order_acquire);
@@ -196,10 +197,17 @@ static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *e
         }
         tail = atomic_load_explicit(&t->released, memory_order_acquire);
     }
-    cmt__queued_pack(&t->ring[head & t->mask], kind, ev);
+    t->ring[head & t->mask] = *e;
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
     if (head - tail == (t->mask + 1) / 2)
         cmt__kick();
+}
+
+static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)
+{
+    struct cmt__queued e;
+    cmt__queued_pack(&e, kind, ev);
+    push_entry(t, &e);
 }
 
 /* Claims the first use of device dev and names it (cuDeviceGetName and cuDeviceTotalMem need no
@@ -353,6 +361,55 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
         cmt__wait_flushed(ev->seq + 1, 2000);
     in_shim = 0;
     errno = c->errno_saved;
+}
+
+int cmt__ensure_running(void)
+{
+    if (in_shim || cmt__cfg.disabled)
+        return 0;
+    int state = atomic_load_explicit(&cmt__rec.state, memory_order_acquire);
+    return state == CMT__RUNNING || (state != CMT__OFF && cmt__start());
+}
+
+/* Actions whose stack is taken only with CUMEMTRACE_FREE_STACKS=1, like the driver's frees. */
+static int releases(uint32_t action)
+{
+    return action == CMT_AA_FREE_REQUESTED || action == CMT_AA_FREE_COMPLETED ||
+           action == CMT_AA_SEGMENT_FREE || action == CMT_AA_SEGMENT_UNMAP;
+}
+
+void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t fields,
+                      const uint64_t *v)
+{
+    if (allocator == 0 || allocator > CMT__MAX_ALLOCATORS || allocator > UINT16_MAX ||
+        action == 0 || action >= CMT_AA_MAX || !cmt__ensure_running())
+        return;
+    if (!atomic_load_explicit(&cmt__allocators[allocator - 1].ready, memory_order_acquire))
+        return; /* never declared (or a declaration of a trace that is gone) */
+    struct cmt__thread *t = thread_state();
+    if (!t)
+        return;
+    in_shim = 1;
+    fields &= CMT_AF(SEQ) - 1; /* SEQ is the writer's */
+    if (!v)
+        fields = 0;
+    struct cmt__queued e = {.tid = t->tid,
+                            .dev = dev,
+                            .api = (uint16_t)allocator,
+                            .result = (int32_t)action,
+                            .kind = CMT__ENTRY_ALLOC};
+    e.fields = cmt__queued_pack_values(&e, fields, v);
+    if (!releases(action) || cmt__cfg.free_stacks)
+        e.stack = cmt__stack_capture(cmt__cfg.stack_depth);
+    struct cmt_event ev = {0};
+    take_seq(t, &ev);
+    e.seq = ev.seq;
+    e.t_ns = ev.t_ns;
+    push_entry(t, &e);
+    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+    if (action == CMT_AA_OOM) /* the process may be about to die: on disk now */
+        cmt__wait_flushed(e.seq + 1, 2000);
+    in_shim = 0;
 }
 
 void cmt__note_once(const char *key, int warn, const char *fmt, ...)

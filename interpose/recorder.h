@@ -51,6 +51,19 @@ struct cmt__note {
 extern struct cmt__note cmt__notes[CMT__MAX_NOTES];
 extern _Atomic uint32_t cmt__note_count;
 
+/* Sub-allocators declared through annotate.h (annotate.c): slots [0, count) claimed, each
+ * usable once `ready`. Kept across fork and exec (a new trace names them again); mirrored
+ * into the salvage state file. */
+extern struct cmt__allocator_decl cmt__allocators[CMT__MAX_ALLOCATORS];
+extern _Atomic uint32_t cmt__allocator_count;
+/* Queues an ALLOC_EVENT (annotate.h's cumemtrace_annotate_event_v1): allocator id, action,
+ * device, CMT_AF() mask of v[CMT_NAFIELDS] (SEQ is the writer's). Lock- and allocation-free. */
+void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t fields,
+                      const uint64_t *v);
+/* Starts tracing if it is not running (a declaration before any driver call).
+ * @return 1 when running. */
+int cmt__ensure_running(void);
+
 uint64_t cmt__mono_ns(void);
 /* The hot path's clock: the invariant TSC where the kernel itself trusts it (about half the
  * cost of clock_gettime here), else CLOCK_MONOTONIC ns. Events carry ticks since start; the
@@ -68,6 +81,8 @@ extern struct cmt__shared_header *cmt__shared; /* NULL: none (bare LD_PRELOAD, o
 /* At a trace's start, when CUMEMTRACE_SALVAGE_DIR is set: creates the file and moves the
  * device table, stack nodes and rings into it. @return 0, -1 (then tracing goes on without). */
 int cmt__shared_start(void);
+/* Copies declaration `slot` (once ready) into the file. */
+void cmt__shared_allocator(uint32_t slot);
 /* A new ring in the file (its `mask` set), NULL when there is none (then a private one). */
 struct cmt__thread *cmt__shared_ring(void);
 /* Stack node chunk k mapped from the file, NULL when there is none. */

@@ -109,6 +109,13 @@ static int write_nodes(struct state *s, uint32_t nodes)
     return rc;
 }
 
+/* A declaration whose strings end inside their fields (the file may be damaged). */
+static int whole_strings(const struct cmt__allocator_decl *d)
+{
+    return memchr(d->name, 0, sizeof d->name) && memchr(d->version, 0, sizeof d->version) &&
+           memchr(d->conf, 0, sizeof d->conf);
+}
+
 /* Appends the missing chunk to the trace. @return 0 or a CMT_E code. */
 static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *out, char *err,
                   size_t err_size)
@@ -148,8 +155,12 @@ static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *ou
                               .use_tsc = s->h->use_tsc,
                               .ns_per_tick = s->disk.ns_per_tick,
                               .last_t = s->disk.last_t,
+                              .alloc_entries = s->disk.alloc_entries,
                               .thread = name_thread,
                               .thread_ctx = s};
+    for (uint32_t k = s->disk.allocators; !rc && k < CMT__MAX_ALLOCATORS; k++)
+        if (atomic_load(&s->h->allocators[k].ready) && whole_strings(&s->h->allocators[k]))
+            rc = cmt__emit_allocator(&em, k + 1, &s->h->allocators[k], s->h->allocators[k].t_ticks);
     for (size_t i = 0; !rc && i < s->count; i++)
         rc = cmt__emit_entry(&em, &s->entries[i]);
     if (!rc)

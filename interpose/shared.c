@@ -118,7 +118,26 @@ int cmt__shared_start(void)
     cmt__rec.devices = (struct cmt__device_info *)((char *)h + CMT__SHARED_DEVICES_AT);
     memcpy(cmt__rec.devices, cmt__private_devices, sizeof cmt__private_devices);
     cmt__shared = h;
+    for (uint32_t k = 0; k < CMT__MAX_ALLOCATORS; k++) /* those declared before (a fork) */
+        cmt__shared_allocator(k);
     return 0;
+}
+
+void cmt__shared_allocator(uint32_t slot)
+{
+    struct cmt__shared_header *h = cmt__shared;
+    if (!h || slot >= CMT__MAX_ALLOCATORS ||
+        !atomic_load_explicit(&cmt__allocators[slot].ready, memory_order_acquire))
+        return;
+    const struct cmt__allocator_decl *d = &cmt__allocators[slot];
+    struct cmt__allocator_decl *to = &h->allocators[slot];
+    uint64_t start = cmt__rec.start_ticks;
+    to->dev = d->dev;
+    to->t_ticks = d->t_ticks > start ? d->t_ticks - start : 0;
+    memcpy(to->name, d->name, sizeof to->name);
+    memcpy(to->version, d->version, sizeof to->version);
+    memcpy(to->conf, d->conf, sizeof to->conf);
+    atomic_store_explicit(&to->ready, 1, memory_order_release);
 }
 
 struct cmt__thread *cmt__shared_ring(void)

@@ -15,7 +15,9 @@
 
 #include "cmt_format.h"
 
-#define CMT__ENTRY_VALUES 6 /* no entry point records more fields than this */
+/* No entry point records more fields than this; an allocator event (annotate.h) keeps the
+ * first 8 of the fields it reports, in bit order (the helpers report at most 7). */
+#define CMT__ENTRY_VALUES 8
 
 /* Entry kinds, in the order entries with the same seq are written. */
 enum cmt__queued_kind {
@@ -23,7 +25,12 @@ enum cmt__queued_kind {
     CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
     CMT__ENTRY_EVENT = 2,
     CMT__ENTRY_OOM = 3, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
+    /* An ALLOC_EVENT (annotate.h): api = allocator id, result = action, fields/v = its
+     * CMT_AF() fields. It takes a seq of its own, so it has its exact place among the events;
+     * the records leave with seqs renumbered (emit.c), so EVENT seqs stay gap-free. */
+    CMT__ENTRY_ALLOC = 4,
 };
+#define CMT__ENTRY_KINDS 8 /* cmt__queued_key's multiplier */
 
 /* A queued event, packed: only the values named by `fields` are stored, in bit order. */
 struct cmt__queued {
@@ -38,7 +45,20 @@ struct cmt__queued {
 /* Entries are written in (seq, kind) order; this key orders them. */
 static inline uint64_t cmt__queued_key(const struct cmt__queued *e)
 {
-    return e->seq * 4 + (e->kind & 3);
+    return e->seq * CMT__ENTRY_KINDS + (e->kind & (CMT__ENTRY_KINDS - 1));
+}
+
+/* Stores values v[bit] of the bits of `fields`, the first CMT__ENTRY_VALUES of them.
+ * @return the bits kept. */
+static inline uint32_t cmt__queued_pack_values(struct cmt__queued *e, uint32_t fields,
+                                               const uint64_t *v)
+{
+    uint32_t n = 0, kept = 0;
+    for (uint32_t m = fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
+        e->v[n] = v[__builtin_ctz(m)];
+        kept |= m & -m;
+    }
+    return kept;
 }
 
 static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
@@ -52,12 +72,7 @@ static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
     e->dev = ev->dev;
     e->api = (uint16_t)ev->api;
     e->kind = (uint8_t)kind;
-    uint32_t n = 0, kept = 0;
-    for (uint32_t m = ev->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
-        e->v[n] = ev->v[__builtin_ctz(m)];
-        kept |= m & -m;
-    }
-    e->fields = kept;
+    e->fields = cmt__queued_pack_values(e, ev->fields, ev->v);
 }
 
 static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_event *ev)
@@ -75,9 +90,9 @@ static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_ev
         ev->v[__builtin_ctz(m)] = e->v[n++];
 }
 
-#define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~700 KiB) */
+#define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~830 KiB) */
 #define CMT__SHARED_RING_SIZE \
-    (1 << 17) /* under record (11 MiB of a sparse file, touched as used) */
+    (1 << 17) /* under record (13 MiB of a sparse file, touched as used) */
 
 /* A thread's ring. The owner writes [head]; the writer copies out up to `head` (then `tail`),
  * and once those entries are on disk advances `released`; the owner may reuse a slot below
@@ -97,6 +112,15 @@ struct cmt__thread {
     int32_t dev;   /* (ctx and next mean nothing outside the process) */
     struct cmt__thread *next;
     struct cmt__queued ring[];
+};
+
+/* A sub-allocator declared through annotate.h (ALLOCATOR record); id = index + 1. */
+#define CMT__MAX_ALLOCATORS 64
+struct cmt__allocator_decl {
+    _Atomic uint32_t ready; /* 1: filled in */
+    int32_t dev;
+    uint64_t t_ticks; /* when it was declared: cmt__ticks() (the state file's: since start) */
+    char name[64], version[64], conf[1024];
 };
 
 struct cmt__device_info {
@@ -121,11 +145,13 @@ struct cmt__on_disk {
     uint64_t key;    /* entries whose cmt__queued_key is below this are in them */
     uint64_t last_t; /* the last timestamp written (salvaged ones never go back) */
     double ns_per_tick;
-    uint32_t nodes; /* stack nodes 1..nodes are in them */
-    uint32_t tids;  /* the first `tids` of tid[] have THREAD records in them */
+    uint32_t nodes;         /* stack nodes 1..nodes are in them */
+    uint32_t tids;          /* the first `tids` of tid[] have THREAD records in them */
+    uint32_t allocators;    /* ALLOCATOR records of allocators[0 .. allocators-1] are in them */
+    uint64_t alloc_entries; /* ALLOC_EVENT entries are in them (their seqs are renumbered) */
 };
 
-#define CMT__SHARED_MAGIC "CMTSHM1"
+#define CMT__SHARED_MAGIC "CMTSHM2"
 #define CMT__SHARED_TIDS 4096
 
 struct cmt__shared_header {
@@ -140,6 +166,7 @@ struct cmt__shared_header {
     struct cmt__on_disk on_disk[2];
     char trace[4096]; /* the trace's path; empty until it is open */
     uint32_t tid[CMT__SHARED_TIDS];
+    struct cmt__allocator_decl allocators[CMT__MAX_ALLOCATORS]; /* a copy of the shim's */
 };
 
 /* The state file's layout: header, devices, node chunks, then the rings. */

@@ -68,7 +68,7 @@ int cmt__is_own_address(uintptr_t ip);
 
 /* config.c — environment. */
 struct cmt__config {
-    char output[4096];   /* CUMEMTRACE_OUTPUT pattern, %p = pid */
+    char output[4096];   /* CUMEMTRACE_OUTPUT pattern: %p pid, %r rank, %l local rank, %h host */
     char manifest[4096]; /* CUMEMTRACE_MANIFEST: file that lists every trace written */
     int stack_depth;     /* CUMEMTRACE_STACK_DEPTH, 0 = no stacks */
     int free_stacks;     /* CUMEMTRACE_FREE_STACKS=1: unwind frees and other releases too */

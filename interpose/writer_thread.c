@@ -22,6 +22,7 @@
 #include "recorder.h"
 #include "cmt_error.h"
 #include "emit.h"
+#include "launch.h"
 #include "writer.h"
 
 extern char **environ;
@@ -82,6 +83,7 @@ static struct {
     size_t runs;
     uint32_t nodes_written;
     uint32_t notes_written;
+    uint32_t allocators_written;
     uint32_t *tids;
     size_t ntids, tid_cap;
     uint64_t modules_adds;
@@ -120,8 +122,8 @@ static int fail(const char *what)
     return -1;
 }
 
-/* The pattern with %p and %% filled in. @return 0, or -1 when it does not fit (never cut: a
- * cut path names another file). */
+/* The pattern with %p (pid), %r (rank), %l (local rank), %h (host) and %% filled in.
+ * @return 0, or -1 when it does not fit (never cut: a cut path names another file). */
 static int expand_output(char *out, size_t size)
 {
     size_t o = 0;
@@ -129,6 +131,11 @@ static int expand_output(char *out, size_t size)
     for (p = cmt__cfg.output; *p && o + 1 < size; p++) {
         if (p[0] == '%' && p[1] == 'p') {
             o += (size_t)snprintf(out + o, size - o, "%d", (int)getpid());
+            p++;
+        } else if (p[0] == '%' && (p[1] == 'r' || p[1] == 'l' || p[1] == 'h')) {
+            char value[CMT__HOST_MAX];
+            cmt__launch_expand(p[1], value, sizeof value);
+            o += (size_t)snprintf(out + o, size - o, "%s", value);
             p++;
         } else if (p[0] == '%' && p[1] == '%') {
             out[o++] = '%';
@@ -174,7 +181,7 @@ static int open_trace(char *path, size_t size)
     if (expand_output(path, size)) {
         char msg[128];
         snprintf(msg, sizeof msg,
-                 "the trace path (CUMEMTRACE_OUTPUT with %%p filled in) is "
+                 "the trace path (CUMEMTRACE_OUTPUT with %%p, %%r, %%l, %%h filled in) is "
                  "longer than %zu bytes",
                  size - 1);
         return fail(msg);
@@ -275,7 +282,11 @@ static int write_process(void)
                             .hostname = host,
                             .exe = exe,
                             .argc = argc,
-                            .argv = argv};
+                            .argv = argv,
+                            .rank = cmt__launch.rank,
+                            .local_rank = cmt__launch.local_rank,
+                            .world_size = cmt__launch.world_size,
+                            .job_id = cmt__launch.job_id[0] ? cmt__launch.job_id : NULL};
     int rc = cmt_writer_process(ws.w, &p);
     if (!rc && (whole > len || all_args > argc)) { /* cut, and marked as such */
         char text[200];
@@ -323,7 +334,9 @@ static int file_sink(void *ctx, const void *data, size_t len)
                                                .last_t = ws.em.last_t,
                                                .ns_per_tick = ws.em.ns_per_tick,
                                                .nodes = ws.nodes_written,
-                                               .tids = (uint32_t)ws.ntids});
+                                               .tids = (uint32_t)ws.ntids,
+                                               .allocators = ws.allocators_written,
+                                               .alloc_entries = ws.em.alloc_entries});
     return 0;
 }
 
@@ -518,6 +531,16 @@ static int emit_tables(void)
         rc = cmt_writer_note(ws.w, &(struct cmt_note){(uint32_t)note->level, note->text});
         ws.notes_written++;
     }
+    uint32_t declared = atomic_load_explicit(&cmt__allocator_count, memory_order_acquire);
+    while (!rc && ws.allocators_written < declared && ws.allocators_written < CMT__MAX_ALLOCATORS) {
+        const struct cmt__allocator_decl *d = &cmt__allocators[ws.allocators_written];
+        if (!atomic_load_explicit(&d->ready, memory_order_acquire))
+            break;               /* still being filled in */
+        ws.allocators_written++; /* first: a chunk flushed inside the call holds it */
+        uint64_t start = cmt__rec.start_ticks;
+        rc = cmt__emit_allocator(&ws.em, ws.allocators_written, d,
+                                 d->t_ticks > start ? d->t_ticks - start : 0);
+    }
     uint32_t nodes = cmt__stack_node_count();
     for (uint32_t id = ws.nodes_written + 1; !rc && id <= nodes; id++) {
         struct cmt_stack_node node = {.id = id};
@@ -587,10 +610,10 @@ static int drain(int all)
         if (!cmt__shared) /* nobody salvages: the entries can go */
             release(t, head);
     }
+    calibrate(); /* before emit_tables: an ALLOCATOR record's time uses the scale */
     int rc = emit_tables();
     size_t i = 0;
     batch_sort();
-    calibrate();
     for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
         rc = cmt__emit_entry(&ws.em, &ws.batch.items[i]);
     if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
@@ -599,8 +622,8 @@ static int drain(int all)
         ws.emitted = bound;
     if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
         ws.emitted = taken;
-    if (ws.emitted * 4 > ws.em.passed_key) /* every entry below it is in the writer */
-        ws.em.passed_key = ws.emitted * 4;
+    if (ws.emitted * CMT__ENTRY_KINDS > ws.em.passed_key) /* every entry below it is written */
+        ws.em.passed_key = ws.emitted * CMT__ENTRY_KINDS;
     memmove(ws.batch.items, ws.batch.items + i, (ws.batch.len - i) * sizeof *ws.batch.items);
     ws.batch.len -= i;
     return rc;

@@ -3,15 +3,16 @@
 # apt-get, otherwise it prints the exact apt-get command and exits 1. The one list of packages
 # (.ci/run uses it too). Usage: scripts/setup-deps.sh [--ci] (--ci adds what CI alone needs:
 # clang and libFuzzer for the fuzz run, the oracle's c10 build dependencies, python3 and
-# node for the export checks).
+# node for the export checks, chromium for the HTML report's browser test).
 set -euo pipefail
 
 packages=(cmake make gcc g++ pkg-config libunwind-dev libzstd-dev libcriterion-dev libdw-dev
           clang-format)
 if [ "${1:-}" = --ci ]; then
     # python3: the export checks (trace-event JSON, memory-viz pickle); nodejs, npm: the
-    # DuckDB test of the partitioned export (npm installs @duckdb/node-api under the build tree)
-    packages+=(clang libclang-rt-dev libfmt-dev libcpuinfo-dev dpkg-dev python3 nodejs)
+    # DuckDB test of the partitioned export (npm installs @duckdb/node-api under the build tree);
+    # chromium: the HTML report's browser test (tests/tools/cli/html_browser.sh)
+    packages+=(clang libclang-rt-dev libfmt-dev libcpuinfo-dev dpkg-dev python3 nodejs chromium)
     command -v npm >/dev/null || packages+=(npm) # NodeSource's nodejs bundles npm (and conflicts)
 fi
 

@@ -1,4 +1,4 @@
-/* Contexts (created and primary), the per-thread context stack, streams, modules, launches.
+/* Contexts (created and primary), the per-thread context stack and streams.
  * A device's context overhead is taken when its first context comes alive and returned when
  * its last one goes away. */
 #include "simcuda_internal.h"
@@ -452,93 +452,4 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream)
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream)
 {
     return stream_synchronize(hStream);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS && (!module || !image))
-        result = CUDA_ERROR_INVALID_VALUE;
-    struct CUmod_st *loaded = NULL;
-    if (result == CUDA_SUCCESS && !(loaded = calloc(1, sizeof(*loaded))))
-        result = CUDA_ERROR_OUT_OF_MEMORY;
-    if (result == CUDA_SUCCESS) {
-        loaded->magic = SIMCUDA__MODULE_MAGIC;
-        loaded->alive = true;
-        loaded->function.module = loaded;
-        loaded->next_all = simcuda__state.modules;
-        simcuda__state.modules = loaded;
-        *module = loaded;
-    }
-    simcuda__unlock();
-    return result;
-}
-
-static bool module_valid(const struct CUmod_st *module)
-{
-    return module && module->magic == SIMCUDA__MODULE_MAGIC && module->alive;
-}
-
-/* Every name resolves to the module's one placeholder function. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
-                                                    const char *name)
-{
-    CUresult result = simcuda__require_init();
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (!hfunc || !name)
-        return CUDA_ERROR_INVALID_VALUE;
-    simcuda__lock();
-    if (module_valid(hmod))
-        *hfunc = &hmod->function;
-    else
-        result = CUDA_ERROR_INVALID_HANDLE;
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
-{
-    CUresult result = simcuda__require_init();
-    if (result != CUDA_SUCCESS)
-        return result;
-    simcuda__lock();
-    if (module_valid(hmod))
-        hmod->alive = false;
-    else
-        result = CUDA_ERROR_INVALID_HANDLE;
-    simcuda__unlock();
-    return result;
-}
-
-static CUresult launch_kernel(CUfunction f, CUstream hStream)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__stream_context(hStream, &ctx);
-    if (result == CUDA_SUCCESS && (!f || !module_valid(f->module)))
-        result = CUDA_ERROR_INVALID_HANDLE;
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
-                                               unsigned int gridDimY, unsigned int gridDimZ,
-                                               unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                               CUstream hStream, void **kernelParams, void **extra)
-{
-    return launch_kernel(f, hStream);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                                    unsigned int gridDimY, unsigned int gridDimZ,
-                                                    unsigned int blockDimX, unsigned int blockDimY,
-                                                    unsigned int blockDimZ,
-                                                    unsigned int sharedMemBytes, CUstream hStream,
-                                                    void **kernelParams, void **extra)
-{
-    return launch_kernel(f, hStream);
 }

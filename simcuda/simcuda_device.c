@@ -1,5 +1,6 @@
 /* Initialisation from the environment, device queries, versions and error strings. */
 #include "simcuda_internal.h"
+#include "simcuda_log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,10 +16,13 @@ static pthread_once_t simcuda__once = PTHREAD_ONCE_INIT;
 void simcuda__lock(void)
 {
     pthread_mutex_lock(&simcuda__state.lock);
+    simcuda__shared_lock();
 }
 
 void simcuda__unlock(void)
 {
+    simcuda__shared_publish(); /* what this process holds now, for the others */
+    simcuda__shared_unlock();
     pthread_mutex_unlock(&simcuda__state.lock);
 }
 
@@ -111,6 +115,7 @@ static void simcuda__setup(void)
     state->context_overhead = env_size("SIMCUDA_CONTEXT_OVERHEAD",
                                        SIMCUDA__DEFAULT_CONTEXT_OVERHEAD, "256MiB");
     state->device_count = env_devices();
+    simcuda__log_open();
     bool reuse = env_reuse_addresses();
     for (int d = 0; d < state->device_count; d++) {
         struct simcuda__device *dev = &state->devices[d];
@@ -121,12 +126,16 @@ static void simcuda__setup(void)
         dev->va.never_reuse = !reuse;
         dev->legacy_va.start = SIMCUDA__LEGACY_VA_BASE + (uint64_t)d * SIMCUDA__LEGACY_VA_STRIDE;
         dev->legacy_va.size = SIMCUDA__LEGACY_VA_STRIDE;
+        dev->managed_va.start = SIMCUDA__MANAGED_VA_BASE + (uint64_t)d * SIMCUDA__VA_STRIDE;
+        dev->managed_va.size = SIMCUDA__VA_STRIDE;
+        dev->managed_va.never_reuse = !reuse;
         dev->primary.magic = SIMCUDA__CTX_MAGIC;
         dev->primary.device = d;
         dev->primary.primary = true;
         simcuda__pool_init(&dev->default_pool, d, true);
         dev->current_pool = &dev->default_pool;
     }
+    simcuda__shared_setup();
 }
 
 CUresult simcuda__require_init(void)
@@ -145,7 +154,8 @@ CUresult simcuda__check_device(CUdevice device)
 uint64_t simcuda__free_bytes(int device)
 {
     const struct simcuda__device *dev = &simcuda__state.devices[device];
-    uint64_t held = dev->used_by_others + dev->pages_in_use * SIMCUDA__PAGE_SIZE;
+    uint64_t held = dev->used_by_others + dev->pages_in_use * SIMCUDA__PAGE_SIZE +
+                    simcuda__shared_others(device);
     if (dev->contexts_alive > 0)
         held += simcuda__state.context_overhead;
     return held >= dev->capacity ? 0 : dev->capacity - held;
@@ -269,6 +279,16 @@ static int attribute_value(CUdevice_attribute attribute, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 50 << 20;
+    case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: return 0;
     default: return 0;
     }
 }
@@ -311,6 +331,45 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
     return device_uuid(uuid, dev);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!major || !minor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
+        return result;
+    *major = attribute_value(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    *minor = attribute_value(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    return CUDA_SUCCESS;
+}
+
+/* simcuda's devices never reach one another's memory. */
+SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev,
+                                                      CUdevice peerDev)
+{
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!canAccessPeer)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (simcuda__check_device(dev) != CUDA_SUCCESS ||
+        simcuda__check_device(peerDev) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *canAccessPeer = 0;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    return Flags != 0 || !peerContext ? CUDA_ERROR_INVALID_VALUE
+                                      : CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
 }
 
 /* clang-format off */

@@ -1,6 +1,7 @@
 /* cuGetProcAddress with the real driver's selection rules, over the one symbol table. */
 #include "simcuda_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct simcuda__symbol {
@@ -74,11 +75,18 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn,
     return get_proc_address(symbol, pfn, cudaVersion, flags, NULL);
 }
 
-/* The private tables libcudart needs are not simulated: its initialisation stops here. */
+/* The private tables NVIDIA's runtime (libcudart, and the copy of it linked into cuBLAS, NCCL
+ * and the other libraries) asks for are undocumented and not simulated: its initialisation
+ * stops here. Said once on stderr, since the program then only reports error 801. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable,
                                                  const CUuuid *pExportTableId)
 {
+    static bool said;
     if (ppExportTable)
         *ppExportTable = NULL;
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+        fprintf(stderr, "simcuda: cuGetExportTable (NVIDIA's private runtime tables) is not "
+                        "simulated: NVIDIA's libcudart, and libraries with their own copy of it, "
+                        "stop with error 801; programs on the runtime need simcudart\n");
     return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -31,10 +31,11 @@
 /* Legacy v1 calls return 32-bit device pointers, so they get a small window below 4 GiB. */
 #define SIMCUDA__LEGACY_VA_BASE 0x80000000ull
 #define SIMCUDA__LEGACY_VA_STRIDE 0x10000000ull /* 256 MiB per device */
+/* Managed memory: its own window per device, backed by host pages where the host allows. */
+#define SIMCUDA__MANAGED_VA_BASE 0x600000000000ull
 #define SIMCUDA__PITCH_ALIGNMENT 512
 #define SIMCUDA__CTX_STACK_MAX 32
 #define SIMCUDA__HANDLE_TAG 0x51ca000000000000ull /* CUmemGenericAllocationHandle = tag | id */
-#define SIMCUDA__FD_TOKEN_BASE 0x10000000         /* fake POSIX fd = base + id */
 
 enum simcuda__range_kind {
     SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
@@ -73,6 +74,10 @@ struct simcuda__phys {
     unsigned map_count;
     bool vmm; /* made by cuMemCreate: reachable through handles, not through IPC */
     CUmemAllocationProp prop;
+    /* Imported from another process's shareable handle: that process and its id there
+     * (0, 0 for memory made here). */
+    long origin_pid;
+    unsigned long long origin_id;
 };
 
 enum simcuda__alloc_type { SIMCUDA__ALLOC_DEVICE, SIMCUDA__ALLOC_MANAGED, SIMCUDA__ALLOC_IPC };
@@ -82,6 +87,7 @@ struct simcuda__alloc {
     uint64_t size; /* as requested; the address range spans whole pages */
     struct CUctx_st *ctx;
     enum simcuda__alloc_type type;
+    void *host; /* managed memory: the host pages at the same address, NULL without any */
 };
 
 struct simcuda__pool_block {
@@ -160,6 +166,7 @@ struct CUmod_st {
 struct simcuda__host_block {
     void *pointer;
     size_t size;
+    unsigned flags; /* as given to cuMemHostAlloc or cuMemHostRegister */
     int registered; /* cuMemHostRegister: the program's own memory, pinned (never freed here) */
     struct simcuda__host_block *next;
 };
@@ -171,6 +178,7 @@ struct simcuda__device {
     unsigned contexts_alive;
     struct simcuda__va_space va;
     struct simcuda__va_space legacy_va;
+    struct simcuda__va_space managed_va;
     struct CUctx_st primary;
     struct CUmemPoolHandle_st default_pool;
     struct CUmemPoolHandle_st *current_pool;
@@ -208,6 +216,10 @@ CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uin
                              CUdeviceptr *out);
 void simcuda__va_release(struct simcuda__va_space *space, CUdeviceptr base);
 struct simcuda__va_entry *simcuda__va_find(struct simcuda__va_space *space, CUdeviceptr address);
+/* A device's address spaces: va, legacy_va, managed_va. */
+#define SIMCUDA__SPACES 3
+void simcuda__device_spaces(struct simcuda__device *dev,
+                            struct simcuda__va_space *spaces[SIMCUDA__SPACES]);
 struct simcuda__va_space *simcuda__space_of(CUdeviceptr address, int *device);
 struct simcuda__va_entry *simcuda__find_range(CUdeviceptr address, int *device);
 uint64_t simcuda__pages_for(uint64_t size);
@@ -215,6 +227,14 @@ CUresult simcuda__phys_create(int device, uint64_t size, struct simcuda__phys **
 struct simcuda__phys *simcuda__phys_lookup(unsigned long long id);
 void simcuda__phys_maybe_free(struct simcuda__phys *phys);
 CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size);
+
+/* simcuda_shared.c: SIMCUDA_SHARED=NAME, device memory shared across processes through
+ * /dev/shm/simcuda-NAME (README.md). Each is a no-op when it is not set. */
+void simcuda__shared_setup(void); /* at cuInit's setup: open the file, claim a slot */
+void simcuda__shared_lock(void);  /* with simcuda's mutex: the cross-process lock */
+void simcuda__shared_unlock(void);
+void simcuda__shared_publish(void);          /* file lock held: this process's bytes per device */
+uint64_t simcuda__shared_others(int device); /* bytes the other live processes hold */
 
 /* simcuda_context.c */
 struct CUctx_st *simcuda__current_context(void);
@@ -225,6 +245,10 @@ void simcuda__context_went_away(struct CUctx_st *ctx);
 /* simcuda_memory.c */
 void simcuda__free_context_memory(struct CUctx_st *ctx);
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
+
+/* simcuda_host.c: whether [address, address + size) lies in one pinned host block (allocated
+ * or registered), which under unified addressing is also a device address (lock held). */
+bool simcuda__host_range_pinned(uint64_t address, uint64_t size);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);

@@ -1,9 +1,37 @@
-/* Classic device allocations (cuMemAlloc family, managed), memory info, address ranges,
- * copies that validate and move nothing, host allocations, and IPC handles. */
+/* Classic device allocations (cuMemAlloc family, managed), memory info, address ranges and
+ * IPC handles. Managed memory lies in its own window and is backed by host pages at the same
+ * address (MAP_NORESERVE: untouched pages cost nothing), so the host can read and write it. */
 #include "simcuda_internal.h"
+#include "simcuda_log.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Lock held. Host pages at the managed range's own address; NULL (and one line on stderr, the
+ * first time) where the host has something there or refuses, e.g. under a sanitizer's fixed
+ * memory layout. The allocation then works as before, for bookkeeping only. */
+static void *managed_host_pages(CUdeviceptr base, uint64_t size)
+{
+    static bool warned;
+    void *want = (void *)(uintptr_t)base;
+    void *got = mmap(want, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want)
+        return got;
+    if (got != MAP_FAILED)
+        munmap(got, size); /* a kernel before 4.17 took the address as a hint */
+    if (!warned) {
+        warned = true;
+        fprintf(stderr,
+                "simcuda: managed memory at 0x%llx has no host pages (%s): the host must not "
+                "touch it\n",
+                (unsigned long long)base, got == MAP_FAILED ? strerror(errno) : "address taken");
+    }
+    return NULL;
+}
 
 static const char ipc_magic[8] = "SIMCUDA";
 
@@ -23,9 +51,11 @@ static CUresult alloc_device_memory(struct CUctx_st *ctx, uint64_t size, bool le
     if (!alloc)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult result = simcuda__phys_create(ctx->device, size, &phys);
+    struct simcuda__va_space *space = type == SIMCUDA__ALLOC_MANAGED ? &dev->managed_va
+                                      : legacy                       ? &dev->legacy_va
+                                                                     : &dev->va;
     if (result == CUDA_SUCCESS) {
-        result = simcuda__va_reserve(legacy ? &dev->legacy_va : &dev->va,
-                                     phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
+        result = simcuda__va_reserve(space, phys->pages * SIMCUDA__PAGE_SIZE, SIMCUDA__PAGE_SIZE, 0,
                                      SIMCUDA__RANGE_ALLOC, alloc, out);
         if (result != CUDA_SUCCESS)
             simcuda__phys_maybe_free(phys);
@@ -39,12 +69,16 @@ static CUresult alloc_device_memory(struct CUctx_st *ctx, uint64_t size, bool le
     alloc->size = size;
     alloc->ctx = ctx;
     alloc->type = type;
+    if (type == SIMCUDA__ALLOC_MANAGED)
+        alloc->host = managed_host_pages(*out, phys->pages * SIMCUDA__PAGE_SIZE);
     return CUDA_SUCCESS;
 }
 
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry)
 {
     struct simcuda__alloc *alloc = entry->object;
+    if (alloc->host)
+        munmap(alloc->host, alloc->phys->pages * SIMCUDA__PAGE_SIZE);
     simcuda__va_release(space, entry->base);
     alloc->phys->map_count--;
     simcuda__phys_maybe_free(alloc->phys);
@@ -54,9 +88,9 @@ void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_
 void simcuda__free_context_memory(struct CUctx_st *ctx)
 {
     for (int d = 0; d < simcuda__state.device_count; d++) {
-        struct simcuda__device *dev = &simcuda__state.devices[d];
-        struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
-        for (int s = 0; s < 2; s++) {
+        struct simcuda__va_space *spaces[SIMCUDA__SPACES];
+        simcuda__device_spaces(&simcuda__state.devices[d], spaces);
+        for (int s = 0; s < SIMCUDA__SPACES; s++) {
             /* Backwards, since releasing removes the entry at i. */
             for (size_t i = spaces[s]->count; i-- > 0;) {
                 struct simcuda__va_entry *entry = &spaces[s]->entries[i];
@@ -87,7 +121,8 @@ static CUresult mem_alloc(CUdeviceptr *dptr, uint64_t size, bool legacy,
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_DEVICE);
+    CUresult result = mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_DEVICE);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 /* Legacy 32-bit variant: served from the device's window below 4 GiB. */
@@ -97,7 +132,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int by
     CUresult result = mem_alloc(dptr ? &address : NULL, bytesize, true, SIMCUDA__ALLOC_DEVICE);
     if (result == CUDA_SUCCESS)
         *dptr = (CUdeviceptr_v1)address;
-    return result;
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? address : 0, bytesize, 0);
 }
 
 static CUresult mem_alloc_pitch(CUdeviceptr *dptr, uint64_t *pitch, uint64_t width, uint64_t height,
@@ -129,7 +164,9 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pP
                                       ElementSizeBytes, false);
     if (result == CUDA_SUCCESS)
         *pPitch = pitch;
-    return result;
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0,
+                        result == CUDA_SUCCESS ? pitch * Height : (uint64_t)WidthInBytes * Height,
+                        0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
@@ -144,18 +181,21 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned i
         *dptr = (CUdeviceptr_v1)address;
         *pPitch = (unsigned int)pitch;
     }
-    return result;
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? address : 0,
+                        result == CUDA_SUCCESS ? pitch * Height : (uint64_t)WidthInBytes * Height,
+                        0);
 }
 
 /* Managed memory is counted against the current context's device like cuMemAlloc. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
                                                   unsigned int flags)
 {
-    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
-        CUresult result = simcuda__require_init();
-        return result != CUDA_SUCCESS ? result : CUDA_ERROR_INVALID_VALUE;
-    }
-    return mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_MANAGED);
+    CUresult result = simcuda__require_init();
+    if (result == CUDA_SUCCESS && flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS)
+        result = mem_alloc(dptr, bytesize, false, SIMCUDA__ALLOC_MANAGED);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 static CUresult mem_free(CUdeviceptr dptr)
@@ -183,12 +223,12 @@ static CUresult mem_free(CUdeviceptr dptr)
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-    return mem_free(dptr);
+    return SIMCUDA__LOG(mem_free(dptr), dptr, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr)
 {
-    return mem_free(dptr);
+    return SIMCUDA__LOG(mem_free(dptr), dptr, 0, 0);
 }
 
 static CUresult mem_get_info(uint64_t *free_bytes, uint64_t *total_bytes)
@@ -298,240 +338,6 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsi
     return result;
 }
 
-/* Copies and sets check that the device range is allocated and the host side is given. */
-static CUresult check_transfer(CUdeviceptr device, const void *host, bool needs_host, uint64_t size)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS && needs_host && !host && size > 0)
-        result = CUDA_ERROR_INVALID_VALUE;
-    if (result == CUDA_SUCCESS)
-        result = simcuda__check_device_range(device, size);
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost,
-                                                size_t ByteCount)
-{
-    return check_transfer(dstDevice, srcHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
-                                                     size_t ByteCount)
-{
-    return check_transfer(dstDevice, srcHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost,
-                                             unsigned int ByteCount)
-{
-    return check_transfer(dstDevice, srcHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice,
-                                                size_t ByteCount)
-{
-    return check_transfer(srcDevice, dstHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice,
-                                                     size_t ByteCount)
-{
-    return check_transfer(srcDevice, dstHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice,
-                                             unsigned int ByteCount)
-{
-    return check_transfer(srcDevice, dstHost, true, ByteCount);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
-{
-    return check_transfer(dstDevice, NULL, false, N);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc,
-                                                   size_t N)
-{
-    return check_transfer(dstDevice, NULL, false, N);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc,
-                                           unsigned int N)
-{
-    return check_transfer(dstDevice, NULL, false, N);
-}
-
-/* cuMemsetD32Async and cuStreamWriteValue32: PyTorch's c10 insists on finding both in the
- * driver (its driver_api table). Like every set, they check the range and write nothing. The
- * two _ptsz variants without a prototype in cuda.h get theirs here. */
-CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-                                       CUstream hStream);
-CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                              unsigned int flags);
-
-static CUresult set_words(CUdeviceptr dst, size_t count)
-{
-    if (count > SIZE_MAX / 4)
-        return CUDA_ERROR_INVALID_VALUE;
-    return check_transfer(dst, NULL, false, count * 4);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-                                                 CUstream hStream)
-{
-    return set_words(dstDevice, N);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
-                                                      size_t N, CUstream hStream)
-{
-    return set_words(dstDevice, N);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32(CUstream stream, CUdeviceptr addr,
-                                                     cuuint32_t value, unsigned int flags)
-{
-    return set_words(addr, 1);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr,
-                                                          cuuint32_t value, unsigned int flags)
-{
-    return set_words(addr, 1);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr,
-                                                        cuuint32_t value, unsigned int flags)
-{
-    return set_words(addr, 1);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
-                                                             cuuint32_t value, unsigned int flags)
-{
-    return set_words(addr, 1);
-}
-
-/* Host memory is real (page-aligned malloc) and never counted against a device. */
-static CUresult host_alloc(void **pp, uint64_t size, unsigned int flags)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS && (!pp || size == 0 || (flags & ~7u)))
-        result = CUDA_ERROR_INVALID_VALUE;
-    struct simcuda__host_block *block = NULL;
-    void *pointer = NULL;
-    if (result == CUDA_SUCCESS) {
-        block = malloc(sizeof(*block));
-        if (!block || posix_memalign(&pointer, 4096, size) != 0) {
-            free(block);
-            result = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-    }
-    if (result == CUDA_SUCCESS) {
-        *block = (struct simcuda__host_block){.pointer = pointer, .size = size};
-        block->next = simcuda__state.host_blocks;
-        simcuda__state.host_blocks = block;
-        *pp = pointer;
-    }
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    return host_alloc(pp, bytesize, 0);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocHost(void **pp, unsigned int bytesize)
-{
-    return host_alloc(pp, bytesize, 0);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-    return host_alloc(pp, bytesize, Flags);
-}
-
-/* Removes the host block that starts at p, allocated (registered 0) or registered (1).
- * @return CUDA_SUCCESS, or `missing` when there is no such block. */
-static CUresult host_release(void *p, int registered, CUresult missing)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS) {
-        result = missing;
-        for (struct simcuda__host_block **link = &simcuda__state.host_blocks; *link;
-             link = &(*link)->next) {
-            if ((*link)->pointer == p && (*link)->registered == registered) {
-                struct simcuda__host_block *block = *link;
-                *link = block->next;
-                if (!registered)
-                    free(block->pointer);
-                free(block);
-                result = CUDA_SUCCESS;
-                break;
-            }
-        }
-    }
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
-{
-    return host_release(p, 0, CUDA_ERROR_INVALID_VALUE);
-}
-
-/* Registration pins the program's own memory: ranges may not overlap, only the start of a
- * registered range unregisters it, and cuMemFreeHost never frees it. */
-static CUresult host_register(void *p, size_t bytesize, unsigned int flags)
-{
-    struct CUctx_st *ctx;
-    simcuda__lock();
-    CUresult result = simcuda__require_context(&ctx);
-    if (result == CUDA_SUCCESS && (!p || bytesize == 0 || (flags & ~15u)))
-        result = CUDA_ERROR_INVALID_VALUE;
-    uintptr_t lo = (uintptr_t)p, hi = lo + bytesize;
-    for (struct simcuda__host_block *b = simcuda__state.host_blocks; result == CUDA_SUCCESS && b;
-         b = b->next) {
-        uintptr_t blo = (uintptr_t)b->pointer, bhi = blo + b->size;
-        if (b->registered && lo < bhi && blo < hi)
-            result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
-    }
-    struct simcuda__host_block *block = NULL;
-    if (result == CUDA_SUCCESS && !(block = malloc(sizeof(*block))))
-        result = CUDA_ERROR_OUT_OF_MEMORY;
-    if (result == CUDA_SUCCESS) {
-        *block = (struct simcuda__host_block){
-            .pointer = p, .size = bytesize, .registered = 1, .next = simcuda__state.host_blocks};
-        simcuda__state.host_blocks = block;
-    }
-    simcuda__unlock();
-    return result;
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
-{
-    return host_register(p, bytesize, Flags);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
-{
-    return host_register(p, bytesize, Flags);
-}
-
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemHostUnregister(void *p)
-{
-    return host_release(p, 1, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
-}
-
 /* The handle names the physical allocation; any process-local open maps the same pages. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
@@ -588,13 +394,15 @@ static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
                                                       unsigned int Flags)
 {
-    return ipc_open(pdptr, handle, Flags);
+    CUresult result = ipc_open(pdptr, handle, Flags);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *pdptr : 0, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
                                                    unsigned int Flags)
 {
-    return ipc_open(pdptr, handle, Flags);
+    CUresult result = ipc_open(pdptr, handle, Flags);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *pdptr : 0, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
@@ -611,5 +419,5 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
     if (result == CUDA_SUCCESS)
         simcuda__alloc_release(space, entry);
     simcuda__unlock();
-    return result;
+    return SIMCUDA__LOG(result, dptr, 0, 0);
 }

@@ -9,6 +9,7 @@
  * short of pages, releases the pool's retained blocks, then fails with OUT_OF_MEMORY.
  */
 #include "simcuda_internal.h"
+#include "simcuda_log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,25 +155,29 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                                 CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, NULL, false, hStream);
+    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                      CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, NULL, false, hStream);
+    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                                         CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, pool, true, hStream);
+    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                              CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, pool, true, hStream);
+    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
 }
 
 /* Pool blocks go back to their pool; cuMemAlloc memory is freed at once. */
@@ -201,15 +206,15 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(dptr, hStream);
+    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-    return free_async(dptr, hStream);
+    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+static CUresult pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -230,8 +235,14 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemP
     return CUDA_SUCCESS;
 }
 
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    CUresult result = pool_create(pool, poolProps);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool : 0);
+}
+
 /* Retained memory is released now; live blocks are released when they are freed. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+static CUresult pool_destroy(CUmemoryPool pool)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -248,6 +259,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
     }
     simcuda__unlock();
     return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CUresult result = pool_destroy(pool);
+    return SIMCUDA__LOG(result, 0, 0, (uintptr_t)pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)

@@ -115,12 +115,20 @@ void simcuda__va_release(struct simcuda__va_space *space, CUdeviceptr base)
     space->count--;
 }
 
+void simcuda__device_spaces(struct simcuda__device *dev,
+                            struct simcuda__va_space *spaces[SIMCUDA__SPACES])
+{
+    spaces[0] = &dev->va;
+    spaces[1] = &dev->legacy_va;
+    spaces[2] = &dev->managed_va;
+}
+
 struct simcuda__va_space *simcuda__space_of(CUdeviceptr address, int *device)
 {
     for (int d = 0; d < simcuda__state.device_count; d++) {
-        struct simcuda__device *dev = &simcuda__state.devices[d];
-        struct simcuda__va_space *spaces[2] = {&dev->va, &dev->legacy_va};
-        for (int s = 0; s < 2; s++) {
+        struct simcuda__va_space *spaces[SIMCUDA__SPACES];
+        simcuda__device_spaces(&simcuda__state.devices[d], spaces);
+        for (int s = 0; s < SIMCUDA__SPACES; s++) {
             if (address >= spaces[s]->start && address - spaces[s]->start < spaces[s]->size) {
                 if (device)
                     *device = d;

@@ -3,6 +3,8 @@
  * cudaTypedefs.h (PFN_<base>_v<version>[_ptsz|_ptds]); check_symbol_table.sh verifies both
  * directions against that header and against the built library's dynamic symbols.
  * cuGetProcAddress selects from this table; adding an export means adding its line here. */
+/* One entry a line, as check_symbol_table.sh reads them. */
+/* clang-format off */
 #define SIMCUDA_SYMBOLS(X)                                                                      \
     X(cuInit, cuInit, 2000, 0)                                                                  \
     X(cuDriverGetVersion, cuDriverGetVersion, 2020, 0)                                          \
@@ -19,6 +21,9 @@
     X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, 0)                                      \
     X(cuDeviceGetUuid, cuDeviceGetUuid, 9020, 0)                                                \
     X(cuDeviceGetUuid, cuDeviceGetUuid_v2, 11040, 0)                                            \
+    X(cuDeviceComputeCapability, cuDeviceComputeCapability, 2000, 0)                            \
+    X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, 4000, 0)                                    \
+    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, 0)                                    \
     X(cuCtxCreate, cuCtxCreate, 2000, 0)                                                        \
     X(cuCtxCreate, cuCtxCreate_v2, 3020, 0)                                                     \
     X(cuCtxCreate, cuCtxCreate_v3, 11040, 0)                                                    \
@@ -46,20 +51,64 @@
     X(cuStreamDestroy, cuStreamDestroy_v2, 4000, 0)                                             \
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, 0)                                        \
     X(cuStreamSynchronize, cuStreamSynchronize_ptsz, 7000, 1)                                   \
+    X(cuStreamQuery, cuStreamQuery, 2000, 0)                                                    \
+    X(cuStreamQuery, cuStreamQuery_ptsz, 7000, 1)                                               \
+    X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, 0)                                            \
+    X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, 7000, 1)                                       \
+    X(cuStreamAddCallback, cuStreamAddCallback, 5000, 0)                                        \
+    X(cuStreamAddCallback, cuStreamAddCallback_ptsz, 7000, 1)                                   \
+    X(cuLaunchHostFunc, cuLaunchHostFunc, 10000, 0)                                             \
+    X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, 10000, 1)                                        \
+    X(cuEventCreate, cuEventCreate, 2000, 0)                                                    \
+    X(cuEventDestroy, cuEventDestroy, 2000, 0)                                                  \
+    X(cuEventDestroy, cuEventDestroy_v2, 4000, 0)                                               \
+    X(cuEventRecord, cuEventRecord, 2000, 0)                                                    \
+    X(cuEventRecord, cuEventRecord_ptsz, 7000, 1)                                               \
+    X(cuEventRecordWithFlags, cuEventRecordWithFlags, 11010, 0)                                 \
+    X(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, 11010, 1)                            \
+    X(cuEventQuery, cuEventQuery, 2000, 0)                                                      \
+    X(cuEventSynchronize, cuEventSynchronize, 2000, 0)                                          \
+    X(cuEventElapsedTime, cuEventElapsedTime, 2000, 0)                                          \
+    X(cuEventElapsedTime, cuEventElapsedTime_v2, 12080, 0)                                      \
     X(cuModuleLoadData, cuModuleLoadData, 2000, 0)                                              \
+    X(cuModuleLoad, cuModuleLoad, 2000, 0)                                                      \
+    X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, 0)                                          \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0)                                        \
     X(cuModuleUnload, cuModuleUnload, 2000, 0)                                                  \
     X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                                  \
     X(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, 1)                                             \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, 0) \
+    X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050, 0)              \
     X(cuMemcpyHtoD, cuMemcpyHtoD, 2000, 0)                                                      \
     X(cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020, 0)                                                   \
     X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds, 7000, 1)                                              \
     X(cuMemcpyDtoH, cuMemcpyDtoH, 2000, 0)                                                      \
     X(cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020, 0)                                                   \
     X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds, 7000, 1)                                              \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, 2000, 0)                                            \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020, 0)                                         \
+    X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, 7000, 1)                                    \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, 2000, 0)                                            \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020, 0)                                         \
+    X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, 7000, 1)                                    \
+    X(cuMemcpyDtoD, cuMemcpyDtoD, 2000, 0)                                                      \
+    X(cuMemcpyDtoD, cuMemcpyDtoD_v2, 3020, 0)                                                   \
+    X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds, 7000, 1)                                              \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, 3000, 0)                                            \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020, 0)                                         \
+    X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, 7000, 1)                                    \
+    X(cuMemcpy, cuMemcpy, 4000, 0)                                                              \
+    X(cuMemcpy, cuMemcpy_ptds, 7000, 1)                                                         \
+    X(cuMemcpyAsync, cuMemcpyAsync, 4000, 0)                                                    \
+    X(cuMemcpyAsync, cuMemcpyAsync_ptsz, 7000, 1)                                               \
     X(cuMemsetD8, cuMemsetD8, 2000, 0)                                                          \
     X(cuMemsetD8, cuMemsetD8_v2, 3020, 0)                                                       \
     X(cuMemsetD8, cuMemsetD8_v2_ptds, 7000, 1)                                                  \
+    X(cuMemsetD8Async, cuMemsetD8Async, 3020, 0)                                                \
+    X(cuMemsetD8Async, cuMemsetD8Async_ptsz, 7000, 1)                                           \
+    X(cuMemsetD32, cuMemsetD32, 2000, 0)                                                        \
+    X(cuMemsetD32, cuMemsetD32_v2, 3020, 0)                                                     \
+    X(cuMemsetD32, cuMemsetD32_v2_ptds, 7000, 1)                                                \
     X(cuMemsetD32Async, cuMemsetD32Async, 3020, 0)                                              \
     X(cuMemsetD32Async, cuMemsetD32Async_ptsz, 7000, 1)                                         \
     X(cuStreamWriteValue32, cuStreamWriteValue32, 8000, 0)                                      \
@@ -84,6 +133,9 @@
     X(cuMemHostRegister, cuMemHostRegister, 4000, 0)                                            \
     X(cuMemHostRegister, cuMemHostRegister_v2, 6050, 0)                                         \
     X(cuMemHostUnregister, cuMemHostUnregister, 4000, 0)                                        \
+    X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer, 2020, 0)                            \
+    X(cuMemHostGetDevicePointer, cuMemHostGetDevicePointer_v2, 3020, 0)                         \
+    X(cuMemHostGetFlags, cuMemHostGetFlags, 2030, 0)                                            \
     X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, 0)                                            \
     X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 4010, 0)                                          \
     X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, 11000, 0)                                      \
@@ -115,3 +167,4 @@
     X(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, 10020, 0)                 \
     X(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle, 10020, 0) \
     /* end */
+/* clang-format on */

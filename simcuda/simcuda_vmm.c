@@ -2,16 +2,23 @@
  *
  * A handle is physical memory (whole pages) with a reference count; cuMemAddressReserve
  * takes address space only. Physical memory is freed after the handle's last cuMemRelease
- * AND its last unmap. Shareable handles (POSIX fd type only) are fake integers
- * SIMCUDA__FD_TOKEN_BASE + id, not real descriptors; importing one takes a new reference on
- * the same physical allocation and returns the same handle value. The token itself holds no
- * reference. Errors follow the real driver's list: invalid arguments, unknown handles,
+ * AND its last unmap. Shareable handles (POSIX fd type only) are real descriptors: a memfd
+ * holding the exporting process's id and the allocation's, so they pass between processes
+ * (SCM_RIGHTS, fork). Importing one in the process that made it takes a new reference on the
+ * same physical allocation and returns the same handle value; importing it in another process
+ * makes that process's own record of the memory (its pages counted on its device, as the one
+ * physical memory is on a real device), the same one for every import of it there. The
+ * descriptor itself holds no reference. Errors follow the real driver's list: invalid arguments, unknown handles,
  * overlapping maps and freeing a still-mapped reservation give CUDA_ERROR_INVALID_VALUE.
  */
 #include "simcuda_internal.h"
+#include "simcuda_log.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define HANDLE_ID_MASK 0x0000ffffffffffffull
 
@@ -57,9 +64,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(
     return CUDA_SUCCESS;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                            const CUmemAllocationProp *prop,
-                                            unsigned long long flags)
+static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags)
 {
     struct simcuda__phys *phys;
     CUresult result = simcuda__require_init();
@@ -79,7 +85,16 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle
     return result;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+/* Every call is logged, the ones refused before they reach the books too. */
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                            const CUmemAllocationProp *prop,
+                                            unsigned long long flags)
+{
+    CUresult result = mem_create(handle, size, prop, flags);
+    return SIMCUDA__LOG(result, 0, size, result == CUDA_SUCCESS ? *handle : 0);
+}
+
+static CUresult mem_release(CUmemGenericAllocationHandle handle)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -96,6 +111,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle
     return result;
 }
 
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult result = mem_release(handle);
+    return SIMCUDA__LOG(result, 0, 0, handle);
+}
+
 /* Reservations come from the address space of the hinted device, else of the current
  * context's device, else of device 0. */
 static struct simcuda__va_space *reservation_space(CUdeviceptr *hint, int *device)
@@ -109,8 +130,8 @@ static struct simcuda__va_space *reservation_space(CUdeviceptr *hint, int *devic
     return &simcuda__state.devices[*device].va;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                                    CUdeviceptr addr, unsigned long long flags)
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags)
 {
     int device;
     CUresult result = simcuda__require_init();
@@ -134,7 +155,14 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t siz
     return result;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                                    CUdeviceptr addr, unsigned long long flags)
+{
+    CUresult result = address_reserve(ptr, size, alignment, addr, flags);
+    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *ptr : 0, size, 0);
+}
+
+static CUresult address_free(CUdeviceptr ptr, size_t size)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -152,6 +180,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
     }
     simcuda__unlock();
     return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = address_free(ptr, size);
+    return SIMCUDA__LOG(result, ptr, size, 0);
 }
 
 static bool overlaps(CUdeviceptr a, uint64_t a_size, CUdeviceptr b, uint64_t b_size)
@@ -182,9 +216,8 @@ static CUresult add_mapping(struct simcuda__reservation *reservation,
     return CUDA_SUCCESS;
 }
 
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                                         CUmemGenericAllocationHandle handle,
-                                         unsigned long long flags)
+static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -214,8 +247,16 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t of
     return result;
 }
 
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                         CUmemGenericAllocationHandle handle,
+                                         unsigned long long flags)
+{
+    CUresult result = mem_map(ptr, size, offset, handle, flags);
+    return SIMCUDA__LOG(result, ptr, size, handle);
+}
+
 /* The range must consist of whole mappings (one or more) and nothing unmapped. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -253,6 +294,12 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     return result;
 }
 
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult result = mem_unmap(ptr, size);
+    return SIMCUDA__LOG(result, ptr, size, 0);
+}
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
                                                const CUmemAccessDesc *desc, size_t count)
 {
@@ -277,8 +324,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size,
 }
 
 /* Takes a new reference, which needs its own cuMemRelease. */
-SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
-                                                            void *addr)
+static CUresult retain_handle(CUmemGenericAllocationHandle *handle, void *addr)
 {
     CUresult result = simcuda__require_init();
     if (result != CUDA_SUCCESS)
@@ -303,6 +349,40 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocati
     return result;
 }
 
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                            void *addr)
+{
+    CUresult result = retain_handle(handle, addr);
+    return SIMCUDA__LOG(result, (uintptr_t)addr, 0, result == CUDA_SUCCESS ? *handle : 0);
+}
+
+/* What a shareable handle's memfd holds. */
+struct shareable {
+    char magic[8];
+    int64_t pid; /* the exporting process */
+    uint64_t id; /* its physical allocation there */
+    uint64_t size;
+    CUmemAllocationProp prop;
+};
+
+static const char shareable_magic[8] = "SIMCUDA";
+
+/* Lock held. A memfd describing phys; -1 (errno set) when the system gives none. */
+static int shareable_fd(const struct simcuda__phys *phys)
+{
+    struct shareable payload = {.pid = phys->origin_pid ? phys->origin_pid : (int64_t)getpid(),
+                                .id = phys->origin_pid ? phys->origin_id : phys->id,
+                                .size = phys->size,
+                                .prop = phys->prop};
+    memcpy(payload.magic, shareable_magic, sizeof(payload.magic));
+    int fd = memfd_create("simcuda-shareable-handle", MFD_CLOEXEC);
+    if (fd >= 0 && pwrite(fd, &payload, sizeof(payload), 0) != (ssize_t)sizeof(payload)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHandle,
                                                              CUmemGenericAllocationHandle handle,
                                                              CUmemAllocationHandleType handleType,
@@ -315,12 +395,69 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHand
         return CUDA_ERROR_INVALID_VALUE;
     simcuda__lock();
     struct simcuda__phys *phys = handle_phys(handle);
+    int fd = -1;
     if (!phys)
         result = CUDA_ERROR_INVALID_VALUE;
     else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         result = CUDA_ERROR_NOT_SUPPORTED;
+    else if ((fd = shareable_fd(phys)) < 0)
+        result = CUDA_ERROR_OPERATING_SYSTEM;
     else
-        *(int *)shareableHandle = (int)(SIMCUDA__FD_TOKEN_BASE + phys->id);
+        *(int *)shareableHandle = fd;
+    simcuda__unlock();
+    return result;
+}
+
+/* Lock held. This process's record of memory another process exported, made on first import. */
+static CUresult imported_phys(const struct shareable *payload, struct simcuda__phys **out)
+{
+    for (size_t i = 0; i < simcuda__state.phys_count; i++) {
+        struct simcuda__phys *phys = simcuda__state.phys[i];
+        if (phys && phys->origin_pid == payload->pid && phys->origin_id == payload->id) {
+            *out = phys;
+            return CUDA_SUCCESS;
+        }
+    }
+    if (!prop_valid(&payload->prop) || payload->size == 0 ||
+        payload->size % SIMCUDA__PAGE_SIZE != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult result = simcuda__phys_create(payload->prop.location.id, payload->size, out);
+    if (result == CUDA_SUCCESS) {
+        (*out)->vmm = true;
+        (*out)->prop = payload->prop;
+        (*out)->origin_pid = (long)payload->pid;
+        (*out)->origin_id = payload->id;
+    }
+    return result;
+}
+
+static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                              CUmemAllocationHandleType type)
+{
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    struct shareable payload;
+    int fd = (int)(intptr_t)osHandle;
+    if (pread(fd, &payload, sizeof(payload), 0) != (ssize_t)sizeof(payload) ||
+        memcmp(payload.magic, shareable_magic, sizeof(shareable_magic)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    simcuda__lock();
+    struct simcuda__phys *phys = NULL;
+    if (payload.pid == (int64_t)getpid())
+        phys = simcuda__phys_lookup(payload.id);
+    else
+        result = imported_phys(&payload, &phys);
+    if (result == CUDA_SUCCESS && phys && phys->vmm) {
+        phys->handle_refs++;
+        *handle = handle_of(phys);
+    } else if (result == CUDA_SUCCESS) {
+        result = CUDA_ERROR_INVALID_VALUE;
+    }
     simcuda__unlock();
     return result;
 }
@@ -328,26 +465,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHand
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemImportFromShareableHandle(
     CUmemGenericAllocationHandle *handle, void *osHandle, CUmemAllocationHandleType shHandleType)
 {
-    CUresult result = simcuda__require_init();
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (!handle)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    intptr_t token = (intptr_t)osHandle;
-    simcuda__lock();
-    struct simcuda__phys *phys = token > SIMCUDA__FD_TOKEN_BASE
-                                     ? simcuda__phys_lookup(token - SIMCUDA__FD_TOKEN_BASE)
-                                     : NULL;
-    if (phys && phys->vmm) {
-        phys->handle_refs++;
-        *handle = handle_of(phys);
-    } else {
-        result = CUDA_ERROR_INVALID_VALUE;
-    }
-    simcuda__unlock();
-    return result;
+    CUresult result = import_handle(handle, osHandle, shHandleType);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? *handle : 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(

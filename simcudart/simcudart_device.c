@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 /* simcuda's device limit; the real runtime has none this small, but simcuda has 8. */
@@ -15,6 +16,7 @@ static int device_count;
 static pthread_mutex_t context_lock = PTHREAD_MUTEX_INITIALIZER;
 static CUcontext primary[SIMCUDART__MAX_DEVICES];
 static _Thread_local int current_device;
+static unsigned device_flags; /* cudaSetDeviceFlags; cudaDeviceMapHost always holds */
 
 static void init_driver(void)
 {
@@ -135,20 +137,33 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
 }
 
 /* Fields of cudaDeviceProp read from one driver attribute each. */
-#define SIMCUDART_PROPERTIES(X)                                               \
-    X(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)                    \
-    X(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)                    \
-    X(multiProcessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)          \
-    X(warpSize, CU_DEVICE_ATTRIBUTE_WARP_SIZE)                                \
-    X(maxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)          \
-    X(pciBusID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)                               \
-    X(pciDeviceID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)                         \
-    X(pciDomainID, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)                         \
-    X(unifiedAddressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)              \
-    X(managedMemory, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)                      \
-    X(concurrentManagedAccess, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) \
-    X(memoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)       \
-    X(integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED)
+#define SIMCUDART_PROPERTIES(X)                                                        \
+    X(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)                             \
+    X(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)                             \
+    X(multiProcessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)                   \
+    X(warpSize, CU_DEVICE_ATTRIBUTE_WARP_SIZE)                                         \
+    X(maxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)                   \
+    X(pciBusID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)                                        \
+    X(pciDeviceID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)                                  \
+    X(pciDomainID, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)                                  \
+    X(unifiedAddressing, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)                       \
+    X(managedMemory, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY)                               \
+    X(concurrentManagedAccess, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS)          \
+    X(memoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)                \
+    X(integrated, CU_DEVICE_ATTRIBUTE_INTEGRATED)                                      \
+    X(canMapHostMemory, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)                       \
+    X(maxThreadsPerMultiProcessor, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) \
+    X(regsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)                       \
+    X(concurrentKernels, CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS)                       \
+    X(asyncEngineCount, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT)                        \
+    X(memoryBusWidth, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)                     \
+    X(l2CacheSize, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)                                  \
+    X(maxThreadsDim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)                           \
+    X(maxThreadsDim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)                           \
+    X(maxThreadsDim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)                           \
+    X(maxGridSize[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)                              \
+    X(maxGridSize[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)                              \
+    X(maxGridSize[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
@@ -165,6 +180,8 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     if (result == CUDA_SUCCESS)
         result = cuDeviceTotalMem(&total, handle);
     prop->totalGlobalMem = total;
+    prop->sharedMemPerBlock = 49152;
+    prop->totalConstMem = 65536;
 #define SIMCUDART__PROPERTY(field, attribute) \
     if (result == CUDA_SUCCESS)               \
         result = cuDeviceGetAttribute(&prop->field, attribute, handle);
@@ -198,4 +215,90 @@ cudaError_t cudaDeviceCanAccessPeer(int *can_access, int device, int peer)
 cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags)
 {
     return simcudart__result(cudaErrorPeerAccessUnsupported);
+}
+
+/* cudaDriverEntryPointQueryResult and CUdriverProcAddressQueryResult share their numbers, and so
+ * do the flags: the lookup is the driver's cuGetProcAddress, as in the real runtime, so a
+ * tracer that answers cuGetProcAddress hands out its own functions here too. */
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!symbol || !funcPtr)
+        return simcudart__result(cudaErrorInvalidValue);
+    pthread_once(&init_once, init_driver);
+    CUresult result = cuGetProcAddress(symbol, funcPtr, (int)cudaVersion, flags, &status);
+    if (driverStatus)
+        *driverStatus = (enum cudaDriverEntryPointQueryResult)status;
+    if (result == CUDA_SUCCESS && status != CU_GET_PROC_ADDRESS_SUCCESS)
+        return simcudart__result(cudaErrorSymbolNotFound);
+    return simcudart__driver_result(result);
+}
+
+/* The runtime's own version picks the variant, as the real runtime does. */
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return cudaGetDriverEntryPointByVersion(symbol, funcPtr, SIMCUDART_RUNTIME_VERSION, flags,
+                                            driverStatus);
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    if (flags & ~(unsigned)(cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
+                            cudaDeviceSyncMemops))
+        return simcudart__result(cudaErrorInvalidValue);
+    device_flags = flags;
+    return simcudart__result(simcudart__enter());
+}
+
+cudaError_t cudaGetDeviceFlags(unsigned int *flags)
+{
+    if (!flags)
+        return simcudart__result(cudaErrorInvalidValue);
+    *flags = device_flags | cudaDeviceMapHost;
+    return cudaSuccess;
+}
+
+/* Releases nothing: the primary context (and with it every allocation) stays, so a program that
+ * resets and goes on keeps running; what it freed it freed itself, as the trace shows. */
+cudaError_t cudaDeviceReset(void)
+{
+    cudaError_t error = simcudart__enter();
+    if (error != cudaSuccess)
+        return simcudart__result(error);
+    return simcudart__driver_result(cuCtxSynchronize());
+}
+
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    int bus = 0;
+    if (!pciBusId || len <= 0)
+        return simcudart__result(cudaErrorInvalidValue);
+    cudaError_t error = cudaDeviceGetAttribute(&bus, cudaDevAttrPciBusId, device);
+    if (error == cudaSuccess)
+        snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", bus);
+    return error;
+}
+
+cudaError_t cudaDeviceGetLimit(size_t *value, enum cudaLimit limit)
+{
+    if (!value)
+        return simcudart__result(cudaErrorInvalidValue);
+    *value = limit == cudaLimitStackSize ? 1024 : limit == cudaLimitMallocHeapSize ? 8 << 20 : 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop)
+{
+    if (!device || !prop)
+        return simcudart__result(cudaErrorInvalidValue);
+    *device = 0;
+    return simcudart__device_count() ? cudaSuccess : simcudart__result(cudaErrorNoDevice);
 }

@@ -15,6 +15,18 @@ static _Thread_local cudaError_t last_error = cudaSuccess;
     X(cudaErrorCudartUnloading, "driver shutting down")                                         \
     X(cudaErrorInvalidDevicePointer, "invalid device pointer")                                  \
     X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy")                     \
+    X(cudaErrorInvalidConfiguration, "invalid configuration argument")                          \
+    X(cudaErrorInvalidPitchValue, "invalid pitch argument")                                     \
+    X(cudaErrorInvalidSymbol, "invalid device symbol")                                          \
+    X(cudaErrorInvalidDeviceFunction, "invalid device function")                                \
+    X(cudaErrorFileNotFound, "file not found")                                                  \
+    X(cudaErrorOperatingSystem, "OS call failed or operation not supported on this OS")         \
+    X(cudaErrorIllegalState, "the operation cannot be performed in the present state")          \
+    X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")    \
+    X(cudaErrorHostMemoryAlreadyRegistered,                                                     \
+      "part or all of the requested memory range is already mapped")                            \
+    X(cudaErrorHostMemoryNotRegistered,                                                         \
+      "pointer does not correspond to a registered memory region")                              \
     X(cudaErrorNoDevice, "no CUDA-capable device is detected")                                  \
     X(cudaErrorInvalidDevice, "invalid device ordinal")                                         \
     X(cudaErrorDeviceUninitialized, "invalid device context")                                   \

@@ -1,5 +1,6 @@
-/* Device memory: classic allocations, stream-ordered allocations and pools, copies (which move
- * nothing on simcuda, as simcuda's own copies), IPC. */
+/* Device memory: classic, pitched and 3D allocations, managed memory, stream-ordered
+ * allocations and pools, advice, IPC. Copies and sets are in simcudart_copy.c, host memory in
+ * simcudart_host.c. */
 #include "simcudart_internal.h"
 
 #include <string.h>
@@ -103,60 +104,6 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct cudaMemAccessD
     return pool && (descs || count == 0) ? cudaSuccess : simcudart__result(cudaErrorInvalidValue);
 }
 
-/* Copies move nothing on simcuda; host-to-device and device-to-host ranges are checked by the
- * driver, the other directions are accepted as they are. */
-static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-    if (count == 0)
-        return cudaSuccess;
-    switch (kind) {
-    case cudaMemcpyHostToDevice:
-        return simcudart__driver_result(cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, count));
-    case cudaMemcpyDeviceToHost:
-        return simcudart__driver_result(cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, count));
-    case cudaMemcpyHostToHost: memmove(dst, src, count); return cudaSuccess;
-    case cudaMemcpyDeviceToDevice:
-    case cudaMemcpyDefault: return cudaSuccess;
-    default: return simcudart__result(cudaErrorInvalidMemcpyDirection);
-    }
-}
-
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-    SIMCUDART_ENTER();
-    return copy(dst, src, count, kind);
-}
-
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                            cudaStream_t stream)
-{
-    SIMCUDART_ENTER();
-    return copy(dst, src, count, kind);
-}
-
-cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
-                                size_t count, cudaStream_t stream)
-{
-    int devices = simcudart__device_count();
-    if (dst_device < 0 || dst_device >= devices || src_device < 0 || src_device >= devices)
-        return simcudart__result(cudaErrorInvalidDevice);
-    return cudaSuccess;
-}
-
-cudaError_t cudaMemset(void *pointer, int value, size_t count)
-{
-    SIMCUDART_ENTER();
-    if (count == 0)
-        return cudaSuccess;
-    return simcudart__driver_result(
-        cuMemsetD8((CUdeviceptr)(uintptr_t)pointer, (unsigned char)value, count));
-}
-
-cudaError_t cudaMemsetAsync(void *pointer, int value, size_t count, cudaStream_t stream)
-{
-    return cudaMemset(pointer, value, count);
-}
-
 /* Advice changes nothing simcuda keeps books on. */
 cudaError_t cudaMemAdvise(const void *pointer, size_t count, enum cudaMemoryAdvise advice,
                           struct cudaMemLocation location)
@@ -194,4 +141,114 @@ cudaError_t cudaIpcCloseMemHandle(void *pointer)
 {
     SIMCUDART_ENTER();
     return simcudart__driver_result(cuIpcCloseMemHandle((CUdeviceptr)(uintptr_t)pointer));
+}
+
+/* Rows of width bytes at the driver's pitch (its element size 4, as any allocation takes). */
+cudaError_t cudaMallocPitch(void **pointer, size_t *pitch, size_t width, size_t height)
+{
+    CUdeviceptr address = 0;
+    if (!pointer || !pitch)
+        return simcudart__result(cudaErrorInvalidValue);
+    SIMCUDART_ENTER();
+    if (width == 0 || height == 0) {
+        *pointer = NULL;
+        *pitch = width;
+        return cudaSuccess;
+    }
+    CUresult result = cuMemAllocPitch(&address, pitch, width, height, 4);
+    *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
+    return simcudart__driver_result(result);
+}
+
+/* A pitched allocation of height x depth rows. */
+cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitched, struct cudaExtent extent)
+{
+    size_t pitch = 0;
+    void *pointer = NULL;
+    if (!pitched || (extent.depth && extent.height > SIZE_MAX / extent.depth))
+        return simcudart__result(cudaErrorInvalidValue);
+    cudaError_t error = cudaMallocPitch(&pointer, &pitch, extent.width,
+                                        extent.height * extent.depth);
+    if (error == cudaSuccess)
+        *pitched = (struct cudaPitchedPtr){
+            .ptr = pointer, .pitch = pitch, .xsize = extent.width, .ysize = extent.height};
+    return error;
+}
+
+/* cudaMemPoolProps and CUmemPoolProps share their layout. */
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const struct cudaMemPoolProps *props)
+{
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(
+        cuMemPoolCreate((CUmemoryPool *)pool, (const CUmemPoolProps *)props));
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
+{
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuMemPoolDestroy((CUmemoryPool)pool));
+}
+
+cudaError_t cudaMallocFromPoolAsync(void **pointer, size_t size, cudaMemPool_t pool,
+                                    cudaStream_t stream)
+{
+    CUdeviceptr address = 0;
+    if (!pointer)
+        return simcudart__result(cudaErrorInvalidValue);
+    SIMCUDART_ENTER();
+    if (size == 0) {
+        *pointer = NULL;
+        return cudaSuccess;
+    }
+    CUresult result = cuMemAllocFromPoolAsync(&address, size, (CUmemoryPool)pool, stream);
+    *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
+    return simcudart__driver_result(result);
+}
+
+static cudaError_t device_handle(int device, CUdevice *handle)
+{
+    if (device < 0 || device >= simcudart__device_count())
+        return cudaErrorInvalidDevice;
+    return simcudart__from_driver(cuDeviceGet(handle, device));
+}
+
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
+{
+    CUdevice handle;
+    cudaError_t error = device_handle(device, &handle);
+    if (error != cudaSuccess)
+        return simcudart__result(error);
+    return simcudart__driver_result(cuDeviceSetMemPool(handle, (CUmemoryPool)pool));
+}
+
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
+{
+    CUdevice handle;
+    cudaError_t error = device_handle(device, &handle);
+    if (error != cudaSuccess)
+        return simcudart__result(error);
+    return simcudart__driver_result(cuDeviceGetMemPool((CUmemoryPool *)pool, handle));
+}
+
+/* One device: it always has read-write access to its pools. */
+cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t pool,
+                                 struct cudaMemLocation *location)
+{
+    if (!flags || !pool || !location)
+        return simcudart__result(cudaErrorInvalidValue);
+    *flags = cudaMemAccessFlagsProtReadWrite;
+    return cudaSuccess;
+}
+
+/* Prefetches and attachments change nothing simcuda keeps books on. */
+cudaError_t cudaMemPrefetchAsync(const void *pointer, size_t count, struct cudaMemLocation location,
+                                 unsigned int flags, cudaStream_t stream)
+{
+    return pointer ? cudaSuccess : simcudart__result(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *pointer, size_t length,
+                                     unsigned int flags)
+{
+    return pointer ? cudaSuccess : simcudart__result(cudaErrorInvalidValue);
 }

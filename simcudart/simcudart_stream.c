@@ -1,11 +1,9 @@
-/* Streams (driver streams; a cudaStream_t is a CUstream, as in the real runtime) and events.
- * No work ever runs on simcuda, so every stream is always idle and an event is a host token
- * that is complete as soon as it is recorded; it keeps the host time of its last record. */
+/* Streams and events: the driver's (a cudaStream_t is a CUstream, a cudaEvent_t a CUevent, as
+ * in the real runtime). No work ever runs on simcuda, so every stream is always idle and an
+ * event is complete as soon as it is recorded. */
 #include "simcudart_internal.h"
 
-#include <stdint.h>
-#include <stdlib.h>
-#include <time.h>
+#include <cuda_profiler_api.h>
 
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned int flags, int priority)
 {
@@ -40,6 +38,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 
 cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuStreamQuery(stream));
+}
+
+cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int *flags)
+{
+    if (!flags)
+        return simcudart__result(cudaErrorInvalidValue);
+    *flags = cudaStreamDefault;
     return cudaSuccess;
 }
 
@@ -48,15 +55,6 @@ cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
     if (!priority)
         return simcudart__result(cudaErrorInvalidValue);
     *priority = 0;
-    return cudaSuccess;
-}
-
-/* Graphs are not simulated: no stream is ever capturing. */
-cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
-{
-    if (!status)
-        return simcudart__result(cudaErrorInvalidValue);
-    *status = cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
 
@@ -72,34 +70,13 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode
     return cudaSuccess;
 }
 
-#define SIMCUDART__EVENT_MAGIC 0x53494d45u /* "SIME" */
-
-/* cudaEvent_t points to this host token. */
-struct CUevent_st {
-    uint32_t magic;
-    unsigned flags;
-    bool recorded;
-    struct timespec time;
-};
-
-static bool valid_event(cudaEvent_t event)
-{
-    return event && event->magic == SIMCUDART__EVENT_MAGIC;
-}
-
+/* A cudaEvent_t is the driver's CUevent, as in the real runtime; the flags share their bits. */
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
-    if (!event || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
-                                       cudaEventInterprocess)))
+    if (!event)
         return simcudart__result(cudaErrorInvalidValue);
     SIMCUDART_ENTER();
-    struct CUevent_st *token = calloc(1, sizeof(*token));
-    if (!token)
-        return simcudart__result(cudaErrorMemoryAllocation);
-    token->magic = SIMCUDART__EVENT_MAGIC;
-    token->flags = flags;
-    *event = token;
-    return cudaSuccess;
+    return simcudart__driver_result(cuEventCreate((CUevent *)event, flags));
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
@@ -109,53 +86,64 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
-    if (!valid_event(event))
-        return simcudart__result(cudaErrorInvalidResourceHandle);
-    event->magic = 0;
-    free(event);
-    return cudaSuccess;
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventDestroy((CUevent)event));
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    if (!valid_event(event))
-        return simcudart__result(cudaErrorInvalidResourceHandle);
-    event->recorded = true;
-    clock_gettime(CLOCK_MONOTONIC, &event->time);
-    return cudaSuccess;
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventRecord((CUevent)event, stream));
 }
 
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
 {
-    return cudaEventRecord(event, stream);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventRecordWithFlags((CUevent)event, stream, flags));
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event)
 {
-    return valid_event(event) ? cudaSuccess : simcudart__result(cudaErrorInvalidResourceHandle);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventQuery((CUevent)event));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-    return cudaEventQuery(event);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventSynchronize((CUevent)event));
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
-    return cudaEventQuery(event);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuStreamWaitEvent(stream, (CUevent)event, flags));
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-    if (!ms)
-        return simcudart__result(cudaErrorInvalidValue);
-    if (!valid_event(start) || !valid_event(end))
-        return simcudart__result(cudaErrorInvalidResourceHandle);
-    if (((start->flags | end->flags) & cudaEventDisableTiming) || !start->recorded ||
-        !end->recorded)
-        return simcudart__result(cudaErrorInvalidResourceHandle);
-    double seconds = (double)(end->time.tv_sec - start->time.tv_sec) +
-                     (double)(end->time.tv_nsec - start->time.tv_nsec) * 1e-9;
-    *ms = (float)(seconds * 1e3);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuEventElapsedTime(ms, (CUevent)start, (CUevent)end));
+}
+
+/* Events are not shared between processes here (simcuda's events are process-local tokens). */
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+/* Nothing is profiled. */
+cudaError_t cudaProfilerStart(void)
+{
+    return cudaSuccess;
+}
+
+cudaError_t cudaProfilerStop(void)
+{
     return cudaSuccess;
 }

@@ -1,6 +1,10 @@
 /* gen_trace.c — writes a realistic large trace for the analysis benchmark.
  *
- * usage: cmt_bench_gen_trace OUT.cmt [EVENTS]   (default 4,000,000 events)
+ * usage: cmt_bench_gen_trace OUT.cmt [EVENTS [RANK]]   (default 4,000,000 events)
+ *
+ * With RANK, the trace is rank RANK of a 64-rank job (bench/fleet): its PROCESS record says so
+ * (pid 4242 + RANK, local rank RANK % 8 on host bench-host-(RANK / 8), started RANK ms after
+ * rank 0) and its random stream is its own.
  *
  * The workload looks like a training job under a caching allocator plus a library that uses
  * stream-ordered memory: a few hundred call sites with 12-frame stacks on four threads, large
@@ -83,11 +87,26 @@ static void event(uint32_t api, int result, uint32_t site, uint32_t fields, cons
     check(cmt_writer_event(w, &e), "event");
 }
 
-static void header(void)
+static void header(int rank)
 {
     static const char *argv[] = {"python", "train.py", "--batch-size", "64"};
-    struct cmt_process p = {
-        4242, 1, 1700000000000000000ull, 1000, 12040, "bench-host", "/usr/bin/python3", 4, argv};
+    char host[32] = "bench-host";
+    if (rank >= 0)
+        snprintf(host, sizeof host, "bench-host-%d", rank / 8);
+    uint64_t r = rank >= 0 ? (uint64_t)rank : 0;
+    struct cmt_process p = {4242 + r,
+                            1,
+                            1700000000000000000ull + r * 1000000,
+                            1000 + r * 1000000,
+                            12040,
+                            host,
+                            "/usr/bin/python3",
+                            4,
+                            argv,
+                            rank,
+                            rank >= 0 ? rank % 8 : -1,
+                            rank >= 0 ? 64 : -1,
+                            rank >= 0 ? "bench-job" : NULL};
     check(cmt_writer_process(w, &p), "process");
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         check(cmt_writer_api(w, &apis[i]), "api");
@@ -116,17 +135,21 @@ static void header(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: cmt_bench_gen_trace OUT.cmt [EVENTS]\n");
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: cmt_bench_gen_trace OUT.cmt [EVENTS [RANK]]\n");
         return 2;
     }
-    uint64_t target = argc == 3 ? strtoull(argv[2], NULL, 10) : 4000000;
+    uint64_t target = argc >= 3 ? strtoull(argv[2], NULL, 10) : 4000000;
+    int rank = argc == 4 ? atoi(argv[3]) : -1;
+    if (rank > 0) /* a stream of its own; rank 0 and no rank: the usual one */
+        for (int i = 0; i < rank; i++)
+            bench_rng_state ^= next_rand() + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
     struct cmt_membuf buf = {0};
     /* the shim's settings (interpose/writer_thread.c), so the trace is what a recording of
      * such a workload would be */
     struct cmt_writer_options opt = {.level = 1, .raw_literals = 1};
     check(cmt_writer_create(&w, cmt_membuf_sink, &buf, &opt), "writer");
-    header();
+    header(rank);
 
     static uint64_t live_ptr[LIVE_ASYNC];
     static uint64_t seg_ptr[SEGMENTS], seg_size[SEGMENTS];

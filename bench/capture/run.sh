@@ -21,8 +21,9 @@ tpairs=${BENCH_THREAD_PAIRS:-50000}
 depth=20
 capture=$build/bench/bench_capture_loop
 mallocb=$build/bench/bench_malloc_loop
+annotate=$build/bench/bench_annotate_loop
 cli=$build/bin/cumemtrace
-for f in "$capture" "$mallocb" "$cli" "$build/lib/libcumemtrace.so"; do
+for f in "$capture" "$mallocb" "$annotate" "$cli" "$build/lib/libcumemtrace.so"; do
     [[ -x $f || -f $f ]] || { echo "run.sh: $f is missing; build first" >&2; exit 2; }
 done
 have_heaptrack=1
@@ -32,7 +33,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench.XXXXXX")
 [[ ${BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
 
 # Modes: name | command prefix (the benchmark's arguments are appended).
-modes=(bare shim0 shim64 t4bare t4shim t8bare t8shim mbare mheap)
+modes=(bare shim0 shim64 t4bare t4shim t8bare t8shim mbare mheap abare ashim0 ashim64)
 declare -A label args
 label[bare]="driver loop, no shim";            args[bare]="-n $pairs"
 label[shim0]="shim, stacks off (DEPTH=0)";     args[shim0]="-n $pairs"
@@ -43,6 +44,9 @@ label[t8bare]="8 threads, no shim";            args[t8bare]="-n $tpairs -t 8"
 label[t8shim]="8 threads, shim (DEPTH=64)";    args[t8shim]="-n $tpairs -t 8"
 label[mbare]="malloc loop, no tracer";         args[mbare]="-n $pairs"
 label[mheap]="malloc loop under heaptrack";    args[mheap]="-n $pairs"
+label[abare]="annotate.h, no shim (no-ops)";   args[abare]="-n $pairs"
+label[ashim0]="annotate.h, shim, DEPTH=0";     args[ashim0]="-n $pairs"
+label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
 
 run_mode() { # mode rep → prints the benchmark's result line
     local m=$1 rep=$2 out=$work/$1.$2
@@ -53,8 +57,11 @@ run_mode() { # mode rep → prints the benchmark's result line
     shim64 | t4shim | t8shim)
         "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$capture" $a ;;
     mbare) "$mallocb" $a ;;
+    abare) "$annotate" $a ;;
+    ashim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$annotate" $a ;;
+    ashim64) "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
     mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
-    esac | grep -E '^bench_(capture|malloc)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
+    esac | grep -E '^bench_(capture|malloc|annotate)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
 }
 
 field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p"; }
@@ -64,6 +71,7 @@ echo "cumemtrace capture benchmark: $reps runs per mode, medians"
 echo "  $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "  driver loop: cuMemAlloc_v2(1 MiB)/cuMemFree_v2 pairs, $depth frames deep, on simcuda;"
 echo "  malloc loop: malloc(1 MiB)/free pairs, same shape; $pairs pairs (threads: $tpairs each)"
+echo "  annotate.h: alloc/free_requested report pairs, same shape (a sub-allocator's cost)"
 for ((rep = 1; rep <= reps; rep++)); do
     for m in "${modes[@]}"; do
         [[ $m == mheap && $have_heaptrack == 0 ]] && continue
@@ -81,7 +89,7 @@ for m in "${modes[@]}"; do
     cpu[$m]=$(median <"$work/$m.cpu")
     tput[$m]=$(median <"$work/$m.tput")
 done
-for m in shim0 shim64 t4shim t8shim; do # bytes per event of the last run's trace
+for m in shim0 shim64 t4shim t8shim ashim0 ashim64; do # bytes per event of the last run's trace
     f=$(ls "$work/$m.$reps".*cmt 2>/dev/null | head -1)
     [[ -n $f ]] || continue
     events=$("$cli" dump "$f" | wc -l)
@@ -90,7 +98,7 @@ for m in shim0 shim64 t4shim t8shim; do # bytes per event of the last run's trac
 done
 
 added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
-base_of() { case $1 in shim*) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; esac; }
+base_of() { case $1 in shim*) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
 echo
 printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
 for m in "${modes[@]}"; do

@@ -106,7 +106,14 @@ static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *bu
     cmt_writer *w;
     cmt_writer_create(&w, cmt_membuf_sink, buf, NULL);
     const char *argv[] = {"bench"};
-    struct cmt_process p = {.pid = 1, .hostname = "h", .exe = "bench", .argc = 1, .argv = argv};
+    struct cmt_process p = {.pid = 1,
+                            .hostname = "h",
+                            .exe = "bench",
+                            .argc = 1,
+                            .argv = argv,
+                            .rank = -1,
+                            .local_rank = -1,
+                            .world_size = -1};
     cmt_writer_process(w, &p);
     cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"});
     cmt_writer_api(w, &(struct cmt_api){2, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"});

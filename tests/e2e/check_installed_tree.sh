@@ -20,6 +20,7 @@ LD_LIBRARY_PATH=$d/usr/lib/simcuda "$d/usr/bin/cumemtrace" record -- "$progs/all
 test -f "$d/usr/share/doc/cumemtrace/trace-format.md"
 test -f "$d/usr/share/man/man1/cumemtrace.1"
 test -f "$d/usr/share/bash-completion/completions/cumemtrace"
+test -f "$d/usr/include/cumemtrace/annotate.h"
 # the man page names every command of commands.def; the completion offers each
 [ "${1:-}" = -S ] && src=$2 || { echo "installed_tree: pass -S SOURCE_DIR first"; exit 1; }
 for c in $(sed -n 's/^X(\([a-z_]*\),.*/\1/p' "$src/tools/cli/commands.def"); do

@@ -190,6 +190,29 @@ static inline void e2e_record_one(struct run *r, char path[NAME_MAX + 1], const 
     memcpy(path, names[0], NAME_MAX + 1);
 }
 
+/* Runs simcuda_log_check over every trace in the scratch directory against simcuda's own log
+ * (SIMCUDA_LOG=log): every memory call simcuda served is in a trace, and nothing else. On a
+ * mismatch the test fails with the checker's report. The report goes to `report` (may be
+ * NULL). */
+static inline void e2e_check_simcuda_log(const char *log, struct run *report)
+{
+    static struct run own;
+    struct run *r = report ? report : &own;
+    char checker[PATH_MAX], cli[PATH_MAX], names[64][NAME_MAX + 1];
+    char *argv[E2E_MAX_ARGS + 64];
+    int n = 0, traces = e2e_traces(names, 64);
+    cr_assert_gt(traces, 0, "no trace to compare with %s", log);
+    argv[n++] = (char *)e2e_path(checker, "tests/progs/simcuda_log_check");
+    argv[n++] = (char *)e2e_path(cli, "bin/cumemtrace");
+    argv[n++] = (char *)log;
+    for (int i = 0; i < traces; i++)
+        argv[n++] = names[i];
+    argv[n] = NULL;
+    e2e_run(r, argv);
+    cr_assert_eq(r->status, 0, "the traces differ from simcuda's log %s:\n%s%s", log, r->out,
+                 r->err);
+}
+
 /* A trace read back whole. */
 struct trace {
     cmt_reader *r;

@@ -21,10 +21,14 @@ static void write_one_chunk(struct cmt_membuf *buf)
     struct cmt_writer_options opt = {.chunk_bytes = 16u << 20, .raw_literals = 1};
     cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, buf, &opt), 0);
     const char *argv[] = {"./prog"};
-    cr_assert_eq(
-        cmt_writer_process(
-            w, &(struct cmt_process){.pid = 1, .exe = "/bin/prog", .argc = 1, .argv = argv}),
-        0);
+    cr_assert_eq(cmt_writer_process(w, &(struct cmt_process){.pid = 1,
+                                                             .exe = "/bin/prog",
+                                                             .argc = 1,
+                                                             .argv = argv,
+                                                             .rank = -1,
+                                                             .local_rank = -1,
+                                                             .world_size = -1}),
+                 0);
     uint64_t rng = 99, t = 0;
     for (int i = 0; i < CUT_EVENTS; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;

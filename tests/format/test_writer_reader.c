@@ -24,6 +24,10 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_str_eq(rec.u.process.hostname, "host");
             cr_assert_eq(rec.u.process.argc, 3);
             cr_assert_str_eq(rec.u.process.argv[2], "x y");
+            cr_assert_eq(rec.u.process.rank, 3);
+            cr_assert_eq(rec.u.process.local_rank, 1);
+            cr_assert_eq(rec.u.process.world_size, 8);
+            cr_assert_str_eq(rec.u.process.job_id, "job-7");
             break;
         case CMT_REC_ENV: cr_assert_str_eq(rec.u.env.value, "max_split_size_mb:6144"); break;
         case CMT_REC_MODULE:
@@ -188,6 +192,49 @@ Test(writer_reader, alloc_events_skip_a_newer_writers_fields_and_trailing_bytes)
     cr_assert_eq(cmt_reader_next(r, &rec), 0);
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
+}
+
+Test(writer_reader, a_3_0_process_record_has_no_rank)
+{
+    struct cmt_membuf buf = {0};
+    /* PROCESS as 3.0 wrote it: pid 7, ppid 1, wall 0, mono 0, driver 0, "h", "e", argc 0 */
+    uint8_t raw[] = {CMT_REC_PROCESS, 10, 7, 1, 0, 0, 0, 1, 'h', 1, 'e', 0};
+    fixture_hand_chunk(&buf, raw, sizeof raw, 1);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    cr_assert_eq(cmt_reader_next(r, &rec), 1);
+    cr_assert_eq(rec.type, CMT_REC_PROCESS);
+    cr_assert_eq(rec.u.process.pid, 7);
+    cr_assert_eq(rec.u.process.rank, -1);
+    cr_assert_eq(rec.u.process.local_rank, -1);
+    cr_assert_eq(rec.u.process.world_size, -1);
+    cr_assert_null(rec.u.process.job_id);
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+}
+
+Test(writer_reader, unknown_rank_round_trips_as_unknown_and_rank_0_as_0)
+{
+    for (int rank = -1; rank <= 0; rank++) {
+        struct cmt_membuf buf = {0};
+        cmt_writer *w;
+        cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
+        struct cmt_process p = {.pid = 9, .rank = rank, .local_rank = rank, .world_size = -1};
+        cr_assert_eq(cmt_writer_process(w, &p), 0);
+        cr_assert_eq(cmt_writer_flush(w), 0);
+        cmt_writer_destroy(w);
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+        struct cmt_record rec;
+        cr_assert_eq(cmt_reader_next(r, &rec), 1);
+        cr_assert_eq(rec.u.process.rank, rank);
+        cr_assert_eq(rec.u.process.local_rank, rank);
+        cr_assert_eq(rec.u.process.world_size, -1);
+        cr_assert_eq(cmt_reader_process(r)->rank, rank);
+        cmt_reader_close(r);
+        cmt_membuf_free(&buf);
+    }
 }
 
 Test(writer_reader, compresses_repetitive_events_below_four_bytes_each)

@@ -28,7 +28,11 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
                             .hostname = "host",
                             .exe = "/bin/prog",
                             .argc = 3,
-                            .argv = argv};
+                            .argv = argv,
+                            .rank = 3,
+                            .local_rank = 1,
+                            .world_size = 8,
+                            .job_id = "job-7"};
     cr_assert_eq(cmt_writer_process(w, &p), 0);
     cr_assert_eq(cmt_writer_env(w, "PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:6144"), 0);
     cr_assert_eq(cmt_writer_api(w, &(struct cmt_api){1, CMT_OP_ALLOC, "cuMemAlloc_v2"}), 0);

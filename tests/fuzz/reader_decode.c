@@ -187,6 +187,8 @@ static void commands(const uint8_t *data, size_t size)
         {cmt_cmd_diff, {"diff", path, path}},
         {cmt_cmd_diff, {"diff", "--json", path, path}},
         {cmt_cmd_dump, {"dump", "--all", "--stacks", path}},
+        {cmt_cmd_html, {"html", "-o", "/dev/null", path}},
+        {cmt_cmd_html, {"html", "-o", "/dev/null", "--no-whatif", path, path}},
         {cmt_cmd_whatif,
          {"whatif", "--jobs", "1", "--max-split-size-mb", "inf,64", "--capacity", "1GiB", path}},
         {cmt_cmd_whatif, {"whatif", "--json", "--jobs", "1", "--max-split-size-mb", "inf", path}},

@@ -1,22 +1,26 @@
 #!/bin/sh
-# run-bounded.sh SECONDS — builds the reader fuzzer with clang + libFuzzer + ASan/UBSan and
-# fuzzes for SECONDS (default 60) starting from the saved corpus. Exit 0 when nothing was
-# found; otherwise non-zero, with the path of the crashing input on the last line.
+# run-bounded.sh SECONDS [TARGET] — builds fuzz target TARGET (default reader_decode; also
+# pickle_decode) with clang + libFuzzer + ASan/UBSan and fuzzes for SECONDS (default 60)
+# starting from its saved corpus. Exit 0 when nothing was found; otherwise non-zero, with the
+# path of the crashing input on the last line.
 set -eu
 seconds=${1:-60}
+target=${2:-reader_decode}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=${CMT_FUZZ_BUILD_DIR:-$src/build-fuzz}
 cmake -S "$src" -B "$build" -DCMAKE_C_COMPILER=clang -DCMT_FUZZ=ON \
       -DCMT_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --target fuzz_reader_decode -j"$(nproc)" >/dev/null
+cmake --build "$build" --target "fuzz_$target" -j"$(nproc)" >/dev/null
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$build/fuzz-artifacts"
-cp "$here/corpus/reader_decode/"* "$work/corpus/" 2>/dev/null || true
-cp "$src/tests/tools/analysis/golden/"*.cmt "$work/corpus/" 2>/dev/null || true
+cp "$here/corpus/$target/"* "$work/corpus/" 2>/dev/null || true
+if [ "$target" = reader_decode ]; then
+    cp "$src/tests/tools/analysis/golden/"*.cmt "$work/corpus/" 2>/dev/null || true
+fi
 status=0
-UBSAN_OPTIONS=halt_on_error=1 "$build/tests/fuzz_reader_decode" "$work/corpus" \
+UBSAN_OPTIONS=halt_on_error=1 "$build/tests/fuzz_$target" "$work/corpus" \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$build/fuzz-artifacts/" >"$work/log" 2>&1 || status=$?
 tail -n 5 "$work/log"

@@ -6,7 +6,9 @@
 # a failed allocation (result 2) followed by its MEMINFO record, a DEVICE record, symbolized
 # stacks. When `import torch` works and sees a GPU, also records torch_alloc.py under the
 # default allocator, expandable_segments:True and backend:cudaMallocAsync, each provoking an
-# OOM. One PASS/FAIL line per check, a summary, exit 1 on any failure. Traces and logs go to
+# OOM, and with `record --torch` a small training loop and a provoked fragmentation OOM
+# (torch_train.py, checked by check_torch.py: PyTorch's peaks, its own snapshot, the model's
+# self-check). One PASS/FAIL line per check, a summary, exit 1 on any failure. Traces and logs go to
 # ${OUT:-/tmp/cumemtrace-gpu}. Uses build/ (CMT_BUILD_DIR overrides), building it if missing.
 set -uo pipefail
 
@@ -45,6 +47,19 @@ checks() {
         *) echo "$line" ;;
         esac
     done < <(python3 "$here/check_trace.py" "$label" "$dump" "$@" 2>&1)
+}
+# Runs check_torch.py (PASS/FAIL/SKIP lines) on a `record --torch` run. mode trace
+torch_checks() {
+    local mode=$1 trace=$2 name=torch_$1 line
+    while IFS= read -r line; do
+        case $line in
+        PASS\ *) pass "${line#PASS }" ;;
+        FAIL\ *) fail "${line#FAIL }" ;;
+        SKIP\ *) skip "${line#SKIP }" ;;
+        *) echo "$line" ;;
+        esac
+    done < <(python3 "$here/check_torch.py" "$mode" "$out" "$trace" "$out/$name.report.json" \
+        "$out/$name.whatif.txt" 2>&1)
 }
 # Records COMMAND with the CLI; sets $trace to the largest trace it wrote. name log opts -- cmd
 record() {
@@ -109,6 +124,44 @@ else
     sed 's/^/  | /' "$out/nvcc.log" | tail -20
 fi
 
+# ---- several processes on one GPU (issue 15): ranks, and a shared-GPU OOM ----
+# tests/e2e/progs/ranks.c and launcher.c, built against the real driver: four ranks under the
+# launcher give four rank-named traces and one report naming the first failing rank; then
+# process A holds all but 30 GiB of the GPU while B asks for 40 GiB, and `oom` over both names A.
+cc=${CC:-cc}
+progs=$root/tests/e2e/progs
+if in_budget "ranks: build" &&
+    "$cc" -O1 -g -o "$out/ranks" "$progs/ranks.c" -I"$(dirname "$nvcc")/../include" -lcuda >"$out/ranks_cc.log" 2>&1 &&
+    "$cc" -O1 -o "$out/launcher" "$progs/launcher.c" >>"$out/ranks_cc.log" 2>&1; then
+    rm -rf "$out/ranks_run" && mkdir -p "$out/ranks_run"
+    total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1)
+    (cd "$out/ranks_run" && timeout 120 "$cli" record -o 'rank%r.cmt' -- "$out/launcher" 4 "$out/ranks" step 2 \
+        >"$out/ranks_record.log" 2>&1)
+    n=$(ls "$out"/ranks_run/rank[0-3].cmt 2>/dev/null | wc -l)
+    [[ $n -eq 4 ]] && pass "ranks: four rank-named traces" || fail "ranks: $n of 4 rank traces (see $out/ranks_record.log)"
+    if "$cli" report --json "$out/ranks_run" >"$out/ranks_report.json" 2>&1 &&
+        grep -q '"first_failing_rank":2' "$out/ranks_report.json"; then
+        pass "ranks: the merged report names rank 2 as the first failing rank"
+    else
+        fail "ranks: report --json does not name rank 2 (see $out/ranks_report.json)"
+    fi
+    rm -rf "$out/shared_run" && mkdir -p "$out/shared_run"
+    if [[ -n $total_mib ]] && in_budget "shared: record"; then
+        (cd "$out/shared_run" && timeout 120 "$cli" record -- sh -c \
+            "'$out/ranks' hold $((total_mib - 30720)) & '$out/ranks' take 40960; s=\$?; wait; exit \$s" \
+            >"$out/shared_record.log" 2>&1)
+        "$cli" oom "$out/shared_run" >"$out/shared_oom.txt" 2>&1
+        if grep -q "held_by_others: pid [0-9]*, .*ranks hold" "$out/shared_oom.txt"; then
+            pass "shared: oom over both traces names the process that held the GPU"
+        else
+            fail "shared: oom does not name the holder (see $out/shared_oom.txt)"
+        fi
+        sed 's/^/  | /' "$out/shared_oom.txt" | grep -v '^  |       #' | head -20
+    fi
+else
+    skip "ranks: cannot build tests/e2e/progs/ranks.c against the driver (see $out/ranks_cc.log)"
+fi
+
 # ---- PyTorch, when present ----
 if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 3)' >"$out/torch_probe.log" 2>&1; then
     skip "torch: 'import torch' with a visible GPU failed ($(tail -1 "$out/torch_probe.log"))"
@@ -143,5 +196,38 @@ for mode in default expandable async; do
     async)
         checks "$name" "$out/$name.jsonl" "ok:$async" "oom:$async" ;;
     esac
+done
+
+# ---- PyTorch under record --torch: its own history beside the driver trace ----
+for mode in train frag; do
+    in_budget "torch --torch $mode" || continue
+    name=torch_$mode
+    rm -f "$out/$name".*.torch*.pickle "$out/$name".own.pickle "$out/$name".stats.json
+    record "$name" "$out/$name.log" --torch --no-symbolize -- \
+        python3 "$here/torch_train.py" "$mode" "$out"
+    rc=$?
+    sed 's/^/  | /' "$out/$name.log"
+    if [[ $rc -eq 0 ]]; then
+        pass "$name: ran as planned under cumemtrace record --torch"
+    else
+        fail "$name: exit status $rc (see $out/$name.log)"
+    fi
+    if grep -q 'cumemtrace: torch hook:' "$out/$name.log"; then
+        fail "$name: the PyTorch hook complained: $(grep 'cumemtrace: torch hook:' "$out/$name.log" | head -1)"
+    else
+        pass "$name: the PyTorch hook ran without a complaint"
+    fi
+    if [[ -z $trace ]] || ! "$cli" dump --all "$trace" >"$out/$name.jsonl" 2>"$out/$name.dump.err"; then
+        fail "$name: no readable trace"
+        continue
+    fi
+    if [[ ! -f $out/$name.stats.json || ! -f $out/$name.own.pickle ]]; then
+        fail "$name: torch_train.py wrote no stats or snapshot of its own"
+        continue
+    fi
+    "$cli" report --json "$trace" >"$out/$name.report.json" 2>"$out/$name.report.err"
+    "$cli" whatif "$trace" >"$out/$name.whatif.txt" 2>&1
+    "$cli" oom "$trace" >"$out/$name.oom.txt" 2>&1
+    torch_checks "$mode" "$trace"
 done
 summary

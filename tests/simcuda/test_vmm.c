@@ -1,6 +1,14 @@
 /* simcuda: virtual memory management (handles, reservations, mappings, sharing). */
 #include "simcuda_test_util.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
 static CUmemAllocationProp device_prop(int device)
 {
     CUmemAllocationProp prop = {0};
@@ -181,6 +189,74 @@ Test(vmm, shareable_handle_round_trip)
     CU_FAILS(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)fd,
                                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
              CUDA_ERROR_INVALID_VALUE);
+    cr_assert_neq(fcntl(fd, F_GETFD), -1, "the shareable handle is a real descriptor");
+    cr_assert_eq(close(fd), 0);
+}
+
+Test(vmm, a_shareable_handle_that_is_no_descriptor_is_refused)
+{
+    simcuda_test_start("1GiB", "0");
+    CUmemGenericAllocationHandle imported;
+    int pipe_ends[2];
+    cr_assert_eq(pipe(pipe_ends), 0);
+    CU_FAILS(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)pipe_ends[0],
+                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+             CUDA_ERROR_INVALID_VALUE);
+    CU_FAILS(cuMemImportFromShareableHandle(&imported, (void *)(intptr_t)12345,
+                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+             CUDA_ERROR_INVALID_VALUE);
+}
+
+/* A forked child is another process: importing makes its own record of the memory, once. */
+Test(vmm, a_forked_child_imports_the_parents_memory)
+{
+    simcuda_test_start("1GiB", "0");
+    CUmemAllocationProp prop = device_prop(0);
+    CUmemGenericAllocationHandle handle;
+    int fd = -1;
+    CU_OK(cuMemCreate(&handle, 2 * PAGE, &prop, 0));
+    CU_OK(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CU_OK(cuMemRelease(handle)); /* the parent lets go: the child's record is its own */
+    pid_t child = fork();
+    if (child == 0) {
+        CUmemGenericAllocationHandle first, second;
+        CUdeviceptr va;
+        int ok = cuMemImportFromShareableHandle(&first, (void *)(intptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+                     CUDA_SUCCESS &&
+                 cuMemImportFromShareableHandle(&second, (void *)(intptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+                     CUDA_SUCCESS &&
+                 first == second && simcuda_test_free() == 1 * GiB - 2 * PAGE &&
+                 cuMemAddressReserve(&va, 2 * PAGE, 0, 0, 0) == CUDA_SUCCESS &&
+                 cuMemMap(va, 2 * PAGE, 0, first, 0) == CUDA_SUCCESS &&
+                 cuMemRelease(first) == CUDA_SUCCESS && cuMemRelease(second) == CUDA_SUCCESS &&
+                 cuMemUnmap(va, 2 * PAGE) == CUDA_SUCCESS && simcuda_test_free() == 1 * GiB;
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's import failed");
+    close(fd);
+}
+
+/* memMapIPCDrv's pattern across exec, over a unix socket (tests/e2e/progs/ipc_fd.c); the
+ * program kills a child that does not answer, and this test kills the program after 20 s. */
+Test(vmm, a_descriptor_passed_over_a_socket_imports_in_another_program)
+{
+    char *argv[] = {SIMCUDA_IPC_FD, NULL};
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
+    int status = 0;
+    pid_t got = 0;
+    for (int ms = 0; ms < 20000 && (got = waitpid(pid, &status, WNOHANG)) == 0; ms += 10)
+        usleep(10000);
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        cr_assert_fail("ipc_fd hung");
+    }
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "ipc_fd: status %d", status);
 }
 
 Test(vmm, reserve_honours_a_free_fixed_address)

@@ -1,9 +1,12 @@
 /* cmd_demo.c — `cumemtrace demo`: the whole story on a simulated 24 GiB card.
  *
  * Runs the bundled demo_diffusion program on simcuda under `cumemtrace
- * record` (the Stable Diffusion OOM of the write-up), then `oom`, `timeline`
- * (text and SVG), records the tensor-level stream with PyTorch's caching off,
- * runs `whatif`, records again with the recommended setting and runs `diff`.
+ * record` (the Stable Diffusion OOM of the write-up), caching on as users run
+ * it: its allocator reports its blocks through cumemtrace/annotate.h, so that
+ * one ordinary run gives `oom` its fragmentation verdict, `timeline` the
+ * allocator's series and `whatif` the tensor stream and its self-check. Then it
+ * records again with the recommended setting and runs `diff`. An aside shows
+ * the caching-off re-run a program without allocator events needs.
  * Every step runs this executable again as a user would type it, so what the
  * demo shows is what the commands print. Files stay in ./cumemtrace-demo/. */
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include "output.h"
 #include "shim_path.h"
 #include "whatif.h"
+#include "whatif_blocks.h"
 
 extern char **environ;
 
@@ -31,9 +35,11 @@ static const char usage[] =
     "usage: cumemtrace demo [--dir DIR]\n"
     "\n"
     "Runs a Stable Diffusion-like inpainting program on a simulated 24 GiB card (simcuda, no\n"
-    "GPU needed) and walks through cumemtrace: record its 6.18 GiB out-of-memory failure,\n"
-    "pinpoint it (oom), draw memory over time (timeline), replay the tensor-level stream under\n"
-    "other PYTORCH_CUDA_ALLOC_CONF settings (whatif), and check the fix (diff).\n"
+    "GPU needed) and walks through cumemtrace: record its 6.18 GiB out-of-memory failure with\n"
+    "PyTorch's caching on, pinpoint it (oom: fragmentation), draw memory over time (timeline),\n"
+    "replay the same run's tensors under other PYTORCH_CUDA_ALLOC_CONF settings (whatif), and\n"
+    "check the fix (diff); as an aside, the caching-off re-run of a program whose allocator\n"
+    "reports nothing.\n"
     "\n"
     "  --dir DIR   where the traces and the chart go (default ./cumemtrace-demo)\n";
 
@@ -201,7 +207,14 @@ static int recommended_conf(const char *trace, char *conf, size_t len)
     int rc = -1;
     if (cmt_reader_open_file(&r, trace, NULL) != 0)
         return -1;
-    if (cmt_whatif_stream_load(r, &s, err, sizeof err) == 0 && s.has_capacity) {
+    /* the allocator's own block events when the run has them, else the driver's stream */
+    struct cmt_whatif_selfcheck check;
+    memset(&check, 0, sizeof check);
+    int loaded = cmt_whatif_load_any(r, &s, &check, err, sizeof err);
+    cmt_whatif_selfcheck_free(&check);
+    if (loaded == 0 && !s.has_capacity)
+        cmt_whatif_stream_free(&s);
+    if (loaded == 0 && s.has_capacity) {
         struct cmt_whatif_setting base;
         cmt_whatif_setting_default(&base);
         size_t n = cmt_whatif_default_splits(&s, s.device_free, s.device_total, &base, split);
@@ -229,19 +242,21 @@ static int story(struct demo_ctx *d)
     char *const oom[] = {"", "oom", "sd-oom.cmt", NULL};
     char *const timeline[] = {"", "timeline", "sd-oom.cmt", NULL};
     char *const svg[] = {"", "timeline", "--svg", "sd-oom.svg", "sd-oom.cmt", NULL};
-    char *const rec_tensors[] = {"", "record", "-o", "sd-tensors.cmt", "--", d->program, NULL};
     /* the 1.x wording, as the traced program (an older PyTorch) printed it */
-    char *const whatif[] = {"", "whatif", "--oom-message", "1.x", "sd-tensors.cmt", NULL};
+    char *const whatif[] = {"", "whatif", "--oom-message", "1.x", "sd-oom.cmt", NULL};
     char *const rec_fixed[] = {"", "record", "-o", "sd-fixed.cmt", "--", d->program, NULL};
     char *const diff[] = {"", "diff", "sd-oom.cmt", "sd-fixed.cmt", NULL};
+    char *const rec_tensors[] = {"", "record", "-o", "sd-tensors.cmt", "--", d->program, NULL};
 
     heading(d, "record the run that fails");
-    say("Inpainting two 4096x4096 images on a 24 GiB card. The second VAE decode fails, as in\n"
-        "the write-up, although PyTorch holds 6.23 GiB reserved-but-unallocated.\n");
+    say("Inpainting two 4096x4096 images on a 24 GiB card, with PyTorch's caching allocator on,\n"
+        "as everyone runs it. The second VAE decode fails, as in the write-up. The allocator\n"
+        "reports its blocks to cumemtrace (annotate.h), so this one trace has both views.\n");
     if (expect(run(d, NULL, rec_oom), 1, "the recorded run"))
         return 1;
 
     heading(d, "pinpoint the out-of-memory failure");
+    say("The driver saw a 6.18 GiB cuMemAlloc fail; the allocator's own events say why:\n");
     if (expect(run(d, NULL, oom), 0, "cumemtrace oom"))
         return 1;
 
@@ -251,17 +266,15 @@ static int story(struct demo_ctx *d)
         return 1;
 
     heading(d, "what would other allocator settings have done?");
-    say("PyTorch's cache hides what the program asked for. Record the tensor-level stream with\n"
-        "caching off (every tensor its own cuMemAlloc), then replay it through a model of the\n"
-        "caching allocator for each max_split_size_mb:\n");
-    if (expect(run(d, "PYTORCH_NO_CUDA_MEMORY_CACHING=1", rec_tensors), 0,
-               "the tensor-level run") ||
-        expect(run(d, NULL, whatif), 0, "cumemtrace whatif"))
+    say("The same trace holds every tensor the program asked for: replay them through a model\n"
+        "of the caching allocator for each max_split_size_mb, after checking the model against\n"
+        "the segments this run's allocator really made:\n");
+    if (expect(run(d, NULL, whatif), 0, "cumemtrace whatif"))
         return 1;
 
     char conf[160], env[200];
     heading(d, "check the fix");
-    if (recommended_conf("sd-tensors.cmt", conf, sizeof conf) != 0 || !conf[0]) {
+    if (recommended_conf("sd-oom.cmt", conf, sizeof conf) != 0 || !conf[0]) {
         say("whatif found no setting to recommend; nothing to check.\n");
         return 1;
     }
@@ -270,7 +283,19 @@ static int story(struct demo_ctx *d)
     if (expect(run(d, env, rec_fixed), 0, "the run with the recommended setting") ||
         expect(run(d, NULL, diff), 0, "cumemtrace diff"))
         return 1;
-    return 0;
+
+    char off_conf[160];
+    say("\nAside: a program whose allocator reports nothing leaves only segments in the trace.\n"
+        "Record it once with caching off (every tensor its own cuMemAlloc) and whatif replays\n"
+        "the driver's stream instead:\n");
+    if (expect(run(d, "PYTORCH_NO_CUDA_MEMORY_CACHING=1", rec_tensors), 0, "the caching-off run"))
+        return 1;
+    if (recommended_conf("sd-tensors.cmt", off_conf, sizeof off_conf) != 0)
+        off_conf[0] = 0;
+    say("  whatif on sd-tensors.cmt recommends %s: %s\n", off_conf[0] ? off_conf : "nothing",
+        !strcmp(off_conf, conf) ? "the same as the ordinary run's events"
+                                : "NOT the ordinary run's recommendation");
+    return strcmp(off_conf, conf) != 0;
 }
 
 int cmt_cmd_demo(int argc, char **argv)

@@ -7,19 +7,26 @@
 #include "pass.h"
 #include "commands.h"
 #include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
 #include "sites.h"
 
 static const char usage[] =
     "usage: cumemtrace diff [--json] [--fail-if-peak-grows PCT] A B\n"
+    "       cumemtrace diff [--json] [--fail-if-peak-grows PCT] [--jobs N] DIR_A DIR_B\n"
     "\n"
     "Compares two runs (e.g. before and after a configuration change): peak device memory per\n"
     "device and process-wide, time to peak, allocation counts, out-of-memory episodes and their\n"
     "verdicts, fragmentation at the peak, and the call sites (matched by symbolized stack)\n"
     "whose bytes at the peak changed most.\n"
     "\n"
+    "Two directories of traces (runs of several processes) are compared rank by rank (process\n"
+    "by process in the order report lists them when the traces know no ranks);\n"
+    "--fail-if-peak-grows then applies to each rank.\n"
+    "\n"
     "  --json                    {\"a\": {...}, \"b\": {...}, \"delta\": {...}}\n"
     "  --fail-if-peak-grows PCT  exit 1 when B's peak exceeds A's by more than PCT percent\n"
+    "  --jobs N                  traces read at once (directories; default: the processors)\n"
     "  -h, --help                this help\n";
 
 #define SITES 10
@@ -252,6 +259,9 @@ static int parse_args(int argc, char **argv, struct diff_args *o)
 int cmt_cmd_diff(int argc, char **argv)
 {
     struct diff_args o = {0};
+    static const char *const value_options[] = {"--fail-if-peak-grows", NULL};
+    if (cmt__fleet_wanted(argc, argv, 2, value_options))
+        return cmt__fleet_diff(argc, argv, usage);
     int prc = parse_args(argc, argv, &o);
     if (prc)
         return prc < 0 ? 0 : prc;

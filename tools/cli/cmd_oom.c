@@ -1,23 +1,31 @@
 /* cmd_oom.c — `cumemtrace oom [--json] FILE`. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pass.h"
 #include "commands.h"
+#include "fleet_cli.h"
 #include "frames.h"
 #include "oom_alloc.h"
 #include "output.h"
 
 static const char usage[] =
     "usage: cumemtrace oom [--json] FILE\n"
+    "       cumemtrace oom [--json] [--jobs N] TRACE... | DIR   (several processes)\n"
     "\n"
     "Explains every out-of-memory failure in a trace: the request, the API, the device and its\n"
     "free/total memory, what this process and others held, a verdict (over_capacity,\n"
     "fragmentation, held_by_others, exhausted_by_process), retries with the frees between them,\n"
     "and the call sites that held the memory. docs/analysis.md defines every figure.\n"
     "\n"
-    "  --json      one JSON object: {\"episodes\": [...]} (keys are a stable contract)\n"
+    "Over several traces (or a directory of them), each failure also names the other traced\n"
+    "processes that held memory on the same GPU at that moment (held_by_others).\n"
+    "\n"
+    "  --json      one JSON object: {\"episodes\": [...]} (keys are a stable contract); over\n"
+    "              several traces {\"traces\": [{..., \"episodes\": [...]}]}\n"
+    "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
 /* The episode's one-sentence explanation. */
@@ -76,7 +84,28 @@ static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t 
     }
 }
 
-static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e)
+/* The other processes that held memory at an episode (several traces), for json_episode. */
+struct others {
+    const struct cmt_fleet *fleet;
+    const struct cmt_fleet_holder *h;
+    size_t n;
+};
+
+static void json_others(struct cmt__json *j, const struct others *o)
+{
+    cmt__json_array(j, "held_by_others");
+    for (size_t i = 0; i < o->n; i++) {
+        cmt__json_object(j, NULL);
+        cmt__fleet_json_who(j, &o->fleet->processes[o->h[i].process]);
+        cmt__json_i64(j, "dev", o->h[i].dev);
+        cmt__json_u64(j, "held_bytes", o->h[i].held_bytes);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e,
+                         const struct others *others)
 {
     cmt__json_object(j, NULL);
     cmt__json_u64(j, "request_bytes", e->request_bytes);
@@ -121,6 +150,8 @@ static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct 
     cmt__json_end_array(j);
     if (e->alloc)
         cmt__oom_json_allocator(j, r, e);
+    if (others)
+        json_others(j, others);
     cmt__json_end_object(j);
 }
 
@@ -215,10 +246,127 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
     return raw;
 }
 
+/* "  held_by_others: pid 4242, rank 1, python train.py held 60.10 GiB (FILE)", one line per
+ * holder, and what none of the traces accounts for. */
+static void print_others(const struct others *o, const struct cmt_oom_episode *e)
+{
+    char a[32], cmd[200], file[512];
+    uint64_t named = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        const struct cmt_fleet_process *q = &o->fleet->processes[o->h[i].process];
+        printf("  held_by_others: pid %" PRIu64, q->pid);
+        if (q->rank >= 0)
+            printf(", rank %d", (int)q->rank);
+        printf(", %s held %s (%s)\n", cmt__text(q->command ? q->command : "?", cmd, sizeof cmd),
+               cmt__bytes(o->h[i].held_bytes, a), cmt__text(q->path, file, sizeof file));
+        named += o->h[i].held_bytes;
+    }
+    if (e->others_bytes > named)
+        printf("  held_by_others: %s not in these traces (untraced processes, contexts)\n",
+               cmt__bytes(e->others_bytes - named, a));
+}
+
+/* One trace's episodes, as `oom FILE` prints them, each with its holders in the other traces;
+ * *raw = 1 when a frame shown has no name. @return 0, 1 when the trace cannot be read again or
+ * the holders not found. */
+static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *j, int *first,
+                       int *raw_out)
+{
+    struct cmt__pass p;
+    const struct cmt_fleet_process *pr = &f->processes[t];
+    if (cmt__pass_run(&p, "oom", pr->path, CMT__PASS_OOM, NULL) != 0)
+        return 1;
+    uint32_t n = cmt_oom_count(p.oom);
+    int rc = 0, raw = 0;
+    if (j) {
+        cmt__json_object(j, NULL);
+        cmt__fleet_json_who(j, pr);
+        cmt__json_array(j, "episodes");
+    }
+    for (uint32_t i = 0; i < n && i < pr->episode_count && !rc; i++) {
+        struct cmt_fleet_holder *h;
+        size_t nh;
+        if ((rc = cmt_fleet_held_by_others(f, t, i, &h, &nh) != 0)) {
+            fprintf(stderr, "cumemtrace oom: %s: the other traces cannot be read again\n",
+                    pr->path);
+            break;
+        }
+        struct others o = {f, h, nh};
+        if (j) {
+            json_episode(j, p.reader, cmt_oom_episode(p.oom, i), &o);
+        } else {
+            if (!*first)
+                putchar('\n');
+            *first = 0;
+            raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
+            print_others(&o, cmt_oom_episode(p.oom, i));
+        }
+        free(h);
+    }
+    if (j) {
+        cmt__json_end_array(j);
+        cmt__json_end_object(j);
+    }
+    *raw_out = raw && !p.damage;
+    cmt__pass_close(&p);
+    return rc;
+}
+
+static int fleet_oom(int argc, char **argv)
+{
+    struct cmt__fleet_args a;
+    int rc = cmt__fleet_parse(argc, argv, "oom", usage, CMT__FA_JSON, &a);
+    if (rc >= 0)
+        return rc;
+    struct cmt_fleet f;
+    rc = cmt__fleet_open("oom", a.inputs, a.ninputs, a.jobs, &f);
+    free(a.inputs);
+    if (rc)
+        return rc;
+    struct cmt__json j;
+    int first = 1;
+    uint32_t quiet = 0, raw = 0, first_raw = 0;
+    if (a.json) {
+        cmt__json_init(&j, stdout);
+        cmt__json_object(&j, NULL);
+        cmt__json_array(&j, "traces");
+    }
+    for (uint32_t t = 0; t < f.count; t++) {
+        if (f.processes[t].error)
+            rc = 1;
+        else if (f.processes[t].episode_count || a.json) {
+            int r = 0;
+            rc |= fleet_trace(&f, t, a.json ? &j : NULL, &first, &r);
+            first_raw = raw ? first_raw : t;
+            raw += (uint32_t)r;
+        } else
+            quiet++;
+    }
+    if (a.json) {
+        cmt__json_end_array(&j);
+        cmt__json_end_object(&j);
+        cmt__json_finish(&j);
+    } else if (quiet) {
+        printf("%s%u of the %u traces: no out-of-memory failures\n", first ? "" : "\n", quiet,
+               f.count);
+    }
+    if (!a.json && raw == 1) /* one hint, not one per rank */
+        cmt__hint_symbolize("oom", f.processes[first_raw].path, 1);
+    else if (!a.json && raw)
+        fprintf(stderr,
+                "cumemtrace oom: hint: frames without names (module+0xoffset) in %u traces: run "
+                "`cumemtrace symbolize` on them where the programs ran\n",
+                raw);
+    cmt_fleet_free(&f);
+    return rc;
+}
+
 int cmt_cmd_oom(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
+    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+        return fleet_oom(argc, argv);
     if (!cmt__pass_from_args(&p, argc, argv, "oom", usage, CMT__PASS_OOM, &json, &status))
         return status;
     const char *path = p.path;
@@ -230,7 +378,7 @@ int cmt_cmd_oom(int argc, char **argv)
         cmt__json_string(&j, "file", path);
         cmt__json_array(&j, "episodes");
         for (uint32_t i = 0; i < n; i++)
-            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i));
+            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i), NULL);
         cmt__json_end_array(&j);
         cmt__json_end_object(&j);
         cmt__json_finish(&j);

@@ -25,24 +25,29 @@
 #include "salvage.h"
 #include "shim_path.h"
 #include "symbolize.h"
+#include "torch_capture.h"
 
 static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
     "options:\n"
-    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt); an\n"
+    "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt), %r =\n"
+    "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
     "                         existing file is never overwritten\n"
     "  --force                replace an existing output file (never through a symlink)\n"
     "  --stack-depth N        frames per call stack, 0 = none (default 64, at most 256)\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
+    "  --torch                Python processes that use PyTorch on CUDA also keep PyTorch's\n"
+    "                         memory history (Python stacks) and dump its snapshot on\n"
+    "                         out-of-memory and at exit; each process's goes with its trace\n"
     "  -q, --quiet            print nothing but errors\n"
     "  -h, --help             this text\n"
     "An option's value may follow it or an '=' (--output=run.%p.cmt).\n";
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
-    int symbolize, quiet, force;
+    int symbolize, quiet, force, torch;
 };
 
 static int numeric(const char *s)
@@ -79,6 +84,8 @@ static int parse(int argc, char **argv, struct options *o, int *first)
             o->quiet = 1;
         } else if (!strcmp(a, "--force")) {
             o->force = 1;
+        } else if (!strcmp(a, "--torch")) {
+            o->torch = 1;
         } else if (!strcmp(a, "--no-symbolize")) {
             o->symbolize = 0;
         } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
@@ -139,12 +146,13 @@ static const char *output_pattern(const struct options *o)
     return o->output ? o->output : env_output && *env_output ? env_output : "cumemtrace.%p.cmt";
 }
 
-/* The one path a pattern without %p names (%% is %). @return 0 when it has a %p. */
+/* The one path a pattern without %p, %r, %l or %h names (%% is %). @return 0 when it has
+ * one of them (each process, rank or host may name another file). */
 static int fixed_path(const char *pattern, char *out, size_t size)
 {
     size_t n = 0;
     for (const char *p = pattern; *p; p++) {
-        if (p[0] == '%' && p[1] == 'p')
+        if (p[0] == '%' && p[1] && strchr("prlh", p[1]))
             return 0;
         if (p[0] == '%' && p[1] == '%')
             p++;
@@ -291,6 +299,13 @@ static int describe(const char *path, const struct options *o)
         size_t n = (size_t)snprintf(line, sizeof line, "cumemtrace: wrote %s (%llu events",
                                     display_path(path),
                                     (unsigned long long)cmt_reader_event_count(r));
+        const struct cmt_process *proc = cmt_reader_process(r);
+        char host[256];
+        if (proc && proc->rank >= 0 && n < sizeof line) /* rank-less traces: as before */
+            n += (size_t)snprintf(line + n, sizeof line - n, ", rank %d%s%s", (int)proc->rank,
+                                  proc->hostname && *proc->hostname ? " on " : "",
+                                  proc->hostname ? cmt__text(proc->hostname, host, sizeof host)
+                                                 : "");
         if (signo && n < sizeof line)
             n += (size_t)snprintf(line + n, sizeof line - n, ", process died on signal %d (%s)",
                                   signo, strsignal(signo));
@@ -397,14 +412,20 @@ int cmt_cmd_record(int argc, char **argv)
     int status = 2;
     if (setup_env(&o, shim, manifest, dir)) {
         fprintf(stderr, "cumemtrace record: cannot set the environment\n");
-    } else {
+    } else if (!o.torch || cmt__torch_setup(dir) == 0) {
         fflush(stdout);
         int ran;
         status = run(argv + first, &ran);
         int failures = salvage_traces(dir, &o);
-        if (ran && report_traces(manifest, &o) + failures && status == 0)
+        if (ran)
+            failures += report_traces(manifest, &o);
+        if (ran && o.torch)
+            failures += cmt__torch_collect(dir, manifest, output, o.quiet);
+        if (ran && failures && status == 0)
             status = 1;
     }
+    if (o.torch)
+        cmt__torch_cleanup(dir);
     unlink(manifest);
     rmdir(dir);
     return status;

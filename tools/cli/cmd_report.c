@@ -6,18 +6,25 @@
 #include "pass.h"
 #include "commands.h"
 #include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
 #include "sites.h"
 
 static const char usage[] =
     "usage: cumemtrace report [--json] FILE\n"
+    "       cumemtrace report [--json] [--jobs N] TRACE... | DIR   (several processes)\n"
     "\n"
     "Summarises a trace: the process, its devices, calls per API, peak device memory per device\n"
     "and when, the call sites that held the most at the peak, allocations still alive at exit\n"
     "(leaks) by call site, failures, the size histogram, temporary allocations (freed before the\n"
     "next allocation) and per-thread totals. docs/analysis.md defines every figure.\n"
     "\n"
+    "Over several traces (or a directory of them): one report of the run: each process's and\n"
+    "rank's peak, which rank failed first and when, the imbalance (max over median peak), and\n"
+    "the GPUs that several processes shared.\n"
+    "\n"
     "  --json      one JSON object\n"
+    "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
 static void json_sites(struct cmt__json *j, const char *key, const cmt_replay *rp,
@@ -308,6 +315,8 @@ int cmt_cmd_report(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
+    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+        return cmt__fleet_report(argc, argv, usage);
     if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
         return status;
     if (json)

@@ -7,11 +7,14 @@
 #include "pass.h"
 #include "commands.h"
 #include "alloc_print.h"
+#include "fleet_cli.h"
 #include "output.h"
+#include "site_timeline.h"
 #include "timeline.h"
 
 static const char usage[] =
     "usage: cumemtrace timeline [--csv | --json | --svg OUT.svg] [--points N] FILE\n"
+    "       cumemtrace timeline [--csv | --json] [--points N] [--jobs N] TRACE... | DIR\n"
     "\n"
     "Device memory of the traced process over time, per device: live bytes by kind, reserved\n"
     "address space, pool retention, allocation count and fragmentation, with the peak and the\n"
@@ -19,10 +22,14 @@ static const char usage[] =
     "exact, and its last value, so memory freed inside a bucket is drawn freed. Without an output "
     "option: a short summary with a sparkline.\n"
     "\n"
+    "Over several traces (or a directory of them): the processes side by side on one clock,\n"
+    "one row (text) or column (CSV: t_ns, wall_ns, rank_N or pid_N) each.\n"
+    "\n"
     "  --csv         one row per point (columns in docs/analysis.md)\n"
     "  --json        {\"devices\": [{\"dev\", \"peak_live_bytes\", \"points\": [...]}]}\n"
     "  --svg OUT     write a self-contained SVG chart to OUT (also --svg=OUT)\n"
     "  --points N    at most N points per device (default 60 for the summary, 1000 otherwise)\n"
+    "  --jobs N      traces read at once (several traces; default: the processors)\n"
     "  -h, --help    this help\n";
 
 enum format { TEXT, CSV, JSON, SVG };
@@ -256,6 +263,9 @@ int cmt_cmd_timeline(int argc, char **argv)
     const char *path = NULL, *svg_path = NULL;
     long points = 0;
     const char *v, *chosen = NULL; /* the output option given */
+    static const char *const value_options[] = {"--svg", "--points", NULL};
+    if (cmt__fleet_wanted(argc, argv, 1, value_options))
+        return cmt__fleet_timeline(argc, argv, usage);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         enum format want = TEXT;
@@ -298,8 +308,15 @@ int cmt_cmd_timeline(int argc, char **argv)
         return cmt__usage_error("timeline", "missing trace FILE");
     struct cmt_timeline tl;
     cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
+    /* the SVG's capacity line and others band come from the free/total samples */
+    struct cmt_site_groups none = {0};
+    struct cmt_site_timeline samples;
+    cmt_site_timeline_init(&samples, tl.max_points, &none);
+    struct cmt_observer extra = cmt_site_timeline_observer(&samples);
     struct cmt__pass p;
-    if (cmt__pass_run(&p, "timeline", path, 1, &tl) != 0) {
+    if (cmt__pass_open(&p, "timeline", path) != 0 ||
+        cmt__pass_replay(&p, 1, &tl, &extra, fmt == SVG) != 0) {
+        cmt_site_timeline_free(&samples);
         cmt_timeline_free(&tl);
         return 1;
     }
@@ -310,7 +327,7 @@ int cmt_cmd_timeline(int argc, char **argv)
         json(&p, &tl);
     } else if (fmt == SVG) {
         FILE *f = fopen(svg_path, "w");
-        int bad = !f || cmt__timeline_svg(f, &p, &tl) != 0;
+        int bad = !f || cmt__timeline_svg(f, &p, &tl, samples.failed ? NULL : &samples) != 0;
         if ((f && fclose(f) != 0) || bad) {
             fprintf(stderr, "cumemtrace timeline: %s: cannot write the chart\n", svg_path);
             rc = 1;
@@ -323,6 +340,7 @@ int cmt_cmd_timeline(int argc, char **argv)
     if (cmt__pass_status(&p))
         rc = 1;
     cmt__pass_close(&p);
+    cmt_site_timeline_free(&samples);
     cmt_timeline_free(&tl);
     return rc;
 }

@@ -134,6 +134,7 @@ struct run {
     uint64_t first_oom_wall_ns, first_pid;
     char first_host[256];
     int have_first;
+    int32_t first_rank; /* -1 unknown */
 };
 
 static const char *const run_columns[] = {"traces",
@@ -169,6 +170,7 @@ static void add_to_run(struct run *run, const struct cmt__pass *p)
         run->have_first = 1;
         run->first_oom_wall_ns = wall;
         run->first_pid = proc ? proc->pid : 0;
+        run->first_rank = proc ? proc->rank : -1;
         snprintf(run->first_host, sizeof run->first_host, "%s",
                  proc && proc->hostname ? proc->hostname : "");
     }
@@ -198,7 +200,10 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
         cmt__row_null(&t);
         cmt__row_null(&t);
     }
-    cmt__row_null(&t); /* rank: once traces record it (issue 15 item 1) */
+    if (run->have_first && run->first_rank >= 0) /* format 3.1 PROCESS */
+        cmt__row_i64(&t, run->first_rank);
+    else
+        cmt__row_null(&t);
     cmt__row_end(&t);
     cmt__rows_end(&t);
     return close_part(o, f);

@@ -191,7 +191,10 @@ void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r)
     else
         cmt__row_null(t);
     cmt__row_str(t, proc ? proc->hostname : NULL);
-    cmt__row_null(t); /* rank: from the trace's header once it records one (issue 15 item 1) */
+    if (proc && proc->rank >= 0) /* format 3.1 PROCESS; older traces and no launcher: null */
+        cmt__row_i64(t, proc->rank);
+    else
+        cmt__row_null(t);
 }
 
 const char *cmt__export_alloc_conf(const cmt_reader *r)

@@ -5,10 +5,15 @@
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmt_error.h"
 #include "frames.h"
+#include "snapshot_trace.h"
 
 const char *cmt__bytes(uint64_t bytes, char buf[32])
 {
@@ -190,10 +195,76 @@ const char *cmt__not_a_file(const char *path)
                                   : "not a regular file, so not a trace file";
 }
 
+int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
+                          struct cmt_snapshot_trace_stats *stats)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return CMT_EIO;
+    }
+    size_t len = (size_t)st.st_size;
+    void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (map == MAP_FAILED) {
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, strerror(errno));
+        return CMT_EIO;
+    }
+    const char *name = strrchr(path, '/');
+    struct cmt_snapshot_error err;
+    int rc = cmt_snapshot_import(map ? map : "", len, name ? name + 1 : path, cmt_fd_sink, &out_fd,
+                                 &err, stats);
+    if (map)
+        munmap(map, len);
+    if (rc)
+        fprintf(stderr, "cumemtrace %s: %s: %s%s%s\n", cmd, path, cmt_strerror(rc),
+                *err.text ? ": " : "", err.text);
+    return rc;
+}
+
+/* A PyTorch memory snapshot where a trace is expected, recognised by its pickle header: it is
+ * converted into a memfd, and the reader maps that, so that the converted bytes live exactly
+ * as long as the reader (cmt_reader_close unmaps them) without a file on disk. */
+static int open_snapshot(const char *cmd, const char *path, cmt_reader **out)
+{
+    int fd = memfd_create("cumemtrace-snapshot", MFD_CLOEXEC);
+    if (fd < 0) {
+        fprintf(stderr, "cumemtrace %s: %s: cannot convert the snapshot in memory: %s\n", cmd, path,
+                strerror(errno));
+        return CMT_EIO;
+    }
+    int rc = cmt__snapshot_convert(cmd, path, fd, NULL);
+    if (!rc) {
+        char proc[64];
+        int sys_errno;
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        if ((rc = cmt_reader_open_file(out, proc, &sys_errno)))
+            fprintf(stderr, "cumemtrace %s: %s: the converted snapshot: %s\n", cmd, path,
+                    cmt_reader_open_error(rc, sys_errno));
+    }
+    close(fd);
+    return rc;
+}
+
+static int starts_like_snapshot(const char *path)
+{
+    unsigned char head[2];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && read(fd, head, 2) == 2 && cmt_snapshot_sniff(head, 2);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
     int sys_errno;
     int rc = cmt_reader_open_file(out, path, &sys_errno);
+    if (rc == CMT_EBAD_MAGIC && starts_like_snapshot(path))
+        return open_snapshot(cmd, path, out);
     const char *why = rc ? cmt__not_a_file(path) : NULL;
     if (rc) /* the reader reports a non-regular file as an I/O error without an errno */
         fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path,

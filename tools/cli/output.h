@@ -43,9 +43,17 @@ void cmt__json_quote(FILE *f, const char *s);
 /* What path is when it exists but is no regular file ("a directory, not a trace file").
  * @return NULL for a regular file or one that cannot be looked at. */
 const char *cmt__not_a_file(const char *path);
-/* Opens a trace for command `cmd`. On failure prints "cumemtrace CMD: PATH: reason" to stderr.
- * @return 0 or the error code. */
+/* Opens a trace for command `cmd`; a PyTorch memory snapshot (a pickle, recognised by its
+ * header) is converted to a trace in memory and opened instead. On failure prints
+ * "cumemtrace CMD: PATH: reason" to stderr. @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
+
+/* Converts the PyTorch memory snapshot at `path` into a whole trace written to `out_fd`
+ * (cmt_snapshot_import); `stats` may be NULL. On failure prints "cumemtrace CMD: PATH: reason:
+ * where" to stderr. @return 0 or the error code. */
+struct cmt_snapshot_trace_stats;
+int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
+                          struct cmt_snapshot_trace_stats *stats);
 
 /* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
 void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);

@@ -37,7 +37,7 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[9];
+    struct cmt_observer obs[9]; /* progress, alloc, oom, timeline, report, diff, 3 extra */
     size_t n = 0;
     struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
     struct stat st;

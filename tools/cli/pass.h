@@ -48,9 +48,12 @@ int cmt__pass_status(const struct cmt__pass *p);
 int cmt__pass_from_args(struct cmt__pass *p, int argc, char **argv, const char *cmd,
                         const char *usage, unsigned want, int *json, int *status);
 
-/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c).
+/* Writes the timeline of a finished pass as an SVG chart (timeline_svg.c); `samples` (NULL:
+ * none) gives each device's capacity and the memory held by others.
  * @return 0, or -1 when writing to f failed. */
-int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl);
+struct cmt_site_timeline;
+int cmt__timeline_svg(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
+                      const struct cmt_site_timeline *samples);
 
 /* Device label: "GPU 0 (NVIDIA H100)" or "device -1 (unknown)". @return buf. */
 const char *cmt__device_label(const cmt_replay *rp, int32_t dev, char *buf, size_t size);

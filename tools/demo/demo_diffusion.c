@@ -20,6 +20,15 @@
  * On simcuda the program sets SIMCUDA_MEMORY=24GiB and SIMCUDA_USED=2764MiB
  * unless they are set, so that 21556 MiB are free after the context's 256 MiB.
  *
+ * The caching allocator reports what it does through cumemtrace/annotate.h
+ * (as a PyTorch build with cumemtrace's hooks would): the ALLOCATOR record
+ * with the settings it runs under, every tensor's block (alloc,
+ * free_requested, free_completed, with the stack of the function that wanted
+ * it), every segment (segment_alloc/free, segment_map/unmap for expandable
+ * segments) at the device pointer the driver returned, and the OOM with its
+ * figures. So the ordinary, caching-on run carries the tensor-level stream
+ * too. Without cumemtrace these calls do nothing.
+ *
  * Exit status: 0 done, 1 CUDA out of memory (PyTorch's message on stderr),
  * 2 bad PYTORCH_CUDA_ALLOC_CONF, 3 another CUDA error. */
 #include <cuda.h>
@@ -30,15 +39,21 @@
 
 #include "caching_model.h"
 #include "cmt_grow.h"
+#include "cumemtrace/annotate.h"
 
 #define MIB ((size_t)1 << 20)
 #define KIB ((size_t)1 << 10)
 #define NOINLINE __attribute__((noinline))
 
 struct mapping {
-    uint64_t model_address;
+    uint64_t model_address, size;
     CUdeviceptr ptr;
 };
+
+/* What the model models (tools/model: c10 2.6's allocator), for the ALLOCATOR record. */
+#define TORCH_VERSION "2.6.0"
+#define STREAM 0 /* the default stream */
+#define DEVICE 0
 
 struct demo {
     int caching;
@@ -47,6 +62,8 @@ struct demo {
     size_t map_count, map_capacity;
     size_t live_bytes; /* uncached mode: what live tensors hold */
     CUresult last_error;
+    uint32_t annotated; /* the allocator's annotate.h id, 0 without cumemtrace */
+    int expandable;     /* device hooks map and unmap pages of expandable segments */
 };
 
 struct tensor {
@@ -80,50 +97,99 @@ static int device_alloc(void *ctx, uint64_t address, uint64_t size)
         d->last_error = rc;
         return -1;
     }
-    d->maps[d->map_count++] = (struct mapping){address, ptr};
+    d->maps[d->map_count++] = (struct mapping){address, size, ptr};
+    uint64_t flags = (d->expandable ? CMT_ANNOTATE_FLAG_EXPANDABLE : 0) |
+                     (size == 2 * MIB ? CMT_ANNOTATE_FLAG_SMALL : 0); /* small pool: 2 MiB */
+    cmt_annotate_segment(d->annotated,
+                         d->expandable ? CMT_ANNOTATE_SEGMENT_MAP : CMT_ANNOTATE_SEGMENT_ALLOC,
+                         DEVICE, ptr, size, STREAM, 0, flags);
     return 0;
 }
 
 static void device_free(void *ctx, uint64_t address, uint64_t size)
 {
     struct demo *d = ctx;
-    (void)size;
     for (size_t i = 0; i < d->map_count; i++) {
         if (d->maps[i].model_address != address)
             continue;
+        /* before the driver's free, so the trace never has the allocator holding memory
+         * the driver already took back */
+        cmt_annotate_segment(d->annotated,
+                             d->expandable ? CMT_ANNOTATE_SEGMENT_UNMAP : CMT_ANNOTATE_SEGMENT_FREE,
+                             DEVICE, d->maps[i].ptr, size, STREAM, 0,
+                             d->expandable ? CMT_ANNOTATE_FLAG_EXPANDABLE : 0);
         check(cuMemFree_v2(d->maps[i].ptr), "cuMemFree_v2");
         d->maps[i] = d->maps[--d->map_count];
         return;
     }
 }
 
+/* The device pointer behind a model address (0 when no segment or page holds it). */
+static uint64_t device_address(uint64_t model_address)
+{
+    for (size_t i = 0; i < demo.map_count; i++) {
+        const struct mapping *m = &demo.maps[i];
+        if (model_address >= m->model_address && model_address - m->model_address < m->size)
+            return m->ptr + (model_address - m->model_address);
+    }
+    return 0;
+}
+
+/* What annotate.h reports of a tensor's block (device addresses). */
+struct block_report {
+    uint64_t addr, size, requested, stream, segment, flags;
+};
+
+/* @return 1 and *r when the allocator is annotated (cumemtrace is there). */
+static int describe_block(const struct tensor *t, struct block_report *r)
+{
+    struct cmt_model_block b;
+    if (!demo.annotated || cmt_model_block_info(demo.model, t->handle, &b) != CMT_EOK)
+        return 0;
+    *r = (struct block_report){.addr = device_address(b.address),
+                               .size = b.size,
+                               .requested = b.requested,
+                               .stream = b.stream,
+                               .segment = device_address(b.address - b.segment_offset),
+                               .flags = (b.expandable ? CMT_ANNOTATE_FLAG_EXPANDABLE : 0) |
+                                        (b.small_pool ? CMT_ANNOTATE_FLAG_SMALL : 0)};
+    return 1;
+}
+
 /* ---- out of memory, as PyTorch says it -------------------------------- */
 
-static void raise_oom(struct cmt_model_oom *o)
+/* PyTorch asks the driver for free memory after releasing what it could. */
+static void measure_device(struct cmt_model_oom *o)
 {
     size_t free_bytes = 0, total_bytes = 0;
     if (cuMemGetInfo_v2(&free_bytes, &total_bytes) == CUDA_SUCCESS) {
-        o->device_free = free_bytes; /* PyTorch asks the driver, after releasing */
+        o->device_free = free_bytes;
         o->device_total = total_bytes;
     }
+}
+
+static void raise_oom(const struct cmt_model_oom *o)
+{
     char msg[1024];
     cmt_model_format_oom_as(o, CMT_MODEL_OOM_1X, msg, sizeof msg); /* the write-up's PyTorch */
     fprintf(stderr, "torch.cuda.OutOfMemoryError: %s\n", msg);
     exit(1);
 }
 
-static NOINLINE void cached_alloc(struct tensor *t, size_t bytes)
+/* @return 0 (the tensor's block in *r, r->size 0 when not annotated), 1 out of memory. */
+static NOINLINE int cached_alloc(struct tensor *t, size_t bytes, struct block_report *r)
 {
     t->bytes = bytes;
     int rc = cmt_model_alloc(demo.model, bytes, 0, &t->handle);
-    if (rc == CMT_EMODEL_OOM) {
-        struct cmt_model_oom o = *cmt_model_last_oom(demo.model);
-        raise_oom(&o);
-    }
+    if (rc == CMT_EMODEL_OOM)
+        return 1;
     if (rc != CMT_EOK) {
         fprintf(stderr, "demo_diffusion: allocator: %s\n", cmt_strerror(rc));
         exit(3);
     }
+    if (!describe_block(t, r))
+        r->size = 0;
+    return 0;
 }
 
 static NOINLINE void uncached_failed(size_t bytes, CUresult rc)
@@ -135,15 +201,34 @@ static NOINLINE void uncached_failed(size_t bytes, CUresult rc)
                               .alloc_size = bytes,
                               .allocated = demo.live_bytes,
                               .reserved = demo.live_bytes};
+    measure_device(&o);
     raise_oom(&o);
 }
+
+/* With caching on, what the allocator did is reported from here too, so the stack of
+ * an alloc or OOM event starts in the function that wanted the tensor. The OOM entry
+ * has PyTorch's trace figures: the rounded request, the device's free memory. */
+#define CACHED_NEW(tensor, bytes)                                                                 \
+    do {                                                                                          \
+        struct block_report r_;                                                                   \
+        if (cached_alloc((tensor), (bytes), &r_)) {                                               \
+            struct cmt_model_oom o_ = *cmt_model_last_oom(demo.model);                            \
+            measure_device(&o_);                                                                  \
+            cmt_annotate_oom(demo.annotated, DEVICE, o_.rounded, o_.stream, o_.device_free,       \
+                             o_.device_total, o_.allocated, o_.reserved);                         \
+            raise_oom(&o_);                                                                       \
+        }                                                                                         \
+        if (r_.size)                                                                              \
+            cmt_annotate_alloc(demo.annotated, DEVICE, r_.addr, r_.size, r_.requested, r_.stream, \
+                               0, r_.segment, r_.flags);                                          \
+    } while (0)
 
 /* A macro, so that with caching off the driver is called from the function
  * that wants the tensor and the recorded stack names it. */
 #define TENSOR_NEW(t, size)                                  \
     do {                                                     \
         if (demo.caching) {                                  \
-            cached_alloc((t), (size));                       \
+            CACHED_NEW((t), (size));                         \
         } else {                                             \
             (t)->bytes = (size);                             \
             CUresult rc_ = cuMemAlloc_v2(&(t)->ptr, (size)); \
@@ -155,6 +240,14 @@ static NOINLINE void uncached_failed(size_t bytes, CUresult rc)
 
 static NOINLINE void tensor_free(struct tensor *t)
 {
+    struct block_report r;
+    if (demo.caching && describe_block(t, &r)) {
+        cmt_annotate_free(demo.annotated, CMT_ANNOTATE_FREE_REQUESTED, DEVICE, r.addr, r.size,
+                          r.stream);
+        /* the model frees at once (no stream-ordered deferral): completed as well */
+        cmt_annotate_free(demo.annotated, CMT_ANNOTATE_FREE_COMPLETED, DEVICE, r.addr, r.size,
+                          r.stream);
+    }
     if (demo.caching) {
         cmt_model_free(demo.model, t->handle);
     } else {
@@ -277,6 +370,10 @@ static void setup_allocator(size_t total)
         fprintf(stderr, "demo_diffusion: cannot create the allocator\n");
         exit(3);
     }
+    demo.expandable = cmt_model_get_config(demo.model)->expandable_segments;
+    /* the settings as the allocator read them: the raw string, "" for the defaults */
+    demo.annotated = cmt_annotate_allocator("pytorch-cuda-caching", TORCH_VERSION,
+                                            conf ? conf : "");
     struct cmt_model_device_hooks hooks = {device_alloc, device_free, &demo};
     cmt_model_set_device_hooks(demo.model, &hooks);
     printf("  allocator: caching, PYTORCH_CUDA_ALLOC_CONF=%s\n", conf ? conf : "");

@@ -44,15 +44,32 @@ static void must(int rc)
 
 void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes)
 {
+    static const char *argv[] = {"./fill_device", "--big"};
+    struct cmt_process p = {100,
+                            1,
+                            1700000000000000000ull,
+                            5000,
+                            12040,
+                            "testhost",
+                            "/tmp/fill_device",
+                            2,
+                            argv,
+                            -1,
+                            -1,
+                            -1,
+                            NULL};
+    tb_begin_process(b, &p, total, free_bytes);
+}
+
+void tb_begin_process(struct tb *b, const struct cmt_process *p, uint64_t total,
+                      uint64_t free_bytes)
+{
     memset(b, 0, sizeof *b);
     memset(node_files, 0, sizeof node_files);
     memset(node_lines, 0, sizeof node_lines);
     b->next_node = 1;
     must(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL));
-    static const char *argv[] = {"./fill_device", "--big"};
-    struct cmt_process p = {
-        100, 1, 1700000000000000000ull, 5000, 12040, "testhost", "/tmp/fill_device", 2, argv};
-    must(cmt_writer_process(b->w, &p));
+    must(cmt_writer_process(b->w, p));
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
         must(cmt_writer_api(b->w, &apis[i]));
     struct cmt_thread th = {77, "main"};

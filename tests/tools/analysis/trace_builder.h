@@ -44,6 +44,9 @@ struct tb {
 
 /* Header records: PROCESS, every API, and device 0 of `total` bytes with `free` free. */
 void tb_begin(struct tb *b, uint64_t total, uint64_t free_bytes);
+/* The same with the caller's PROCESS record (pid, rank, host, start time). */
+void tb_begin_process(struct tb *b, const struct cmt_process *p, uint64_t total,
+                      uint64_t free_bytes);
 /* A stack of `depth` frames; functions named "<name>_<level>" via SYMBOL records written at
  * tb_finish. @return the leaf node id. */
 uint32_t tb_stack(struct tb *b, const char *name, int depth);

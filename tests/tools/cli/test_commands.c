@@ -2,6 +2,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "commands.h"
@@ -266,14 +268,18 @@ Test(commands, conflicting_outputs_are_an_error)
     captured_free(&c);
 }
 
-/* Not a trace, for every reason a path can fail to be one: one line that says which. */
+/* Not a trace, for every reason a path can fail to be one: one line that says which. A
+ * directory is read as the traces in it (several processes): none there is one line too. */
 Test(commands, report_names_what_is_wrong_with_a_non_trace)
 {
     const char *empty = temp_trace("", 0, 5), *text = temp_trace("hello, world\n", 13, 6);
+    char dir[] = "/tmp/cmt-no-traces.XXXXXX", none[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(none, sizeof none, "no trace (*.cmt) in %s", dir);
     const struct {
         const char *path, *why;
     } cases[] = {{"/dev/null", "/dev/null: a character device, not a trace file"},
-                 {"/tmp", "/tmp: a directory, not a trace file"},
+                 {dir, none},
                  {empty, "file is empty"},
                  {text, "not a cumemtrace trace"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -285,6 +291,7 @@ Test(commands, report_names_what_is_wrong_with_a_non_trace)
         cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line: %s", c.err);
         captured_free(&c);
     }
+    rmdir(dir);
     const char *sym[] = {"symbolize", "/dev/null", NULL};
     struct captured c = capture_run(cmt_cmd_symbolize, sym);
     cr_expect_eq(c.status, 1);

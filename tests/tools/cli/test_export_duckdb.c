@@ -44,7 +44,11 @@ static void write_trace(const struct spec *s, const char *path)
                             s->host,
                             "/usr/bin/python3",
                             2,
-                            argv};
+                            argv,
+                            -1,
+                            -1,
+                            -1,
+                            NULL};
     cmt_writer_process(b.w, &p);
     if (s->conf)
         cmt_writer_env(b.w, "PYTORCH_CUDA_ALLOC_CONF", s->conf);

@@ -73,7 +73,7 @@ Test(timeline_cmd, svg_draws_the_drop)
     remove(svg);
     /* the device kind's area: up at 1 us and down at 2 us, both at the left edge (x 90); at
      * the right edge (x 880, the sample at 300 ms) it lies on the axis (y 220) */
-    const char *poly = strstr(body, "<polygon fill=\"#4e79a7\"");
+    const char *poly = strstr(body, "data-kind=\"device\" fill=\"#4e79a7\"");
     cr_assert(poly, "%s", body);
     const char *end = strchr(poly, '>');
     cr_expect(strstr(poly, " 90.0,220.0 880.0,220.0") < end, "%.400s", poly);

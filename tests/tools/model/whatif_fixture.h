@@ -34,8 +34,15 @@ static inline void tb_open(struct tb *b, uint64_t total, uint64_t free_bytes)
     memset(b, 0, sizeof *b);
     cr_assert_eq(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL), 0);
     const char *argv[] = {"./demo"};
-    struct cmt_process p = {
-        .pid = 1, .start_mono_ns = 1, .hostname = "h", .exe = "/demo", .argc = 1, .argv = argv};
+    struct cmt_process p = {.pid = 1,
+                            .start_mono_ns = 1,
+                            .hostname = "h",
+                            .exe = "/demo",
+                            .argc = 1,
+                            .argv = argv,
+                            .rank = -1,
+                            .local_rank = -1,
+                            .world_size = -1};
     cr_assert_eq(cmt_writer_process(b->w, &p), 0);
     cr_assert_eq(cmt_writer_api(b->w, &(struct cmt_api){API_ALLOC, CMT_OP_ALLOC, "cuMemAlloc_v2"}),
                  0);

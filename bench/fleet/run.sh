@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# run.sh [BUILD_DIR] — the scale benchmark of the several-trace analyses (issue 15 item 5):
+# one merged `report` over 64 rank traces of 1,000,000 events each, its wall time and peak
+# memory (RSS), read one trace at a time (--jobs 1) and in parallel (--jobs = the cores),
+# next to the anchor: `report` of one trace, run 64 times in a row (what one did before).
+#
+# The traces: cmt_bench_gen_trace's synthetic stress trace (bench/analysis), rank R of a
+# 64-rank job on 8 hosts, each with its own random stream (about 8 bytes per event).
+# The merged report does more per trace than the single one (out-of-memory episodes and a
+# timeline besides the totals), so --jobs 1 against the anchor is that cost, and --jobs N
+# against --jobs 1 the parallel speed-up. Rounds are interleaved (BENCH_ROUNDS, default 3);
+# the figures are medians. Prints figures only; never fails on a slow result.
+# Knobs: BENCH_ROUNDS, BENCH_RANKS (64), BENCH_EVENTS (1000000), BENCH_KEEP=1.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+build=$(cd "${1:-$here/../../build}" && pwd)
+rounds=${BENCH_ROUNDS:-3} ranks=${BENCH_RANKS:-64} events=${BENCH_EVENTS:-1000000}
+cli=$build/bin/cumemtrace gen=$build/bench/cmt_bench_gen_trace
+for f in "$cli" "$gen" /usr/bin/time; do
+    [[ -x $f ]] || { echo "run.sh: $f is missing; build first (GNU time: apt-get install time)" >&2; exit 2; }
+done
+cores=$(nproc)
+work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench-fleet.XXXXXX")
+[[ ${BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
+mkdir "$work/run"
+
+t0=$(date +%s.%N)
+for ((r = 0; r < ranks; r++)); do
+    "$gen" "$work/run/rank$r.cmt" "$events" "$r" >/dev/null &
+    (( (r + 1) % cores == 0 )) && wait
+done
+wait
+t1=$(date +%s.%N)
+bytes=$(du -cb "$work"/run/*.cmt | tail -1 | cut -f1)
+
+# "WALL_S CPU_S MAXRSS_KB" of a command (its output discarded)
+measure() {
+    /usr/bin/time -f '%e %U %S %M' -o "$work/t" "$@" >/dev/null 2>"$work/err" || true
+    awk '{printf "%s %.2f %s\n", $1, $2 + $3, $4}' "$work/t"
+}
+
+anchor() { # the single-trace reports in a row: total seconds, the largest RSS of one
+    local wall=0 cpu=0 rss=0 w c m
+    for f in "$work"/run/*.cmt; do
+        read -r w c m < <(measure "$cli" report "$f")
+        wall=$(echo "$wall + $w" | bc -l) cpu=$(echo "$cpu + $c" | bc -l)
+        (( m > rss )) && rss=$m
+    done
+    echo "$wall $cpu $rss"
+}
+
+declare -a A_W A_C A_M J1_W J1_C J1_M JN_W JN_C JN_M
+for ((i = 0; i < rounds; i++)); do
+    read -r w c m < <(anchor); A_W+=("$w"); A_C+=("$c"); A_M+=("$m")
+    read -r w c m < <(measure "$cli" report --jobs 1 "$work/run"); J1_W+=("$w"); J1_C+=("$c"); J1_M+=("$m")
+    read -r w c m < <(measure "$cli" report --jobs "$cores" "$work/run"); JN_W+=("$w"); JN_C+=("$c"); JN_M+=("$m")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+f2() { printf '%.2f' "$(echo "$1" | bc -l)"; }
+
+"$cli" report "$work/run" > "$work/report.txt"
+echo "cumemtrace several-trace benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- |
+    sed 's/^ //'), $cores cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "traces: $ranks x $events events, $((bytes / 1048576)) MiB, generated in $(f2 "$t1 - $t0") s"
+total=$((ranks * events))
+row() { # label, wall, cpu, rss_kb
+    printf '%-42s wall %7s s  cpu %7s s  %6s M events/s (wall)  peak RSS %5d MiB\n' "$1" \
+        "$(f2 "$2")" "$(f2 "$3")" "$(f2 "$total / $2 / 1000000")" $(($4 / 1024))
+}
+aw=$(median "${A_W[@]}") ac=$(median "${A_C[@]}") am=$(median "${A_M[@]}")
+j1w=$(median "${J1_W[@]}") j1c=$(median "${J1_C[@]}") j1m=$(median "${J1_M[@]}")
+jnw=$(median "${JN_W[@]}") jnc=$(median "${JN_C[@]}") jnm=$(median "${JN_M[@]}")
+row "anchor: report FILE, $ranks times in a row" "$aw" "$ac" "$am"
+row "merged: report --jobs 1 DIR" "$j1w" "$j1c" "$j1m"
+row "merged: report --jobs $cores DIR" "$jnw" "$jnc" "$jnm"
+echo "wall time against the anchor: --jobs 1 x$(f2 "$aw / $j1w"), --jobs $cores x$(f2 "$aw / $jnw")" \
+    "(x$(f2 "$j1w / $jnw") over --jobs 1); medians of $rounds interleaved rounds"
+head -3 "$work/report.txt"
+[[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
+exit 0

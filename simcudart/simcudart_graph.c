@@ -1,0 +1,369 @@
+/* Graphs, as far as a runtime with no kernels can take them: a graph is a list of nodes in the
+ * order they were added (an order their dependencies always respect), and launching its
+ * instantiation runs the nodes in that order on the calling thread: copies and sets as the
+ * runtime's own calls, host nodes by calling them, kernels and empty nodes as nothing.
+ *
+ * Stream capture records nothing: while a stream captures, the work given to it runs at once,
+ * as on any simcuda stream, and cudaStreamEndCapture returns an empty graph.
+ * Graph memory nodes (cudaGraphAddMemAllocNode, cudaGraphAddMemFreeNode) return
+ * cudaErrorNotSupported: their memory comes from the driver's cuGraphAddMemAllocNode, which
+ * simcuda does not simulate yet. */
+#include "simcudart_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIMCUDART__GRAPH_MAGIC 0x47524150u /* "GRAP" */
+#define SIMCUDART__EXEC_MAGIC 0x47455845u  /* "GEXE" */
+
+enum node_kind { NODE_EMPTY, NODE_KERNEL, NODE_COPY, NODE_COPY_1D, NODE_SET, NODE_HOST };
+
+struct CUgraphNode_st {
+    enum node_kind kind;
+    struct CUgraph_st *graph;
+    union {
+        struct cudaMemcpy3DParms copy;
+        struct {
+            void *dst;
+            const void *src;
+            size_t count;
+            enum cudaMemcpyKind kind;
+        } copy_1d;
+        struct cudaMemsetParams set;
+        struct cudaHostNodeParams host;
+    } u;
+};
+
+struct CUgraph_st {
+    uint32_t magic;
+    struct CUgraphNode_st **nodes;
+    size_t count, capacity;
+};
+
+struct CUgraphExec_st {
+    uint32_t magic;
+    struct CUgraph_st *graph; /* a clone, so later edits of the source do not reach it */
+};
+
+static bool graph_valid(cudaGraph_t graph)
+{
+    return graph && graph->magic == SIMCUDART__GRAPH_MAGIC;
+}
+
+cudaError_t cudaGraphCreate(cudaGraph_t *graph, unsigned int flags)
+{
+    if (!graph || flags != 0)
+        return simcudart__result(cudaErrorInvalidValue);
+    struct CUgraph_st *created = calloc(1, sizeof(*created));
+    if (!created)
+        return simcudart__result(cudaErrorMemoryAllocation);
+    created->magic = SIMCUDART__GRAPH_MAGIC;
+    *graph = created;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+    if (!graph_valid(graph))
+        return simcudart__result(cudaErrorInvalidValue);
+    for (size_t i = 0; i < graph->count; i++)
+        free(graph->nodes[i]);
+    free(graph->nodes);
+    graph->magic = 0;
+    free(graph);
+    return cudaSuccess;
+}
+
+/* Appends a node after checking that its dependencies belong to the graph. */
+static cudaError_t add_node(cudaGraphNode_t *out, cudaGraph_t graph,
+                            const cudaGraphNode_t *dependencies, size_t count,
+                            struct CUgraphNode_st node)
+{
+    if (!out || !graph_valid(graph) || (count && !dependencies))
+        return simcudart__result(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++) {
+        if (!dependencies[i] || dependencies[i]->graph != graph)
+            return simcudart__result(cudaErrorInvalidValue);
+    }
+    if (graph->count == graph->capacity) {
+        size_t capacity = graph->capacity ? graph->capacity * 2 : 8;
+        struct CUgraphNode_st **grown = realloc(graph->nodes, capacity * sizeof(*grown));
+        if (!grown)
+            return simcudart__result(cudaErrorMemoryAllocation);
+        graph->nodes = grown;
+        graph->capacity = capacity;
+    }
+    struct CUgraphNode_st *added = malloc(sizeof(*added));
+    if (!added)
+        return simcudart__result(cudaErrorMemoryAllocation);
+    *added = node;
+    added->graph = graph;
+    graph->nodes[graph->count++] = added;
+    *out = added;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                  const cudaGraphNode_t *dependencies, size_t count)
+{
+    return add_node(node, graph, dependencies, count, (struct CUgraphNode_st){.kind = NODE_EMPTY});
+}
+
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                   const cudaGraphNode_t *dependencies, size_t count,
+                                   const struct cudaKernelNodeParams *params)
+{
+    if (!params)
+        return simcudart__result(cudaErrorInvalidValue);
+    return add_node(node, graph, dependencies, count, (struct CUgraphNode_st){.kind = NODE_KERNEL});
+}
+
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                   const cudaGraphNode_t *dependencies, size_t count,
+                                   const struct cudaMemcpy3DParms *params)
+{
+    if (!params)
+        return simcudart__result(cudaErrorInvalidValue);
+    struct CUgraphNode_st added = {.kind = NODE_COPY, .u.copy = *params};
+    return add_node(node, graph, dependencies, count, added);
+}
+
+cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *node, cudaGraph_t graph,
+                                     const cudaGraphNode_t *dependencies, size_t count, void *dst,
+                                     const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+    struct CUgraphNode_st added = {.kind = NODE_COPY_1D};
+    added.u.copy_1d.dst = dst;
+    added.u.copy_1d.src = src;
+    added.u.copy_1d.count = bytes;
+    added.u.copy_1d.kind = kind;
+    return add_node(node, graph, dependencies, count, added);
+}
+
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                   const cudaGraphNode_t *dependencies, size_t count,
+                                   const struct cudaMemsetParams *params)
+{
+    if (!params || (params->elementSize != 1 && params->elementSize != 4))
+        return simcudart__result(params ? cudaErrorNotSupported : cudaErrorInvalidValue);
+    struct CUgraphNode_st added = {.kind = NODE_SET, .u.set = *params};
+    return add_node(node, graph, dependencies, count, added);
+}
+
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                 const cudaGraphNode_t *dependencies, size_t count,
+                                 const struct cudaHostNodeParams *params)
+{
+    if (!params || !params->fn)
+        return simcudart__result(cudaErrorInvalidValue);
+    struct CUgraphNode_st added = {.kind = NODE_HOST, .u.host = *params};
+    return add_node(node, graph, dependencies, count, added);
+}
+
+cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                     const cudaGraphNode_t *dependencies, size_t count,
+                                     struct cudaMemAllocNodeParams *params)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node, cudaGraph_t graph,
+                                    const cudaGraphNode_t *dependencies, size_t count, void *dptr)
+{
+    return simcudart__result(cudaErrorNotSupported);
+}
+
+/* No graph ever holds memory here. */
+cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+    return device >= 0 && device < simcudart__device_count()
+               ? cudaSuccess
+               : simcudart__result(cudaErrorInvalidDevice);
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count)
+{
+    if (!graph_valid(graph) || !count)
+        return simcudart__result(cudaErrorInvalidValue);
+    if (!nodes) {
+        *count = graph->count;
+        return cudaSuccess;
+    }
+    size_t given = *count < graph->count ? *count : graph->count;
+    memcpy(nodes, graph->nodes, given * sizeof(*nodes));
+    for (size_t i = given; i < *count; i++)
+        nodes[i] = NULL;
+    *count = given;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
+{
+    cudaGraph_t made;
+    cudaGraphNode_t node;
+    if (!clone || !graph_valid(original))
+        return simcudart__result(cudaErrorInvalidValue);
+    cudaError_t error = cudaGraphCreate(&made, 0);
+    if (error != cudaSuccess)
+        return error;
+    for (size_t i = 0; error == cudaSuccess && i < original->count; i++)
+        error = add_node(&node, made, NULL, 0, *original->nodes[i]);
+    if (error != cudaSuccess) {
+        cudaGraphDestroy(made);
+        return error;
+    }
+    *clone = made;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                          unsigned long long flags)
+{
+    if (!exec || !graph_valid(graph))
+        return simcudart__result(cudaErrorInvalidValue);
+    struct CUgraphExec_st *made = calloc(1, sizeof(*made));
+    if (!made)
+        return simcudart__result(cudaErrorMemoryAllocation);
+    cudaError_t error = cudaGraphClone(&made->graph, graph);
+    if (error != cudaSuccess) {
+        free(made);
+        return error;
+    }
+    made->magic = SIMCUDART__EXEC_MAGIC;
+    *exec = made;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph, unsigned long long flags)
+{
+    return cudaGraphInstantiateWithFlags(exec, graph, flags);
+}
+
+static cudaError_t run_node(const struct CUgraphNode_st *node, cudaStream_t stream)
+{
+    const struct cudaMemsetParams *set = &node->u.set;
+    cudaError_t error = cudaSuccess;
+    switch (node->kind) {
+    case NODE_EMPTY:
+    case NODE_KERNEL: return cudaSuccess;
+    case NODE_COPY: return cudaMemcpy3DAsync(&node->u.copy, stream);
+    case NODE_COPY_1D:
+        return cudaMemcpyAsync(node->u.copy_1d.dst, node->u.copy_1d.src, node->u.copy_1d.count,
+                               node->u.copy_1d.kind, stream);
+    case NODE_SET:
+        for (size_t row = 0; error == cudaSuccess && row < set->height; row++) {
+            CUdeviceptr dst = (CUdeviceptr)(uintptr_t)set->dst + row * set->pitch;
+            error = simcudart__driver_result(
+                set->elementSize == 4
+                    ? cuMemsetD32Async(dst, set->value, set->width, stream)
+                    : cuMemsetD8Async(dst, (unsigned char)set->value, set->width, stream));
+        }
+        return error;
+    case NODE_HOST: node->u.host.fn(node->u.host.userData); return cudaSuccess;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+    if (!exec || exec->magic != SIMCUDART__EXEC_MAGIC)
+        return simcudart__result(cudaErrorInvalidValue);
+    SIMCUDART_ENTER();
+    cudaError_t error = simcudart__driver_result(cuStreamQuery(stream));
+    for (size_t i = 0; error == cudaSuccess && i < exec->graph->count; i++)
+        error = run_node(exec->graph->nodes[i], stream);
+    return error;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    if (!exec || exec->magic != SIMCUDART__EXEC_MAGIC)
+        return simcudart__result(cudaErrorInvalidValue);
+    cudaGraphDestroy(exec->graph);
+    exec->magic = 0;
+    free(exec);
+    return cudaSuccess;
+}
+
+/* The streams capturing now (a handful at most in any program). */
+#define SIMCUDART__CAPTURES 64
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static cudaStream_t capturing[SIMCUDART__CAPTURES];
+static unsigned long long capture_ids[SIMCUDART__CAPTURES];
+static unsigned long long next_capture_id = 1;
+
+/* @return the slot of stream (or of NULL: a free slot), -1 when there is none. */
+static int capture_slot(cudaStream_t stream)
+{
+    for (int i = 0; i < SIMCUDART__CAPTURES; i++) {
+        if (capturing[i] == stream)
+            return i;
+    }
+    return -1;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    if (!stream || stream == cudaStreamLegacy)
+        return simcudart__result(cudaErrorStreamCaptureUnsupported);
+    pthread_mutex_lock(&capture_lock);
+    int slot = capture_slot(stream) >= 0 ? -2 : capture_slot(NULL);
+    if (slot >= 0) {
+        capturing[slot] = stream;
+        capture_ids[slot] = next_capture_id++;
+    }
+    pthread_mutex_unlock(&capture_lock);
+    if (slot == -2)
+        return simcudart__result(cudaErrorIllegalState);
+    return slot >= 0 ? cudaSuccess : simcudart__result(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+    if (!graph)
+        return simcudart__result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&capture_lock);
+    int slot = stream ? capture_slot(stream) : -1;
+    if (slot >= 0)
+        capturing[slot] = NULL;
+    pthread_mutex_unlock(&capture_lock);
+    if (slot < 0)
+        return simcudart__result(cudaErrorIllegalState);
+    return cudaGraphCreate(graph, 0);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
+{
+    if (!status)
+        return simcudart__result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&capture_lock);
+    *status = stream && capture_slot(stream) >= 0 ? cudaStreamCaptureStatusActive
+                                                  : cudaStreamCaptureStatusNone;
+    pthread_mutex_unlock(&capture_lock);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                                     unsigned long long *id, cudaGraph_t *graph,
+                                     const cudaGraphNode_t **dependencies,
+                                     const cudaGraphEdgeData **edges, size_t *count)
+{
+    if (!status)
+        return simcudart__result(cudaErrorInvalidValue);
+    pthread_mutex_lock(&capture_lock);
+    int slot = stream ? capture_slot(stream) : -1;
+    *status = slot >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    if (id)
+        *id = slot >= 0 ? capture_ids[slot] : 0;
+    pthread_mutex_unlock(&capture_lock);
+    if (graph)
+        *graph = NULL;
+    if (dependencies)
+        *dependencies = NULL;
+    if (edges)
+        *edges = NULL;
+    if (count)
+        *count = 0;
+    return cudaSuccess;
+}

@@ -1,0 +1,131 @@
+/* SIMCUDA_LOG (simcuda_log.c): one line per served memory call, with the process id, appended
+ * by every process that shares the file. */
+#include "simcuda_test_util.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char log_file[] = "/tmp/simcuda-log-XXXXXX";
+
+static void use_log(void)
+{
+    int fd = mkstemp(log_file);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    setenv("SIMCUDA_LOG", log_file, 1);
+}
+
+struct line {
+    long pid;
+    char entry[64];
+    int result;
+    unsigned long long address, size, handle;
+};
+
+static int read_lines(struct line *lines, int max)
+{
+    FILE *f = fopen(log_file, "r");
+    cr_assert_not_null(f);
+    int n = 0;
+    char text[512];
+    while (n < max && fgets(text, sizeof text, f)) {
+        struct line *l = &lines[n++];
+        cr_assert_eq(sscanf(text,
+                            "simcuda pid=%ld entry=%63s result=%d address=0x%llx size=%llu "
+                            "handle=0x%llx\n",
+                            &l->pid, l->entry, &l->result, &l->address, &l->size, &l->handle),
+                     6, "not a log line: %s", text);
+    }
+    fclose(f);
+    remove(log_file);
+    return n;
+}
+
+Test(log, one_line_per_served_call)
+{
+    use_log();
+    simcuda_test_start("64MiB", "0");
+    CUdeviceptr a, b;
+    CU_OK(cuMemAlloc(&a, 3 * MiB));
+    CU_FAILS(cuMemAlloc(&b, 1 * GiB), CUDA_ERROR_OUT_OF_MEMORY);
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemGetInfo(&(size_t){0}, &(size_t){0})); /* not a memory change: not logged */
+    struct line lines[8];
+    cr_assert_eq(read_lines(lines, 8), 3);
+    cr_assert_eq(lines[0].pid, (long)getpid());
+    cr_assert_str_eq(lines[0].entry, "cuMemAlloc_v2");
+    cr_assert_eq(lines[0].address, a);
+    cr_assert_eq(lines[0].size, 3 * MiB);
+    cr_assert_eq(lines[1].result, CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(lines[1].address, 0);
+    cr_assert_str_eq(lines[2].entry, "cuMemFree_v2");
+    cr_assert_eq(lines[2].address, a);
+}
+
+Test(log, vmm_calls_carry_their_handle)
+{
+    use_log();
+    simcuda_test_start("1GiB", "0");
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemGenericAllocationHandle handle;
+    CUdeviceptr va;
+    CU_OK(cuMemCreate(&handle, PAGE, &prop, 0));
+    CU_OK(cuMemAddressReserve(&va, 2 * PAGE, 0, 0, 0));
+    CU_OK(cuMemMap(va, PAGE, 0, handle, 0));
+    CU_OK(cuMemUnmap(va, PAGE));
+    CU_OK(cuMemAddressFree(va, 2 * PAGE));
+    CU_OK(cuMemRelease(handle));
+    struct line lines[8];
+    cr_assert_eq(read_lines(lines, 8), 6);
+    cr_assert_str_eq(lines[0].entry, "cuMemCreate");
+    cr_assert_eq(lines[0].handle, handle);
+    cr_assert_eq(lines[0].size, PAGE);
+    cr_assert_str_eq(lines[2].entry, "cuMemMap");
+    cr_assert_eq(lines[2].address, va);
+    cr_assert_eq(lines[2].handle, handle);
+    cr_assert_str_eq(lines[5].entry, "cuMemRelease");
+}
+
+Test(log, forked_children_append_with_their_own_pid)
+{
+    use_log();
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a;
+    CU_OK(cuMemAlloc(&a, MiB));
+    pid_t child = fork();
+    if (child == 0) {
+        CUdeviceptr b;
+        _exit(cuMemAlloc(&b, MiB) == CUDA_SUCCESS ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct line lines[4];
+    cr_assert_eq(read_lines(lines, 4), 2);
+    cr_assert_eq(lines[0].pid, (long)getpid());
+    cr_assert_eq(lines[1].pid, (long)child);
+}
+
+Test(log, unset_writes_nothing)
+{
+    unsetenv("SIMCUDA_LOG");
+    int fd = mkstemp(log_file);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a;
+    CU_OK(cuMemAlloc(&a, MiB));
+    struct line lines[1];
+    cr_assert_eq(read_lines(lines, 1), 0);
+}
+
+Test(log, a_log_that_cannot_be_opened_leaves_the_driver_working)
+{
+    setenv("SIMCUDA_LOG", "/nonexistent-directory/simcuda.log", 1);
+    simcuda_test_start("1GiB", "0");
+    CUdeviceptr a;
+    CU_OK(cuMemAlloc(&a, MiB));
+}

@@ -1,0 +1,67 @@
+/* Modules, occupancy and the device queries drivers' samples make (simcuda_module.c,
+ * simcuda_device.c). */
+#include "simcuda_test_util.h"
+
+#include <stdio.h>
+
+static CUfunction some_function(void)
+{
+    CUmodule module;
+    CUfunction function;
+    CU_OK(cuModuleLoadDataEx(&module, "image", 0, NULL, NULL));
+    CU_OK(cuModuleGetFunction(&function, module, "kernel"));
+    return function;
+}
+
+static size_t shared_for(int block)
+{
+    return (size_t)block * 4;
+}
+
+Test(module, occupancy_fills_a_multiprocessor)
+{
+    simcuda_test_start("1GiB", "0");
+    CUfunction function = some_function();
+    int grid = 0, block = 0, blocks = 0;
+    CU_OK(cuOccupancyMaxPotentialBlockSize(&grid, &block, function, shared_for, 0, 0));
+    cr_assert_eq(block, 1024);
+    cr_assert_eq(grid, 2 * 132);
+    CU_OK(cuOccupancyMaxPotentialBlockSize(&grid, &block, function, NULL, 0, 100));
+    cr_assert_eq(block, 96, "a multiple of the warp within the limit");
+    CU_OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function, 256, 0));
+    cr_assert_eq(blocks, 8);
+    CU_FAILS(cuOccupancyMaxPotentialBlockSize(&grid, &block, NULL, NULL, 0, 0),
+             CUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(module, load_needs_a_readable_file)
+{
+    simcuda_test_start("1GiB", "0");
+    CUmodule module;
+    char path[] = "/tmp/simcuda-module-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    CU_OK(cuModuleLoad(&module, path));
+    CU_OK(cuModuleUnload(module));
+    remove(path);
+    CU_FAILS(cuModuleLoad(&module, path), CUDA_ERROR_FILE_NOT_FOUND);
+}
+
+/* Deprecated in the header, still called by NVIDIA's older samples (matrixMulDynlinkJIT). */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+Test(module, compute_capability_and_peers)
+{
+    setenv("SIMCUDA_DEVICES", "2", 1);
+    simcuda_test_start("1GiB", "0");
+    int major = 0, minor = -1, can = -1;
+    CU_OK(cuDeviceComputeCapability(&major, &minor, 1));
+    cr_assert_eq(major, 9);
+    cr_assert_eq(minor, 0);
+    CU_FAILS(cuDeviceComputeCapability(&major, &minor, 2), CUDA_ERROR_INVALID_DEVICE);
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    cr_assert_eq(can, 0);
+    CUcontext other;
+    CU_OK(cuDevicePrimaryCtxRetain(&other, 1));
+    CU_FAILS(cuCtxEnablePeerAccess(other, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+}

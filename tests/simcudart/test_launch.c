@@ -1,0 +1,179 @@
+/* What nvcc-generated code calls (registration, launch configuration, kernel handles,
+ * launches), symbols, graphs, stream capture, and cudaGetDriverEntryPoint. The __cuda* calls
+ * are declared here as nvcc's crt/host_runtime.h declares them. */
+#include <criterion/criterion.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RT_OK(call) cr_assert_eq((call), cudaSuccess, "%s failed", #call)
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
+                       const char *deviceName, int ext, size_t size, int constant, int global);
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
+                                     struct CUstream_st *stream);
+cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
+                                       void *stream);
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *function);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
+                               size_t sharedMem, cudaStream_t stream);
+
+static void kernel_stub(void)
+{
+}
+
+static int symbol_shadow[16];
+
+static void start(void)
+{
+    setenv("SIMCUDA_MEMORY", "1GiB", 1);
+    setenv("SIMCUDA_CONTEXT_OVERHEAD", "0", 1);
+    void **module = __cudaRegisterFatBinary((void *)"fatbin");
+    __cudaRegisterFunction(module, (const char *)kernel_stub, (char *)"kernel", "kernel", -1, NULL,
+                           NULL, NULL, NULL, NULL);
+    __cudaRegisterVar(module, (char *)symbol_shadow, (char *)"symbol", "symbol", 0,
+                      sizeof symbol_shadow, 0, 0);
+    __cudaRegisterFatBinaryEnd(module);
+}
+
+Test(launch, a_registered_kernel_launches_and_runs_nothing)
+{
+    start();
+    dim3 grid = {4, 1, 1}, block = {256, 1, 1}, got_grid, got_block;
+    size_t shared;
+    cudaStream_t stream;
+    __cudaPushCallConfiguration(grid, block, 128, NULL);
+    RT_OK(__cudaPopCallConfiguration(&got_grid, &got_block, &shared, &stream));
+    cr_assert_eq(got_grid.x, 4);
+    cr_assert_eq(shared, 128);
+    cudaKernel_t kernel;
+    RT_OK(__cudaGetKernel(&kernel, (const void *)kernel_stub));
+    RT_OK(__cudaLaunchKernel(kernel, grid, block, NULL, 0, NULL));
+    RT_OK(cudaLaunchKernel((const void *)kernel_stub, grid, block, NULL, 0, NULL));
+    dim3 too_big = {2048, 1, 1};
+    cr_assert_eq(cudaLaunchKernel((const void *)kernel_stub, grid, too_big, NULL, 0, NULL),
+                 cudaErrorInvalidConfiguration);
+    cr_assert_eq(cudaLaunchKernel((const void *)start, grid, block, NULL, 0, NULL),
+                 cudaErrorInvalidDeviceFunction);
+    struct cudaFuncAttributes attributes;
+    RT_OK(cudaFuncGetAttributes(&attributes, (const void *)kernel_stub));
+    cr_assert_eq(attributes.maxThreadsPerBlock, 1024);
+    int blocks = 0;
+    RT_OK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, (const void *)kernel_stub, 512, 0));
+    cr_assert_eq(blocks, 4);
+}
+
+Test(launch, symbols_are_their_host_shadows)
+{
+    start();
+    int in[4] = {1, 2, 3, 4}, out[4] = {0};
+    RT_OK(cudaMemcpyToSymbol(symbol_shadow, in, sizeof in, 8, cudaMemcpyHostToDevice));
+    cr_assert_eq(symbol_shadow[2], 1);
+    RT_OK(cudaMemcpyFromSymbol(out, symbol_shadow, sizeof out, 8, cudaMemcpyDeviceToHost));
+    cr_assert_eq(out[3], 4);
+    size_t size = 0;
+    void *address = NULL;
+    RT_OK(cudaGetSymbolSize(&size, symbol_shadow));
+    cr_assert_eq(size, sizeof symbol_shadow);
+    RT_OK(cudaGetSymbolAddress(&address, symbol_shadow));
+    cr_assert_eq(address, symbol_shadow);
+    cr_assert_eq(cudaMemcpyToSymbol(symbol_shadow, in, 64, 8, cudaMemcpyHostToDevice),
+                 cudaErrorInvalidValue);
+    cr_assert_eq(cudaMemcpyToSymbol(in, in, 4, 0, cudaMemcpyHostToDevice), cudaErrorInvalidSymbol);
+}
+
+static void mark(void *flag)
+{
+    ++*(int *)flag;
+}
+
+Test(launch, a_graph_runs_its_nodes_in_order)
+{
+    start();
+    int *managed = NULL, ran = 0;
+    RT_OK(cudaMallocManaged((void **)&managed, 4096, cudaMemAttachGlobal));
+    int source[4] = {5, 6, 7, 8};
+    cudaGraph_t graph, clone;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t copy, set, host, nodes[4];
+    RT_OK(cudaGraphCreate(&graph, 0));
+    RT_OK(cudaGraphAddMemcpyNode1D(&copy, graph, NULL, 0, managed, source, sizeof source,
+                                   cudaMemcpyHostToDevice));
+    struct cudaMemsetParams params = {
+        .dst = managed + 1, .value = 9, .elementSize = 4, .width = 1, .height = 1};
+    RT_OK(cudaGraphAddMemsetNode(&set, graph, &copy, 1, &params));
+    struct cudaHostNodeParams host_params = {mark, &ran};
+    RT_OK(cudaGraphAddHostNode(&host, graph, &set, 1, &host_params));
+    size_t count = 0;
+    RT_OK(cudaGraphGetNodes(graph, NULL, &count));
+    cr_assert_eq(count, 3);
+    count = 4;
+    RT_OK(cudaGraphGetNodes(graph, nodes, &count));
+    cr_assert_eq(nodes[1], set);
+    RT_OK(cudaGraphClone(&clone, graph));
+    RT_OK(cudaGraphInstantiate(&exec, clone, 0));
+    RT_OK(cudaGraphLaunch(exec, 0));
+    RT_OK(cudaGraphLaunch(exec, 0));
+    cr_assert_eq(managed[0], 5);
+    cr_assert_eq(managed[1], 9);
+    cr_assert_eq(ran, 2);
+    cudaGraphNode_t alloc_node;
+    struct cudaMemAllocNodeParams alloc = {0};
+    cr_assert_eq(cudaGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &alloc),
+                 cudaErrorNotSupported);
+    RT_OK(cudaGraphExecDestroy(exec));
+    RT_OK(cudaGraphDestroy(clone));
+    RT_OK(cudaGraphDestroy(graph));
+    RT_OK(cudaFree(managed));
+}
+
+Test(launch, capture_runs_the_work_and_returns_an_empty_graph)
+{
+    start();
+    cudaStream_t stream;
+    enum cudaStreamCaptureStatus status;
+    cudaGraph_t graph;
+    int ran = 0;
+    RT_OK(cudaStreamCreate(&stream));
+    RT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    RT_OK(cudaStreamIsCapturing(stream, &status));
+    cr_assert_eq(status, cudaStreamCaptureStatusActive);
+    cr_assert_eq(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal),
+                 cudaErrorIllegalState);
+    RT_OK(cudaLaunchHostFunc(stream, mark, &ran));
+    cr_assert_eq(ran, 1);
+    RT_OK(cudaStreamEndCapture(stream, &graph));
+    size_t count = 9;
+    RT_OK(cudaGraphGetNodes(graph, NULL, &count));
+    cr_assert_eq(count, 0);
+    RT_OK(cudaStreamIsCapturing(stream, &status));
+    cr_assert_eq(status, cudaStreamCaptureStatusNone);
+    cr_assert_eq(cudaStreamEndCapture(stream, &graph), cudaErrorIllegalState);
+    RT_OK(cudaStreamDestroy(stream));
+}
+
+Test(launch, driver_entry_points_come_from_cuGetProcAddress)
+{
+    start();
+    void *function = NULL;
+    enum cudaDriverEntryPointQueryResult status;
+    RT_OK(cudaGetDriverEntryPointByVersion("cuMemAlloc", &function, 12000, cudaEnableDefault,
+                                           &status));
+    cr_assert_eq(status, cudaDriverEntryPointSuccess);
+    CUdeviceptr address = 0;
+    RT_OK(cudaFree(NULL)); /* initialises the runtime: a context is current */
+    cr_assert_eq(((CUresult(*)(CUdeviceptr *, size_t))function)(&address, 4096), CUDA_SUCCESS);
+    RT_OK(cudaFree((void *)(uintptr_t)address));
+    cr_assert_eq(cudaGetDriverEntryPointByVersion("cuNoSuchCall", &function, 12000,
+                                                  cudaEnableDefault, &status),
+                 cudaErrorSymbolNotFound);
+    cr_assert_eq(status, cudaDriverEntryPointSymbolNotFound);
+    cr_assert_null(function);
+}

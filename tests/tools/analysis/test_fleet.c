@@ -1,0 +1,286 @@
+/* fleet: many traces as one run (tools/analysis/fleet.h) — ranks, peaks, the first failure on
+ * the wall clock, GPUs shared by processes of one host, what the others held at a failure. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmt_error.h"
+#include "fleet.h"
+#include "trace_builder.h"
+
+#define MS UINT64_C(1000000)
+#define WALL0 UINT64_C(1800000000000000000)
+
+static char dir[64];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cmt-fleet.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void remove_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+struct who {
+    uint64_t pid;
+    int32_t rank;
+    const char *host;
+    uint64_t wall, mono; /* start */
+    const char *visible; /* CUDA_VISIBLE_DEVICES, or NULL */
+};
+
+static void begin(struct tb *b, const struct who *w)
+{
+    static const char *argv[] = {"python", "train.py"};
+    struct cmt_process p = {w->pid, 1,    w->wall, w->mono, 12040, w->host, "/usr/bin/python3",
+                            2,      argv, w->rank, w->rank, 4,     "job-1"};
+    tb_begin_process(b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    if (w->visible)
+        cr_assert_eq(cmt_writer_env(b->w, "CUDA_VISIBLE_DEVICES", w->visible), 0);
+}
+
+/* Events at trace time t (tb_event adds 1000 ns). */
+static void at(struct tb *b, uint64_t t)
+{
+    b->t_ns = t - 1000;
+}
+
+static void save(struct tb *b, const char *name)
+{
+    char path[128];
+    tb_finish(b, 1);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(tb_save(b, path), 0);
+    tb_free_builder(b);
+}
+
+/* A rank that allocates `peak` and, when fail_t, fails a 20 GiB request at fail_t (twice). */
+static void rank_trace(const struct who *w, uint64_t peak, uint64_t fail_t, const char *name)
+{
+    struct tb b;
+    begin(&b, w);
+    at(&b, 1 * MS);
+    tb_alloc(&b, 0x7f0000000000, peak, 0);
+    if (fail_t) {
+        at(&b, fail_t);
+        tb_alloc_fail(&b, 20 * TB_GIB, 0);
+        tb_alloc_fail(&b, 20 * TB_GIB, 0);
+    }
+    at(&b, 20 * MS);
+    tb_free(&b, 0x7f0000000000);
+    save(&b, name);
+}
+
+static void load_dir(struct cmt_fleet *f)
+{
+    char **paths;
+    size_t n;
+    const char *bad, *inputs[] = {dir};
+    cr_assert_eq(cmt_fleet_paths(inputs, 1, &paths, &n, &bad), 0);
+    struct cmt_fleet_options o = {.jobs = 2};
+    cr_assert_eq(cmt_fleet_load(f, (const char *const *)paths, n, &o), 0);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}
+
+Test(fleet, ranks_peaks_imbalance_and_the_first_failure_on_the_wall_clock, .init = make_dir,
+     .fini = remove_dir)
+{
+    /* rank 1 fails at its 9 ms, rank 2 at its 2 ms but started 4 ms later: rank 2 failed
+     * first, 6 ms after rank 1's start (the wall clock decides, not the order of the files) */
+    struct who r0 = {100, 0, "h", WALL0, 5000, NULL}, r1 = {101, 1, "h", WALL0, 5000, NULL},
+               r2 = {102, 2, "h", WALL0 + 4 * MS, 5000 + 4 * MS, NULL};
+    rank_trace(&r2, 2 * TB_GIB, 2 * MS, "a.cmt"); /* names not in rank order */
+    rank_trace(&r1, 3 * TB_GIB, 9 * MS, "b.cmt");
+    rank_trace(&r0, 1 * TB_GIB, 0, "c.cmt");
+    struct cmt_fleet f;
+    load_dir(&f);
+    cr_assert_eq(f.count, 3);
+    for (int32_t r = 0; r < 3; r++) {
+        cr_assert_eq(f.processes[r].rank, r, "sorted by rank");
+        cr_assert_eq(f.processes[r].pid, 100 + (uint64_t)r);
+        cr_assert_str_eq(f.processes[r].host, "h");
+        cr_assert_str_eq(f.processes[r].job_id, "job-1");
+        cr_assert_str_eq(f.processes[r].command, "python train.py");
+    }
+    cr_assert_eq(f.rank_count, 3);
+    cr_assert_eq(f.ranks[1].peak_live_bytes, 3 * TB_GIB);
+    cr_assert_eq(f.first_failure, 2);
+    cr_assert_eq(f.processes[2].failure, CMT_FLEET_FAILED_OOM);
+    cr_assert_eq(f.first_failure_wall_ns, WALL0 + 6 * MS);
+    cr_assert_eq(f.peak_max_bytes, 3 * TB_GIB);
+    cr_assert_eq(f.peak_median_bytes, 2 * TB_GIB);
+    cr_assert_float_eq(f.imbalance, 1.5, 1e-9);
+    cr_assert_eq(cmt_fleet_find_rank(&f, 2), 2);
+    cr_assert_eq(cmt_fleet_find_rank(&f, 7), -1);
+    cr_assert_eq(f.gpu_count, 1, "one host, device 0 each: one GPU");
+    cr_assert_str_eq(f.gpus[0].key, "h/0");
+    cr_assert_eq(f.gpus[0].member_count, 3);
+    cr_assert_eq(f.gpus[0].sum_of_peaks_bytes, 6 * TB_GIB);
+    cr_assert_leq(f.gpus[0].combined_peak_bytes, 6 * TB_GIB);
+    cr_assert_geq(f.gpus[0].combined_peak_bytes, 3 * TB_GIB);
+    cmt_fleet_free(&f);
+}
+
+Test(fleet, no_failure_and_no_rank, .init = make_dir, .fini = remove_dir)
+{
+    struct who a = {7, -1, "h", WALL0, 1, NULL}, b = {8, -1, "h", WALL0, 1, NULL};
+    rank_trace(&a, 2 * TB_GIB, 0, "x.cmt");
+    rank_trace(&b, 4 * TB_GIB, 0, "y.cmt");
+    struct cmt_fleet f;
+    load_dir(&f);
+    cr_assert_eq(f.first_failure, -1);
+    cr_assert_eq(f.rank_count, 0);
+    cr_assert_eq(f.processes[0].rank, -1);
+    cr_assert_eq(f.peak_max_bytes, 4 * TB_GIB, "over processes when no rank is known");
+    cr_assert_eq(f.peak_median_bytes, 3 * TB_GIB);
+    cmt_fleet_free(&f);
+}
+
+/* Other processes on the failing GPU, at the failure's moment on the host's clock. */
+Test(fleet, held_by_others_is_what_each_other_process_held_at_that_moment, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who holder = {10, -1, "h", WALL0, 1000 * MS, NULL};
+    struct tb b;
+    begin(&b, &holder);
+    at(&b, 1 * MS);
+    tb_alloc(&b, 0x7f0000000000, 4 * TB_GIB, 0);
+    tb_alloc(&b, 0x7f0100000000, 2 * TB_GIB, 0);
+    at(&b, 5 * MS);
+    tb_free(&b, 0x7f0000000000); /* 2 GiB left from 5 ms on */
+    at(&b, 30 * MS);
+    tb_free(&b, 0x7f0100000000);
+    save(&b, "holder.cmt");
+    /* the failing process started 2 ms after the holder: its 1 ms and 4 ms are the holder's
+     * 3 ms (6 GiB held) and 6 ms (2 GiB) */
+    struct who victim = {11, -1, "h", WALL0 + 2 * MS, 1002 * MS, NULL};
+    begin(&b, &victim);
+    at(&b, 1 * MS);
+    tb_alloc_fail(&b, 12 * TB_GIB, 0);
+    at(&b, 3 * MS);
+    tb_alloc(&b, 0x7f0000000000, 1 * TB_MIB, 0);
+    at(&b, 4 * MS);
+    tb_alloc_fail(&b, 15 * TB_GIB, 0);
+    save(&b, "victim.cmt");
+    /* same ordinal on another host, and another GPU of this host: neither shares it */
+    struct who elsewhere = {12, -1, "h2", WALL0, 1000 * MS, NULL};
+    struct who other_gpu = {13, -1, "h", WALL0, 1000 * MS, "1"};
+    for (int i = 0; i < 2; i++) {
+        begin(&b, i ? &other_gpu : &elsewhere);
+        at(&b, 1 * MS);
+        tb_alloc(&b, 0x7f0000000000, 8 * TB_GIB, 0);
+        at(&b, 30 * MS);
+        tb_free(&b, 0x7f0000000000);
+        save(&b, i ? "other_gpu.cmt" : "elsewhere.cmt");
+    }
+    struct cmt_fleet f;
+    load_dir(&f);
+    cr_assert_eq(f.gpu_count, 3);
+    cr_assert_str_eq(f.gpus[0].key, "h/0");
+    cr_assert_str_eq(f.gpus[1].key, "h/1", "CUDA_VISIBLE_DEVICES=1: ordinal 0 is GPU 1");
+    cr_assert_str_eq(f.gpus[2].key, "h2/0");
+    int64_t v = -1;
+    for (uint32_t p = 0; p < f.count; p++)
+        if (f.processes[p].pid == 11)
+            v = p;
+    cr_assert_geq(v, 0);
+    cr_assert_eq(f.processes[v].episode_count, 2);
+    const uint64_t want[2] = {6 * TB_GIB, 2 * TB_GIB};
+    for (uint32_t e = 0; e < 2; e++) {
+        struct cmt_fleet_holder *h;
+        size_t n;
+        cr_assert_eq(cmt_fleet_held_by_others(&f, (uint32_t)v, e, &h, &n), 0);
+        cr_assert_eq(n, 1, "only the holder shares GPU h/0");
+        cr_assert_eq(f.processes[h[0].process].pid, 10);
+        cr_assert_eq(h[0].held_bytes, want[e], "episode %u", e);
+        free(h);
+    }
+    cmt_fleet_free(&f);
+}
+
+Test(fleet, times_at_the_ends_of_the_clock_do_not_break_the_grid, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who early = {1, 0, "h", 0, 1, NULL}, late = {2, 1, "h", UINT64_MAX - 5, 1, NULL};
+    rank_trace(&early, TB_GIB, 0, "early.cmt");
+    rank_trace(&late, TB_GIB, 2 * MS, "late.cmt");
+    struct cmt_fleet f;
+    load_dir(&f);
+    uint64_t *v, w;
+    cr_assert_eq(cmt_fleet_grid(&f, 7, &v, &w), 0);
+    cr_assert_geq(w, 1);
+    cr_assert_eq(v[0], TB_GIB, "the early rank at the start");
+    free(v);
+    cr_assert_eq(f.first_failure, 1);
+    cr_assert_eq(f.first_failure_wall_ns, UINT64_MAX, "saturated, not wrapped");
+    cmt_fleet_free(&f);
+}
+
+Test(fleet, two_runs_pair_by_rank, .init = make_dir, .fini = remove_dir)
+{
+    struct who r0 = {1, 0, "h", WALL0, 1, NULL}, r1 = {2, 1, "h", WALL0, 1, NULL},
+               r3 = {3, 3, "h", WALL0, 1, NULL};
+    rank_trace(&r0, TB_GIB, 0, "r0.cmt");
+    rank_trace(&r1, TB_GIB, 0, "r1.cmt");
+    struct cmt_fleet a, b;
+    load_dir(&a);
+    rank_trace(&r3, TB_GIB, 0, "r3.cmt");
+    load_dir(&b);
+    int64_t *pairs;
+    size_t n;
+    cr_assert_eq(cmt_fleet_pair(&a, &b, &pairs, &n), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(pairs[0], 0);
+    cr_assert_eq(pairs[1], 0);
+    cr_assert_eq(pairs[2], 1);
+    cr_assert_eq(pairs[3], 1);
+    cr_assert_eq(pairs[4], -1, "rank 3 only in b");
+    cr_assert_eq(b.processes[pairs[5]].rank, 3);
+    free(pairs);
+    cmt_fleet_free(&a);
+    cmt_fleet_free(&b);
+}
+
+Test(fleet, a_directory_lists_its_traces_and_an_unreadable_one_is_kept_apart, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who w = {1, 0, "h", WALL0, 1, NULL};
+    rank_trace(&w, TB_GIB, 0, "b.cmt");
+    char path[128];
+    snprintf(path, sizeof path, "%s/a.cmt", dir);
+    FILE *junk = fopen(path, "w");
+    fputs("not a trace", junk);
+    fclose(junk);
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    fclose(fopen(path, "w"));
+    char **paths;
+    size_t n;
+    const char *bad, *inputs[] = {dir, "/no/such/dir"};
+    cr_assert_eq(cmt_fleet_paths(inputs, 1, &paths, &n, &bad), 0);
+    cr_assert_eq(n, 2);
+    cr_assert(strstr(paths[0], "/a.cmt") && strstr(paths[1], "/b.cmt"), "in name order");
+    struct cmt_fleet f;
+    cr_assert_eq(cmt_fleet_load(&f, (const char *const *)paths, n, NULL), 0);
+    cr_assert_eq(f.count, 2);
+    cr_assert_eq(f.processes[0].error, 0, "the readable one first (rank 0)");
+    cr_assert_eq(f.processes[1].error, CMT_EBAD_MAGIC);
+    cr_assert_eq(f.rank_count, 1);
+    cmt_fleet_free(&f);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    /* a file name that does not exist is kept (its open fails later); a directory too */
+    cr_assert_eq(cmt_fleet_paths(inputs + 1, 1, &paths, &n, &bad), 0);
+    cr_assert_eq(n, 1);
+    free(paths[0]);
+    free(paths);
+}

@@ -1,0 +1,196 @@
+/* The analysis commands over several traces: report, oom, timeline and diff of a run of ranks
+ * (tools/cli/fleet_*.c), and one trace given alone still gives the single-trace output. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "trace_builder.h"
+
+#define MS UINT64_C(1000000)
+#define WALL0 UINT64_C(1800000000000000000)
+
+static char dirs[2][64];
+
+static void make_dirs(void)
+{
+    for (int i = 0; i < 2; i++) {
+        snprintf(dirs[i], sizeof dirs[i], "/tmp/cmt-fleet-cmd.XXXXXX");
+        cr_assert_not_null(mkdtemp(dirs[i]));
+    }
+}
+
+static void remove_dirs(void)
+{
+    for (int i = 0; i < 2; i++) {
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[i]);
+        cr_assert_eq(system(cmd), 0);
+    }
+}
+
+/* Rank r of a four-rank run in dirs[d]: `peak` from 1 ms to 10 ms; fails at fail_t when set. */
+static void rank_trace(int d, int32_t rank, uint64_t peak, uint64_t fail_t)
+{
+    static const char *argv[] = {"python", "train.py"};
+    struct cmt_process p = {200 + (uint64_t)rank,
+                            1,
+                            WALL0,
+                            1000,
+                            12040,
+                            "node-a",
+                            "/usr/bin/python3",
+                            2,
+                            argv,
+                            rank,
+                            rank,
+                            4,
+                            "job-9"};
+    struct tb b;
+    tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    b.t_ns = 1 * MS;
+    tb_alloc(&b, 0x7f0000000000, peak, 0);
+    if (fail_t) {
+        b.t_ns = fail_t;
+        tb_alloc_fail(&b, 30 * TB_GIB, 0);
+    }
+    b.t_ns = 10 * MS;
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    char path[160];
+    snprintf(path, sizeof path, "%s/run.%d.cmt", dirs[d], (int)rank);
+    cr_assert_eq(tb_save(&b, path), 0);
+    tb_free_builder(&b);
+}
+
+static void run_of_four(int d, uint64_t scale)
+{
+    for (int32_t r = 0; r < 4; r++)
+        rank_trace(d, r, (uint64_t)(r + 1) * scale, r == 1 ? 5 * MS : r == 3 ? 3 * MS : 0);
+}
+
+static struct captured run(int (*fn)(int, char **), const char *const *argv)
+{
+    return capture_run(fn, argv);
+}
+
+Test(fleet_cmd, report_names_the_first_failing_rank, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    const char *json[] = {"report", "--json", dirs[0], NULL};
+    struct captured c = run(cmt_cmd_report, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"first_failing_rank\":3"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"pid\":202,\"rank\":2,\"local_rank\":2,\"world_size\":4,"
+                            "\"host\":\"node-a\",\"job_id\":\"job-9\""),
+              "%s", c.out);
+    cr_expect(strstr(c.out, "\"imbalance\":{\"over\":\"ranks\",\"max_peak_bytes\":4294967296,"
+                            "\"median_peak_bytes\":2684354560,\"ratio\":1.6"),
+              "%s", c.out);
+    cr_expect(strstr(c.out, "\"gpus\":[{\"gpu\":\"node-a/0\""), "%s", c.out);
+    captured_free(&c);
+    const char *text[] = {"report", "--jobs", "1", dirs[0], NULL};
+    c = run(cmt_cmd_report, text);
+    cr_expect(strstr(c.out, "4 traces: 4 processes, 4 ranks (0..3) of 4, on 1 host, job job-9\n"
+                            "first failure: rank 3 (pid 203 on node-a) at "),
+              "%s", c.out);
+    cr_expect(strstr(c.out, "peaks: max 4.00 GiB, median 2.50 GiB per rank, imbalance 1.60"), "%s",
+              c.out);
+    captured_free(&c);
+}
+
+Test(fleet_cmd, one_trace_alone_is_the_single_trace_report, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    char path[160];
+    snprintf(path, sizeof path, "%s/run.0.cmt", dirs[0]);
+    const char *one[] = {"report", "--json", path, NULL};
+    struct captured c = run(cmt_cmd_report, one);
+    cr_expect(!strncmp(c.out, "{\"file\":", 8), "%s", c.out);
+    cr_expect_null(strstr(c.out, "first_failing_rank"));
+    captured_free(&c);
+}
+
+Test(fleet_cmd, timeline_puts_the_ranks_side_by_side, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    const char *csv[] = {"timeline", "--csv", "--points", "4", dirs[0], NULL};
+    struct captured c = run(cmt_cmd_timeline, csv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    /* 10 ms in four buckets of 2.5 ms: every rank holds its peak from 1 to 10 ms */
+    cr_expect(!strncmp(c.out, "t_ns,wall_ns,rank_0,rank_1,rank_2,rank_3\n", 41), "%s", c.out);
+    cr_expect(strstr(c.out, ",1073741824,2147483648,3221225472,4294967296\n"), "%s", c.out);
+    captured_free(&c);
+    const char *json[] = {"timeline", "--json", "--points", "4", dirs[0], NULL};
+    c = run(cmt_cmd_timeline, json);
+    cr_expect(strstr(c.out, "\"rank\":3,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"failure_offset_ns\":3001000"), "%s", c.out);
+    captured_free(&c);
+    const char *both[] = {"timeline", "--csv", "--json", dirs[0], NULL};
+    c = run(cmt_cmd_timeline, both);
+    cr_expect_eq(c.status, 2);
+    captured_free(&c);
+}
+
+Test(fleet_cmd, diff_compares_two_runs_rank_by_rank, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    run_of_four(1, 2 * TB_GIB); /* every rank doubled */
+    const char *text[] = {"diff", dirs[0], dirs[1], NULL};
+    struct captured c = run(cmt_cmd_diff, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "  rank_2             3.00 GiB     6.00 GiB   +100.0%      0      0\n"),
+              "%s", c.out);
+    captured_free(&c);
+    const char *gate[] = {"diff", "--fail-if-peak-grows", "50", dirs[0], dirs[1], NULL};
+    c = run(cmt_cmd_diff, gate);
+    cr_expect_eq(c.status, 1, "a rank grew by 100%%");
+    captured_free(&c);
+    const char *json[] = {"diff", "--json", dirs[1], dirs[1], NULL};
+    c = run(cmt_cmd_diff, json);
+    cr_expect(strstr(c.out, "\"peak_delta_bytes\":0"), "%s", c.out);
+    captured_free(&c);
+}
+
+Test(fleet_cmd, oom_over_ranks_lists_each_failure, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    const char *text[] = {"oom", dirs[0], NULL};
+    struct captured c = run(cmt_cmd_oom, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "run.1.cmt: out of memory #1: "), "%s", c.out);
+    cr_expect(strstr(c.out, "run.3.cmt: out of memory #1: "), "%s", c.out);
+    cr_expect(strstr(c.out, "2 of the 4 traces: no out-of-memory failures\n"), "%s", c.out);
+    captured_free(&c);
+    const char *json[] = {"oom", "--json", dirs[0], NULL};
+    c = run(cmt_cmd_oom, json);
+    cr_expect(!strncmp(c.out, "{\"traces\":[{\"file\":", 19), "%s", c.out);
+    cr_expect(strstr(c.out, "\"held_by_others\":[{"), "ranks on one GPU: %s", c.out);
+    captured_free(&c);
+}
+
+/* The partitioned export's rank columns come from the traces (format 3.1 PROCESS). */
+Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_dirs)
+{
+    run_of_four(0, TB_GIB);
+    char out[160], in[160], cmd[400];
+    snprintf(out, sizeof out, "%s/tables", dirs[1]);
+    snprintf(in, sizeof in, "%s/run.1.cmt", dirs[0]); /* rank 1 fails at 5 ms */
+    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out, "--run",
+                          "r",      in,         NULL};
+    struct captured c = run(cmt_cmd_export, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    char text[4096] = "";
+    snprintf(cmd, sizeof cmd, "cat %s/processes/run=r/* %s/runs/run=r/*", out, out);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    pclose(f);
+    cr_expect(strstr(text, "{\"pid\":201,\"host\":\"node-a\",\"rank\":1,"), "%s", text);
+    cr_expect(strstr(text, "\"first_failing_rank\":1}"), "%s", text);
+}

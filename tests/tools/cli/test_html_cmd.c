@@ -1,0 +1,184 @@
+/* Tests of `cumemtrace html` (cmd_html.c, html_page.c): the page is self-contained, holds the
+ * run's data, stays well-formed whatever the trace's strings, and the usage errors. The page's
+ * drawing is tested in a browser (tests/tools/cli/html_browser.sh). */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "trace_builder.h"
+
+/* A 24 GiB device: 6 GiB from `function`, samples saying 4 GiB are free (14 GiB held by
+ * others), then a 12 GiB request that fails. */
+static const char *oom_trace(int index, const char *function)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), function);
+    tb_alloc(&b, 0x100000000, 6 * TB_GIB, s);
+    tb_meminfo(&b, CMT_MEMINFO_BASELINE, 4 * TB_GIB, 24 * TB_GIB, b.seq);
+    uint64_t seq = tb_alloc_fail(&b, 12 * TB_GIB, s);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 4 * TB_GIB, 24 * TB_GIB, seq);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *s = malloc((size_t)n + 1);
+    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (; (s = strstr(s, what)); s += strlen(what))
+        n++;
+    return n;
+}
+
+static const char *out_path(char *buf, size_t size)
+{
+    snprintf(buf, size, "/tmp/cmt-test-html-%d.html", (int)getpid());
+    return buf;
+}
+
+Test(html_cmd, writes_one_self_contained_page_with_the_runs_data)
+{
+    char out[128];
+    const char *trace = oom_trace(0, "train_step");
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), trace, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "Out of memory") && strstr(c.out, "wrote "), "%s", c.out);
+    char *page = slurp(out);
+    cr_expect_eq(strncmp(page, "<!DOCTYPE html>", 15), 0);
+    cr_expect(!strstr(page, "/*@CMT_DATA@*/"), "the marker is replaced");
+    cr_expect(!strstr(page, "http://") && !strstr(page, "https://") && !strstr(page, " src="),
+              "nothing is fetched");
+    cr_expect(strstr(page, "\"schema\":1"));
+    cr_expect(strstr(page, "\"peak_bytes\":6442450944"), "the peak");
+    cr_expect(strstr(page, "\"verdict\":\"held_by_others\""), "the episode's verdict");
+    cr_expect(strstr(page, "\"others\":[15032385536"), "14 GiB held by others, from the samples");
+    cr_expect(strstr(page, "\"name\":\"train_step\""), "the call site's group");
+    cr_expect(strstr(page, "\"total_bytes\":25769803776"), "the capacity");
+    cr_expect(!strstr(page, "\"diff\""), "one run: no diff");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
+Test(html_cmd, a_traces_strings_cannot_end_the_data_script)
+{
+    char out[128];
+    const char *trace = oom_trace(0, "evil</script><script>alert(1)</script>");
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), trace, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    int scripts = count(page, "<script");
+    cr_expect_eq(count(page, "</script>"), scripts, "only the page's own scripts close");
+    cr_expect(strstr(page, "evil\\u003c/script>"), "the name is kept, escaped");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
+Test(html_cmd, two_runs_carry_the_diff)
+{
+    char out[128];
+    const char *a = oom_trace(0, "before"), *b = oom_trace(1, "after");
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), a, b, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect_eq(count(page, "\"summary\":"), 2, "two runs");
+    cr_expect(strstr(page, "\"diff\":{\"sites\":["), "the diff");
+    cr_expect(strstr(page, "\"name\":\"after"), "B's call site");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
+Test(html_cmd, usage_errors_say_what_is_wrong)
+{
+    const char *none[] = {"html", NULL};
+    struct captured c = capture_run(cmt_cmd_html, none);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "missing trace FILE"), "%s", c.err);
+    captured_free(&c);
+    const char *three[] = {"html", "a.cmt", "b.cmt", "c.cmt", NULL};
+    c = capture_run(cmt_cmd_html, three);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "one or two trace files"), "%s", c.err);
+    captured_free(&c);
+    const char *both[] = {"html", "--whatif", "--no-whatif", "a.cmt", NULL};
+    c = capture_run(cmt_cmd_html, both);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "conflict"), "%s", c.err);
+    captured_free(&c);
+    const char *points[] = {"html", "--points", "1", "a.cmt", NULL};
+    c = capture_run(cmt_cmd_html, points);
+    cr_expect_eq(c.status, 2);
+    captured_free(&c);
+    const char *missing[] = {"html", "-o", "/tmp/cmt-never.html", "/nonexistent/x.cmt", NULL};
+    c = capture_run(cmt_cmd_html, missing);
+    cr_expect_eq(c.status, 1);
+    cr_expect(strstr(c.err, "/nonexistent/x.cmt"), "%s", c.err);
+    cr_expect(access("/tmp/cmt-never.html", F_OK) != 0, "no page for a trace that cannot be read");
+    captured_free(&c);
+}
+
+Test(html_cmd, the_default_output_is_the_trace_name_with_html)
+{
+    const char *trace = oom_trace(2, "step");
+    char expect[512];
+    snprintf(expect, sizeof expect, "%s", trace);
+    char *dot = strrchr(expect, '.');
+    if (dot && strcmp(dot, ".cmt") == 0)
+        *dot = 0;
+    strcat(expect, ".html");
+    const char *argv[] = {"html", trace, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(access(expect, F_OK) == 0, "%s: %s", expect, c.out);
+    remove(expect);
+    captured_free(&c);
+}
+
+Test(html_cmd, one_call_site_from_two_callers_gets_two_names)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t root = tb_frame(&b, 0, "main");
+    uint32_t a = tb_frame(&b, tb_frame(&b, root, "encoder"), "make_buffer");
+    uint32_t c = tb_frame(&b, tb_frame(&b, root, "decoder"), "make_buffer");
+    tb_alloc(&b, 0x100000000, 2 * TB_GIB, a);
+    tb_alloc(&b, 0x200000000, TB_GIB, c);
+    tb_finish(&b, 1);
+    const char *trace = temp_trace(b.buf.data, b.buf.len, 0);
+    tb_free_builder(&b);
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), trace, NULL};
+    struct captured cap = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(cap.status, 0, "%s", cap.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"name\":\"make_buffer \\u003c- encoder\""), "%.2000s", page);
+    cr_expect(strstr(page, "\"name\":\"make_buffer \\u003c- decoder\""));
+    free(page);
+    remove(out);
+    captured_free(&cap);
+}

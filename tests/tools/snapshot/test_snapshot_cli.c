@@ -1,0 +1,172 @@
+/* test_snapshot_cli.c — the commands on a snapshot: `import` writes a trace the reader opens,
+ * every analysis command opens a snapshot where it opens a trace, and a broken snapshot gives
+ * one line naming the file and what is wrong, with a non-zero exit. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "commands.h"
+#include "reader.h"
+#include "snapshot_test.h"
+
+static int lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(snapshot_cli, dump_and_report_read_a_snapshot)
+{
+    const char *path = fixture_path("full.pickle");
+    const char *dump[] = {"dump", "--stacks", path, NULL};
+    struct captured c = capture_run(cmt_cmd_dump, dump);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"record\":\"allocator\""), "%s", c.out);
+    cr_expect(strstr(c.out, "\"action\":\"oom\""));
+    cr_expect(strstr(c.out, "\"device_free\":10485760"));
+    cr_expect(strstr(c.out, "\"forward model.py:42\""), "frames print as function file:line");
+    cr_expect_str_eq(c.err, "");
+    captured_free(&c);
+    const char *report[] = {"report", path, NULL};
+    c = capture_run(cmt_cmd_report, report);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+}
+
+Test(snapshot_cli, every_analysis_command_opens_a_snapshot)
+{
+    const char *path = fixture_path("full.pickle");
+    const char *oom[] = {"oom", "--json", path, NULL};
+    const char *timeline[] = {"timeline", path, NULL};
+    const char *report[] = {"report", "--json", path, NULL};
+    const char *diff[] = {"diff", path, path, NULL};
+    const char *whatif[] = {"whatif", path, NULL};
+    struct {
+        int (*fn)(int, char **);
+        const char *const *argv;
+    } runs[] = {{cmt_cmd_oom, oom},
+                {cmt_cmd_timeline, timeline},
+                {cmt_cmd_report, report},
+                {cmt_cmd_diff, diff},
+                {cmt_cmd_whatif, whatif}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct captured c = capture_run(runs[i].fn, runs[i].argv);
+        cr_expect(!strstr(c.err, "magic"), "%s: %s", runs[i].argv[0], c.err);
+        if (i < 4) /* whatif needs tensor events from the analyses' side (issue 11 item 5) */
+            cr_expect_eq(c.status, 0, "%s: %s", runs[i].argv[0], c.err);
+        captured_free(&c);
+    }
+}
+
+Test(snapshot_cli, import_writes_a_trace)
+{
+    char out[] = "/tmp/cmt-import-XXXXXX";
+    int fd = mkstemp(out);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *argv[] = {"import", fixture_path("expandable.pickle"), "-o", out, NULL};
+    struct captured c = capture_run(cmt_cmd_import, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "6 allocator events (2 segments and 1 block from before"), "%s", c.out);
+    captured_free(&c);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_file(&r, out, NULL), 0);
+    struct cmt_record rec;
+    int rc, events = 0;
+    while ((rc = cmt_reader_next(r, &rec)) == 1)
+        events += rec.type == CMT_REC_ALLOC_EVENT;
+    cr_expect_eq(rc, 0);
+    cr_expect_eq(events, 6);
+    cr_expect(cmt_reader_clean_exit(r));
+    cmt_reader_close(r);
+    unlink(out);
+}
+
+static const char *write_temp(const void *b, size_t n)
+{
+    static char path[] = "/tmp/cmt-bad-snapshot-XXXXXX";
+    strcpy(path, "/tmp/cmt-bad-snapshot-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, b, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static void expect_one_line(int (*fn)(int, char **), const char *cmd, const char *path,
+                            const char *what)
+{
+    const char *argv[] = {cmd, path, NULL};
+    struct captured c = capture_run(fn, argv);
+    cr_expect_neq(c.status, 0, "%s", cmd);
+    cr_expect_eq(lines(c.err), 1, "%s: one line: %s", cmd, c.err);
+    cr_expect(strstr(c.err, path), "%s names the file: %s", cmd, c.err);
+    cr_expect(strstr(c.err, what), "%s: '%s' lacks '%s'", cmd, c.err, what);
+    captured_free(&c);
+}
+
+Test(snapshot_cli, a_broken_snapshot_is_one_clear_line)
+{
+    size_t len;
+    unsigned char *b = fixture_bytes("full.pickle", &len);
+    const char *cut = write_temp(b, len / 2);
+    expect_one_line(cmt_cmd_dump, "dump", cut, "pickle is truncated");
+    expect_one_line(cmt_cmd_report, "report", cut, "pickle is truncated");
+    expect_one_line(cmt_cmd_import, "import", cut, "pickle is truncated");
+    unlink(cut);
+    free(b);
+    const char *seven = write_temp("\x80\x04K\x07.", 5);
+    expect_one_line(cmt_cmd_oom, "oom", seven, "not a PyTorch memory snapshot");
+    unlink(seven);
+    const char *cls = write_temp("\x80\x04\x93.", 4);
+    expect_one_line(cmt_cmd_timeline, "timeline", cls, "STACK_GLOBAL");
+    unlink(cls);
+}
+
+/* snapshot -> trace -> `export -f memory-viz` -> snapshot again: PyTorch's accounting (active
+ * blocks, reserved segments) and the trace entries survive the round trip. */
+Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
+{
+    static const char *const names[] = {"full.pickle", "history.pickle", "bare_list.pickle",
+                                        "expandable.pickle"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char out[] = "/tmp/cmt-memviz-XXXXXX";
+        int fd = mkstemp(out);
+        cr_assert(fd >= 0);
+        close(fd);
+        const char *argv[] = {"export", "-f", "memory-viz", "-o", out, fixture_path(names[i]),
+                              NULL};
+        struct captured c = capture_run(cmt_cmd_export, argv);
+        cr_expect_eq(c.status, 0, "%s: %s", names[i], c.err);
+        captured_free(&c);
+        struct cmt_snapshot a, b;
+        fixture_parse(names[i], &a);
+        FILE *f = fopen(out, "rb");
+        cr_assert(f);
+        static unsigned char buf[1 << 20];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        unlink(out);
+        struct cmt_snapshot_error err;
+        cr_assert_eq(cmt_snapshot_parse(&b, buf, n, &err), 0, "%s: %s", names[i], err.text);
+        uint64_t sum[2][2] = {{0}};
+        const struct cmt_snapshot *s[2] = {&a, &b};
+        for (int k = 0; k < 2; k++) {
+            for (size_t g = 0; g < s[k]->nsegments; g++)
+                sum[k][0] += s[k]->segments[g].total_size;
+            for (size_t j = 0; j < s[k]->nblocks; j++)
+                if (s[k]->blocks[j].state != CMT_SNAPSHOT_INACTIVE)
+                    sum[k][1] += s[k]->blocks[j].size;
+        }
+        cr_expect_eq(sum[1][0], sum[0][0], "%s: reserved", names[i]);
+        cr_expect_eq(sum[1][1], sum[0][1], "%s: active", names[i]);
+        cr_expect_eq(b.nentries, a.nentries, "%s: entries", names[i]);
+        cmt_snapshot_free(&a);
+        cmt_snapshot_free(&b);
+    }
+}

@@ -1,0 +1,409 @@
+/* fleet.c — many traces as one run: listing them, replaying each (in parallel) into a
+ * summary of its process, and the job's figures derived from those (fleet.h). */
+#include "fleet.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmt_error.h"
+#include "cmt_grow.h"
+#include "fleet_internal.h"
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Adds dir's *.cmt files to the list. @return 0, CMT_EIO, CMT_ENOMEM. */
+static int add_dir(const char *dir, char ***list, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return CMT_EIO;
+    size_t first = *n;
+    struct dirent *de;
+    int rc = 0;
+    while (!rc && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 4 || strcmp(de->d_name + len - 4, ".cmt"))
+            continue;
+        char *path = malloc(strlen(dir) + len + 2);
+        struct stat st;
+        if (!path) {
+            rc = CMT_ENOMEM;
+            break;
+        }
+        if (strcmp(dir, ".")) /* "./x.cmt" would read as badly as it prints */
+            sprintf(path, "%s/%s", dir, de->d_name);
+        else
+            strcpy(path, de->d_name);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+            free(path); /* a directory named *.cmt, a dangling link */
+            continue;
+        }
+        if (CMT_GROW(*list, *cap, *n + 1, 64)) {
+            free(path);
+            rc = CMT_ENOMEM;
+            break;
+        }
+        (*list)[(*n)++] = path;
+    }
+    closedir(d);
+    qsort(*list + first, *n - first, sizeof **list, by_name);
+    return rc;
+}
+
+int cmt_fleet_paths(const char *const *inputs, size_t n, char ***paths, size_t *count,
+                    const char **bad)
+{
+    char **list = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    *bad = NULL;
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct stat st;
+        if (stat(inputs[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            rc = add_dir(inputs[i], &list, &len, &cap);
+            if (rc == CMT_EIO)
+                *bad = inputs[i];
+        } else if (CMT_GROW(list, cap, len + 1, 64) || !(list[len] = strdup(inputs[i]))) {
+            rc = CMT_ENOMEM;
+        } else {
+            len++;
+        }
+    }
+    if (rc) {
+        for (size_t i = 0; i < len; i++)
+            free(list[i]);
+        free(list);
+        return rc;
+    }
+    *paths = list;
+    *count = len;
+    return 0;
+}
+
+/* ---- one trace ---- */
+
+struct signal_seen {
+    uint64_t t_ns;
+    int seen;
+};
+
+static unsigned signal_step(struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    (void)rp;
+    struct signal_seen *s = self->ctx;
+    if (st->rec.type == CMT_REC_SIGNAL && !s->seen) {
+        s->t_ns = st->rec.u.signal.t_ns;
+        s->seen = 1;
+    }
+    return CMT_OBSERVE_RECORD;
+}
+
+/* "argv[0] argv[1] ..." (at most 16 arguments). */
+static char *join_command(const struct cmt_process *proc)
+{
+    size_t len = 1;
+    uint32_t n = proc->argc < 16 ? proc->argc : 16;
+    for (uint32_t i = 0; i < n; i++)
+        len += strlen(proc->argv[i]) + 1;
+    char *s = malloc(len);
+    if (!s)
+        return NULL;
+    s[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            strcat(s, " ");
+        strcat(s, proc->argv[i]);
+    }
+    return s;
+}
+
+static int copy_process(struct cmt_fleet_process *p, const cmt_reader *r)
+{
+    const struct cmt_process *proc = cmt_reader_process(r);
+    if (!proc)
+        return 0;
+    p->have_process = 1;
+    p->pid = proc->pid;
+    p->ppid = proc->ppid;
+    p->rank = proc->rank;
+    p->local_rank = proc->local_rank;
+    p->world_size = proc->world_size;
+    p->start_wall_ns = proc->start_wall_ns;
+    p->start_mono_ns = proc->start_mono_ns;
+    p->host = dup_or_null(proc->hostname && *proc->hostname ? proc->hostname : NULL);
+    p->job_id = dup_or_null(proc->job_id);
+    p->exe = dup_or_null(proc->exe);
+    p->command = join_command(proc);
+    for (size_t i = 0; i < cmt_reader_env_count(r); i++) {
+        const struct cmt_env *env = cmt_reader_env(r, i);
+        if (env && !strcmp(env->name, "CUDA_VISIBLE_DEVICES")) {
+            free(p->visible_devices);
+            p->visible_devices = dup_or_null(env->value);
+        }
+    }
+    return p->command && (!proc->hostname || !*proc->hostname || p->host) ? 0 : CMT_ENOMEM;
+}
+
+static int copy_devices(struct cmt_fleet_process *p, const cmt_replay *rp)
+{
+    uint32_t slots = cmt_replay_device_count(rp);
+    p->devices = calloc(slots ? slots : 1, sizeof *p->devices);
+    if (!p->devices)
+        return CMT_ENOMEM;
+    uint64_t best = 0;
+    for (uint32_t s = 0; s < slots; s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (!d || (!d->alloc_calls && !d->total_bytes) || (d->dev < 0 && !d->peak_live_bytes))
+            continue;
+        struct cmt_fleet_device *fd = &p->devices[p->device_count++];
+        fd->dev = d->dev;
+        fd->name = dup_or_null(d->name);
+        fd->total_bytes = d->total_bytes;
+        fd->peak_live_bytes = d->peak_live_bytes;
+        fd->peak_t_ns = d->peak_t_ns;
+        fd->alloc_calls = d->alloc_calls;
+        fd->failures = d->failures;
+        fd->oom_failures = d->oom_failures;
+        if (d->dev >= 0 && (p->busiest_dev < 0 || d->peak_live_bytes > best)) {
+            p->busiest_dev = d->dev;
+            best = d->peak_live_bytes;
+        }
+        if (d->name && !fd->name)
+            return CMT_ENOMEM;
+    }
+    return 0;
+}
+
+static int copy_episodes(struct cmt_fleet_process *p, const cmt_oom *oom)
+{
+    uint32_t n = cmt_oom_count(oom);
+    p->episodes = calloc(n ? n : 1, sizeof *p->episodes);
+    if (!p->episodes)
+        return CMT_ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        struct cmt_fleet_episode *fe = &p->episodes[i];
+        fe->e = *cmt_oom_episode(oom, i);
+        fe->e.api = NULL; /* the reader's string: gone with it */
+        fe->wall_ns = p->start_wall_ns + fe->e.t_ns;
+        fe->mono_ns = p->start_mono_ns + fe->e.t_ns;
+        if (fe->e.fatal && p->failure == CMT_FLEET_NO_FAILURE) {
+            p->failure = CMT_FLEET_FAILED_OOM;
+            p->failure_t_ns = fe->e.t_ns;
+        }
+    }
+    p->episode_count = n;
+    return 0;
+}
+
+static int copy_series(struct cmt_fleet_process *p, const struct cmt_timeline *tl)
+{
+    for (uint32_t i = 0; i < tl->device_count; i++) {
+        const struct cmt_timeline_device *d = &tl->devices[i];
+        if (d->dev != p->busiest_dev || !tl->max_points)
+            continue;
+        p->series = malloc(tl->max_points * sizeof *p->series);
+        if (!p->series)
+            return CMT_ENOMEM;
+        memcpy(p->series, d->points, tl->max_points * sizeof *p->series);
+        p->series_count = tl->max_points;
+        p->series_width = tl->width;
+    }
+    return 0;
+}
+
+static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt_replay *rp,
+                     const cmt_oom *oom, const struct cmt_timeline *tl,
+                     const struct signal_seen *sig)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    p->events = t->events;
+    p->duration_ns = t->last_t_ns;
+    p->peak_live_bytes = t->peak_live_bytes;
+    p->peak_t_ns = t->peak_t_ns;
+    p->failures = t->failures;
+    p->oom_failures = t->oom_failures;
+    p->clean_exit = t->ended;
+    p->signaled = t->signaled;
+    p->signo = t->signo;
+    p->signal_t_ns = sig->seen ? sig->t_ns : t->last_t_ns;
+    int rc = copy_process(p, r);
+    if (!rc)
+        rc = copy_devices(p, rp);
+    if (!rc)
+        rc = copy_episodes(p, oom);
+    if (!rc && p->failure == CMT_FLEET_NO_FAILURE && p->signaled) {
+        p->failure = CMT_FLEET_FAILED_SIGNAL;
+        p->failure_t_ns = p->signal_t_ns;
+    }
+    return rc ? rc : copy_series(p, tl);
+}
+
+/* @return 0 (also for a trace that cannot be read: p->error says why), or CMT_ENOMEM. */
+static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
+{
+    cmt_reader *r = NULL;
+    cmt_replay *rp = NULL;
+    cmt_oom *oom = NULL;
+    struct cmt_timeline tl;
+    int have_tl = 0;
+    p->rank = p->local_rank = p->world_size = -1;
+    p->busiest_dev = -1;
+    p->error = cmt_reader_open_file(&r, p->path, &p->sys_errno);
+    if (p->error)
+        return p->error == CMT_ENOMEM ? CMT_ENOMEM : 0;
+    int rc = cmt_replay_create(&rp, r);
+    if (!rc)
+        rc = cmt_oom_create(&oom);
+    if (!rc && !(rc = cmt_timeline_init(&tl, series_points)))
+        have_tl = 1;
+    if (!rc) {
+        struct signal_seen sig = {0};
+        struct cmt_observer obs[3] = {
+            cmt_oom_observer(oom),
+            cmt_timeline_observer(&tl),
+            {.wants = CMT_OBSERVE_RECORD, .step = signal_step, .ctx = &sig}};
+        int run = cmt_replay_run(rp, obs, 3);
+        if (run == CMT_ENOMEM)
+            rc = run;
+        else {
+            p->damage = run;
+            rc = summarise(p, r, rp, oom, &tl, &sig);
+        }
+    }
+    if (have_tl)
+        cmt_timeline_free(&tl);
+    cmt_oom_destroy(oom);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+    return rc;
+}
+
+/* ---- in parallel ---- */
+
+struct pool {
+    struct cmt_fleet_process *processes;
+    size_t n;
+    uint32_t series_points;
+    atomic_size_t next;
+    atomic_int failed; /* CMT_ENOMEM somewhere */
+};
+
+static void *worker(void *arg)
+{
+    struct pool *pl = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&pl->next, 1);
+        if (i >= pl->n || atomic_load(&pl->failed))
+            break;
+        if (load_one(&pl->processes[i], pl->series_points))
+            atomic_store(&pl->failed, CMT_ENOMEM);
+    }
+    return NULL;
+}
+
+static int load_all(struct pool *pl, unsigned jobs)
+{
+    pthread_t threads[64];
+    unsigned started = 0;
+    if (jobs > 64)
+        jobs = 64;
+    if (jobs > pl->n)
+        jobs = (unsigned)pl->n;
+    for (unsigned i = 1; i < jobs; i++) /* the caller's thread is the first worker */
+        if (pthread_create(&threads[started], NULL, worker, pl) == 0)
+            started++;
+    worker(pl);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    return atomic_load(&pl->failed);
+}
+
+static int by_rank_host_pid(const void *a, const void *b)
+{
+    const struct cmt_fleet_process *x = a, *y = b;
+    if ((x->rank < 0) != (y->rank < 0))
+        return x->rank < 0 ? 1 : -1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    int h = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+    if (h)
+        return h;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+int cmt_fleet_load(struct cmt_fleet *fleet, const char *const *paths, size_t n,
+                   const struct cmt_fleet_options *options)
+{
+    memset(fleet, 0, sizeof *fleet);
+    fleet->first_failure = -1;
+    fleet->processes = calloc(n ? n : 1, sizeof *fleet->processes);
+    if (!fleet->processes)
+        return CMT_ENOMEM;
+    fleet->count = (uint32_t)n;
+    for (size_t i = 0; i < n; i++)
+        if (!(fleet->processes[i].path = strdup(paths[i]))) {
+            cmt_fleet_free(fleet);
+            return CMT_ENOMEM;
+        }
+    unsigned jobs = options && options->jobs ? options->jobs
+                                             : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    struct pool pl = {.processes = fleet->processes,
+                      .n = n,
+                      .series_points = options && options->series_points ? options->series_points
+                                                                         : 512};
+    atomic_init(&pl.next, 0);
+    atomic_init(&pl.failed, 0);
+    int rc = load_all(&pl, jobs ? jobs : 1);
+    if (!rc) {
+        qsort(fleet->processes, n, sizeof *fleet->processes, by_rank_host_pid);
+        rc = cmt__fleet_derive(fleet);
+    }
+    if (rc)
+        cmt_fleet_free(fleet);
+    return rc;
+}
+
+void cmt_fleet_free(struct cmt_fleet *fleet)
+{
+    for (uint32_t i = 0; fleet->processes && i < fleet->count; i++) {
+        struct cmt_fleet_process *p = &fleet->processes[i];
+        for (uint32_t d = 0; d < p->device_count; d++) {
+            free(p->devices[d].name);
+            free(p->devices[d].gpu);
+        }
+        free(p->devices);
+        free(p->episodes);
+        free(p->series);
+        free(p->path);
+        free(p->host);
+        free(p->job_id);
+        free(p->exe);
+        free(p->command);
+        free(p->visible_devices);
+    }
+    for (uint32_t g = 0; fleet->gpus && g < fleet->gpu_count; g++) {
+        free(fleet->gpus[g].key);
+        free(fleet->gpus[g].members);
+    }
+    free(fleet->processes);
+    free(fleet->ranks);
+    free(fleet->gpus);
+    memset(fleet, 0, sizeof *fleet);
+}

@@ -1,0 +1,276 @@
+/* cmd_html.c — `cumemtrace html [-o OUT.html] [--points N] [--whatif|--no-whatif] FILE [FILE2]`:
+ * one self-contained HTML report of one run, or of two runs and their diff.
+ *
+ * Two passes per trace: the first runs oom, report and diff's side and chooses the call-site
+ * groups the chart stacks (the groups can only be chosen once the peak is known); the second
+ * fills the series stacked by those groups and, when a what-if applies, collects the
+ * tensor-level stream. html_page.c writes the page. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmt_error.h"
+#include "commands.h"
+#include "html.h"
+#include "output.h"
+#include "progress.h"
+
+#define CMD "html"
+#define GROUPS 10
+#define DEFAULT_POINTS 1500
+#define WHATIF_EVENT_LIMIT UINT64_C(20000000) /* above it --whatif is needed */
+#define DIFF_SITES 15
+
+static const char usage[] =
+    "usage: cumemtrace html [-o OUT.html] [--points N] [--whatif | --no-whatif] FILE [FILE2]\n"
+    "\n"
+    "Writes one self-contained HTML file (no network needed, opens from file://): the summary,\n"
+    "per device an interactive memory timeline stacked by the top call sites with the device's\n"
+    "capacity, the memory held by other processes and the out-of-memory failures (zoom with the\n"
+    "wheel, pan by dragging, hover for the stack under the cursor), each OOM's figures, verdict\n"
+    "and holders, the what-if table of allocator settings when the trace allows one, and the\n"
+    "leaks at exit. With FILE2, both runs on one time axis and the call sites that changed most.\n"
+    "\n"
+    "  -o OUT        the page (default: FILE without .cmt, plus .html)\n"
+    "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
+    "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
+    "  --no-whatif   never run it\n"
+    "  -h, --help    this help\n";
+
+struct options {
+    const char *out, *paths[2];
+    size_t npaths;
+    uint32_t points;
+    int whatif; /* 1 forced, 0 never, -1 default */
+};
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    o->points = DEFAULT_POINTS;
+    o->whatif = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *v;
+        if (cmt__is(arg, "-h", "--help")) {
+            fputs(usage, stdout);
+            return -1;
+        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
+            if (!v || !*v)
+                return cmt__usage_error(CMD, "-o needs an output file");
+            o->out = v;
+        } else if (cmt__value_option(argc, argv, &i, "--points", NULL, &v)) {
+            char *end;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || end == v || *end || n < 2 || n > 100000)
+                return cmt__usage_error(CMD, "--points wants 2..100000, got '%s'", v ? v : "");
+            o->points = (uint32_t)n;
+        } else if (cmt__is(arg, "--whatif", "--no-whatif")) {
+            int want = strcmp(arg, "--whatif") == 0;
+            if (o->whatif >= 0 && o->whatif != want)
+                return cmt__usage_error(CMD, "--whatif and --no-whatif conflict: choose one");
+            o->whatif = want;
+        } else if (arg[0] == '-' && arg[1]) {
+            return cmt__usage_error(CMD, "unknown option '%s'", arg);
+        } else if (o->npaths == 2) {
+            return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", arg);
+        } else {
+            o->paths[o->npaths++] = arg;
+        }
+    }
+    if (!o->npaths)
+        return cmt__usage_error(CMD, "missing trace FILE");
+    return 0;
+}
+
+/* The what-if sweep of a collected stream: PyTorch's defaults, the max_split_size_mb ladder
+ * around the failing request, and expandable segments. */
+static void whatif_sweep(struct cmt__html_run *run, const struct cmt_whatif_stream *s)
+{
+    if (s->caching_detected) {
+        snprintf(run->whatif_reason, sizeof run->whatif_reason,
+                 "the trace looks recorded through a caching allocator (%s); record with "
+                 "PYTORCH_NO_CUDA_MEMORY_CACHING=1 for a what-if",
+                 s->caching_reason);
+        return;
+    }
+    if (!s->has_capacity) {
+        snprintf(run->whatif_reason, sizeof run->whatif_reason,
+                 "the trace does not say how much device memory was free");
+        return;
+    }
+    uint64_t capacity = s->device_free;
+    uint64_t total = s->device_total > capacity ? s->device_total : capacity;
+    struct cmt_whatif_setting settings[CMT__HTML_WHATIF_MAX], base;
+    cmt_whatif_setting_default(&base);
+    uint64_t split[6];
+    size_t n = cmt_whatif_default_splits(s, capacity, total, &base, split);
+    for (size_t i = 0; i < n; i++) {
+        settings[i] = base;
+        settings[i].max_split_size = split[i];
+    }
+    settings[n] = base;
+    settings[n++].expandable_segments = true;
+    if (cmt_whatif_run(s, capacity, total, settings, n, 0, run->whatif) != 0) {
+        snprintf(run->whatif_reason, sizeof run->whatif_reason, "the sweep could not run");
+        return;
+    }
+    struct cmt_whatif_recommendation rec;
+    cmt_whatif_recommend(run->whatif, n, &rec);
+    run->whatif_count = n;
+    run->whatif_best = rec.best;
+    run->whatif_capacity = capacity;
+    run->have_whatif = 1;
+}
+
+/* Whether this run gets a what-if, or why not. */
+static int want_whatif(const struct options *o, struct cmt__html_run *run)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(run->pass.replay);
+    if (o->whatif == 0) {
+        snprintf(run->whatif_reason, sizeof run->whatif_reason, "not asked for (--no-whatif)");
+        return 0;
+    }
+    if (o->whatif < 0 && t->events > WHATIF_EVENT_LIMIT) {
+        snprintf(run->whatif_reason, sizeof run->whatif_reason,
+                 "%" PRIu64 " events: longer than the default limit (--whatif runs it)", t->events);
+        return 0;
+    }
+    return 1;
+}
+
+/* The second pass, over the first pass's reader rewound (its tables stay): the series stacked
+ * by the chosen groups, and the what-if's stream. @return 0, or 1 after saying why. */
+static int second_pass(const struct options *o, struct cmt__html_run *run)
+{
+    const char *path = run->pass.path;
+    cmt_reader *r = run->pass.reader;
+    cmt_replay *rp = NULL;
+    struct cmt_whatif_stream stream;
+    struct cmt_whatif_collector *wc = NULL;
+    int whatif = want_whatif(o, run);
+    cmt_reader_rewind(r);
+    if (cmt_replay_create(&rp, r) != 0 ||
+        cmt_site_timeline_init(&run->series, o->points, &run->groups) != 0 ||
+        (whatif && cmt_whatif_collector_create(&wc, &stream) != 0)) {
+        fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
+        cmt_replay_destroy(rp);
+        return 1;
+    }
+    run->have_series = 1;
+    struct cmt_observer obs[3];
+    size_t n = 0;
+    struct cmt__progress progress;
+    struct stat st;
+    if (cmt__progress_wanted(stderr)) {
+        cmt__progress_init(&progress, stderr, CMD, path, 1,
+                           stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
+        obs[n++] = cmt__progress_observer(&progress);
+    }
+    obs[n++] = cmt_site_timeline_observer(&run->series);
+    if (wc)
+        obs[n++] = cmt_whatif_observer(wc);
+    int rc = cmt_replay_run(rp, obs, n);
+    if (n && obs[0].ctx == &progress)
+        cmt__progress_done(&progress);
+    if (wc) {
+        char err[256] = "";
+        if (cmt_whatif_collector_end(wc, rc, err, sizeof err) == 0) {
+            whatif_sweep(run, &stream);
+            cmt_whatif_stream_free(&stream);
+        } else {
+            snprintf(run->whatif_reason, sizeof run->whatif_reason, "%s", err);
+        }
+        cmt_whatif_collector_destroy(wc);
+    }
+    cmt_replay_destroy(rp);
+    if (rc == CMT_ENOMEM || run->series.failed) {
+        fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
+        return 1;
+    }
+    return 0;
+}
+
+static int collect(const struct options *o, struct cmt__html_run *run, const char *path)
+{
+    unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT | (o->npaths == 2 ? CMT__PASS_DIFF : 0);
+    if (cmt__pass_run(&run->pass, CMD, path, want, NULL) != 0)
+        return 1;
+    if (cmt_site_groups_choose(run->pass.replay, GROUPS, &run->groups) != 0) {
+        fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
+        return 1;
+    }
+    return second_pass(o, run);
+}
+
+static void release(struct cmt__html_run *run)
+{
+    cmt_site_timeline_free(&run->series);
+    cmt_site_groups_free(&run->groups);
+    cmt__pass_close(&run->pass);
+}
+
+/* FILE without ".cmt", plus ".html". */
+static char *default_out(const char *path)
+{
+    size_t n = strlen(path);
+    if (n > 4 && strcmp(path + n - 4, ".cmt") == 0)
+        n -= 4;
+    char *out = malloc(n + 6);
+    if (out)
+        snprintf(out, n + 6, "%.*s.html", (int)n, path);
+    return out;
+}
+
+static int write_page(const char *out, struct cmt__html_run *runs, size_t nruns)
+{
+    struct cmt_site_delta *deltas = NULL;
+    size_t ndeltas = 0;
+    if (nruns == 2 && cmt_diff_sites(&runs[0].pass.diff, &runs[1].pass.diff, &deltas, &ndeltas))
+        ndeltas = 0;
+    FILE *f = fopen(out, "w");
+    int bad = !f ||
+              cmt__html_write(f, runs, nruns, deltas, ndeltas < DIFF_SITES ? ndeltas : DIFF_SITES);
+    long size = f ? ftell(f) : 0;
+    if ((f && fclose(f) != 0) || bad) {
+        fprintf(stderr, "cumemtrace %s: %s: cannot write the report\n", CMD, out);
+        free(deltas);
+        return 1;
+    }
+    free(deltas);
+    char a[32], summary[1024];
+    printf("%s: %s\n", runs[nruns - 1].pass.path,
+           cmt__html_summary(&runs[nruns - 1], summary, sizeof summary));
+    printf("wrote %s (%s)\n", out, cmt__bytes((uint64_t)size, a));
+    return 0;
+}
+
+int cmt_cmd_html(int argc, char **argv)
+{
+    struct options o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    struct cmt__html_run *runs = calloc(2, sizeof *runs);
+    char *out = o.out ? NULL : default_out(o.paths[0]);
+    int status = 1;
+    size_t n = 0;
+    if (!runs || (!o.out && !out)) {
+        fprintf(stderr, "cumemtrace %s: out of memory\n", CMD);
+        goto done;
+    }
+    for (; n < o.npaths; n++)
+        if (collect(&o, &runs[n], o.paths[n]) != 0) {
+            release(&runs[n]);
+            goto done;
+        }
+    status = write_page(o.out ? o.out : out, runs, n);
+    for (size_t i = 0; i < n && !status; i++)
+        status = cmt__pass_status(&runs[i].pass);
+done:
+    for (size_t i = 0; runs && i < n; i++)
+        release(&runs[i]);
+    free(runs);
+    free(out);
+    return status;
+}

@@ -1,0 +1,96 @@
+/* cmd_import.c — `cumemtrace import [-o OUT.cmt] SNAPSHOT`: a PyTorch memory snapshot
+ * converted to a trace of allocator-level records (tools/snapshot/snapshot_trace.h says what
+ * the trace holds). Every analysis command also reads a snapshot directly; this writes the
+ * conversion to a file once. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "output.h"
+#include "snapshot_trace.h"
+
+static const char usage[] =
+    "usage: cumemtrace import [-o OUT.cmt] SNAPSHOT\n\n"
+    "Converts a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot(), or a pickle of\n"
+    "torch.cuda.memory._snapshot() or torch.cuda.memory_snapshot()) into a trace: the\n"
+    "allocator settings, the devices, the segments and blocks that predate the recorded\n"
+    "window, every trace entry as an allocator event, and the Python/C++ frames as\n"
+    "symbolized stacks. Every analysis command also accepts a snapshot in place of a trace.\n\n"
+    "  -o, --output OUT   where to write the trace (default: SNAPSHOT's name with .cmt in\n"
+    "                     place of .pickle/.pkl, in the current directory)\n";
+
+/* SNAPSHOT's base name with .pickle/.pkl/.pt replaced by .cmt (or .cmt appended). */
+static void default_output(const char *snapshot, char *out, size_t size)
+{
+    const char *base = strrchr(snapshot, '/');
+    base = base ? base + 1 : snapshot;
+    size_t n = strlen(base);
+    static const char *const exts[] = {".pickle", ".pkl", ".pt"};
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++) {
+        size_t e = strlen(exts[k]);
+        if (n > e && strcmp(base + n - e, exts[k]) == 0) {
+            n -= e;
+            break;
+        }
+    }
+    snprintf(out, size, "%.*s.cmt", (int)n, base);
+}
+
+int cmt_cmd_import(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (cmt__is(argv[i], "-o", "--output")) {
+            if (++i == argc)
+                return cmt__usage_error("import", "%s needs a file name", argv[i - 1]);
+            out = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return cmt__usage_error("import", "unknown option '%s'", argv[i]);
+        } else if (in) {
+            return cmt__usage_error("import", "one SNAPSHOT at a time ('%s' and '%s')", in,
+                                    argv[i]);
+        } else {
+            in = argv[i];
+        }
+    }
+    if (!in)
+        return cmt__usage_error("import", "missing SNAPSHOT");
+    const char *why = cmt__not_a_file(in);
+    if (why) {
+        fprintf(stderr, "cumemtrace import: %s: %s\n", in, why);
+        return 1;
+    }
+    char fallback[4096];
+    if (!out) {
+        default_output(in, fallback, sizeof fallback);
+        out = fallback;
+    }
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "cumemtrace import: %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    struct cmt_snapshot_trace_stats st;
+    int rc = cmt__snapshot_convert("import", in, fd, &st);
+    if (close(fd) != 0 && !rc) {
+        fprintf(stderr, "cumemtrace import: %s: %s\n", out, strerror(errno));
+        rc = -1;
+    }
+    if (rc) {
+        unlink(out);
+        return 1;
+    }
+    printf("cumemtrace: imported %s into %s: %llu allocator events (%llu segment%s and %llu "
+           "block%s from before the recorded window), %llu stack frames\n",
+           in, out, (unsigned long long)st.events, (unsigned long long)st.before_segments,
+           st.before_segments == 1 ? "" : "s", (unsigned long long)st.before_blocks,
+           st.before_blocks == 1 ? "" : "s", (unsigned long long)st.stack_nodes);
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* fleet_cli.h — internal: the analysis commands over several traces or a directory (one
+ * trace per process or rank: tools/analysis/fleet.h computes, these present). One trace file
+ * given alone keeps each command's single-trace output, byte for byte. */
+#ifndef CMT__FLEET_CLI_H
+#define CMT__FLEET_CLI_H
+
+#include <stdint.h>
+
+#include "fleet.h"
+
+/* The options the several-trace forms take (CMT__FA_*: which ones a command accepts). */
+enum { CMT__FA_JSON = 1, CMT__FA_CSV = 2, CMT__FA_POINTS = 4, CMT__FA_FAIL_PCT = 8 };
+struct cmt__fleet_args {
+    int json, csv;
+    unsigned jobs;   /* --jobs N, 0: the processors */
+    uint32_t points; /* --points N, 0: the command's default */
+    int have_fail;   /* --fail-if-peak-grows PCT */
+    double fail_pct;
+    const char **inputs; /* files and directories, in order (argv's) */
+    int ninputs;
+};
+
+/* Whether argv asks for the several-trace form: more positional arguments than `alone`
+ * (1, or 2 for diff), a directory among them, or --jobs. `value_options` (NULL-terminated)
+ * are the options that take a value. */
+int cmt__fleet_wanted(int argc, char **argv, int alone, const char *const *value_options);
+
+/* Parses the several-trace form. @return -1 to go on with *a set (free a->inputs); otherwise
+ * the exit status (0 after --help, 2 after a usage error). */
+int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, unsigned allowed,
+                     struct cmt__fleet_args *a);
+
+/* Lists and loads the traces of inputs[0..n). Each unreadable trace gets one line on stderr
+ * and is left out of the figures. @return 0 with *fleet loaded; 1 after printing why there is
+ * nothing to show (no trace, none readable, out of memory). */
+int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned jobs,
+                    struct cmt_fleet *fleet);
+
+/* "rank 2 (pid 4242 on host)" or "pid 4242 on host". @return buf. */
+const char *cmt__fleet_who(const struct cmt_fleet_process *p, char *buf, size_t size);
+/* "2026-12-01 11:46:07.123 UTC". @return buf. */
+const char *cmt__wall_time(uint64_t wall_ns, char buf[40]);
+/* The JSON keys every several-trace form gives a process: file, pid, rank (null unknown),
+ * local_rank, world_size, host, job_id, command. */
+struct cmt__json;
+void cmt__fleet_json_who(struct cmt__json *j, const struct cmt_fleet_process *p);
+
+/* The several-trace forms of report, timeline and diff (fleet_report.c, fleet_timeline.c);
+ * oom's is in cmd_oom.c. @return the exit status. */
+int cmt__fleet_report(int argc, char **argv, const char *usage);
+int cmt__fleet_timeline(int argc, char **argv, const char *usage);
+int cmt__fleet_diff(int argc, char **argv, const char *usage);
+
+#endif

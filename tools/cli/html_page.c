@@ -1,0 +1,384 @@
+/* html_page.c — the self-contained HTML report: the embedded template with the runs' data as
+ * one JSON object (keys in docs/html-report.md). The charts are drawn by the template's
+ * script from that data; nothing here computes an analysis. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frames.h"
+#include "html.h"
+#include "oom.h"
+#include "output.h"
+#include "report.h"
+#include "sites.h"
+
+#define NAME_SIZE 1024
+#define SCHEMA 1
+
+static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
+{
+    char req[32], proc[32], tot[32], fr[32], oth[32];
+    cmt__bytes(e->request_bytes, req);
+    cmt__bytes(e->process_bytes, proc);
+    cmt__bytes(e->total_bytes, tot);
+    cmt__bytes(e->free_bytes, fr);
+    cmt__bytes(e->others_bytes, oth);
+    switch (e->verdict) {
+    case CMT_VERDICT_OVER_CAPACITY:
+        snprintf(buf, size, "the request is larger than the whole device (%s)", tot);
+        break;
+    case CMT_VERDICT_FRAGMENTATION:
+        snprintf(buf, size, "%s was free, enough for it, but fragmented", fr);
+        break;
+    case CMT_VERDICT_HELD_BY_OTHERS:
+        snprintf(buf, size, "other processes held %s of the %s device, more than this process's %s",
+                 oth, tot, proc);
+        break;
+    default:
+        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s)",
+                 proc, tot, oth, fr);
+    }
+}
+
+const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t size)
+{
+    const struct cmt__pass *p = &run->pass;
+    const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
+    char a[32], b[32], dev[160], why[320];
+    uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
+    if (n) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, 0);
+        verdict_sentence(e, why, sizeof why);
+        snprintf(buf, size, "Out of memory%s: %s of %s on %s failed at %s (%s): %s.",
+                 n > 1 ? " (first of several)" : "", e->api, cmt__bytes(e->request_bytes, a),
+                 cmt__device_label(p->replay, e->dev, dev, sizeof dev), cmt__duration(e->t_ns, b),
+                 cmt_verdict_name(e->verdict), why);
+    } else if (t->peak_live_bytes) {
+        snprintf(buf, size,
+                 "No out-of-memory failure: device memory peaked at %s, %s into the run (%" PRIu64
+                 " allocation calls).",
+                 cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b), t->alloc_calls);
+    } else {
+        snprintf(buf, size, "No device memory was allocated.");
+    }
+    return buf;
+}
+
+static void group_json(struct cmt__json *j, const cmt_reader *r, const char *name, uint32_t stack,
+                       uint64_t at_peak, uint64_t own_peak)
+{
+    cmt__json_object(j, NULL);
+    cmt__json_string(j, "name", name);
+    cmt__json_stack(j, "stack", r, stack);
+    cmt__json_u64(j, "at_peak_bytes", at_peak);
+    cmt__json_u64(j, "own_peak_bytes", own_peak);
+    cmt__json_end_object(j);
+}
+
+/* A group's name: its call-site frame, and where two groups would read the same (one call
+ * site reached from two callers), the frames after it up to where they differ. */
+static void group_names(const cmt_reader *r, const struct cmt_site_groups *g,
+                        char names[][NAME_SIZE])
+{
+    char keys[CMT_SITE_GROUPS_MAX][NAME_SIZE];
+    for (uint32_t k = 0; k < g->count; k++) {
+        cmt_stack_top(r, g->stack[k], names[k], NAME_SIZE);
+        cmt_site_key(r, g->stack[k], keys[k], NAME_SIZE);
+    }
+    int twin[CMT_SITE_GROUPS_MAX]; /* another group of the same name, or -1 */
+    for (uint32_t k = 0; k < g->count; k++) {
+        twin[k] = -1;
+        for (uint32_t o = 0; o < g->count && twin[k] < 0; o++)
+            if (o != k && strcmp(names[k], names[o]) == 0)
+                twin[k] = (int)o;
+    }
+    for (uint32_t k = 0; k < g->count; k++) {
+        if (twin[k] < 0)
+            continue;
+        /* the key's frames up to and including the first that differs from the twin's */
+        const char *other = keys[twin[k]];
+        size_t n = 0, len = strlen(keys[k]);
+        while (n < len && keys[k][n] == other[n])
+            n++;
+        const char *cut = strstr(keys[k] + n, " <- ");
+        snprintf(names[k], NAME_SIZE, "%.*s", (int)(cut ? (size_t)(cut - keys[k]) : len), keys[k]);
+    }
+}
+
+static void groups_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    const struct cmt_site_groups *g = &run->groups;
+    static char names[CMT_SITE_GROUPS_MAX][NAME_SIZE];
+    group_names(run->pass.reader, g, names);
+    cmt__json_array(j, "groups");
+    for (uint32_t k = 0; k < g->count; k++)
+        group_json(j, run->pass.reader, names[k], g->stack[k], g->at_peak_bytes[k],
+                   g->own_peak_bytes[k]);
+    group_json(j, run->pass.reader, "other call sites", 0, g->at_peak_bytes[g->count],
+               g->own_peak_bytes[g->count]);
+    cmt__json_end_array(j);
+}
+
+/* The points of a device's series as parallel arrays (only buckets that saw an event). */
+static void points_json(struct cmt__json *j, const struct cmt_site_timeline *tl,
+                        const struct cmt_site_timeline_device *d)
+{
+    static const char *const keys[] = {"t", "live", "lt", "llive", "oom"};
+    for (int col = 0; col < 5; col++) {
+        cmt__json_array(j, keys[col]);
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_site_timeline_point *p = &d->points[i];
+            uint64_t v[] = {p->t_ns, p->live_bytes, p->last_t_ns, p->last_live_bytes, p->oom};
+            if (p->used)
+                cmt__json_u64(j, NULL, v[col]);
+        }
+        cmt__json_end_array(j);
+    }
+    for (int last = 0; last < 2; last++) {
+        cmt__json_array(j, last ? "lg" : "g");
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            if (!d->points[i].used)
+                continue;
+            const uint64_t *g = cmt_site_timeline_groups(tl, d, i, last);
+            cmt__json_array(j, NULL);
+            for (uint32_t k = 0; k < tl->group_count; k++)
+                cmt__json_u64(j, NULL, g[k]);
+            cmt__json_end_array(j);
+        }
+        cmt__json_end_array(j);
+    }
+    /* free/total samples: at their bucket's start, the most held by others, the last */
+    static const char *const skeys[] = {"t", "total", "others", "last"};
+    cmt__json_object(j, "samples");
+    for (int col = 0; col < 4; col++) {
+        cmt__json_array(j, skeys[col]);
+        for (uint32_t i = 0; i < tl->max_points; i++) {
+            const struct cmt_site_timeline_point *p = &d->points[i];
+            uint64_t v[] = {(uint64_t)i << tl->width_shift, p->total_bytes, p->others_bytes,
+                            p->last_others_bytes};
+            if (p->sampled)
+                cmt__json_u64(j, NULL, v[col]);
+        }
+        cmt__json_end_array(j);
+    }
+    cmt__json_end_object(j);
+}
+
+static void devices_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    const struct cmt_site_timeline *tl = &run->series;
+    char label[160];
+    cmt__json_array(j, "devices");
+    for (uint32_t s = 0; run->have_series && s < tl->device_count; s++) {
+        const struct cmt_site_timeline_device *d = &tl->devices[s];
+        const struct cmt_replay_device *rd = cmt_replay_device(run->pass.replay, d->dev);
+        if (!rd || !rd->peak_live_bytes)
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", d->dev);
+        cmt__json_string(j, "label",
+                         cmt__device_label(run->pass.replay, d->dev, label, sizeof label));
+        uint64_t total = rd->total_bytes ? rd->total_bytes : rd->baseline_total_bytes;
+        cmt__json_u64(j, "total_bytes", total);
+        cmt__json_u64(j, "peak_bytes", rd->peak_live_bytes);
+        cmt__json_u64(j, "peak_t_ns", rd->peak_t_ns);
+        cmt__json_u64(j, "bucket_ns", tl->width);
+        points_json(j, tl, d);
+        /* reserved for allocator-level records: [{"name", "t", "v"}] drawn as lines */
+        cmt__json_array(j, "lines");
+        cmt__json_end_array(j);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void oom_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    const struct cmt__pass *p = &run->pass;
+    char sentence[512], dev[160];
+    cmt__json_array(j, "ooms");
+    for (uint32_t i = 0; p->oom && i < cmt_oom_count(p->oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, i);
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", e->dev);
+        cmt__json_string(j, "device", cmt__device_label(p->replay, e->dev, dev, sizeof dev));
+        cmt__json_u64(j, "t_ns", e->t_ns);
+        cmt__json_u64(j, "seq", e->seq);
+        cmt__json_string(j, "api", e->api);
+        cmt__json_u64(j, "request_bytes", e->request_bytes);
+        cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
+        verdict_sentence(e, sentence, sizeof sentence);
+        cmt__json_string(j, "sentence", sentence);
+        cmt__json_u64(j, "attempts", e->attempts);
+        cmt__json_u64(j, "released_bytes", e->released_bytes);
+        cmt__json_bool(j, "fatal", e->fatal);
+        cmt__json_bool(j, "free_measured", e->have_meminfo);
+        cmt__json_u64(j, "free_bytes", e->free_bytes);
+        cmt__json_u64(j, "total_bytes", e->total_bytes);
+        cmt__json_u64(j, "process_bytes", e->process_bytes);
+        cmt__json_u64(j, "pool_retained_bytes", e->pool_retained_bytes);
+        cmt__json_u64(j, "others_bytes", e->others_bytes);
+        cmt__json_u64(j, "shortfall_bytes", e->shortfall_bytes);
+        cmt__json_u64(j, "hole_bytes", e->frag.hole_bytes);
+        cmt__json_u64(j, "largest_hole_bytes", e->frag.largest_hole);
+        cmt__json_stack(j, "stack", p->reader, e->stack);
+        cmt__json_array(j, "holders");
+        for (uint32_t h = 0; h < e->holder_count; h++) {
+            char top[512];
+            cmt__json_object(j, NULL);
+            cmt__json_string(j, "name",
+                             cmt_stack_top(p->reader, e->holders[h].stack, top, sizeof top));
+            cmt__json_u64(j, "bytes", e->holders[h].bytes);
+            cmt__json_u64(j, "count", e->holders[h].count);
+            cmt__json_stack(j, "stack", p->reader, e->holders[h].stack);
+            cmt__json_end_object(j);
+        }
+        cmt__json_end_array(j);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void leaks_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    const struct cmt__pass *p = &run->pass;
+    char top[512];
+    cmt__json_u64(j, "live_at_end_bytes", cmt_replay_totals(p->replay)->live_bytes);
+    cmt__json_array(j, "leaks");
+    for (size_t i = 0; i < p->report.leak_count; i++) {
+        const struct cmt_ranked_site *l = &p->report.leaks[i];
+        uint32_t stack = cmt_replay_site(p->replay, l->site)->stack;
+        cmt__json_object(j, NULL);
+        cmt__json_string(j, "name", cmt_stack_top(p->reader, stack, top, sizeof top));
+        cmt__json_u64(j, "bytes", l->bytes);
+        cmt__json_u64(j, "count", l->count);
+        cmt__json_stack(j, "stack", p->reader, stack);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+static void whatif_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    cmt__json_object(j, "whatif");
+    cmt__json_bool(j, "available", run->have_whatif);
+    if (!run->have_whatif) {
+        cmt__json_string(j, "reason", run->whatif_reason);
+        cmt__json_end_object(j);
+        return;
+    }
+    cmt__json_u64(j, "capacity_bytes", run->whatif_capacity);
+    cmt__json_i64(j, "best", run->whatif_best);
+    cmt__json_array(j, "rows");
+    for (size_t i = 0; i < run->whatif_count; i++) {
+        const struct cmt_whatif_result *res = &run->whatif[i];
+        char conf[256];
+        cmt_whatif_setting_conf(&res->setting, conf, sizeof conf);
+        cmt__json_object(j, NULL);
+        cmt__json_string(j, "conf", conf);
+        cmt__json_bool(j, "oom", res->oom);
+        cmt__json_u64(j, "peak_reserved_bytes", res->peak_reserved);
+        cmt__json_u64(j, "peak_allocated_bytes", res->peak_allocated);
+        cmt__json_u64(j, "inactive_split_at_peak_bytes", res->inactive_split_at_peak);
+        cmt__json_u64(j, "alloc_retries", res->alloc_retries);
+        cmt__json_u64(j, "device_alloc_calls", res->device_alloc_calls);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}
+
+static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(run->pass.replay);
+    char summary[1024];
+    cmt__json_object(j, NULL);
+    cmt__json_string(j, "file", run->pass.path);
+    cmt__json_string(j, "summary", cmt__html_summary(run, summary, sizeof summary));
+    cmt__json_u64(j, "events", t->events);
+    cmt__json_u64(j, "alloc_calls", t->alloc_calls);
+    cmt__json_u64(j, "peak_bytes", t->peak_live_bytes);
+    cmt__json_u64(j, "peak_t_ns", t->peak_t_ns);
+    cmt__json_u64(j, "end_t_ns", t->last_t_ns);
+    cmt__json_bool(j, "damaged", run->pass.damage < 0);
+    groups_json(j, run);
+    devices_json(j, run);
+    oom_json(j, run);
+    leaks_json(j, run);
+    whatif_json(j, run);
+    /* reserved for allocator-level records: the allocator's segments and blocks at each OOM */
+    cmt__json_null(j, "allocator");
+    cmt__json_end_object(j);
+}
+
+static void diff_json(struct cmt__json *j, const struct cmt__html_run *runs,
+                      const struct cmt_site_delta *deltas, size_t ndeltas)
+{
+    cmt__json_object(j, "diff");
+    cmt__json_array(j, "sites");
+    for (size_t i = 0; i < ndeltas; i++) {
+        const struct cmt_site_delta *d = &deltas[i];
+        cmt__json_object(j, NULL);
+        cmt__json_string(j, "name", d->key);
+        cmt__json_u64(j, "a_bytes", d->a);
+        cmt__json_u64(j, "b_bytes", d->b);
+        if (d->stack_b)
+            cmt__json_stack(j, "stack", runs[1].pass.reader, d->stack_b);
+        else
+            cmt__json_stack(j, "stack", runs[0].pass.reader, d->stack_a);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}
+
+/* The data object, written to a memory stream so that it can be made safe for a <script>. */
+static char *data_json(const struct cmt__html_run *runs, size_t nruns,
+                       const struct cmt_site_delta *deltas, size_t ndeltas, size_t *len)
+{
+    char *buf = NULL;
+    FILE *m = open_memstream(&buf, len);
+    if (!m)
+        return NULL;
+    struct cmt__json j;
+    cmt__json_init(&j, m);
+    cmt__json_object(&j, NULL);
+    cmt__json_u64(&j, "schema", SCHEMA);
+    cmt__json_string(&j, "generator", "cumemtrace " CMT_VERSION);
+    cmt__json_array(&j, "runs");
+    for (size_t i = 0; i < nruns; i++)
+        run_json(&j, &runs[i]);
+    cmt__json_end_array(&j);
+    if (nruns == 2)
+        diff_json(&j, runs, deltas, ndeltas);
+    cmt__json_end_object(&j);
+    if (fclose(m) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+int cmt__html_write(FILE *f, const struct cmt__html_run *runs, size_t nruns,
+                    const struct cmt_site_delta *deltas, size_t ndeltas)
+{
+    const char *tpl = cmt__html_template, *marker = strstr(tpl, CMT__HTML_MARKER);
+    if (!marker)
+        return -1;
+    size_t len;
+    char *data = data_json(runs, nruns, deltas, ndeltas, &len);
+    if (!data)
+        return -1;
+    fwrite(tpl, 1, (size_t)(marker - tpl), f);
+    /* inside <script>, "</script>" or "<!--" in a trace's string would end the data: '<' only
+     * occurs inside JSON strings, where \u003c means the same */
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] == '<')
+            fputs("\\u003c", f);
+        else
+            fputc(data[i], f);
+    }
+    fputs(marker + strlen(CMT__HTML_MARKER), f);
+    free(data);
+    return ferror(f) ? -1 : 0;
+}
