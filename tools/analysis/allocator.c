@@ -7,8 +7,10 @@
 #include "cmt_error.h"
 #include "cmt_grow.h"
 #include "frames.h"
+#include "replay_map.h"
 
-#define MAX_STATES 4096 /* (allocator, device) pairs a hostile trace may make us keep */
+#define MAX_STATES 4096   /* (allocator, device) pairs a hostile trace may make us keep */
+#define MAX_UNPLACED 4096 /* blocks awaiting their segment that are looked for when one comes */
 
 struct cmt_alloc {
     struct cmt_alloc_device *devs;
@@ -31,7 +33,10 @@ void cmt_alloc_destroy(cmt_alloc *a)
         return;
     for (size_t i = 0; i < a->dev_count; i++) {
         free(a->devs[i].segments);
-        free(a->devs[i].blocks);
+        free(a->devs[i].unplaced);
+        if (a->devs[i].block_map)
+            cmt__map_free(a->devs[i].block_map);
+        free(a->devs[i].block_map);
     }
     free(a->devs);
     free(a->settings);
@@ -97,13 +102,13 @@ const struct cmt_alloc_settings *cmt_alloc_settings(const cmt_alloc *a, uint32_t
     return NULL;
 }
 
-uint64_t cmt_alloc_conf_max_split(const char *conf)
+/* A "KEY:N" value of conf in MiB, as bytes. @return 0 when absent or beyond any device. */
+static uint64_t conf_mb(const char *conf, const char *key)
 {
-    static const char key[] = "max_split_size_mb";
     const char *p = conf ? strstr(conf, key) : NULL;
     if (!p)
         return 0;
-    p += sizeof key - 1;
+    p += strlen(key);
     while (*p == ' ' || *p == ':')
         p++;
     uint64_t mb = 0;
@@ -113,6 +118,17 @@ uint64_t cmt_alloc_conf_max_split(const char *conf)
         mb = mb * 10 + (uint64_t)(*p - '0');
     }
     return mb > (UINT64_MAX >> 21) ? 0 : mb << 20;
+}
+
+uint64_t cmt_alloc_conf_max_split(const char *conf)
+{
+    return conf_mb(conf, "max_split_size_mb");
+}
+
+uint64_t cmt_alloc_conf_non_split_rounding(const char *conf)
+{
+    uint64_t r = conf_mb(conf, "max_non_split_rounding_mb");
+    return r ? r : UINT64_C(20) << 20;
 }
 
 /* ---- the state of one (allocator, device) ---- */
@@ -131,6 +147,8 @@ static struct cmt_alloc_device *state(cmt_alloc *a, uint32_t allocator, int32_t 
         return NULL;
     struct cmt_alloc_device *d = &a->devs[a->dev_count];
     memset(d, 0, sizeof *d);
+    if (!(d->block_map = calloc(1, sizeof *d->block_map)))
+        return NULL;
     d->allocator = allocator;
     d->dev = dev;
     a->last = a->dev_count++;
@@ -151,21 +169,33 @@ static size_t segment_lower(const struct cmt_alloc_device *d, uint64_t addr)
     return lo;
 }
 
-static size_t block_lower(const struct cmt_alloc_device *d, uint64_t addr)
+/* A live block is a map entry: key = address, size, aux = requested, seq = its segment's
+ * address and object its id (0: none), site = stack, maps = state, refs = before. */
+#define BLOCK_KIND 1
+
+struct block_scan {
+    const struct cmt__map *m;
+    size_t i;
+};
+
+/* The next live block at or after the scan's slot. @return it, or NULL at the end. */
+static struct cmt__entry *next_block(struct block_scan *s)
 {
-    size_t lo = 0, hi = d->block_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->blocks[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    for (; s->m->slots && s->i <= s->m->mask; s->i++)
+        if (s->m->slots[s->i].kind)
+            return &s->m->slots[s->i++];
+    return NULL;
+}
+
+static int by_addr(const void *x, const void *y)
+{
+    const struct cmt_alloc_block *a = x, *b = y;
+    return (a->addr > b->addr) - (a->addr < b->addr);
 }
 
 /* @return the segment holding addr (end: a range ending at addr also counts), or NULL. */
-static struct cmt_alloc_segment *segment_at(struct cmt_alloc_device *d, uint64_t addr, int end)
+static struct cmt_alloc_segment *segment_at(const struct cmt_alloc_device *d, uint64_t addr,
+                                            int end)
 {
     size_t i = segment_lower(d, addr);
     if (i < d->segment_count && d->segments[i].addr == addr)
@@ -197,6 +227,61 @@ static uint64_t field(const struct cmt_alloc_event *e, unsigned f)
     return e->fields & (UINT32_C(1) << f) ? e->v[f] : 0;
 }
 
+/* The segment a block was placed in, when it is still there. */
+static struct cmt_alloc_segment *block_segment(const struct cmt_alloc_device *d,
+                                               const struct cmt__entry *b)
+{
+    struct cmt_alloc_segment *s = b->object ? segment_at(d, b->seq, 0) : NULL;
+    return s && s->id == b->object ? s : NULL;
+}
+
+size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out)
+{
+    *out = NULL;
+    if (!d->block_count)
+        return 0;
+    struct cmt_alloc_block *v = malloc(d->block_count * sizeof *v);
+    if (!v)
+        return (size_t)-1;
+    size_t n = 0;
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *e; n < d->block_count && (e = next_block(&scan));)
+        v[n++] = (struct cmt_alloc_block){
+            e->key, e->size, e->aux, block_segment(d, e) ? e->seq : 0, e->maps, e->refs, e->site};
+    qsort(v, n, sizeof *v, by_addr);
+    *out = v;
+    return n;
+}
+
+/* A segment goes away under live blocks (a damaged trace): they lie in no segment now. */
+static void unplace(struct cmt_alloc_device *d, const struct cmt_alloc_segment *s)
+{
+    d->outside_blocks += s->live_count;
+}
+
+/* Blocks recorded before a segment held them (a snapshot may list them first) that the new
+ * segment s holds. */
+static void place_waiting(struct cmt_alloc_device *d, struct cmt_alloc_segment *s)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < d->unplaced_count; i++) {
+        struct cmt__entry *b = cmt__map_find(d->block_map, d->unplaced[i]);
+        if (!b || block_segment(d, b))
+            continue; /* freed since, or placed */
+        if (b->key - s->addr >= s->size) {
+            d->unplaced[kept++] = d->unplaced[i];
+            continue;
+        }
+        s->live_bytes += b->size;
+        s->live_count++;
+        b->seq = s->addr;
+        b->object = s->id;
+        if (d->outside_blocks)
+            d->outside_blocks--;
+    }
+    d->unplaced_count = kept;
+}
+
 static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e,
                          int expandable)
 {
@@ -205,6 +290,7 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
     size_t i = segment_lower(d, addr);
     if (i < d->segment_count && d->segments[i].addr == addr) { /* its free was not recorded */
         struct cmt_alloc_segment *old = &d->segments[i];
+        unplace(d, old);
         d->now.inactive_split_bytes -= split_part(old);
         d->now.reserved_bytes -= old->size;
         d->now.segments--;
@@ -216,6 +302,8 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
     struct cmt_alloc_segment *s = &d->segments[i];
     memmove(s + 1, s, (d->segment_count - i) * sizeof *s);
     d->segment_count++;
+    if (++d->next_segment_id == 0) /* ids are never 0 (0: no segment) */
+        d->next_segment_id = 1;
     *s = (struct cmt_alloc_segment){.addr = addr,
                                     .size = size,
                                     .stream = field(e, CMT_AFIELD_STREAM),
@@ -224,14 +312,9 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
                                     .expandable = expandable || (flags & CMT_AFLAG_EXPANDABLE),
                                     .before = !!(flags & CMT_AFLAG_BEFORE),
                                     .small = !!(flags & CMT_AFLAG_SMALL),
-                                    .stack = e->stack};
-    /* blocks already recorded inside it (a snapshot may list them first) */
-    for (size_t b = block_lower(d, addr); b < d->block_count && d->blocks[b].addr - addr < size;
-         b++) {
-        s->live_bytes += d->blocks[b].size;
-        s->live_count++;
-        d->blocks[b].segment = addr;
-    }
+                                    .stack = e->stack,
+                                    .id = d->next_segment_id};
+    place_waiting(d, s);
     d->now.inactive_split_bytes += split_part(s);
     d->now.reserved_bytes += size;
     d->now.segments++;
@@ -244,6 +327,7 @@ static void segment_free(struct cmt_alloc_device *d, const struct cmt_alloc_even
     struct cmt_alloc_segment *s = segment_at(d, field(e, CMT_AFIELD_ADDR), 0);
     if (!s)
         return;
+    unplace(d, s);
     d->now.inactive_split_bytes -= split_part(s);
     d->now.reserved_bytes -= s->size;
     d->now.segments--;
@@ -271,6 +355,7 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     else
         d->now.reserved_bytes -= size;
     if (!map && s->size == 0) {
+        unplace(d, s);
         size_t i = (size_t)(s - d->segments);
         memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
         d->segment_count--;
@@ -279,19 +364,20 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     return 0;
 }
 
-static void block_gone(struct cmt_alloc_device *d, size_t i)
+static void block_gone(struct cmt_alloc_device *d, struct cmt__entry *b)
 {
-    struct cmt_alloc_block *b = &d->blocks[i];
-    struct cmt_alloc_segment *s = b->segment ? segment_at(d, b->segment, 0) : NULL;
+    struct cmt_alloc_segment *s = block_segment(d, b);
     if (s)
         segment_change(d, s, -(int64_t)b->size, -1, 0);
-    if (b->state == CMT_BLOCK_ACTIVE) {
+    else if (d->outside_blocks)
+        d->outside_blocks--;
+    if (b->maps == CMT_BLOCK_ACTIVE) {
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->requested;
+        d->now.requested_bytes -= b->aux;
     }
     d->now.active_bytes -= b->size;
     d->now.blocks--;
-    memmove(b, b + 1, (d->block_count - i - 1) * sizeof *b);
+    cmt__map_remove(d->block_map, b);
     d->block_count--;
 }
 
@@ -301,27 +387,31 @@ static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     uint64_t requested = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED] : size;
     if (!(e->fields & CMT_AF(SIZE)))
         size = requested;
-    size_t i = block_lower(d, addr);
-    if (i < d->block_count && d->blocks[i].addr == addr) /* its free was not recorded */
-        block_gone(d, i);
-    if (CMT_GROW(d->blocks, d->block_cap, d->block_count + 1, 64) != 0)
+    struct cmt__entry *old = cmt__map_find(d->block_map, addr);
+    if (old) /* its free was not recorded */
+        block_gone(d, old);
+    struct cmt__entry *b = cmt__map_insert(d->block_map, addr);
+    if (!b)
         return CMT_ENOMEM;
-    struct cmt_alloc_block *b = &d->blocks[i];
-    memmove(b + 1, b, (d->block_count - i) * sizeof *b);
     d->block_count++;
     struct cmt_alloc_segment *s = segment_at(d, addr, 0);
-    *b = (struct cmt_alloc_block){.addr = addr,
-                                  .size = size,
-                                  .requested = requested,
-                                  .stream = field(e, CMT_AFIELD_STREAM),
-                                  .segment = s ? s->addr : 0,
-                                  .state = CMT_BLOCK_ACTIVE,
-                                  .before = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
-                                  .stack = e->stack};
+    *b = (struct cmt__entry){.key = addr,
+                             .size = size,
+                             .aux = requested,
+                             .seq = s ? s->addr : 0,
+                             .object = s ? s->id : 0,
+                             .site = e->stack,
+                             .refs = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE),
+                             .kind = BLOCK_KIND,
+                             .maps = CMT_BLOCK_ACTIVE};
     if (s)
         segment_change(d, s, (int64_t)size, 1, 0);
-    else
+    else {
         d->outside_blocks++;
+        if (d->unplaced_count < MAX_UNPLACED &&
+            CMT_GROW(d->unplaced, d->unplaced_cap, d->unplaced_count + 1, 64) == 0)
+            d->unplaced[d->unplaced_count++] = addr;
+    }
     d->now.allocated_bytes += size;
     d->now.active_bytes += size;
     d->now.requested_bytes += requested;
@@ -332,22 +422,20 @@ static int block_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event 
 
 static void block_free(struct cmt_alloc_device *d, const struct cmt_alloc_event *e, int completed)
 {
-    uint64_t addr = field(e, CMT_AFIELD_ADDR);
-    size_t i = block_lower(d, addr);
-    if (i >= d->block_count || d->blocks[i].addr != addr) {
+    struct cmt__entry *b = cmt__map_find(d->block_map, field(e, CMT_AFIELD_ADDR));
+    if (!b) {
         if (!completed) /* a completed free after its request was seen is no surprise */
             d->unknown_frees++;
         return;
     }
-    struct cmt_alloc_block *b = &d->blocks[i];
     if (completed) {
-        block_gone(d, i);
+        block_gone(d, b);
         return;
     }
-    if (b->state == CMT_BLOCK_ACTIVE) {
-        b->state = CMT_BLOCK_PENDING_FREE;
+    if (b->maps == CMT_BLOCK_ACTIVE) {
+        b->maps = CMT_BLOCK_PENDING_FREE;
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->requested;
+        d->now.requested_bytes -= b->aux;
         d->free_events++;
     }
 }

@@ -23,6 +23,8 @@
 
 #include "replay.h"
 
+struct cmt__map;
+
 enum cmt_block_state {
     CMT_BLOCK_ACTIVE,       /* held by the program (PyTorch: active_allocated) */
     CMT_BLOCK_PENDING_FREE, /* freed, a stream may still use it (active_pending_free) */
@@ -33,12 +35,13 @@ struct cmt_alloc_segment {
     uint64_t stream, pool, mapped_bytes;
     int expandable, before, small;
     uint32_t stack;
+    uint32_t id;                     /* this device's segments are numbered from 1 */
     uint64_t live_bytes, live_count; /* blocks inside it (active or pending free) */
 };
 
 struct cmt_alloc_block {
-    uint64_t addr, size, requested, stream, segment; /* segment: its segment's address, or 0 */
-    int state, before;                               /* enum cmt_block_state; CMT_AFLAG_BEFORE */
+    uint64_t addr, size, requested, segment; /* segment: its segment's address, or 0 */
+    int state, before;                       /* enum cmt_block_state; CMT_AFLAG_BEFORE */
     uint32_t stack;
 };
 
@@ -55,11 +58,14 @@ struct cmt_alloc_device {
     int32_t dev;
     struct cmt_alloc_figures now, peak; /* peak: each figure's own maximum */
     uint64_t peak_allocated_t_ns, peak_reserved_t_ns;
-    /* segments and live blocks, each sorted by address */
+    /* segments, sorted by address; live blocks (cmt_alloc_blocks lists them) */
     struct cmt_alloc_segment *segments;
     size_t segment_count, segment_cap;
-    struct cmt_alloc_block *blocks;
-    size_t block_count, block_cap;
+    size_t block_count;
+    struct cmt__map *block_map; /* internal: by address */
+    uint32_t next_segment_id;   /* internal */
+    uint64_t *unplaced;         /* internal: blocks recorded before any segment held them */
+    size_t unplaced_count, unplaced_cap;
     uint64_t alloc_events, free_events, segment_allocs, segment_frees, ooms;
     uint64_t unknown_frees;  /* frees of blocks never seen (a ring-limited snapshot) */
     uint64_t outside_blocks; /* blocks in no known segment */
@@ -88,6 +94,10 @@ const struct cmt_alloc_device *cmt_alloc_device_at(const cmt_alloc *a, size_t i)
 /* @return the state of `allocator` on dev, or NULL. allocator 0: the first one seen on dev. */
 const struct cmt_alloc_device *cmt_alloc_device(const cmt_alloc *a, uint32_t allocator,
                                                 int32_t dev);
+/* The live blocks of d sorted by address, in a malloc'ed array (*out, NULL when none) the caller
+ * frees. @return how many, or (size_t)-1 when out of memory. */
+size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out);
+
 /* The figures of every allocator on dev summed (all zero when none). */
 struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t dev);
 
@@ -106,6 +116,9 @@ const struct cmt_alloc_settings *cmt_alloc_settings(const cmt_alloc *a, uint32_t
 /* max_split_size_mb of a PYTORCH_CUDA_ALLOC_CONF string, in bytes. @return 0 when it is not set
  * (PyTorch's default: unlimited) or conf is NULL. */
 uint64_t cmt_alloc_conf_max_split(const char *conf);
+/* max_non_split_rounding_mb of a conf, in bytes. @return PyTorch's default, 20 MiB, when it is
+ * not set. */
+uint64_t cmt_alloc_conf_non_split_rounding(const char *conf);
 
 /* A cached (free) block: a gap between live blocks of a segment. */
 struct cmt_alloc_free_block {
@@ -137,6 +150,12 @@ struct cmt_alloc_view {
     uint64_t recorded_allocated, recorded_reserved;
     uint64_t largest_free_block; /* 0 when none */
     uint64_t max_split_size;     /* from conf, 0 unlimited */
+    /* cached blocks PyTorch's best fit may hand out for the request (any stream): at least its
+     * size, in the pool of its size (small: <= 1 MiB, when segments say their pool), and under
+     * max_split_size a block below it, at or above it one below request + max_non_split_rounding */
+    uint64_t servable_blocks;
+    uint64_t non_split_rounding; /* from conf (20 MiB by default) */
+    int pools_known;             /* a segment is flagged small: pools are told apart */
     uint64_t free_block_count, split_free_bytes, split_free_count;
     uint64_t oversize_free_bytes, oversize_free_count;
     struct cmt_alloc_free_block free_blocks[CMT_ALLOC_FREE_BLOCKS]; /* largest first */

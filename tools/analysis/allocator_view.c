@@ -24,6 +24,23 @@ static void keep_free_block(struct cmt_alloc_view *v, const struct cmt_alloc_fre
     v->free_blocks[i] = *f;
 }
 
+/* Whether PyTorch's best fit may take a cached block of `size` in segment s for the request
+ * (docs/analysis.md: the pool, then max_split_size and max_non_split_rounding). */
+static int servable(const struct cmt_alloc_view *v, const struct cmt_alloc_segment *s,
+                    uint64_t size)
+{
+    uint64_t r = v->request_bytes, split = v->max_split_size;
+    if (!r || size < r)
+        return 0;
+    if (v->pools_known && s->small != (r <= (UINT64_C(1) << 20)))
+        return 0; /* the other pool */
+    if (split && r < split && size >= split)
+        return 0; /* oversize blocks are kept for oversize requests */
+    if (split && r >= split && size - r >= v->non_split_rounding)
+        return 0;
+    return 1;
+}
+
 static void free_gap(struct cmt_alloc_view *v, const struct cmt_alloc_segment *s, uint64_t from,
                      uint64_t to)
 {
@@ -33,6 +50,8 @@ static void free_gap(struct cmt_alloc_view *v, const struct cmt_alloc_segment *s
                                      s->stream, !!s->live_count, 0};
     f.oversize = v->max_split_size && f.size >= v->max_split_size;
     v->free_block_count++;
+    if (servable(v, s, f.size))
+        v->servable_blocks++;
     if (f.size > v->largest_free_block)
         v->largest_free_block = f.size;
     if (f.split) {
@@ -46,18 +65,19 @@ static void free_gap(struct cmt_alloc_view *v, const struct cmt_alloc_segment *s
     keep_free_block(v, &f);
 }
 
-/* The gaps between live blocks of every segment: the cached blocks. */
-static void cached_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_view *v)
+/* The gaps between live blocks (sorted by address) of every segment: the cached blocks. */
+static void cached_blocks(const struct cmt_alloc_device *d, const struct cmt_alloc_block *blocks,
+                          size_t n, struct cmt_alloc_view *v)
 {
     size_t b = 0;
     for (size_t i = 0; i < d->segment_count; i++) {
         const struct cmt_alloc_segment *s = &d->segments[i];
         uint64_t end = s->addr + s->size, at = s->addr;
-        while (b < d->block_count && d->blocks[b].addr < s->addr)
+        while (b < n && blocks[b].addr < s->addr)
             b++;
-        for (; b < d->block_count && d->blocks[b].addr < end; b++) {
-            free_gap(v, s, at, d->blocks[b].addr);
-            uint64_t bend = d->blocks[b].addr + d->blocks[b].size;
+        for (; b < n && blocks[b].addr < end; b++) {
+            free_gap(v, s, at, blocks[b].addr);
+            uint64_t bend = blocks[b].addr + blocks[b].size;
             at = bend > at ? bend : at;
         }
         free_gap(v, s, at, end);
@@ -175,17 +195,17 @@ static int outside(const cmt_alloc *a, const cmt_replay *rp, struct cmt_alloc_vi
     return c.failed ? CMT_ENOMEM : 0;
 }
 
-static int holders(const struct cmt_alloc_device *d, struct cmt_alloc_view *v)
+static int holders(const struct cmt_alloc_block *blocks, size_t count, struct cmt_alloc_view *v)
 {
-    if (!d->block_count)
+    if (!count)
         return 0;
-    struct cmt_alloc_holder *items = malloc(d->block_count * sizeof *items);
+    struct cmt_alloc_holder *items = malloc(count * sizeof *items);
     if (!items)
         return CMT_ENOMEM;
     size_t n = 0;
-    for (size_t i = 0; i < d->block_count; i++)
-        if (d->blocks[i].state == CMT_BLOCK_ACTIVE)
-            items[n++] = (struct cmt_alloc_holder){d->blocks[i].stack, 0, d->blocks[i].size, 1};
+    for (size_t i = 0; i < count; i++)
+        if (blocks[i].state == CMT_BLOCK_ACTIVE)
+            items[n++] = (struct cmt_alloc_holder){blocks[i].stack, 0, blocks[i].size, 1};
     v->cand_count = top_stacks(items, n, v->cand, CMT_ALLOC_CANDIDATES);
     free(items);
     return 0;
@@ -209,8 +229,16 @@ int cmt_alloc_view(const cmt_alloc *a, const cmt_replay *rp, uint32_t allocator,
                                ? d->now.reserved_bytes - d->now.allocated_bytes
                                : 0;
     v->max_split_size = cmt_alloc_conf_max_split(v->conf);
-    cached_blocks(d, v);
-    int rc = holders(d, v);
+    v->non_split_rounding = cmt_alloc_conf_non_split_rounding(v->conf);
+    for (size_t i = 0; i < d->segment_count; i++)
+        v->pools_known |= d->segments[i].small;
+    struct cmt_alloc_block *blocks;
+    size_t n = cmt_alloc_blocks(d, &blocks);
+    if (n == (size_t)-1)
+        return CMT_ENOMEM;
+    cached_blocks(d, blocks, n, v);
+    int rc = holders(blocks, n, v);
+    free(blocks);
     int orc = rp ? outside(a, rp, v) : 0;
     return rc ? rc : orc;
 }

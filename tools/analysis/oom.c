@@ -77,7 +77,7 @@ static void verdict(struct cmt_oom_episode *e)
     uint64_t asked = a && a->request_bytes ? a->request_bytes : e->request_bytes;
     if (e->total_bytes && e->request_bytes > e->total_bytes)
         e->verdict = CMT_VERDICT_OVER_CAPACITY;
-    else if (a && a->unallocated_bytes >= asked && a->largest_free_block < asked)
+    else if (a && a->unallocated_bytes >= asked && !a->servable_blocks)
         e->verdict = CMT_VERDICT_FRAGMENTATION; /* inside the allocator's cache */
     else if (e->request_bytes <= e->free_bytes)
         e->verdict = CMT_VERDICT_FRAGMENTATION;
@@ -285,6 +285,7 @@ static void attach_view(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode
         v->recorded_reserved = ae->v[CMT_AFIELD_RESERVED];
     }
     e->alloc = v;
+    e->hint_leak = 0; /* the driver-level holders are the cache's segments, not tensors */
     if (!e->have_meminfo && (ae->fields & CMT_AF(DEVICE_FREE)) &&
         (ae->fields & CMT_AF(DEVICE_TOTAL))) {
         e->have_meminfo = 1;

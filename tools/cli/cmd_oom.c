@@ -47,12 +47,22 @@ static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t 
     case CMT_VERDICT_FRAGMENTATION:
         if (e->alloc && e->alloc->unallocated_bytes >= e->alloc->request_bytes) {
             char un[32], big[32];
-            snprintf(buf, size,
-                     "the allocator held %s reserved but unallocated, more than the %s request, "
-                     "yet its largest free block was %s: its cache is fragmented",
-                     cmt__bytes(e->alloc->unallocated_bytes, un),
-                     cmt__bytes(e->alloc->request_bytes, req),
-                     cmt__bytes(e->alloc->largest_free_block, big));
+            cmt__bytes(e->alloc->unallocated_bytes, un);
+            cmt__bytes(e->alloc->request_bytes, req);
+            cmt__bytes(e->alloc->largest_free_block, big);
+            if (e->alloc->largest_free_block >= e->alloc->request_bytes)
+                snprintf(
+                    buf, size,
+                    "the allocator held %s reserved but unallocated, more than the %s "
+                    "request, yet none of its cached blocks could serve it (the largest, %s, is "
+                    "oversize, kept for larger requests, or in the other pool): its cache is "
+                    "fragmented",
+                    un, req, big);
+            else
+                snprintf(buf, size,
+                         "the allocator held %s reserved but unallocated, more than the %s "
+                         "request, yet its largest free block was %s: its cache is fragmented",
+                         un, req, big);
             break;
         }
         snprintf(buf, size,

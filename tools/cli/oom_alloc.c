@@ -55,6 +55,7 @@ void cmt__oom_json_allocator(struct cmt__json *j, const cmt_reader *r,
     cmt__json_u64(j, "segments", v->fig.segments);
     cmt__json_u64(j, "largest_free_block_bytes", v->largest_free_block);
     cmt__json_u64(j, "max_split_size_bytes", v->max_split_size);
+    cmt__json_u64(j, "servable_cached_blocks", v->servable_blocks);
     cmt__json_bool(j, "recorded", v->have_recorded);
     if (v->have_recorded) {
         cmt__json_u64(j, "recorded_allocated_bytes", v->recorded_allocated);

@@ -29,6 +29,11 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                 "the run's %s (expandable segments: segments not compared)\n",
                 cmt__text(conf, conf, sizeof conf), cmt__bytes(c->model_peak_reserved, a),
                 cmt__bytes(c->recorded_peak_reserved, b));
+    else if (!c->recorded_segments)
+        fprintf(f,
+                "  self-check  with the run's settings (%s): the run recorded no segment "
+                "allocation in its window; the model made %" PRIu64 "\n",
+                cmt__text(conf, conf, sizeof conf), c->model_segments);
     else
         fprintf(f,
                 "  self-check  with the run's settings (%s) the model reproduces %" PRIu64
@@ -42,7 +47,9 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                 " (run %" PRIu64 ")%s\n",
                 cmt__bytes(c->model_peak_reserved, a), cmt__bytes(c->recorded_peak_reserved, b),
                 c->model_ooms, c->recorded_ooms,
-                c->before_segments ? "; segments from before the window are rebuilt first" : "");
+                c->before_segments ? "; the state before the window is rebuilt first (its "
+                                     "layout is the model's, so agreement can be lower)"
+                                   : "");
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
         char r[32], m[32], q[32], t[32], text[512];

@@ -10,10 +10,89 @@
 #include "cmt_error.h"
 #include "cmt_grow.h"
 
+/* Live blocks of the kept device: an open-addressing table from address to tensor id (linear
+ * probing, backward-shift deletion), so a long run costs no per-event shifting. */
 struct live {
     uint64_t addr;
-    uint32_t id;
+    uint32_t id; /* EMPTY: a free slot */
 };
+#define EMPTY UINT32_MAX
+
+struct live_map {
+    struct live *slots;
+    size_t mask, count; /* capacity - 1 (a power of two, or 0) */
+};
+
+static size_t home(const struct live_map *m, uint64_t addr)
+{
+    return (size_t)((addr * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & m->mask;
+}
+
+/* @return the slot of addr, or NULL. */
+static struct live *live_find(const struct live_map *m, uint64_t addr)
+{
+    if (!m->slots)
+        return NULL;
+    for (size_t i = home(m, addr);; i = (i + 1) & m->mask) {
+        if (m->slots[i].id == EMPTY)
+            return NULL;
+        if (m->slots[i].addr == addr)
+            return &m->slots[i];
+    }
+}
+
+static int live_grow(struct live_map *m)
+{
+    size_t cap = m->slots ? (m->mask + 1) * 2 : 1024;
+    struct live *slots = malloc(cap * sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < cap; i++)
+        slots[i].id = EMPTY;
+    struct live_map g = {slots, cap - 1, 0};
+    for (size_t i = 0; m->slots && i <= m->mask; i++) {
+        if (m->slots[i].id == EMPTY)
+            continue;
+        size_t j = home(&g, m->slots[i].addr);
+        while (slots[j].id != EMPTY)
+            j = (j + 1) & g.mask;
+        slots[j] = m->slots[i];
+        g.count++;
+    }
+    free(m->slots);
+    *m = g;
+    return 0;
+}
+
+/* @return a new slot for addr (not present), or NULL when out of memory. */
+static struct live *live_insert(struct live_map *m, uint64_t addr, uint32_t id)
+{
+    if ((!m->slots || (m->count + 1) * 2 > m->mask + 1) && live_grow(m) != 0)
+        return NULL;
+    size_t i = home(m, addr);
+    while (m->slots[i].id != EMPTY)
+        i = (i + 1) & m->mask;
+    m->slots[i] = (struct live){addr, id};
+    m->count++;
+    return &m->slots[i];
+}
+
+static void live_remove(struct live_map *m, struct live *e)
+{
+    size_t i = (size_t)(e - m->slots), j = i;
+    for (;;) {
+        j = (j + 1) & m->mask;
+        if (m->slots[j].id == EMPTY)
+            break;
+        size_t h = home(m, m->slots[j].addr);
+        if (((j - h) & m->mask) >= ((j - i) & m->mask)) { /* j may move back into i */
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i].id = EMPTY;
+    m->count--;
+}
 
 struct site {
     uint32_t stack, index;
@@ -22,8 +101,7 @@ struct site {
 struct cmt_whatif_block_collector {
     struct cmt_whatif_stream *s;
     struct cmt_whatif_selfcheck *check;
-    struct live *live; /* live blocks of the kept device, by address */
-    size_t live_count, live_cap;
+    struct live_map live;
     uint32_t *free_ids; /* ids of ended tensors, reused as the replay reuses object ids */
     size_t free_id_count, free_id_cap;
     struct site *sites; /* by stack */
@@ -42,19 +120,6 @@ struct cmt_whatif_block_collector {
 static int push(struct cmt_whatif_block_collector *c, const struct cmt_whatif_event *e)
 {
     return cmt_whatif_stream_push(c->s, e) ? -1 : 0;
-}
-
-static size_t live_lower(const struct cmt_whatif_block_collector *c, uint64_t addr)
-{
-    size_t lo = 0, hi = c->live_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->live[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 /* The site index of a stack (sites are named at the end). */
@@ -94,21 +159,17 @@ static int tensor_alloc(struct cmt_whatif_block_collector *c, const struct cmt_a
     uint64_t addr = field(e, CMT_AFIELD_ADDR);
     uint64_t size = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED]
                                                   : field(e, CMT_AFIELD_SIZE);
-    size_t i = live_lower(c, addr);
-    if (i < c->live_count && c->live[i].addr == addr) { /* its free was not recorded */
-        struct cmt_whatif_event f = {.id = c->live[i].id, .t_ns = e->t_ns, .is_free = 1};
+    struct live *old = live_find(&c->live, addr);
+    if (old) { /* its free was not recorded */
+        struct cmt_whatif_event f = {.id = old->id, .t_ns = e->t_ns, .is_free = 1};
         if (push(c, &f) != 0 || CMT_GROW(c->free_ids, c->free_id_cap, c->free_id_count + 1, 64))
             return -1;
-        c->free_ids[c->free_id_count++] = c->live[i].id;
-        c->live[i].id = UINT32_MAX;
-    } else {
-        if (CMT_GROW(c->live, c->live_cap, c->live_count + 1, 256) != 0)
-            return -1;
-        memmove(&c->live[i + 1], &c->live[i], (c->live_count - i) * sizeof *c->live);
-        c->live_count++;
+        c->free_ids[c->free_id_count++] = old->id;
+        live_remove(&c->live, old);
     }
     uint32_t id = c->free_id_count ? c->free_ids[--c->free_id_count] : s->id_count++;
-    c->live[i] = (struct live){addr, id};
+    if (!live_insert(&c->live, addr, id))
+        return -1;
     struct cmt_whatif_event a = {.size = size,
                                  .stream = field(e, CMT_AFIELD_STREAM),
                                  .t_ns = e->t_ns,
@@ -122,20 +183,18 @@ static int tensor_alloc(struct cmt_whatif_block_collector *c, const struct cmt_a
 static int tensor_free(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e,
                        bool completed)
 {
-    uint64_t addr = field(e, CMT_AFIELD_ADDR);
-    size_t i = live_lower(c, addr);
-    if (i >= c->live_count || c->live[i].addr != addr) {
+    struct live *b = live_find(&c->live, field(e, CMT_AFIELD_ADDR));
+    if (!b) {
         if (!completed) /* a completed free after its request is no surprise */
             c->s->unmatched_frees++;
         return 0;
     }
     struct cmt_whatif_event f = {
-        .id = c->live[i].id, .t_ns = e->t_ns, .seq = field(e, CMT_AFIELD_SEQ), .is_free = 1};
+        .id = b->id, .t_ns = e->t_ns, .seq = field(e, CMT_AFIELD_SEQ), .is_free = 1};
     if (push(c, &f) != 0 || CMT_GROW(c->free_ids, c->free_id_cap, c->free_id_count + 1, 64))
         return -1;
-    c->free_ids[c->free_id_count++] = c->live[i].id;
-    memmove(&c->live[i], &c->live[i + 1], (c->live_count - i - 1) * sizeof *c->live);
-    c->live_count--;
+    c->free_ids[c->free_id_count++] = b->id;
+    live_remove(&c->live, b);
     c->s->frees++;
     return 0;
 }
@@ -356,7 +415,7 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
 {
     if (!c)
         return;
-    free(c->live);
+    free(c->live.slots);
     free(c->free_ids);
     free(c->sites);
     free(c->site_stacks);

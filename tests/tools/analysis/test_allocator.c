@@ -303,3 +303,70 @@ Test(allocator, timeline_keeps_the_allocator_peaks_through_downsampling)
     cmt_timeline_free(&tl);
     done(&b);
 }
+
+Test(allocator, blocks_recorded_before_their_segment_are_placed_when_it_comes)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    const uint64_t seg = 0x7f0000000000;
+    tb_block(&b, seg + MIB(2), MIB(4), MIB(4), 0, CMT_AFLAG_BEFORE);
+    tb_segment(&b, seg, MIB(20), CMT_AFLAG_BEFORE);
+    tb_segment(&b, seg + TB_GIB, MIB(20), 0);
+    tb_block(&b, seg + TB_GIB, MIB(2), MIB(2), 0, 0);
+    uint64_t v[] = {seg + TB_GIB, MIB(20)}; /* freed under a live block (a damaged trace) */
+    tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    tb_segment(&b, seg + TB_GIB, MIB(40), 0);
+    tb_finish(&b, 1);
+    analyse(&b, 0);
+    const struct cmt_alloc_device *d = cmt_alloc_device(alloc, 1, 0);
+    cr_assert_not_null(d);
+    /* the first block is placed when its segment comes; the second, left by its segment's
+     * free, stays in none (the new segment at the same address is another one) */
+    cr_expect_eq(d->outside_blocks, 1);
+    cr_expect_eq(d->segments[0].live_bytes, MIB(4));
+    cr_expect_eq(d->segments[1].live_bytes, 0);
+    cr_expect_eq(d->now.inactive_split_bytes, MIB(16));
+    cr_expect_eq(d->now.reserved_bytes, MIB(60));
+    cr_expect_eq(d->now.allocated_bytes, MIB(6));
+    struct cmt_alloc_block *blocks;
+    cr_assert_eq(cmt_alloc_blocks(d, &blocks), 2);
+    cr_expect_eq(blocks[0].addr, seg + MIB(2));
+    cr_expect(blocks[0].before);
+    cr_expect_eq(blocks[0].segment, seg);
+    cr_expect_eq(blocks[1].segment, 0);
+    free(blocks);
+    done(&b);
+}
+
+/* max_split_size_mb:400: a cached 900 MiB block is oversize. PyTorch refuses it to a request
+ * below 400 MiB, and to one at or above it unless it is within 20 MiB of the request. */
+Test(allocator, oversize_cached_blocks_serve_only_requests_they_fit_closely)
+{
+    static const struct {
+        uint64_t request_mib;
+        int fragmentation;
+    } cases[] = {{300, 1}, {500, 1}, {890, 0}};
+    for (size_t k = 0; k < 3; k++) {
+        struct tb b;
+        tb_begin(&b, 2 * TB_GIB, TB_GIB);
+        tb_allocator(&b, 1, "max_split_size_mb:400");
+        const uint64_t seg = 0x7f0000000000;
+        tb_segment(&b, seg, MIB(1000), 0);
+        tb_block(&b, seg, MIB(100), MIB(100), 0, 0);
+        uint64_t v[] = {MIB(cases[k].request_mib), MIB(10), 2 * TB_GIB};
+        tb_alloc_event(&b, CMT_AA_OOM, 0, 0,
+                       CMT_AF(SIZE) | CMT_AF(DEVICE_FREE) | CMT_AF(DEVICE_TOTAL), v);
+        tb_finish(&b, 1);
+        analyse(&b, 1);
+        cr_assert_eq(cmt_oom_count(oom), 1);
+        const struct cmt_oom_episode *e = cmt_oom_episode(oom, 0);
+        cr_assert_not_null(e->alloc);
+        cr_expect_eq(e->alloc->largest_free_block, MIB(900));
+        cr_expect_eq(e->alloc->oversize_free_count, 1);
+        cr_expect_eq(e->alloc->servable_blocks, cases[k].fragmentation ? 0 : 1, "%lu MiB",
+                     (unsigned long)cases[k].request_mib);
+        cr_expect_eq(e->verdict == CMT_VERDICT_FRAGMENTATION, cases[k].fragmentation, "%lu MiB: %s",
+                     (unsigned long)cases[k].request_mib, cmt_verdict_name(e->verdict));
+        done(&b);
+    }
+}

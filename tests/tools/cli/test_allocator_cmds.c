@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "alloc_fixture.h"
+#include "alloc_run.h"
 #include "capture.h"
 #include "commands.h"
 
@@ -258,5 +259,64 @@ Test(allocator_cmds, hostile_allocator_records_leave_every_command_standing)
     const char *dargv[] = {"diff", path, path, NULL};
     struct captured c = capture_run(cmt_cmd_diff, dargv);
     cr_expect(c.status == 0 || c.status == 1, "diff: %d", c.status);
+    captured_free(&c);
+}
+
+/* The write-up's failure as PyTorch's allocator records it with caching on (alloc_run.h). */
+static const char *writeup_run(int index, int with_driver)
+{
+    const struct cmt_model_scenario *sc = cmt_model_scenario_writeup();
+    struct tb b;
+    alloc_run_record(&b, "", sc->capacity, sc->device_total, sc->events, sc->event_count,
+                     sc->id_count, with_driver);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    if (getenv("CMT_KEEP_FIXTURE"))
+        tb_save(&b, with_driver ? "/tmp/cmt_writeup_run_shim.cmt" : "/tmp/cmt_writeup_run.cmt");
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(allocator_cmds, the_writeup_run_alone_gives_the_verdict_the_table_and_the_self_check)
+{
+    const char *path = writeup_run(0, 1);
+    const char *argv[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    static const char *want[] = {
+        "verdict    fragmentation",
+        "the allocator held 6.23 GiB reserved but unallocated, more than the 6.18 GiB request",
+        "allocated 11.39 GiB, reserved 17.62 GiB",
+        "free 3.43 GiB",
+        "total 24.00 GiB",
+        "max_split_size_mb:6144"};
+    expect_in(c.out, want, sizeof want / sizeof *want);
+    cr_expect_null(strstr(c.out, "possible leak"), "%s", c.out);
+    captured_free(&c);
+
+    const char *wargv[] = {"whatif", path, NULL};
+    c = capture_run(cmt_cmd_whatif, wargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "capacity  21.05 GiB"), "%s", c.out);
+    cr_expect(strstr(c.out, "segment allocations of this run\n"), "%s", c.out);
+    unsigned k = 0, n = 0;
+    const char *at = strstr(c.out, "the model reproduces ");
+    cr_assert(at && sscanf(at, "the model reproduces %u of %u", &k, &n) == 2, "%s", c.out);
+    cr_expect(k == n && n >= 7, "%u of %u", k, n);
+    /* the write-up's measured table: 4096, 5120, 6144 work; 7168, 8192, unlimited fail */
+    static const char *const ok[] = {"max_split_size_mb:4096", "max_split_size_mb:5120",
+                                     "max_split_size_mb:6144"};
+    static const char *const oom[] = {"max_split_size_mb:7168", "max_split_size_mb:8192",
+                                      "default (max_split_size_mb unlimited)"};
+    for (int i = 0; i < 3; i++) {
+        char line[96];
+        snprintf(line, sizeof line, "\n  %s", ok[i]);
+        const char *row = strstr(c.out, line);
+        cr_expect(
+            row && strncmp(strchr(row + 3, ' ') + strspn(strchr(row + 3, ' '), " "), "ok", 2) == 0,
+            "%s not ok in:\n%s", ok[i], c.out);
+        snprintf(line, sizeof line, "\n  %s", oom[i]);
+        row = strstr(c.out, line);
+        cr_expect(row && strstr(row, "OOM") && strstr(row, "OOM") < strchr(row + 1, '\n'),
+                  "%s not OOM in:\n%s", oom[i], c.out);
+    }
     captured_free(&c);
 }

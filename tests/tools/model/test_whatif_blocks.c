@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alloc_fixture.h"
+#include "alloc_run.h"
 #include "caching_model.h"
 #include "reader.h"
 #include "whatif_blocks.h"
@@ -197,4 +198,30 @@ Test(whatif_blocks, a_trace_without_allocator_records_is_not_found)
     cmt_reader_close(r);
     cmt_whatif_selfcheck_free(&c);
     tb_free_builder(&b);
+}
+
+/* The write-up's failure (model_scenario.h) as PyTorch's allocator would have recorded it with
+ * caching on: the run's own settings reproduce every segment and the failure. */
+Test(whatif_blocks, the_writeup_run_recorded_with_caching_on_checks_out)
+{
+    const struct cmt_model_scenario *sc = cmt_model_scenario_writeup();
+    for (int with_driver = 0; with_driver < 2; with_driver++) {
+        struct tb b;
+        alloc_run_record(&b, "", sc->capacity, sc->device_total, sc->events, sc->event_count,
+                         sc->id_count, with_driver);
+        struct cmt_whatif_stream s;
+        struct cmt_whatif_selfcheck c;
+        load(&b, &s, &c);
+        cr_expect_eq(s.device_free, sc->capacity); /* free at the failure + reserved */
+        cr_expect_eq(s.failed_allocs, 1);
+        cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
+        cr_expect_geq(c.recorded_segments, 7);
+        cr_expect_eq(c.agreeing, c.recorded_segments);
+        cr_expect_eq(c.model_segments, c.recorded_segments);
+        cr_expect_eq(c.model_ooms, 1);
+        cr_expect_eq(c.recorded_ooms, 1);
+        cmt_whatif_stream_free(&s);
+        cmt_whatif_selfcheck_free(&c);
+        tb_free_builder(&b);
+    }
 }
