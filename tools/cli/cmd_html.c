@@ -158,7 +158,13 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         return 1;
     }
     run->have_series = 1;
-    struct cmt_observer obs[3];
+    if (cmt_alloc_present(run->pass.alloc)) {
+        run->have_alloc = 1;
+        if (cmt__html_alloc_init(&run->alloc, run->pass.alloc, o->points,
+                                 cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
+            run->alloc.failed = 1;
+    }
+    struct cmt_observer obs[4];
     size_t n = 0;
     struct cmt__progress progress;
     struct stat st;
@@ -170,6 +176,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     obs[n++] = cmt_site_timeline_observer(&run->series);
     if (wc)
         obs[n++] = cmt_whatif_observer(wc);
+    if (run->have_alloc && !run->alloc.failed)
+        obs[n++] = cmt__html_alloc_observer(&run->alloc);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
@@ -184,7 +192,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         cmt_whatif_collector_destroy(wc);
     }
     cmt_replay_destroy(rp);
-    if (rc == CMT_ENOMEM || run->series.failed) {
+    if (rc == CMT_ENOMEM || run->series.failed || run->alloc.failed) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         return 1;
     }
@@ -205,6 +213,7 @@ static int collect(const struct options *o, struct cmt__html_run *run, const cha
 
 static void release(struct cmt__html_run *run)
 {
+    cmt__html_alloc_free(&run->alloc);
     cmt_site_timeline_free(&run->series);
     cmt_site_groups_free(&run->groups);
     cmt__pass_close(&run->pass);

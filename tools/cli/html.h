@@ -11,7 +11,55 @@
 #include "site_timeline.h"
 #include "whatif.h"
 
-#define CMT__HTML_WHATIF_MAX 8 /* settings in the what-if table */
+#define CMT__HTML_WHATIF_MAX 8     /* settings in the what-if table */
+#define CMT__HTML_ALLOC_DEVICES 64 /* devices with allocated/reserved lines */
+#define CMT__HTML_ALLOC_SNAPS 16   /* allocator views kept */
+
+/* The allocator level (html_alloc.c), from the second pass. */
+struct cmt__html_alloc_sample {
+    uint64_t t_ns, allocated, reserved;
+    int used;
+};
+struct cmt__html_alloc_line { /* one device: 3 samples per bucket, in time order once sorted */
+    int32_t dev;
+    struct cmt__html_alloc_sample *samples;
+};
+enum { CMT__HTML_AT_OOM, CMT__HTML_AT_PEAK, CMT__HTML_AT_END };
+struct cmt__html_alloc_snap { /* one allocator's segments and live blocks at one moment */
+    uint32_t allocator;
+    int32_t dev;
+    int at; /* CMT__HTML_AT_* */
+    uint64_t t_ns;
+    struct cmt_alloc_figures fig;
+    struct cmt_alloc_segment *segments; /* by address */
+    size_t segment_count;
+    struct cmt_alloc_block *blocks; /* by address */
+    size_t block_count;
+};
+struct cmt__html_alloc {
+    const cmt_alloc *first; /* the first pass's view (not owned): peaks, OOM counts */
+    cmt_alloc *state;       /* the second pass's own view */
+    uint32_t points;
+    uint64_t width; /* ns per bucket */
+    struct cmt__html_alloc_line lines[CMT__HTML_ALLOC_DEVICES];
+    size_t line_count;
+    struct cmt__html_alloc_snap snaps[CMT__HTML_ALLOC_SNAPS];
+    size_t snap_count;
+    int failed; /* out of memory: parts are missing */
+};
+/* @return 0 or CMT_ENOMEM (cmt__html_alloc_free it either way). */
+int cmt__html_alloc_init(struct cmt__html_alloc *h, const cmt_alloc *first, uint32_t points,
+                         uint64_t end_t_ns);
+/* The collector as a replay observer (records only). */
+struct cmt_observer cmt__html_alloc_observer(struct cmt__html_alloc *h);
+void cmt__html_alloc_free(struct cmt__html_alloc *h);
+struct cmt__json;
+struct cmt__html_run;
+/* The page's `lines` of device dev: allocated and reserved, [] without allocator records. */
+void cmt__html_alloc_lines_json(struct cmt__json *j, const struct cmt__html_run *run, int32_t dev);
+/* The page's `allocator` object (null without allocator records). @return 0, or -1 when out of
+ * memory. */
+int cmt__html_alloc_json(struct cmt__json *j, const struct cmt__html_run *run);
 
 /* One trace's analyses: the first pass (oom, report, diff side) and the second (the series
  * stacked by the groups the first pass chose, the tensor-level stream for the what-if). */
@@ -26,7 +74,9 @@ struct cmt__html_run {
     uint64_t whatif_capacity;
     struct cmt_whatif_result whatif[CMT__HTML_WHATIF_MAX];
     size_t whatif_count;
-    long whatif_best; /* index, -1 when every setting ran out of memory */
+    long whatif_best;             /* index, -1 when every setting ran out of memory */
+    struct cmt__html_alloc alloc; /* when the trace has allocator-level records */
+    int have_alloc;
 };
 
 /* The page's embedded template (html_template.c, generated from html/report.html at build

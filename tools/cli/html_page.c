@@ -184,9 +184,7 @@ static void devices_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_u64(j, "peak_t_ns", rd->peak_t_ns);
         cmt__json_u64(j, "bucket_ns", tl->width);
         points_json(j, tl, d);
-        /* reserved for allocator-level records: [{"name", "t", "v"}] drawn as lines */
-        cmt__json_array(j, "lines");
-        cmt__json_end_array(j);
+        cmt__html_alloc_lines_json(j, run, d->dev);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -306,8 +304,8 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     oom_json(j, run);
     leaks_json(j, run);
     whatif_json(j, run);
-    /* reserved for allocator-level records: the allocator's segments and blocks at each OOM */
-    cmt__json_null(j, "allocator");
+    if (cmt__html_alloc_json(j, run) != 0)
+        cmt__json_null(j, "allocator_failed"); /* out of memory: the view is missing */
     cmt__json_end_object(j);
 }
 
