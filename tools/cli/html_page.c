@@ -164,29 +164,53 @@ static void points_json(struct cmt__json *j, const struct cmt_site_timeline *tl,
     cmt__json_end_object(j);
 }
 
+/* One device: its series (d NULL: none, a device only the allocator's records name). */
+static void device_json(struct cmt__json *j, const struct cmt__html_run *run, int32_t dev,
+                        const struct cmt_site_timeline_device *d)
+{
+    const struct cmt_site_timeline *tl = &run->series;
+    const struct cmt_replay_device *rd = cmt_replay_device(run->pass.replay, dev);
+    static const struct cmt_site_timeline_device none;
+    char label[160];
+    cmt__json_object(j, NULL);
+    cmt__json_i64(j, "dev", dev);
+    cmt__json_string(j, "label", cmt__device_label(run->pass.replay, dev, label, sizeof label));
+    uint64_t total = !rd ? 0 : rd->total_bytes ? rd->total_bytes : rd->baseline_total_bytes;
+    cmt__json_u64(j, "total_bytes", total);
+    cmt__json_u64(j, "peak_bytes", rd ? rd->peak_live_bytes : 0);
+    cmt__json_u64(j, "peak_t_ns", rd ? rd->peak_t_ns : 0);
+    cmt__json_u64(j, "bucket_ns", tl->width);
+    if (d) {
+        points_json(j, tl, d);
+    } else { /* no bucket used */
+        struct cmt_site_timeline empty = {.group_count = tl->group_count};
+        points_json(j, &empty, &none);
+    }
+    cmt__html_alloc_lines_json(j, run, dev);
+    cmt__json_end_object(j);
+}
+
+static int charted(const struct cmt__html_run *run, int32_t dev)
+{
+    const struct cmt_site_timeline_device *d = run->have_series
+                                                   ? cmt_site_timeline_device(&run->series, dev)
+                                                   : NULL;
+    const struct cmt_replay_device *rd = cmt_replay_device(run->pass.replay, dev);
+    return d && rd && rd->peak_live_bytes;
+}
+
 static void devices_json(struct cmt__json *j, const struct cmt__html_run *run)
 {
     const struct cmt_site_timeline *tl = &run->series;
-    char label[160];
     cmt__json_array(j, "devices");
-    for (uint32_t s = 0; run->have_series && s < tl->device_count; s++) {
-        const struct cmt_site_timeline_device *d = &tl->devices[s];
-        const struct cmt_replay_device *rd = cmt_replay_device(run->pass.replay, d->dev);
-        if (!rd || !rd->peak_live_bytes)
-            continue;
-        cmt__json_object(j, NULL);
-        cmt__json_i64(j, "dev", d->dev);
-        cmt__json_string(j, "label",
-                         cmt__device_label(run->pass.replay, d->dev, label, sizeof label));
-        uint64_t total = rd->total_bytes ? rd->total_bytes : rd->baseline_total_bytes;
-        cmt__json_u64(j, "total_bytes", total);
-        cmt__json_u64(j, "peak_bytes", rd->peak_live_bytes);
-        cmt__json_u64(j, "peak_t_ns", rd->peak_t_ns);
-        cmt__json_u64(j, "bucket_ns", tl->width);
-        points_json(j, tl, d);
-        cmt__html_alloc_lines_json(j, run, d->dev);
-        cmt__json_end_object(j);
-    }
+    for (uint32_t s = 0; run->have_series && s < tl->device_count; s++)
+        if (charted(run, tl->devices[s].dev))
+            device_json(j, run, tl->devices[s].dev, &tl->devices[s]);
+    /* devices only the allocator-level records name (a converted snapshot has no driver
+     * events): their allocated and reserved lines */
+    for (size_t i = 0; run->have_alloc && i < run->alloc.line_count; i++)
+        if (!charted(run, run->alloc.lines[i].dev))
+            device_json(j, run, run->alloc.lines[i].dev, NULL);
     cmt__json_end_array(j);
 }
 

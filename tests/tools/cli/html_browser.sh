@@ -4,7 +4,8 @@
 # own checks and write them into the DOM (<pre id="selftest">); --dump-dom reads them back.
 # Checked here: no errors on the page, the plotted maximum equals `report --json`'s peak, the OOM
 # marker sits at `oom --json`'s time (within a pixel), hovering the largest band shows its stack,
-# the wheel zooms, and the diff view draws both runs. Exit 77 (skip) without Chromium, except in
+# the wheel zooms, the diff view draws both runs, and the allocator view and lines (the demo's
+# OOM trace and a PyTorch snapshot written here) match `oom --json` and `report --json`. Exit 77 (skip) without Chromium, except in
 # CI (CI=true), where that is a failure. CMT_HTML_SHOTS=DIR also writes screenshots there.
 set -euo pipefail
 cli=$1
@@ -63,6 +64,66 @@ expect "hovering the largest band shows its stack" "$(field "$r" hover_ok)" true
 expect "the wheel zooms in" "$(field "$r" zoom_ok)" true
 expect "every check of the page" "$(field "$r" ok)" true
 
+# The allocator view and lines: the view drawn at the OOM has `oom --json`'s segment count (at
+# the end: `report --json`'s segments_at_end), the reserved line's maximum is `report --json`'s
+# allocator peak_reserved_bytes (the largest over devices).
+max_field() { grep -o "\"$2\":[0-9]*" <<<"$1" | cut -d: -f2 | sort -n | tail -1; }
+check_allocator() { # name, trace, self-test results
+    local rep om want
+    rep=$("$cli" report --json "$2") om=$("$cli" oom --json "$2")
+    if [[ $(field "$3" alloc_view_at) == '"oom"' ]]; then
+        want=$(grep -o '"allocator":{[^}]*"segments":[0-9]*' <<<"$om" | head -1 | grep -o '"segments":[0-9]*' | cut -d: -f2)
+    else
+        want=$(field "$rep" segments_at_end)
+    fi
+    expect "$1: allocator view segments drawn" "$(field "$3" alloc_segments_drawn)" "$want"
+    expect "$1: hovering a block shows its size and stack" "$(field "$3" alloc_hover_ok)" true
+    expect "$1: reserved line maximum is report's peak_reserved_bytes" \
+        "$(field "$3" reserved_line_max)" "$(max_field "$rep" peak_reserved_bytes)"
+}
+check_allocator "demo" "$oom" "$r"
+expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
+
+# A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
+if command -v python3 >/dev/null; then
+    python3 - "$work/snap.pickle" <<'PY'
+import pickle, sys
+MIB = 1 << 20
+A, B, T = 0x7F0000000000, 0x7F0010000000, 1700000000000000
+fr = [{"name": "forward", "filename": "model.py", "line": 42},
+      {"name": "<module>", "filename": "train.py", "line": 7}]
+def blk(addr, size, state):
+    return {"address": addr, "size": size, "requested_size": size if state != "inactive" else 0,
+            "state": state, "frames": fr if state != "inactive" else []}
+def seg(addr, total, blocks):
+    return {"device": 0, "address": addr, "total_size": total, "stream": 0,
+            "segment_type": "large", "allocated_size": 0, "active_size": 0, "frames": [],
+            "blocks": blocks}
+def ev(action, addr, size, t):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": T + t,
+            "frames": fr}
+segs = [seg(A, 40 * MIB, [blk(A, 10 * MIB, "active_allocated"), blk(A + 10 * MIB, 30 * MIB, "inactive")]),
+        seg(B, 40 * MIB, [blk(B, 30 * MIB, "inactive"), blk(B + 30 * MIB, 10 * MIB, "active_allocated")])]
+trace = [ev("segment_alloc", A, 40 * MIB, 1), ev("alloc", A, 10 * MIB, 2),
+         ev("alloc", A + 10 * MIB, 30 * MIB, 3), ev("segment_alloc", B, 40 * MIB, 4),
+         ev("alloc", B, 30 * MIB, 5), ev("alloc", B + 30 * MIB, 10 * MIB, 6),
+         ev("free_requested", A + 10 * MIB, 30 * MIB, 7), ev("free_completed", A + 10 * MIB, 30 * MIB, 7),
+         ev("free_requested", B, 30 * MIB, 8), ev("free_completed", B, 30 * MIB, 8),
+         {"action": "oom", "size": 50 * MIB, "stream": 0, "time_us": T + 9, "device_free": 0, "frames": fr}]
+with open(sys.argv[1], "wb") as f:
+    pickle.dump({"segments": segs, "device_traces": [trace]}, f)
+PY
+    "$cli" html -o "$work/snap.html" "$work/snap.pickle" >/dev/null
+    r=$(selftest "$work/snap.html")
+    echo "snap.html: $r"
+    expect "snapshot: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    expect "snapshot: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
+    check_allocator "snapshot" "$work/snap.pickle" "$r"
+    expect "snapshot: every check" "$(field "$r" ok)" true
+else
+    echo "html_browser: the snapshot part is skipped: python3 is missing"
+fi
+
 r=$(selftest "$work/diff.html")
 echo "diff.html: $r"
 expect "diff: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
@@ -74,6 +135,9 @@ if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
     mkdir -p "$CMT_HTML_SHOTS"
     chrome --window-size=1300,1300 --screenshot="$CMT_HTML_SHOTS/timeline.png" "file://$work/oom.html"
     chrome --window-size=1300,1700 --screenshot="$CMT_HTML_SHOTS/diff.png" "file://$work/diff.html"
+    chrome --window-size=1300,1900 --screenshot="$CMT_HTML_SHOTS/allocator.png" "file://$work/oom.html"
+    [[ -f $work/snap.html ]] && chrome --window-size=1300,1100 \
+        --screenshot="$CMT_HTML_SHOTS/snapshot.png" "file://$work/snap.html"
     echo "screenshots in $CMT_HTML_SHOTS"
 fi
 exit $((failures > 0))
