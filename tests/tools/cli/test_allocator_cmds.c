@@ -256,6 +256,13 @@ Test(allocator_cmds, hostile_allocator_records_leave_every_command_standing)
                   cmds[i][1] ? cmds[i][1] : "", c.status, c.err);
         captured_free(&c);
     }
+    char html[256];
+    snprintf(html, sizeof html, "%s.html", path);
+    const char *hargv[] = {"html", "-o", html, path, NULL};
+    struct captured h = capture_run(cmt_cmd_html, hargv);
+    cr_expect(h.status == 0 || h.status == 1, "html: %d: %s", h.status, h.err);
+    captured_free(&h);
+    remove(html);
     const char *dargv[] = {"diff", path, path, NULL};
     struct captured c = capture_run(cmt_cmd_diff, dargv);
     cr_expect(c.status == 0 || c.status == 1, "diff: %d", c.status);

@@ -182,3 +182,68 @@ Test(html_cmd, one_call_site_from_two_callers_gets_two_names)
     remove(out);
     captured_free(&cap);
 }
+
+/* A caching allocator's records: two 20 MiB segments, a block in each, the first freed, then
+ * the allocator's OOM for 30 MiB (allocator_view's fragmentation case). */
+static const char *allocator_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_allocator(&b, 1, "max_split_size_mb:16");
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "forward");
+    uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull, MIB = 1ull << 20;
+    tb_alloc(&b, A, 20 * MIB, s); /* the segments' driver allocations */
+    tb_segment(&b, A, 20 * MIB, 0);
+    tb_alloc(&b, B, 20 * MIB, s);
+    tb_segment(&b, B, 20 * MIB, 0);
+    tb_block(&b, A, 4 * MIB, 4 * MIB - 100, s, 0);
+    tb_block(&b, B + 2 * MIB, 2 * MIB, 2 * MIB, s, 0);
+    tb_block(&b, A + 4 * MIB, 8 * MIB, 8 * MIB, s, 0);
+    tb_block_free(&b, A + 4 * MIB, 8 * MIB);
+    uint64_t v[] = {30 * MIB};
+    tb_alloc_event(&b, CMT_AA_OOM, 0, s, CMT_AF(SIZE), v);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(html_cmd, allocator_records_give_lines_and_the_view_at_the_oom)
+{
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), allocator_trace(0), NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"lines\":[{\"name\":\"allocated\""), "the allocated line");
+    cr_expect(strstr(page, "{\"name\":\"reserved\",\"t\":["), "the reserved line");
+    cr_expect(strstr(page, "\"v\":[20971520,41943040"), "reserved steps by segment");
+    cr_expect(strstr(page, "\"at\":\"oom\""), "a view at the OOM");
+    cr_expect(strstr(page, "\"oom\":0"), "... that names its episode");
+    cr_expect(strstr(page, "\"segment_count\":2,\"block_count\":2"), "two segments, two blocks");
+    /* segment A: the block, the 16 MiB freed range (oversize with max_split_size_mb:16);
+     * segment B: a 2 MiB split gap, the block, the 16 MiB rest */
+    cr_expect(strstr(page, "\"blocks\":[[0,4194304,4194204,\"active\",0],"
+                           "[4194304,16777216,0,\"oversize\",-1]]"),
+              "segment A's blocks");
+    cr_expect(strstr(page, "[[0,2097152,0,\"split\",-1],[2097152,2097152,2097152,\"active\",0]"),
+              "segment B's blocks");
+    cr_expect(strstr(page, "\"stacks\":[[\"forward\""), "the blocks' stack");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
+Test(html_cmd, without_allocator_records_there_is_no_view)
+{
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), oom_trace(0, "f"), NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"allocator\":null"));
+    cr_expect(strstr(page, "\"lines\":[]"));
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
