@@ -32,6 +32,8 @@ static const char usage[] =
     "wheel, pan by dragging, hover for the stack under the cursor), each OOM's figures, verdict\n"
     "and holders, the what-if table of allocator settings when the trace allows one, and the\n"
     "leaks at exit. With FILE2, both runs on one time axis and the call sites that changed most.\n"
+    "With allocator-level records (PyTorch's caching allocator, or a snapshot .pickle as FILE):\n"
+    "the allocated and reserved lines, and the allocator's segments and blocks at each OOM.\n"
     "\n"
     "  -o OUT        the page (default: FILE without .cmt, plus .html)\n"
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
