@@ -85,6 +85,24 @@ Test(snapshot_cli, whatif_without_a_capacity_compares_settings_by_what_they_rese
     captured_free(&c);
 }
 
+Test(snapshot_cli, oom_reports_the_snapshots_device_request_and_free_memory)
+{
+    /* full.pickle's `oom` entry: device 0, size 41943040 (40 MiB), device_free 10485760 */
+    const char *path = fixture_path("full.pickle");
+    const char *json[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"dev\":0,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"request_bytes\":41943040,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"free_bytes\":10485760,"), "%s", c.out);
+    captured_free(&c);
+    const char *text[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, text);
+    cr_expect(strstr(c.out, "total not recorded, free 10.00 MiB"), "%s", c.out);
+    cr_expect(!strstr(c.out, "of the 0 B device"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
