@@ -14,6 +14,7 @@
 #include "cmt_error.h"
 #include "commands.h"
 #include "html.h"
+#include "whatif_blocks.h"
 #include "output.h"
 #include "progress.h"
 
@@ -148,14 +149,18 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     const char *path = run->pass.path;
     cmt_reader *r = run->pass.reader;
     cmt_replay *rp = NULL;
-    struct cmt_whatif_stream stream;
+    struct cmt_whatif_stream stream, blocks;
+    struct cmt_whatif_selfcheck check = {0};
     struct cmt_whatif_collector *wc = NULL;
+    struct cmt_whatif_block_collector *bc = NULL;
     int whatif = want_whatif(o, run);
     cmt_reader_rewind(r);
     if (cmt_replay_create(&rp, r) != 0 ||
         cmt_site_timeline_init(&run->series, o->points, &run->groups) != 0 ||
-        (whatif && cmt_whatif_collector_create(&wc, &stream) != 0)) {
+        (whatif && (cmt_whatif_collector_create(&wc, &stream) != 0 ||
+                    cmt_whatif_block_collector_create(&bc, &blocks, &check) != 0))) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
+        cmt_whatif_collector_destroy(wc);
         cmt_replay_destroy(rp);
         return 1;
     }
@@ -166,7 +171,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[4];
+    struct cmt_observer obs[5];
     size_t n = 0;
     struct cmt__progress progress;
     struct stat st;
@@ -176,22 +181,35 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         obs[n++] = cmt__progress_observer(&progress);
     }
     obs[n++] = cmt_site_timeline_observer(&run->series);
-    if (wc)
+    if (wc) {
         obs[n++] = cmt_whatif_observer(wc);
+        obs[n++] = cmt_whatif_block_observer(bc);
+    }
     if (run->have_alloc && !run->alloc.failed)
         obs[n++] = cmt__html_alloc_observer(&run->alloc);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
     if (wc) {
-        char err[256] = "";
-        if (cmt_whatif_collector_end(wc, rc, err, sizeof err) == 0) {
-            whatif_sweep(run, &stream);
-            cmt_whatif_stream_free(&stream);
-        } else {
+        /* as `whatif`: the allocator's block events when the trace has them, else the driver's */
+        char err[256] = "", ignored[8];
+        int brc = cmt_whatif_block_collector_end(bc, rc, err, sizeof err);
+        int drc = cmt_whatif_collector_end(wc, rc, brc == CMT_ENOT_FOUND ? err : ignored,
+                                           brc == CMT_ENOT_FOUND ? sizeof err : sizeof ignored);
+        const struct cmt_whatif_stream *use = brc == CMT_ENOT_FOUND ? (drc ? NULL : &stream)
+                                              : brc                 ? NULL
+                                                                    : &blocks;
+        if (use)
+            whatif_sweep(run, use);
+        else
             snprintf(run->whatif_reason, sizeof run->whatif_reason, "%s", err);
-        }
+        if (drc == 0)
+            cmt_whatif_stream_free(&stream);
+        if (brc == 0)
+            cmt_whatif_stream_free(&blocks);
         cmt_whatif_collector_destroy(wc);
+        cmt_whatif_block_collector_destroy(bc);
+        cmt_whatif_selfcheck_free(&check);
     }
     cmt_replay_destroy(rp);
     if (rc == CMT_ENOMEM || run->series.failed || run->alloc.failed) {

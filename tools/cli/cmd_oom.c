@@ -28,68 +28,6 @@ static const char usage[] =
     "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
-/* The episode's one-sentence explanation. */
-static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
-{
-    char req[32], proc[32], tot[32], fr[32], oth[32];
-    cmt__bytes(e->request_bytes, req);
-    cmt__bytes(e->process_bytes, proc);
-    cmt__bytes(e->total_bytes, tot);
-    cmt__bytes(e->free_bytes, fr);
-    cmt__bytes(e->others_bytes, oth);
-    switch (e->verdict) {
-    case CMT_VERDICT_OVER_CAPACITY:
-        snprintf(buf, size,
-                 "the request for %s is larger than the whole device (%s): no amount "
-                 "of freeing can satisfy it",
-                 req, tot);
-        break;
-    case CMT_VERDICT_FRAGMENTATION:
-        if (e->alloc && e->alloc->unallocated_bytes >= e->alloc->request_bytes) {
-            char un[32], big[32];
-            cmt__bytes(e->alloc->unallocated_bytes, un);
-            cmt__bytes(e->alloc->request_bytes, req);
-            cmt__bytes(e->alloc->largest_free_block, big);
-            if (e->alloc->largest_free_block >= e->alloc->request_bytes)
-                snprintf(
-                    buf, size,
-                    "the allocator held %s reserved but unallocated, more than the %s "
-                    "request, yet none of its cached blocks could serve it (the largest, %s, is "
-                    "oversize, kept for larger requests, or in the other pool): its cache is "
-                    "fragmented",
-                    un, req, big);
-            else
-                snprintf(buf, size,
-                         "the allocator held %s reserved but unallocated, more than the %s "
-                         "request, yet its largest free block was %s: its cache is fragmented",
-                         un, req, big);
-            break;
-        }
-        snprintf(buf, size,
-                 "%s was free, enough for the %s request, yet it failed: the free "
-                 "memory is fragmented (no contiguous range large enough)",
-                 fr, req);
-        break;
-    case CMT_VERDICT_HELD_BY_OTHERS:
-        snprintf(buf, size,
-                 "other processes or contexts held %s of the %s device, more than "
-                 "this process's %s: the device is shared",
-                 oth, tot, proc);
-        break;
-    default:
-        if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
-            snprintf(buf, size,
-                     "this process itself held %s and the device had %s free (its total is "
-                     "not recorded): its own allocations exhausted the memory",
-                     proc, fr);
-        else
-            snprintf(buf, size,
-                     "this process itself held %s of the %s device (others %s, free %s): "
-                     "its own allocations exhausted the memory",
-                     proc, tot, oth, fr);
-    }
-}
-
 /* The other processes that held memory at an episode (several traces), for json_episode. */
 struct others {
     const struct cmt_fleet *fleet;
@@ -190,7 +128,7 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
     char a[32], b[32], c[32], dev[160], sentence[512], top[512];
     const cmt_reader *r = p->reader;
     cmt__device_label(p->replay, e->dev, dev, sizeof dev);
-    verdict_sentence(e, sentence, sizeof sentence);
+    cmt__oom_sentence(e, sentence, sizeof sentence);
     char api[256], thread_text[256];
     printf("%s: out of memory #%u: %s of %s on %s failed: %s.\n", p->path, i + 1,
            cmt__text(e->api, api, sizeof api), cmt__bytes(e->request_bytes, a), dev, sentence);

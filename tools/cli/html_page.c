@@ -15,31 +15,6 @@
 #define NAME_SIZE 1024
 #define SCHEMA 1
 
-static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
-{
-    char req[32], proc[32], tot[32], fr[32], oth[32];
-    cmt__bytes(e->request_bytes, req);
-    cmt__bytes(e->process_bytes, proc);
-    cmt__bytes(e->total_bytes, tot);
-    cmt__bytes(e->free_bytes, fr);
-    cmt__bytes(e->others_bytes, oth);
-    switch (e->verdict) {
-    case CMT_VERDICT_OVER_CAPACITY:
-        snprintf(buf, size, "the request is larger than the whole device (%s)", tot);
-        break;
-    case CMT_VERDICT_FRAGMENTATION:
-        snprintf(buf, size, "%s was free, enough for it, but fragmented", fr);
-        break;
-    case CMT_VERDICT_HELD_BY_OTHERS:
-        snprintf(buf, size, "other processes held %s of the %s device, more than this process's %s",
-                 oth, tot, proc);
-        break;
-    default:
-        snprintf(buf, size, "this process itself held %s of the %s device (others %s, free %s)",
-                 proc, tot, oth, fr);
-    }
-}
-
 const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t size)
 {
     const struct cmt__pass *p = &run->pass;
@@ -48,7 +23,7 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
     uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
     if (n) {
         const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, 0);
-        verdict_sentence(e, why, sizeof why);
+        cmt__oom_sentence(e, why, sizeof why);
         snprintf(buf, size, "Out of memory%s: %s of %s on %s failed at %s (%s): %s.",
                  n > 1 ? " (first of several)" : "", e->api, cmt__bytes(e->request_bytes, a),
                  cmt__device_label(p->replay, e->dev, dev, sizeof dev), cmt__duration(e->t_ns, b),
@@ -229,7 +204,7 @@ static void oom_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_string(j, "api", e->api);
         cmt__json_u64(j, "request_bytes", e->request_bytes);
         cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
-        verdict_sentence(e, sentence, sizeof sentence);
+        cmt__oom_sentence(e, sentence, sizeof sentence);
         cmt__json_string(j, "sentence", sentence);
         cmt__json_u64(j, "attempts", e->attempts);
         cmt__json_u64(j, "released_bytes", e->released_bytes);

@@ -1,4 +1,5 @@
 /* output.c — units, JSON, trace opening and stack text for the analysis commands. */
+#include "oom.h"
 #include "output.h"
 
 #include <inttypes.h>
@@ -375,4 +376,66 @@ int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usa
         }
     }
     return *path ? 0 : cmt__usage_error(cmd, "missing trace FILE");
+}
+
+/* oom_sentence: output.h */
+void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
+{
+    char req[32], proc[32], tot[32], fr[32], oth[32];
+    cmt__bytes(e->request_bytes, req);
+    cmt__bytes(e->process_bytes, proc);
+    cmt__bytes(e->total_bytes, tot);
+    cmt__bytes(e->free_bytes, fr);
+    cmt__bytes(e->others_bytes, oth);
+    switch (e->verdict) {
+    case CMT_VERDICT_OVER_CAPACITY:
+        snprintf(buf, size,
+                 "the request for %s is larger than the whole device (%s): no amount "
+                 "of freeing can satisfy it",
+                 req, tot);
+        break;
+    case CMT_VERDICT_FRAGMENTATION:
+        if (e->alloc && e->alloc->unallocated_bytes >= e->alloc->request_bytes) {
+            char un[32], big[32];
+            cmt__bytes(e->alloc->unallocated_bytes, un);
+            cmt__bytes(e->alloc->request_bytes, req);
+            cmt__bytes(e->alloc->largest_free_block, big);
+            if (e->alloc->largest_free_block >= e->alloc->request_bytes)
+                snprintf(
+                    buf, size,
+                    "the allocator held %s reserved but unallocated, more than the %s "
+                    "request, yet none of its cached blocks could serve it (the largest, %s, is "
+                    "oversize, kept for larger requests, or in the other pool): its cache is "
+                    "fragmented",
+                    un, req, big);
+            else
+                snprintf(buf, size,
+                         "the allocator held %s reserved but unallocated, more than the %s "
+                         "request, yet its largest free block was %s: its cache is fragmented",
+                         un, req, big);
+            break;
+        }
+        snprintf(buf, size,
+                 "%s was free, enough for the %s request, yet it failed: the free "
+                 "memory is fragmented (no contiguous range large enough)",
+                 fr, req);
+        break;
+    case CMT_VERDICT_HELD_BY_OTHERS:
+        snprintf(buf, size,
+                 "other processes or contexts held %s of the %s device, more than "
+                 "this process's %s: the device is shared",
+                 oth, tot, proc);
+        break;
+    default:
+        if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
+            snprintf(buf, size,
+                     "this process itself held %s and the device had %s free (its total is "
+                     "not recorded): its own allocations exhausted the memory",
+                     proc, fr);
+        else
+            snprintf(buf, size,
+                     "this process itself held %s of the %s device (others %s, free %s): "
+                     "its own allocations exhausted the memory",
+                     proc, tot, oth, fr);
+    }
 }

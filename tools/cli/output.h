@@ -82,4 +82,8 @@ int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usa
 /* Prints "cumemtrace CMD: MESSAGE" (printf-style) to stderr. @return 2 (usage) */
 int cmt__usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct cmt_oom_episode;
+/* The episode's one-sentence explanation (oom, html): why the request failed, by its verdict. */
+void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size);
+
 #endif

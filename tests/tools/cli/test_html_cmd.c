@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "commands.h"
+#include "alloc_fixture.h"
 #include "trace_builder.h"
 
 /* A 24 GiB device: 6 GiB from `function`, samples saying 4 GiB are free (14 GiB held by
@@ -229,6 +230,30 @@ Test(html_cmd, allocator_records_give_lines_and_the_view_at_the_oom)
     cr_expect(strstr(page, "[[0,2097152,0,\"split\",-1],[2097152,2097152,2097152,\"active\",0]"),
               "segment B's blocks");
     cr_expect(strstr(page, "\"stacks\":[[\"forward\""), "the blocks' stack");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
+Test(html_cmd, the_write_ups_run_reads_as_oom_and_whatif_read_it)
+{
+    /* the write-up's failure as the shim records it: the summary is `oom`'s sentence (the
+     * cache is fragmented), and the what-if runs on the allocator's block events */
+    struct tb b;
+    wu_fragmentation(&b, 1, "");
+    const char *trace = temp_trace(b.buf.data, b.buf.len, 0);
+    tb_free_builder(&b);
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), trace, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "reserved but unallocated, more than the 6.18 GiB request"),
+              "the allocator's fragmentation sentence");
+    cr_expect(!strstr(page, "enough for it"), "not the driver-level free-memory sentence");
+    cr_expect(strstr(page, "\"whatif\":{\"available\":true"), "a what-if from the block events");
+    cr_expect(strstr(page, "\"conf\":\"max_split_size_mb:6144\",\"oom\":false"),
+              "the write-up's fix replays without OOM");
     free(page);
     remove(out);
     captured_free(&c);
