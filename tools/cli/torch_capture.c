@@ -431,13 +431,12 @@ static int merge_snapshot(const char *trace, const char *snapshot, char *why, si
     if (stat(trace, &tst) == 0)
         fchmod(out_fd, tst.st_mode & 07777);
     if ((rc = cmt_writer_create(&m.w, cmt_fd_sink, &out_fd, NULL)) == 0 &&
-        (rc = merge_records(&m)) == 0 && (rc = cmt_writer_flush(m.w)) == 0 &&
-        (fsync(out_fd) != 0 || close(out_fd) != 0))
-        rc = CMT_EIO;
-    else if (rc == 0)
-        out_fd = -1; /* closed */
-    if (!rc && rename(tmp, trace) != 0)
-        rc = CMT_EIO;
+        (rc = merge_records(&m)) == 0 && (rc = cmt_writer_flush(m.w)) == 0) {
+        int synced = fsync(out_fd) == 0, closed = close(out_fd) == 0;
+        out_fd = -1;
+        if (!synced || !closed || rename(tmp, trace) != 0)
+            rc = CMT_EIO;
+    }
     if (rc) {
         if (!why[0])
             snprintf(why, size, "writing the merged trace: %s",

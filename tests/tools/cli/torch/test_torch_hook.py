@@ -242,6 +242,9 @@ def check_merged(trace):
               "SEQ is the driver call before: %s %s" % (alloc, driver))
     check(alloc and alloc[1].get("frames", [""])[0].startswith("step"),
           "the Python frame: %s" % alloc[1:2])
+    driver_frames = [f for r in recs if r.get("api") for f in r.get("frames", [])]
+    check(driver_frames and not [f for f in driver_frames if "train.py" in f],
+          "the driver stacks are their own (ids do not collide): %s" % driver_frames[:3])
     report = subprocess.run([CLI, "report", "--json", trace], capture_output=True, text=True,
                             timeout=60)
     check(report.returncode == 0, "report --json: " + report.stderr)
