@@ -286,11 +286,12 @@ static void attach_view(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode
     }
     e->alloc = v;
     e->hint_leak = 0; /* the driver-level holders are the cache's segments, not tensors */
-    if (!e->have_meminfo && (ae->fields & CMT_AF(DEVICE_FREE)) &&
-        (ae->fields & CMT_AF(DEVICE_TOTAL))) {
+    if (!e->have_meminfo && (ae->fields & CMT_AF(DEVICE_FREE))) {
+        /* the allocator's own figures at the failure (a snapshot's `oom` has free, no total) */
         e->have_meminfo = 1;
         e->free_bytes = ae->v[CMT_AFIELD_DEVICE_FREE];
-        e->total_bytes = ae->v[CMT_AFIELD_DEVICE_TOTAL];
+        if (ae->fields & CMT_AF(DEVICE_TOTAL))
+            e->total_bytes = ae->v[CMT_AFIELD_DEVICE_TOTAL];
     }
     uint64_t held = v->fig.reserved_bytes + v->outside_bytes;
     if (held > e->process_bytes)

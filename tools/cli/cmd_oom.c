@@ -77,10 +77,16 @@ static void verdict_sentence(const struct cmt_oom_episode *e, char *buf, size_t 
                  oth, tot, proc);
         break;
     default:
-        snprintf(buf, size,
-                 "this process itself held %s of the %s device (others %s, free %s): "
-                 "its own allocations exhausted the memory",
-                 proc, tot, oth, fr);
+        if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
+            snprintf(buf, size,
+                     "this process itself held %s and the device had %s free (its total is "
+                     "not recorded): its own allocations exhausted the memory",
+                     proc, fr);
+        else
+            snprintf(buf, size,
+                     "this process itself held %s of the %s device (others %s, free %s): "
+                     "its own allocations exhausted the memory",
+                     proc, tot, oth, fr);
     }
 }
 
@@ -194,7 +200,8 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
            e->request_bytes, cmt__duration(e->t_ns, b), e->tid, thread ? " (" : "",
            thread ? cmt__text(thread, thread_text, sizeof thread_text) : "", thread ? ")" : "",
            e->seq);
-    printf("  device     total %s, free %s%s, shortfall %s\n", cmt__bytes(e->total_bytes, a),
+    printf("  device     total %s, free %s%s, shortfall %s\n",
+           e->total_bytes ? cmt__bytes(e->total_bytes, a) : "not recorded",
            cmt__bytes(e->free_bytes, b), e->have_meminfo ? "" : " (last sample before the failure)",
            cmt__bytes(e->shortfall_bytes, c));
     printf("  held       this process %s (of which pool retention %s), others %s\n",

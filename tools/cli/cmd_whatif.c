@@ -483,8 +483,8 @@ static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_
     return true;
 }
 
-/* The memory the allocator may reserve: --capacity, else what the trace says was free.
- * @return 0, or 1 after saying why there is none. */
+/* The memory the allocator may reserve: --capacity, else what the trace says was free, else
+ * no limit (1 PiB). @return 0. */
 static int choose_capacity(const struct options *o, const struct cmt_whatif_stream *s,
                            struct cmt_whatif_run_out *run)
 {
@@ -495,11 +495,11 @@ static int choose_capacity(const struct options *o, const struct cmt_whatif_stre
         run->capacity = s->device_free;
         run->capacity_from_trace = true;
     } else {
-        fprintf(stderr,
-                "cumemtrace whatif: %s: the trace does not say how much device memory was "
-                "free; pass --capacity (e.g. --capacity 20GiB)\n",
-                o->path);
-        return 1;
+        /* A snapshot without an `oom` entry says nothing of the device: the settings still
+         * compare by what they reserve; none can run out of memory, and the output says so. */
+        run->capacity = CMT__WHATIF_NO_LIMIT;
+        run->capacity_from_trace = false;
+        run->capacity_unknown = true;
     }
     run->device_total = s->device_total > run->capacity ? s->device_total : run->capacity;
     return 0;

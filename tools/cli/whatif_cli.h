@@ -8,11 +8,15 @@
 #include "whatif.h"
 #include "whatif_blocks.h"
 
+/* The capacity of a replay whose trace does not say what was free: 1 PiB, which no run reaches. */
+#define CMT__WHATIF_NO_LIMIT ((uint64_t)1 << 50)
+
 struct cmt_whatif_run_out {
     const struct cmt_whatif_stream *stream;
     const char *path;
     uint64_t capacity, device_total;
     bool capacity_from_trace;
+    bool capacity_unknown; /* neither --capacity nor the trace: replayed without a limit */
     enum cmt_model_oom_style oom_style; /* the wording of the OOM messages */
     bool oom_style_from_trace;          /* chosen by the PyTorch version the trace names */
     struct cmt_whatif_device dev;       /* what every replay ran on */

@@ -59,7 +59,13 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
         fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
                 s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
-    if (run->capacity_from_trace)
+    if (run->capacity_unknown)
+        fprintf(f,
+                "  capacity  unknown: the trace does not say how much device memory was free, so "
+                "the settings\n            are replayed without a limit and compared by what "
+                "they reserve; pass --capacity SIZE\n            to see which run out of "
+                "memory\n");
+    else if (run->capacity_from_trace)
         fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",
                 cmt__bytes(run->capacity, a), cmt__bytes(s->device_total, b),
                 cmt__bytes(s->device_total - s->device_free, c));
@@ -196,6 +202,14 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
     if (rec->best < 0) {
         fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
                    "size, resolution), or try more settings (--expandable-segments true,false).\n");
+    } else if (run->capacity_unknown) {
+        const struct cmt_whatif_result *best = &run->results[rec->best];
+        fprintf(f,
+                "  %s reserves the least (peak %s). Without a capacity no setting runs out of "
+                "memory here:\n  pass --capacity SIZE (the card's free memory) for a "
+                "recommendation.\n",
+                label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a));
+        return;
     } else {
         const struct cmt_whatif_result *best = &run->results[rec->best];
         fprintf(f, "  %s avoids out-of-memory with the lowest peak reserved (%s)%s.\n",
@@ -434,7 +448,10 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     cmt__json_string(&j, "device_name", s->device_name);
     cmt__json_u64(&j, "device_total_bytes", run->device_total);
     cmt__json_u64(&j, "capacity_bytes", run->capacity);
-    cmt__json_string(&j, "capacity_source", run->capacity_from_trace ? "trace" : "option");
+    cmt__json_string(&j, "capacity_source",
+                     run->capacity_unknown      ? "unknown"
+                     : run->capacity_from_trace ? "trace"
+                                                : "option");
     cmt__json_u64(&j, "events", s->event_count);
     cmt__json_u64(&j, "allocations", s->allocs);
     cmt__json_u64(&j, "frees", s->frees);

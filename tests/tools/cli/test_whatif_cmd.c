@@ -200,19 +200,25 @@ Test(whatif_cmd, bad_traces_exit_1_with_one_line)
     int fd = mkstemp(garbage);
     cr_assert_eq(write(fd, "not a trace at all", 18), 18);
     close(fd);
-    const char *paths[] = {"/nonexistent/trace.cmt", garbage, empty, no_device};
-    for (int i = 0; i < 4; i++) {
+    const char *paths[] = {"/nonexistent/trace.cmt", garbage, empty};
+    for (int i = 0; i < 3; i++) {
         const char *argv[] = {"whatif", paths[i], NULL};
         capture(&c, cmt_cmd_whatif, argv);
         cr_assert_eq(c.status, 1, "%s: status %d", paths[i], c.status);
         cr_assert_eq(count_lines(c.err), 1, "%s: %s", paths[i], c.err);
         cr_assert(strstr(c.err, paths[i]), "%s", c.err);
     }
-    cr_assert(strstr(c.err, "--capacity"), "%s", c.err);
-    /* With a capacity the trace without device figures replays. */
+    /* A trace without device figures replays without a limit, and says so ... */
+    const char *bare[] = {"whatif", no_device, NULL};
+    capture(&c, cmt_cmd_whatif, bare);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "capacity  unknown"), "%s", c.out);
+    cr_assert(strstr(c.out, "--capacity SIZE"), "%s", c.out);
+    /* ... and with a capacity it replays against it. */
     const char *argv[] = {"whatif", "--capacity", "1GiB", no_device, NULL};
     capture(&c, cmt_cmd_whatif, argv);
     cr_assert_eq(c.status, 0, "%s", c.err);
+    cr_assert(strstr(c.out, "(--capacity)"), "%s", c.out);
     unlink(no_device);
     unlink(empty);
     unlink(garbage);
