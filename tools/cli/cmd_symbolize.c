@@ -1,9 +1,12 @@
 /* cmd_symbolize.c — `cumemtrace symbolize [--quiet] FILE...`. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "output.h"
+#include "snapshot.h"
 #include "symbolize.h"
 
 static void usage(FILE *out)
@@ -12,9 +15,22 @@ static void usage(FILE *out)
           "Adds function names and file:line to the stacks of each trace, in place (appended\n"
           "records; nothing already in the file changes). Run it on the machine that has the\n"
           "traced binaries; the result reads the same anywhere. Running it again adds only what\n"
-          "was missing. A damaged trace is refused and left as it is.\n"
+          "was missing. A damaged trace is refused and left as it is. A PyTorch memory snapshot\n"
+          "needs nothing (its frames are Python and C++ names with file:line): it is left as it\n"
+          "is, with a line that says so, and counts as done.\n"
           "  --quiet   print nothing unless something fails\n",
           out);
+}
+
+/* A PyTorch memory snapshot (a pickle, by its first bytes), whose frames are symbolic. */
+static int is_snapshot(const char *path)
+{
+    unsigned char head[2];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int yes = fd >= 0 && read(fd, head, 2) == 2 && cmt_snapshot_sniff(head, 2);
+    if (fd >= 0)
+        close(fd);
+    return yes;
 }
 
 static void report(const char *path, const struct cmt_symbolize_stats *s)
@@ -58,6 +74,11 @@ int cmt_cmd_symbolize(int argc, char **argv)
         if (why) {
             fprintf(stderr, "cumemtrace symbolize: %s: %s\n", argv[i], why);
             status = 1;
+        } else if (is_snapshot(argv[i])) {
+            if (!quiet)
+                printf("cumemtrace: %s is a PyTorch memory snapshot: its frames are already "
+                       "symbolic (Python file:line); nothing to do\n",
+                       argv[i]);
         } else if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
             fprintf(stderr, "cumemtrace symbolize: %s\n", err);
             status = 1;

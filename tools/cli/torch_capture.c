@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
 #include "reader.h"
+#include "snapshot_trace.h"
+#include "writer.h"
 #include "torch_sitecustomize.h" /* generated: cmt__torch_hook[], the hook's bytes */
 
 static int write_all(int fd, const void *data, size_t len)
@@ -162,20 +165,297 @@ static int keep(const char *from, const char *stem, const char *suffix, char *ou
     return -1;
 }
 
-/* Merges the snapshot into the trace. This build has no snapshot importer (tools/snapshot):
- * @return CMT_EUNSUPPORTED, and the caller keeps the snapshot beside the trace.
- * With it: parse the file (cmt_snapshot_parse), convert its entries to ALLOC_EVENT records
- * (cmt_snapshot_to_trace, without its PROCESS and END), and write a new trace beside the old
- * one that interleaves them with the driver trace's records by wall time (the trace's
- * start_wall_ns + t_ns against time_us x 1000; the window's before-state first), each alloc
- * event's SEQ the seq of the last driver EVENT before it, so that file order stays event
- * order; then rename it over the trace. Appending at the end would put every tensor event
- * after every driver event. */
-static int merge_snapshot(const char *trace, const char *snapshot)
+/* Re-emits one record read from a trace. PROCESS, ENV, API, MODULE, THREAD, DEVICE and NOTE
+ * come only from the driver trace; the snapshot's converted trace supplies the rest too. */
+static int emit(cmt_writer *w, const struct cmt_record *rec)
 {
-    (void)trace;
-    (void)snapshot;
-    return CMT_EUNSUPPORTED;
+    switch (rec->type) {
+    case CMT_REC_PROCESS: return cmt_writer_process(w, &rec->u.process);
+    case CMT_REC_ENV: return cmt_writer_env(w, rec->u.env.name, rec->u.env.value);
+    case CMT_REC_API: return cmt_writer_api(w, &rec->u.api);
+    case CMT_REC_STRING: return cmt_writer_string(w, rec->u.string.id, rec->u.string.text);
+    case CMT_REC_MODULE: return cmt_writer_module(w, &rec->u.module);
+    case CMT_REC_STACK_NODE: return cmt_writer_stack_node(w, &rec->u.stack_node);
+    case CMT_REC_THREAD: return cmt_writer_thread(w, &rec->u.thread);
+    case CMT_REC_DEVICE: return cmt_writer_device(w, &rec->u.device);
+    case CMT_REC_EVENT: return cmt_writer_event(w, &rec->u.event);
+    case CMT_REC_MEMINFO: return cmt_writer_meminfo(w, &rec->u.meminfo);
+    case CMT_REC_NOTE: return cmt_writer_note(w, &rec->u.note);
+    case CMT_REC_SIGNAL: return cmt_writer_signal(w, &rec->u.signal);
+    case CMT_REC_END: return cmt_writer_end(w, &rec->u.end);
+    case CMT_REC_SYMBOL: return cmt_writer_symbol(w, &rec->u.symbol);
+    case CMT_REC_ALLOCATOR: return cmt_writer_alloc_info(w, &rec->u.alloc_info);
+    case CMT_REC_ALLOC_EVENT: return cmt_writer_alloc_event(w, &rec->u.alloc_event);
+    default: return 0; /* the reader returns no other type */
+    }
+}
+
+/* A record of the driver trace that has a time, before which the snapshot's records due by
+ * then are written. */
+static int timed(const struct cmt_record *rec, uint64_t *t)
+{
+    switch (rec->type) {
+    case CMT_REC_EVENT: *t = rec->u.event.t_ns; return 1;
+    case CMT_REC_MEMINFO: *t = rec->u.meminfo.t_ns; return 1;
+    case CMT_REC_SIGNAL: *t = rec->u.signal.t_ns; return 1;
+    case CMT_REC_ALLOC_EVENT: *t = rec->u.alloc_event.t_ns; return 1;
+    case CMT_REC_END: *t = UINT64_MAX; return 1; /* everything left goes before END */
+    default: return 0;
+    }
+}
+
+struct merge {
+    cmt_reader *drv, *snap;
+    cmt_writer *w;
+    uint32_t string_off, node_off, allocator_off; /* the driver trace's highest ids */
+    int64_t shift_ns;  /* snapshot t + shift = driver t (wall clocks of both starts) */
+    int timeless;      /* the snapshot has no time_us: its records go before END */
+    uint64_t last_t;   /* the last time written: times never go back */
+    uint64_t last_seq; /* the last driver EVENT's seq */
+    int have_seq, have_pending, snap_done;
+    struct cmt_record pending; /* the snapshot's next ALLOC_EVENT (or ALLOCATOR), read ahead */
+    uint64_t due;              /* ... its time in the driver trace's clock */
+};
+
+static uint64_t snap_time(const struct merge *m, uint64_t t)
+{
+    if (m->timeless)
+        return UINT64_MAX - 1;
+    int64_t d = (int64_t)t + m->shift_ns;
+    return d < 0 ? 0 : (uint64_t)d;
+}
+
+/* Writes the snapshot's records up to (not including) its next timed one, which it leaves
+ * in m->pending with its time in m->due. Ids are moved past the driver trace's. */
+static int snap_advance(struct merge *m)
+{
+    struct cmt_record rec;
+    int rc;
+    while ((rc = cmt_reader_next(m->snap, &rec)) > 0) {
+        switch (rec.type) {
+        case CMT_REC_STRING: rec.u.string.id += m->string_off; break;
+        case CMT_REC_STACK_NODE:
+            rec.u.stack_node.id += m->node_off;
+            rec.u.stack_node.ip = (uint64_t)rec.u.stack_node.id * 16; /* synthetic, as before */
+            if (rec.u.stack_node.parent)
+                rec.u.stack_node.parent += m->node_off;
+            break;
+        case CMT_REC_SYMBOL:
+            rec.u.symbol.node += m->node_off;
+            rec.u.symbol.function += rec.u.symbol.function ? m->string_off : 0;
+            rec.u.symbol.file += rec.u.symbol.file ? m->string_off : 0;
+            rec.u.symbol.module = 0;
+            break;
+        case CMT_REC_ALLOCATOR:
+            rec.u.alloc_info.id += m->allocator_off;
+            m->pending = rec;
+            m->due = snap_time(m, rec.u.alloc_info.t_ns);
+            m->have_pending = 1;
+            return 0;
+        case CMT_REC_ALLOC_EVENT: {
+            struct cmt_alloc_event *e = &rec.u.alloc_event;
+            e->allocator += m->allocator_off;
+            e->stack += e->stack ? m->node_off : 0;
+            int before = (e->fields & CMT_AF(FLAGS)) && (e->v[CMT_AFIELD_FLAGS] & CMT_AFLAG_BEFORE);
+            m->pending = rec;
+            m->due = before ? 0 : snap_time(m, e->t_ns);
+            m->have_pending = 1;
+            return 0;
+        }
+        default: /* its PROCESS, DEVICE (sizes unknown) and END: the driver trace has its own */
+            continue;
+        }
+        if ((rc = emit(m->w, &rec)))
+            return rc;
+    }
+    m->snap_done = 1;
+    return rc; /* 0 at its end; the converted trace is ours, so damage is a bug */
+}
+
+/* Writes the snapshot's records due at or before driver time t. */
+static int snap_until(struct merge *m, uint64_t t)
+{
+    int rc = 0;
+    while (!rc && !m->snap_done) {
+        if (!m->have_pending && (rc = snap_advance(m)))
+            break;
+        if (!m->have_pending || m->due > t)
+            break;
+        uint64_t when = m->due > m->last_t ? m->due : m->last_t;
+        if (when == UINT64_MAX - 1) /* timeless: at the last driver time */
+            when = m->last_t;
+        if (m->pending.type == CMT_REC_ALLOCATOR) {
+            m->pending.u.alloc_info.t_ns = when;
+        } else {
+            struct cmt_alloc_event *e = &m->pending.u.alloc_event;
+            e->t_ns = when;
+            e->fields &= ~CMT_AF(SEQ);
+            if (m->have_seq) {
+                e->fields |= CMT_AF(SEQ);
+                e->v[CMT_AFIELD_SEQ] = m->last_seq;
+            }
+        }
+        m->last_t = when;
+        m->have_pending = 0;
+        rc = emit(m->w, &m->pending);
+    }
+    return rc;
+}
+
+/* The driver trace's highest STRING, STACK_NODE and ALLOCATOR ids; fails on damage (a
+ * rewritten trace would lose what lies after it). */
+static int scan_ids(struct merge *m, char *why, size_t size)
+{
+    struct cmt_record rec;
+    int rc;
+    while ((rc = cmt_reader_next(m->drv, &rec)) > 0) {
+        uint32_t id = rec.type == CMT_REC_STRING       ? rec.u.string.id
+                      : rec.type == CMT_REC_STACK_NODE ? rec.u.stack_node.id
+                                                       : 0;
+        if (rec.type == CMT_REC_STRING && id > m->string_off)
+            m->string_off = id;
+        if (rec.type == CMT_REC_STACK_NODE && id > m->node_off)
+            m->node_off = id;
+        if (rec.type == CMT_REC_ALLOCATOR && rec.u.alloc_info.id > m->allocator_off)
+            m->allocator_off = rec.u.alloc_info.id;
+    }
+    if (rc < 0)
+        snprintf(why, size, "the trace is damaged (%s): it is left as recorded",
+                 cmt_reader_damage(m->drv)[0] ? cmt_reader_damage(m->drv) : cmt_strerror(rc));
+    else if (m->string_off > UINT32_MAX / 2 || m->node_off > UINT32_MAX / 2)
+        snprintf(why, size, "the trace's ids leave no room for the snapshot's"),
+            rc = CMT_EUNSUPPORTED;
+    cmt_reader_rewind(m->drv);
+    return rc < 0 ? rc : 0;
+}
+
+static int merge_records(struct merge *m)
+{
+    const struct cmt_process *dp = cmt_reader_process(m->drv);
+    struct cmt_record rec;
+    int rc = 0;
+    /* the converted snapshot's PROCESS (its first record) gives its start, time_us x 1000 */
+    if ((rc = snap_advance(m)) != 0)
+        return rc;
+    const struct cmt_process *sp = cmt_reader_process(m->snap);
+    m->timeless = !sp || !sp->start_wall_ns || !dp || !dp->start_wall_ns;
+    if (!m->timeless)
+        m->shift_ns = (int64_t)(sp->start_wall_ns - dp->start_wall_ns);
+    if (m->have_pending) /* read before the shift was known */
+        m->due = m->pending.type == CMT_REC_ALLOCATOR ? snap_time(m, m->pending.u.alloc_info.t_ns)
+                 : (m->pending.u.alloc_event.fields & CMT_AF(FLAGS)) &&
+                         (m->pending.u.alloc_event.v[CMT_AFIELD_FLAGS] & CMT_AFLAG_BEFORE)
+                     ? 0
+                     : snap_time(m, m->pending.u.alloc_event.t_ns);
+    int ended = 0;
+    while (!rc && (rc = cmt_reader_next(m->drv, &rec)) > 0) {
+        uint64_t t;
+        rc = 0;
+        if (timed(&rec, &t)) {
+            if (t == UINT64_MAX)
+                ended = 1, rc = snap_until(m, UINT64_MAX);
+            else if (t > 0)
+                rc = snap_until(m, t - 1); /* an entry at the driver call's time goes after */
+            if (rec.type == CMT_REC_END && rec.u.end.t_ns < m->last_t)
+                rec.u.end.t_ns = m->last_t;
+            else if (t != UINT64_MAX && t > m->last_t)
+                m->last_t = t;
+        }
+        if (!rc && rec.type == CMT_REC_EVENT) {
+            m->last_seq = rec.u.event.seq;
+            m->have_seq = 1;
+        }
+        if (!rc)
+            rc = emit(m->w, &rec);
+    }
+    if (!rc && !ended) /* a trace without END (the process was killed): the rest at its end */
+        rc = snap_until(m, UINT64_MAX);
+    return rc;
+}
+
+/* Merges the snapshot into the trace: the snapshot is converted into a trace in memory
+ * (cmt_snapshot_import), and a new trace is written beside the old one with the driver
+ * trace's records as they were and the snapshot's interleaved by wall time (the trace's
+ * start_wall_ns + t_ns against time_us x 1000; the window's before-state before the first
+ * driver event; a snapshot without time_us before END), each ALLOC_EVENT's SEQ the seq of the
+ * last driver EVENT before it, STRING, STACK_NODE and ALLOCATOR ids moved past the driver
+ * trace's. It is renamed over the trace only once complete. @return 0; a CMT_E* code with
+ * the reason in `why` (the trace is then as it was). */
+static int merge_snapshot(const char *trace, const char *snapshot, char *why, size_t size)
+{
+    struct merge m = {0};
+    int rc, sys_errno = 0, snap_fd = -1, out_fd = -1, conv_fd = -1;
+    char tmp[PATH_MAX + 16];
+    void *map = MAP_FAILED;
+    struct stat st, tst;
+    why[0] = 0;
+    if ((rc = cmt_reader_open_file(&m.drv, trace, &sys_errno))) {
+        snprintf(why, size, "the trace: %s", cmt_reader_open_error(rc, sys_errno));
+        return rc;
+    }
+    if ((rc = scan_ids(&m, why, size)))
+        goto out;
+    rc = CMT_EIO;
+    if ((snap_fd = open(snapshot, O_RDONLY | O_CLOEXEC)) < 0 || fstat(snap_fd, &st) != 0 ||
+        (st.st_size && (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, snap_fd, 0)) ==
+                           MAP_FAILED)) {
+        snprintf(why, size, "the snapshot: %s", strerror(errno));
+        goto out;
+    }
+    if ((conv_fd = memfd_create("cumemtrace-torch-merge", MFD_CLOEXEC)) < 0) {
+        snprintf(why, size, "cannot convert the snapshot in memory: %s", strerror(errno));
+        goto out;
+    }
+    struct cmt_snapshot_error serr = {{0}};
+    const char *name = strrchr(snapshot, '/');
+    rc = cmt_snapshot_import(map != MAP_FAILED ? map : "", (size_t)st.st_size,
+                             name ? name + 1 : snapshot, cmt_fd_sink, &conv_fd, &serr, NULL);
+    if (rc) {
+        snprintf(why, size, "the snapshot: %s%s%s", cmt_strerror(rc), serr.text[0] ? ": " : "",
+                 serr.text);
+        goto out;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", conv_fd);
+    if ((rc = cmt_reader_open_file(&m.snap, proc, &sys_errno))) {
+        snprintf(why, size, "the converted snapshot: %s", cmt_reader_open_error(rc, sys_errno));
+        goto out;
+    }
+    int n = snprintf(tmp, sizeof tmp, "%s.merge.XXXXXX", trace);
+    rc = CMT_EIO;
+    if (n < 0 || (size_t)n >= sizeof tmp || (out_fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+        snprintf(why, size, "cannot create a file beside the trace: %s",
+                 n < 0 || (size_t)n >= sizeof tmp ? strerror(ENAMETOOLONG) : strerror(errno));
+        goto out;
+    }
+    if (stat(trace, &tst) == 0)
+        fchmod(out_fd, tst.st_mode & 07777);
+    if ((rc = cmt_writer_create(&m.w, cmt_fd_sink, &out_fd, NULL)) == 0 &&
+        (rc = merge_records(&m)) == 0 && (rc = cmt_writer_flush(m.w)) == 0) {
+        int synced = fsync(out_fd) == 0, closed = close(out_fd) == 0;
+        out_fd = -1;
+        if (!synced || !closed || rename(tmp, trace) != 0)
+            rc = CMT_EIO;
+    }
+    if (rc) {
+        if (!why[0])
+            snprintf(why, size, "writing the merged trace: %s",
+                     rc == CMT_EIO ? strerror(errno) : cmt_strerror(rc));
+        unlink(tmp);
+    }
+out:
+    cmt_writer_destroy(m.w);
+    if (out_fd >= 0)
+        close(out_fd);
+    cmt_reader_close(m.snap);
+    cmt_reader_close(m.drv);
+    if (conv_fd >= 0)
+        close(conv_fd);
+    if (map != MAP_FAILED)
+        munmap(map, (size_t)st.st_size);
+    if (snap_fd >= 0)
+        close(snap_fd);
+    return rc;
 }
 
 static const char *shown(const char *path)
@@ -196,10 +476,12 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
     trace_of(manifest, dumps[0].pid, trace, sizeof trace);
     stem_for(trace, pattern, dumps[0].pid, stem, sizeof stem);
     int failures = 0;
+    char why[512] = "";
     for (size_t i = 0; i < count; i++) {
         snprintf(from, sizeof from, "%s/%s", hook_dir, dumps[i].name);
         char suffix[64];
-        if (i == 0 && trace[0] && merge_snapshot(trace, from) == 0) {
+        if (i == 0 && trace[0] && merge_snapshot(trace, from, why, sizeof why) == 0) {
+            unlink(from);
             if (!quiet)
                 fprintf(stderr, "cumemtrace: %s: PyTorch's memory snapshot merged\n", shown(trace));
             continue;
@@ -212,11 +494,15 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
             fprintf(stderr, "cumemtrace record: cannot keep PyTorch's snapshot as %s: %s\n",
                     shown(kept), strerror(errno));
             failures++;
+        } else if (i == 0 && why[0]) { /* shown even when quiet: something went wrong */
+            fprintf(stderr,
+                    "cumemtrace record: %s: PyTorch's memory snapshot not merged (%s); trace left "
+                    "as recorded, snapshot kept as %s\n",
+                    shown(trace), why, shown(kept));
         } else if (!quiet && i == 0) {
             fprintf(stderr,
-                    "cumemtrace: %s: PyTorch's memory snapshot kept as %s (not merged into the "
-                    "trace: this build has no snapshot importer)\n",
-                    trace[0] ? shown(trace) : "no trace", shown(kept));
+                    "cumemtrace: no trace of process %ld: PyTorch's memory snapshot kept as %s\n",
+                    dumps[i].pid, shown(kept));
         } else if (!quiet) {
             fprintf(stderr, "cumemtrace: an earlier PyTorch snapshot of process %ld kept as %s\n",
                     dumps[i].pid, shown(kept));

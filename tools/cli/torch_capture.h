@@ -6,8 +6,10 @@
  * first on PYTHONPATH; in each process that imports torch and initialises CUDA the hook turns
  * on memory history with Python stacks and dumps the snapshot on out-of-memory and at exit
  * (torch-PID-N-WHY.pickle). After the program, each process's last snapshot is merged into that
- * process's trace — once the snapshot importer is in this build; until then it is kept beside
- * the trace as <trace stem>.torch.pickle and record says so. Docs: docs/capture.md. */
+ * process's trace (its allocator records interleaved with the driver records by wall time,
+ * written beside the trace and renamed over it when complete); when that fails the trace stays
+ * as recorded, the snapshot is kept beside it as <trace stem>.torch.pickle and one line says
+ * why. Earlier dumps are kept as <stem>.torch-N.pickle. Docs: docs/capture.md. */
 #ifndef CMT_TORCH_CAPTURE_H
 #define CMT_TORCH_CAPTURE_H
 

@@ -300,6 +300,29 @@ Test(commands, report_names_what_is_wrong_with_a_non_trace)
     captured_free(&c);
 }
 
+/* A PyTorch memory snapshot needs no symbolizing: one line that says so, status 0, the file
+ * as it was (not "bad magic"). */
+Test(commands, symbolize_says_a_snapshot_is_already_symbolic)
+{
+    static const char snap[] = "\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00}\x94.";
+    const char *path = temp_trace(snap, sizeof snap - 1, 9);
+    const char *argv[] = {"symbolize", path, NULL};
+    struct captured c = capture_run(cmt_cmd_symbolize, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect_str_eq(c.err, "");
+    cr_expect(strstr(c.out, "PyTorch memory snapshot: its frames are already symbolic"), "%s",
+              c.out);
+    cr_expect_eq(strchr(c.out, '\n') - c.out + 1, (long)strlen(c.out), "one line: %s", c.out);
+    captured_free(&c);
+    FILE *f = fopen(path, "rb");
+    char back[64];
+    size_t n = f ? fread(back, 1, sizeof back, f) : 0;
+    cr_expect(n == sizeof snap - 1 && !memcmp(back, snap, n), "the file as it was");
+    if (f)
+        fclose(f);
+    unlink(path);
+}
+
 /* A retry with no free before it: the hint must not say cached memory was released. */
 Test(commands, oom_hint_says_nothing_was_released_when_nothing_was)
 {

@@ -39,7 +39,7 @@ def _cuda_attach_out_of_memory_observer(fn):
 # torch.cuda: lazy initialisation with queued calls, as torch.cuda._lazy_init runs them. The
 # device work goes through the driver (simcuda, via ctypes) so the process has a trace.
 FAKE_CUDA = """
-import ctypes
+import ctypes, time
 from . import memory
 from .. import _C
 _initialized = False
@@ -54,14 +54,31 @@ def _lazy_call(fn):
     else:
         _queued.append(fn)
 
+def now_us():
+    return int(time.time() * 1e6)
+
 def init():
     global _initialized
     lib = ctypes.CDLL("libcuda.so.1")
-    ctx, ptr = ctypes.c_void_p(), ctypes.c_uint64()
+    ctx, ptr, other = ctypes.c_void_p(), ctypes.c_uint64(), ctypes.c_uint64()
     lib.cuInit(0)
     lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0)
     lib.cuCtxSetCurrent(ctx)
     lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(20 << 20))
+    # what the caching allocator would record inside that segment (memory.history), with
+    # gaps so that the driver calls fall between its entries by any clock
+    time.sleep(0.05)
+    memory.segment = ptr.value
+    memory.record("segment_alloc", ptr.value, 20 << 20, now_us())
+    memory.record("alloc", ptr.value, 2000000, now_us())
+    time.sleep(0.05)
+    lib.cuMemAlloc_v2(ctypes.byref(other), ctypes.c_size_t(4 << 20))  # a library of its own
+    time.sleep(0.05)
+    memory.record("alloc", ptr.value + (2 << 20), 1 << 20, now_us())
+    memory.record("free_requested", ptr.value + (2 << 20), 1 << 20, now_us())
+    memory.record("free_completed", ptr.value + (2 << 20), 1 << 20, now_us())
+    time.sleep(0.05)
+    lib.cuMemFree_v2(other)
     _initialized = True
     for fn in _queued:
         fn()
@@ -75,13 +92,33 @@ def fake_oom():
 FAKE_MEMORY = """
 import os, pickle
 from .. import _C
+CORRUPT = b"\\x80\\x04\\x95garbage, not a pickle"
 dumps = 0
 API = os.environ.get("FAKE_TORCH_API", "2.6")
 
+history, segment = [], 0
+FRAMES = [{"filename": "train.py", "line": 5, "name": "step"}]
+
+def record(action, addr, size, time_us):
+    history.append({"action": action, "addr": addr, "size": size, "stream": 0,
+                    "time_us": time_us, "frames": FRAMES})
+
 def _snapshot():
+    # PyTorch's format (2.1+): the dump-time segments, and the trace entries per device
     global dumps
     dumps += 1
-    return {"segments": [], "device_traces": [[]], "fake_dump": dumps, "pid": os.getpid()}
+    segments = []
+    if segment:
+        blocks = [{"address": segment, "size": 2 << 20, "requested_size": 2000000,
+                   "state": "active_allocated", "frames": FRAMES},
+                  {"address": segment + (2 << 20), "size": 18 << 20, "requested_size": 0,
+                   "state": "inactive", "frames": []}]
+        segments.append({"device": 0, "address": segment, "total_size": 20 << 20,
+                         "allocated_size": 2 << 20, "active_size": 2 << 20,
+                         "requested_size": 2000000, "stream": 0, "segment_type": "large",
+                         "blocks": blocks, "frames": FRAMES})
+    return {"segments": segments, "device_traces": [list(history)], "fake_dump": dumps,
+            "pid": os.getpid()}
 
 if API == "2.6":
     def _record_memory_history(enabled="all", context="all", stacks="all",
@@ -94,7 +131,10 @@ if API == "2.6":
     def _dump_snapshot(filename="dump_snapshot.pickle"):
         _C.log("dump_snapshot", os.path.basename(filename))
         with open(filename, "wb") as f:
-            pickle.dump(_snapshot(), f)
+            if os.environ.get("FAKE_TORCH_CORRUPT"):
+                f.write(CORRUPT)
+            else:
+                pickle.dump(_snapshot(), f)
 else:  # 2.0: the legacy signature only, no _dump_snapshot
     def _record_memory_history(enabled, record_context=True, trace_alloc_max_entries=1,
                                trace_alloc_record_context=False, device=None,
@@ -177,6 +217,56 @@ def path_line(out):
     return [l for l in out.splitlines() if l.startswith("path ")]
 
 
+def lines_of(args):
+    p = subprocess.run([CLI] + args, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "%s: %d %s" % (args, p.returncode, p.stderr))
+    return [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+
+
+def check_merged(trace):
+    """The exit snapshot's entries, in the trace between the driver calls they came between."""
+    recs = lines_of(["dump", "--stacks", trace])
+    kinds = [r.get("api") or r.get("action") or r.get("record") for r in recs]
+    alloc = [r for r in recs if r.get("record") == "alloc_event"]
+    timed = [r["t_ns"] for r in recs if "t_ns" in r]
+    check(timed == sorted(timed), "times in file order: %s" % timed)
+    want = ["cuMemAlloc_v2", "segment_alloc", "alloc", "cuMemAlloc_v2", "alloc",
+            "free_requested", "free_completed", "cuMemFree_v2"]
+    got = [k for k in kinds if k in want]
+    check(got == want, "driver and allocator events interleaved by time: %s" % got)
+    seqs = {r["seq"] for r in recs if r.get("api")}
+    check(alloc and all(a.get("seq") in seqs for a in alloc), "SEQ names a driver event: %s" % alloc)
+    if len(alloc) == 5:
+        driver = [r for r in recs if r.get("api") in ("cuMemAlloc_v2", "cuMemFree_v2")]
+        check(alloc[0]["seq"] == driver[0]["seq"] and alloc[2]["seq"] == driver[1]["seq"],
+              "SEQ is the driver call before: %s %s" % (alloc, driver))
+    check(alloc and alloc[1].get("frames", [""])[0].startswith("step"),
+          "the Python frame: %s" % alloc[1:2])
+    driver_frames = [f for r in recs if r.get("api") for f in r.get("frames", [])]
+    check(driver_frames and not [f for f in driver_frames if "train.py" in f],
+          "the driver stacks are their own (ids do not collide): %s" % driver_frames[:3])
+    report = subprocess.run([CLI, "report", "--json", trace], capture_output=True, text=True,
+                            timeout=60)
+    check(report.returncode == 0, "report --json: " + report.stderr)
+    flat = {}
+
+    def walk(v, key=""):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, key + "." + k if key else k)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x, key)
+        else:
+            flat.setdefault(key, v)
+    walk(json.loads(report.stdout or "{}"))
+    figures = {k.split("allocator.", 1)[1]: v for k, v in flat.items() if "allocator." in k}
+    check(figures.get("allocated_bytes_at_end") == 2 << 20 and
+          figures.get("reserved_bytes_at_end") == 20 << 20 and
+          figures.get("peak_allocated_bytes") == 3 << 20 and
+          figures.get("segments_at_end") == 1, "the allocator figures: %s" % figures)
+
+
 def case_training_with_a_survived_oom(root):
     p, calls = run(root, ["oom"], env_extra={"CUMEMTRACE_TORCH_MAX_ENTRIES": "4321"})
     check(p.returncode == 0, "status 0: %d %s" % (p.returncode, p.stderr))
@@ -200,17 +290,14 @@ def case_training_with_a_survived_oom(root):
     check(dumps and dumps[0]["args"][0] == "torch-%d-1-oom.pickle.partial" % pid,
           "the OOM dump's name: %s" % dumps)
     last, earlier = stem + ".torch.pickle", stem + ".torch-1.pickle"
-    check(os.path.exists(last) and os.path.exists(earlier), "both kept: %s" % os.listdir(root))
-    if os.path.exists(last) and os.path.exists(earlier):
-        with open(last, "rb") as f:
-            snap = pickle.load(f)
-        check(snap["fake_dump"] == 2 and snap["pid"] == pid, "the exit dump is the last: %s" % snap)
+    check(not os.path.exists(last), "the merged snapshot is removed: %s" % os.listdir(root))
+    check(os.path.exists(earlier), "the OOM dump is kept: %s" % os.listdir(root))
+    if os.path.exists(earlier):
         with open(earlier, "rb") as f:
-            check(pickle.load(f)["fake_dump"] == 1, "the OOM dump is kept too")
-    check("cumemtrace: %s: PyTorch's memory snapshot kept as %s (not merged into the trace: "
-          "this build has no snapshot importer)" % (os.path.basename(traces[0]),
-                                                     os.path.basename(last)) in p.stderr,
-          "record names the trace and says the snapshot is not merged: " + p.stderr)
+            check(pickle.load(f)["fake_dump"] == 1, "the OOM dump is the first")
+    check("cumemtrace: %s: PyTorch's memory snapshot merged" % os.path.basename(traces[0])
+          in p.stderr, "record says the snapshot is merged: " + p.stderr)
+    check_merged(traces[0])
     check("torch hook" not in p.stderr, "no hook complaint: " + p.stderr)
     for f in glob.glob(os.path.join(root, "cumemtrace.*")):
         os.unlink(f)
@@ -253,11 +340,33 @@ def case_torch_2_0_api(root):
           legacy[0]["kwargs"] == {"trace_alloc_max_entries": 100000,
                                   "trace_alloc_record_context": True},
           "2.0's signature: %s" % calls)
-    kept = glob.glob(os.path.join(root, "cumemtrace.*.torch.pickle"))
-    check(len(kept) == 1, "2.0: _snapshot() pickled by the hook: %s" % p.stderr)
-    if kept:
-        with open(kept[0], "rb") as f:
-            check(pickle.load(f)["fake_dump"] == 1, "the one dump")
+    traces = glob.glob(os.path.join(root, "cumemtrace.*.cmt"))
+    check(len(traces) == 1 and "PyTorch's memory snapshot merged" in p.stderr,
+          "2.0: _snapshot() pickled by the hook and merged: %s" % p.stderr)
+    check(not glob.glob(os.path.join(root, "cumemtrace.*.pickle")), "nothing kept")
+    if len(traces) == 1:
+        check_merged(traces[0])
+    for f in glob.glob(os.path.join(root, "cumemtrace.*")):
+        os.unlink(f)
+
+
+def case_a_corrupt_snapshot_leaves_the_trace(root):
+    p, _ = run(root, [], env_extra={"FAKE_TORCH_CORRUPT": "1"})
+    check(p.returncode == 0, "status 0: %d %s" % (p.returncode, p.stderr))
+    lines = [l for l in p.stderr.splitlines() if "snapshot" in l]
+    check(len(lines) == 1 and "not merged" in lines[0], "one line: " + p.stderr)
+    traces = glob.glob(os.path.join(root, "cumemtrace.*.cmt"))
+    check(len(traces) == 1, "one trace: %s" % traces)
+    check(not glob.glob(os.path.join(root, "*.merge.*")), "no temporary file left")
+    if len(traces) == 1:
+        kept = traces[0][:-4] + ".torch.pickle"
+        check(os.path.exists(kept), "the snapshot is kept: %s" % os.listdir(root))
+        if os.path.exists(kept):
+            with open(kept, "rb") as f:
+                check(f.read().startswith(b"\x80\x04\x95garbage"), "as the hook wrote it")
+        recs = lines_of(["dump", traces[0]])
+        check(not [r for r in recs if r.get("record") == "alloc_event"] and
+              [r for r in recs if r.get("api") == "cuMemAlloc_v2"], "the trace as recorded")
     for f in glob.glob(os.path.join(root, "cumemtrace.*")):
         os.unlink(f)
 
@@ -267,7 +376,7 @@ try:
     setup(root)
     for case in (case_training_with_a_survived_oom, case_sys_path_and_status_unchanged,
                  case_no_torch_no_snapshot, case_a_failure_inside_is_one_line,
-                 case_torch_2_0_api):
+                 case_torch_2_0_api, case_a_corrupt_snapshot_leaves_the_trace):
         before = len(failures)
         case(root)
         print("%s %s" % ("ok  " if len(failures) == before else "FAIL", case.__name__))
