@@ -5,19 +5,6 @@
 
 static struct captured c;
 
-/* The write-up's live blocks (tb_writeup's) and its three freed 1000 MiB blocks. */
-static void writeup_live_blocks(struct tb *b)
-{
-    tb_alloc(b, P(0), 3000 * MiB);
-    tb_alloc(b, P(1), 3000 * MiB);
-    tb_alloc(b, P(2), 2714 * MiB);
-    for (int k = 0; k < 3; k++) {
-        tb_alloc(b, P(3 + 2 * k), 1000 * MiB);
-        tb_free(b, P(3 + 2 * k));
-        tb_alloc(b, P(4 + 2 * k), 950 * MiB);
-    }
-}
-
 /* The closed trace b as a temporary file (b's buffer freed). @return its path (malloc'ed). */
 static char *file_of(struct tb *b)
 {
@@ -261,7 +248,7 @@ Test(whatif_cmd, a_run_that_ran_out_of_memory_gets_a_recommendation)
 {
     struct tb b;
     tb_open(&b, 16 * GiB, 13364 * MiB);
-    writeup_live_blocks(&b);
+    tb_writeup_blocks(&b);
     tb_alloc(&b, P(10), 100 * MiB);
     tb_event(&b, API_ALLOC, 2, 0, X_SIZE, 0, STACK_VAE); /* the program's own OOM */
     tb_close(&b);
@@ -383,7 +370,7 @@ static char *versioned_writeup_file(const char *version)
     struct tb b;
     tb_open(&b, 24 * GiB, 21556 * MiB);
     cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_VERSION", version), 0);
-    writeup_live_blocks(&b);
+    tb_writeup_blocks(&b);
     tb_alloc(&b, P(9), X_SIZE);
     tb_free(&b, P(9));
     tb_alloc(&b, P(10), 100 * MiB);
