@@ -5,6 +5,26 @@
 #include <stdlib.h>
 #include <zstd.h>
 
+/* A reader over a hand-built chunk (fixture_hand_chunk into buf). */
+static cmt_reader *open_hand_chunk(struct cmt_membuf *buf, const uint8_t *raw, size_t n,
+                                   uint32_t records)
+{
+    fixture_hand_chunk(buf, raw, n, records);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf->data, buf->len), 0);
+    return r;
+}
+
+/* The rest of r is the NOTE "after" that the hand-built chunks end with, then the end. */
+static void expect_after_note_then_end(cmt_reader *r)
+{
+    struct cmt_record rec;
+    cr_assert_eq(cmt_reader_next(r, &rec), 1);
+    cr_assert_eq(rec.type, CMT_REC_NOTE);
+    cr_assert_str_eq(rec.u.note.text, "after");
+    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+}
+
 Test(writer_reader, round_trips_every_record_type)
 {
     struct cmt_membuf buf = {0};
@@ -135,14 +155,8 @@ Test(writer_reader, skips_unknown_record_types)
     struct cmt_membuf buf = {0};
     /* a chunk holding an unknown type 99 followed by a NOTE */
     uint8_t raw[] = {99, 3, 1, 2, 3, CMT_REC_NOTE, 7, 0, 5, 'a', 'f', 't', 'e', 'r'};
-    fixture_hand_chunk(&buf, raw, sizeof raw, 2);
-    cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
-    struct cmt_record rec;
-    cr_assert_eq(cmt_reader_next(r, &rec), 1);
-    cr_assert_eq(rec.type, CMT_REC_NOTE);
-    cr_assert_str_eq(rec.u.note.text, "after");
-    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+    cmt_reader *r = open_hand_chunk(&buf, raw, sizeof raw, 2);
+    expect_after_note_then_end(r);
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
 }
@@ -176,9 +190,7 @@ Test(writer_reader, alloc_events_skip_a_newer_writers_fields_and_trailing_bytes)
                      't',
                      'e',
                      'r'};
-    fixture_hand_chunk(&buf, raw, sizeof raw, 2);
-    cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    cmt_reader *r = open_hand_chunk(&buf, raw, sizeof raw, 2);
     struct cmt_record rec;
     cr_assert_eq(cmt_reader_next(r, &rec), 1);
     cr_assert_eq(rec.type, CMT_REC_ALLOC_EVENT);
@@ -186,10 +198,7 @@ Test(writer_reader, alloc_events_skip_a_newer_writers_fields_and_trailing_bytes)
     cr_assert_eq(rec.u.alloc_event.t_ns, 9);
     cr_assert_eq(rec.u.alloc_event.fields, CMT_AF(ADDR));
     cr_assert_eq(rec.u.alloc_event.v[CMT_AFIELD_ADDR], 0x40);
-    cr_assert_eq(cmt_reader_next(r, &rec), 1);
-    cr_assert_eq(rec.type, CMT_REC_NOTE);
-    cr_assert_str_eq(rec.u.note.text, "after");
-    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+    expect_after_note_then_end(r);
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
 }
@@ -199,9 +208,7 @@ Test(writer_reader, a_3_0_process_record_has_no_rank)
     struct cmt_membuf buf = {0};
     /* PROCESS as 3.0 wrote it: pid 7, ppid 1, wall 0, mono 0, driver 0, "h", "e", argc 0 */
     uint8_t raw[] = {CMT_REC_PROCESS, 10, 7, 1, 0, 0, 0, 1, 'h', 1, 'e', 0};
-    fixture_hand_chunk(&buf, raw, sizeof raw, 1);
-    cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    cmt_reader *r = open_hand_chunk(&buf, raw, sizeof raw, 1);
     struct cmt_record rec;
     cr_assert_eq(cmt_reader_next(r, &rec), 1);
     cr_assert_eq(rec.type, CMT_REC_PROCESS);
@@ -366,9 +373,7 @@ Test(writer_reader, newer_writers_events_keep_the_delta_bases)
         CMT_REC_EVENT, 8, 0, 20, 1, 5,    0x80, 0x04, 0,    0x33, /* +0x100, trailing */
         CMT_REC_EVENT, 8, 0, 20, 1, 0x81, 0x80, 0x40, 0x20, 5,    /* +0x10, field 20 */
         CMT_REC_EVENT, 6, 0, 20, 1, 5,    2,    2};               /* +1, stream +1 */
-    fixture_hand_chunk(&buf, raw, sizeof raw, 4);
-    cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    cmt_reader *r = open_hand_chunk(&buf, raw, sizeof raw, 4);
     const uint64_t ptr[] = {0x1000, 0x1100, 0x1110, 0x1111}, stream[] = {7, 7, 0, 8};
     struct cmt_record rec;
     for (int i = 0; i < 4; i++) {
@@ -473,9 +478,7 @@ static int read_block(uint64_t count, size_t time_len, int extra, int *rc)
     uint8_t raw[256];
     size_t n = events_block(raw, count, time_len, extra);
     struct cmt_membuf buf = {0};
-    fixture_hand_chunk(&buf, raw, n, 1);
-    cmt_reader *r;
-    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    cmt_reader *r = open_hand_chunk(&buf, raw, n, 1);
     struct cmt_record rec;
     int events = 0;
     while ((*rc = cmt_reader_next(r, &rec)) > 0) {

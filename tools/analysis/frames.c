@@ -109,6 +109,27 @@ void cmt_stack_frames(const cmt_reader *r, uint32_t leaf, int max,
     }
 }
 
+struct stack_text {
+    char *buf;
+    size_t size, len;
+};
+
+static void add_frame(void *ctx, const char *frame)
+{
+    struct stack_text *t = ctx;
+    int n = snprintf(t->buf + t->len, t->size - t->len, "%s%s", t->len ? " <- " : "", frame);
+    if (n > 0)
+        t->len = t->len + (size_t)n < t->size ? t->len + (size_t)n : t->size - 1;
+}
+
+const char *cmt_stack_text(const cmt_reader *r, uint32_t leaf, int max, char *buf, size_t size)
+{
+    struct stack_text t = {buf, size, 0};
+    buf[0] = 0;
+    cmt_stack_frames(r, leaf, max, add_frame, &t);
+    return buf;
+}
+
 const char *cmt_stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size)
 {
     uint32_t node = cmt_call_site_node(r, leaf);

@@ -47,6 +47,9 @@ uint32_t cmt_call_site_node(const cmt_reader *r, uint32_t leaf);
 /* Calls fn for each frame of stack `leaf`, innermost first, at most `max` frames. */
 void cmt_stack_frames(const cmt_reader *r, uint32_t leaf, int max,
                       void (*fn)(void *ctx, const char *frame), void *ctx);
+/* The frames of stack `leaf`, innermost first, at most `max`, joined by " <- " into buf (cut
+ * to fit size; "" when none). @return buf. */
+const char *cmt_stack_text(const cmt_reader *r, uint32_t leaf, int max, char *buf, size_t size);
 /* The frame a call site is named by (cmt_call_site_node: the first frame outside allocator
  * internals), as text; "(no stack)" when none. @return buf. */
 const char *cmt_stack_top(const cmt_reader *r, uint32_t leaf, char *buf, size_t size);

@@ -155,28 +155,12 @@ size_t cmt_sites_rank(const cmt_replay *rp, enum cmt_rank_by by, struct cmt_rank
     return count;
 }
 
-struct key_ctx {
-    char *buf;
-    size_t size, len;
-};
-
-static void append(void *ctx, const char *frame)
-{
-    struct key_ctx *k = ctx;
-    int n = snprintf(k->buf + k->len, k->size - k->len, "%s%s", k->len ? " <- " : "", frame);
-    if (n > 0)
-        k->len = k->len + (size_t)n < k->size ? k->len + (size_t)n : k->size - 1;
-}
-
 const char *cmt_site_key(const cmt_reader *r, uint32_t stack, char *buf, size_t size)
 {
-    struct key_ctx k = {buf, size, 0};
-    buf[0] = 0;
     if (!stack) {
         snprintf(buf, size, "(no stack)");
         return buf;
     }
     uint32_t from = cmt_call_site_node(r, stack);
-    cmt_stack_frames(r, from ? from : stack, KEY_FRAMES, append, &k);
-    return buf;
+    return cmt_stack_text(r, from ? from : stack, KEY_FRAMES, buf, size);
 }

@@ -260,14 +260,11 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
 static int fleet_oom(int argc, char **argv)
 {
     struct cmt__fleet_args a;
-    int rc = cmt__fleet_parse(argc, argv, "oom", usage, CMT__FA_JSON, &a);
+    struct cmt_fleet f;
+    int rc = cmt__fleet_parse_open(argc, argv, "oom", usage, CMT__FA_JSON, &a, &f);
     if (rc >= 0)
         return rc;
-    struct cmt_fleet f;
-    rc = cmt__fleet_open("oom", a.inputs, a.ninputs, a.jobs, &f);
-    free(a.inputs);
-    if (rc)
-        return rc;
+    rc = 0;
     struct cmt__json j;
     int first = 1;
     uint32_t quiet = 0, raw = 0, first_raw = 0;

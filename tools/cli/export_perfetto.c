@@ -30,6 +30,18 @@ static void begin_event(struct cmt__export_perfetto *x)
     x->first = 0;
 }
 
+/* An event's `,"pid":P,"tid":tid,"ts":T` (T in microseconds). */
+static void pid_tid_ts(struct cmt__export_perfetto *x, uint64_t tid, uint64_t t_ns)
+{
+    struct cmt__out *o = &x->out;
+    cmt__out_str(o, ",\"pid\":");
+    cmt__out_u64(o, x->pid);
+    cmt__out_str(o, ",\"tid\":");
+    cmt__out_u64(o, tid);
+    cmt__out_str(o, ",\"ts\":");
+    ts(o, t_ns);
+}
+
 static void device_name(char *buf, size_t size, int32_t dev)
 {
     if (dev < 0)
@@ -65,10 +77,8 @@ static void counter(struct cmt__export_perfetto *x, const struct cmt_replay_devi
     begin_event(x);
     cmt__out_str(o, "{\"ph\":\"C\",\"name\":\"");
     cmt__out_str(o, name);
-    cmt__out_str(o, "\",\"pid\":");
-    cmt__out_u64(o, x->pid);
-    cmt__out_str(o, ",\"tid\":0,\"ts\":");
-    ts(o, t_ns);
+    cmt__out_char(o, '"');
+    pid_tid_ts(x, 0, t_ns);
     cmt__out_str(o, ",\"args\":{");
     int first = 1;
     for (int k = 0; k < CMT_KIND_COUNT; k++)
@@ -116,12 +126,8 @@ static void slice(struct cmt__export_perfetto *x, const cmt_replay *rp, char ph,
     snprintf(id, sizeof id, "0x%" PRIx64, key);
     cmt__out_str(o, ",\"id\":\"");
     cmt__out_str(o, id);
-    cmt__out_str(o, "\",\"pid\":");
-    cmt__out_u64(o, x->pid);
-    cmt__out_str(o, ",\"tid\":");
-    cmt__out_u64(o, tid);
-    cmt__out_str(o, ",\"ts\":");
-    ts(o, t_ns);
+    cmt__out_char(o, '"');
+    pid_tid_ts(x, tid, t_ns);
     if (ph == 'b') {
         cmt__out_str(o, ",\"args\":{\"bytes\":");
         cmt__out_u64(o, bytes);
@@ -155,10 +161,8 @@ static void allocator_counter(struct cmt__export_perfetto *x, const struct cmt_a
     begin_event(x);
     cmt__out_str(o, "{\"ph\":\"C\",\"name\":\"");
     cmt__out_str(o, name);
-    cmt__out_str(o, "\",\"pid\":");
-    cmt__out_u64(o, x->pid);
-    cmt__out_str(o, ",\"tid\":0,\"ts\":");
-    ts(o, a->t_ns);
+    cmt__out_char(o, '"');
+    pid_tid_ts(x, 0, a->t_ns);
     cmt__out_str(o, ",\"args\":{");
     if (a->fields & CMT_AF(ALLOCATED)) {
         cmt__out_str(o, "\"allocated\":");
@@ -278,12 +282,7 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
         begin_event(x);
         cmt__out_str(o, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"oom\",\"name\":");
         cmt__out_quote(o, name);
-        cmt__out_str(o, ",\"pid\":");
-        cmt__out_u64(o, x->pid);
-        cmt__out_str(o, ",\"tid\":");
-        cmt__out_u64(o, e->tid);
-        cmt__out_str(o, ",\"ts\":");
-        ts(o, e->t_ns);
+        pid_tid_ts(x, e->tid, e->t_ns);
         cmt__out_flush(o); /* the args are written with the JSON writer, straight to the FILE */
         struct cmt__json j;
         cmt__json_init(&j, x->f);

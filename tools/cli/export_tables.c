@@ -294,19 +294,6 @@ static const char *const site_columns[] = {
     "at_peak_bytes",        "at_peak_count", "leaked_bytes", "leaked_count", "host_peak_bytes",
     "host_leaked_bytes",    "frames"};
 
-struct frames_text {
-    char *buf;
-    size_t size, len;
-};
-
-static void add_frame(void *ctx, const char *frame)
-{
-    struct frames_text *ft = ctx;
-    int n = snprintf(ft->buf + ft->len, ft->size - ft->len, "%s%s", ft->len ? " <- " : "", frame);
-    if (n > 0)
-        ft->len = ft->len + (size_t)n < ft->size ? ft->len + (size_t)n : ft->size - 1;
-}
-
 void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
 {
     static char frames[16384];
@@ -317,9 +304,7 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         const struct cmt_replay_site *s = cmt_replay_site(p->replay, i);
         if (!s->alloc_count && !s->failures && !s->host_alloc_count)
             continue;
-        struct frames_text ft = {frames, sizeof frames, 0};
-        frames[0] = 0;
-        cmt_stack_frames(p->reader, s->stack, 256, add_frame, &ft);
+        cmt_stack_text(p->reader, s->stack, 256, frames, sizeof frames);
         cmt__row_begin(&t);
         cmt__row_identity(&t, p->reader);
         cmt__row_u64(&t, i);

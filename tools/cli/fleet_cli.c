@@ -108,6 +108,18 @@ int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, 
     return cmt__usage_error(cmd, "missing trace FILE or DIRECTORY");
 }
 
+int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *usage,
+                          unsigned allowed, struct cmt__fleet_args *a, struct cmt_fleet *fleet)
+{
+    int rc = cmt__fleet_parse(argc, argv, cmd, usage, allowed, a);
+    if (rc >= 0)
+        return rc;
+    rc = cmt__fleet_open(cmd, a->inputs, a->ninputs, a->jobs, fleet);
+    free(a->inputs);
+    a->inputs = NULL;
+    return rc ? rc : -1;
+}
+
 int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned jobs,
                     struct cmt_fleet *fleet)
 {

@@ -36,6 +36,11 @@ int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, 
 int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned jobs,
                     struct cmt_fleet *fleet);
 
+/* cmt__fleet_parse, then cmt__fleet_open of the inputs (a->inputs is freed and NULL after).
+ * @return -1 to go on with *a set and *fleet loaded; otherwise the exit status. */
+int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *usage,
+                          unsigned allowed, struct cmt__fleet_args *a, struct cmt_fleet *fleet);
+
 /* "rank 2 (pid 4242 on host)" or "pid 4242 on host". @return buf. */
 const char *cmt__fleet_who(const struct cmt_fleet_process *p, char *buf, size_t size);
 /* "2026-12-01 11:46:07.123 UTC". @return buf. */

@@ -249,13 +249,9 @@ static void json_report(const struct cmt_fleet *f)
 int cmt__fleet_report(int argc, char **argv, const char *usage)
 {
     struct cmt__fleet_args a;
-    int rc = cmt__fleet_parse(argc, argv, "report", usage, CMT__FA_JSON, &a);
-    if (rc >= 0)
-        return rc;
     struct cmt_fleet f;
-    rc = cmt__fleet_open("report", a.inputs, a.ninputs, a.jobs, &f);
-    free(a.inputs);
-    if (rc)
+    int rc = cmt__fleet_parse_open(argc, argv, "report", usage, CMT__FA_JSON, &a, &f);
+    if (rc >= 0)
         return rc;
     if (a.json) {
         json_report(&f);

@@ -22,6 +22,13 @@ static const char *writeup(int index, int with_driver, const char *conf)
     return path;
 }
 
+/* The JSON text `"key":N` for N = mib MiB in bytes, written into buf. @return buf */
+static const char *mib_field(char buf[96], const char *key, unsigned long long mib)
+{
+    snprintf(buf, 96, "\"%s\":%llu", key, mib << 20);
+    return buf;
+}
+
 static const char *saved_hostile(struct tb *b)
 {
     tb_finish(b, 1);
@@ -67,27 +74,20 @@ Test(allocator_cmds, oom_json_has_an_allocator_object)
     const char *argv[] = {"oom", "--json", writeup(0, 1, "max_split_size_mb:8192"), NULL};
     struct captured c = capture_run(cmt_cmd_oom, argv);
     cr_expect_eq(c.status, 0);
-    char buf[8][96];
-    snprintf(buf[0], sizeof buf[0], "\"unallocated_bytes\":%llu",
-             (unsigned long long)(WU_RESERVED_MIB - WU_ALLOCATED_MIB) << 20);
-    snprintf(buf[1], sizeof buf[1], "\"request_bytes\":%llu",
-             (unsigned long long)WU_REQUEST_MIB << 20);
-    snprintf(buf[2], sizeof buf[2], "\"largest_free_block_bytes\":%llu",
-             (unsigned long long)WU_GAP1_MIB << 20);
-    snprintf(buf[3], sizeof buf[3], "\"outside_bytes\":%llu",
-             (unsigned long long)WU_OUTSIDE_MIB << 20);
-    const char *want[] = {"\"verdict\":\"fragmentation\"",
-                          "\"allocator\":{\"id\":1,\"name\":\"pytorch-cuda-caching\"",
-                          "\"conf\":\"max_split_size_mb:8192\"",
-                          "\"max_split_size_bytes\":8589934592",
-                          "\"split_cached_blocks\":2",
-                          "\"site\":\"forward unet.py:412\"",
-                          "\"site\":\"ncclCommInitRank\"",
-                          "\"suggest_max_split_size_mb\":6144",
-                          buf[0],
-                          buf[1],
-                          buf[2],
-                          buf[3]};
+    char buf[4][96];
+    const char *want[] = {
+        "\"verdict\":\"fragmentation\"",
+        "\"allocator\":{\"id\":1,\"name\":\"pytorch-cuda-caching\"",
+        "\"conf\":\"max_split_size_mb:8192\"",
+        "\"max_split_size_bytes\":8589934592",
+        "\"split_cached_blocks\":2",
+        "\"site\":\"forward unet.py:412\"",
+        "\"site\":\"ncclCommInitRank\"",
+        "\"suggest_max_split_size_mb\":6144",
+        mib_field(buf[0], "unallocated_bytes", WU_RESERVED_MIB - WU_ALLOCATED_MIB),
+        mib_field(buf[1], "request_bytes", WU_REQUEST_MIB),
+        mib_field(buf[2], "largest_free_block_bytes", WU_GAP1_MIB),
+        mib_field(buf[3], "outside_bytes", WU_OUTSIDE_MIB)};
     expect_in(c.out, want, sizeof want / sizeof *want);
     captured_free(&c);
 }
@@ -100,22 +100,14 @@ Test(allocator_cmds, report_json_has_the_allocator_figures_per_device)
         struct captured c = capture_run(cmt_cmd_report, argv);
         cr_expect_eq(c.status, 0);
         char buf[4][96];
-        snprintf(buf[0], sizeof buf[0], "\"allocated_bytes_at_end\":%llu",
-                 (unsigned long long)WU_ALLOCATED_MIB << 20);
-        snprintf(buf[1], sizeof buf[1], "\"reserved_bytes_at_end\":%llu",
-                 (unsigned long long)WU_RESERVED_MIB << 20);
-        snprintf(buf[2], sizeof buf[2], "\"peak_allocated_bytes\":%llu",
-                 (unsigned long long)WU_ALLOCATED_MIB << 20);
-        snprintf(buf[3], sizeof buf[3], "\"peak_reserved_bytes\":%llu",
-                 (unsigned long long)WU_RESERVED_MIB << 20);
         const char *want[] = {"\"allocator\":{",
                               "\"segments_at_end\":2",
                               "\"allocator_settings\":[{\"id\":1,",
                               "\"conf\":\"max_split_size_mb:8192\",\"source\":\"allocator\"",
-                              buf[0],
-                              buf[1],
-                              buf[2],
-                              buf[3]};
+                              mib_field(buf[0], "allocated_bytes_at_end", WU_ALLOCATED_MIB),
+                              mib_field(buf[1], "reserved_bytes_at_end", WU_RESERVED_MIB),
+                              mib_field(buf[2], "peak_allocated_bytes", WU_ALLOCATED_MIB),
+                              mib_field(buf[3], "peak_reserved_bytes", WU_RESERVED_MIB)};
         expect_in(c.out, want, sizeof want / sizeof *want);
         captured_free(&c);
     }

@@ -5,12 +5,26 @@
 
 static struct captured c;
 
+/* The closed trace b as a temporary file (b's buffer freed). @return its path (malloc'ed). */
+static char *file_of(struct tb *b)
+{
+    char *path = tb_file(b);
+    cmt_membuf_free(&b->buf);
+    return path;
+}
+
+/* Runs whatif with argv (into c) and asserts that it succeeded. */
+static void whatif_ok(const char *const *argv)
+{
+    capture(&c, cmt_cmd_whatif, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+}
+
 static char *writeup_file(void)
 {
     struct tb b;
     tb_writeup(&b);
-    char *path = tb_file(&b);
-    cmt_membuf_free(&b.buf);
+    char *path = file_of(&b);
     return path;
 }
 
@@ -18,8 +32,7 @@ Test(whatif_cmd, default_sweep_prints_the_writeup_table_and_recommends_6144)
 {
     char *path = writeup_file();
     const char *argv[] = {"whatif", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert_str_empty(c.err);
     const char *rows[] = {"default (max_split_size_mb unlimited)  OOM at 6.18 GiB",
                           "max_split_size_mb:4096                 ok",
@@ -48,8 +61,7 @@ Test(whatif_cmd, json_contract)
 {
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert_eq(count_lines(c.out), 1, "one JSON line:\n%s", c.out);
     const char *keys[] = {
         "\"capacity_bytes\":22603104256",
@@ -80,8 +92,7 @@ Test(whatif_cmd, capacity_override)
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--json", "--capacity", "30GiB", "--max-split-size-mb",
                           "inf",    path,     NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "\"capacity_bytes\":32212254720"), "%s", c.out);
     cr_assert(strstr(c.out, "\"capacity_source\":\"option\""), "%s", c.out);
     cr_assert(strstr(c.out, "\"oom\":false"), "%s", c.out);
@@ -108,8 +119,7 @@ Test(whatif_cmd, every_combination_is_replayed)
                           "2",
                           path,
                           NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     int results = 0;
     for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
         results++;
@@ -133,8 +143,7 @@ Test(whatif_cmd, caching_allocator_trace_gets_a_warning)
     tb_close(&b);
     char *path = tb_file(&b);
     const char *argv[] = {"whatif", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "WARNING: this trace looks like it went through a caching allocator"),
               "%s", c.out);
     cr_assert(strstr(c.out, "PYTORCH_NO_CUDA_MEMORY_CACHING=1"), "%s", c.out);
@@ -210,14 +219,12 @@ Test(whatif_cmd, bad_traces_exit_1_with_one_line)
     }
     /* A trace without device figures replays without a limit, and says so ... */
     const char *bare[] = {"whatif", no_device, NULL};
-    capture(&c, cmt_cmd_whatif, bare);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(bare);
     cr_assert(strstr(c.out, "capacity  unknown"), "%s", c.out);
     cr_assert(strstr(c.out, "--capacity SIZE"), "%s", c.out);
     /* ... and with a capacity it replays against it. */
     const char *argv[] = {"whatif", "--capacity", "1GiB", no_device, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "(--capacity)"), "%s", c.out);
     unlink(no_device);
     unlink(empty);
@@ -241,22 +248,13 @@ Test(whatif_cmd, a_run_that_ran_out_of_memory_gets_a_recommendation)
 {
     struct tb b;
     tb_open(&b, 16 * GiB, 13364 * MiB);
-    tb_alloc(&b, P(0), 3000 * MiB);
-    tb_alloc(&b, P(1), 3000 * MiB);
-    tb_alloc(&b, P(2), 2714 * MiB);
-    for (int k = 0; k < 3; k++) {
-        tb_alloc(&b, P(3 + 2 * k), 1000 * MiB);
-        tb_free(&b, P(3 + 2 * k));
-        tb_alloc(&b, P(4 + 2 * k), 950 * MiB);
-    }
+    tb_writeup_blocks(&b);
     tb_alloc(&b, P(10), 100 * MiB);
     tb_event(&b, API_ALLOC, 2, 0, X_SIZE, 0, STACK_VAE); /* the program's own OOM */
     tb_close(&b);
-    char *path = tb_file(&b);
-    cmt_membuf_free(&b.buf);
+    char *path = file_of(&b);
     const char *argv[] = {"whatif", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "; 1 failed allocation replayed as request\n"), "%s", c.out);
     cr_assert(strstr(c.out, "default (max_split_size_mb unlimited)  OOM at 6.18 GiB"), "%s", c.out);
     cr_assert(strstr(c.out, "from vae_decode demo.c:211"), "%s", c.out);
@@ -270,8 +268,7 @@ Test(whatif_cmd, oom_message_in_1x_wording_by_option)
 {
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--oom-message", "1.x", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "Tried to allocate 6.18 GiB (GPU 0; 24.00 GiB total capacity; "
                             "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved"),
               "%s", c.out);
@@ -294,8 +291,7 @@ Test(whatif_cmd, max_non_split_rounding_is_swept)
     const char *argv[] = {
         "whatif", "--json", "--max-split-size-mb", "4096", "--max-non-split-rounding-mb", "20,64",
         path,     NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     int results = 0;
     for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
         results++;
@@ -330,8 +326,7 @@ Test(whatif_cmd, options_take_the_equals_form)
                           "--oom-message=1.x",
                           path,
                           NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     int results = 0;
     for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
         results++;
@@ -350,8 +345,7 @@ Test(whatif_cmd, json_has_memory_stats_names_and_the_address_check)
 {
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     const char *keys[] = {"\"address_policy\":\"never-reuse\",\"borderline_settings\":0",
                           "\"pytorch_version\":null",
                           "\"oom_message_style\":\"2.x\"",
@@ -376,21 +370,13 @@ static char *versioned_writeup_file(const char *version)
     struct tb b;
     tb_open(&b, 24 * GiB, 21556 * MiB);
     cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_VERSION", version), 0);
-    tb_alloc(&b, P(0), 3000 * MiB);
-    tb_alloc(&b, P(1), 3000 * MiB);
-    tb_alloc(&b, P(2), 2714 * MiB);
-    for (int k = 0; k < 3; k++) {
-        tb_alloc(&b, P(3 + 2 * k), 1000 * MiB);
-        tb_free(&b, P(3 + 2 * k));
-        tb_alloc(&b, P(4 + 2 * k), 950 * MiB);
-    }
+    tb_writeup_blocks(&b);
     tb_alloc(&b, P(9), X_SIZE);
     tb_free(&b, P(9));
     tb_alloc(&b, P(10), 100 * MiB);
     tb_event(&b, API_ALLOC, 0, P(11), X_SIZE, 0, STACK_VAE);
     tb_close(&b);
-    char *path = tb_file(&b);
-    cmt_membuf_free(&b.buf);
+    char *path = file_of(&b);
     return path;
 }
 
@@ -400,8 +386,7 @@ Test(whatif_cmd, an_older_pytorch_in_the_trace_gets_the_1x_message)
                               "11.39 GiB already allocated; 3.43 GiB free; 17.62 GiB reserved";
     char *path = versioned_writeup_file("1.13.1");
     const char *argv[] = {"whatif", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, old), "%s", c.out);
     cr_assert(strstr(c.out, "PyTorch   1.13.1 (from PYTORCH_VERSION): OOM messages in its 1.x"),
               "%s", c.out);
@@ -442,11 +427,9 @@ Test(whatif_cmd, a_setting_whose_verdict_depends_on_the_addresses_is_borderline)
     tb_alloc(&b, P(5), 50 * MiB);
     tb_alloc(&b, P(6), 100 * MiB);
     tb_close(&b);
-    char *path = tb_file(&b);
-    cmt_membuf_free(&b.buf);
+    char *path = file_of(&b);
     const char *argv[] = {"whatif", "--max-split-size-mb", "inf", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.out, "ok, borderline"), "%s", c.out);
     cr_assert(strstr(c.out, "borderline: default (max_split_size_mb unlimited) fits under "
                             "never-reuse addresses and runs out of memory under first-fit"),
@@ -455,8 +438,7 @@ Test(whatif_cmd, a_setting_whose_verdict_depends_on_the_addresses_is_borderline)
     cr_assert(strstr(c.out, "but only under some address reuse (borderline)"), "%s", c.out);
     const char *json[] = {
         "whatif", "--json", "--address-policy=first-fit", "--max-split-size-mb", "inf", path, NULL};
-    capture(&c, cmt_cmd_whatif, json);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(json);
     cr_assert(strstr(c.out, "\"address_policy\":\"first-fit\",\"borderline_settings\":1"), "%s",
               c.out);
     cr_assert(strstr(c.out, "\"oom\":true"), "%s", c.out);
@@ -472,14 +454,12 @@ Test(whatif_cmd, gc_threshold_without_a_fraction_gets_a_note)
 {
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--gc-threshold", "0.6", path, NULL};
-    capture(&c, cmt_cmd_whatif, argv);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(argv);
     cr_assert(strstr(c.err, "garbage_collection_threshold acts only with a memory fraction"), "%s",
               c.err);
     const char *with[] = {"whatif", "--gc-threshold", "0.6", "--memory-fraction", "0.9", path,
                           NULL};
-    capture(&c, cmt_cmd_whatif, with);
-    cr_assert_eq(c.status, 0, "%s", c.err);
+    whatif_ok(with);
     cr_assert_str_empty(c.err);
     cr_assert(strstr(c.out, "fraction  0.9 (--memory-fraction): the allocator may hold 21.60 GiB"),
               "%s", c.out);

@@ -108,11 +108,9 @@ static inline void tb_close(struct tb *b)
 #define P(i) (0x7f0000000000ull + (uint64_t)(i)*0x200000000ull)
 #define X_SIZE (6330 * MiB - 768 * KiB)
 
-/* The write-up's tensor-level stream (tools/model/model_scenario.h) on a
- * 24 GiB card with 21556 MiB free at first use; x2 comes from vae_decode. */
-static inline void tb_writeup(struct tb *b)
+/* The write-up's live blocks P(0..8) and its three freed 1000 MiB blocks between them. */
+static inline void tb_writeup_blocks(struct tb *b)
 {
-    tb_open(b, 24 * GiB, 21556 * MiB);
     tb_alloc(b, P(0), 3000 * MiB);
     tb_alloc(b, P(1), 3000 * MiB);
     tb_alloc(b, P(2), 2714 * MiB);
@@ -121,6 +119,14 @@ static inline void tb_writeup(struct tb *b)
         tb_free(b, P(3 + 2 * k));
         tb_alloc(b, P(4 + 2 * k), 950 * MiB);
     }
+}
+
+/* The write-up's tensor-level stream (tools/model/model_scenario.h) on a
+ * 24 GiB card with 21556 MiB free at first use; x2 comes from vae_decode. */
+static inline void tb_writeup(struct tb *b)
+{
+    tb_open(b, 24 * GiB, 21556 * MiB);
+    tb_writeup_blocks(b);
     tb_alloc(b, P(9), X_SIZE);
     tb_free(b, P(9));
     tb_alloc(b, P(10), 100 * MiB);
