@@ -61,13 +61,14 @@ static uint64_t extent(uint64_t n, unsigned level)
     return n ? n : 1;
 }
 
-/* @return the descriptor's bytes over `levels` mip levels, 0 for an unsimulated format. */
+/* @return the descriptor's bytes over `levels` mip levels, 0 for an unsimulated format or a
+ * zero width. */
 static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
 {
     uint64_t element = element_bytes(desc->Format, desc->NumChannels);
     bool keeps_depth = desc->Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP);
     uint64_t bytes = 0;
-    for (unsigned level = 0; level < levels; level++)
+    for (unsigned level = 0; level < levels && desc->Width; level++)
         bytes += extent(desc->Width, level) * extent(desc->Height, level) *
                  extent(desc->Depth, keeps_depth ? 0 : level) * element;
     return bytes;
@@ -76,14 +77,15 @@ static uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels
 static CUresult array_create(void **out, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels,
                              bool mipmapped, uint64_t *bytes)
 {
-    *bytes = 0;
+    /* computed before any check, so that a failed call logs the size it asked for */
+    *bytes = desc ? array_bytes(desc, levels) : 0;
     struct CUctx_st *ctx;
     simcuda__lock();
     CUresult result = simcuda__require_context(&ctx);
     if (result == CUDA_SUCCESS && (!out || !desc || desc->Width == 0 || levels == 0 ||
                                    desc->NumChannels == 0 || desc->NumChannels > 4))
         result = CUDA_ERROR_INVALID_VALUE;
-    if (result == CUDA_SUCCESS && !(*bytes = array_bytes(desc, levels)))
+    if (result == CUDA_SUCCESS && *bytes == 0)
         result = CUDA_ERROR_NOT_SUPPORTED;
     struct simcuda__array *array = NULL;
     if (result == CUDA_SUCCESS && !(array = calloc(1, sizeof(*array))))

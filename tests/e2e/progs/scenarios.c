@@ -413,6 +413,21 @@ static int all_apis(void)
     static char registered[3 << 20] __attribute__((aligned(4096)));
     CHECK(cuMemHostRegister(registered, sizeof registered, CU_MEMHOSTREGISTER_PORTABLE));
     CHECK(cuMemHostUnregister(registered));
+    CUarray array;
+    CUmipmappedArray mipmapped;
+    CUDA_ARRAY_DESCRIPTOR plane = {
+        .Width = 1024, .Height = 512, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4}; /* 8 MiB */
+    CHECK(cuArrayCreate(&array, &plane));
+    CHECK(cuArrayDestroy(array));
+    CUDA_ARRAY3D_DESCRIPTOR volume = {.Width = 64,
+                                      .Height = 64,
+                                      .Depth = 64,
+                                      .Format = CU_AD_FORMAT_UNSIGNED_INT16,
+                                      .NumChannels = 2};
+    CHECK(cuArray3DCreate(&array, &volume)); /* 1 MiB */
+    CHECK(cuArrayDestroy(array));
+    CHECK(cuMipmappedArrayCreate(&mipmapped, &volume, 7)); /* 64³ ... 1³, × 4 bytes */
+    CHECK(cuMipmappedArrayDestroy(mipmapped));
     CHECK(cuCtxSynchronize());
     CUcontext own;
     CHECK(cuCtxCreate(&own, NULL, 0, dev));
