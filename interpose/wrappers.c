@@ -410,6 +410,18 @@ static void cmt__rec_cuMipmappedArrayDestroy(struct cmt_event *e, int ok, CUmipm
     SET(e, PTR, (uintptr_t)h);
 }
 
+/* The pool of a location: a device location is that device (dev); any other location (host,
+ * host NUMA node) is recorded with device -1 and its type in flags. */
+static void cmt__rec_cuMemSetMemPool(struct cmt_event *e, int ok, CUmemLocation *location,
+                                     CUmemAllocationType type, CUmemoryPool pool)
+{
+    e->dev = location && location->type == CU_MEM_LOCATION_TYPE_DEVICE ? location->id : -1;
+    if (location && location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        SET(e, FLAGS, location->type);
+    SET(e, POOL, (uintptr_t)pool);
+    (void)type;
+}
+
 /* ---- the wrappers ---- */
 
 #define X(name, op, params, args)                     \

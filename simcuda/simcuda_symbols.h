@@ -173,5 +173,8 @@
     X(cuArrayDestroy, cuArrayDestroy, 2000, 0)                                                  \
     X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000, 0)                                  \
     X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000, 0)                                \
+    X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
+    X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
+    X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
     /* end */
 /* clang-format on */

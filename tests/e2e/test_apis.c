@@ -59,6 +59,7 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuMipmappedArrayCreate", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(COUNT)},
         {"cuArrayDestroy", CMT_F(PTR)},
         {"cuMipmappedArrayDestroy", CMT_F(PTR)},
+        {"cuMemSetMemPool", CMT_F(POOL)},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const struct cmt_event *hit = NULL;
@@ -89,6 +90,8 @@ Test(apis, every_memory_entry_point_is_recorded)
         } else if (!strcmp(api, "cuArrayCreate_v2")) {
             cr_assert_eq(e->v[CMT_FIELD_SIZE], 1024 * 512 * 16, "width × height × float4");
             cr_assert_eq(e->dev, 0);
+        } else if (!strcmp(api, "cuMemSetMemPool")) {
+            cr_assert_eq(e->dev, 0, "a device location is that device");
         } else if (!strcmp(api, "cuArray3DCreate_v2")) {
             cr_assert_eq(e->v[CMT_FIELD_SIZE], 64 * 64 * 64 * 4, "a 3D array counts its depth");
         } else if (!strcmp(api, "cuMipmappedArrayCreate")) {

@@ -379,6 +379,13 @@ static int all_apis(void)
     CUmemoryPool def;
     CHECK(cuDeviceGetDefaultMemPool(&def, dev));
     CHECK(cuDeviceSetMemPool(dev, def));
+    CUmemLocation here = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    CUmemoryPool current, by_location;
+    CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, pool));
+    CHECK(cuMemGetMemPool(&current, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(cuMemGetDefaultMemPool(&by_location, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(current == pool && by_location == def ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+    CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, def));
     CHECK(cuMemPoolDestroy(pool));
     CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                 .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
