@@ -105,7 +105,9 @@ enum cmt_record_type {
     X(GET_PROC, 31, "get_proc", NONE, NONE, 0)                     /* version, flags, target */  \
     X(SYNC, 32, "sync", SYNC, NONE, CMT__RELCD)                    /* stream (pools trim here) */ \
     X(HOST_REGISTER, 33, "host_register", ALLOC, HOST, 0)          /* ptr, size, flags */        \
-    X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */
+    X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */                    \
+    X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
+    X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */
 /* clang-format on */
 
 enum cmt_op {

@@ -312,6 +312,116 @@ static void cmt__rec_cuDevicePrimaryCtxRelease_v2(struct cmt_event *e, int ok, C
 #define cmt__rec_cuDevicePrimaryCtxRelease cmt__rec_cuDevicePrimaryCtxRelease_v2
 #define cmt__rec_cuDevicePrimaryCtxReset cmt__rec_cuDevicePrimaryCtxRelease_v2
 
+/* CUDA arrays: the requested bytes are width × height × depth × element size (a zero height
+ * or depth counts as 1), summed over mip levels (each halves every extent down to 1; layered
+ * and cubemap arrays keep their depth, the layer count). YUV and block-compressed formats have
+ * no element size here: their size is recorded as 0 (docs/analysis.md). */
+static uint64_t array_element_bytes(CUarray_format format, unsigned channels)
+{
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return channels;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2ull * channels;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4ull * channels;
+    case CU_AD_FORMAT_UNORM_INT8X1:
+    case CU_AD_FORMAT_SNORM_INT8X1: return 1;
+    case CU_AD_FORMAT_UNORM_INT8X2:
+    case CU_AD_FORMAT_SNORM_INT8X2:
+    case CU_AD_FORMAT_UNORM_INT16X1:
+    case CU_AD_FORMAT_SNORM_INT16X1: return 2;
+    case CU_AD_FORMAT_UNORM_INT8X4:
+    case CU_AD_FORMAT_SNORM_INT8X4:
+    case CU_AD_FORMAT_UNORM_INT16X2:
+    case CU_AD_FORMAT_SNORM_INT16X2:
+    case CU_AD_FORMAT_UNORM_INT_101010_2: return 4;
+    case CU_AD_FORMAT_UNORM_INT16X4:
+    case CU_AD_FORMAT_SNORM_INT16X4: return 8;
+    default: return 0;
+    }
+}
+
+static uint64_t array_extent(uint64_t n, unsigned level)
+{
+    return n == 0 ? 1 : (n >> level) ? (n >> level) : 1;
+}
+
+static void rec_array(struct cmt_event *e, int ok, void *handle, size_t width, size_t height,
+                      size_t depth, CUarray_format format, unsigned channels, unsigned flags,
+                      unsigned levels)
+{
+    int keeps_depth = (flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
+    uint64_t element = array_element_bytes(format, channels), bytes = 0;
+    for (unsigned level = 0; level < levels && width; level++)
+        bytes += array_extent(width, level) * array_extent(height, level) *
+                 array_extent(depth, keeps_depth ? 0 : level) * element;
+    SET(e, SIZE, bytes);
+    SET(e, WIDTH, width);
+    SET(e, HEIGHT, height);
+    if (ok)
+        SET(e, PTR, (uintptr_t)handle);
+}
+
+static void cmt__rec_cuArrayCreate_v2(struct cmt_event *e, int ok, CUarray *pHandle,
+                                      const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    if (d)
+        rec_array(e, ok && pHandle, pHandle ? *pHandle : NULL, d->Width, d->Height, 0, d->Format,
+                  d->NumChannels, 0, 1);
+    else
+        SET(e, SIZE, 0);
+}
+
+static void rec_array_3d(struct cmt_event *e, int ok, void *handle,
+                         const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    if (!d) {
+        SET(e, SIZE, 0);
+        return;
+    }
+    rec_array(e, ok, handle, d->Width, d->Height, d->Depth, d->Format, d->NumChannels, d->Flags,
+              levels);
+    SET(e, FLAGS, d->Flags);
+}
+
+static void cmt__rec_cuArray3DCreate_v2(struct cmt_event *e, int ok, CUarray *pHandle,
+                                        const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    rec_array_3d(e, ok && pHandle, pHandle ? *pHandle : NULL, d, 1);
+}
+
+static void cmt__rec_cuMipmappedArrayCreate(struct cmt_event *e, int ok, CUmipmappedArray *pHandle,
+                                            const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    rec_array_3d(e, ok && pHandle, pHandle ? *pHandle : NULL, d, levels);
+    SET(e, COUNT, levels);
+}
+
+static void cmt__rec_cuArrayDestroy(struct cmt_event *e, int ok, CUarray hArray)
+{
+    SET(e, PTR, (uintptr_t)hArray);
+}
+
+static void cmt__rec_cuMipmappedArrayDestroy(struct cmt_event *e, int ok, CUmipmappedArray h)
+{
+    SET(e, PTR, (uintptr_t)h);
+}
+
+/* The pool of a location: a device location is that device (dev); any other location (host,
+ * host NUMA node) is recorded with device -1 and its type in flags. */
+static void cmt__rec_cuMemSetMemPool(struct cmt_event *e, int ok, CUmemLocation *location,
+                                     CUmemAllocationType type, CUmemoryPool pool)
+{
+    e->dev = location && location->type == CU_MEM_LOCATION_TYPE_DEVICE ? location->id : -1;
+    if (location && location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        SET(e, FLAGS, location->type);
+    SET(e, POOL, (uintptr_t)pool);
+    (void)type;
+}
+
 /* ---- the wrappers ---- */
 
 #define X(name, op, params, args)                     \

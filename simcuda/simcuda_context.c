@@ -59,6 +59,7 @@ static CUresult context_activate(int device)
 void simcuda__context_went_away(struct CUctx_st *ctx)
 {
     simcuda__free_context_memory(ctx);
+    simcuda__free_context_arrays(ctx);
     ctx->alive = false;
     simcuda__state.devices[ctx->device].contexts_alive--;
 }

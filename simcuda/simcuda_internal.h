@@ -250,6 +250,9 @@ void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_
  * or registered), which under unified addressing is also a device address (lock held). */
 bool simcuda__host_range_pinned(uint64_t address, uint64_t size);
 
+/* simcuda_array.c: frees the arrays the context made (lock held). */
+void simcuda__free_context_arrays(struct CUctx_st *ctx);
+
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);
 void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);

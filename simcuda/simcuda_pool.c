@@ -400,3 +400,41 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out
 {
     return device_pool(pool_out, dev, false);
 }
+
+/* CUDA 13's location-based pools: a device location of pinned memory is the device's pool
+ * (as the cuDevice* calls); host and NUMA locations are not simulated. */
+static CUresult device_of_location(const CUmemLocation *location, CUmemAllocationType type,
+                                   CUdevice *dev)
+{
+    if (!location)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE || type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *dev = location->id;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
+                                                CUmemoryPool pool)
+{
+    CUdevice dev;
+    CUresult result = device_of_location(location, type, &dev);
+    return result != CUDA_SUCCESS ? result : cuDeviceSetMemPool(dev, pool);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                                CUmemAllocationType type)
+{
+    CUdevice dev;
+    CUresult result = device_of_location(location, type, &dev);
+    return result != CUDA_SUCCESS ? result : device_pool(pool_out, dev, true);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out,
+                                                       CUmemLocation *location,
+                                                       CUmemAllocationType type)
+{
+    CUdevice dev;
+    CUresult result = device_of_location(location, type, &dev);
+    return result != CUDA_SUCCESS ? result : device_pool(pool_out, dev, false);
+}

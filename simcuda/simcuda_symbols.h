@@ -166,5 +166,15 @@
     X(cuMemExportToShareableHandle, cuMemExportToShareableHandle, 10020, 0)                     \
     X(cuMemImportFromShareableHandle, cuMemImportFromShareableHandle, 10020, 0)                 \
     X(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle, 10020, 0) \
+    X(cuArrayCreate, cuArrayCreate, 2000, 0)                                                    \
+    X(cuArrayCreate, cuArrayCreate_v2, 3020, 0)                                                 \
+    X(cuArray3DCreate, cuArray3DCreate, 2000, 0)                                                \
+    X(cuArray3DCreate, cuArray3DCreate_v2, 3020, 0)                                             \
+    X(cuArrayDestroy, cuArrayDestroy, 2000, 0)                                                  \
+    X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000, 0)                                  \
+    X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000, 0)                                \
+    X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
+    X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
+    X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
     /* end */
 /* clang-format on */

@@ -54,6 +54,12 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuCtxCreate_v4", CMT_F(CTX)},
         {"cuCtxDestroy_v2", CMT_F(CTX)},
         {"cuDevicePrimaryCtxRetain", CMT_F(CTX)},
+        {"cuArrayCreate_v2", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(WIDTH) | CMT_F(HEIGHT)},
+        {"cuArray3DCreate_v2", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(WIDTH) | CMT_F(HEIGHT)},
+        {"cuMipmappedArrayCreate", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(COUNT)},
+        {"cuArrayDestroy", CMT_F(PTR)},
+        {"cuMipmappedArrayDestroy", CMT_F(PTR)},
+        {"cuMemSetMemPool", CMT_F(POOL)},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const struct cmt_event *hit = NULL;
@@ -81,6 +87,19 @@ Test(apis, every_memory_entry_point_is_recorded)
             cr_assert_eq(e->v[CMT_FIELD_SIZE], 3 << 20);
             cr_assert_eq(e->v[CMT_FIELD_FLAGS], 1); /* CU_MEMHOSTREGISTER_PORTABLE */
             cr_assert_eq(e->dev, -1, "registered host memory is no device's");
+        } else if (!strcmp(api, "cuArrayCreate_v2")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 1024 * 512 * 16, "width × height × float4");
+            cr_assert_eq(e->dev, 0);
+        } else if (!strcmp(api, "cuMemSetMemPool")) {
+            cr_assert_eq(e->dev, 0, "a device location is that device");
+        } else if (!strcmp(api, "cuArray3DCreate_v2")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 64 * 64 * 64 * 4, "a 3D array counts its depth");
+        } else if (!strcmp(api, "cuMipmappedArrayCreate")) {
+            uint64_t levels = 0;
+            for (uint64_t n = 64; n >= 1; n /= 2)
+                levels += n * n * n * 4;
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], levels, "mip levels are summed");
+            cr_assert_eq(e->v[CMT_FIELD_COUNT], 7);
         } else if (!strcmp(api, "cuMemAllocHost_v2")) {
             cr_assert_eq(e->dev, -1, "host memory is no device's");
         }

@@ -151,3 +151,26 @@ Test(pool, async_needs_a_context)
     CU_OK(cuInit(0));
     CU_FAILS(cuMemAllocAsync(&pointer, 1, NULL), CUDA_ERROR_INVALID_CONTEXT);
 }
+
+Test(pool, location_based_pools_are_the_device_pools)
+{
+    simcuda_test_start("1GiB", "0");
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemoryPool pool, def, got;
+    CUmemLocation device = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CU_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    CU_OK(cuMemGetDefaultMemPool(&got, &device, CU_MEM_ALLOCATION_TYPE_PINNED));
+    cr_assert_eq(got, def);
+    CU_OK(cuMemSetMemPool(&device, CU_MEM_ALLOCATION_TYPE_PINNED, pool));
+    CU_OK(cuDeviceGetMemPool(&got, 0));
+    cr_assert_eq(got, pool, "the location's pool is the device's current pool");
+    CU_OK(cuMemGetMemPool(&got, &device, CU_MEM_ALLOCATION_TYPE_PINNED));
+    cr_assert_eq(got, pool);
+    CU_FAILS(cuMemGetMemPool(&got, &host, CU_MEM_ALLOCATION_TYPE_PINNED), CUDA_ERROR_NOT_SUPPORTED);
+    CU_FAILS(cuMemSetMemPool(NULL, CU_MEM_ALLOCATION_TYPE_PINNED, pool), CUDA_ERROR_INVALID_VALUE);
+    CUmemLocation bad = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 7};
+    CU_FAILS(cuMemSetMemPool(&bad, CU_MEM_ALLOCATION_TYPE_PINNED, pool), CUDA_ERROR_INVALID_DEVICE);
+}

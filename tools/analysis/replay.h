@@ -8,9 +8,10 @@
  * reservations, mappings, pools, call sites), not to the trace: nothing is kept per event.
  *
  * Accounting (docs/analysis.md gives the reasons):
- *  - live bytes of a device = requested bytes of live device, pitched, managed and stream-
- *    ordered allocations + physical bytes of live VMM handles (a handle's memory is freed only
- *    after it is released AND its last mapping is unmapped). Host pinned memory is kept apart.
+ *  - live bytes of a device = requested bytes of live device, pitched, managed, stream-
+ *    ordered and array allocations + physical bytes of live VMM handles (a handle's memory is
+ *    freed only after it is released AND its last mapping is unmapped). Host pinned memory is
+ *    kept apart.
  *  - VA reservations are address space only; mapped bytes are counted per reservation.
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
@@ -45,7 +46,8 @@
     X(VA, "va_reserved", 0)       /* cuMemAddressReserve: address space only */             \
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
     X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
-    X(POOL, "pool", 0)            /* a memory pool (retained bytes) */
+    X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
+    X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */
 /* clang-format on */
 
 enum cmt_kind {

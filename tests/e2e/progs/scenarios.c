@@ -379,6 +379,13 @@ static int all_apis(void)
     CUmemoryPool def;
     CHECK(cuDeviceGetDefaultMemPool(&def, dev));
     CHECK(cuDeviceSetMemPool(dev, def));
+    CUmemLocation here = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    CUmemoryPool current, by_location;
+    CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, pool));
+    CHECK(cuMemGetMemPool(&current, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(cuMemGetDefaultMemPool(&by_location, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(current == pool && by_location == def ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+    CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, def));
     CHECK(cuMemPoolDestroy(pool));
     CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                 .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
@@ -413,6 +420,21 @@ static int all_apis(void)
     static char registered[3 << 20] __attribute__((aligned(4096)));
     CHECK(cuMemHostRegister(registered, sizeof registered, CU_MEMHOSTREGISTER_PORTABLE));
     CHECK(cuMemHostUnregister(registered));
+    CUarray array;
+    CUmipmappedArray mipmapped;
+    CUDA_ARRAY_DESCRIPTOR plane = {
+        .Width = 1024, .Height = 512, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4}; /* 8 MiB */
+    CHECK(cuArrayCreate(&array, &plane));
+    CHECK(cuArrayDestroy(array));
+    CUDA_ARRAY3D_DESCRIPTOR volume = {.Width = 64,
+                                      .Height = 64,
+                                      .Depth = 64,
+                                      .Format = CU_AD_FORMAT_UNSIGNED_INT16,
+                                      .NumChannels = 2};
+    CHECK(cuArray3DCreate(&array, &volume)); /* 1 MiB */
+    CHECK(cuArrayDestroy(array));
+    CHECK(cuMipmappedArrayCreate(&mipmapped, &volume, 7)); /* 64³ ... 1³, × 4 bytes */
+    CHECK(cuMipmappedArrayDestroy(mipmapped));
     CHECK(cuCtxSynchronize());
     CUcontext own;
     CHECK(cuCtxCreate(&own, NULL, 0, dev));

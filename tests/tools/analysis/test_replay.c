@@ -295,6 +295,35 @@ Test(replay, host_registration_is_pinned_host_memory_until_unregistered)
     done(&b);
 }
 
+/* A CUDA array is device memory behind a handle (ptr): live until destroyed, in no hole. */
+Test(replay, arrays_are_device_memory_until_destroyed)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x7f0000000000, 100, 0);
+    tb_event(&b, TB_ARRAY_CREATE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x55aa00001000, 16 * TB_MIB});
+    tb_event(&b, TB_ARRAY_CREATE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x55aa00002000, 4 * TB_MIB});
+    tb_event(&b, TB_ARRAY_CREATE, 2 /* CUDA_ERROR_OUT_OF_MEMORY */, 0, 0, CMT_F(SIZE),
+             (uint64_t[]){64 * TB_GIB});
+    tb_event(&b, TB_ARRAY_DESTROY, 0, 0, 0, CMT_F(PTR), (uint64_t[]){0x55aa00002000});
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    cr_expect_eq(t->live_bytes, 100 + 16 * TB_MIB, "a live array counts as device memory");
+    cr_expect_eq(t->oom_failures, 1);
+    cr_expect_eq(t->unknown_frees, 0);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_ARRAY], 16 * TB_MIB);
+    cr_expect_eq(d->kind_count[CMT_KIND_ARRAY], 1);
+    cr_expect_eq(d->peak_live_bytes, 100 + 20 * TB_MIB);
+    cr_expect_eq(d->waste_bytes, 2 * TB_MIB - 100, "arrays are not rounded as allocations");
+    cr_expect(!CMT_KIND_HAS(CMT_KIND_ARRAY, HOLE), "a handle is no address beside the others");
+    done(&b);
+}
+
 /* The timeline as an observer (the replay skips the events of its quiet windows) gives exactly
  * what it gives when shown every step: maxima, last values, hole sampling. A random trace on
  * two devices, with bursts inside buckets and bucket boundaries crossed both ways. */

@@ -27,6 +27,8 @@ static const struct cmt_api apis[] = {
     {TB_RESET, CMT_OP_PRIMARY_RESET, "cuDevicePrimaryCtxReset_v2"},
     {TB_HOST_REGISTER, CMT_OP_HOST_REGISTER, "cuMemHostRegister_v2"},
     {TB_HOST_UNREGISTER, CMT_OP_HOST_UNREGISTER, "cuMemHostUnregister"},
+    {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
+    {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
 };
 
 #define MAX_NODES 4096

@@ -29,6 +29,8 @@ enum tb_api {
     TB_RESET,
     TB_HOST_REGISTER,
     TB_HOST_UNREGISTER,
+    TB_ARRAY_CREATE,
+    TB_ARRAY_DESTROY,
     TB_API_COUNT
 };
 
