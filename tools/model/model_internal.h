@@ -47,7 +47,7 @@ struct cmt__block {
 };
 
 /* Keys per chunk of a set (model_set.c). */
-#define CMT__CHUNK 32
+#define CMT__CHUNK 16
 
 /* A key of a set: (stream, size, address), size 0 in a CMT__BY_ADDRESS set. */
 struct cmt__set_key {

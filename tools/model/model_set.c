@@ -26,14 +26,16 @@
 
 /* a < b, or a <= b when or_equal. Written without branches: the searches
  * below turn it into conditional moves, and a mispredicted branch per step
- * would cost more than the whole comparison. */
+ * would cost more than the whole comparison. The key is one 192-bit number
+ * (stream, size, address): (size, address) compare as one 128-bit number, and
+ * its borrow carries into the stream's comparison, so a < b exactly when
+ * a.stream < b.stream + borrow (in 65 bits) — one subtract-with-borrow chain. */
 static inline bool before(const struct cmt__set_key *a, const struct cmt__set_key *b, bool or_equal)
 {
-    /* (stream, size) as one 128-bit number: two instructions to compare. */
-    unsigned __int128 ka = (unsigned __int128)a->stream << 64 | a->size;
-    unsigned __int128 kb = (unsigned __int128)b->stream << 64 | b->size;
-    bool address = or_equal ? a->address <= b->address : a->address < b->address;
-    return (ka < kb) | ((ka == kb) & address);
+    unsigned __int128 la = (unsigned __int128)a->size << 64 | a->address;
+    unsigned __int128 lb = (unsigned __int128)b->size << 64 | b->address;
+    unsigned borrow = or_equal ? la <= lb : la < lb;
+    return (unsigned __int128)a->stream < (unsigned __int128)b->stream + borrow;
 }
 
 static struct cmt__set_key key_of(const struct cmt_model *m, const struct cmt__set *s,
