@@ -76,14 +76,15 @@ static void set_threshold(cmt_replay *rp, uint64_t pool, uint64_t bytes)
     rp->thresholds[rp->threshold_count++] = (struct cmt__threshold){pool, bytes};
 }
 
-void cmt__sync_pools(cmt_replay *rp, int32_t dev)
+void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds)
 {
     if (!rp->totals.pool_retained_bytes)
         return;
     for (size_t i = 0; i < rp->pool_count; i++) {
         struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
         if (p && (dev < 0 || p->dev == dev))
-            cmt__pool_trim(rp, p, dev >= 0 && rp->threshold_count ? pool_threshold(rp, p->key) : 0);
+            cmt__pool_trim(rp, p,
+                           thresholds && rp->threshold_count ? pool_threshold(rp, p->key) : 0);
     }
 }
 
@@ -133,7 +134,9 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
             set_threshold(rp, e->v[CMT_FIELD_POOL], e->v[CMT_FIELD_SIZE]);
         break;
     case CMT_APPLY_SYNC:
-    case CMT_APPLY_SYNC_ALL: cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1); break;
+    case CMT_APPLY_SYNC_ALL:
+        cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1, apply == CMT_APPLY_SYNC);
+        break;
     case CMT_APPLY_RESET:
         if (e->result == 0)
             cmt__reset_device(rp, e->dev);

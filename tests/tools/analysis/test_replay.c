@@ -143,8 +143,12 @@ static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
         uint64_t other[] = {1, 0x77000, 2}; /* another attribute: no effect */
         tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS), other);
     }
-    uint64_t s[] = {1};
-    tb_event(&b, TB_SYNC, 0, sync_dev, 0, CMT_F(STREAM), s);
+    if (sync_dev < 0) { /* a reset frees everything, whatever the threshold */
+        tb_event(&b, TB_RESET, 0, 0, 0, 0, NULL);
+    } else {
+        uint64_t s[] = {1};
+        tb_event(&b, TB_SYNC, 0, sync_dev, 0, CMT_F(STREAM), s);
+    }
     tb_finish(&b, 0);
     replay(&b);
     uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
@@ -160,6 +164,7 @@ Test(replay, a_release_threshold_keeps_pool_memory_at_sync)
     cr_expect_eq(pool_after_sync(3 * TB_MIB, 0), 3 * TB_MIB, "above it: trimmed to it");
     cr_expect_eq(pool_after_sync(64 * TB_MIB, 1), 8 * TB_MIB,
                  "another device's sync leaves the pool alone");
+    cr_expect_eq(pool_after_sync(64 * TB_MIB, -1), 0, "a device reset releases everything");
 }
 
 Test(replay, host_pinned_memory_is_not_device_memory)
