@@ -107,7 +107,8 @@ enum cmt_record_type {
     X(HOST_REGISTER, 33, "host_register", ALLOC, HOST, 0)          /* ptr, size, flags */        \
     X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */                    \
     X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
-    X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */
+    X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
+    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */
 /* clang-format on */
 
 enum cmt_op {

@@ -111,6 +111,15 @@ static void cmt__rec_cuMemPoolTrimTo(struct cmt_event *e, int ok, CUmemoryPool p
     SET(e, SIZE, keep);
 }
 
+static void cmt__rec_cuMemPoolSetAttribute(struct cmt_event *e, int ok, CUmemoryPool pool,
+                                           CUmemPool_attribute attr, void *value)
+{
+    SET(e, POOL, (uintptr_t)pool);
+    SET(e, FLAGS, (uint64_t)attr);
+    if (ok && value && attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+        SET(e, SIZE, *(cuuint64_t *)value);
+}
+
 static void cmt__rec_cuDeviceSetMemPool(struct cmt_event *e, int ok, CUdevice dev,
                                         CUmemoryPool pool)
 {

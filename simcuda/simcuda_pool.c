@@ -344,7 +344,10 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPo
     simcuda__lock();
     result = pool_valid(pool) && value ? pool_set(pool, attr, value) : CUDA_ERROR_INVALID_VALUE;
     simcuda__unlock();
-    return result;
+    uint64_t threshold = result == CUDA_SUCCESS && attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+                             ? *(cuuint64_t *)value
+                             : 0;
+    return SIMCUDA__LOG(result, 0, threshold, pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,

@@ -21,9 +21,9 @@
 
 /* The ops, as `dump` names them, that the comparison covers. */
 static const char *const alloc_ops[] = {
-    "alloc",         "alloc_pitch", "alloc_managed", "alloc_async", "alloc_host",
-    "host_register", "vmm_create",  "va_reserve",    "vmm_map",     "vmm_retain",
-    "vmm_import",    "ipc_open",    "pool_create",   "array_create"};
+    "alloc",         "alloc_pitch", "alloc_managed", "alloc_async",  "alloc_host",
+    "host_register", "vmm_create",  "va_reserve",    "vmm_map",      "vmm_retain",
+    "vmm_import",    "ipc_open",    "pool_create",   "array_create", "pool_attr"};
 static const char *const free_ops[] = {
     "free",    "free_async", "free_host", "host_unregister", "vmm_release",
     "va_free", "vmm_unmap",  "ipc_close", "pool_destroy",    "array_destroy"};

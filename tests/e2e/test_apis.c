@@ -60,6 +60,7 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuArrayDestroy", CMT_F(PTR)},
         {"cuMipmappedArrayDestroy", CMT_F(PTR)},
         {"cuMemSetMemPool", CMT_F(POOL)},
+        {"cuMemPoolSetAttribute", CMT_F(POOL) | CMT_F(FLAGS) | CMT_F(SIZE)},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const struct cmt_event *hit = NULL;
@@ -90,6 +91,9 @@ Test(apis, every_memory_entry_point_is_recorded)
         } else if (!strcmp(api, "cuArrayCreate_v2")) {
             cr_assert_eq(e->v[CMT_FIELD_SIZE], 1024 * 512 * 16, "width × height × float4");
             cr_assert_eq(e->dev, 0);
+        } else if (!strcmp(api, "cuMemPoolSetAttribute")) {
+            cr_assert_eq(e->v[CMT_FIELD_FLAGS], 4, "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD");
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 64 << 20, "the threshold set");
         } else if (!strcmp(api, "cuMemSetMemPool")) {
             cr_assert_eq(e->dev, 0, "a device location is that device");
         } else if (!strcmp(api, "cuArray3DCreate_v2")) {

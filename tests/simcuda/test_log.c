@@ -89,6 +89,31 @@ Test(log, vmm_calls_carry_their_handle)
     cr_assert_str_eq(lines[5].entry, "cuMemRelease");
 }
 
+Test(log, pool_attributes_carry_the_pool_and_the_threshold)
+{
+    use_log();
+    simcuda_test_start("1GiB", "0");
+    CUmemoryPool pool;
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    cuuint64_t threshold = 32 * MiB;
+    int reuse = 0;
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CU_OK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+    CU_FAILS(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, NULL),
+             CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemPoolDestroy(pool));
+    struct line lines[8];
+    cr_assert_eq(read_lines(lines, 8), 5);
+    cr_assert_str_eq(lines[1].entry, "cuMemPoolSetAttribute");
+    cr_assert_eq(lines[1].handle, (uintptr_t)pool);
+    cr_assert_eq(lines[1].size, 32 * MiB, "the threshold set");
+    cr_assert_eq(lines[2].size, 0, "another attribute has no size");
+    cr_assert_neq(lines[3].result, 0);
+    cr_assert_eq(lines[3].size, 0);
+}
+
 Test(log, forked_children_append_with_their_own_pid)
 {
     use_log();

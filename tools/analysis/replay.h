@@ -86,6 +86,7 @@ const char *cmt_kind_name(int kind);
     X(POOL_DESTROY)                                                                      \
     X(POOL_TRIM)                                                                         \
     X(POOL_SET)                                                                          \
+    X(POOL_ATTR)    /* a pool attribute; the release threshold is kept per pool */       \
     X(VMM_RELEASE)                                                                       \
     X(VMM_RETAIN)                                                                        \
     X(VMM_IMPORT)                                                                        \

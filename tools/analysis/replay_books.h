@@ -15,7 +15,9 @@ void cmt__add_object(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map
                      int kind, uint64_t size, uint64_t aux);
 struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key, int32_t dev);
 void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep);
-void cmt__sync_pools(cmt_replay *rp, int32_t dev);
+/* A synchronisation on dev (-1: every device): each pool keeps at most its release threshold
+ * when thresholds is nonzero (a sync), nothing otherwise (a context destroyed or reset). */
+void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds);
 void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p);
 /* Pools, contexts and the VMM calls (CMT_APPLY_* other than ALLOC, FREE, IPC_OPEN, MEM_INFO):
  * rare next to allocations and frees. */

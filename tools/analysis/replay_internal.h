@@ -35,6 +35,10 @@ struct cmt_replay {
     struct cmt__entry *pool_hit; /* the pool entry used last (checked by key before use) */
     uint64_t *pool_keys;         /* the pools' keys, dense, so a sync visits only real pools */
     size_t pool_count, pool_cap;
+    struct cmt__threshold {
+        uint64_t pool, bytes;
+    } * thresholds; /* pools given a release threshold (cuMemPoolSetAttribute): rare, scanned */
+    size_t threshold_count, threshold_cap;
     uint32_t *stack_sites; /* stack id -> site index (0 = none yet), for ids below its cap */
     uint32_t stack_site_cap;
     struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */

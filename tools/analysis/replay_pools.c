@@ -6,6 +6,9 @@
 #include "replay_books.h"
 #include "cmt_grow.h"
 
+/* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, as the driver numbers it (the FLAGS of a pool_attr event). */
+#define CMT_POOL_ATTR_RELEASE_THRESHOLD 4
+
 /* A pool's entry, created (empty, on device dev) when it is new. @return NULL when out of
  * memory (rp->failed set). */
 __attribute__((noinline)) struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key,
@@ -42,14 +45,46 @@ void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep)
     rp->totals.pool_retained_bytes -= cut;
 }
 
-void cmt__sync_pools(cmt_replay *rp, int32_t dev)
+/* The release threshold set on pool (0, the driver's default, when none). */
+static uint64_t pool_threshold(const cmt_replay *rp, uint64_t pool)
+{
+    for (size_t i = 0; i < rp->threshold_count; i++)
+        if (rp->thresholds[i].pool == pool)
+            return rp->thresholds[i].bytes;
+    return 0;
+}
+
+/* Records pool's release threshold (bytes 0 forgets it). */
+static void set_threshold(cmt_replay *rp, uint64_t pool, uint64_t bytes)
+{
+    size_t i = 0;
+    while (i < rp->threshold_count && rp->thresholds[i].pool != pool)
+        i++;
+    if (i < rp->threshold_count) {
+        if (bytes)
+            rp->thresholds[i].bytes = bytes;
+        else
+            rp->thresholds[i] = rp->thresholds[--rp->threshold_count];
+        return;
+    }
+    if (!bytes)
+        return;
+    if (CMT_GROW(rp->thresholds, rp->threshold_cap, rp->threshold_count + 1, 4) != 0) {
+        rp->failed = 1;
+        return;
+    }
+    rp->thresholds[rp->threshold_count++] = (struct cmt__threshold){pool, bytes};
+}
+
+void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds)
 {
     if (!rp->totals.pool_retained_bytes)
         return;
     for (size_t i = 0; i < rp->pool_count; i++) {
         struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
         if (p && (dev < 0 || p->dev == dev))
-            cmt__pool_trim(rp, p, 0);
+            cmt__pool_trim(rp, p,
+                           thresholds && rp->threshold_count ? pool_threshold(rp, p->key) : 0);
     }
 }
 
@@ -79,8 +114,10 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
         struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
         if (p && e->result == 0) {
             cmt__pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
-            if (apply == CMT_APPLY_POOL_DESTROY)
+            if (apply == CMT_APPLY_POOL_DESTROY) {
+                set_threshold(rp, p->key, 0);
                 cmt__pool_forget(rp, p);
+            }
         }
         break;
     }
@@ -91,8 +128,15 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
                 rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
         }
         break;
+    case CMT_APPLY_POOL_ATTR:
+        if (e->result == 0 && (e->fields & CMT_F(POOL)) && (e->fields & CMT_F(SIZE)) &&
+            (e->fields & CMT_F(FLAGS)) && e->v[CMT_FIELD_FLAGS] == CMT_POOL_ATTR_RELEASE_THRESHOLD)
+            set_threshold(rp, e->v[CMT_FIELD_POOL], e->v[CMT_FIELD_SIZE]);
+        break;
     case CMT_APPLY_SYNC:
-    case CMT_APPLY_SYNC_ALL: cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1); break;
+    case CMT_APPLY_SYNC_ALL:
+        cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1, apply == CMT_APPLY_SYNC);
+        break;
     case CMT_APPLY_RESET:
         if (e->result == 0)
             cmt__reset_device(rp, e->dev);

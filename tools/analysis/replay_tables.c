@@ -78,6 +78,7 @@ void cmt_replay_destroy(cmt_replay *rp)
     free(rp->peak_devices);
     free(rp->log);
     free(rp->pool_keys);
+    free(rp->thresholds);
     free(rp->free_objects);
     free(rp);
 }

@@ -133,7 +133,7 @@ void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
 /* cuDevicePrimaryCtxReset frees everything the device's primary context held. */
 void cmt__reset_device(cmt_replay *rp, int32_t dev)
 {
-    cmt__sync_pools(rp, dev);
+    cmt__sync_pools(rp, dev, 0);
     struct cmt__map *maps[] = {&rp->allocs, &rp->handles, &rp->mappings};
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
         struct cmt__map *map = maps[m];

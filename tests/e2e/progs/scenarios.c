@@ -375,6 +375,14 @@ static int all_apis(void)
     CHECK(cuMemAllocFromPoolAsync(&p, 6 << 20, pool, s));
     CHECK(cuMemFreeAsync(p, s));
     CHECK(cuMemPoolTrimTo(pool, 0));
+    cuuint64_t threshold = 64 << 20, reserved = 0; /* a raised threshold keeps the block */
+    CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CHECK(cuMemAllocFromPoolAsync(&p, 6 << 20, pool, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));
+    CHECK(reserved >= (6 << 20) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+    CHECK(cuMemPoolTrimTo(pool, 0));
     CHECK(cuDeviceSetMemPool(dev, pool));
     CUmemoryPool def;
     CHECK(cuDeviceGetDefaultMemPool(&def, dev));

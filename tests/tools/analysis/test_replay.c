@@ -125,6 +125,48 @@ Test(replay, pools_retain_async_frees_until_sync)
     done(&b);
 }
 
+/* A pool given a release threshold keeps up to that many bytes at a synchronisation. */
+static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint64_t c[] = {0x77000};
+    tb_event(&b, TB_POOL_CREATE, 0, 0, 0, CMT_F(POOL), c);
+    uint64_t a[] = {0x5000, 8 * TB_MIB, 1, 0x77000};
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM) | CMT_F(POOL),
+             a);
+    uint64_t f[] = {0x5000, 1};
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), f);
+    if (threshold) {
+        uint64_t t[] = {threshold, 0x77000, 4}; /* size, pool, flags = RELEASE_THRESHOLD */
+        tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS), t);
+        uint64_t other[] = {1, 0x77000, 2}; /* another attribute: no effect */
+        tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS), other);
+    }
+    if (sync_dev < 0) { /* a reset frees everything, whatever the threshold */
+        tb_event(&b, TB_RESET, 0, 0, 0, 0, NULL);
+    } else {
+        uint64_t s[] = {1};
+        tb_event(&b, TB_SYNC, 0, sync_dev, 0, CMT_F(STREAM), s);
+    }
+    tb_finish(&b, 0);
+    replay(&b);
+    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
+    done(&b);
+    return kept;
+}
+
+Test(replay, a_release_threshold_keeps_pool_memory_at_sync)
+{
+    cr_expect_eq(pool_after_sync(0, 0), 0, "threshold 0: a sync releases everything");
+    cr_expect_eq(pool_after_sync(64 * TB_MIB, 0), 8 * TB_MIB, "below the threshold: all kept");
+    cr_expect_eq(pool_after_sync(3 * TB_MIB, 0), 3 * TB_MIB, "above it: trimmed to it");
+    cr_expect_eq(pool_after_sync(64 * TB_MIB, 1), 8 * TB_MIB,
+                 "another device's sync leaves the pool alone");
+    cr_expect_eq(pool_after_sync(64 * TB_MIB, -1), 0, "a device reset releases everything");
+}
+
 Test(replay, host_pinned_memory_is_not_device_memory)
 {
     struct tb b;

@@ -29,6 +29,7 @@ static const struct cmt_api apis[] = {
     {TB_HOST_UNREGISTER, CMT_OP_HOST_UNREGISTER, "cuMemHostUnregister"},
     {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
     {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
+    {TB_POOL_ATTR, CMT_OP_POOL_ATTR, "cuMemPoolSetAttribute"},
 };
 
 #define MAX_NODES 4096

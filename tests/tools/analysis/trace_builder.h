@@ -31,6 +31,7 @@ enum tb_api {
     TB_HOST_UNREGISTER,
     TB_ARRAY_CREATE,
     TB_ARRAY_DESTROY,
+    TB_POOL_ATTR,
     TB_API_COUNT
 };
 
