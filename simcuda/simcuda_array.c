@@ -141,34 +141,40 @@ void simcuda__free_context_arrays(struct CUctx_st *ctx)
     }
 }
 
+/* Creates a one-level array from a descriptor in 3D form; logs the call as `entry`. */
+static CUresult create_logged(const char *entry, CUarray *pHandle,
+                              const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    void *array = NULL;
+    uint64_t bytes = 0;
+    CUresult result = array_create(pHandle ? &array : NULL, desc, 1, false, &bytes);
+    if (result == CUDA_SUCCESS)
+        *pHandle = array;
+    return simcuda__log(entry, result, (uintptr_t)array, bytes, 0);
+}
+
+/* A 2D descriptor (either width of its extents) in 3D form. */
+#define SIMCUDA__ARRAY_2D(desc, p)             \
+    do {                                       \
+        (desc).Width = (p)->Width;             \
+        (desc).Height = (p)->Height;           \
+        (desc).Format = (p)->Format;           \
+        (desc).NumChannels = (p)->NumChannels; \
+    } while (0)
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray *pHandle,
                                                  const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
 {
     CUDA_ARRAY3D_DESCRIPTOR desc = {0};
-    if (pAllocateArray) {
-        desc.Width = pAllocateArray->Width;
-        desc.Height = pAllocateArray->Height;
-        desc.Format = pAllocateArray->Format;
-        desc.NumChannels = pAllocateArray->NumChannels;
-    }
-    void *array = NULL;
-    uint64_t bytes;
-    CUresult result = array_create(pHandle ? &array : NULL, pAllocateArray ? &desc : NULL, 1, false,
-                                   &bytes);
-    if (result == CUDA_SUCCESS)
-        *pHandle = array;
-    return SIMCUDA__LOG(result, (uintptr_t)array, bytes, 0);
+    if (pAllocateArray)
+        SIMCUDA__ARRAY_2D(desc, pAllocateArray);
+    return create_logged(__func__, pHandle, pAllocateArray ? &desc : NULL);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle,
                                                    const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
 {
-    void *array = NULL;
-    uint64_t bytes;
-    CUresult result = array_create(pHandle ? &array : NULL, pAllocateArray, 1, false, &bytes);
-    if (result == CUDA_SUCCESS)
-        *pHandle = array;
-    return SIMCUDA__LOG(result, (uintptr_t)array, bytes, 0);
+    return create_logged(__func__, pHandle, pAllocateArray);
 }
 
 /* The legacy variants, with 32-bit extents. */
@@ -176,19 +182,9 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuArrayCreate(CUarray *pHandle,
                                               const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray)
 {
     CUDA_ARRAY3D_DESCRIPTOR desc = {0};
-    if (pAllocateArray) {
-        desc.Width = pAllocateArray->Width;
-        desc.Height = pAllocateArray->Height;
-        desc.Format = pAllocateArray->Format;
-        desc.NumChannels = pAllocateArray->NumChannels;
-    }
-    void *array = NULL;
-    uint64_t bytes;
-    CUresult result = array_create(pHandle ? &array : NULL, pAllocateArray ? &desc : NULL, 1, false,
-                                   &bytes);
-    if (result == CUDA_SUCCESS)
-        *pHandle = array;
-    return SIMCUDA__LOG(result, (uintptr_t)array, bytes, 0);
+    if (pAllocateArray)
+        SIMCUDA__ARRAY_2D(desc, pAllocateArray);
+    return create_logged(__func__, pHandle, pAllocateArray ? &desc : NULL);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle,
@@ -203,13 +199,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle,
         desc.NumChannels = pAllocateArray->NumChannels;
         desc.Flags = pAllocateArray->Flags;
     }
-    void *array = NULL;
-    uint64_t bytes;
-    CUresult result = array_create(pHandle ? &array : NULL, pAllocateArray ? &desc : NULL, 1, false,
-                                   &bytes);
-    if (result == CUDA_SUCCESS)
-        *pHandle = array;
-    return SIMCUDA__LOG(result, (uintptr_t)array, bytes, 0);
+    return create_logged(__func__, pHandle, pAllocateArray ? &desc : NULL);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(
