@@ -35,7 +35,9 @@
 #define SIMCUDA__MANAGED_VA_BASE 0x600000000000ull
 #define SIMCUDA__PITCH_ALIGNMENT 512
 #define SIMCUDA__CTX_STACK_MAX 32
-#define SIMCUDA__HANDLE_TAG 0x51ca000000000000ull /* CUmemGenericAllocationHandle = tag | id */
+#define SIMCUDA__HANDLE_TAG 0x51ca000000000000ull    /* CUmemGenericAllocationHandle = tag | id */
+#define SIMCUDA__MULTICAST_TAG 0x51cb000000000000ull /* a multicast object's handle = tag | id */
+#define SIMCUDA__MULTICAST_RECOMMENDED ((uint64_t)512 << 20)
 
 enum simcuda__range_kind {
     SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
@@ -102,8 +104,33 @@ struct simcuda__pool_block {
 struct simcuda__mapping {
     CUdeviceptr base;
     uint64_t size;
-    uint64_t offset; /* into the physical allocation */
+    uint64_t offset;            /* into the physical allocation (or the multicast object) */
+    struct simcuda__phys *phys; /* NULL for a mapping of a multicast object */
+    struct simcuda__multicast *multicast; /* the multicast object mapped, or NULL */
+};
+
+/* One device's physical memory bound into a multicast object (it holds the memory as a
+ * mapping does: phys->map_count). */
+struct simcuda__binding {
+    int device;
+    uint64_t mc_offset;
+    uint64_t size;
     struct simcuda__phys *phys;
+};
+
+/* A multicast object: a team of devices and their bound memory; no memory of its own. */
+struct simcuda__multicast {
+    unsigned long long id;
+    CUmulticastObjectProp prop;
+    int devices[SIMCUDA__MAX_DEVICES]; /* added so far, device_count of prop.numDevices */
+    unsigned device_count;
+    unsigned refs;      /* create, retain and import minus releases */
+    unsigned map_count; /* live cuMemMap mappings of it */
+    struct simcuda__binding *bindings;
+    size_t binding_count;
+    size_t binding_capacity;
+    long origin_pid; /* imported: the exporting process and its object's id there (0, 0) */
+    unsigned long long origin_id;
 };
 
 struct simcuda__reservation {
@@ -252,6 +279,31 @@ bool simcuda__host_range_pinned(uint64_t address, uint64_t size);
 
 /* simcuda_array.c: frees the arrays the context made (lock held). */
 void simcuda__free_context_arrays(struct CUctx_st *ctx);
+
+/* simcuda_vmm.c (lock held): the physical memory of a live cuMemCreate handle, the mapping
+ * that contains address, or NULL. */
+struct simcuda__phys *simcuda__vmm_handle_phys(CUmemGenericAllocationHandle handle);
+const struct simcuda__mapping *simcuda__vmm_mapping_at(CUdeviceptr address);
+
+/* simcuda_multicast.c (lock held, except the checks of arguments). */
+bool simcuda__is_multicast_handle(CUmemGenericAllocationHandle handle);
+CUmemGenericAllocationHandle simcuda__multicast_handle(const struct simcuda__multicast *mc);
+/* The live object behind handle (one reference at least), or NULL. */
+struct simcuda__multicast *simcuda__multicast_lookup(CUmemGenericAllocationHandle handle);
+/* Whether every device of the team was added. */
+bool simcuda__multicast_complete(const struct simcuda__multicast *mc);
+/* Whether [offset, offset + size) of the object is bound (on some device). */
+bool simcuda__multicast_bound(const struct simcuda__multicast *mc, uint64_t offset, uint64_t size);
+/* Frees the object and its bindings once no reference and no mapping is left. */
+void simcuda__multicast_maybe_free(struct simcuda__multicast *mc);
+/* CUDA_SUCCESS, or the error cuMulticastCreate gives for these properties. */
+CUresult simcuda__multicast_prop_check(const CUmulticastObjectProp *prop);
+/* A new object with one reference (origin: 0, 0, or an imported object's). */
+CUresult simcuda__multicast_create(const CUmulticastObjectProp *prop, long origin_pid,
+                                   unsigned long long origin_id, struct simcuda__multicast **out);
+/* This process's record of another process's object, or NULL. */
+struct simcuda__multicast *simcuda__multicast_imported(long origin_pid,
+                                                       unsigned long long origin_id);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);

@@ -222,6 +222,13 @@ CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size)
                 continue;
             if (mapping->base > cursor)
                 break;
+            uint64_t stop = mapping->base + mapping->size < end ? mapping->base + mapping->size
+                                                                : end;
+            /* a mapping of a multicast object reaches only the memory bound there */
+            if (mapping->multicast &&
+                !simcuda__multicast_bound(
+                    mapping->multicast, mapping->offset + (cursor - mapping->base), stop - cursor))
+                return CUDA_ERROR_INVALID_VALUE;
             cursor = mapping->base + mapping->size;
         }
         return cursor >= end && end <= entry->base + entry->size ? CUDA_SUCCESS

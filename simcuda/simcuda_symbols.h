@@ -176,5 +176,11 @@
     X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
     X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
     X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
+    X(cuMulticastCreate, cuMulticastCreate, 12010, 0)                                           \
+    X(cuMulticastAddDevice, cuMulticastAddDevice, 12010, 0)                                     \
+    X(cuMulticastBindMem, cuMulticastBindMem, 12010, 0)                                         \
+    X(cuMulticastBindAddr, cuMulticastBindAddr, 12010, 0)                                       \
+    X(cuMulticastUnbind, cuMulticastUnbind, 12010, 0)                                           \
+    X(cuMulticastGetGranularity, cuMulticastGetGranularity, 12010, 0)                           \
     /* end */
 /* clang-format on */

@@ -36,6 +36,12 @@ static struct simcuda__phys *handle_phys(CUmemGenericAllocationHandle handle)
     return phys && phys->handle_refs > 0 ? phys : NULL;
 }
 
+struct simcuda__phys *simcuda__vmm_handle_phys(CUmemGenericAllocationHandle handle)
+{
+    struct simcuda__phys *phys = handle_phys(handle);
+    return phys && phys->vmm ? phys : NULL;
+}
+
 static bool prop_valid(const CUmemAllocationProp *prop)
 {
     return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
@@ -48,6 +54,17 @@ static struct simcuda__va_entry *reservation_at(CUdeviceptr address)
 {
     struct simcuda__va_entry *entry = simcuda__find_range(address, NULL);
     return entry && entry->kind == SIMCUDA__RANGE_RESERVATION ? entry : NULL;
+}
+
+const struct simcuda__mapping *simcuda__vmm_mapping_at(CUdeviceptr address)
+{
+    struct simcuda__va_entry *entry = reservation_at(address);
+    struct simcuda__reservation *reservation = entry ? entry->object : NULL;
+    for (size_t i = 0; reservation && i < reservation->count; i++) {
+        if (address - reservation->mappings[i].base < reservation->mappings[i].size)
+            return &reservation->mappings[i];
+    }
+    return NULL;
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(
@@ -101,9 +118,13 @@ static CUresult mem_release(CUmemGenericAllocationHandle handle)
         return result;
     simcuda__lock();
     struct simcuda__phys *phys = handle_phys(handle);
+    struct simcuda__multicast *mc = simcuda__multicast_lookup(handle);
     if (phys) {
         phys->handle_refs--;
         simcuda__phys_maybe_free(phys);
+    } else if (mc) {
+        mc->refs--;
+        simcuda__multicast_maybe_free(mc);
     } else {
         result = CUDA_ERROR_INVALID_VALUE;
     }
@@ -227,22 +248,28 @@ static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_INVALID_VALUE;
     simcuda__lock();
     struct simcuda__phys *phys = handle_phys(handle);
+    struct simcuda__multicast *mc = simcuda__multicast_lookup(handle);
+    uint64_t handle_size = phys ? phys->size : mc ? mc->prop.size : 0;
     struct simcuda__va_entry *entry = reservation_at(ptr);
     struct simcuda__reservation *reservation = entry ? entry->object : NULL;
-    if (!phys || offset > phys->size || phys->size - offset < size || !entry ||
+    if ((!phys && !mc) || offset > handle_size || handle_size - offset < size || !entry ||
         entry->base + entry->size - ptr < size)
         result = CUDA_ERROR_INVALID_VALUE;
+    else if (mc && !simcuda__multicast_complete(mc))
+        result = CUDA_ERROR_NOT_PERMITTED; /* the real driver blocks until the team is complete */
     for (size_t i = 0; result == CUDA_SUCCESS && i < reservation->count; i++) {
         if (overlaps(ptr, size, reservation->mappings[i].base, reservation->mappings[i].size))
             result = CUDA_ERROR_INVALID_VALUE;
     }
     if (result == CUDA_SUCCESS) {
         struct simcuda__mapping mapping = {
-            .base = ptr, .size = size, .offset = offset, .phys = phys};
+            .base = ptr, .size = size, .offset = offset, .phys = phys, .multicast = mc};
         result = add_mapping(reservation, mapping);
     }
-    if (result == CUDA_SUCCESS)
+    if (result == CUDA_SUCCESS && phys)
         phys->map_count++;
+    else if (result == CUDA_SUCCESS)
+        mc->map_count++;
     simcuda__unlock();
     return result;
 }
@@ -281,9 +308,12 @@ static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
         size_t kept = 0;
         for (size_t i = 0; i < reservation->count; i++) {
             struct simcuda__mapping mapping = reservation->mappings[i];
-            if (overlaps(ptr, size, mapping.base, mapping.size)) {
+            if (overlaps(ptr, size, mapping.base, mapping.size) && mapping.phys) {
                 mapping.phys->map_count--;
                 simcuda__phys_maybe_free(mapping.phys);
+            } else if (overlaps(ptr, size, mapping.base, mapping.size)) {
+                mapping.multicast->map_count--;
+                simcuda__multicast_maybe_free(mapping.multicast);
             } else {
                 reservation->mappings[kept++] = mapping;
             }
@@ -338,9 +368,14 @@ static CUresult retain_handle(CUmemGenericAllocationHandle *handle, void *addr)
     result = CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; reservation && i < reservation->count; i++) {
         struct simcuda__mapping *mapping = &reservation->mappings[i];
-        if (address - mapping->base < mapping->size) {
+        if (address - mapping->base < mapping->size && mapping->phys) {
             mapping->phys->handle_refs++;
             *handle = handle_of(mapping->phys);
+            result = CUDA_SUCCESS;
+            break;
+        } else if (address - mapping->base < mapping->size) {
+            mapping->multicast->refs++;
+            *handle = simcuda__multicast_handle(mapping->multicast);
             result = CUDA_SUCCESS;
             break;
         }
@@ -360,12 +395,24 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocati
 struct shareable {
     char magic[8];
     int64_t pid; /* the exporting process */
-    uint64_t id; /* its physical allocation there */
+    uint64_t id; /* its physical allocation (or multicast object) there */
     uint64_t size;
     CUmemAllocationProp prop;
+    CUmulticastObjectProp multicast; /* a multicast object's (magic shareable_multicast) */
 };
 
 static const char shareable_magic[8] = "SIMCUDA";
+static const char shareable_multicast[8] = "SIMCUMC";
+
+static int payload_fd(const struct shareable *payload)
+{
+    int fd = memfd_create("simcuda-shareable-handle", MFD_CLOEXEC);
+    if (fd >= 0 && pwrite(fd, payload, sizeof(*payload), 0) != (ssize_t)sizeof(*payload)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
 
 /* Lock held. A memfd describing phys; -1 (errno set) when the system gives none. */
 static int shareable_fd(const struct simcuda__phys *phys)
@@ -375,12 +422,18 @@ static int shareable_fd(const struct simcuda__phys *phys)
                                 .size = phys->size,
                                 .prop = phys->prop};
     memcpy(payload.magic, shareable_magic, sizeof(payload.magic));
-    int fd = memfd_create("simcuda-shareable-handle", MFD_CLOEXEC);
-    if (fd >= 0 && pwrite(fd, &payload, sizeof(payload), 0) != (ssize_t)sizeof(payload)) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
+    return payload_fd(&payload);
+}
+
+/* Lock held. A memfd describing a multicast object; -1 (errno set) when the system gives none. */
+static int multicast_fd(const struct simcuda__multicast *mc)
+{
+    struct shareable payload = {.pid = mc->origin_pid ? mc->origin_pid : (int64_t)getpid(),
+                                .id = mc->origin_pid ? mc->origin_id : mc->id,
+                                .size = mc->prop.size,
+                                .multicast = mc->prop};
+    memcpy(payload.magic, shareable_multicast, sizeof(payload.magic));
+    return payload_fd(&payload);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHandle,
@@ -395,12 +448,14 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHand
         return CUDA_ERROR_INVALID_VALUE;
     simcuda__lock();
     struct simcuda__phys *phys = handle_phys(handle);
+    struct simcuda__multicast *mc = simcuda__multicast_lookup(handle);
     int fd = -1;
-    if (!phys)
+    if (!phys && !mc)
         result = CUDA_ERROR_INVALID_VALUE;
-    else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    else if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+             (mc && !(mc->prop.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)))
         result = CUDA_ERROR_NOT_SUPPORTED;
-    else if ((fd = shareable_fd(phys)) < 0)
+    else if ((fd = phys ? shareable_fd(phys) : multicast_fd(mc)) < 0)
         result = CUDA_ERROR_OPERATING_SYSTEM;
     else
         *(int *)shareableHandle = fd;
@@ -431,6 +486,31 @@ static CUresult imported_phys(const struct shareable *payload, struct simcuda__p
     return result;
 }
 
+/* In the process that made it: a new reference on the object. In another: that process's own
+ * record of it, made at the first import (its team is completed by that process's adds). */
+static CUresult import_multicast(CUmemGenericAllocationHandle *handle,
+                                 const struct shareable *payload)
+{
+    CUresult result = CUDA_SUCCESS;
+    struct simcuda__multicast *mc;
+    simcuda__lock();
+    if (payload->pid == (int64_t)getpid()) {
+        mc = simcuda__multicast_lookup(SIMCUDA__MULTICAST_TAG | payload->id);
+        result = mc ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        if (mc)
+            mc->refs++;
+    } else if ((mc = simcuda__multicast_imported((long)payload->pid, payload->id))) {
+        mc->refs++;
+    } else if ((result = simcuda__multicast_prop_check(&payload->multicast)) == CUDA_SUCCESS) {
+        result = simcuda__multicast_create(&payload->multicast, (long)payload->pid, payload->id,
+                                           &mc);
+    }
+    if (result == CUDA_SUCCESS)
+        *handle = simcuda__multicast_handle(mc);
+    simcuda__unlock();
+    return result;
+}
+
 static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *osHandle,
                               CUmemAllocationHandleType type)
 {
@@ -443,8 +523,11 @@ static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *osHand
         return CUDA_ERROR_NOT_SUPPORTED;
     struct shareable payload;
     int fd = (int)(intptr_t)osHandle;
-    if (pread(fd, &payload, sizeof(payload), 0) != (ssize_t)sizeof(payload) ||
-        memcmp(payload.magic, shareable_magic, sizeof(shareable_magic)) != 0)
+    if (pread(fd, &payload, sizeof(payload), 0) != (ssize_t)sizeof(payload))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (memcmp(payload.magic, shareable_multicast, sizeof(shareable_multicast)) == 0)
+        return import_multicast(handle, &payload);
+    if (memcmp(payload.magic, shareable_magic, sizeof(shareable_magic)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     simcuda__lock();
     struct simcuda__phys *phys = NULL;
