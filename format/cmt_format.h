@@ -108,7 +108,12 @@ enum cmt_record_type {
     X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */                    \
     X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
     X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
-    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */
+    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */ \
+    X(MULTICAST_CREATE, 54, "multicast_create", MULTICAST_CREATE, MULTICAST, CMT__CD) /* handle, size, count = devices, flags = handle types */ \
+    X(MULTICAST_ADD_DEVICE, 55, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
+    X(MULTICAST_BIND_MEM, 56, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \
+    X(MULTICAST_BIND_ADDR, 57, "multicast_bind_addr", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the memory's address, offset, size */ \
+    X(MULTICAST_UNBIND, 58, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */
 /* clang-format on */
 
 enum cmt_op {

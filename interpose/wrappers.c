@@ -431,6 +431,135 @@ static void cmt__rec_cuMemSetMemPool(struct cmt_event *e, int ok, CUmemLocation 
     (void)type;
 }
 
+/* Multicast objects: handle = the object, ptr = what is bound (the physical handle, or the
+ * address of mapped memory), offset = into the object; the device a call names is dev. */
+static void cmt__rec_cuMulticastCreate(struct cmt_event *e, int ok,
+                                       CUmemGenericAllocationHandle *handle,
+                                       const CUmulticastObjectProp *prop)
+{
+    if (prop) {
+        SET(e, SIZE, prop->size);
+        SET(e, COUNT, prop->numDevices);
+        SET(e, FLAGS, prop->handleTypes);
+    }
+    OUT(e, ok, HANDLE, handle);
+}
+
+static void cmt__rec_cuMulticastAddDevice(struct cmt_event *e, int ok,
+                                          CUmemGenericAllocationHandle handle, CUdevice dev)
+{
+    e->dev = dev;
+    SET(e, HANDLE, handle);
+}
+
+static void rec_bind(struct cmt_event *e, CUmemGenericAllocationHandle handle, size_t offset,
+                     uint64_t bound, size_t size, unsigned long long flags)
+{
+    SET(e, HANDLE, handle);
+    SET(e, OFFSET, offset);
+    SET(e, PTR, bound);
+    SET(e, SIZE, size);
+    SET(e, FLAGS, flags);
+}
+
+static void cmt__rec_cuMulticastBindMem(struct cmt_event *e, int ok,
+                                        CUmemGenericAllocationHandle handle, size_t offset,
+                                        CUmemGenericAllocationHandle memory, size_t memory_offset,
+                                        size_t size, unsigned long long flags)
+{
+    rec_bind(e, handle, offset, memory, size, flags);
+    (void)memory_offset;
+}
+
+static void cmt__rec_cuMulticastBindAddr(struct cmt_event *e, int ok,
+                                         CUmemGenericAllocationHandle handle, size_t offset,
+                                         CUdeviceptr memory, size_t size, unsigned long long flags)
+{
+    rec_bind(e, handle, offset, memory, size, flags);
+}
+
+static void cmt__rec_cuMulticastUnbind(struct cmt_event *e, int ok,
+                                       CUmemGenericAllocationHandle handle, CUdevice dev,
+                                       size_t offset, size_t size)
+{
+    e->dev = dev;
+    SET(e, HANDLE, handle);
+    SET(e, OFFSET, offset);
+    SET(e, SIZE, size);
+}
+
+static void cmt__rec_cuMulticastGetGranularity(struct cmt_event *e, int ok, size_t *granularity,
+                                               const CUmulticastObjectProp *prop,
+                                               CUmulticastGranularity_flags option)
+{
+    SET(e, FLAGS, option);
+    OUT(e, ok, SIZE, granularity);
+    (void)prop;
+}
+
+/* The legacy ABI (32-bit sizes and pointers, v1 descriptors): recorded as their _v2
+ * counterparts. */
+static void cmt__rec_cuMemAlloc(struct cmt_event *e, int ok, CUdeviceptr_v1 *dptr,
+                                unsigned bytesize)
+{
+    SET(e, SIZE, bytesize);
+    OUT(e, ok, PTR, dptr);
+}
+
+static void cmt__rec_cuMemAllocPitch(struct cmt_event *e, int ok, CUdeviceptr_v1 *dptr,
+                                     unsigned *pPitch, unsigned width, unsigned height,
+                                     unsigned elem)
+{
+    SET(e, WIDTH, width);
+    SET(e, HEIGHT, height);
+    SET(e, SIZE, (uint64_t)width * height);
+    if (ok && pPitch) {
+        SET(e, PITCH, *pPitch);
+        SET(e, SIZE, (uint64_t)*pPitch * height);
+    }
+    OUT(e, ok, PTR, dptr);
+    (void)elem;
+}
+
+static void cmt__rec_cuMemFree(struct cmt_event *e, int ok, CUdeviceptr_v1 dptr)
+{
+    SET(e, PTR, dptr);
+}
+
+/* The legacy ABI (32-bit sizes, v1 descriptors): recorded as their _v2 counterparts. */
+static void cmt__rec_cuMemAllocHost(struct cmt_event *e, int ok, void **pp, unsigned bytesize)
+{
+    cmt__rec_cuMemAllocHost_v2(e, ok, pp, bytesize);
+}
+
+static void cmt__rec_cuMemGetInfo(struct cmt_event *e, int ok, unsigned *free, unsigned *total)
+{
+    OUT(e, ok, FREE, free);
+    OUT(e, ok, TOTAL, total);
+}
+
+static void cmt__rec_cuArrayCreate(struct cmt_event *e, int ok, CUarray *pHandle,
+                                   const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+    if (d)
+        rec_array(e, ok && pHandle, pHandle ? *pHandle : NULL, d->Width, d->Height, 0, d->Format,
+                  d->NumChannels, 0, 1);
+    else
+        SET(e, SIZE, 0);
+}
+
+static void cmt__rec_cuArray3DCreate(struct cmt_event *e, int ok, CUarray *pHandle,
+                                     const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+    if (!d) {
+        SET(e, SIZE, 0);
+        return;
+    }
+    rec_array(e, ok && pHandle, pHandle ? *pHandle : NULL, d->Width, d->Height, d->Depth, d->Format,
+              d->NumChannels, d->Flags, 1);
+    SET(e, FLAGS, d->Flags);
+}
+
 /* ---- the wrappers ---- */
 
 #define X(name, op, params, args)                     \

@@ -27,6 +27,9 @@ static const char *const alloc_ops[] = {
 static const char *const free_ops[] = {
     "free",    "free_async", "free_host", "host_unregister", "vmm_release",
     "va_free", "vmm_unmap",  "ipc_close", "pool_destroy",    "array_destroy"};
+/* Multicast objects: creating one and binding memory count as allocations, unbinding as a free. */
+static const char *const multicast_ops[] = {"multicast_create", "multicast_bind_mem",
+                                            "multicast_bind_addr", "multicast_unbind"};
 
 struct call {
     long pid;
@@ -67,6 +70,9 @@ static int op_kind(const char *op)
     for (size_t i = 0; i < sizeof free_ops / sizeof *free_ops; i++)
         if (!strcmp(op, free_ops[i]))
             return 2;
+    for (size_t i = 0; i < sizeof multicast_ops / sizeof *multicast_ops; i++)
+        if (!strcmp(op, multicast_ops[i]))
+            return strcmp(op, "multicast_unbind") ? 1 : 2;
     return 0;
 }
 
@@ -132,7 +138,7 @@ static void read_log(const char *path, struct calls *served)
         c->handle = handle;
         c->is_free = strstr(entry, "Free") || strstr(entry, "Release") || strstr(entry, "Unmap") ||
                      strstr(entry, "Close") || strstr(entry, "Unregister") ||
-                     strstr(entry, "Destroy");
+                     strstr(entry, "Destroy") || strstr(entry, "Unbind");
         snprintf(c->text, sizeof c->text, "%s", line);
     }
     fclose(f);

@@ -13,6 +13,9 @@
  *    freed only after it is released AND its last mapping is unmapped). Host pinned memory is
  *    kept apart.
  *  - VA reservations are address space only; mapped bytes are counted per reservation.
+ *  - a multicast object is a handle of no device bytes; memory bound into it stays counted
+ *    once, under its physical handle, which the binding holds until unbound (or the object
+ *    goes), as a mapping does.
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
  *    synchronisation releases everything (the default release threshold is 0).
@@ -47,7 +50,8 @@
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
     X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
-    X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */
+    X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */ \
+    X(MULTICAST, "multicast", 0)  /* cuMulticastCreate: a handle of no device bytes */
 /* clang-format on */
 
 enum cmt_kind {
@@ -97,7 +101,10 @@ const char *cmt_kind_name(int kind);
     X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
     X(SYNC)         /* pools of the event's device release what they retain */           \
     X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */
+    X(RESET)        /* the device's primary context reset: everything on it is freed */  \
+    X(MULTICAST_CREATE) /* a multicast object: a handle (in the handles' map) of no bytes */ \
+    X(MULTICAST_BIND)   /* physical memory bound into it: held, counted under its handle */ \
+    X(MULTICAST_UNBIND) /* the device's bindings in the range let their memory go */
 /* clang-format on */
 
 enum cmt_apply {

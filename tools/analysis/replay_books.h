@@ -25,6 +25,14 @@ void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,
                                 struct cmt_replay_step *st, int apply);
 void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply);
 void cmt__reset_device(cmt_replay *rp, int32_t dev);
+/* A VMM handle (physical or multicast) lost a reference or a mapping: it is dropped when it
+ * has neither left (a multicast object's bindings with it). */
+void cmt__handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h);
+/* replay_multicast.c: binds and unbinds; a multicast object dropped lets its bindings go; a
+ * device reset forgets the bindings of its memory or of objects it held. */
+void cmt__apply_multicast(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+void cmt__multicast_forget(cmt_replay *rp, struct cmt_replay_step *st, uint64_t multicast);
+void cmt__multicast_reset(cmt_replay *rp, struct cmt_replay_step *st, int32_t dev);
 
 /* The device's state, marked seen. Almost every event names a device already seen. */
 static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)

@@ -39,6 +39,12 @@ struct cmt_replay {
         uint64_t pool, bytes;
     } * thresholds; /* pools given a release threshold (cuMemPoolSetAttribute): rare, scanned */
     size_t threshold_count, threshold_cap;
+    struct cmt__bind {
+        uint64_t multicast, offset, size;
+        uint64_t handle; /* the physical handle bound (0: memory the replay holds no handle of) */
+        int32_t dev;
+    } * binds; /* memory bound into multicast objects: rare, scanned */
+    size_t bind_count, bind_cap;
     uint32_t *stack_sites; /* stack id -> site index (0 = none yet), for ids below its cap */
     uint32_t stack_site_cap;
     struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */

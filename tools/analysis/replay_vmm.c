@@ -2,20 +2,26 @@
  * references, mappings, reservations (see replay.h for the VMM rules). */
 #include "replay_books.h"
 
-static void handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h)
+void cmt__handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h)
 {
     if (h->refs || h->maps)
         return;
-    st->kind = CMT_KIND_VMM;
-    st->key = h->key;
+    int kind = h->kind - 1;
+    uint64_t key = h->key;
+    st->kind = kind;
+    st->key = key;
     st->bytes = h->size;
     st->object = h->object;
-    st->released = h->size;
-    st->delta = -(int64_t)h->size;
+    if (CMT_KIND_IS_DEVICE_MEMORY(kind)) { /* a multicast object holds no device memory */
+        st->released = h->size;
+        st->delta = -(int64_t)h->size;
+    }
     st->site = h->site;
     note_owner(rp, st, h->dev);
     cmt__drop(rp, h);
     cmt__map_remove(&rp->handles, h);
+    if (kind == CMT_KIND_MULTICAST)
+        cmt__multicast_forget(rp, st, key);
 }
 
 static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
@@ -40,7 +46,7 @@ static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
         if (h && h->maps) {
             if (h->maps != 255)
                 h->maps--;
-            handle_unref(rp, st, h);
+            cmt__handle_unref(rp, st, h);
         }
         at += size;
     } while (at < end);
@@ -94,7 +100,7 @@ void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
         } else {
             if (h->refs)
                 h->refs--;
-            handle_unref(rp, st, h);
+            cmt__handle_unref(rp, st, h);
         }
         break;
     case CMT_APPLY_VMM_RETAIN:
@@ -111,6 +117,9 @@ void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
         break;
     case CMT_APPLY_VMM_MAP: apply_map(rp, st); break;
     case CMT_APPLY_VMM_UNMAP: apply_unmap(rp, st); break;
+    case CMT_APPLY_MULTICAST_CREATE:
+    case CMT_APPLY_MULTICAST_BIND:
+    case CMT_APPLY_MULTICAST_UNBIND: cmt__apply_multicast(rp, st, apply); break;
     case CMT_APPLY_VA_RESERVE:
         if (e->fields & CMT_F(PTR)) {
             cmt__add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
@@ -153,4 +162,5 @@ void cmt__reset_device(cmt_replay *rp, int32_t dev)
             cmt__map_remove(map, e); /* slot i now holds a shifted entry (or is empty) */
         }
     }
+    cmt__multicast_reset(rp, NULL, dev);
 }

@@ -412,6 +412,20 @@ static int all_apis(void)
                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     CHECK(cuMemRelease(h3));
     CHECK(cuMemUnmap(q, 4 << 20));
+    CUmulticastObjectProp team = {.numDevices = 1, .size = 4 << 20}; /* h bound, mapped */
+    CUmemGenericAllocationHandle mc;
+    size_t granularity;
+    CHECK(cuMulticastGetGranularity(&granularity, &team, CU_MULTICAST_GRANULARITY_MINIMUM));
+    CHECK(cuMulticastCreate(&mc, &team));
+    CHECK(cuMulticastAddDevice(mc, dev));
+    CHECK(cuMulticastBindMem(mc, 0, h, 0, 4 << 20, 0));
+    CHECK(cuMemMap(q, 4 << 20, 0, mc, 0));
+    CHECK(cuMemUnmap(q, 4 << 20));
+    CHECK(cuMulticastUnbind(mc, dev, 0, 4 << 20));
+    CHECK(cuMemMap(q, 4 << 20, 0, h, 0));
+    CHECK(cuMulticastBindAddr(mc, 0, q, 4 << 20, 0));
+    CHECK(cuMemRelease(mc)); /* lets the binding go */
+    CHECK(cuMemUnmap(q, 4 << 20));
     CHECK(cuMemRelease(h));
     CHECK(cuMemAddressFree(q, 8 << 20));
     CUipcMemHandle ipc;

@@ -132,3 +132,36 @@ Test(oom, leak_hint_for_a_site_that_never_frees)
     cr_expect_eq(cmt_oom_episode(oom, 0)->hint_leak, 1);
     done(&b);
 }
+
+/* NCCL's NVLS buffer (physical memory bound into a multicast object and mapped through it)
+ * holds its bytes once: the episode's process bytes and holders do not count them twice. */
+Test(oom, memory_bound_into_a_multicast_object_is_held_once)
+{
+    struct tb b;
+    const uint64_t total = 24 * TB_GIB;
+    tb_begin(&b, total, total);
+    uint32_t nvls = tb_stack(&b, "nvls_alloc", 3), user = tb_stack(&b, "user_alloc", 3);
+    tb_event(&b, TB_CREATE, 0, 0, nvls, CMT_F(HANDLE) | CMT_F(SIZE),
+             (uint64_t[]){8 * TB_GIB, 0x77});
+    tb_event(&b, TB_MC_CREATE, 0, 0, nvls, CMT_F(SIZE) | CMT_F(HANDLE),
+             (uint64_t[]){8 * TB_GIB, 0x99});
+    tb_event(&b, TB_MC_BIND_MEM, 0, 0, nvls,
+             CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(OFFSET),
+             (uint64_t[]){0x77, 8 * TB_GIB, 0x99, 0});
+    tb_event(&b, TB_MAP, 0, 0, nvls, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 8 * TB_GIB, 0x99, 0});
+    tb_alloc(&b, 0x7f0000000000, 4 * TB_GIB, user);
+    uint64_t seq = tb_alloc_fail(&b, 16 * TB_GIB, user);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, total - 12 * TB_GIB, total, seq);
+    tb_finish(&b, 0);
+    analyse(&b);
+    cr_assert_eq(cmt_oom_count(oom), 1);
+    const struct cmt_oom_episode *e = cmt_oom_episode(oom, 0);
+    cr_expect_eq(e->process_bytes, 12 * TB_GIB, "8 GiB bound + 4 GiB, the binding not again");
+    cr_expect_eq(e->others_bytes, 0);
+    cr_assert_eq(e->holder_count, 2);
+    cr_expect_eq(e->holders[0].stack, nvls);
+    cr_expect_eq(e->holders[0].bytes, 8 * TB_GIB);
+    cr_expect_eq(e->holders[1].bytes, 4 * TB_GIB);
+    done(&b);
+}

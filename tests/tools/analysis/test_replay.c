@@ -1,5 +1,6 @@
 /* Tests of the replay engine's accounting (tools/analysis/replay.c). */
 #include <criterion/criterion.h>
+#include <string.h>
 
 #include "cmt_error.h"
 #include "reader.h"
@@ -363,6 +364,99 @@ Test(replay, arrays_are_device_memory_until_destroyed)
     cr_expect_eq(d->peak_live_bytes, 100 + 20 * TB_MIB);
     cr_expect_eq(d->waste_bytes, 2 * TB_MIB - 100, "arrays are not rounded as allocations");
     cr_expect(!CMT_KIND_HAS(CMT_KIND_ARRAY, HOLE), "a handle is no address beside the others");
+    done(&b);
+}
+
+/* NCCL's NVLS buffer: physical memory bound into a multicast object, which is mapped. The
+ * object holds no device bytes; the bound memory is counted once, under its own handle, and
+ * held by the binding until the unbind. */
+Test(replay, multicast_bound_memory_is_counted_once_and_held_until_unbound)
+{
+    struct tb b;
+    const uint32_t map_fields = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE);
+    const uint32_t bind_fields = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(OFFSET);
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){64 * TB_MIB, 0x77});
+    tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(COUNT),
+             (uint64_t[]){64 * TB_MIB, 0x99, 1});
+    tb_event(&b, TB_MC_BIND_MEM, 0, 0, 0, bind_fields, (uint64_t[]){0x77, 64 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB});
+    tb_event(&b, TB_MAP, 0, 0, 0, map_fields, (uint64_t[]){0x7000000000, 64 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->live_bytes, 64 * TB_MIB, "bound and mapped through the object: once");
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 64 * TB_MIB);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_VMM], 64 * TB_MIB, "released, still bound");
+    cr_expect_eq(d->kind_bytes[CMT_KIND_MULTICAST], 64 * TB_MIB, "the object's bindable size");
+    cr_expect_eq(d->kind_count[CMT_KIND_MULTICAST], 1);
+    cr_expect_eq(d->mapped_bytes, 64 * TB_MIB);
+    cr_expect(!CMT_KIND_IS_DEVICE_MEMORY(CMT_KIND_MULTICAST));
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){64 * TB_MIB, 0x77});
+    tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE),
+             (uint64_t[]){64 * TB_MIB, 0x99});
+    tb_event(&b, TB_MC_BIND_MEM, 0, 0, 0, bind_fields, (uint64_t[]){0x77, 64 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_MAP, 0, 0, 0, map_fields, (uint64_t[]){0x7000000000, 64 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_event(&b, TB_MC_UNBIND, 0, 1, 0, CMT_F(HANDLE) | CMT_F(OFFSET) | CMT_F(SIZE),
+             (uint64_t[]){64 * TB_MIB, 0x99, 0}); /* another device's: nothing of device 0 */
+    tb_event(&b, TB_MC_UNBIND, 0, 0, 0, CMT_F(HANDLE) | CMT_F(OFFSET) | CMT_F(SIZE),
+             (uint64_t[]){64 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_UNMAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x99});
+    tb_finish(&b, 1);
+    replay(&b);
+    d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 0, "unbound and released: freed");
+    cr_expect_eq(d->peak_live_bytes, 64 * TB_MIB, "the peak counts the bound memory once");
+    cr_expect_eq(d->kind_count[CMT_KIND_MULTICAST], 0);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_MULTICAST], 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_VMM], 0);
+    cr_expect_eq(d->mapped_bytes, 0);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* Bound by address: the handle mapped there is held; the object's last release lets go. */
+Test(replay, multicast_bound_by_address_is_held_until_the_object_goes)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){32 * TB_MIB, 0x78});
+    tb_event(&b, TB_MAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE),
+             (uint64_t[]){0x7100000000, 32 * TB_MIB, 0x78, 0});
+    tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE),
+             (uint64_t[]){32 * TB_MIB, 0x9a});
+    tb_event(&b, TB_MC_BIND_ADDR, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(OFFSET),
+             (uint64_t[]){0x7100000000, 32 * TB_MIB, 0x9a, 0});
+    tb_event(&b, TB_UNMAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7100000000, 32 * TB_MIB});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x78});
+    tb_alloc(&b, 0x7f0000000000, 100, 0); /* a step to look at between */
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x9a});
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct cmt_replay_step st;
+    uint64_t live_before_last = 0, released = 0;
+    while (cmt_replay_next(rp, &st) > 0) {
+        if (st.rec.type != CMT_REC_EVENT)
+            continue;
+        if (st.api && !strcmp(st.api, "cuMemAlloc_v2"))
+            live_before_last = cmt_replay_totals(rp)->live_bytes;
+        released = st.released;
+    }
+    cr_expect_eq(live_before_last, 32 * TB_MIB + 100, "unmapped and released, still bound");
+    cr_expect_eq(released, 32 * TB_MIB, "the object's release frees the bound memory");
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 100);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
     done(&b);
 }
 

@@ -30,6 +30,10 @@ static const struct cmt_api apis[] = {
     {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
     {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
     {TB_POOL_ATTR, CMT_OP_POOL_ATTR, "cuMemPoolSetAttribute"},
+    {TB_MC_CREATE, CMT_OP_MULTICAST_CREATE, "cuMulticastCreate"},
+    {TB_MC_BIND_MEM, CMT_OP_MULTICAST_BIND_MEM, "cuMulticastBindMem"},
+    {TB_MC_BIND_ADDR, CMT_OP_MULTICAST_BIND_ADDR, "cuMulticastBindAddr"},
+    {TB_MC_UNBIND, CMT_OP_MULTICAST_UNBIND, "cuMulticastUnbind"},
 };
 
 #define MAX_NODES 4096

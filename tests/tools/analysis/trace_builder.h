@@ -32,6 +32,10 @@ enum tb_api {
     TB_ARRAY_CREATE,
     TB_ARRAY_DESTROY,
     TB_POOL_ATTR,
+    TB_MC_CREATE,
+    TB_MC_BIND_MEM,
+    TB_MC_BIND_ADDR,
+    TB_MC_UNBIND,
     TB_API_COUNT
 };
 
