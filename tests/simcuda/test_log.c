@@ -89,6 +89,41 @@ Test(log, vmm_calls_carry_their_handle)
     cr_assert_str_eq(lines[5].entry, "cuMemRelease");
 }
 
+Test(log, multicast_calls_carry_the_object_and_the_memory_bound)
+{
+    use_log();
+    simcuda_test_start("1GiB", "0");
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmulticastObjectProp team = {.numDevices = 1, .size = 2 * PAGE};
+    CUmemGenericAllocationHandle mc, handle;
+    CUdeviceptr va;
+    CU_OK(cuMulticastCreate(&mc, &team));
+    CU_OK(cuMulticastAddDevice(mc, 0)); /* no memory: not logged */
+    CU_OK(cuMemCreate(&handle, 2 * PAGE, &prop, 0));
+    CU_OK(cuMulticastBindMem(mc, 0, handle, 0, PAGE, 0));
+    CU_OK(cuMemAddressReserve(&va, 2 * PAGE, 0, 0, 0));
+    CU_OK(cuMemMap(va, 2 * PAGE, 0, handle, 0));
+    CU_OK(cuMulticastBindAddr(mc, PAGE, va + PAGE, PAGE, 0));
+    CU_FAILS(cuMulticastBindAddr(mc, PAGE, va, PAGE, 0), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMulticastUnbind(mc, 0, 0, 2 * PAGE));
+    struct line lines[16];
+    cr_assert_eq(read_lines(lines, 16), 8);
+    cr_assert_str_eq(lines[0].entry, "cuMulticastCreate");
+    cr_assert_eq(lines[0].handle, mc);
+    cr_assert_eq(lines[0].size, 2 * PAGE, "the object's size");
+    cr_assert_str_eq(lines[2].entry, "cuMulticastBindMem");
+    cr_assert_eq(lines[2].address, handle, "the physical handle bound");
+    cr_assert_eq(lines[2].handle, mc);
+    cr_assert_eq(lines[2].size, PAGE);
+    cr_assert_str_eq(lines[5].entry, "cuMulticastBindAddr");
+    cr_assert_eq(lines[5].address, va + PAGE, "the address bound");
+    cr_assert_eq(lines[6].result, CUDA_ERROR_INVALID_VALUE, "the range is bound already");
+    cr_assert_str_eq(lines[7].entry, "cuMulticastUnbind");
+    cr_assert_eq(lines[7].handle, mc);
+    cr_assert_eq(lines[7].size, 2 * PAGE);
+}
+
 Test(log, pool_attributes_carry_the_pool_and_the_threshold)
 {
     use_log();

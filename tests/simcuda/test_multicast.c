@@ -1,6 +1,7 @@
 /* simcuda: multicast objects (team, bindings, mappings of the object, release, sharing). */
 #include "simcuda_test_util.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 static CUmemAllocationProp device_prop(int device)
@@ -210,4 +211,42 @@ Test(multicast, exported_handle_imports_as_the_same_object)
     /* its handle types did not ask for a descriptor */
     CU_FAILS(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
              CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* A forked child is another process: importing the object makes the child's own record of it,
+ * whose team the child completes, and into which it binds its own memory. */
+Test(multicast, a_forked_child_imports_the_object_as_its_own)
+{
+    simcuda_test_start("1GiB", "0");
+    CUmulticastObjectProp prop = team_prop(1, 4 * MiB);
+    CUmemGenericAllocationHandle mc;
+    int fd = -1;
+    CU_OK(cuMulticastCreate(&mc, &prop));
+    CU_OK(cuMemExportToShareableHandle(&fd, mc, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CU_OK(cuMulticastAddDevice(mc, 0)); /* the parent's team is complete, the child's is not */
+    pid_t child = fork();
+    if (child == 0) {
+        CUmemAllocationProp mem = device_prop(0);
+        CUmemGenericAllocationHandle first, second, phys;
+        int ok = cuMemImportFromShareableHandle(&first, (void *)(intptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+                     CUDA_SUCCESS &&
+                 cuMemImportFromShareableHandle(&second, (void *)(intptr_t)fd,
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==
+                     CUDA_SUCCESS &&
+                 first == second && first != mc &&
+                 cuMemCreate(&phys, 4 * MiB, &mem, 0) == CUDA_SUCCESS &&
+                 cuMulticastBindMem(first, 0, phys, 0, 4 * MiB, 0) == CUDA_ERROR_NOT_PERMITTED &&
+                 cuMulticastAddDevice(first, 0) == CUDA_SUCCESS &&
+                 cuMulticastBindMem(first, 0, phys, 0, 4 * MiB, 0) == CUDA_SUCCESS &&
+                 cuMemRelease(phys) == CUDA_SUCCESS && cuMemRelease(first) == CUDA_SUCCESS &&
+                 simcuda_test_free() == 1 * GiB - 4 * MiB && cuMemRelease(second) == CUDA_SUCCESS &&
+                 simcuda_test_free() == 1 * GiB;
+        _exit(ok ? 0 : 1);
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's import failed");
+    close(fd);
+    CU_OK(cuMemRelease(mc));
 }

@@ -460,6 +460,36 @@ Test(replay, multicast_bound_by_address_is_held_until_the_object_goes)
     done(&b);
 }
 
+/* A device reset frees the physical memory, the object and the bindings: nothing is left held,
+ * and memory made after it is counted afresh. */
+Test(replay, multicast_bindings_go_with_a_device_reset)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){16 * TB_MIB, 0x77});
+    tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE),
+             (uint64_t[]){16 * TB_MIB, 0x99});
+    tb_event(&b, TB_MC_BIND_MEM, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(OFFSET),
+             (uint64_t[]){0x77, 16 * TB_MIB, 0x99, 0});
+    tb_event(&b, TB_RESET, 0, 0, 0, 0, NULL);
+    /* the same handle values again, new memory and a new object; a binding kept from before
+     * would let the new memory go while it is still mapped */
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){4 * TB_MIB, 0x77});
+    tb_event(&b, TB_MAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 4 * TB_MIB, 0x77, 0});
+    tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE),
+             (uint64_t[]){16 * TB_MIB, 0x99});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x99});
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 4 * TB_MIB, "released, still mapped: held");
+    cr_expect_eq(d->kind_count[CMT_KIND_MULTICAST], 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_VMM], 1);
+    done(&b);
+}
+
 /* The timeline as an observer (the replay skips the events of its quiet windows) gives exactly
  * what it gives when shown every step: maxima, last values, hole sampling. A random trace on
  * two devices, with bursts inside buckets and bucket boundaries crossed both ways. */
