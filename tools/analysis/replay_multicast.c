@@ -8,14 +8,27 @@
 #include "cmt_grow.h"
 #include "replay_books.h"
 
+/* The mapping that contains address: the one that starts there, else a scan (binds are rare
+ * next to the mappings a program keeps). */
+static const struct cmt__entry *mapping_containing(const cmt_replay *rp, uint64_t address)
+{
+    const struct cmt__entry *m = cmt__map_find(&rp->mappings, address);
+    for (size_t i = 0; !m && rp->mappings.slots && i <= rp->mappings.mask; i++) {
+        const struct cmt__entry *e = &rp->mappings.slots[i];
+        if (e->kind && address - e->key < e->size)
+            m = e;
+    }
+    return m;
+}
+
 /* The physical handle behind a bind's ptr: the handle itself (bind_mem) or the handle mapped
- * at that address (bind_addr); 0 when the replay holds none (memory of a pool, say). */
+ * where that address lies (bind_addr); 0 when the replay holds none (memory of a pool, say). */
 static uint64_t bound_handle(cmt_replay *rp, const struct cmt_replay_step *st)
 {
     uint64_t ptr = st->rec.u.event.v[CMT_FIELD_PTR];
     if (st->op == CMT_OP_MULTICAST_BIND_MEM)
         return cmt__map_find(&rp->handles, ptr) ? ptr : 0;
-    const struct cmt__entry *m = cmt__map_find(&rp->mappings, ptr);
+    const struct cmt__entry *m = mapping_containing(rp, ptr);
     return m && cmt__map_find(&rp->handles, m->aux) ? m->aux : 0;
 }
 

@@ -424,7 +424,8 @@ Test(replay, multicast_bound_memory_is_counted_once_and_held_until_unbound)
     done(&b);
 }
 
-/* Bound by address: the handle mapped there is held; the object's last release lets go. */
+/* Bound by address: the handle mapped where it lies is held; the object's last release lets
+ * go. */
 Test(replay, multicast_bound_by_address_is_held_until_the_object_goes)
 {
     struct tb b;
@@ -434,8 +435,9 @@ Test(replay, multicast_bound_by_address_is_held_until_the_object_goes)
              (uint64_t[]){0x7100000000, 32 * TB_MIB, 0x78, 0});
     tb_event(&b, TB_MC_CREATE, 0, 0, 0, CMT_F(SIZE) | CMT_F(HANDLE),
              (uint64_t[]){32 * TB_MIB, 0x9a});
+    /* the upper half of the mapping, at the object's start: the whole handle is held */
     tb_event(&b, TB_MC_BIND_ADDR, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE) | CMT_F(OFFSET),
-             (uint64_t[]){0x7100000000, 32 * TB_MIB, 0x9a, 0});
+             (uint64_t[]){0x7100000000 + 16 * TB_MIB, 16 * TB_MIB, 0x9a, 0});
     tb_event(&b, TB_UNMAP, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
              (uint64_t[]){0x7100000000, 32 * TB_MIB});
     tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x78});
