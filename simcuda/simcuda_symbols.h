@@ -176,5 +176,10 @@
     X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
     X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
     X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
+    X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, 11020, 0)             \
+    X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, 0)         \
+    X(cuMemPoolExportPointer, cuMemPoolExportPointer, 11020, 0)                                 \
+    X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, 0)                                 \
+    X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070, 0)                   \
     /* end */
 /* clang-format on */

@@ -97,7 +97,9 @@ const char *cmt_kind_name(int kind);
     X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
     X(SYNC)         /* pools of the event's device release what they retain */           \
     X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */
+    X(RESET)        /* the device's primary context reset: everything on it is freed */  \
+    X(POOL_DEFAULT) /* the handle of a device's default pool (a query) */                \
+    X(POOL_CURRENT) /* the handle of a device's current pool (a query) */
 /* clang-format on */
 
 enum cmt_apply {

@@ -39,6 +39,11 @@ struct cmt_replay {
         uint64_t pool, bytes;
     } * thresholds; /* pools given a release threshold (cuMemPoolSetAttribute): rare, scanned */
     size_t threshold_count, threshold_cap;
+    struct cmt__pool_alias {
+        uint64_t handle;
+        uint32_t slot;
+    } * default_pools; /* handles the queries returned for a device's default pool: rare */
+    size_t default_pool_count, default_pool_cap;
     uint32_t *stack_sites; /* stack id -> site index (0 = none yet), for ids below its cap */
     uint32_t stack_site_cap;
     struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */

@@ -30,6 +30,9 @@ static const struct cmt_api apis[] = {
     {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
     {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
     {TB_POOL_ATTR, CMT_OP_POOL_ATTR, "cuMemPoolSetAttribute"},
+    {TB_POOL_IMPORT_PTR, CMT_OP_POOL_IMPORT_PTR, "cuMemPoolImportPointer"},
+    {TB_POOL_DEFAULT, CMT_OP_POOL_DEFAULT, "cuDeviceGetDefaultMemPool"},
+    {TB_POOL_CURRENT, CMT_OP_POOL_CURRENT, "cuDeviceGetMemPool"},
 };
 
 #define MAX_NODES 4096

@@ -32,6 +32,9 @@ enum tb_api {
     TB_ARRAY_CREATE,
     TB_ARRAY_DESTROY,
     TB_POOL_ATTR,
+    TB_POOL_IMPORT_PTR,
+    TB_POOL_DEFAULT,
+    TB_POOL_CURRENT,
     TB_API_COUNT
 };
 
