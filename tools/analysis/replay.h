@@ -15,7 +15,10 @@
  *  - VA reservations are address space only; mapped bytes are counted per reservation.
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
- *    synchronisation releases everything (the default release threshold is 0).
+ *    synchronisation releases what exceeds the pool's release threshold (0 by default); a
+ *    default pool's handle is known from the queries that return it.
+ *  - an imported pool pointer (cuMemPoolImportPointer), like an IPC open, is another
+ *    process's memory: an object of zero bytes.
  *  - a free of an unknown pointer is counted (unknown_frees) and otherwise ignored. */
 #ifndef CMT_REPLAY_H
 #define CMT_REPLAY_H
@@ -45,7 +48,7 @@
     X(HOST, "host_pinned", 0)     /* cuMemAllocHost / HostAlloc / HostRegister: not device memory */ \
     X(VA, "va_reserved", 0)       /* cuMemAddressReserve: address space only */             \
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
-    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
+    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle, cuMemPoolImportPointer: another process's memory */ \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
     X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */
 /* clang-format on */
