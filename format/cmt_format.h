@@ -109,6 +109,13 @@ enum cmt_record_type {
     X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
     X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
     X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */ \
+    X(POOL_EXPORT, 46, "pool_export", NONE, NONE, 0)               /* pool, flags = handle type, [handle = fd] */ \
+    X(POOL_IMPORT, 47, "pool_import", NONE, NONE, 0)               /* pool = the imported pool, flags = handle type */ \
+    X(POOL_EXPORT_PTR, 48, "pool_export_ptr", NONE, NONE, 0)       /* ptr */                     \
+    X(POOL_IMPORT_PTR, 49, "pool_import_ptr", IPC_OPEN, IPC, CMT__CD) /* ptr, pool (another process's memory) */ \
+    X(POOL_DEFAULT, 50, "pool_default", POOL_DEFAULT, NONE, 0)     /* dev, pool = its default pool */ \
+    X(POOL_CURRENT, 51, "pool_current", POOL_CURRENT, NONE, 0)     /* dev, pool = its current pool */ \
+    X(MEM_RANGE_HANDLE, 52, "mem_range_handle", NONE, NONE, 0)     /* ptr, size, flags = handle type, [handle = fd] */ \
     X(MULTICAST_CREATE, 54, "multicast_create", MULTICAST_CREATE, MULTICAST, CMT__CD) /* handle, size, count = devices, flags = handle types */ \
     X(MULTICAST_ADD_DEVICE, 55, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
     X(MULTICAST_BIND_MEM, 56, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \

@@ -176,6 +176,11 @@
     X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
     X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
     X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
+    X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, 11020, 0)             \
+    X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, 0)         \
+    X(cuMemPoolExportPointer, cuMemPoolExportPointer, 11020, 0)                                 \
+    X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, 0)                                 \
+    X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070, 0)                   \
     X(cuMulticastCreate, cuMulticastCreate, 12010, 0)                                           \
     X(cuMulticastAddDevice, cuMulticastAddDevice, 12010, 0)                                     \
     X(cuMulticastBindMem, cuMulticastBindMem, 12010, 0)                                         \

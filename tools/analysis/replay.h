@@ -18,7 +18,10 @@
  *    goes), as a mapping does.
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
- *    synchronisation releases everything (the default release threshold is 0).
+ *    synchronisation releases what exceeds the pool's release threshold (0 by default); a
+ *    default pool's handle is known from the queries that return it.
+ *  - an imported pool pointer (cuMemPoolImportPointer), like an IPC open, is another
+ *    process's memory: an object of zero bytes.
  *  - a free of an unknown pointer is counted (unknown_frees) and otherwise ignored. */
 #ifndef CMT_REPLAY_H
 #define CMT_REPLAY_H
@@ -48,7 +51,7 @@
     X(HOST, "host_pinned", 0)     /* cuMemAllocHost / HostAlloc / HostRegister: not device memory */ \
     X(VA, "va_reserved", 0)       /* cuMemAddressReserve: address space only */             \
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
-    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
+    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle, cuMemPoolImportPointer: another process's memory */ \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
     X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */ \
     X(MULTICAST, "multicast", 0)  /* cuMulticastCreate: a handle of no device bytes */
@@ -102,6 +105,8 @@ const char *cmt_kind_name(int kind);
     X(SYNC)         /* pools of the event's device release what they retain */           \
     X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
     X(RESET)        /* the device's primary context reset: everything on it is freed */  \
+    X(POOL_DEFAULT) /* the handle of a device's default pool (a query) */                \
+    X(POOL_CURRENT) /* the handle of a device's current pool (a query) */                \
     X(MULTICAST_CREATE) /* a multicast object: a handle (in the handles' map) of no bytes */ \
     X(MULTICAST_BIND)   /* physical memory bound into it: held, counted under its handle */ \
     X(MULTICAST_UNBIND) /* the device's bindings in the range let their memory go */

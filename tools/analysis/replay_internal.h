@@ -39,6 +39,11 @@ struct cmt_replay {
         uint64_t pool, bytes;
     } * thresholds; /* pools given a release threshold (cuMemPoolSetAttribute): rare, scanned */
     size_t threshold_count, threshold_cap;
+    struct cmt__pool_alias {
+        uint64_t handle;
+        uint32_t slot;
+    } * default_pools; /* handles the queries returned for a device's default pool: rare */
+    size_t default_pool_count, default_pool_cap;
     struct cmt__bind {
         uint64_t multicast, offset, size;
         uint64_t handle; /* the physical handle bound (0: memory the replay holds no handle of) */
