@@ -56,6 +56,7 @@ Test(multicast, the_calls_carry_their_objects_and_the_memory_bound)
         {"cuMulticastBindAddr", CMT_F(HANDLE) | CMT_F(PTR) | CMT_F(OFFSET) | CMT_F(SIZE), 2},
         {"cuMulticastUnbind", CMT_F(HANDLE) | CMT_F(OFFSET) | CMT_F(SIZE), 6},
         {"cuMemExportToShareableHandle", CMT_F(HANDLE) | CMT_F(FLAGS), 4},
+        {"cuMemImportFromShareableHandle", CMT_F(HANDLE) | CMT_F(FLAGS), 4},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         size_t calls = 0;

@@ -3,6 +3,7 @@
  * buffer registered by address. Linked against libcuda.so.1 (simcuda).
  *   nvls [ROUNDS]   ROUNDS setups and teardowns (default 2); prints "nvls ok SIZE" */
 #include <cuda.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -41,7 +42,17 @@ static void allocate(struct buffer *b, CUdevice dev, size_t want)
     int fd = -1;
     CHECK(cuMemExportToShareableHandle(&fd, b->mc_handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                                        0));
+    /* what another rank does with it (nvlsGroupConnect): import, here in the same process, so
+     * the same object with one more reference */
+    CUmemGenericAllocationHandle peer;
+    CHECK(cuMemImportFromShareableHandle(&peer, (void *)(intptr_t)fd,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
     close(fd);
+    if (peer != b->mc_handle) {
+        fprintf(stderr, "nvls: the import gave another object\n");
+        exit(2);
+    }
+    CHECK(cuMemRelease(peer));
     CHECK(cuMulticastAddDevice(b->mc_handle, dev));
 
     CUmemAllocationProp ucprop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
