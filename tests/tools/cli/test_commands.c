@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -270,15 +271,18 @@ Test(commands, conflicting_outputs_are_an_error)
 
 /* Not a trace, for every reason a path can fail to be one: one line that says which. A
  * directory is read as the traces in it (several processes): none there is one line too. */
-Test(commands, report_names_what_is_wrong_with_a_non_trace)
+Test(commands, report_names_what_is_wrong_with_a_non_trace, .timeout = 60)
 {
     const char *empty = temp_trace("", 0, 5), *text = temp_trace("hello, world\n", 13, 6);
-    char dir[] = "/tmp/cmt-no-traces.XXXXXX", none[64];
+    char dir[] = "/tmp/cmt-no-traces.XXXXXX", none[64], fifo[96];
     cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/cmt-fifo.cmt", dir); /* read without waiting for a writer */
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
     snprintf(none, sizeof none, "no trace (*.cmt) in %s", dir);
     const struct {
         const char *path, *why;
-    } cases[] = {{"/dev/null", "/dev/null: a character device, not a trace file"},
+    } cases[] = {{"/dev/null", "/dev/null: not a regular file"},
+                 {fifo, "cmt-fifo.cmt: not a regular file"},
                  {dir, none},
                  {empty, "file is empty"},
                  {text, "not a cumemtrace trace"}};
@@ -290,13 +294,14 @@ Test(commands, report_names_what_is_wrong_with_a_non_trace)
         cr_expect(!strstr(c.err, "Success"), "%s", c.err);
         cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line: %s", c.err);
         captured_free(&c);
+        if (i == 1)
+            unlink(fifo); /* the directory holds no trace only without it */
     }
     rmdir(dir);
     const char *sym[] = {"symbolize", "/dev/null", NULL};
     struct captured c = capture_run(cmt_cmd_symbolize, sym);
     cr_expect_eq(c.status, 1);
-    cr_expect_str_eq(c.err,
-                     "cumemtrace symbolize: /dev/null: a character device, not a trace file\n");
+    cr_expect_str_eq(c.err, "cumemtrace symbolize: /dev/null: not a regular file\n");
     captured_free(&c);
 }
 
