@@ -24,6 +24,9 @@
 /* Device ordinals 0 .. CMT_MAX_DEVICES - 1 are tracked as devices by the shim, the reader and
  * the analyses; an event naming another ordinal counts as device -1 (unknown). */
 #define CMT_MAX_DEVICES 1024
+/* Frames per stack: the shim records at most this many (CUMEMTRACE_STACK_DEPTH and `record
+ * --stack-depth` are capped to it), so a tool that walks a whole stack needs no more. */
+#define CMT_MAX_STACK_DEPTH 256
 
 /* Record types (varint type, varint length, payload). Unknown types are skipped. */
 #define CMT_RECORD_TYPES(X) \
