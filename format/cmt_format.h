@@ -108,7 +108,15 @@ enum cmt_record_type {
     X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */                    \
     X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
     X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
-    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */
+    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */ \
+    X(GRAPH_ALLOC_NODE, 38, "graph_alloc_node", GRAPH_ALLOC_NODE, GRAPH, CMT__CD) /* ptr, size, handle = graph */ \
+    X(GRAPH_FREE_NODE, 39, "graph_free_node", GRAPH_FREE_NODE, GRAPH, CMT__CD) /* ptr, handle = graph */ \
+    X(GRAPH_INSTANTIATE, 40, "graph_instantiate", GRAPH_INSTANTIATE, NONE, CMT__CD) /* ptr = exec, handle = graph, flags */ \
+    X(GRAPH_LAUNCH, 41, "graph_launch", GRAPH_LAUNCH, GRAPH, CMT__OOM) /* ptr = exec, stream */ \
+    X(GRAPH_EXEC_DESTROY, 42, "graph_exec_destroy", GRAPH_EXEC_DESTROY, NONE, CMT__REL) /* ptr = exec */ \
+    X(GRAPH_DESTROY, 43, "graph_destroy", GRAPH_DESTROY, NONE, CMT__REL) /* handle = graph */ \
+    X(GRAPH_MEM_TRIM, 44, "graph_mem_trim", GRAPH_MEM_TRIM, POOL, CMT__REL) /* dev */ \
+    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr", NONE, NONE, 0)         /* dev, flags = attr, size = value */
 /* clang-format on */
 
 enum cmt_op {

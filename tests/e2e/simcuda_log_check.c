@@ -20,13 +20,29 @@
 #include "reader.h"
 
 /* The ops, as `dump` names them, that the comparison covers. */
-static const char *const alloc_ops[] = {
-    "alloc",         "alloc_pitch", "alloc_managed", "alloc_async",  "alloc_host",
-    "host_register", "vmm_create",  "va_reserve",    "vmm_map",      "vmm_retain",
-    "vmm_import",    "ipc_open",    "pool_create",   "array_create", "pool_attr"};
+static const char *const alloc_ops[] = {"alloc",
+                                        "alloc_pitch",
+                                        "alloc_managed",
+                                        "alloc_async",
+                                        "alloc_host",
+                                        "host_register",
+                                        "vmm_create",
+                                        "va_reserve",
+                                        "vmm_map",
+                                        "vmm_retain",
+                                        "vmm_import",
+                                        "ipc_open",
+                                        "pool_create",
+                                        "array_create",
+                                        "pool_attr",
+                                        "graph_alloc_node",
+                                        "graph_instantiate",
+                                        "graph_launch"};
 static const char *const free_ops[] = {
-    "free",    "free_async", "free_host", "host_unregister", "vmm_release",
-    "va_free", "vmm_unmap",  "ipc_close", "pool_destroy",    "array_destroy"};
+    "free",          "free_async",    "free_host",       "host_unregister",
+    "vmm_release",   "va_free",       "vmm_unmap",       "ipc_close",
+    "pool_destroy",  "array_destroy", "graph_free_node", "graph_exec_destroy",
+    "graph_destroy", "graph_mem_trim"};
 
 struct call {
     long pid;
@@ -132,7 +148,7 @@ static void read_log(const char *path, struct calls *served)
         c->handle = handle;
         c->is_free = strstr(entry, "Free") || strstr(entry, "Release") || strstr(entry, "Unmap") ||
                      strstr(entry, "Close") || strstr(entry, "Unregister") ||
-                     strstr(entry, "Destroy");
+                     strstr(entry, "Destroy") || strstr(entry, "Trim");
         snprintf(c->text, sizeof c->text, "%s", line);
     }
     fclose(f);

@@ -83,6 +83,15 @@ Test(simcuda_log, vmm_memory_shared_across_processes)
     cr_assert_eq(e2e_traces(names, 4), 2, "the parent and the child each leave a trace");
 }
 
+/* Graph memory nodes: nodes, instantiations, launches (which take memory), frees inside and
+ * outside the graph, destroys and the trim are each compared, call by call. */
+Test(simcuda_log, graph_memory_nodes)
+{
+    const char *report = record_and_compare("tests/progs/graph_memory", NULL, 0);
+    cr_assert(strstr(report, "frees served 0 /") == NULL, "free nodes and frees compared:\n%s",
+              report);
+}
+
 static void need_runtime_programs(void)
 {
 #if !CMT_HAVE_NVCC

@@ -16,6 +16,11 @@
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
  *    synchronisation releases everything (the default release threshold is 0).
+ *  - graph memory: an allocation node is an address; launching its graph makes it a live
+ *    allocation of kind graph, taking from the device's graph pool; a free (a free node at its
+ *    graph's launch, cuMemFree, cuMemFreeAsync) gives it back to that pool, which keeps it
+ *    until cuDeviceGraphMemTrim (or a reset). An allocation freed in its own graph is never
+ *    live: its bytes are retained by the graph pool at the launch.
  *  - a free of an unknown pointer is counted (unknown_frees) and otherwise ignored. */
 #ifndef CMT_REPLAY_H
 #define CMT_REPLAY_H
@@ -47,7 +52,8 @@
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
     X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
-    X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */
+    X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */ \
+    X(GRAPH, "graph", CMT__KA_PLAIN & ~CMT_KA_CHARTED) /* a launched graph allocation node */
 /* clang-format on */
 
 enum cmt_kind {
@@ -97,7 +103,14 @@ const char *cmt_kind_name(int kind);
     X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
     X(SYNC)         /* pools of the event's device release what they retain */           \
     X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */
+    X(RESET)        /* the device's primary context reset: everything on it is freed */ \
+    X(GRAPH_ALLOC_NODE)   /* a graph's allocation node: an address, no memory yet */     \
+    X(GRAPH_FREE_NODE)    /* a graph's free node */                                       \
+    X(GRAPH_INSTANTIATE)  /* an exec gets its graph's memory nodes */                    \
+    X(GRAPH_LAUNCH)       /* the exec's allocations become live, its frees run */        \
+    X(GRAPH_EXEC_DESTROY)                                                                 \
+    X(GRAPH_DESTROY)                                                                      \
+    X(GRAPH_MEM_TRIM)     /* the device's graph pool releases what it retains */
 /* clang-format on */
 
 enum cmt_apply {

@@ -24,6 +24,8 @@ void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p);
 void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,
                                 struct cmt_replay_step *st, int apply);
 void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+/* The graph memory calls (CMT_APPLY_GRAPH_*), replay_graph.c. */
+void cmt__apply_graph(cmt_replay *rp, struct cmt_replay_step *st, int apply);
 void cmt__reset_device(cmt_replay *rp, int32_t dev);
 
 /* The device's state, marked seen. Almost every event names a device already seen. */

@@ -30,6 +30,13 @@ static const struct cmt_api apis[] = {
     {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
     {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
     {TB_POOL_ATTR, CMT_OP_POOL_ATTR, "cuMemPoolSetAttribute"},
+    {TB_GRAPH_ALLOC_NODE, CMT_OP_GRAPH_ALLOC_NODE, "cuGraphAddMemAllocNode"},
+    {TB_GRAPH_FREE_NODE, CMT_OP_GRAPH_FREE_NODE, "cuGraphAddMemFreeNode"},
+    {TB_GRAPH_INSTANTIATE, CMT_OP_GRAPH_INSTANTIATE, "cuGraphInstantiateWithFlags"},
+    {TB_GRAPH_LAUNCH, CMT_OP_GRAPH_LAUNCH, "cuGraphLaunch"},
+    {TB_GRAPH_EXEC_DESTROY, CMT_OP_GRAPH_EXEC_DESTROY, "cuGraphExecDestroy"},
+    {TB_GRAPH_DESTROY, CMT_OP_GRAPH_DESTROY, "cuGraphDestroy"},
+    {TB_GRAPH_MEM_TRIM, CMT_OP_GRAPH_MEM_TRIM, "cuDeviceGraphMemTrim"},
 };
 
 #define MAX_NODES 4096
