@@ -153,10 +153,12 @@ CUresult simcuda__graph_free(struct simcuda__graph_alloc *alloc)
     return CUDA_SUCCESS;
 }
 
-bool simcuda__graph_range_live(const struct simcuda__graph_alloc *alloc, uint64_t offset,
-                               uint64_t size)
+/* Backed or not: a graph's own copy and set nodes use its memory during its launch, which
+ * simcudart runs around the driver's (README.md). */
+bool simcuda__graph_range_valid(const struct simcuda__graph_alloc *alloc, uint64_t offset,
+                                uint64_t size)
 {
-    return alloc->backed && offset <= alloc->size && alloc->size - offset >= size;
+    return offset <= alloc->size && alloc->size - offset >= size;
 }
 
 void simcuda__free_context_graph_memory(struct CUctx_st *ctx)

@@ -256,12 +256,12 @@ void simcuda__free_context_arrays(struct CUctx_st *ctx);
 
 /* simcuda_graph.c (lock held): a graph allocation freed outside its graph (cuMemFree,
  * cuMemFreeAsync): its pages go back to the graph pool; INVALID_VALUE when it is not live.
- * Whether [offset, offset + size) of one is live memory. The graph memory a context's
+ * Whether [offset, offset + size) lies in one (backed or not). The graph memory a context's
  * launches backed, freed with it, and the device's unused graph reserve released. */
 struct simcuda__graph_alloc;
 CUresult simcuda__graph_free(struct simcuda__graph_alloc *alloc);
-bool simcuda__graph_range_live(const struct simcuda__graph_alloc *alloc, uint64_t offset,
-                               uint64_t size);
+bool simcuda__graph_range_valid(const struct simcuda__graph_alloc *alloc, uint64_t offset,
+                                uint64_t size);
 void simcuda__free_context_graph_memory(struct CUctx_st *ctx);
 
 /* simcuda_pool.c */

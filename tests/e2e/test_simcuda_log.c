@@ -164,3 +164,13 @@ Test(simcuda_log, a_runtime_program_on_the_per_thread_default_stream)
     use_simcudart();
     record_and_compare("tests/progs/rt_memory_per_thread", NULL, 0);
 }
+
+/* graphMemoryNodes' shape through the runtime: simcudart's graphs hand their memory nodes to
+ * the driver, so the runtime program's graph memory is recorded and compared. */
+Test(simcuda_log, a_runtime_program_with_graph_memory_nodes)
+{
+    need_runtime_programs();
+    use_simcudart();
+    const char *report = record_and_compare("tests/progs/rt_graph_memory", NULL, 0);
+    cr_assert(strstr(report, "frees served 0 /") == NULL, "%s", report);
+}
