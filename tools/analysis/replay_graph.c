@@ -62,34 +62,50 @@ static uint64_t free_to_pool(cmt_replay *rp, struct cmt_replay_step *st, uint64_
     return size;
 }
 
-/* Whether the exec's nodes free ptr. */
-static int exec_frees(const cmt_replay *rp, uint64_t exec, uint64_t ptr)
+/* The exec's nodes: copied together at its instantiation, and kept in order, so they are one
+ * run of the array. @return its start (count: none), *end its end. */
+static size_t exec_nodes(const cmt_replay *rp, uint64_t exec, size_t *end)
 {
-    for (size_t i = 0; i < rp->graph_node_count; i++) {
-        const struct cmt__graph_node *n = &rp->graph_nodes[i];
-        if (n->in_exec && n->owner == exec && n->is_free && n->ptr == ptr)
+    size_t start = 0;
+    while (start < rp->graph_node_count &&
+           !(rp->graph_nodes[start].in_exec && rp->graph_nodes[start].owner == exec))
+        start++;
+    size_t stop = start;
+    while (stop < rp->graph_node_count && rp->graph_nodes[stop].in_exec &&
+           rp->graph_nodes[stop].owner == exec)
+        stop++;
+    *end = stop;
+    return start;
+}
+
+/* Whether a free node among [start, end) frees ptr. */
+static int frees(const cmt_replay *rp, size_t start, size_t end, uint64_t ptr)
+{
+    for (size_t i = start; i < end; i++)
+        if (rp->graph_nodes[i].is_free && rp->graph_nodes[i].ptr == ptr)
             return 1;
-    }
     return 0;
 }
 
 /* A launch: allocations first (each from its device's graph pool), then frees. An allocation
  * its own graph frees is never live: the pool retains its bytes once every allocation of the
- * launch has taken its own (they may all be live at once inside the graph). The step names
- * the last object made live; its delta is the net change on the event's device. */
+ * launch has taken its own (they may all be live at once inside the graph). The step changes
+ * several objects at once, as a reset does: it names no kind or object (st->kind stays none),
+ * its delta is the net change on the event's device, released what its free nodes freed. */
 static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
 {
     struct cmt_event *e = &st->rec.u.event;
     int32_t event_dev = e->dev;
     uint32_t event_stack = e->stack;
     uint64_t before = device_slot(rp, event_dev)->live_bytes;
-    for (size_t i = 0; i < rp->graph_node_count && !rp->failed; i++) {
+    size_t end, start = exec_nodes(rp, exec, &end);
+    for (size_t i = start; i < end && !rp->failed; i++) {
         struct cmt__graph_node n = rp->graph_nodes[i];
-        if (!n.in_exec || n.owner != exec || n.is_free)
+        if (n.is_free)
             continue;
         free_to_pool(rp, st, n.ptr); /* still live from a launch before (auto-free) */
         pool_take(rp, n.dev, n.size);
-        if (exec_frees(rp, exec, n.ptr))
+        if (frees(rp, start, end, n.ptr))
             continue;
         /* the object is the node's: its device, its call site */
         e->dev = n.dev;
@@ -98,15 +114,19 @@ static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
         e->dev = event_dev;
         e->stack = event_stack;
     }
-    for (size_t i = 0; i < rp->graph_node_count; i++) {
+    uint64_t released = 0;
+    for (size_t i = start; i < end; i++) {
         struct cmt__graph_node n = rp->graph_nodes[i];
-        if (!n.in_exec || n.owner != exec)
-            continue;
-        if (!n.is_free && exec_frees(rp, exec, n.ptr))
+        if (!n.is_free && frees(rp, start, end, n.ptr))
             pool_retain(rp, graph_pool_of(n.dev), n.dev, n.size);
         else if (n.is_free)
-            st->released += free_to_pool(rp, st, n.ptr);
+            released += free_to_pool(rp, st, n.ptr);
     }
+    st->kind = CMT_KIND_NONE;
+    st->site = 0;
+    st->key = st->bytes = 0;
+    st->object = st->replaced = CMT_NO_OBJECT;
+    st->released = released;
     st->delta = (int64_t)(device_slot(rp, event_dev)->live_bytes - before);
 }
 
