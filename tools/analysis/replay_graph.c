@@ -3,7 +3,6 @@
  * launch makes the exec's allocations live (kind graph) from the device's graph pool and runs
  * its frees; the pool keeps what comes back until a trim. Graphs are rare next to allocations:
  * their nodes are one dense array, scanned. */
-#include <string.h>
 
 #include "cmt_grow.h"
 #include "replay_books.h"
