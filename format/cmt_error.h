@@ -21,6 +21,7 @@
     X(COMPRESS, -10, "compression failed")                                    \
     X(NOT_FOUND, -11, "not found")                                            \
     X(UNSUPPORTED, -12, "not supported")                                      \
+    X(NOT_REGULAR, -13, "not a regular file")                                 \
     X(MODEL_OOM, -20, "CUDA out of memory in the model")                      \
     X(MODEL_BAD_HANDLE, -21, "unknown or already freed allocation handle")    \
     X(MODEL_NOMEM, -22, "out of host memory")                                 \

@@ -24,6 +24,9 @@
 /* Device ordinals 0 .. CMT_MAX_DEVICES - 1 are tracked as devices by the shim, the reader and
  * the analyses; an event naming another ordinal counts as device -1 (unknown). */
 #define CMT_MAX_DEVICES 1024
+/* Frames per stack: the shim records at most this many (CUMEMTRACE_STACK_DEPTH and `record
+ * --stack-depth` are capped to it), so a tool that walks a whole stack needs no more. */
+#define CMT_MAX_STACK_DEPTH 256
 
 /* Record types (varint type, varint length, payload). Unknown types are skipped. */
 #define CMT_RECORD_TYPES(X) \
@@ -116,7 +119,14 @@ enum cmt_record_type {
     X(GRAPH_EXEC_DESTROY, 42, "graph_exec_destroy", GRAPH_EXEC_DESTROY, NONE, CMT__REL) /* ptr = exec */ \
     X(GRAPH_DESTROY, 43, "graph_destroy", GRAPH_DESTROY, NONE, CMT__REL) /* handle = graph */ \
     X(GRAPH_MEM_TRIM, 44, "graph_mem_trim", GRAPH_MEM_TRIM, POOL, CMT__REL) /* dev */ \
-    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr", NONE, NONE, 0)         /* dev, flags = attr, size = value */
+    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr", NONE, NONE, 0)         /* dev, flags = attr, size = value */ \
+    X(POOL_EXPORT, 46, "pool_export", NONE, NONE, 0)               /* pool, flags = handle type, [handle = fd] */ \
+    X(POOL_IMPORT, 47, "pool_import", NONE, NONE, 0)               /* pool = the imported pool, flags = handle type */ \
+    X(POOL_EXPORT_PTR, 48, "pool_export_ptr", NONE, NONE, 0)       /* ptr */                     \
+    X(POOL_IMPORT_PTR, 49, "pool_import_ptr", IPC_OPEN, IPC, CMT__CD) /* ptr, pool (another process's memory) */ \
+    X(POOL_DEFAULT, 50, "pool_default", POOL_DEFAULT, NONE, 0)     /* dev, pool = its default pool */ \
+    X(POOL_CURRENT, 51, "pool_current", POOL_CURRENT, NONE, 0)     /* dev, pool = its current pool */ \
+    X(MEM_RANGE_HANDLE, 52, "mem_range_handle", NONE, NONE, 0)     /* ptr, size, flags = handle type, [handle = fd] */
 /* clang-format on */
 
 enum cmt_op {

@@ -83,17 +83,22 @@ int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno)
         sys_errno = &unused;
     *sys_errno = 0;
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer;
+     * it changes nothing for a regular file, which is mapped. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         *sys_errno = errno;
         return CMT_EIO;
     }
     struct stat st;
-    int stat_failed = fstat(fd, &st) != 0;
-    if (stat_failed || !S_ISREG(st.st_mode)) {
-        *sys_errno = !stat_failed && S_ISDIR(st.st_mode) ? EISDIR : errno;
+    if (fstat(fd, &st) != 0) {
+        *sys_errno = errno;
         close(fd);
         return CMT_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) { /* a directory, a device such as /dev/null, a FIFO, a socket */
+        close(fd);
+        return CMT_ENOT_REGULAR;
     }
     size_t len = (size_t)st.st_size;
     void *map = NULL;

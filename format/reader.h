@@ -46,8 +46,9 @@ struct cmt_record {
 };
 
 /* Opens a file (mapped read-only). When sys_errno is not NULL it receives the errno of the
- * failed open/fstat/mmap for CMT_EIO (EISDIR for a directory), 0 otherwise.
- * @return 0; CMT_EIO (cannot open/read: pass *sys_errno to cmt_reader_open_error), CMT_EEMPTY,
+ * failed open/fstat/mmap for CMT_EIO, 0 otherwise.
+ * @return 0; CMT_EIO (cannot open/read: pass *sys_errno to cmt_reader_open_error),
+ * CMT_ENOT_REGULAR (a directory, a device, a FIFO or a socket; a FIFO is not waited on), CMT_EEMPTY,
  * CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED (shorter than the file header),
  * CMT_ENOMEM. On failure *out is NULL. */
 int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno);

@@ -63,7 +63,7 @@ void cmt__config_load(void)
     int too_long = env_path("CUMEMTRACE_OUTPUT", "cumemtrace.%p.cmt", cmt__cfg.output,
                             sizeof cmt__cfg.output) ||
                    env_path("CUMEMTRACE_MANIFEST", "", cmt__cfg.manifest, sizeof cmt__cfg.manifest);
-    cmt__cfg.stack_depth = env_int("CUMEMTRACE_STACK_DEPTH", 64, 0, 256);
+    cmt__cfg.stack_depth = env_int("CUMEMTRACE_STACK_DEPTH", 64, 0, CMT_MAX_STACK_DEPTH);
     cmt__cfg.free_stacks = env_int("CUMEMTRACE_FREE_STACKS", 0, 0, 1);
     cmt__cfg.flush_ms = env_int("CUMEMTRACE_FLUSH_MS", 500, 1, 60000);
     const char *clock = getenv("CUMEMTRACE_CLOCK");

@@ -21,7 +21,7 @@ _Static_assert(MAX_NODES == CMT__MAX_NODES, "shared.h names the same bound");
 #define CHUNK_BITS CMT__NODE_CHUNK_BITS /* nodes per mapped chunk */
 #define CHUNK_NODES CMT__NODE_CHUNK_NODES
 #define CACHE_SLOTS 512
-#define MAX_FRAMES 256
+#define MAX_FRAMES CMT_MAX_STACK_DEPTH
 
 struct slot {
     _Atomic uint32_t id; /* 0 = empty; set last */

@@ -506,6 +506,104 @@ static void cmt__rec_cuDeviceSetGraphMemAttribute(struct cmt_event *e, int ok, C
         SET(e, SIZE, *(const cuuint64_t *)value);
 }
 
+/* Pool IPC. A POSIX descriptor (the export's and the range handle's output) is recorded as
+ * handle; other handle types' outputs are not read. */
+static void cmt__rec_cuMemPoolExportToShareableHandle(struct cmt_event *e, int ok, void *handle_out,
+                                                      CUmemoryPool pool,
+                                                      CUmemAllocationHandleType type,
+                                                      unsigned long long flags)
+{
+    SET(e, POOL, (uintptr_t)pool);
+    SET(e, FLAGS, type);
+    if (ok && handle_out && type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        SET(e, HANDLE, (uint64_t)(int64_t) * (int *)handle_out);
+    (void)flags;
+}
+
+static void cmt__rec_cuMemPoolImportFromShareableHandle(struct cmt_event *e, int ok,
+                                                        CUmemoryPool *pool_out, void *handle,
+                                                        CUmemAllocationHandleType type,
+                                                        unsigned long long flags)
+{
+    SET(e, FLAGS, type);
+    if (ok && pool_out)
+        SET(e, POOL, (uintptr_t)*pool_out);
+    (void)handle;
+    (void)flags;
+}
+
+static void cmt__rec_cuMemPoolExportPointer(struct cmt_event *e, int ok,
+                                            CUmemPoolPtrExportData *share, CUdeviceptr ptr)
+{
+    SET(e, PTR, ptr);
+    (void)share;
+}
+
+static void cmt__rec_cuMemPoolImportPointer(struct cmt_event *e, int ok, CUdeviceptr *ptr_out,
+                                            CUmemoryPool pool, CUmemPoolPtrExportData *share)
+{
+    SET(e, POOL, (uintptr_t)pool);
+    OUT(e, ok, PTR, ptr_out);
+    (void)share;
+}
+
+/* The pool queries: the device (a device location's id) and, on success, the handle. */
+static void rec_pool_query(struct cmt_event *e, int ok, CUmemoryPool *pool, int dev)
+{
+    e->dev = dev;
+    if (ok && pool)
+        SET(e, POOL, (uintptr_t)*pool);
+}
+
+static void cmt__rec_cuDeviceGetDefaultMemPool(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                                               CUdevice dev)
+{
+    rec_pool_query(e, ok, pool, dev);
+}
+
+static void cmt__rec_cuDeviceGetMemPool(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                                        CUdevice dev)
+{
+    rec_pool_query(e, ok, pool, dev);
+}
+
+/* A host or host-NUMA location: device -1, its type in flags (as cuMemSetMemPool). */
+static void rec_location_query(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                               const CUmemLocation *location)
+{
+    int device = location && location->type == CU_MEM_LOCATION_TYPE_DEVICE;
+    rec_pool_query(e, ok, pool, device ? location->id : -1);
+    if (location && !device)
+        SET(e, FLAGS, location->type);
+}
+
+static void cmt__rec_cuMemGetDefaultMemPool(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                                            CUmemLocation *location, CUmemAllocationType type)
+{
+    rec_location_query(e, ok, pool, location);
+    (void)type;
+}
+
+static void cmt__rec_cuMemGetMemPool(struct cmt_event *e, int ok, CUmemoryPool *pool,
+                                     CUmemLocation *location, CUmemAllocationType type)
+{
+    rec_location_query(e, ok, pool, location);
+    (void)type;
+}
+
+static void cmt__rec_cuMemGetHandleForAddressRange(struct cmt_event *e, int ok, void *handle,
+                                                   CUdeviceptr dptr, size_t size,
+                                                   CUmemRangeHandleType type,
+                                                   unsigned long long flags)
+{
+    SET(e, PTR, dptr);
+    SET(e, SIZE, size);
+    SET(e, FLAGS, type);
+    if (ok && handle && type == CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD)
+        SET(e, HANDLE, (uint64_t)(int64_t) * (int *)handle);
+    (void)flags;
+}
+
 /* ---- the wrappers ---- */
 
 #define X(name, op, params, args)                     \

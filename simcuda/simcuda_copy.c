@@ -1,5 +1,6 @@
 /* Copies and sets. Device memory holds no bytes (its range is checked and nothing moves),
- * except managed memory with host pages behind it (simcuda_memory.c). Host memory (pinned, or
+ * except managed memory with host pages behind it (simcuda_memory.c) and the blocks of an
+ * exportable pool and their imports in another process (simcuda_pool_ipc.c). Host memory (pinned, or
  * the program's own, reached through unified addressing) is real. Between two endpoints that
  * hold bytes the bytes really move, so a program that fills managed memory on the host, copies
  * it and reads it back sees its data; a copy out of plain device memory leaves the destination
@@ -53,6 +54,10 @@ static CUresult endpoint_of(uint64_t address, uint64_t size, enum side side, str
         const struct simcuda__alloc *alloc = entry->object;
         if (alloc->host)
             out->bytes = (char *)alloc->host + (address - entry->base);
+    } else if (result == CUDA_SUCCESS && entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
+        const struct simcuda__pool_block *block = entry->object;
+        if (block->host) /* an exportable pool's block (simcuda_pool_ipc.c) */
+            out->bytes = (char *)block->host + (address - entry->base);
     }
     return result;
 }

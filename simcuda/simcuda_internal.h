@@ -81,14 +81,22 @@ struct simcuda__phys {
     unsigned long long origin_id;
 };
 
-enum simcuda__alloc_type { SIMCUDA__ALLOC_DEVICE, SIMCUDA__ALLOC_MANAGED, SIMCUDA__ALLOC_IPC };
+/* POOL_IMPORT: cuMemPoolImportPointer's view of another process's pool block (no phys: it
+ * takes no pages here; host maps the exporter's bytes). */
+enum simcuda__alloc_type {
+    SIMCUDA__ALLOC_DEVICE,
+    SIMCUDA__ALLOC_MANAGED,
+    SIMCUDA__ALLOC_IPC,
+    SIMCUDA__ALLOC_POOL_IMPORT
+};
 
 struct simcuda__alloc {
-    struct simcuda__phys *phys;
-    uint64_t size; /* as requested; the address range spans whole pages */
+    struct simcuda__phys *phys; /* NULL for a pool import */
+    uint64_t size;              /* as requested; the address range spans whole pages */
     struct CUctx_st *ctx;
     enum simcuda__alloc_type type;
-    void *host; /* managed memory: the host pages at the same address, NULL without any */
+    void *host; /* managed memory: the host pages at the same address, NULL without any; a
+                 * pool import: the exporter's bytes (the pool's memfd) */
 };
 
 struct simcuda__pool_block {
@@ -98,6 +106,8 @@ struct simcuda__pool_block {
     uint64_t size; /* as requested by the live allocation */
     bool live;     /* false: freed to the pool and retained */
     struct CUctx_st *ctx;
+    void *host;      /* an exportable pool's block: its bytes in the pool's memfd, else NULL */
+    uint64_t offset; /* where in the memfd */
 };
 
 struct simcuda__mapping {
@@ -150,6 +160,13 @@ struct CUmemPoolHandle_st {
     uint64_t reserved_high_pages;
     uint64_t used_high_pages;
     int reuse_flags[3];
+    /* pool IPC (simcuda_pool_ipc.c): an exportable pool (handle type POSIX fd) keeps its
+     * blocks' bytes in one memfd, which an importing process maps too; -1 for other pools */
+    int backing_fd;
+    uint64_t backing_end; /* the memfd's next unused offset */
+    bool imported;        /* cuMemPoolImportFromShareableHandle: pointers only, no allocations */
+    int64_t origin_pid;   /* an imported pool: the exporting process and its pool there */
+    uint64_t origin_pool;
     struct CUmemPoolHandle_st *next_all;
 };
 
@@ -266,8 +283,17 @@ void simcuda__free_context_graph_memory(struct CUctx_st *ctx);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);
+bool simcuda__pool_valid(const struct CUmemPoolHandle_st *pool);
+void simcuda__pool_link(struct CUmemPoolHandle_st *pool); /* lock held: into the list of pools */
 void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
 CUresult simcuda__pool_free_block(struct simcuda__pool_block *block);
 void simcuda__pools_synchronize(int device);
+
+/* simcuda_pool_ipc.c (lock held): an exportable pool's memfd and its blocks' bytes in it. */
+CUresult simcuda__pool_backing_create(struct CUmemPoolHandle_st *pool);
+void simcuda__pool_backing_close(struct CUmemPoolHandle_st *pool);
+CUresult simcuda__pool_block_back(struct CUmemPoolHandle_st *pool,
+                                  struct simcuda__pool_block *block);
+void simcuda__pool_block_unback(struct CUmemPoolHandle_st *pool, struct simcuda__pool_block *block);
 
 #endif

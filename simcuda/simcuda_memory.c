@@ -1,5 +1,5 @@
-/* Classic device allocations (cuMemAlloc family, managed), memory info, address ranges and
- * IPC handles. Managed memory lies in its own window and is backed by host pages at the same
+/* Classic device allocations (cuMemAlloc family, managed), memory info, address ranges, IPC
+ * handles and a range's dma-buf handle. Managed memory lies in its own window and is backed by host pages at the same
  * address (MAP_NORESERVE: untouched pages cost nothing), so the host can read and write it. */
 #include "simcuda_internal.h"
 #include "simcuda_log.h"
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* Lock held. Host pages at the managed range's own address; NULL (and one line on stderr, the
  * first time) where the host has something there or refuses, e.g. under a sanitizer's fixed
@@ -77,11 +78,13 @@ static CUresult alloc_device_memory(struct CUctx_st *ctx, uint64_t size, bool le
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry)
 {
     struct simcuda__alloc *alloc = entry->object;
-    if (alloc->host)
-        munmap(alloc->host, alloc->phys->pages * SIMCUDA__PAGE_SIZE);
+    if (alloc->host) /* the range spans the host pages (a pool import: no phys) */
+        munmap(alloc->host, entry->size);
     simcuda__va_release(space, entry->base);
-    alloc->phys->map_count--;
-    simcuda__phys_maybe_free(alloc->phys);
+    if (alloc->phys) {
+        alloc->phys->map_count--;
+        simcuda__phys_maybe_free(alloc->phys);
+    }
     free(alloc);
 }
 
@@ -422,4 +425,64 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr)
         simcuda__alloc_release(space, entry);
     simcuda__unlock();
     return SIMCUDA__LOG(result, dptr, 0, 0);
+}
+
+/* What a range handle's memfd holds (a stand-in for a dma-buf: no importer reads it). */
+struct range_payload {
+    char magic[8];
+    int64_t pid;
+    uint64_t address, size;
+};
+
+/* Lock held. Whether [dptr, dptr + size) lies in one cuMemAlloc allocation, or in one
+ * reservation fully mapped there: the ranges the driver gives a dma-buf for. */
+static bool dma_buf_range(CUdeviceptr dptr, uint64_t size)
+{
+    struct simcuda__va_entry *entry = simcuda__find_range(dptr, NULL);
+    if (!entry || simcuda__check_device_range(dptr, size) != CUDA_SUCCESS)
+        return false;
+    return entry->kind == SIMCUDA__RANGE_RESERVATION ||
+           (entry->kind == SIMCUDA__RANGE_ALLOC &&
+            ((struct simcuda__alloc *)entry->object)->type == SIMCUDA__ALLOC_DEVICE);
+}
+
+static CUresult range_handle(int *fd_out, CUdeviceptr dptr, uint64_t size,
+                             CUmemRangeHandleType type, unsigned long long flags)
+{
+    struct CUctx_st *ctx;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    simcuda__lock();
+    CUresult result = simcuda__require_context(&ctx);
+    if (result == CUDA_SUCCESS && flags == CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)
+        result = CUDA_ERROR_NOT_SUPPORTED; /* no PCIe BAR1 here */
+    else if (result == CUDA_SUCCESS &&
+             (!fd_out || type != CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD || flags != 0 || size == 0 ||
+              dptr % page != 0 || size % page != 0 || !dma_buf_range(dptr, size)))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        struct range_payload payload = {.pid = getpid(), .address = dptr, .size = size};
+        memcpy(payload.magic, "SIMDMAB", 8);
+        int fd = memfd_create("simcuda-dma-buf", MFD_CLOEXEC);
+        if (fd >= 0 && pwrite(fd, &payload, sizeof payload, 0) != (ssize_t)sizeof payload) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0)
+            result = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            *fd_out = fd;
+    }
+    simcuda__unlock();
+    return result;
+}
+
+/* A dma-buf's stand-in: a real descriptor (a memfd describing the range) the caller owns and
+ * closes; no device or importer can read the memory through it. */
+SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr,
+                                                              size_t size,
+                                                              CUmemRangeHandleType handleType,
+                                                              unsigned long long flags)
+{
+    CUresult result = range_handle(handle, dptr, size, handleType, flags);
+    return SIMCUDA__LOG(result, dptr, size, result == CUDA_SUCCESS ? *(int *)handle : 0);
 }

@@ -21,6 +21,7 @@ void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_def
     pool->alive = true;
     pool->is_default = is_default;
     pool->device = device;
+    pool->backing_fd = -1;
     for (int i = 0; i < 3; i++)
         pool->reuse_flags[i] = 1;
 }
@@ -28,6 +29,17 @@ void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_def
 static bool pool_valid(const struct CUmemPoolHandle_st *pool)
 {
     return pool && pool->magic == SIMCUDA__POOL_MAGIC && pool->alive;
+}
+
+bool simcuda__pool_valid(const struct CUmemPoolHandle_st *pool)
+{
+    return pool_valid(pool);
+}
+
+void simcuda__pool_link(struct CUmemPoolHandle_st *pool)
+{
+    pool->next_all = simcuda__state.pools;
+    simcuda__state.pools = pool;
 }
 
 static void update_high_marks(struct CUmemPoolHandle_st *pool)
@@ -46,6 +58,7 @@ void simcuda__pool_block_release(struct simcuda__va_space *space, struct simcuda
     if (block->live)
         pool->used_pages -= block->pages;
     simcuda__state.devices[pool->device].pages_in_use -= block->pages;
+    simcuda__pool_block_unback(pool, block);
     simcuda__va_release(space, block->base);
     free(block);
 }
@@ -124,6 +137,11 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *pool, uint64_t size, struc
         }
         block->pool = pool;
         block->pages = pages;
+        if ((result = simcuda__pool_block_back(pool, block)) != CUDA_SUCCESS) {
+            simcuda__va_release(&simcuda__state.devices[pool->device].va, block->base);
+            free(block);
+            return result;
+        }
         simcuda__state.devices[pool->device].pages_in_use += pages;
         pool->reserved_pages += pages;
     }
@@ -143,7 +161,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
     struct CUctx_st *ctx;
     simcuda__lock();
     CUresult result = simcuda__stream_context(hStream, &ctx);
-    if (result == CUDA_SUCCESS && (!dptr || bytesize == 0 || (from_pool && !pool_valid(pool))))
+    if (result == CUDA_SUCCESS &&
+        (!dptr || bytesize == 0 || (from_pool && (!pool_valid(pool) || pool->imported))))
         result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS)
         result = pool_alloc(from_pool ? pool : simcuda__state.devices[ctx->device].current_pool,
@@ -226,13 +245,21 @@ static CUresult pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
         poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         simcuda__check_device(poolProps->location.id) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
+    if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE &&
+        poolProps->handleTypes != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED; /* Win32, fabric: not simulated */
     struct CUmemPoolHandle_st *created = malloc(sizeof(*created));
     if (!created)
         return CUDA_ERROR_OUT_OF_MEMORY;
     simcuda__pool_init(created, poolProps->location.id, false);
     simcuda__lock();
-    created->next_all = simcuda__state.pools;
-    simcuda__state.pools = created;
+    if (poolProps->handleTypes == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR &&
+        (result = simcuda__pool_backing_create(created)) != CUDA_SUCCESS) {
+        simcuda__unlock();
+        free(created);
+        return result;
+    }
+    simcuda__pool_link(created);
     simcuda__unlock();
     *pool = created;
     return CUDA_SUCCESS;
@@ -256,6 +283,7 @@ static CUresult pool_destroy(CUmemoryPool pool)
     } else {
         pool_trim(pool, 0);
         pool->alive = false;
+        simcuda__pool_backing_close(pool);
         struct simcuda__device *dev = &simcuda__state.devices[pool->device];
         if (dev->current_pool == pool)
             dev->current_pool = &dev->default_pool;
@@ -373,7 +401,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool po
     if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
         return result;
     simcuda__lock();
-    if (pool_valid(pool) && pool->device == dev)
+    if (pool_valid(pool) && pool->device == dev && !pool->imported)
         simcuda__state.devices[dev].current_pool = pool;
     else
         result = CUDA_ERROR_INVALID_VALUE;
@@ -397,14 +425,18 @@ static CUresult device_pool(CUmemoryPool *pool, CUdevice dev, bool current)
     return CUDA_SUCCESS;
 }
 
+/* The queries log the handle they return (the tracer ties a default pool's handle to its
+ * device). */
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    return device_pool(pool, dev, true);
+    CUresult result = device_pool(pool, dev, true);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool : 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    return device_pool(pool_out, dev, false);
+    CUresult result = device_pool(pool_out, dev, false);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool_out : 0);
 }
 
 /* CUDA 13's location-based pools: a device location of pinned memory is the device's pool
@@ -433,7 +465,9 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool_out, CUmemLoc
 {
     CUdevice dev;
     CUresult result = device_of_location(location, type, &dev);
-    return result != CUDA_SUCCESS ? result : device_pool(pool_out, dev, true);
+    if (result == CUDA_SUCCESS)
+        result = device_pool(pool_out, dev, true);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool_out : 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out,
@@ -442,5 +476,7 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out,
 {
     CUdevice dev;
     CUresult result = device_of_location(location, type, &dev);
-    return result != CUDA_SUCCESS ? result : device_pool(pool_out, dev, false);
+    if (result == CUDA_SUCCESS)
+        result = device_pool(pool_out, dev, false);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*pool_out : 0);
 }

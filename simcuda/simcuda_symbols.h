@@ -191,5 +191,10 @@
     X(cuDeviceGraphMemTrim, cuDeviceGraphMemTrim, 11040, 0)                                     \
     X(cuDeviceGetGraphMemAttribute, cuDeviceGetGraphMemAttribute, 11040, 0)                     \
     X(cuDeviceSetGraphMemAttribute, cuDeviceSetGraphMemAttribute, 11040, 0)                     \
+    X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, 11020, 0)             \
+    X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, 0)         \
+    X(cuMemPoolExportPointer, cuMemPoolExportPointer, 11020, 0)                                 \
+    X(cuMemPoolImportPointer, cuMemPoolImportPointer, 11020, 0)                                 \
+    X(cuMemGetHandleForAddressRange, cuMemGetHandleForAddressRange, 11070, 0)                   \
     /* end */
 /* clang-format on */

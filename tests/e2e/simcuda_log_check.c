@@ -20,24 +20,15 @@
 #include "reader.h"
 
 /* The ops, as `dump` names them, that the comparison covers. */
-static const char *const alloc_ops[] = {"alloc",
-                                        "alloc_pitch",
-                                        "alloc_managed",
-                                        "alloc_async",
-                                        "alloc_host",
-                                        "host_register",
-                                        "vmm_create",
-                                        "va_reserve",
-                                        "vmm_map",
-                                        "vmm_retain",
-                                        "vmm_import",
-                                        "ipc_open",
-                                        "pool_create",
-                                        "array_create",
-                                        "pool_attr",
-                                        "graph_alloc_node",
-                                        "graph_instantiate",
-                                        "graph_launch"};
+static const char *const alloc_ops[] = {
+    "alloc", "alloc_pitch", "alloc_managed", "alloc_async", "alloc_host", "host_register",
+    "vmm_create", "va_reserve", "vmm_map", "vmm_retain", "vmm_import", "ipc_open", "pool_create",
+    "array_create", "pool_attr",
+    /* pool IPC, the pool queries and a range's handle: the handles simcuda gave */
+    "pool_export", "pool_import", "pool_export_ptr", "pool_import_ptr", "pool_default",
+    "pool_current", "mem_range_handle",
+    /* graph memory nodes: the node's address, the exec, the launch that takes memory */
+    "graph_alloc_node", "graph_instantiate", "graph_launch"};
 static const char *const free_ops[] = {
     "free",          "free_async",    "free_host",       "host_unregister",
     "vmm_release",   "va_free",       "vmm_unmap",       "ipc_close",

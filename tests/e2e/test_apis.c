@@ -69,6 +69,15 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuGraphDestroy", CMT_F(HANDLE)},
         {"cuDeviceGraphMemTrim", 0},
         {"cuDeviceSetGraphMemAttribute", CMT_F(FLAGS) | CMT_F(SIZE)},
+        {"cuMemPoolExportToShareableHandle", CMT_F(POOL) | CMT_F(FLAGS) | CMT_F(HANDLE)},
+        {"cuMemPoolImportFromShareableHandle", CMT_F(POOL) | CMT_F(FLAGS)},
+        {"cuMemPoolExportPointer", CMT_F(PTR)},
+        {"cuMemPoolImportPointer", CMT_F(PTR) | CMT_F(POOL)},
+        {"cuDeviceGetDefaultMemPool", CMT_F(POOL)},
+        {"cuDeviceGetMemPool", CMT_F(POOL)},
+        {"cuMemGetDefaultMemPool", CMT_F(POOL)},
+        {"cuMemGetMemPool", CMT_F(POOL)},
+        {"cuMemGetHandleForAddressRange", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS) | CMT_F(HANDLE)},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         const struct cmt_event *hit = NULL;
@@ -102,6 +111,12 @@ Test(apis, every_memory_entry_point_is_recorded)
         } else if (!strcmp(api, "cuMemPoolSetAttribute")) {
             cr_assert_eq(e->v[CMT_FIELD_FLAGS], 4, "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD");
             cr_assert_eq(e->v[CMT_FIELD_SIZE], 64 << 20, "the threshold set");
+        } else if (!strcmp(api, "cuDeviceGetDefaultMemPool") ||
+                   !strcmp(api, "cuMemGetDefaultMemPool")) {
+            cr_assert_eq(e->dev, 0, "a query is recorded with its device");
+        } else if (!strcmp(api, "cuMemGetHandleForAddressRange")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 2 << 20);
+            cr_assert_eq(e->v[CMT_FIELD_FLAGS], 1, "CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD");
         } else if (!strcmp(api, "cuMemSetMemPool")) {
             cr_assert_eq(e->dev, 0, "a device location is that device");
         } else if (!strcmp(api, "cuArray3DCreate_v2")) {

@@ -92,6 +92,26 @@ Test(simcuda_log, graph_memory_nodes)
               report);
 }
 
+/* streamOrderedAllocationIPC's pattern: a pool's descriptor and a pointer's share data reach
+ * an exec'ed child, which imports, reads, writes and frees the pointer. */
+Test(simcuda_log, pool_memory_shared_across_processes)
+{
+    record_and_compare("tests/progs/pool_ipc", NULL, 0);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 2, "the parent and the child each leave a trace");
+    int imports = 0, exports = 0;
+    for (int i = 0; i < 2; i++) {
+        struct trace t;
+        trace_load(&t, names[i]);
+        cr_assert_eq(t.rc, 0);
+        imports += (int)count_api(&t, "cuMemPoolImportPointer", 0);
+        exports += (int)count_api(&t, "cuMemPoolExportPointer", 0);
+        trace_free(&t);
+    }
+    cr_assert_eq(imports, 1, "the child's import is recorded");
+    cr_assert_eq(exports, 1, "the parent's export is recorded");
+}
+
 static void need_runtime_programs(void)
 {
 #if !CMT_HAVE_NVCC

@@ -96,23 +96,6 @@ int cmt_fleet_paths(const char *const *inputs, size_t n, char ***paths, size_t *
 
 /* ---- one trace ---- */
 
-struct signal_seen {
-    uint64_t t_ns;
-    int seen;
-};
-
-static unsigned signal_step(struct cmt_observer *self, const cmt_replay *rp,
-                            const struct cmt_replay_step *st)
-{
-    (void)rp;
-    struct signal_seen *s = self->ctx;
-    if (st->rec.type == CMT_REC_SIGNAL && !s->seen) {
-        s->t_ns = st->rec.u.signal.t_ns;
-        s->seen = 1;
-    }
-    return CMT_OBSERVE_RECORD;
-}
-
 /* "argv[0] argv[1] ..." (at most 16 arguments). */
 static char *join_command(const struct cmt_process *proc)
 {
@@ -201,10 +184,6 @@ static int copy_episodes(struct cmt_fleet_process *p, const cmt_oom *oom)
         fe->e.api = NULL; /* the reader's string: gone with it */
         fe->wall_ns = p->start_wall_ns + fe->e.t_ns;
         fe->mono_ns = p->start_mono_ns + fe->e.t_ns;
-        if (fe->e.fatal && p->failure == CMT_FLEET_NO_FAILURE) {
-            p->failure = CMT_FLEET_FAILED_OOM;
-            p->failure_t_ns = fe->e.t_ns;
-        }
     }
     p->episode_count = n;
     return 0;
@@ -228,7 +207,7 @@ static int copy_series(struct cmt_fleet_process *p, const struct cmt_timeline *t
 
 static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt_replay *rp,
                      const cmt_oom *oom, const struct cmt_timeline *tl,
-                     const struct signal_seen *sig)
+                     const struct cmt_signal_seen *sig)
 {
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
     p->events = t->events;
@@ -246,10 +225,8 @@ static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt
         rc = copy_devices(p, rp);
     if (!rc)
         rc = copy_episodes(p, oom);
-    if (!rc && p->failure == CMT_FLEET_NO_FAILURE && p->signaled) {
-        p->failure = CMT_FLEET_FAILED_SIGNAL;
-        p->failure_t_ns = p->signal_t_ns;
-    }
+    if (!rc) /* the one definition, as export --partitioned's runs table */
+        p->failure = cmt_process_failure(oom, t, sig, &p->failure_t_ns);
     return rc ? rc : copy_series(p, tl);
 }
 
@@ -272,11 +249,9 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
     if (!rc && !(rc = cmt_timeline_init(&tl, series_points)))
         have_tl = 1;
     if (!rc) {
-        struct signal_seen sig = {0};
-        struct cmt_observer obs[3] = {
-            cmt_oom_observer(oom),
-            cmt_timeline_observer(&tl),
-            {.wants = CMT_OBSERVE_RECORD, .step = signal_step, .ctx = &sig}};
+        struct cmt_signal_seen sig = {0};
+        struct cmt_observer obs[3] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
+                                      cmt_signal_observer(&sig)};
         int run = cmt_replay_run(rp, obs, 3);
         if (run == CMT_ENOMEM)
             rc = run;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "first_failure.h" /* enum cmt_fleet_failure: when a process failed, which first */
 #include "oom.h"
 #include "timeline.h"
 
@@ -35,12 +36,6 @@ struct cmt_fleet_device {
 struct cmt_fleet_episode {
     struct cmt_oom_episode e; /* holders[].stack and .stack refer to the process's trace */
     uint64_t wall_ns, mono_ns;
-};
-
-enum cmt_fleet_failure {
-    CMT_FLEET_NO_FAILURE = 0,
-    CMT_FLEET_FAILED_OOM,    /* a fatal out-of-memory episode (no retry succeeded) */
-    CMT_FLEET_FAILED_SIGNAL, /* died on a fatal signal */
 };
 
 struct cmt_fleet_process {
@@ -65,7 +60,7 @@ struct cmt_fleet_process {
     uint32_t device_count;
     struct cmt_fleet_episode *episodes;
     uint32_t episode_count;
-    int failure;                       /* enum cmt_fleet_failure */
+    int failure;                       /* enum cmt_fleet_failure (cmt_process_failure) */
     uint64_t failure_t_ns;             /* when (trace time), with failure */
     int32_t busiest_dev;               /* the device of the highest peak (-1 none); its timeline: */
     struct cmt_timeline_point *series; /* `series_count` buckets of `series_width` ns */
@@ -103,7 +98,7 @@ struct cmt_fleet {
     uint32_t rank_count;
     struct cmt_fleet_gpu *gpus; /* by key */
     uint32_t gpu_count;
-    /* the process that failed first (wall clock), -1 when none failed */
+    /* the process that failed first (cmt_first_failure_offer), -1 when none failed */
     int64_t first_failure;
     uint64_t first_failure_wall_ns;
     /* per-rank peaks (per-process when no rank is known): max, median, max / median */

@@ -161,6 +161,8 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 static void first_failure_and_span(struct cmt_fleet *f)
 {
     int any = 0;
+    struct cmt_first_failure first;
+    cmt_first_failure_init(&first);
     for (uint32_t p = 0; p < f->count; p++) {
         const struct cmt_fleet_process *pr = &f->processes[p];
         if (pr->error || !pr->have_process)
@@ -171,12 +173,16 @@ static void first_failure_and_span(struct cmt_fleet *f)
         if (!any || end > f->end_wall_ns)
             f->end_wall_ns = end;
         any = 1;
-        uint64_t when = add_sat(pr->start_wall_ns, pr->failure_t_ns);
-        if (pr->failure && (f->first_failure < 0 || when < f->first_failure_wall_ns)) {
-            f->first_failure = p;
-            f->first_failure_wall_ns = when;
-        }
+        struct cmt_failure_candidate c = {.have_start = 1,
+                                          .start_wall_ns = pr->start_wall_ns,
+                                          .rank = pr->rank,
+                                          .pid = pr->pid,
+                                          .failure = pr->failure,
+                                          .t_ns = pr->failure_t_ns};
+        cmt_first_failure_offer(&first, p, &c);
     }
+    f->first_failure = first.index;
+    f->first_failure_wall_ns = first.wall_ns;
 }
 
 /* The most process p held at once in [from, until) of the grid's clock, from its series. */

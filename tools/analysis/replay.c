@@ -334,7 +334,7 @@ static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
                          const struct cmt_event *e)
 {
     if (e->fields & CMT_F(POOL))
-        return e->v[CMT_FIELD_POOL];
+        return pool_canon(rp, e->v[CMT_FIELD_POOL]);
     uint32_t slot = (uint32_t)(d - rp->devices);
     return rp->current_pool[slot] ? rp->current_pool[slot] : CMT__DEFAULT_POOL(slot);
 }

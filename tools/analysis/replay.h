@@ -15,7 +15,10 @@
  *  - VA reservations are address space only; mapped bytes are counted per reservation.
  *  - pools: a stream-ordered free returns its bytes to the pool (retained); an allocation from
  *    the pool reuses retained bytes first; cuMemPoolTrimTo keeps at most its size; a
- *    synchronisation releases everything (the default release threshold is 0).
+ *    synchronisation releases what exceeds the pool's release threshold (0 by default); a
+ *    default pool's handle is known from the queries that return it.
+ *  - an imported pool pointer (cuMemPoolImportPointer), like an IPC open, is another
+ *    process's memory: an object of zero bytes.
  *  - graph memory: an allocation node is an address; launching its graph makes it a live
  *    allocation of kind graph, taking from the device's graph pool; a free (a free node at its
  *    graph's launch, cuMemFree, cuMemFreeAsync) gives it back to that pool, which keeps it
@@ -50,7 +53,7 @@
     X(HOST, "host_pinned", 0)     /* cuMemAllocHost / HostAlloc / HostRegister: not device memory */ \
     X(VA, "va_reserved", 0)       /* cuMemAddressReserve: address space only */             \
     X(MAPPING, "mapping", 0)      /* cuMemMap ranges */                                     \
-    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle: another process's memory */        \
+    X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle, cuMemPoolImportPointer: another process's memory */ \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
     X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */ \
     X(GRAPH, "graph", CMT__KA_PLAIN & ~CMT_KA_CHARTED) /* a launched graph allocation node */
@@ -103,7 +106,9 @@ const char *cmt_kind_name(int kind);
     X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
     X(SYNC)         /* pools of the event's device release what they retain */           \
     X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */ \
+    X(RESET)        /* the device's primary context reset: everything on it is freed */  \
+    X(POOL_DEFAULT) /* the handle of a device's default pool (a query) */                \
+    X(POOL_CURRENT) /* the handle of a device's current pool (a query) */                \
     X(GRAPH_ALLOC_NODE)   /* a graph's allocation node: an address, no memory yet */     \
     X(GRAPH_FREE_NODE)    /* a graph's free node */                                       \
     X(GRAPH_INSTANTIATE)  /* an exec gets its graph's memory nodes */                    \

@@ -19,6 +19,13 @@ void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep);
  * when thresholds is nonzero (a sync), nothing otherwise (a context destroyed or reset). */
 void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds);
 void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p);
+uint64_t cmt__pool_canon_slow(const cmt_replay *rp, uint64_t handle);
+/* The replay's key for a pool handle: a handle a query returned for a device's default pool
+ * is that device's default pool (CMT__DEFAULT_POOL), any other handle is itself. */
+static inline uint64_t pool_canon(const cmt_replay *rp, uint64_t handle)
+{
+    return __builtin_expect(!rp->default_pool_count, 1) ? handle : cmt__pool_canon_slow(rp, handle);
+}
 /* Pools, contexts and the VMM calls (CMT_APPLY_* other than ALLOC, FREE, IPC_OPEN, MEM_INFO):
  * rare next to allocations and frees. */
 void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,

@@ -50,6 +50,11 @@ struct cmt_replay {
         uint8_t is_free; /* a free node (ptr is what it frees) */
     } * graph_nodes;
     size_t graph_node_count, graph_node_cap;
+    struct cmt__pool_alias {
+        uint64_t handle;
+        uint32_t slot;
+    } * default_pools; /* handles the queries returned for a device's default pool: rare */
+    size_t default_pool_count, default_pool_cap;
     uint32_t *stack_sites; /* stack id -> site index (0 = none yet), for ids below its cap */
     uint32_t stack_site_cap;
     struct cmt__map site_ids; /* stack id -> index (aux), for ids too large for stack_sites */

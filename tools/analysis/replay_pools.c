@@ -88,6 +88,43 @@ void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds)
     }
 }
 
+uint64_t cmt__pool_canon_slow(const cmt_replay *rp, uint64_t handle)
+{
+    for (size_t i = 0; i < rp->default_pool_count; i++)
+        if (rp->default_pools[i].handle == handle)
+            return CMT__DEFAULT_POOL(rp->default_pools[i].slot);
+    return handle;
+}
+
+/* A query said that handle is the default pool of device slot `slot`. */
+static void alias_default_pool(cmt_replay *rp, uint64_t handle, uint32_t slot)
+{
+    for (size_t i = 0; i < rp->default_pool_count; i++)
+        if (rp->default_pools[i].handle == handle) {
+            rp->default_pools[i].slot = slot;
+            return;
+        }
+    if (CMT_GROW(rp->default_pools, rp->default_pool_cap, rp->default_pool_count + 1, 4) != 0) {
+        rp->failed = 1;
+        return;
+    }
+    rp->default_pools[rp->default_pool_count++] = (struct cmt__pool_alias){handle, slot};
+}
+
+/* cuDeviceGetDefaultMemPool and friends (POOL_DEFAULT) name the default pool's handle; the
+ * current pool's query (POOL_CURRENT) does too while no other pool was made current. */
+static void apply_pool_query(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt_event *e,
+                             int apply)
+{
+    if (e->result != 0 || !(e->fields & CMT_F(POOL)) || e->dev < 0 || rp->failed)
+        return;
+    uint32_t slot = (uint32_t)(d - rp->devices);
+    uint64_t handle = e->v[CMT_FIELD_POOL], current = rp->current_pool[slot];
+    if (apply == CMT_APPLY_POOL_DEFAULT ||
+        ((!current || current == CMT__DEFAULT_POOL(slot)) && !cmt__map_find(&rp->pools, handle)))
+        alias_default_pool(rp, handle, slot);
+}
+
 void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p)
 {
     for (size_t i = 0; i < rp->pool_count; i++)
@@ -111,7 +148,7 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
         break;
     case CMT_APPLY_POOL_DESTROY:
     case CMT_APPLY_POOL_TRIM: {
-        struct cmt__entry *p = cmt__map_find(&rp->pools, e->v[CMT_FIELD_POOL]);
+        struct cmt__entry *p = cmt__map_find(&rp->pools, pool_canon(rp, e->v[CMT_FIELD_POOL]));
         if (p && e->result == 0) {
             cmt__pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
             if (apply == CMT_APPLY_POOL_DESTROY) {
@@ -125,14 +162,16 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
         if (e->result == 0) {
             uint32_t slot = (uint32_t)(d - rp->devices);
             if (!rp->failed)
-                rp->current_pool[slot] = e->v[CMT_FIELD_POOL];
+                rp->current_pool[slot] = pool_canon(rp, e->v[CMT_FIELD_POOL]);
         }
         break;
     case CMT_APPLY_POOL_ATTR:
         if (e->result == 0 && (e->fields & CMT_F(POOL)) && (e->fields & CMT_F(SIZE)) &&
             (e->fields & CMT_F(FLAGS)) && e->v[CMT_FIELD_FLAGS] == CMT_POOL_ATTR_RELEASE_THRESHOLD)
-            set_threshold(rp, e->v[CMT_FIELD_POOL], e->v[CMT_FIELD_SIZE]);
+            set_threshold(rp, pool_canon(rp, e->v[CMT_FIELD_POOL]), e->v[CMT_FIELD_SIZE]);
         break;
+    case CMT_APPLY_POOL_DEFAULT:
+    case CMT_APPLY_POOL_CURRENT: apply_pool_query(rp, d, &st->rec.u.event, apply); break;
     case CMT_APPLY_SYNC:
     case CMT_APPLY_SYNC_ALL:
         cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1, apply == CMT_APPLY_SYNC);

@@ -80,6 +80,7 @@ void cmt_replay_destroy(cmt_replay *rp)
     free(rp->pool_keys);
     free(rp->thresholds);
     free(rp->graph_nodes);
+    free(rp->default_pools);
     free(rp->free_objects);
     free(rp);
 }

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "html.h"
 #include "whatif_blocks.h"
+#include "whatif_cli.h"
 #include "output.h"
 #include "progress.h"
 
@@ -25,7 +26,9 @@
 #define DIFF_SITES 15
 
 static const char usage[] =
-    "usage: cumemtrace html [-o OUT.html] [--points N] [--whatif | --no-whatif] FILE [FILE2]\n"
+    "usage: cumemtrace html [-o OUT.html] [--points N] [--whatif | --no-whatif] [--capacity "
+    "BYTES]\n"
+    "                      FILE [FILE2]\n"
     "\n"
     "Writes one self-contained HTML file (no network needed, opens from file://): the summary,\n"
     "per device an interactive memory timeline stacked by the top call sites with the device's\n"
@@ -40,13 +43,16 @@ static const char usage[] =
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
     "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
     "  --no-whatif   never run it\n"
+    "  --capacity BYTES  the what-if's memory to reserve, e.g. 20GiB (default, as whatif: what\n"
+    "                the trace says was free, else no limit, \"capacity unknown\")\n"
     "  -h, --help    this help\n";
 
 struct options {
     const char *out, *paths[2];
     size_t npaths;
     uint32_t points;
-    int whatif; /* 1 forced, 0 never, -1 default */
+    int whatif;        /* 1 forced, 0 never, -1 default */
+    uint64_t capacity; /* --capacity; 0: cmt_whatif_capacity_choose's default */
 };
 
 static int parse_args(int argc, char **argv, struct options *o)
@@ -68,6 +74,10 @@ static int parse_args(int argc, char **argv, struct options *o)
             if (!v || end == v || *end || n < 2 || n > 100000)
                 return cmt__usage_error(CMD, "--points wants 2..100000, got '%s'", v ? v : "");
             o->points = (uint32_t)n;
+        } else if (cmt__value_option(argc, argv, &i, "--capacity", NULL, &v)) {
+            if (!v || cmt_whatif_parse_bytes(v, &o->capacity) != 0)
+                return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB",
+                                        v ? v : "");
         } else if (cmt__is(arg, "--whatif", "--no-whatif")) {
             int want = strcmp(arg, "--whatif") == 0;
             if (o->whatif >= 0 && o->whatif != want)
@@ -86,9 +96,11 @@ static int parse_args(int argc, char **argv, struct options *o)
     return 0;
 }
 
-/* The what-if sweep of a collected stream: PyTorch's defaults, the max_split_size_mb ladder
- * around the failing request, and expandable segments. */
-static void whatif_sweep(struct cmt__html_run *run, const struct cmt_whatif_stream *s)
+/* The what-if sweep of a collected stream: `cumemtrace whatif`'s default one (its capacity
+ * choice, its device, its max_split_size_mb ladder with PyTorch's other defaults), so the page's
+ * rows are the ones whatif prints for the same trace. */
+static void whatif_sweep(const struct options *o, struct cmt__html_run *run,
+                         const struct cmt_whatif_stream *s)
 {
     if (s->caching_detected) {
         snprintf(run->whatif_reason, sizeof run->whatif_reason,
@@ -97,24 +109,19 @@ static void whatif_sweep(struct cmt__html_run *run, const struct cmt_whatif_stre
                  s->caching_reason);
         return;
     }
-    if (!s->has_capacity) {
-        snprintf(run->whatif_reason, sizeof run->whatif_reason,
-                 "the trace does not say how much device memory was free");
-        return;
-    }
-    uint64_t capacity = s->device_free;
-    uint64_t total = s->device_total > capacity ? s->device_total : capacity;
+    struct cmt_whatif_capacity *cap = &run->whatif_capacity;
+    cmt_whatif_capacity_choose(s, o->capacity, cap);
+    struct cmt_whatif_device dev = cmt_whatif_capacity_device(cap);
     struct cmt_whatif_setting settings[CMT__HTML_WHATIF_MAX], base;
     cmt_whatif_setting_default(&base);
+    base.max_split_size = UINT64_MAX;
     uint64_t split[6];
-    size_t n = cmt_whatif_default_splits(s, capacity, total, &base, split);
+    size_t n = cmt_whatif_default_splits_on(s, &dev, &base, split);
     for (size_t i = 0; i < n; i++) {
         settings[i] = base;
         settings[i].max_split_size = split[i];
     }
-    settings[n] = base;
-    settings[n++].expandable_segments = true;
-    if (cmt_whatif_run(s, capacity, total, settings, n, 0, run->whatif) != 0) {
+    if (cmt_whatif_run_on(s, &dev, settings, n, 0, run->whatif) != 0) {
         snprintf(run->whatif_reason, sizeof run->whatif_reason, "the sweep could not run");
         return;
     }
@@ -122,7 +129,10 @@ static void whatif_sweep(struct cmt__html_run *run, const struct cmt_whatif_stre
     cmt_whatif_recommend(run->whatif, n, &rec);
     run->whatif_count = n;
     run->whatif_best = rec.best;
-    run->whatif_capacity = capacity;
+    cmt__whatif_capacity_text(cap, s, run->whatif_capacity_text, sizeof run->whatif_capacity_text);
+    if (cap->source == CMT_WHATIF_CAPACITY_UNKNOWN && rec.best >= 0)
+        cmt__whatif_unknown_capacity_advice(&run->whatif[rec.best], run->whatif_advice,
+                                            sizeof run->whatif_advice);
     run->have_whatif = 1;
 }
 
@@ -200,7 +210,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                               : brc                 ? NULL
                                                                     : &blocks;
         if (use)
-            whatif_sweep(run, use);
+            whatif_sweep(o, run, use);
         else
             snprintf(run->whatif_reason, sizeof run->whatif_reason, "%s", err);
         if (drc == 0)

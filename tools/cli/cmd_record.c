@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cmt_format.h"
 #include "commands.h"
 #include "output.h"
 #include "reader.h"
@@ -27,6 +28,11 @@
 #include "symbolize.h"
 #include "torch_capture.h"
 
+#define STRINGIFY(x) #x
+#define DEPTH_TEXT(x) STRINGIFY(x)
+
+/* The shim's cap is spliced into the text. */
+/* clang-format off */
 static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
     "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
@@ -35,7 +41,8 @@ static const char usage[] =
     "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
     "                         existing file is never overwritten\n"
     "  --force                replace an existing output file (never through a symlink)\n"
-    "  --stack-depth N        frames per call stack, 0 = none (default 64, at most 256)\n"
+    "  --stack-depth N        frames per call stack, 0 = none (default 64, at most "
+                              DEPTH_TEXT(CMT_MAX_STACK_DEPTH) ")\n"
     "  --flush-ms N           write buffered events at least this often (default 500)\n"
     "  --no-symbolize         keep raw addresses (run `cumemtrace symbolize` later)\n"
     "  --torch                Python processes that use PyTorch on CUDA also keep PyTorch's\n"
@@ -44,6 +51,7 @@ static const char usage[] =
     "  -q, --quiet            print nothing but errors\n"
     "  -h, --help             this text\n"
     "An option's value may follow it or an '=' (--output=run.%p.cmt).\n";
+/* clang-format on */
 
 struct options {
     const char *output, *stack_depth, *flush_ms;
@@ -59,10 +67,6 @@ static int numeric(const char *s)
             return 0;
     return 1;
 }
-
-/* The shim's cap on frames per stack (interpose/config.c clamps CUMEMTRACE_STACK_DEPTH to it,
- * interpose/stack.c's MAX_FRAMES): record refuses more rather than let the shim cut it. */
-#define STACK_DEPTH_MAX 256
 
 /* @return -1 with *first the index of COMMAND in argv; otherwise the exit status: 0 after
  * printing --help, 2 after a usage error. */
@@ -100,11 +104,11 @@ static int parse(int argc, char **argv, struct options *o, int *first)
                 return cmt__usage_error("record", "%s needs a number", name);
             if (!numeric(v))
                 return cmt__usage_error("record", "%s expects a number, got '%s'", name, v);
-            if (depth && (strlen(v) > 9 || atoi(v) > STACK_DEPTH_MAX))
+            if (depth && (strlen(v) > 9 || atoi(v) > CMT_MAX_STACK_DEPTH))
                 return cmt__usage_error("record",
                                         "--stack-depth %s is more than the tracer's cap of %d "
                                         "frames",
-                                        v, STACK_DEPTH_MAX);
+                                        v, CMT_MAX_STACK_DEPTH);
             if (depth)
                 o->stack_depth = v;
             else

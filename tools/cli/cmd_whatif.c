@@ -483,28 +483,6 @@ static bool exact_bound_run(const struct cmt_whatif_stream *s, const struct cmt_
     return true;
 }
 
-/* The memory the allocator may reserve: --capacity, else what the trace says was free, else
- * no limit (1 PiB). @return 0. */
-static int choose_capacity(const struct options *o, const struct cmt_whatif_stream *s,
-                           struct cmt_whatif_run_out *run)
-{
-    if (o->capacity) {
-        run->capacity = o->capacity;
-        run->capacity_from_trace = false;
-    } else if (s->has_capacity) {
-        run->capacity = s->device_free;
-        run->capacity_from_trace = true;
-    } else {
-        /* A snapshot without an `oom` entry says nothing of the device: the settings still
-         * compare by what they reserve; none can run out of memory, and the output says so. */
-        run->capacity = CMT__WHATIF_NO_LIMIT;
-        run->capacity_from_trace = false;
-        run->capacity_unknown = true;
-    }
-    run->device_total = s->device_total > run->capacity ? s->device_total : run->capacity;
-    return 0;
-}
-
 /* @return 1 after naming the first setting whose replay stopped on an error, with the event it
  * stopped at (the replay stops at the event it could not apply). */
 static int replay_failed(const struct options *o, const struct cmt_whatif_run_out *run)
@@ -581,13 +559,16 @@ int cmt_cmd_whatif(int argc, char **argv)
 
     struct cmt_whatif_run_out run = {
         .stream = &s, .path = o->path, .results = results, .oom_style = o->oom_style};
-    if (choose_capacity(o, &s, &run) != 0)
+    /* --capacity, else what the trace says was free, else no limit (one choice: html's too) */
+    struct cmt_whatif_capacity cap;
+    if (cmt_whatif_capacity_choose(&s, o->capacity, &cap) != 0)
         goto out;
-    run.dev = (struct cmt_whatif_device){.capacity = run.capacity,
-                                         .device_total = run.device_total,
-                                         .memory_fraction = o->memory_fraction,
-                                         .address_policy = o->address_policy,
-                                         .check_other_policy = true};
+    run.capacity = cap.capacity;
+    run.device_total = cap.device_total;
+    run.capacity_source = cap.source;
+    run.dev = cmt_whatif_capacity_device(&cap);
+    run.dev.memory_fraction = o->memory_fraction;
+    run.dev.address_policy = o->address_policy;
     /* The wording of the PyTorch the trace names, unless --oom-message says. */
     if (!o->oom_style_given && cmt_whatif_torch_prints_1x(s.torch_version)) {
         run.oom_style = CMT_MODEL_OOM_1X;

@@ -6,10 +6,11 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "cmt_format.h"
 #include "export.h"
 #include "frames.h"
 
-#define MAX_FRAMES 256
+#define MAX_FRAMES CMT_MAX_STACK_DEPTH /* every frame the shim records */
 
 struct frames {
     char text[MAX_FRAMES][512];

@@ -14,6 +14,7 @@
 
 #include "cmt_grow.h"
 #include "export.h"
+#include "first_failure.h"
 #include "oom.h"
 
 /* Keeps what a file name may hold, at most size - 1 bytes. @return buf. */
@@ -131,10 +132,8 @@ struct part_name {
 struct run {
     char id[256];
     uint64_t traces, events, max_peak, sum_peak, episodes, fatal, failing;
-    uint64_t first_oom_wall_ns, first_pid;
+    struct cmt_first_failure first; /* as `report` over the same traces chooses it */
     char first_host[256];
-    int have_first;
-    int32_t first_rank; /* -1 unknown */
 };
 
 static const char *const run_columns[] = {"traces",
@@ -144,12 +143,16 @@ static const char *const run_columns[] = {"traces",
                                           "episodes",
                                           "fatal_episodes",
                                           "failing_processes",
-                                          "first_oom_wall_ns",
+                                          "first_failure_wall_ns",
+                                          "first_failure",
                                           "first_failing_pid",
                                           "first_failing_host",
                                           "first_failing_rank"};
 
-static void add_to_run(struct run *run, const struct cmt__pass *p)
+/* Adds one trace's figures; whether and when it failed, and which failed first, by the one
+ * definition (first_failure.h) that `report` over several traces uses. */
+static void add_to_run(struct run *run, const struct cmt__pass *p,
+                       const struct cmt_signal_seen *sig)
 {
     const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
     const struct cmt_process *proc = cmt_reader_process(p->reader);
@@ -162,18 +165,15 @@ static void add_to_run(struct run *run, const struct cmt__pass *p)
     run->episodes += n;
     for (uint32_t i = 0; i < n; i++)
         run->fatal += (uint64_t)cmt_oom_episode(p->oom, i)->fatal;
-    if (!n)
-        return;
-    run->failing++;
-    uint64_t wall = (proc ? proc->start_wall_ns : 0) + cmt_oom_episode(p->oom, 0)->t_ns;
-    if (!run->have_first || wall < run->first_oom_wall_ns) {
-        run->have_first = 1;
-        run->first_oom_wall_ns = wall;
-        run->first_pid = proc ? proc->pid : 0;
-        run->first_rank = proc ? proc->rank : -1;
+    struct cmt_failure_candidate c = {.have_start = proc != NULL,
+                                      .start_wall_ns = proc ? proc->start_wall_ns : 0,
+                                      .rank = proc ? proc->rank : -1,
+                                      .pid = proc ? proc->pid : 0};
+    c.failure = cmt_process_failure(p->oom, t, sig, &c.t_ns);
+    run->failing += c.failure != CMT_FLEET_NO_FAILURE;
+    if (cmt_first_failure_offer(&run->first, (int64_t)run->traces - 1, &c))
         snprintf(run->first_host, sizeof run->first_host, "%s",
                  proc && proc->hostname ? proc->hostname : "");
-    }
 }
 
 static int write_run(struct out *o, const struct run *run, int jsonl)
@@ -191,17 +191,20 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
     cmt__row_u64(&t, run->episodes);
     cmt__row_u64(&t, run->fatal);
     cmt__row_u64(&t, run->failing);
-    if (run->have_first) {
-        cmt__row_u64(&t, run->first_oom_wall_ns);
-        cmt__row_u64(&t, run->first_pid);
+    const struct cmt_first_failure *first = &run->first;
+    if (first->index >= 0) {
+        cmt__row_u64(&t, first->wall_ns);
+        cmt__row_str(&t, cmt_fleet_failure_name(first->failure));
+        cmt__row_u64(&t, first->pid);
         cmt__row_str(&t, run->first_host);
     } else {
         cmt__row_null(&t);
         cmt__row_null(&t);
         cmt__row_null(&t);
+        cmt__row_null(&t);
     }
-    if (run->have_first && run->first_rank >= 0) /* format 3.1 PROCESS */
-        cmt__row_i64(&t, run->first_rank);
+    if (first->index >= 0 && first->rank >= 0) /* format 3.1 PROCESS */
+        cmt__row_i64(&t, first->rank);
     else
         cmt__row_null(&t);
     cmt__row_end(&t);
@@ -228,16 +231,17 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
     if (cmt__pass_open(&p, "export", path) != 0)
         return 1;
     static struct cmt__export_events events;
-    struct cmt_observer extra[1];
+    struct cmt_signal_seen sig = {0};
+    struct cmt_observer extra[2] = {cmt_signal_observer(&sig)};
     FILE *ev = NULL;
     if (opt->with_events) {
         if (!(ev = open_part(o, "events", r->id, part))) {
             cmt__pass_close(&p);
             return 1;
         }
-        extra[0] = cmt__export_events_observer(&events, ev, jsonl, p.reader);
+        extra[1] = cmt__export_events_observer(&events, ev, jsonl, p.reader);
     }
-    if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev ? 1 : 0) != 0) {
+    if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev ? 2 : 1) != 0) {
         if (ev)
             fclose(ev);
         return 1;
@@ -250,7 +254,7 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
                 p.oom ? cmt_oom_count(p.oom) : 0);
     rc |= table(o, "sites", r->id, part, &p, jsonl, cmt__export_sites, site_rows(p.replay));
     rc |= cmt__pass_status(&p);
-    add_to_run(r, &p);
+    add_to_run(r, &p, &sig);
     cmt__pass_close(&p);
     return rc;
 }
@@ -304,6 +308,7 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
                 break;
             }
             memset(&runs[nruns], 0, sizeof *runs);
+            cmt_first_failure_init(&runs[nruns].first);
             snprintf(runs[nruns].id, sizeof runs[nruns].id, "%s", names[i].run);
             nruns++;
         }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cmt_debug.h"
+#include "cmt_format.h"
 #include "export.h"
 #include "frames.h"
 #include "oom.h"
@@ -304,7 +305,7 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         const struct cmt_replay_site *s = cmt_replay_site(p->replay, i);
         if (!s->alloc_count && !s->failures && !s->host_alloc_count)
             continue;
-        cmt_stack_text(p->reader, s->stack, 256, frames, sizeof frames);
+        cmt_stack_text(p->reader, s->stack, CMT_MAX_STACK_DEPTH, frames, sizeof frames);
         cmt__row_begin(&t);
         cmt__row_identity(&t, p->reader);
         cmt__row_u64(&t, i);

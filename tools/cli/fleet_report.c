@@ -143,8 +143,7 @@ static void json_process(struct cmt__json *j, const struct cmt_fleet *f, uint32_
     cmt__json_u64(j, "oom_failures", pr->oom_failures);
     cmt__json_u64(j, "oom_episodes", pr->episode_count);
     if (pr->failure) {
-        cmt__json_string(j, "failed",
-                         pr->failure == CMT_FLEET_FAILED_OOM ? "out_of_memory" : "signal");
+        cmt__json_string(j, "failed", cmt_fleet_failure_name(pr->failure));
         cmt__json_u64(j, "failure_wall_ns", pr->start_wall_ns + pr->failure_t_ns);
     } else {
         cmt__json_null(j, "failed");
@@ -205,8 +204,7 @@ static void json_report(const struct cmt_fleet *f)
     if (first) {
         cmt__json_object(&j, "first_failure");
         cmt__fleet_json_who(&j, first);
-        cmt__json_string(&j, "failed",
-                         first->failure == CMT_FLEET_FAILED_OOM ? "out_of_memory" : "signal");
+        cmt__json_string(&j, "failed", cmt_fleet_failure_name(first->failure));
         cmt__json_u64(&j, "wall_ns", f->first_failure_wall_ns);
         cmt__json_u64(&j, "after_first_start_ns", f->first_failure_wall_ns - f->start_wall_ns);
         cmt__json_end_object(&j);

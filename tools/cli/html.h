@@ -10,6 +10,7 @@
 #include "pass.h"
 #include "site_timeline.h"
 #include "whatif.h"
+#include "whatif_capacity.h"
 
 #define CMT__HTML_WHATIF_MAX 8     /* settings in the what-if table */
 #define CMT__HTML_ALLOC_DEVICES 64 /* devices with allocated/reserved lines */
@@ -71,7 +72,9 @@ struct cmt__html_run {
     /* what-if: available, or why not */
     int have_whatif;
     char whatif_reason[512];
-    uint64_t whatif_capacity;
+    struct cmt_whatif_capacity whatif_capacity; /* cmt_whatif_capacity_choose's, as whatif */
+    char whatif_capacity_text[512];             /* cmt__whatif_capacity_text's */
+    char whatif_advice[512]; /* without a capacity: cmt__whatif_unknown_capacity_advice's */
     struct cmt_whatif_result whatif[CMT__HTML_WHATIF_MAX];
     size_t whatif_count;
     long whatif_best;             /* index, -1 when every setting ran out of memory */

@@ -264,7 +264,11 @@ static void whatif_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_end_object(j);
         return;
     }
-    cmt__json_u64(j, "capacity_bytes", run->whatif_capacity);
+    cmt__json_u64(j, "capacity_bytes", run->whatif_capacity.capacity);
+    cmt__json_string(j, "capacity_source",
+                     cmt_whatif_capacity_source_name(run->whatif_capacity.source));
+    cmt__json_string(j, "capacity_text", run->whatif_capacity_text);
+    cmt__json_string(j, "advice", run->whatif_advice);
     cmt__json_i64(j, "best", run->whatif_best);
     cmt__json_array(j, "rows");
     for (size_t i = 0; i < run->whatif_count; i++) {

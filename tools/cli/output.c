@@ -187,13 +187,8 @@ const char *cmt__not_a_file(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0 || S_ISREG(st.st_mode))
-        return NULL; /* the open says why */
-    return S_ISDIR(st.st_mode)    ? "a directory, not a trace file"
-           : S_ISCHR(st.st_mode)  ? "a character device, not a trace file"
-           : S_ISBLK(st.st_mode)  ? "a block device, not a trace file"
-           : S_ISFIFO(st.st_mode) ? "a pipe, not a trace file (traces are read by mapping them)"
-           : S_ISSOCK(st.st_mode) ? "a socket, not a trace file"
-                                  : "not a regular file, so not a trace file";
+        return NULL;                       /* the open says why */
+    return cmt_strerror(CMT_ENOT_REGULAR); /* the reader's own words */
 }
 
 int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
@@ -266,10 +261,8 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
     int rc = cmt_reader_open_file(out, path, &sys_errno);
     if (rc == CMT_EBAD_MAGIC && starts_like_snapshot(path))
         return open_snapshot(cmd, path, out);
-    const char *why = rc ? cmt__not_a_file(path) : NULL;
-    if (rc) /* the reader reports a non-regular file as an I/O error without an errno */
-        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path,
-                why ? why : cmt_reader_open_error(rc, sys_errno));
+    if (rc)
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));
     return rc;
 }
 

@@ -40,7 +40,8 @@ const char *cmt__text(const char *s, char *buf, size_t size);
 /* Writes s as a JSON string literal (with quotes). */
 void cmt__json_quote(FILE *f, const char *s);
 
-/* What path is when it exists but is no regular file ("a directory, not a trace file").
+/* For commands that look before they open: the reader's message (CMT_ENOT_REGULAR's, "not a
+ * regular file") when path exists but is a directory, a device, a FIFO or a socket.
  * @return NULL for a regular file or one that cannot be looked at. */
 const char *cmt__not_a_file(const char *path);
 /* Opens a trace for command `cmd`; a PyTorch memory snapshot (a pickle, recognised by its

@@ -215,6 +215,7 @@ struct merge {
     int have_seq, have_pending, snap_done;
     struct cmt_record pending; /* the snapshot's next ALLOC_EVENT (or ALLOCATOR), read ahead */
     uint64_t due;              /* ... its time in the driver trace's clock */
+    char version[64];          /* torch.__version__ as the hook noted it; "" unknown */
 };
 
 static uint64_t snap_time(const struct merge *m, uint64_t t)
@@ -246,8 +247,10 @@ static int snap_advance(struct merge *m)
             rec.u.symbol.file += rec.u.symbol.file ? m->string_off : 0;
             rec.u.symbol.module = 0;
             break;
-        case CMT_REC_ALLOCATOR:
+        case CMT_REC_ALLOCATOR: /* a snapshot does not say the version: the hook does */
             rec.u.alloc_info.id += m->allocator_off;
+            if (m->version[0] && !(rec.u.alloc_info.version && rec.u.alloc_info.version[0]))
+                rec.u.alloc_info.version = m->version;
             m->pending = rec;
             m->due = snap_time(m, rec.u.alloc_info.t_ns);
             m->have_pending = 1;
@@ -379,11 +382,14 @@ static int merge_records(struct merge *m)
  * start_wall_ns + t_ns against time_us x 1000; the window's before-state before the first
  * driver event; a snapshot without time_us before END), each ALLOC_EVENT's SEQ the seq of the
  * last driver EVENT before it, STRING, STACK_NODE and ALLOCATOR ids moved past the driver
- * trace's. It is renamed over the trace only once complete. @return 0; a CMT_E* code with
- * the reason in `why` (the trace is then as it was). */
-static int merge_snapshot(const char *trace, const char *snapshot, char *why, size_t size)
+ * trace's, the snapshot's ALLOCATOR given `version` (torch.__version__, "" unknown). It is
+ * renamed over the trace only once complete. @return 0; a CMT_E* code with the reason in `why`
+ * (the trace is then as it was). */
+static int merge_snapshot(const char *trace, const char *snapshot, const char *version, char *why,
+                          size_t size)
 {
     struct merge m = {0};
+    snprintf(m.version, sizeof m.version, "%s", version);
     int rc, sys_errno = 0, snap_fd = -1, out_fd = -1, conv_fd = -1;
     char tmp[PATH_MAX + 16];
     void *map = MAP_FAILED;
@@ -468,6 +474,27 @@ static const char *shown(const char *path)
     return path;
 }
 
+/* torch.__version__ of process pid as the hook noted it (torch-PID.version: "2.1.0+cu121"),
+ * "" when there is none or it is not one line of printable text. */
+static void read_version(const char *hook_dir, long pid, char *out, size_t size)
+{
+    char path[PATH_MAX + 64], text[64];
+    snprintf(path, sizeof path, "%s/torch-%ld.version", hook_dir, pid);
+    out[0] = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0 || n >= (ssize_t)(sizeof text - 1)) /* nothing, or longer than any version */
+        return;
+    text[n] = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if ((unsigned char)text[i] <= 0x20 || (unsigned char)text[i] >= 0x7f)
+            return;
+    snprintf(out, size, "%s", text);
+}
+
 /* The dumps of one process, its last first. */
 static int collect_process(const char *hook_dir, struct dump *dumps, size_t count,
                            const char *manifest, const char *pattern, int quiet)
@@ -476,11 +503,12 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
     trace_of(manifest, dumps[0].pid, trace, sizeof trace);
     stem_for(trace, pattern, dumps[0].pid, stem, sizeof stem);
     int failures = 0;
-    char why[512] = "";
+    char why[512] = "", version[64];
+    read_version(hook_dir, dumps[0].pid, version, sizeof version);
     for (size_t i = 0; i < count; i++) {
         snprintf(from, sizeof from, "%s/%s", hook_dir, dumps[i].name);
         char suffix[64];
-        if (i == 0 && trace[0] && merge_snapshot(trace, from, why, sizeof why) == 0) {
+        if (i == 0 && trace[0] && merge_snapshot(trace, from, version, why, sizeof why) == 0) {
             unlink(from);
             if (!quiet)
                 fprintf(stderr, "cumemtrace: %s: PyTorch's memory snapshot merged\n", shown(trace));

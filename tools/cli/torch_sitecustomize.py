@@ -4,8 +4,9 @@
 # In a process that imports torch and initialises CUDA it turns on memory history with Python
 # stacks, attaches an out-of-memory observer that dumps the snapshot at once, and dumps it at
 # exit, as CUMEMTRACE_TORCH_DIR/torch-PID-N-WHY.pickle (N counts this process's dumps, WHY is
-# oom or exit; each file appears whole, by rename). `record` merges each process's last
-# snapshot into its trace.
+# oom or exit; each file appears whole, by rename), with torch.__version__ beside them in
+# CUMEMTRACE_TORCH_DIR/torch-PID.version (a snapshot does not say it). `record` merges each
+# process's last snapshot into its trace, the version into its ALLOCATOR record.
 # Then it runs the sitecustomize the user had, as Python's site.py would have.
 #
 # It never changes the program's behaviour: nothing is imported or done until the program
@@ -27,7 +28,7 @@ def _cumemtrace_torch_hook():
         max_entries = int(os.environ.get("CUMEMTRACE_TORCH_MAX_ENTRIES", "100000"))
     except ValueError:
         max_entries = 100000
-    state = {"off": False, "dumps": 0, "armed": False}
+    state = {"off": False, "dumps": 0, "armed": False, "version_pid": 0}
 
     def warn(what, err=None):
         if state["off"]:
@@ -39,11 +40,22 @@ def _cumemtrace_torch_hook():
         except Exception:
             pass
 
+    def note_version(torch):
+        """torch-PID.version, once per process (a forked child dumps under its own pid)."""
+        if state["version_pid"] == os.getpid():
+            return
+        state["version_pid"] = os.getpid()
+        final = os.path.join(out_dir, "torch-%d.version" % os.getpid())
+        with open(final + ".partial", "w") as f:
+            f.write(str(getattr(torch, "__version__", "")))
+        os.replace(final + ".partial", final)
+
     def dump(torch, why):
         """Writes the snapshot now (why: "oom", "exit"). Never raises."""
         if state["off"] or not out_dir:
             return
         try:
+            note_version(torch)
             state["dumps"] += 1
             name = "torch-%d-%d-%s.pickle" % (os.getpid(), state["dumps"], why)
             final = os.path.join(out_dir, name)

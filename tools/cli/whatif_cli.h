@@ -7,19 +7,16 @@
 
 #include "whatif.h"
 #include "whatif_blocks.h"
-
-/* The capacity of a replay whose trace does not say what was free: 1 PiB, which no run reaches. */
-#define CMT__WHATIF_NO_LIMIT ((uint64_t)1 << 50)
+#include "whatif_capacity.h"
 
 struct cmt_whatif_run_out {
     const struct cmt_whatif_stream *stream;
     const char *path;
     uint64_t capacity, device_total;
-    bool capacity_from_trace;
-    bool capacity_unknown; /* neither --capacity nor the trace: replayed without a limit */
-    enum cmt_model_oom_style oom_style; /* the wording of the OOM messages */
-    bool oom_style_from_trace;          /* chosen by the PyTorch version the trace names */
-    struct cmt_whatif_device dev;       /* what every replay ran on */
+    enum cmt_whatif_capacity_source capacity_source; /* cmt_whatif_capacity_choose's */
+    enum cmt_model_oom_style oom_style;              /* the wording of the OOM messages */
+    bool oom_style_from_trace;    /* chosen by the PyTorch version the trace names */
+    struct cmt_whatif_device dev; /* what every replay ran on */
     struct cmt_whatif_result *results;
     size_t count;
     double seconds;   /* wall time of the sweep */
@@ -34,6 +31,17 @@ struct cmt_whatif_run_out {
 /* "20GiB", "21556 MiB", "1.5G", plain bytes (binary units, any case).
  * @return 0, or -1 for anything else (0 bytes included). */
 int cmt_whatif_parse_bytes(const char *text, uint64_t *out);
+
+/* The capacity as one sentence without line breaks, the same in `whatif` and `html`: "20 GiB
+ * = 24 GiB total - 4 GiB in use before the first allocation", "unknown: the trace does not
+ * say ...". @return the length of the full text (as snprintf). */
+int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *capacity,
+                              const struct cmt_whatif_stream *stream, char *buf, size_t len);
+
+/* The recommendation without a capacity: "SETTING reserves the least (peak X). Without ...",
+ * the same in `whatif` and `html`. @return as snprintf. */
+int cmt__whatif_unknown_capacity_advice(const struct cmt_whatif_result *best, char *buf,
+                                        size_t len);
 
 void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run);
 void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run);

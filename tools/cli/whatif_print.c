@@ -48,10 +48,64 @@ static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
 
 /* ---- text ------------------------------------------------------------- */
 
+int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *cap,
+                              const struct cmt_whatif_stream *s, char *buf, size_t len)
+{
+    char a[32], b[32], c[32];
+    switch (cap->source) {
+    case CMT_WHATIF_CAPACITY_UNKNOWN:
+        return snprintf(buf, len,
+                        "unknown: the trace does not say how much device memory was free, so "
+                        "the settings are replayed without a limit and compared by what they "
+                        "reserve; pass --capacity SIZE to see which run out of memory");
+    case CMT_WHATIF_CAPACITY_TRACE:
+        return snprintf(buf, len, "%s = %s total - %s in use before the first allocation",
+                        cmt__bytes(cap->capacity, a), cmt__bytes(s->device_total, b),
+                        cmt__bytes(s->device_total - s->device_free, c));
+    case CMT_WHATIF_CAPACITY_GIVEN: break;
+    }
+    return snprintf(buf, len, "%s (--capacity) of %s", cmt__bytes(cap->capacity, a),
+                    cmt__bytes(cap->device_total, b));
+}
+
+int cmt__whatif_unknown_capacity_advice(const struct cmt_whatif_result *best, char *buf, size_t len)
+{
+    char conf[160], a[32];
+    return snprintf(buf, len,
+                    "%s reserves the least (peak %s). Without a capacity no setting runs out of "
+                    "memory here: pass --capacity SIZE (the card's free memory) for a "
+                    "recommendation.",
+                    label(&best->setting, conf, sizeof conf), cmt__bytes(best->peak_reserved, a));
+}
+
+/* Text after `first` (whose width is `indent`), wrapped at 96 columns, each further line
+ * indented by `indent` spaces. */
+static void print_wrapped(FILE *f, const char *first, int indent, const char *text)
+{
+    enum { WIDTH = 96 };
+    fputs(first, f);
+    int column = indent;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (column > indent && column + 1 + (int)word > WIDTH) {
+            fprintf(f, "\n%*s", indent, "");
+            column = indent;
+        } else if (column > indent) {
+            fputc(' ', f);
+            column++;
+        }
+        fwrite(text, 1, word, f);
+        column += (int)word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
 static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
 {
     const struct cmt_whatif_stream *s = run->stream;
-    char a[32], b[32], c[32];
+    char a[32];
     fprintf(f, "%s: %" PRIu64 " allocations and %" PRIu64 " frees on GPU %d%s%s%s", run->path,
             s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
             s->device_name[0] ? ")" : "");
@@ -59,19 +113,10 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
         fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
                 s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
-    if (run->capacity_unknown)
-        fprintf(f,
-                "  capacity  unknown: the trace does not say how much device memory was free, so "
-                "the settings\n            are replayed without a limit and compared by what "
-                "they reserve; pass --capacity SIZE\n            to see which run out of "
-                "memory\n");
-    else if (run->capacity_from_trace)
-        fprintf(f, "  capacity  %s = %s total - %s in use before the first allocation\n",
-                cmt__bytes(run->capacity, a), cmt__bytes(s->device_total, b),
-                cmt__bytes(s->device_total - s->device_free, c));
-    else
-        fprintf(f, "  capacity  %s (--capacity) of %s\n", cmt__bytes(run->capacity, a),
-                cmt__bytes(run->device_total, b));
+    struct cmt_whatif_capacity cap = {run->capacity, run->device_total, run->capacity_source};
+    char text[512];
+    cmt__whatif_capacity_text(&cap, s, text, sizeof text);
+    print_wrapped(f, "  capacity  ", 12, text);
     if (run->dev.memory_fraction > 0.0)
         fprintf(f, "  fraction  %g (--memory-fraction): the allocator may hold %s\n",
                 run->dev.memory_fraction,
@@ -202,13 +247,10 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
     if (rec->best < 0) {
         fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
                    "size, resolution), or try more settings (--expandable-segments true,false).\n");
-    } else if (run->capacity_unknown) {
-        const struct cmt_whatif_result *best = &run->results[rec->best];
-        fprintf(f,
-                "  %s reserves the least (peak %s). Without a capacity no setting runs out of "
-                "memory here:\n  pass --capacity SIZE (the card's free memory) for a "
-                "recommendation.\n",
-                label(&best->setting, buf, sizeof buf), cmt__bytes(best->peak_reserved, a));
+    } else if (run->capacity_source == CMT_WHATIF_CAPACITY_UNKNOWN) {
+        char advice[512];
+        cmt__whatif_unknown_capacity_advice(&run->results[rec->best], advice, sizeof advice);
+        print_wrapped(f, "  ", 2, advice);
         return;
     } else {
         const struct cmt_whatif_result *best = &run->results[rec->best];
@@ -448,10 +490,7 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     cmt__json_string(&j, "device_name", s->device_name);
     cmt__json_u64(&j, "device_total_bytes", run->device_total);
     cmt__json_u64(&j, "capacity_bytes", run->capacity);
-    cmt__json_string(&j, "capacity_source",
-                     run->capacity_unknown      ? "unknown"
-                     : run->capacity_from_trace ? "trace"
-                                                : "option");
+    cmt__json_string(&j, "capacity_source", cmt_whatif_capacity_source_name(run->capacity_source));
     cmt__json_u64(&j, "events", s->event_count);
     cmt__json_u64(&j, "allocations", s->allocs);
     cmt__json_u64(&j, "frees", s->frees);

@@ -98,7 +98,8 @@ struct cmt_whatif_stream {
     /* The PyTorch version the trace says the program used ("1.13.1"; "" when it does not say)
    * and where it says so: an ENV record PYTORCH_VERSION or PYTORCH_BUILD_VERSION (set by
    * PyTorch's and NVIDIA's container images), else a loaded module's path naming
-   * torch-X.Y or pytorch-X.Y (pip and conda package directories). */
+   * torch-X.Y or pytorch-X.Y (pip and conda package directories); an allocator-level stream
+   * looks at its ALLOCATOR record first (whatif_blocks.h). */
     char torch_version[32];
     char torch_version_source[64];
 };

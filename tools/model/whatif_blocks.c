@@ -291,9 +291,17 @@ static unsigned block_step(struct cmt_observer *self, const cmt_replay *rp,
 {
     (void)rp;
     struct cmt_whatif_block_collector *c = self->ctx;
-    if (st->rec.type == CMT_REC_ALLOCATOR && !c->conf_fixed) {
-        const char *conf = st->rec.u.alloc_info.conf;
-        snprintf(c->check->conf, sizeof c->check->conf, "%s", conf ? conf : "");
+    if (st->rec.type == CMT_REC_ALLOCATOR) {
+        const struct cmt_alloc_info *info = &st->rec.u.alloc_info;
+        if (!c->conf_fixed)
+            snprintf(c->check->conf, sizeof c->check->conf, "%s", info->conf ? info->conf : "");
+        struct cmt_whatif_stream *s = c->s;
+        if (!s->torch_version[0] && info->version && info->version[0] >= '0' &&
+            info->version[0] <= '9') {
+            snprintf(s->torch_version, sizeof s->torch_version, "%s", info->version);
+            snprintf(s->torch_version_source, sizeof s->torch_version_source,
+                     "the ALLOCATOR record");
+        }
     } else if (st->rec.type == CMT_REC_ALLOC_EVENT && on_event(c, &st->rec.u.alloc_event) != 0) {
         c->failed = 1;
         return 0;
@@ -490,10 +498,12 @@ int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *s
         char ignored[8];
         if (cmt_whatif_collector_end(dc, run, ignored, sizeof ignored) == 0)
             cmt_whatif_stream_free(&driver);
-        /* The PyTorch version is the trace's, whichever stream is used. */
-        memcpy(stream->torch_version, driver.torch_version, sizeof stream->torch_version);
-        memcpy(stream->torch_version_source, driver.torch_version_source,
-               sizeof stream->torch_version_source);
+        /* The PyTorch version: the allocator's own, else the trace's. */
+        if (!stream->torch_version[0]) {
+            memcpy(stream->torch_version, driver.torch_version, sizeof stream->torch_version);
+            memcpy(stream->torch_version_source, driver.torch_version_source,
+                   sizeof stream->torch_version_source);
+        }
     }
     cmt_replay_destroy(rp);
     cmt_whatif_collector_destroy(dc);

@@ -81,8 +81,10 @@ int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
                            struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
 
 /* One pass for `whatif`: the stream from allocator-level records when the trace has them
- * (check->present), else the driver-level stream (as cmt_whatif_stream_load). @return 0, or the
- * error of the stream used (err says why). */
+ * (check->present), else the driver-level stream (as cmt_whatif_stream_load). The allocator's
+ * stream takes the PyTorch version from the first ALLOCATOR record that gives one (`record
+ * --torch` writes torch.__version__ there; torch_version_source "the ALLOCATOR record"), else
+ * the trace's (whatif.h). @return 0, or the error of the stream used (err says why). */
 int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
                         struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
 

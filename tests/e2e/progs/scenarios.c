@@ -387,6 +387,15 @@ static int all_apis(void)
     CUmemoryPool def;
     CHECK(cuDeviceGetDefaultMemPool(&def, dev));
     CHECK(cuDeviceSetMemPool(dev, def));
+    CHECK(cuDeviceGetMemPool(&def, dev)); /* the default pool is current again */
+    /* a raised threshold on the default pool (its handle from the queries) keeps the block */
+    CHECK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+    CHECK(cuMemAllocAsync(&p, 5 << 20, s));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));
+    CHECK(reserved >= (5 << 20) ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
+    CHECK(cuMemPoolTrimTo(def, 0));
     CUmemLocation here = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
     CUmemoryPool current, by_location;
     CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, pool));
@@ -395,6 +404,27 @@ static int all_apis(void)
     CHECK(current == pool && by_location == def ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN);
     CHECK(cuMemSetMemPool(&here, CU_MEM_ALLOCATION_TYPE_PINNED, def));
     CHECK(cuMemPoolDestroy(pool));
+    /* pool IPC, exported and imported within one process (tests/e2e/progs/pool_ipc.c does it
+     * across two) */
+    CUmemoryPool exportable, imported;
+    CUmemPoolProps shared_props = props;
+    shared_props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemPoolPtrExportData share;
+    int pool_fd = -1;
+    CHECK(cuMemPoolCreate(&exportable, &shared_props));
+    CHECK(cuMemAllocFromPoolAsync(&p, 2 << 20, exportable, s));
+    CHECK(cuMemPoolExportToShareableHandle(&pool_fd, exportable,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemPoolImportFromShareableHandle(&imported, (void *)(long)pool_fd,
+                                             CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(pool_fd);
+    CHECK(cuMemPoolExportPointer(&share, p));
+    CHECK(cuMemPoolImportPointer(&q, imported, &share));
+    CHECK(cuMemFree(q)); /* unmaps the import only */
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemPoolDestroy(imported));
+    CHECK(cuMemPoolDestroy(exportable));
     CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                 .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0},
                                 .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
@@ -419,6 +449,10 @@ static int all_apis(void)
     CHECK(cuIpcGetMemHandle(&ipc, p));
     CHECK(cuIpcOpenMemHandle(&q, ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     CHECK(cuIpcCloseMemHandle(q));
+    int dma_buf = -1;
+    CHECK(cuMemGetHandleForAddressRange(&dma_buf, p, 2 << 20, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                                        0));
+    close(dma_buf);
     CHECK(cuMemFree(p));
     void *host;
     CHECK(cuMemAllocHost(&host, 1 << 20));

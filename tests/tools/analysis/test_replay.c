@@ -167,6 +167,76 @@ Test(replay, a_release_threshold_keeps_pool_memory_at_sync)
     cr_expect_eq(pool_after_sync(64 * TB_MIB, -1), 0, "a device reset releases everything");
 }
 
+/* A raised release threshold on the default pool, whose handle a query returned: what
+ * cuMemAllocAsync's frees leave in the default pool at a sync. query: 0 none, 1
+ * cuDeviceGetDefaultMemPool, 2 cuDeviceGetMemPool (the current pool, still the default). */
+static uint64_t default_pool_after_sync(int query, uint64_t threshold)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint64_t handle[] = {0xd3f000};
+    if (query)
+        tb_event(&b, query == 1 ? TB_POOL_DEFAULT : TB_POOL_CURRENT, 0, 0, 0, CMT_F(POOL), handle);
+    uint64_t t[] = {threshold, 0xd3f000, 4}; /* size, pool, flags = RELEASE_THRESHOLD */
+    tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS), t);
+    uint64_t a[] = {0x5000, 8 * TB_MIB, 1}; /* no pool: the device's current (default) pool */
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM), a);
+    uint64_t f[] = {0x5000, 1};
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), f);
+    uint64_t s[] = {1};
+    tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), s);
+    tb_finish(&b, 0);
+    replay(&b);
+    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 0);
+    done(&b);
+    return kept;
+}
+
+Test(replay, a_threshold_on_the_default_pool_keeps_async_memory_at_sync)
+{
+    cr_expect_eq(default_pool_after_sync(1, 64 * TB_MIB), 8 * TB_MIB,
+                 "the queried handle is the default pool: its threshold keeps the block");
+    cr_expect_eq(default_pool_after_sync(1, 3 * TB_MIB), 3 * TB_MIB, "trimmed to the threshold");
+    cr_expect_eq(default_pool_after_sync(2, 64 * TB_MIB), 8 * TB_MIB,
+                 "the current pool's query names the default pool too");
+    cr_expect_eq(default_pool_after_sync(0, 64 * TB_MIB), 0,
+                 "a handle no query named is another pool: the default pool keeps nothing");
+}
+
+/* A pointer imported from another process's pool costs this process nothing, and its free
+ * (cuMemFree or cuMemFreeAsync) ends it without putting bytes in any pool. */
+Test(replay, an_imported_pool_pointer_is_another_process_memory)
+{
+    for (int async = 0; async < 2; async++) {
+        struct tb b;
+        tb_begin(&b, TB_GIB, TB_GIB);
+        tb_alloc(&b, 0x1000, 4 * TB_MIB, 0);
+        uint64_t i[] = {0x7f0000000000, 0x88000}; /* ptr, pool (the imported pool) */
+        tb_event(&b, TB_POOL_IMPORT_PTR, 0, 0, 0, CMT_F(PTR) | CMT_F(POOL), i);
+        tb_finish(&b, 0);
+        replay(&b);
+        const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+        cr_expect_eq(d->live_bytes, 4 * TB_MIB, "the import adds no bytes");
+        cr_expect_eq(d->kind_count[CMT_KIND_IPC], 1, "but is a live object of kind ipc");
+        done(&b);
+
+        tb_begin(&b, TB_GIB, TB_GIB);
+        tb_event(&b, TB_POOL_IMPORT_PTR, 0, 0, 0, CMT_F(PTR) | CMT_F(POOL), i);
+        uint64_t f[] = {0x7f0000000000, 1};
+        tb_event(&b, async ? TB_FREE_ASYNC : TB_FREE, 0, 0, 0,
+                 async ? CMT_F(PTR) | CMT_F(STREAM) : CMT_F(PTR), f);
+        tb_finish(&b, 0);
+        replay(&b);
+        d = cmt_replay_device(rp, 0);
+        cr_expect_eq(d->kind_count[CMT_KIND_IPC], 0, "the free ends the import");
+        cr_expect_eq(d->kind_bytes[CMT_KIND_POOL], 0, "and puts nothing in a pool");
+        cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+        done(&b);
+    }
+}
+
 Test(replay, host_pinned_memory_is_not_device_memory)
 {
     struct tb b;

@@ -37,6 +37,9 @@ static const struct cmt_api apis[] = {
     {TB_GRAPH_EXEC_DESTROY, CMT_OP_GRAPH_EXEC_DESTROY, "cuGraphExecDestroy"},
     {TB_GRAPH_DESTROY, CMT_OP_GRAPH_DESTROY, "cuGraphDestroy"},
     {TB_GRAPH_MEM_TRIM, CMT_OP_GRAPH_MEM_TRIM, "cuDeviceGraphMemTrim"},
+    {TB_POOL_IMPORT_PTR, CMT_OP_POOL_IMPORT_PTR, "cuMemPoolImportPointer"},
+    {TB_POOL_DEFAULT, CMT_OP_POOL_DEFAULT, "cuDeviceGetDefaultMemPool"},
+    {TB_POOL_CURRENT, CMT_OP_POOL_CURRENT, "cuDeviceGetMemPool"},
 };
 
 #define MAX_NODES 4096

@@ -5,7 +5,8 @@
 # Checked here: no errors on the page, the plotted maximum equals `report --json`'s peak, the OOM
 # marker sits at `oom --json`'s time (within a pixel), hovering the largest band shows its stack,
 # the wheel zooms, the diff view draws both runs, and the allocator view and lines (the demo's
-# OOM trace and a PyTorch snapshot written here) match `oom --json` and `report --json`. Exit 77 (skip) without Chromium, except in
+# OOM trace and a PyTorch snapshot written here) match `oom --json` and `report --json`, and the
+# what-if table has `whatif --json`'s rows and capacity. Exit 77 (skip) without Chromium, except in
 # CI (CI=true), where that is a failure. CMT_HTML_SHOTS=DIR also writes screenshots there.
 set -euo pipefail
 cli=$1
@@ -82,11 +83,26 @@ check_allocator() { # name, trace, self-test results
         "$(field "$3" reserved_line_max)" "$(max_field "$rep" peak_reserved_bytes)"
 }
 check_allocator "demo" "$oom" "$r"
+
+# The what-if table drawn is `whatif`'s default sweep: as many rows, the same capacity and
+# where it came from ("trace", or "unknown" for the snapshot below, which does not say).
+check_whatif() { # name, trace, self-test results, capacity source wanted
+    local w
+    w=$("$cli" whatif --json "$2")
+    expect "$1: what-if rows drawn are whatif's results" "$(field "$3" whatif_rows_drawn)" \
+        "$(grep -o '"events_replayed":' <<<"$w" | wc -l)"
+    expect "$1: the what-if's capacity source is whatif's" "$(field "$3" whatif_capacity_source)" \
+        "$(field "$w" capacity_source)"
+    expect "$1: the what-if's capacity source" "$(field "$3" whatif_capacity_source)" "\"$4\""
+    expect "$1: the what-if's capacity is whatif's" "$(field "$3" whatif_capacity_bytes)" \
+        "$(field "$w" capacity_bytes)"
+}
+check_whatif "demo" "$oom" "$r" trace
 expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
 
 # A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
 if command -v python3 >/dev/null; then
-    python3 - "$work/snap.pickle" <<'PY'
+    python3 - "$work/snap.pickle" "$work/snap-nofree.pickle" <<'PY'
 import pickle, sys
 MIB = 1 << 20
 A, B, T = 0x7F0000000000, 0x7F0010000000, 1700000000000000
@@ -112,6 +128,8 @@ trace = [ev("segment_alloc", A, 40 * MIB, 1), ev("alloc", A, 10 * MIB, 2),
          {"action": "oom", "size": 50 * MIB, "stream": 0, "time_us": T + 9, "device_free": 0, "frames": fr}]
 with open(sys.argv[1], "wb") as f:
     pickle.dump({"segments": segs, "device_traces": [trace]}, f)
+with open(sys.argv[2], "wb") as f:  # without the oom entry: nothing says what was free
+    pickle.dump({"segments": segs, "device_traces": [trace[:-1]]}, f)
 PY
     "$cli" html -o "$work/snap.html" "$work/snap.pickle" >/dev/null
     r=$(selftest "$work/snap.html")
@@ -119,7 +137,16 @@ PY
     expect "snapshot: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
     expect "snapshot: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
     check_allocator "snapshot" "$work/snap.pickle" "$r"
+    check_whatif "snapshot" "$work/snap.pickle" "$r" trace
     expect "snapshot: every check" "$(field "$r" ok)" true
+    "$cli" html -o "$work/snap-nofree.html" "$work/snap-nofree.pickle" >/dev/null
+    r=$(selftest "$work/snap-nofree.html")
+    echo "snap-nofree.html: $r"
+    expect "snapshot without free memory: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    check_whatif "snapshot without free memory" "$work/snap-nofree.pickle" "$r" unknown
+    expect "snapshot without free memory: the page says the capacity is unknown" \
+        "$(grep -o '"whatif_capacity_shown":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
+        "capacity unknown: the trace does not say"
 else
     echo "html_browser: the snapshot part is skipped: python3 is missing"
 fi
@@ -138,6 +165,8 @@ if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
     chrome --window-size=1300,1900 --screenshot="$CMT_HTML_SHOTS/allocator.png" "file://$work/oom.html"
     [[ -f $work/snap.html ]] && chrome --window-size=1300,1100 \
         --screenshot="$CMT_HTML_SHOTS/snapshot.png" "file://$work/snap.html"
+    [[ -f $work/snap-nofree.html ]] && chrome --window-size=1300,1600 \
+        --screenshot="$CMT_HTML_SHOTS/snapshot-nofree.png" "file://$work/snap-nofree.html"
     echo "screenshots in $CMT_HTML_SHOTS"
 fi
 exit $((failures > 0))

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture.h"
+#include "cmt_format.h"
 #include "commands.h"
 #include "trace_builder.h"
 
@@ -176,17 +178,26 @@ Test(commands, record_help_and_usage_errors)
     cr_expect(strstr(c.err, "cumemtrace record: nothing after '--': give the COMMAND to run"), "%s",
               c.err);
     captured_free(&c);
-    const char *deep[][5] = {{"record", "--stack-depth", "300", "--", "/bin/true"},
-                             {"record", "--stack-depth=300", "--", "/bin/true", NULL}};
+    /* one past the shim's cap (cmt_format.h), in both spellings; the help names the cap */
+    char over[16], joined[32], want[96];
+    snprintf(over, sizeof over, "%d", CMT_MAX_STACK_DEPTH + 1);
+    snprintf(joined, sizeof joined, "--stack-depth=%s", over);
+    snprintf(want, sizeof want, "--stack-depth %s is more than the tracer's cap of %d frames", over,
+             CMT_MAX_STACK_DEPTH);
+    const char *deep[][5] = {{"record", "--stack-depth", over, "--", "/bin/true"},
+                             {"record", joined, "--", "/bin/true", NULL}};
     for (int i = 0; i < 2; i++) {
         const char *argv[6] = {0};
         memcpy(argv, deep[i], sizeof deep[i]);
         c = capture_run(cmt_cmd_record, argv);
         cr_expect_eq(c.status, 2);
-        cr_expect(strstr(c.err, "--stack-depth 300 is more than the tracer's cap of 256 frames"),
-                  "%s", c.err);
+        cr_expect(strstr(c.err, want), "%s", c.err);
         captured_free(&c);
     }
+    c = capture_run(cmt_cmd_record, help);
+    snprintf(want, sizeof want, "(default 64, at most %d)", CMT_MAX_STACK_DEPTH);
+    cr_expect(strstr(c.out, want), "%s", c.out);
+    captured_free(&c);
 }
 
 /* Every command of commands.def words a usage error the same way, on one line. */
@@ -270,15 +281,18 @@ Test(commands, conflicting_outputs_are_an_error)
 
 /* Not a trace, for every reason a path can fail to be one: one line that says which. A
  * directory is read as the traces in it (several processes): none there is one line too. */
-Test(commands, report_names_what_is_wrong_with_a_non_trace)
+Test(commands, report_names_what_is_wrong_with_a_non_trace, .timeout = 60)
 {
     const char *empty = temp_trace("", 0, 5), *text = temp_trace("hello, world\n", 13, 6);
-    char dir[] = "/tmp/cmt-no-traces.XXXXXX", none[64];
+    char dir[] = "/tmp/cmt-no-traces.XXXXXX", none[64], fifo[96];
     cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/cmt-fifo.cmt", dir); /* read without waiting for a writer */
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
     snprintf(none, sizeof none, "no trace (*.cmt) in %s", dir);
     const struct {
         const char *path, *why;
-    } cases[] = {{"/dev/null", "/dev/null: a character device, not a trace file"},
+    } cases[] = {{"/dev/null", "/dev/null: not a regular file"},
+                 {fifo, "cmt-fifo.cmt: not a regular file"},
                  {dir, none},
                  {empty, "file is empty"},
                  {text, "not a cumemtrace trace"}};
@@ -290,13 +304,14 @@ Test(commands, report_names_what_is_wrong_with_a_non_trace)
         cr_expect(!strstr(c.err, "Success"), "%s", c.err);
         cr_expect_eq(strchr(c.err, '\n') - c.err + 1, (long)strlen(c.err), "one line: %s", c.err);
         captured_free(&c);
+        if (i == 1)
+            unlink(fifo); /* the directory holds no trace only without it */
     }
     rmdir(dir);
     const char *sym[] = {"symbolize", "/dev/null", NULL};
     struct captured c = capture_run(cmt_cmd_symbolize, sym);
     cr_expect_eq(c.status, 1);
-    cr_expect_str_eq(c.err,
-                     "cumemtrace symbolize: /dev/null: a character device, not a trace file\n");
+    cr_expect_str_eq(c.err, "cumemtrace symbolize: /dev/null: not a regular file\n");
     captured_free(&c);
 }
 

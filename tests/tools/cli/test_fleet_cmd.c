@@ -194,3 +194,102 @@ Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_
     cr_expect(strstr(text, "{\"pid\":201,\"host\":\"node-a\",\"rank\":1,"), "%s", text);
     cr_expect(strstr(text, "\"first_failing_rank\":1}"), "%s", text);
 }
+
+/* Rank r in dirs[d] that fails at t: 'o' a fatal OOM, 'r' an OOM a retry of the same size
+ * survives (not a failure), 's' death on a signal (a SIGNAL record, no END). */
+static void failing_trace(int d, int32_t rank, char how, uint64_t t)
+{
+    static const char *argv[] = {"python", "train.py"};
+    struct cmt_process p = {300 + (uint64_t)rank,
+                            1,
+                            WALL0,
+                            1000,
+                            12040,
+                            "node-a",
+                            "/usr/bin/python3",
+                            2,
+                            argv,
+                            rank,
+                            rank,
+                            4,
+                            "job-7"};
+    struct tb b;
+    tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    b.t_ns = 1 * MS;
+    tb_alloc(&b, 0x7f0000000000, TB_GIB, 0);
+    b.t_ns = t;
+    if (how == 'o' || how == 'r')
+        tb_alloc_fail(&b, 8 * TB_GIB, 0);
+    if (how == 'r')
+        tb_alloc(&b, 0x7f1000000000, 8 * TB_GIB, 0);
+    if (how == 's') {
+        struct cmt_signal sig = {t + 1000, 9, 77};
+        cr_assert_eq(cmt_writer_signal(b.w, &sig), 0);
+    } else {
+        b.t_ns = 10 * MS;
+        tb_free(&b, 0x7f0000000000);
+    }
+    tb_finish(&b, how != 's');
+    char path[160];
+    snprintf(path, sizeof path, "%s/run.%d.cmt", dirs[d], (int)rank);
+    cr_assert_eq(tb_save(&b, path), 0);
+    tb_free_builder(&b);
+}
+
+/* The number after "key": in text (-1 when absent, -2 when null). */
+static long long number_after(const char *text, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *at = strstr(text, pattern);
+    if (!at)
+        return -1;
+    at += strlen(pattern);
+    return strncmp(at, "null", 4) == 0 ? -2 : strtoll(at, NULL, 10);
+}
+
+/* One definition of the first failure (first_failure.h): `report` over the traces and the
+ * partitioned export's runs table name the same process. Here the two used to differ: the
+ * export took the earliest episode of any kind (rank 2's, which a retry survived) and left
+ * out deaths by signal (rank 0's, the first real failure). */
+Test(fleet_cmd, report_and_export_agree_on_the_first_failure, .init = make_dirs,
+     .fini = remove_dirs)
+{
+    failing_trace(0, 0, 's', 3 * MS);
+    failing_trace(0, 1, 'o', 5 * MS);
+    failing_trace(0, 2, 'r', 2 * MS);
+    failing_trace(0, 3, '-', 0);
+    const char *json[] = {"report", "--json", dirs[0], NULL};
+    struct captured c = run(cmt_cmd_report, json);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    long long report_rank = number_after(c.out, "first_failing_rank");
+    char report[8192];
+    const char *first = strstr(c.out, "\"first_failure\":");
+    snprintf(report, sizeof report, "%s", first ? first : "");
+    captured_free(&c);
+
+    char out[160], cmd[400], in[4][160];
+    snprintf(out, sizeof out, "%s/tables", dirs[1]);
+    for (int r = 0; r < 4; r++)
+        snprintf(in[r], sizeof in[r], "%s/run.%d.cmt", dirs[0], 3 - r); /* in another order */
+    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out,   "--run",
+                          "r",      in[0],      in[1],   in[2],           in[3], NULL};
+    c = run(cmt_cmd_export, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    char text[4096] = "";
+    snprintf(cmd, sizeof cmd, "cat %s/runs/run=r/*", out);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    pclose(f);
+    cr_expect_eq(number_after(text, "first_failing_rank"), report_rank, "%s", text);
+    cr_expect_eq(report_rank, 0, "the death by signal at 3 ms comes first");
+    cr_expect_eq(number_after(text, "first_failing_pid"), 300, "%s", text);
+    cr_expect_eq(number_after(text, "first_failure_wall_ns"), (long long)(WALL0 + 3 * MS + 1000),
+                 "%s", text);
+    cr_expect(strstr(text, "\"first_failure\":\"signal\""), "%s", text);
+    cr_expect(strstr(report, "\"failed\":\"signal\""), "report says so too: %s", report);
+    cr_expect_eq(number_after(text, "failing_processes"), 2, "ranks 0 and 1: %s", text);
+}

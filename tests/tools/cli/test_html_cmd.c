@@ -272,3 +272,116 @@ Test(html_cmd, without_allocator_records_there_is_no_view)
     remove(out);
     captured_free(&c);
 }
+
+/* The rows of a what-if as "conf=peak_reserved/oom;" in order: the rows lie between `from` and
+ * `to`, `key` names each row's setting ("conf" in the page, "setting" in whatif --json), its
+ * own figures follow it. */
+static void whatif_rows(const char *json, const char *from, const char *to, const char *key,
+                        char *out, size_t len)
+{
+    char pattern[32];
+    snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
+    size_t used = 0;
+    out[0] = 0;
+    const char *start = strstr(json, from), *stop = start ? strstr(start, to) : NULL;
+    cr_assert(start && stop, "no rows between %s and %s", from, to);
+    for (const char *p = strstr(start, pattern); p && p < stop; p = strstr(p, pattern)) {
+        p += strlen(pattern);
+        const char *end = strchr(p, '"');
+        const char *oom = strstr(end, "\"oom\":"), *peak = strstr(end, "\"peak_reserved_bytes\":");
+        cr_assert(end && oom && peak, "a row without its figures");
+        used += (size_t)snprintf(out + used, len - used, "%.*s=%llu/%c;", (int)(end - p), p,
+                                 strtoull(peak + 22, NULL, 10), oom[6]);
+        cr_assert_lt(used, len);
+    }
+}
+
+/* `text` with every run of white space as one space. */
+static void squeeze(const char *text, char *out, size_t len)
+{
+    size_t n = 0;
+    for (; *text && n + 1 < len; text++)
+        if (*text != ' ' && *text != '\n')
+            out[n++] = *text;
+        else if (n && out[n - 1] != ' ')
+            out[n++] = ' ';
+    out[n] = 0;
+}
+
+/* A trace whose device figures say nothing (0 free of 0): 1 GiB, then 3 GiB, then 1 GiB. */
+static const char *no_capacity_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 0, 0);
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "step");
+    tb_alloc(&b, 0x100000000, 1 * TB_GIB, s);
+    tb_free(&b, 0x100000000);
+    tb_alloc(&b, 0x200000000, 3 * TB_GIB, s);
+    tb_alloc(&b, 0x400000000, 1 * TB_GIB, s);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(html_cmd, the_what_if_has_whatifs_rows_capacity_and_wording)
+{
+    /* one capacity choice: a trace that says what was free, one that does not (whatif then
+     * replays without a limit, "capacity unknown"), and --capacity given to both commands */
+    const char *traces[] = {oom_trace(0, "f"), no_capacity_trace(1), no_capacity_trace(2)};
+    const char *sources[] = {"trace", "unknown", "option"};
+    for (int t = 0; t < 3; t++) {
+        char out[128];
+        const char *given = t == 2 ? "--capacity" : "--points", *value = t == 2 ? "2GiB" : "100";
+        const char *html[] = {"html",    "-o", out_path(out, sizeof out), given, value,
+                              traces[t], NULL};
+        struct captured h = capture_run(cmt_cmd_html, html);
+        cr_assert_eq(h.status, 0, "%s", h.err);
+        const char *json[] = {"whatif", "--json", traces[t], t == 2 ? given : NULL, value, NULL};
+        struct captured w = capture_run(cmt_cmd_whatif, json);
+        cr_assert_eq(w.status, 0, "%s", w.err);
+        const char *text[] = {"whatif", traces[t], t == 2 ? given : NULL, value, NULL};
+        struct captured x = capture_run(cmt_cmd_whatif, text);
+        cr_assert_eq(x.status, 0, "%s", x.err);
+        char *page = slurp(out);
+        cr_expect(strstr(page, "\"whatif\":{\"available\":true"), "%s: a what-if", sources[t]);
+
+        char want[4096], got[4096];
+        whatif_rows(w.out, "\"results\":[", "\"recommendation\":", "setting", want, sizeof want);
+        whatif_rows(page, "\"whatif\":{", "]}", "conf", got, sizeof got);
+        cr_expect(want[0], "whatif has rows");
+        cr_expect_str_eq(got, want, "%s: the page's rows are whatif's", sources[t]);
+        char source[64];
+        snprintf(source, sizeof source, "\"capacity_source\":\"%s\"", sources[t]);
+        cr_expect(strstr(w.out, source), "%s", w.out);
+        cr_expect(strstr(page, source), "%s: the page's capacity source", sources[t]);
+        const char *wcap = strstr(w.out, "\"capacity_bytes\":");
+        const char *hcap = strstr(strstr(page, "\"whatif\":{"), "\"capacity_bytes\":");
+        cr_assert(wcap && hcap);
+        cr_expect_eq(strtoull(hcap + 17, NULL, 10), strtoull(wcap + 17, NULL, 10),
+                     "%s: the same capacity", sources[t]);
+
+        /* the capacity sentence: whatif's text line (wrapped), the page's capacity_text */
+        const char *line = strstr(x.out, "  capacity  ");
+        const char *ctext = strstr(page, "\"capacity_text\":\"");
+        cr_assert(line && ctext, "%s", x.out);
+        char sentence[1024], page_sentence[1024];
+        const char *stop = strstr(line, "\n  replayed");
+        cr_assert(stop);
+        snprintf(sentence, sizeof sentence, "%.*s", (int)(stop - line - 12), line + 12);
+        squeeze(sentence, sentence, sizeof sentence);
+        ctext += 17;
+        snprintf(page_sentence, sizeof page_sentence, "%.*s", (int)(strchr(ctext, '"') - ctext),
+                 ctext);
+        cr_expect_str_eq(page_sentence, sentence, "%s: the same capacity sentence", sources[t]);
+        if (t == 1) {
+            cr_expect(strstr(page_sentence, "unknown: the trace does not say"), "%s", page);
+            cr_expect(strstr(page, "reserves the least"), "the page's advice without capacity");
+        }
+        free(page);
+        remove(out);
+        captured_free(&h);
+        captured_free(&w);
+        captured_free(&x);
+    }
+}

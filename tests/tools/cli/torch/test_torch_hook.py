@@ -19,7 +19,7 @@ CLI, SIMCUDA = sys.argv[1], sys.argv[2]
 FAKE_INIT = """
 import os
 from . import _C, cuda
-__version__ = "2.6.0+fake"
+__version__ = os.environ.get("FAKE_TORCH_VERSION", "2.6.0+fake")
 """
 
 # _C: what the hook calls directly; every call is logged as a JSON line.
@@ -267,6 +267,23 @@ def check_merged(trace):
           figures.get("segments_at_end") == 1, "the allocator figures: %s" % figures)
 
 
+def check_version(trace, version, style):
+    """torch.__version__ in the merged ALLOCATOR record, and whatif's OOM wording chosen by it."""
+    recs = lines_of(["dump", trace])
+    allocators = [r for r in recs if r.get("record") == "allocator"]
+    check([a.get("version") for a in allocators] == [version],
+          "the ALLOCATOR record names torch.__version__: %s" % allocators)
+    p = subprocess.run([CLI, "whatif", "--json", trace], capture_output=True, text=True,
+                       timeout=60)
+    check(p.returncode == 0, "whatif --json: " + p.stderr)
+    w = json.loads(p.stdout or "{}")
+    check(w.get("pytorch_version") == version and
+          w.get("pytorch_version_source") == "the ALLOCATOR record" and
+          w.get("oom_message_style") == style,
+          "whatif takes the version from it: %s" % {k: v for k, v in w.items()
+                                                    if k.startswith(("pytorch", "oom_message"))})
+
+
 def case_training_with_a_survived_oom(root):
     p, calls = run(root, ["oom"], env_extra={"CUMEMTRACE_TORCH_MAX_ENTRIES": "4321"})
     check(p.returncode == 0, "status 0: %d %s" % (p.returncode, p.stderr))
@@ -298,6 +315,7 @@ def case_training_with_a_survived_oom(root):
     check("cumemtrace: %s: PyTorch's memory snapshot merged" % os.path.basename(traces[0])
           in p.stderr, "record says the snapshot is merged: " + p.stderr)
     check_merged(traces[0])
+    check_version(traces[0], "2.6.0+fake", "2.x")
     check("torch hook" not in p.stderr, "no hook complaint: " + p.stderr)
     for f in glob.glob(os.path.join(root, "cumemtrace.*")):
         os.unlink(f)
@@ -334,7 +352,8 @@ def case_a_failure_inside_is_one_line(root):
 
 
 def case_torch_2_0_api(root):
-    p, calls = run(root, [], env_extra={"FAKE_TORCH_API": "2.0"})
+    p, calls = run(root, [], env_extra={"FAKE_TORCH_API": "2.0",
+                                        "FAKE_TORCH_VERSION": "2.0.1+fake"})
     legacy = named(calls, "record_memory_history_legacy")
     check(len(legacy) == 1 and legacy[0]["args"] == [True] and
           legacy[0]["kwargs"] == {"trace_alloc_max_entries": 100000,
@@ -346,6 +365,7 @@ def case_torch_2_0_api(root):
     check(not glob.glob(os.path.join(root, "cumemtrace.*.pickle")), "nothing kept")
     if len(traces) == 1:
         check_merged(traces[0])
+        check_version(traces[0], "2.0.1+fake", "1.x")  # 2.0 prints the older OOM message
     for f in glob.glob(os.path.join(root, "cumemtrace.*")):
         os.unlink(f)
 
