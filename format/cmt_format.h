@@ -112,6 +112,14 @@ enum cmt_record_type {
     X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
     X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
     X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */ \
+    X(GRAPH_ALLOC_NODE, 38, "graph_alloc_node", GRAPH_ALLOC_NODE, GRAPH, CMT__CD) /* ptr, size, handle = graph */ \
+    X(GRAPH_FREE_NODE, 39, "graph_free_node", GRAPH_FREE_NODE, GRAPH, CMT__CD) /* ptr, handle = graph */ \
+    X(GRAPH_INSTANTIATE, 40, "graph_instantiate", GRAPH_INSTANTIATE, NONE, CMT__CD) /* ptr = exec, handle = graph, flags */ \
+    X(GRAPH_LAUNCH, 41, "graph_launch", GRAPH_LAUNCH, GRAPH, CMT__OOM) /* ptr = exec, stream */ \
+    X(GRAPH_EXEC_DESTROY, 42, "graph_exec_destroy", GRAPH_EXEC_DESTROY, NONE, CMT__REL) /* ptr = exec */ \
+    X(GRAPH_DESTROY, 43, "graph_destroy", GRAPH_DESTROY, NONE, CMT__REL) /* handle = graph */ \
+    X(GRAPH_MEM_TRIM, 44, "graph_mem_trim", GRAPH_MEM_TRIM, POOL, CMT__REL) /* dev */ \
+    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr", NONE, NONE, 0)         /* dev, flags = attr, size = value */ \
     X(POOL_EXPORT, 46, "pool_export", NONE, NONE, 0)               /* pool, flags = handle type, [handle = fd] */ \
     X(POOL_IMPORT, 47, "pool_import", NONE, NONE, 0)               /* pool = the imported pool, flags = handle type */ \
     X(POOL_EXPORT_PTR, 48, "pool_export_ptr", NONE, NONE, 0)       /* ptr */                     \
@@ -119,11 +127,11 @@ enum cmt_record_type {
     X(POOL_DEFAULT, 50, "pool_default", POOL_DEFAULT, NONE, 0)     /* dev, pool = its default pool */ \
     X(POOL_CURRENT, 51, "pool_current", POOL_CURRENT, NONE, 0)     /* dev, pool = its current pool */ \
     X(MEM_RANGE_HANDLE, 52, "mem_range_handle", NONE, NONE, 0)     /* ptr, size, flags = handle type, [handle = fd] */ \
-    X(MULTICAST_CREATE, 54, "multicast_create", MULTICAST_CREATE, MULTICAST, CMT__CD) /* handle, size, count = devices, flags = handle types */ \
-    X(MULTICAST_ADD_DEVICE, 55, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
-    X(MULTICAST_BIND_MEM, 56, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \
-    X(MULTICAST_BIND_ADDR, 57, "multicast_bind_addr", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the memory's address, offset, size */ \
-    X(MULTICAST_UNBIND, 58, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */
+    X(MULTICAST_CREATE, 53, "multicast_create", MULTICAST_CREATE, MULTICAST, CMT__CD) /* handle, size, count = devices, flags = handle types */ \
+    X(MULTICAST_ADD_DEVICE, 54, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
+    X(MULTICAST_BIND_MEM, 55, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \
+    X(MULTICAST_BIND_ADDR, 56, "multicast_bind_addr", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the memory's address, offset, size */ \
+    X(MULTICAST_UNBIND, 57, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */
 /* clang-format on */
 
 enum cmt_op {

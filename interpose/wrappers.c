@@ -431,6 +431,81 @@ static void cmt__rec_cuMemSetMemPool(struct cmt_event *e, int ok, CUmemLocation 
     (void)type;
 }
 
+/* Graph memory nodes: the graph is the handle, an exec the ptr (docs/capture.md). An
+ * allocation node is recorded on its location's device (-1 for another location). */
+static void cmt__rec_cuGraphAddMemAllocNode(struct cmt_event *e, int ok, CUgraphNode *node,
+                                            CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    SET(e, HANDLE, (uintptr_t)graph);
+    if (p) {
+        SET(e, SIZE, p->bytesize);
+        e->dev = p->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                     ? p->poolProps.location.id
+                     : -1;
+        if (ok)
+            SET(e, PTR, p->dptr);
+    }
+}
+
+static void cmt__rec_cuGraphAddMemFreeNode(struct cmt_event *e, int ok, CUgraphNode *node,
+                                           CUgraph graph, const CUgraphNode *deps, size_t ndeps,
+                                           CUdeviceptr dptr)
+{
+    SET(e, HANDLE, (uintptr_t)graph);
+    SET(e, PTR, dptr);
+}
+
+static void cmt__rec_cuGraphInstantiateWithFlags(struct cmt_event *e, int ok, CUgraphExec *exec,
+                                                 CUgraph graph, unsigned long long flags)
+{
+    SET(e, HANDLE, (uintptr_t)graph);
+    SET(e, FLAGS, flags);
+    if (ok && exec)
+        SET(e, PTR, (uintptr_t)*exec);
+}
+
+static void cmt__rec_cuGraphInstantiateWithParams(struct cmt_event *e, int ok, CUgraphExec *exec,
+                                                  CUgraph graph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+{
+    cmt__rec_cuGraphInstantiateWithFlags(e, ok, exec, graph, params ? params->flags : 0);
+}
+
+#define cmt__rec_cuGraphInstantiateWithParams_ptsz cmt__rec_cuGraphInstantiateWithParams
+
+static void cmt__rec_cuGraphLaunch(struct cmt_event *e, int ok, CUgraphExec exec, CUstream stream)
+{
+    SET(e, PTR, (uintptr_t)exec);
+    SET(e, STREAM, (uintptr_t)stream);
+}
+
+#define cmt__rec_cuGraphLaunch_ptsz cmt__rec_cuGraphLaunch
+
+static void cmt__rec_cuGraphExecDestroy(struct cmt_event *e, int ok, CUgraphExec exec)
+{
+    SET(e, PTR, (uintptr_t)exec);
+}
+
+static void cmt__rec_cuGraphDestroy(struct cmt_event *e, int ok, CUgraph graph)
+{
+    SET(e, HANDLE, (uintptr_t)graph);
+}
+
+static void cmt__rec_cuDeviceGraphMemTrim(struct cmt_event *e, int ok, CUdevice device)
+{
+    e->dev = device;
+}
+
+static void cmt__rec_cuDeviceSetGraphMemAttribute(struct cmt_event *e, int ok, CUdevice device,
+                                                  CUgraphMem_attribute attr, void *value)
+{
+    e->dev = device;
+    SET(e, FLAGS, attr);
+    if (value)
+        SET(e, SIZE, *(const cuuint64_t *)value);
+}
+
 /* Pool IPC. A POSIX descriptor (the export's and the range handle's output) is recorded as
  * handle; other handle types' outputs are not read. */
 static void cmt__rec_cuMemPoolExportToShareableHandle(struct cmt_event *e, int ok, void *handle_out,

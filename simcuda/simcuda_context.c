@@ -60,6 +60,7 @@ void simcuda__context_went_away(struct CUctx_st *ctx)
 {
     simcuda__free_context_memory(ctx);
     simcuda__free_context_arrays(ctx);
+    simcuda__free_context_graph_memory(ctx);
     ctx->alive = false;
     simcuda__state.devices[ctx->device].contexts_alive--;
 }

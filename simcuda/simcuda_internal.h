@@ -43,6 +43,7 @@ enum simcuda__range_kind {
     SIMCUDA__RANGE_ALLOC,       /* struct simcuda__alloc: cuMemAlloc*, managed, IPC opens */
     SIMCUDA__RANGE_POOL_BLOCK,  /* struct simcuda__pool_block: stream-ordered allocations */
     SIMCUDA__RANGE_RESERVATION, /* struct simcuda__reservation: cuMemAddressReserve */
+    SIMCUDA__RANGE_GRAPH,       /* struct simcuda__graph_alloc: a graph allocation node */
 };
 
 /* One used range of a device's address space; entries are kept sorted by base. */
@@ -321,6 +322,15 @@ CUresult simcuda__multicast_create(const CUmulticastObjectProp *prop, long origi
 /* This process's record of another process's object, or NULL. */
 struct simcuda__multicast *simcuda__multicast_imported(long origin_pid,
                                                        unsigned long long origin_id);
+/* simcuda_graph.c (lock held): a graph allocation freed outside its graph (cuMemFree,
+ * cuMemFreeAsync): its pages go back to the graph pool; INVALID_VALUE when it is not live.
+ * Whether [offset, offset + size) lies in one (backed or not). The graph memory a context's
+ * launches backed, freed with it, and the device's unused graph reserve released. */
+struct simcuda__graph_alloc;
+CUresult simcuda__graph_free(struct simcuda__graph_alloc *alloc);
+bool simcuda__graph_range_valid(const struct simcuda__graph_alloc *alloc, uint64_t offset,
+                                uint64_t size);
+void simcuda__free_context_graph_memory(struct CUctx_st *ctx);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);

@@ -217,6 +217,8 @@ static CUresult mem_free(CUdeviceptr dptr)
         simcuda__alloc_release(space, entry);
     } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
         result = simcuda__pool_free_block(entry->object);
+    } else if (entry->kind == SIMCUDA__RANGE_GRAPH) {
+        result = simcuda__graph_free(entry->object);
     } else {
         result = CUDA_ERROR_INVALID_VALUE;
     }

@@ -199,7 +199,8 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, 
     return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
 }
 
-/* Pool blocks go back to their pool; cuMemAlloc memory is freed at once. */
+/* Pool blocks go back to their pool, graph memory to the graph pool; cuMemAlloc memory is
+ * freed at once. */
 static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
 {
     struct CUctx_st *ctx;
@@ -216,6 +217,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
     } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
                ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
         simcuda__alloc_release(space, entry);
+    } else if (entry->kind == SIMCUDA__RANGE_GRAPH) {
+        result = simcuda__graph_free(entry->object);
     } else {
         result = CUDA_ERROR_INVALID_VALUE;
     }

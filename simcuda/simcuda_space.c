@@ -234,6 +234,9 @@ CUresult simcuda__check_device_range(CUdeviceptr address, uint64_t size)
         return cursor >= end && end <= entry->base + entry->size ? CUDA_SUCCESS
                                                                  : CUDA_ERROR_INVALID_VALUE;
     }
+    case SIMCUDA__RANGE_GRAPH:
+        return simcuda__graph_range_valid(entry->object, offset, size) ? CUDA_SUCCESS
+                                                                       : CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_ERROR_INVALID_VALUE;
 }

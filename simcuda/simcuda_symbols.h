@@ -176,6 +176,21 @@
     X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
     X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
     X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
+    X(cuGraphCreate, cuGraphCreate, 10000, 0)                                                   \
+    X(cuGraphDestroy, cuGraphDestroy, 10000, 0)                                                 \
+    X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, 11040, 0)                                 \
+    X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode, 11040, 0)                                   \
+    X(cuGraphMemAllocNodeGetParams, cuGraphMemAllocNodeGetParams, 11040, 0)                     \
+    X(cuGraphMemFreeNodeGetParams, cuGraphMemFreeNodeGetParams, 11040, 0)                       \
+    X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0)                       \
+    X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0)                     \
+    X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz, 12000, 1)                \
+    X(cuGraphLaunch, cuGraphLaunch, 10000, 0)                                                   \
+    X(cuGraphLaunch, cuGraphLaunch_ptsz, 10000, 1)                                              \
+    X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0)                                         \
+    X(cuDeviceGraphMemTrim, cuDeviceGraphMemTrim, 11040, 0)                                     \
+    X(cuDeviceGetGraphMemAttribute, cuDeviceGetGraphMemAttribute, 11040, 0)                     \
+    X(cuDeviceSetGraphMemAttribute, cuDeviceSetGraphMemAttribute, 11040, 0)                     \
     X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, 11020, 0)             \
     X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, 11020, 0)         \
     X(cuMemPoolExportPointer, cuMemPoolExportPointer, 11020, 0)                                 \

@@ -5,9 +5,12 @@
  *
  * Stream capture records nothing: while a stream captures, the work given to it runs at once,
  * as on any simcuda stream, and cudaStreamEndCapture returns an empty graph.
- * Graph memory nodes (cudaGraphAddMemAllocNode, cudaGraphAddMemFreeNode) return
- * cudaErrorNotSupported: their memory comes from the driver's cuGraphAddMemAllocNode, which
- * simcuda does not simulate yet. */
+ * Graph memory nodes go through the driver, as in the real runtime: a graph with memory nodes
+ * owns a driver graph that holds them (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode), its
+ * instantiation a driver exec (cuGraphInstantiateWithFlags), and a launch launches that exec
+ * first (cuGraphLaunch: the allocations take their memory, the graph's frees run), then runs
+ * the other nodes. The driver graph holds the memory nodes only: their dependencies on other
+ * nodes stay in the runtime graph, whose order the launch follows for everything else. */
 #include "simcudart_internal.h"
 
 #include <pthread.h>
@@ -17,7 +20,19 @@
 #define SIMCUDART__GRAPH_MAGIC 0x47524150u /* "GRAP" */
 #define SIMCUDART__EXEC_MAGIC 0x47455845u  /* "GEXE" */
 
-enum node_kind { NODE_EMPTY, NODE_KERNEL, NODE_COPY, NODE_COPY_1D, NODE_SET, NODE_HOST };
+enum node_kind {
+    NODE_EMPTY,
+    NODE_KERNEL,
+    NODE_COPY,
+    NODE_COPY_1D,
+    NODE_SET,
+    NODE_HOST,
+    NODE_MEMORY /* an allocation or free node: the driver graph's */
+};
+
+/* The runtime's and the driver's memory node parameters share their layout. */
+_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS),
+               "cudaMemAllocNodeParams is CUDA_MEM_ALLOC_NODE_PARAMS");
 
 struct CUgraphNode_st {
     enum node_kind kind;
@@ -32,6 +47,7 @@ struct CUgraphNode_st {
         } copy_1d;
         struct cudaMemsetParams set;
         struct cudaHostNodeParams host;
+        CUgraphNode driver; /* NODE_MEMORY */
     } u;
 };
 
@@ -39,11 +55,15 @@ struct CUgraph_st {
     uint32_t magic;
     struct CUgraphNode_st **nodes;
     size_t count, capacity;
+    /* the driver graph of its memory nodes, NULL without any (the driver's CUgraph is a
+     * pointer to its own struct of the same tag: a different object) */
+    CUgraph driver;
 };
 
 struct CUgraphExec_st {
     uint32_t magic;
     struct CUgraph_st *graph; /* a clone, so later edits of the source do not reach it */
+    CUgraphExec driver;       /* the driver graph's exec, NULL without memory nodes */
 };
 
 static bool graph_valid(cudaGraph_t graph)
@@ -70,6 +90,10 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
     for (size_t i = 0; i < graph->count; i++)
         free(graph->nodes[i]);
     free(graph->nodes);
+    if (graph->driver) {
+        SIMCUDART_ENTER();
+        cuGraphDestroy(graph->driver);
+    }
     graph->magic = 0;
     free(graph);
     return cudaSuccess;
@@ -161,25 +185,88 @@ cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *node, cudaGraph_t graph,
     return add_node(node, graph, dependencies, count, added);
 }
 
+/* Checks a memory node's place in the runtime graph (its dependencies), then adds it to the
+ * driver graph, made at the first memory node. */
+static cudaError_t add_memory_node(cudaGraphNode_t *node, cudaGraph_t graph,
+                                   const cudaGraphNode_t *dependencies, size_t count,
+                                   struct cudaMemAllocNodeParams *alloc, void *freed)
+{
+    if (!node || !graph_valid(graph) || (count && !dependencies))
+        return simcudart__result(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++) {
+        if (!dependencies[i] || dependencies[i]->graph != graph)
+            return simcudart__result(cudaErrorInvalidValue);
+    }
+    SIMCUDART_ENTER();
+    if (!graph->driver) {
+        cudaError_t error = simcudart__driver_result(cuGraphCreate(&graph->driver, 0));
+        if (error != cudaSuccess)
+            return error;
+    }
+    CUgraphNode driver;
+    CUresult result = alloc ? cuGraphAddMemAllocNode(&driver, graph->driver, NULL, 0,
+                                                     (CUDA_MEM_ALLOC_NODE_PARAMS *)alloc)
+                            : cuGraphAddMemFreeNode(&driver, graph->driver, NULL, 0,
+                                                    (CUdeviceptr)freed);
+    if (result != CUDA_SUCCESS)
+        return simcudart__driver_result(result);
+    struct CUgraphNode_st added = {.kind = NODE_MEMORY, .u.driver = driver};
+    return add_node(node, graph, dependencies, count, added);
+}
+
 cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *node, cudaGraph_t graph,
                                      const cudaGraphNode_t *dependencies, size_t count,
                                      struct cudaMemAllocNodeParams *params)
 {
-    return simcudart__result(cudaErrorNotSupported);
+    if (!params)
+        return simcudart__result(cudaErrorInvalidValue);
+    return add_memory_node(node, graph, dependencies, count, params, NULL);
 }
 
 cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *node, cudaGraph_t graph,
                                     const cudaGraphNode_t *dependencies, size_t count, void *dptr)
 {
-    return simcudart__result(cudaErrorNotSupported);
+    return add_memory_node(node, graph, dependencies, count, NULL, dptr);
 }
 
-/* No graph ever holds memory here. */
+cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
+                                           struct cudaMemAllocNodeParams *params_out)
+{
+    if (!node || node->kind != NODE_MEMORY || !params_out)
+        return simcudart__result(cudaErrorInvalidValue);
+    return simcudart__driver_result(
+        cuGraphMemAllocNodeGetParams(node->u.driver, (CUDA_MEM_ALLOC_NODE_PARAMS *)params_out));
+}
+
+cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out)
+{
+    if (!node || node->kind != NODE_MEMORY || !dptr_out)
+        return simcudart__result(cudaErrorInvalidValue);
+    return simcudart__driver_result(
+        cuGraphMemFreeNodeGetParams(node->u.driver, (CUdeviceptr *)dptr_out));
+}
+
 cudaError_t cudaDeviceGraphMemTrim(int device)
 {
-    return device >= 0 && device < simcudart__device_count()
-               ? cudaSuccess
-               : simcudart__result(cudaErrorInvalidDevice);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(cuDeviceGraphMemTrim(device));
+}
+
+/* cudaGraphMemAttributeType and CUgraphMem_attribute number the attributes alike. */
+cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                           void *value)
+{
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(
+        cuDeviceGetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
+}
+
+cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                           void *value)
+{
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(
+        cuDeviceSetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
 }
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *count)
@@ -198,12 +285,11 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t 
     return cudaSuccess;
 }
 
-cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
+/* The runtime nodes of original, in a new graph without a driver graph (an exec's copy). */
+static cudaError_t clone_nodes(cudaGraph_t *clone, cudaGraph_t original)
 {
     cudaGraph_t made;
     cudaGraphNode_t node;
-    if (!clone || !graph_valid(original))
-        return simcudart__result(cudaErrorInvalidValue);
     cudaError_t error = cudaGraphCreate(&made, 0);
     if (error != cudaSuccess)
         return error;
@@ -217,6 +303,16 @@ cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
     return cudaSuccess;
 }
 
+/* A graph with memory nodes is not cloned: the driver forbids it (cuGraphClone). */
+cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
+{
+    if (!clone || !graph_valid(original))
+        return simcudart__result(cudaErrorInvalidValue);
+    if (original->driver)
+        return simcudart__result(cudaErrorNotSupported);
+    return clone_nodes(clone, original);
+}
+
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t graph,
                                           unsigned long long flags)
 {
@@ -225,7 +321,13 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *exec, cudaGraph_t gra
     struct CUgraphExec_st *made = calloc(1, sizeof(*made));
     if (!made)
         return simcudart__result(cudaErrorMemoryAllocation);
-    cudaError_t error = cudaGraphClone(&made->graph, graph);
+    cudaError_t error = clone_nodes(&made->graph, graph);
+    if (error == cudaSuccess && graph->driver) {
+        error = simcudart__driver_result(
+            cuGraphInstantiateWithFlags(&made->driver, graph->driver, flags));
+        if (error != cudaSuccess)
+            cudaGraphDestroy(made->graph);
+    }
     if (error != cudaSuccess) {
         free(made);
         return error;
@@ -246,7 +348,8 @@ static cudaError_t run_node(const struct CUgraphNode_st *node, cudaStream_t stre
     cudaError_t error = cudaSuccess;
     switch (node->kind) {
     case NODE_EMPTY:
-    case NODE_KERNEL: return cudaSuccess;
+    case NODE_KERNEL:
+    case NODE_MEMORY: return cudaSuccess;
     case NODE_COPY: return cudaMemcpy3DAsync(&node->u.copy, stream);
     case NODE_COPY_1D:
         return cudaMemcpyAsync(node->u.copy_1d.dst, node->u.copy_1d.src, node->u.copy_1d.count,
@@ -271,6 +374,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
         return simcudart__result(cudaErrorInvalidValue);
     SIMCUDART_ENTER();
     cudaError_t error = simcudart__driver_result(cuStreamQuery(stream));
+    if (error == cudaSuccess && exec->driver) /* its memory first: the nodes use it */
+        error = simcudart__driver_result(cuGraphLaunch(exec->driver, stream));
     for (size_t i = 0; error == cudaSuccess && i < exec->graph->count; i++)
         error = run_node(exec->graph->nodes[i], stream);
     return error;
@@ -281,6 +386,8 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
     if (!exec || exec->magic != SIMCUDART__EXEC_MAGIC)
         return simcudart__result(cudaErrorInvalidValue);
     cudaGraphDestroy(exec->graph);
+    if (exec->driver)
+        cuGraphExecDestroy(exec->driver);
     exec->magic = 0;
     free(exec);
     return cudaSuccess;

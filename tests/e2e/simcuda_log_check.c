@@ -26,10 +26,14 @@ static const char *const alloc_ops[] = {
     "array_create", "pool_attr",
     /* pool IPC, the pool queries and a range's handle: the handles simcuda gave */
     "pool_export", "pool_import", "pool_export_ptr", "pool_import_ptr", "pool_default",
-    "pool_current", "mem_range_handle"};
+    "pool_current", "mem_range_handle",
+    /* graph memory nodes: the node's address, the exec, the launch that takes memory */
+    "graph_alloc_node", "graph_instantiate", "graph_launch"};
 static const char *const free_ops[] = {
-    "free",    "free_async", "free_host", "host_unregister", "vmm_release",
-    "va_free", "vmm_unmap",  "ipc_close", "pool_destroy",    "array_destroy"};
+    "free",          "free_async",    "free_host",       "host_unregister",
+    "vmm_release",   "va_free",       "vmm_unmap",       "ipc_close",
+    "pool_destroy",  "array_destroy", "graph_free_node", "graph_exec_destroy",
+    "graph_destroy", "graph_mem_trim"};
 /* Multicast objects: creating one and binding memory count as allocations, unbinding as a free. */
 static const char *const multicast_ops[] = {"multicast_create", "multicast_bind_mem",
                                             "multicast_bind_addr", "multicast_unbind"};
@@ -141,7 +145,7 @@ static void read_log(const char *path, struct calls *served)
         c->handle = handle;
         c->is_free = strstr(entry, "Free") || strstr(entry, "Release") || strstr(entry, "Unmap") ||
                      strstr(entry, "Close") || strstr(entry, "Unregister") ||
-                     strstr(entry, "Destroy") || strstr(entry, "Unbind");
+                     strstr(entry, "Destroy") || strstr(entry, "Unbind") || strstr(entry, "Trim");
         snprintf(c->text, sizeof c->text, "%s", line);
     }
     fclose(f);

@@ -212,3 +212,21 @@ Test(analysis, a_device_first_used_without_a_context_is_named)
     cr_expect_null(strstr(o.out, "of the 0 B device"), "%s", o.out);
     cr_expect(strstr(o.out, "(24.00 GiB)"), "measured against the device: %s", o.out);
 }
+
+/* Graph memory recorded from a program: the replay makes a launched allocation node live at
+ * the node's call site, and a workspace freed inside its graph never counts. The peak is the
+ * step's 10 MiB output (graph_memory.c), allocated by the graph and freed by the consumer. */
+Test(analysis, graph_memory_is_live_from_launch_at_the_allocation_node)
+{
+    static struct run r, report;
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/graph_memory", NULL, 0);
+    cli(&report, "report", "--json", path, NULL);
+    cr_assert_eq(report.status, 0, "%s", report.err);
+    cr_assert(has(report.out, "\"peak_live_bytes\":%llu,", 10u << 20), "%s", report.out);
+    cr_assert(strstr(report.out, "\"live_bytes_at_end\":0,"), "%s", report.out);
+    cr_assert(strstr(report.out,
+                     "\"peak_sites\":[{\"bytes\":10485760,\"count\":1,\"stack\":[\"main "
+                     "graph_memory.c:"),
+              "the peak is the output's allocation node:\n%s", report.out);
+}

@@ -67,6 +67,14 @@ Test(apis, every_memory_entry_point_is_recorded)
         {"cuMipmappedArrayDestroy", CMT_F(PTR)},
         {"cuMemSetMemPool", CMT_F(POOL)},
         {"cuMemPoolSetAttribute", CMT_F(POOL) | CMT_F(FLAGS) | CMT_F(SIZE)},
+        {"cuGraphAddMemAllocNode", CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE)},
+        {"cuGraphAddMemFreeNode", CMT_F(PTR) | CMT_F(HANDLE)},
+        {"cuGraphInstantiateWithFlags", CMT_F(PTR) | CMT_F(HANDLE) | CMT_F(FLAGS)},
+        {"cuGraphLaunch", CMT_F(PTR) | CMT_F(STREAM)},
+        {"cuGraphExecDestroy", CMT_F(PTR)},
+        {"cuGraphDestroy", CMT_F(HANDLE)},
+        {"cuDeviceGraphMemTrim", 0},
+        {"cuDeviceSetGraphMemAttribute", CMT_F(FLAGS) | CMT_F(SIZE)},
         {"cuMemPoolExportToShareableHandle", CMT_F(POOL) | CMT_F(FLAGS) | CMT_F(HANDLE)},
         {"cuMemPoolImportFromShareableHandle", CMT_F(POOL) | CMT_F(FLAGS)},
         {"cuMemPoolExportPointer", CMT_F(PTR)},
@@ -125,6 +133,19 @@ Test(apis, every_memory_entry_point_is_recorded)
                 levels += n * n * n * 4;
             cr_assert_eq(e->v[CMT_FIELD_SIZE], levels, "mip levels are summed");
             cr_assert_eq(e->v[CMT_FIELD_COUNT], 7);
+        } else if (!strcmp(api, "cuGraphAddMemAllocNode")) {
+            cr_assert_eq(e->v[CMT_FIELD_SIZE], 4 << 20);
+            cr_assert_eq(e->dev, 0, "the node's location");
+        } else if (!strcmp(api, "cuGraphAddMemFreeNode") ||
+                   !strcmp(api, "cuGraphInstantiateWithFlags")) {
+            const struct cmt_event *node = NULL; /* the same graph as the allocation node */
+            for (size_t k = 0; k < t.n && !node; k++)
+                if (!strcmp(api_of(&t, &t.ev[k]), "cuGraphAddMemAllocNode"))
+                    node = &t.ev[k];
+            cr_assert_not_null(node);
+            cr_assert_eq(e->v[CMT_FIELD_HANDLE], node->v[CMT_FIELD_HANDLE]);
+            if (!strcmp(api, "cuGraphAddMemFreeNode")) /* it frees the node's address */
+                cr_assert_eq(e->v[CMT_FIELD_PTR], node->v[CMT_FIELD_PTR]);
         } else if (!strcmp(api, "cuMemAllocHost_v2")) {
             cr_assert_eq(e->dev, -1, "host memory is no device's");
         }

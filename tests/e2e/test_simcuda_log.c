@@ -83,6 +83,15 @@ Test(simcuda_log, vmm_memory_shared_across_processes)
     cr_assert_eq(e2e_traces(names, 4), 2, "the parent and the child each leave a trace");
 }
 
+/* Graph memory nodes: nodes, instantiations, launches (which take memory), frees inside and
+ * outside the graph, destroys and the trim are each compared, call by call. */
+Test(simcuda_log, graph_memory_nodes)
+{
+    const char *report = record_and_compare("tests/progs/graph_memory", NULL, 0);
+    cr_assert(strstr(report, "frees served 0 /") == NULL, "free nodes and frees compared:\n%s",
+              report);
+}
+
 /* streamOrderedAllocationIPC's pattern: a pool's descriptor and a pointer's share data reach
  * an exec'ed child, which imports, reads, writes and frees the pointer. */
 Test(simcuda_log, pool_memory_shared_across_processes)
@@ -174,4 +183,14 @@ Test(simcuda_log, a_runtime_program_on_the_per_thread_default_stream)
     need_runtime_programs();
     use_simcudart();
     record_and_compare("tests/progs/rt_memory_per_thread", NULL, 0);
+}
+
+/* graphMemoryNodes' shape through the runtime: simcudart's graphs hand their memory nodes to
+ * the driver, so the runtime program's graph memory is recorded and compared. */
+Test(simcuda_log, a_runtime_program_with_graph_memory_nodes)
+{
+    need_runtime_programs();
+    use_simcudart();
+    const char *report = record_and_compare("tests/progs/rt_graph_memory", NULL, 0);
+    cr_assert(strstr(report, "frees served 0 /") == NULL, "%s", report);
 }

@@ -149,6 +149,43 @@ Test(log, pool_attributes_carry_the_pool_and_the_threshold)
     cr_assert_eq(lines[3].size, 0);
 }
 
+/* Graph memory calls: the graph is the handle, the exec the address; a launch logs the bytes
+ * its allocation nodes took, a trim the reserve it released. */
+Test(log, graph_memory_calls_carry_their_graph_exec_and_bytes)
+{
+    use_log();
+    simcuda_test_start("1GiB", "0");
+    CUgraph graph;
+    CUgraphNode node;
+    CUgraphExec exec;
+    CU_OK(cuGraphCreate(&graph, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p = {.poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                  .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}},
+                                    .bytesize = 3 * MiB};
+    CU_OK(cuGraphAddMemAllocNode(&node, graph, NULL, 0, &p));
+    CU_OK(cuGraphAddMemFreeNode(&node, graph, &node, 1, p.dptr));
+    CU_OK(cuGraphInstantiate(&exec, graph, 0));
+    CU_OK(cuGraphLaunch(exec, NULL));
+    CU_OK(cuDeviceGraphMemTrim(0));
+    CU_OK(cuGraphExecDestroy(exec));
+    CU_OK(cuGraphDestroy(graph)); /* cuGraphCreate is not logged: no memory */
+    struct line lines[8];
+    cr_assert_eq(read_lines(lines, 8), 7);
+    cr_assert_str_eq(lines[0].entry, "cuGraphAddMemAllocNode");
+    cr_assert_eq(lines[0].address, p.dptr);
+    cr_assert_eq(lines[0].size, 3 * MiB);
+    cr_assert_eq(lines[0].handle, (uintptr_t)graph);
+    cr_assert_eq(lines[1].address, p.dptr, "the free node names what it frees");
+    cr_assert_eq(lines[2].address, (uintptr_t)exec);
+    cr_assert_eq(lines[2].handle, (uintptr_t)graph);
+    cr_assert_str_eq(lines[3].entry, "cuGraphLaunch");
+    cr_assert_eq(lines[3].size, 3 * MiB, "the bytes the launch's allocation took");
+    cr_assert_str_eq(lines[4].entry, "cuDeviceGraphMemTrim");
+    cr_assert_eq(lines[4].size, 2 * PAGE, "the reserve released, in pages");
+    cr_assert_eq(lines[5].address, (uintptr_t)exec);
+    cr_assert_eq(lines[6].handle, (uintptr_t)graph);
+}
+
 Test(log, forked_children_append_with_their_own_pid)
 {
     use_log();

@@ -127,11 +127,56 @@ Test(launch, a_graph_runs_its_nodes_in_order)
     cudaGraphNode_t alloc_node;
     struct cudaMemAllocNodeParams alloc = {0};
     cr_assert_eq(cudaGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &alloc),
-                 cudaErrorNotSupported);
+                 cudaErrorInvalidValue, "the driver checks the parameters (no pinned location)");
     RT_OK(cudaGraphExecDestroy(exec));
     RT_OK(cudaGraphDestroy(clone));
     RT_OK(cudaGraphDestroy(graph));
     RT_OK(cudaFree(managed));
+}
+
+/* Memory nodes go through the driver: the allocation's address comes back at once, its memory
+ * is taken at the launch and stays in the graph pool until a trim; the graph's other nodes
+ * run on it. */
+Test(launch, graph_memory_nodes_take_their_memory_from_the_driver_at_launch)
+{
+    start();
+    size_t free_before, free_now, total;
+    RT_OK(cudaMemGetInfo(&free_before, &total));
+    cudaGraph_t graph, clone;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t alloc_node, set, free_node;
+    RT_OK(cudaGraphCreate(&graph, 0));
+    struct cudaMemAllocNodeParams alloc = {
+        .poolProps = {.allocType = cudaMemAllocationTypePinned,
+                      .location = {cudaMemLocationTypeDevice, 0}},
+        .bytesize = 6 << 20};
+    RT_OK(cudaGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &alloc));
+    cr_assert_not_null(alloc.dptr);
+    struct cudaMemsetParams params = {
+        .dst = alloc.dptr, .value = 1, .elementSize = 1, .width = 6 << 20, .height = 1};
+    RT_OK(cudaGraphAddMemsetNode(&set, graph, &alloc_node, 1, &params));
+    RT_OK(cudaGraphAddMemFreeNode(&free_node, graph, &set, 1, alloc.dptr));
+    void *freed = NULL;
+    RT_OK(cudaGraphMemFreeNodeGetParams(free_node, &freed));
+    cr_assert_eq(freed, alloc.dptr);
+    cr_assert_eq(cudaGraphClone(&clone, graph), cudaErrorNotSupported);
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_eq(free_now, free_before, "no memory before the launch");
+    RT_OK(cudaGraphInstantiate(&exec, graph, 0));
+    RT_OK(cudaGraphLaunch(exec, 0));
+    RT_OK(cudaGraphLaunch(exec, 0));
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_geq(free_before - free_now, 6 << 20, "the graph pool keeps the memory");
+    cuuint64_t used = 1, reserved = 0;
+    RT_OK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
+    RT_OK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &reserved));
+    cr_assert_eq(used, 0, "freed inside the graph");
+    cr_assert_eq(reserved, free_before - free_now);
+    RT_OK(cudaGraphExecDestroy(exec));
+    RT_OK(cudaGraphDestroy(graph));
+    RT_OK(cudaDeviceGraphMemTrim(0));
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_eq(free_now, free_before);
 }
 
 Test(launch, capture_runs_the_work_and_returns_an_empty_graph)

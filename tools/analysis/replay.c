@@ -470,7 +470,7 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         rp->totals.temporary_count++;
         rp->totals.temporary_bytes += a->size;
     }
-    if (kind == CMT_KIND_ASYNC && to_pool)
+    if ((kind == CMT_KIND_ASYNC && to_pool) || kind == CMT_KIND_GRAPH) /* graph: any free */
         pool_retain(rp, a->aux, a->dev, a->size);
     note_owner(rp, st, a->dev);
     drop_on(rp, a->dev == e->dev ? d : device_slot(rp, a->dev), a);

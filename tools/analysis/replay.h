@@ -22,6 +22,11 @@
  *    default pool's handle is known from the queries that return it.
  *  - an imported pool pointer (cuMemPoolImportPointer), like an IPC open, is another
  *    process's memory: an object of zero bytes.
+ *  - graph memory: an allocation node is an address; launching its graph makes it a live
+ *    allocation of kind graph, taking from the device's graph pool; a free (a free node at its
+ *    graph's launch, cuMemFree, cuMemFreeAsync) gives it back to that pool, which keeps it
+ *    until cuDeviceGraphMemTrim (or a reset). An allocation freed in its own graph is never
+ *    live: its bytes are retained by the graph pool at the launch.
  *  - a free of an unknown pointer is counted (unknown_frees) and otherwise ignored. */
 #ifndef CMT_REPLAY_H
 #define CMT_REPLAY_H
@@ -54,7 +59,8 @@
     X(IPC, "ipc", 0)              /* cuIpcOpenMemHandle, cuMemPoolImportPointer: another process's memory */ \
     X(POOL, "pool", 0)            /* a memory pool (retained bytes) */                      \
     X(ARRAY, "array", CMT_KA_DEVICE_MEMORY) /* cuArrayCreate / 3D / mipmapped (a handle) */ \
-    X(MULTICAST, "multicast", 0)  /* cuMulticastCreate: a handle of no device bytes */
+    X(MULTICAST, "multicast", 0)  /* cuMulticastCreate: a handle of no device bytes */ \
+    X(GRAPH, "graph", CMT__KA_PLAIN & ~CMT_KA_CHARTED) /* a launched graph allocation node */
 /* clang-format on */
 
 enum cmt_kind {
@@ -109,7 +115,14 @@ const char *cmt_kind_name(int kind);
     X(POOL_CURRENT) /* the handle of a device's current pool (a query) */                \
     X(MULTICAST_CREATE) /* a multicast object: a handle (in the handles' map) of no bytes */ \
     X(MULTICAST_BIND)   /* physical memory bound into it: held, counted under its handle */ \
-    X(MULTICAST_UNBIND) /* the device's bindings in the range let their memory go */
+    X(MULTICAST_UNBIND) /* the device's bindings in the range let their memory go */ \
+    X(GRAPH_ALLOC_NODE)   /* a graph's allocation node: an address, no memory yet */     \
+    X(GRAPH_FREE_NODE)    /* a graph's free node */                                       \
+    X(GRAPH_INSTANTIATE)  /* an exec gets its graph's memory nodes */                    \
+    X(GRAPH_LAUNCH)       /* the exec's allocations become live, its frees run */        \
+    X(GRAPH_EXEC_DESTROY)                                                                 \
+    X(GRAPH_DESTROY)                                                                      \
+    X(GRAPH_MEM_TRIM)     /* the device's graph pool releases what it retains */
 /* clang-format on */
 
 enum cmt_apply {

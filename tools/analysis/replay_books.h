@@ -31,6 +31,8 @@ static inline uint64_t pool_canon(const cmt_replay *rp, uint64_t handle)
 void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,
                                 struct cmt_replay_step *st, int apply);
 void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+/* The graph memory calls (CMT_APPLY_GRAPH_*), replay_graph.c. */
+void cmt__apply_graph(cmt_replay *rp, struct cmt_replay_step *st, int apply);
 void cmt__reset_device(cmt_replay *rp, int32_t dev);
 /* A VMM handle (physical or multicast) lost a reference or a mapping: it is dropped when it
  * has neither left (a multicast object's bindings with it). */

@@ -39,6 +39,17 @@ struct cmt_replay {
         uint64_t pool, bytes;
     } * thresholds; /* pools given a release threshold (cuMemPoolSetAttribute): rare, scanned */
     size_t threshold_count, threshold_cap;
+    /* graph memory nodes (replay_graph.c): of graphs, and copied into each exec instantiated
+     * from one; rare, scanned */
+    struct cmt__graph_node {
+        uint64_t owner; /* the graph's handle, or the exec's */
+        uint64_t ptr, size;
+        uint32_t stack; /* of the allocation node: the site its launched memory gets */
+        int32_t dev;
+        uint8_t in_exec; /* owner is an exec */
+        uint8_t is_free; /* a free node (ptr is what it frees) */
+    } * graph_nodes;
+    size_t graph_node_count, graph_node_cap;
     struct cmt__pool_alias {
         uint64_t handle;
         uint32_t slot;
@@ -89,5 +100,8 @@ struct cmt_replay {
 
 /* Default pool of a device slot (a key no real handle takes). */
 #define CMT__DEFAULT_POOL(slot) (UINT64_C(0xFFFFFFFF00000000) | (slot))
+/* The graph memory pool of a device slot (keys no real handle takes either). */
+#define CMT__GRAPH_POOL(slot) (UINT64_C(0xFFFFFFFE00000000) | (slot))
+#define CMT__IS_GRAPH_POOL(key) ((key) >> 32 == UINT64_C(0xFFFFFFFE))
 
 #endif

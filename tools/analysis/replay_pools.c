@@ -82,7 +82,7 @@ void cmt__sync_pools(cmt_replay *rp, int32_t dev, int thresholds)
         return;
     for (size_t i = 0; i < rp->pool_count; i++) {
         struct cmt__entry *p = cmt__map_find(&rp->pools, rp->pool_keys[i]);
-        if (p && (dev < 0 || p->dev == dev))
+        if (p && (dev < 0 || p->dev == dev) && (!CMT__IS_GRAPH_POOL(p->key) || !thresholds))
             cmt__pool_trim(rp, p,
                            thresholds && rp->threshold_count ? pool_threshold(rp, p->key) : 0);
     }
@@ -179,6 +179,16 @@ __attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
     case CMT_APPLY_RESET:
         if (e->result == 0)
             cmt__reset_device(rp, e->dev);
+        break;
+    case CMT_APPLY_GRAPH_ALLOC_NODE:
+    case CMT_APPLY_GRAPH_FREE_NODE:
+    case CMT_APPLY_GRAPH_INSTANTIATE:
+    case CMT_APPLY_GRAPH_LAUNCH:
+    case CMT_APPLY_GRAPH_EXEC_DESTROY:
+    case CMT_APPLY_GRAPH_DESTROY:
+    case CMT_APPLY_GRAPH_MEM_TRIM:
+        if (e->result == 0)
+            cmt__apply_graph(rp, st, apply);
         break;
     default:
         if (e->result == 0)

@@ -79,6 +79,7 @@ void cmt_replay_destroy(cmt_replay *rp)
     free(rp->log);
     free(rp->pool_keys);
     free(rp->thresholds);
+    free(rp->graph_nodes);
     free(rp->default_pools);
     free(rp->binds);
     free(rp->free_objects);

@@ -39,6 +39,15 @@ static int device_kind(int kind)
     return CMT_KIND_IS_DEVICE_MEMORY(kind);
 }
 
+/* The kinds whose allocations and frees the trace shows. Not graph memory: a launch makes
+ * several allocations at once, which a replay step does not name one by one
+ * (docs/analysis.md "Graph memory"), so only its frees would show. Its live memory is in the
+ * segments. */
+static int traced_kind(int kind)
+{
+    return device_kind(kind) && kind != CMT_KIND_GRAPH;
+}
+
 /* The device a snapshot shows memory on: an unknown (-1) or out-of-range ordinal is 0. */
 static int32_t shown_device(int32_t dev)
 {
@@ -110,7 +119,7 @@ static unsigned memviz_step(struct cmt_observer *self, const cmt_replay *rp,
         e.addr = 0;
         e.device_free = st->device && st->device->have_sample ? st->device->free_bytes : 0;
         add(x, &e);
-    } else if (st->kind >= 0 && device_kind(st->kind)) {
+    } else if (st->kind >= 0 && traced_kind(st->kind)) {
         if (st->is_alloc && st->failed)
             return CMT_OBSERVE_ALL;
         e.action = st->is_alloc ? ACT_ALLOC : ACT_FREE;

@@ -142,7 +142,9 @@ static void slice(struct cmt__export_perfetto *x, const cmt_replay *rp, char ph,
 
 static int sliced(const struct cmt__export_perfetto *x, int kind, uint64_t bytes)
 {
-    return CMT_KIND_HAS(kind, HOLE) && bytes >= x->min_slice_bytes && bytes;
+    /* graph memory: in the counters only (a launch makes several objects at once) */
+    return CMT_KIND_HAS(kind, HOLE) && kind != CMT_KIND_GRAPH && bytes >= x->min_slice_bytes &&
+           bytes;
 }
 
 /* An allocator's figures after one of its actions (ALLOC_EVENT with ALLOCATED or RESERVED):

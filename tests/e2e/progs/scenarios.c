@@ -491,6 +491,22 @@ static int all_apis(void)
     CHECK(cuArrayDestroy(array));
     CHECK(cuMipmappedArrayCreate(&mipmapped, &volume, 7)); /* 64³ ... 1³, × 4 bytes */
     CHECK(cuMipmappedArrayDestroy(mipmapped));
+    CUgraph graph;
+    CUgraphNode alloc_node, free_node;
+    CUgraphExec exec;
+    CUDA_MEM_ALLOC_NODE_PARAMS node = {
+        .poolProps = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .location = prop.location},
+        .bytesize = 4 << 20};
+    CHECK(cuGraphCreate(&graph, 0));
+    CHECK(cuGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &node));
+    CHECK(cuGraphAddMemFreeNode(&free_node, graph, &alloc_node, 1, node.dptr));
+    CHECK(cuGraphInstantiate(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+    cuuint64_t zero = 0;
+    CHECK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &zero));
+    CHECK(cuDeviceGraphMemTrim(dev));
     CHECK(cuCtxSynchronize());
     CUcontext own;
     CHECK(cuCtxCreate(&own, NULL, 0, dev));

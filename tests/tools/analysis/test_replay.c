@@ -562,6 +562,106 @@ Test(replay, multicast_bindings_go_with_a_device_reset)
     done(&b);
 }
 
+/* Graph memory: an allocation node is an address until its graph is launched; the launch makes
+ * it live (kind graph, at the node's call site) from the device's graph pool, a free gives it
+ * back to that pool, which a synchronisation leaves alone and a trim empties. An allocation
+ * freed in its own graph is never live: the pool retains its bytes. */
+#define GRAPH_G 0x6a00
+#define GRAPH_H 0x6a80
+#define EXEC_X 0x6b00
+#define EXEC_Y 0x6b80
+#define NODE_A 0x7f0000200000
+#define NODE_B 0x7f0000400000
+Test(replay, graph_memory_is_live_from_launch_to_free_and_then_in_the_graph_pool)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint32_t s = tb_stack(&b, "build_graph", 2);
+    uint32_t ph = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE);
+    tb_event(&b, TB_GRAPH_ALLOC_NODE, 0, 0, s, ph, (uint64_t[]){NODE_A, 3 * TB_MIB, GRAPH_G});
+    tb_event(&b, TB_GRAPH_ALLOC_NODE, 0, 0, 0, ph, (uint64_t[]){NODE_B, 1 * TB_MIB, GRAPH_G});
+    tb_event(&b, TB_GRAPH_FREE_NODE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){NODE_B, GRAPH_G});
+    tb_event(&b, TB_GRAPH_INSTANTIATE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){EXEC_X, GRAPH_G});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 0, "a node is an address, no memory");
+    done(&b);
+
+    /* the same trace, launched */
+    tb_begin(&b, TB_GIB, TB_GIB);
+    s = tb_stack(&b, "build_graph", 2);
+    tb_event(&b, TB_GRAPH_ALLOC_NODE, 0, 0, s, ph, (uint64_t[]){NODE_A, 3 * TB_MIB, GRAPH_G});
+    tb_event(&b, TB_GRAPH_ALLOC_NODE, 0, 0, 0, ph, (uint64_t[]){NODE_B, 1 * TB_MIB, GRAPH_G});
+    tb_event(&b, TB_GRAPH_FREE_NODE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){NODE_B, GRAPH_G});
+    tb_event(&b, TB_GRAPH_INSTANTIATE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){EXEC_X, GRAPH_G});
+    uint32_t launch = CMT_F(PTR) | CMT_F(STREAM);
+    tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch, (uint64_t[]){EXEC_X, 0});
+    /* live: A (3 MiB); retained: B (1 MiB) */
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), (uint64_t[]){NODE_A, 0});
+    /* retained: 4 MiB; the relaunch takes A and B from it */
+    tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch, (uint64_t[]){EXEC_X, 0});
+    tb_event(&b, TB_GRAPH_LAUNCH, 2 /* CUDA_ERROR_OUT_OF_MEMORY */, 0, 0, launch,
+             (uint64_t[]){EXEC_X, 0});
+    tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), (uint64_t[]){0});
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(t->live_bytes, 3 * TB_MIB, "A is live again; B, freed in its graph, never");
+    cr_expect_eq(d->kind_bytes[CMT_KIND_GRAPH], 3 * TB_MIB);
+    cr_expect_eq(d->kind_count[CMT_KIND_GRAPH], 1);
+    cr_expect_eq(d->peak_live_bytes, 3 * TB_MIB);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_POOL], 1 * TB_MIB,
+                 "the graph pool keeps B's bytes across a synchronisation");
+    cr_expect_eq(t->unknown_frees, 0);
+    uint32_t site = 0;
+    for (uint32_t i = 1; i < cmt_replay_site_count(rp); i++)
+        if (cmt_replay_site(rp, i)->stack == s)
+            site = i;
+    cr_assert_neq(site, 0, "the launched memory has its allocation node's call site");
+    cr_expect_eq(cmt_replay_site(rp, site)->alloc_count, 2);
+    cr_expect_eq(cmt_replay_site(rp, site)->live_bytes, 3 * TB_MIB);
+    cr_expect(CMT_KIND_IS_DEVICE_MEMORY(CMT_KIND_GRAPH));
+    done(&b);
+}
+
+/* A free node of another graph frees at that graph's launch; a trim empties the graph pool;
+ * a destroyed exec launches nothing. */
+Test(replay, graph_free_nodes_trim_and_destroyed_execs)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint32_t ph = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(HANDLE), launch = CMT_F(PTR) | CMT_F(STREAM);
+    tb_event(&b, TB_GRAPH_ALLOC_NODE, 0, 0, 0, ph, (uint64_t[]){NODE_A, 8 * TB_MIB, GRAPH_G});
+    tb_event(&b, TB_GRAPH_INSTANTIATE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){EXEC_X, GRAPH_G});
+    tb_event(&b, TB_GRAPH_DESTROY, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){GRAPH_G});
+    tb_event(&b, TB_GRAPH_FREE_NODE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){NODE_A, GRAPH_H});
+    tb_event(&b, TB_GRAPH_INSTANTIATE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){EXEC_Y, GRAPH_H});
+    tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch,
+             (uint64_t[]){EXEC_X, 0}); /* exec outlives graph */
+    tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch, (uint64_t[]){EXEC_Y, 0}); /* frees A */
+    tb_event(&b, TB_GRAPH_MEM_TRIM, 0, 0, 0, 0, NULL);
+    tb_event(&b, TB_GRAPH_EXEC_DESTROY, 0, 0, 0, CMT_F(PTR), (uint64_t[]){EXEC_X});
+    tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch, (uint64_t[]){EXEC_X, 0}); /* nothing */
+    tb_finish(&b, 1);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->peak_live_bytes, 8 * TB_MIB);
+    cr_expect_eq(d->live_bytes, 0);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_POOL], 0, "a trim releases the graph pool");
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, 0);
+    done(&b);
+}
+
 /* The timeline as an observer (the replay skips the events of its quiet windows) gives exactly
  * what it gives when shown every step: maxima, last values, hole sampling. A random trace on
  * two devices, with bursts inside buckets and bucket boundaries crossed both ways. */
