@@ -5,18 +5,10 @@
  * a second graph freeing that output itself, instantiated with auto-free-on-launch; the graph
  * pool queried, its high mark reset, then trimmed. Driver API, linked against libcuda.so.1
  * (simcuda). Exits 0 when every call succeeded and the pool behaved as the guide says. */
-#include <cuda.h>
+#define PROG_NAME "graph_memory"
+#include "prog_driver.h"
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        CUresult rc_ = (call);                                                                \
-        if (rc_ != CUDA_SUCCESS) {                                                            \
-            fprintf(stderr, "graph_memory: %s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
 
 #define STEPS 4
 #define MiB (1u << 20)
@@ -40,13 +32,8 @@ static cuuint64_t graph_mem(CUdevice dev, CUgraphMem_attribute attr)
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
     CUstream stream;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    CUdevice dev = prog_start();
     CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
 
     /* the step: workspace (freed in the graph), output (freed by the consumer) */

@@ -4,19 +4,11 @@
  * (simcuda). Each route allocates its own sizes (route r: r + 1 MiB, pitched, host, arrays
  * scaled alike), so a test can tell the routes apart. Prints "legacy ok". */
 #define __CUDA_API_VERSION_INTERNAL 1 /* the prototypes of the legacy names */
-#include <cuda.h>
+#define PROG_NAME "legacy"
+#include "prog_driver.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CHECK(call)                                                                     \
-    do {                                                                                \
-        CUresult rc_ = (call);                                                          \
-        if (rc_ != CUDA_SUCCESS) {                                                      \
-            fprintf(stderr, "legacy: %s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(2);                                                                    \
-        }                                                                               \
-    } while (0)
 
 struct legacy {
     CUresult(CUDAAPI *mem_alloc)(CUdeviceptr_v1 *, unsigned int);
@@ -77,12 +69,7 @@ static void use(const struct legacy *l, unsigned route)
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    CUdevice dev = prog_start();
 
     /* route 0: the linked symbols */
     struct legacy linked = {cuMemAlloc,     cuMemAllocPitch, cuMemFree,      cuMemGetInfo,

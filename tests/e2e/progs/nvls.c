@@ -2,20 +2,12 @@
  * written for the tests: the multicast buffer a communicator sets up and tears down, and a user
  * buffer registered by address. Linked against libcuda.so.1 (simcuda).
  *   nvls [ROUNDS]   ROUNDS setups and teardowns (default 2); prints "nvls ok SIZE" */
-#include <cuda.h>
+#define PROG_NAME "nvls"
+#include "prog_driver.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        CUresult rc_ = (call);                                                        \
-        if (rc_ != CUDA_SUCCESS) {                                                    \
-            fprintf(stderr, "nvls: %s failed: %d (line %d)\n", #call, rc_, __LINE__); \
-            exit(2);                                                                  \
-        }                                                                             \
-    } while (0)
 
 static size_t align_up(size_t size, size_t granularity)
 {
@@ -107,12 +99,7 @@ static void register_user_buffer(const struct buffer *user, CUdevice dev)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 2;
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    CUdevice dev = prog_start();
     int supported = 0;
     CHECK(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, dev));
     if (!supported) {
