@@ -41,6 +41,7 @@ struct cmt__block {
     uint32_t prev, next; /* neighbours in the same segment */
     uint32_t generation; /* bumped whenever the slot is recycled */
     uint32_t expandable; /* index in model->segments, or CMT__NIL */
+    uint32_t chunk;      /* the set chunk holding its key, while in a set (model_set.c) */
     uint8_t pool;
     uint8_t mapped; /* backed by device memory (always, unless expandable) */
     uint8_t where;  /* enum cmt__where */
@@ -108,6 +109,7 @@ struct cmt_model {
     /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
    * the ids not in use. */
     struct cmt__set_key *chunk_entries;
+    uint32_t *chunk_position; /* per chunk id: its index in its set's sequence */
     uint32_t *chunk_free;
     uint32_t chunk_free_count, chunk_capacity;
 
