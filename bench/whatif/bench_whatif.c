@@ -9,7 +9,8 @@
  * same answers). With a third, the stream is also written as an oracle script
  * (tests/oracle/oracle_driver's "alloc SIZE STREAM" / "free N"), so PyTorch's
  * real allocator can be timed on the same requests: bench/whatif/run.sh gives
- * the ratio. The box is often shared: the CPU seconds of each replay are
+ * the ratio. With --write-only first, it only builds the stream and writes the trace (run.sh
+ * makes its larger trace so, for the peak RSS at two sizes). The box is often shared: the CPU seconds of each replay are
  * the figure to compare, wall seconds are printed beside them. */
 #include <inttypes.h>
 #include <stdio.h>
