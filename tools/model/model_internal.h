@@ -144,7 +144,7 @@ static inline bool cmt__is_split(const struct cmt_model *m, uint32_t i)
 void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node);
 void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node);
 /* Erase `old` (its key fields still intact) and insert `node`, in place when
- * node's key sorts where old's was. */
+ * node's key sorts where old's was, within old's chunk when it still belongs there. */
 void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node);
 /* Smallest node with key >= (stream, size, address); CMT__NIL if none.
  * Searches remember where they landed (the set's hint), hence not const. */

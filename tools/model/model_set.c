@@ -270,6 +270,19 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
             s->last[c] = key;
         return;
     }
+    if ((c == 0 || before(&s->last[c - 1], &key, false)) &&
+        (c + 1 == s->chunk_count || before(&key, chunk(m, s, c + 1), false))) {
+        /* The new key still belongs in this chunk: move it within, no split, no merge. */
+        memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
+        uint32_t q = find_in_chunk(e, n - 1, &key, false);
+        memmove(&e[q + 1], &e[q], (n - 1 - q) * sizeof *e);
+        e[q] = key;
+        cmt__b(m, node)->chunk = s->ids[c];
+        s->last[c] = e[n - 1];
+        s->hint_chunk = c;
+        s->hint_pos = q;
+        return;
+    }
     erase_at(m, s, c, p);
     cmt__set_insert(m, s, node);
 }
