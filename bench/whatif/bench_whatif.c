@@ -9,7 +9,8 @@
  * same answers). With a third, the stream is also written as an oracle script
  * (tests/oracle/oracle_driver's "alloc SIZE STREAM" / "free N"), so PyTorch's
  * real allocator can be timed on the same requests: bench/whatif/run.sh gives
- * the ratio. The box is often shared: the CPU seconds of each replay are
+ * the ratio. With --write-only first, it only builds the stream and writes the trace (run.sh
+ * makes its larger trace so, for the peak RSS at two sizes). The box is often shared: the CPU seconds of each replay are
  * the figure to compare, wall seconds are printed beside them. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -169,12 +170,43 @@ static int write_script(const struct cmt_whatif_stream *s, const char *path)
     return fclose(f);
 }
 
+/* @return 0 (nothing to do for "-"), or 1 after saying why not. */
+static int save_trace(const struct cmt_membuf *buf, const char *path)
+{
+    if (strcmp(path, "-") == 0)
+        return 0;
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf->data, 1, buf->len, f) != buf->len || fclose(f) != 0) {
+        fprintf(stderr, "bench_whatif: cannot write %s\n", path);
+        return 1;
+    }
+    printf("  wrote the stream as a trace to %s (its capacity: use --capacity 60GiB)\n", path);
+    return 0;
+}
+
+static int write_trace_file(struct cmt_whatif_stream *s, const char *path)
+{
+    struct cmt_membuf buf = {0};
+    write_trace(s, &buf);
+    int rc = save_trace(&buf, path);
+    cmt_membuf_free(&buf);
+    cmt_whatif_stream_free(s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    /* --write-only: build the stream and write the trace (and script), time nothing: run.sh
+     * makes its larger trace so, for the peak RSS of `cumemtrace whatif`. */
+    bool write_only = argc > 1 && strcmp(argv[1], "--write-only") == 0;
+    if (write_only) {
+        argv++;
+        argc--;
+    }
     double millions = argc > 1 ? atof(argv[1]) : 4.0;
     if (!(millions > 0 && millions <= 200)) {
-        fprintf(stderr, "usage: bench_whatif [MILLIONS_OF_EVENTS (0-200], default 4] [TRACE_OUT|-] "
-                        "[ORACLE_SCRIPT_OUT]\n");
+        fprintf(stderr, "usage: bench_whatif [--write-only] [MILLIONS_OF_EVENTS (0-200], default "
+                        "4] [TRACE_OUT|-] [ORACLE_SCRIPT_OUT]\n");
         return 2;
     }
     size_t n = (size_t)(millions * 1e6);
@@ -187,16 +219,21 @@ int main(int argc, char **argv)
         return 1;
     }
     free(ev);
-    printf("bench_whatif: the stream takes %.2f bytes an event in memory (%zu bytes; the "
-           "events as structs: %zu bytes an event)\n",
+    printf("bench_whatif: the stream's encoding takes %.2f bytes an event (%zu bytes, %zu of "
+           "them in memory, the rest in a temporary file; the events as structs: %zu bytes an "
+           "event)\n",
            (double)cmt_whatif_stream_bytes(&s) / (double)s.event_count, cmt_whatif_stream_bytes(&s),
-           sizeof(struct cmt_whatif_event));
+           cmt_whatif_stream_memory(&s), sizeof(struct cmt_whatif_event));
     if (argc > 3 && strcmp(argv[3], "-") != 0) {
         if (write_script(&s, argv[3]) != 0) {
             fprintf(stderr, "bench_whatif: cannot write %s\n", argv[3]);
             return 1;
         }
         printf("  wrote the stream as an oracle script to %s\n", argv[3]);
+    }
+    if (write_only) {
+        printf("bench_whatif: %zu events written\n", s.event_count);
+        return write_trace_file(&s, argc > 2 ? argv[2] : "-");
     }
     uint64_t capacity = 60ull << 30;
     struct cmt_whatif_setting settings[] = {
@@ -246,15 +283,8 @@ int main(int argc, char **argv)
 
     struct cmt_membuf buf = {0};
     write_trace(&s, &buf);
-    if (argc > 2 && strcmp(argv[2], "-") != 0) {
-        FILE *f = fopen(argv[2], "wb");
-        if (!f || fwrite(buf.data, 1, buf.len, f) != buf.len || fclose(f) != 0) {
-            fprintf(stderr, "bench_whatif: cannot write %s\n", argv[2]);
-            return 1;
-        }
-        printf("  wrote the stream as a trace to %s (its capacity: use --capacity 60GiB)\n",
-               argv[2]);
-    }
+    if (argc > 2 && save_trace(&buf, argv[2]) != 0)
+        return 1;
     cmt_reader *r;
     struct cmt_whatif_stream loaded;
     char err[256];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [BUILD_DIR] [MILLIONS] — the whatif benchmark and its anchor.
+# run.sh [BUILD_DIR] [MILLIONS] [BIG_MILLIONS] — the whatif benchmark and its anchor.
 #
 # bench_whatif builds a synthetic training-loop stream (MILLIONS of events, default 4), replays
 # it per setting (CPU seconds, events per CPU second), all settings on 1..N threads, and reads
@@ -9,13 +9,16 @@
 # (thread CPU time). The figure to quote is the ratio of the model's cost per event under the
 # default setting to c10's cost per malloc/free. Without the oracle build only the model's
 # figures are printed. Memory: the stream's bytes per event (printed by bench_whatif) and the
-# peak RSS of `cumemtrace whatif` over the same stream recorded as a trace.
+# peak RSS of `cumemtrace whatif` over the same stream recorded as a trace, and over a stream
+# of BIG_MILLIONS events (default 4 x MILLIONS) of the same shape: the two should be about
+# equal, since whatif keeps the live set in memory and the stream in a temporary file.
 # Prints figures only; never fails on a slow result.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
 millions=${2:-4}
+big=${3:-$(awk -v m="$millions" 'BEGIN { print 4 * m }')}
 work=$(mktemp -d /tmp/bench-whatif.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
@@ -23,10 +26,16 @@ trap 'rm -rf "$work"' EXIT
 events=$(awk '/ events \(/ { print $2; exit }' "$work/bench.txt")
 model_cpu=$(awk '$1 == "default" { print $2 }' "$work/bench.txt")
 
-if command -v /usr/bin/time >/dev/null; then
+peak_rss() { # TRACE EVENTS: the peak RSS of a 2-setting whatif over it
   /usr/bin/time -f '%M' -o "$work/rss" "$build/bin/cumemtrace" whatif --capacity 60GiB \
-    --memory-fraction 0.75 --max-split-size-mb inf,512 --json "$work/stream.cmt" >/dev/null
-  echo "  cumemtrace whatif over the $events-event trace (2 settings): peak RSS $(cat "$work/rss") KiB"
+    --memory-fraction 0.75 --max-split-size-mb inf,512 --json "$1" >/dev/null
+  echo "  cumemtrace whatif over the $2-event trace (2 settings): peak RSS $(cat "$work/rss") KiB"
+}
+if command -v /usr/bin/time >/dev/null; then
+  peak_rss "$work/stream.cmt" "$events"
+  "$build/bench/bench_whatif" --write-only "$big" "$work/big.cmt" >"$work/big.txt"
+  peak_rss "$work/big.cmt" "$(awk '/ events written/ { print $2 }' "$work/big.txt")"
+  rm -f "$work/big.cmt"
 fi
 
 driver=$build/oracle/c10-build/bin/oracle_driver

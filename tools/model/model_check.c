@@ -37,6 +37,12 @@ static uint64_t walk_set(const struct cmt_model *m, const struct cmt__set *s, en
         if (l->stream != prev->stream || l->size != prev->size || l->address != prev->address ||
             l->slot != prev->slot)
             return UINT64_MAX;
+        /* The chunk hints: the chunk's position, its blocks' chunk. */
+        if (m->chunk_position[s->ids[c]] != c)
+            return UINT64_MAX;
+        for (uint32_t k = 0; k < n; k++)
+            if (cmt__b(m, e[k].slot)->chunk != s->ids[c])
+                return UINT64_MAX;
     }
     return count == s->count ? count : UINT64_MAX;
 }

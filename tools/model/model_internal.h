@@ -41,6 +41,7 @@ struct cmt__block {
     uint32_t prev, next; /* neighbours in the same segment */
     uint32_t generation; /* bumped whenever the slot is recycled */
     uint32_t expandable; /* index in model->segments, or CMT__NIL */
+    uint32_t chunk;      /* the set chunk holding its key, while in a set (model_set.c) */
     uint8_t pool;
     uint8_t mapped; /* backed by device memory (always, unless expandable) */
     uint8_t where;  /* enum cmt__where */
@@ -108,6 +109,7 @@ struct cmt_model {
     /* Chunks of every set: chunk_capacity x CMT__CHUNK keys, and a stack of
    * the ids not in use. */
     struct cmt__set_key *chunk_entries;
+    uint32_t *chunk_position; /* per chunk id: its index in its set's sequence */
     uint32_t *chunk_free;
     uint32_t chunk_free_count, chunk_capacity;
 
@@ -142,7 +144,7 @@ static inline bool cmt__is_split(const struct cmt_model *m, uint32_t i)
 void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node);
 void cmt__set_erase(struct cmt_model *m, struct cmt__set *s, uint32_t node);
 /* Erase `old` (its key fields still intact) and insert `node`, in place when
- * node's key sorts where old's was. */
+ * node's key sorts where old's was, within old's chunk when it still belongs there. */
 void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uint32_t node);
 /* Smallest node with key >= (stream, size, address); CMT__NIL if none.
  * Searches remember where they landed (the set's hint), hence not const. */

@@ -16,7 +16,11 @@
  * (a full chunk splits in two halves; after an erase a chunk merges with a
  * neighbour when both fit in half a chunk; an empty chunk is dropped), so a
  * set of n keys uses at most 2n / (CMT__CHUNK / 2 + 1) + 1 chunks. Keys are
- * unique: two blocks of a pool never share an address. */
+ * unique: two blocks of a pool never share an address.
+ *
+ * A block in a set knows the chunk that holds its key (cmt__block.chunk, kept wherever a key
+ * lands in a chunk), and a chunk its position (chunk_position), so finding a block to erase or
+ * replace it is two loads and a scan of one chunk instead of two searches. */
 #include "model_internal.h"
 
 #include <stdlib.h>
@@ -100,6 +104,20 @@ static uint32_t find_in_chunk(const struct cmt__set_key *e, uint32_t n,
     return search(e, n, key, past_equal);
 }
 
+/* The chunks from position c on moved: record where they are now. */
+static void renumber(struct cmt_model *m, const struct cmt__set *s, uint32_t c)
+{
+    for (; c < s->chunk_count; c++)
+        m->chunk_position[s->ids[c]] = c;
+}
+
+/* Keys e[0, n) now sit in chunk `id`: tell their blocks. */
+static void claim(struct cmt_model *m, const struct cmt__set_key *e, uint32_t n, uint32_t id)
+{
+    for (uint32_t k = 0; k < n; k++)
+        cmt__b(m, e[k].slot)->chunk = id;
+}
+
 /* Open an empty chunk at position c of the sequence. */
 static void chunk_open(struct cmt_model *m, struct cmt__set *s, uint32_t c)
 {
@@ -110,6 +128,7 @@ static void chunk_open(struct cmt_model *m, struct cmt__set *s, uint32_t c)
     s->ids[c] = m->chunk_free[--m->chunk_free_count];
     s->fill[c] = 0;
     s->chunk_count++;
+    renumber(m, s, c);
 }
 
 static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c)
@@ -120,6 +139,7 @@ static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c)
     memmove(&s->fill[c], &s->fill[c + 1], tail * sizeof *s->fill);
     memmove(&s->last[c], &s->last[c + 1], tail * sizeof *s->last);
     s->chunk_count--;
+    renumber(m, s, c);
 }
 
 /* Append chunk c + 1 to chunk c (they fit in one) and drop it. */
@@ -127,6 +147,7 @@ static void chunk_merge_next(struct cmt_model *m, struct cmt__set *s, uint32_t c
 {
     memcpy(chunk(m, s, c) + s->fill[c], chunk(m, s, c + 1),
            s->fill[c + 1] * sizeof(struct cmt__set_key));
+    claim(m, chunk(m, s, c) + s->fill[c], s->fill[c + 1], s->ids[c]);
     s->fill[c] += s->fill[c + 1];
     s->last[c] = s->last[c + 1];
     chunk_close(m, s, c + 1);
@@ -144,6 +165,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
         chunk_open(m, s, c + 1);
         memcpy(chunk(m, s, c + 1), chunk(m, s, c) + HALF,
                (CMT__CHUNK - HALF) * sizeof(struct cmt__set_key));
+        claim(m, chunk(m, s, c + 1), CMT__CHUNK - HALF, s->ids[c + 1]);
         s->fill[c] = HALF;
         s->fill[c + 1] = CMT__CHUNK - HALF;
         s->last[c + 1] = s->last[c];
@@ -156,14 +178,16 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
     uint32_t p = find_in_chunk(e, n, &key, false);
     memmove(&e[p + 1], &e[p], (n - p) * sizeof *e);
     e[p] = key;
+    cmt__b(m, node)->chunk = s->ids[c];
     s->fill[c] = n + 1;
     s->last[c] = e[n];
     s->count++;
 }
 
-/* Where node's key is: the last search's hint when it still points at the
- * node (a lower bound is usually followed by the erase of what it found),
- * else a search. @return false when node is not in the set. */
+/* Where node's key is: the last search's hint when it still points at the node (a lower
+ * bound is usually followed by the erase of what it found), else the node's chunk, else a
+ * search (a block's chunk is only a hint: it is checked). @return false when node is not in
+ * the set. */
 static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node, uint32_t *cp,
                    uint32_t *pp)
 {
@@ -172,6 +196,19 @@ static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
         *cp = c;
         *pp = p;
         return true;
+    }
+    uint32_t id = cmt__b(m, node)->chunk;
+    if (id < m->chunk_capacity) {
+        c = m->chunk_position[id];
+        if (c < s->chunk_count && s->ids[c] == id) {
+            const struct cmt__set_key *e = chunk(m, s, c);
+            for (p = 0; p < s->fill[c]; p++)
+                if (e[p].slot == node) {
+                    *cp = c;
+                    *pp = p;
+                    return true;
+                }
+        }
     }
     struct cmt__set_key key = key_of(m, s, node);
     c = find_chunk(s, &key, false);
@@ -228,8 +265,22 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
     if ((!prev || before(prev, &key, false)) && (!next || before(&key, next, false))) {
         /* The new key sorts where the old one was: no search, nothing moves. */
         e[p] = key;
+        cmt__b(m, node)->chunk = s->ids[c];
         if (p + 1 == n)
             s->last[c] = key;
+        return;
+    }
+    if ((c == 0 || before(&s->last[c - 1], &key, false)) &&
+        (c + 1 == s->chunk_count || before(&key, chunk(m, s, c + 1), false))) {
+        /* The new key still belongs in this chunk: move it within, no split, no merge. */
+        memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
+        uint32_t q = find_in_chunk(e, n - 1, &key, false);
+        memmove(&e[q + 1], &e[q], (n - 1 - q) * sizeof *e);
+        e[q] = key;
+        cmt__b(m, node)->chunk = s->ids[c];
+        s->last[c] = e[n - 1];
+        s->hint_chunk = c;
+        s->hint_pos = q;
         return;
     }
     erase_at(m, s, c, p);
@@ -298,6 +349,12 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots)
     if (!free_ids)
         return CMT_EMODEL_NOMEM;
     m->chunk_free = free_ids;
+    uint32_t *positions = realloc(m->chunk_position, cap * sizeof *positions);
+    if (!positions)
+        return CMT_EMODEL_NOMEM;
+    m->chunk_position = positions;
+    for (uint64_t k = m->chunk_capacity; k < cap; k++)
+        positions[k] = UINT32_MAX; /* in no set yet */
     for (int p = 0; p < 2; p++) {
         struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};
         for (int k = 0; k < 2; k++) {
@@ -328,6 +385,7 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots)
 void cmt__sets_destroy(struct cmt_model *m)
 {
     free(m->chunk_entries);
+    free(m->chunk_position);
     free(m->chunk_free);
     for (int p = 0; p < 2; p++) {
         struct cmt__set *sets[2] = {&m->pools[p].free_set, &m->pools[p].unmapped_set};

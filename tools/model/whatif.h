@@ -50,16 +50,24 @@ struct cmt_whatif_event {
 #define CMT_WHATIF_NEW_ID UINT32_MAX
 
 /* The events of a stream, encoded compactly (whatif_stream.c; about 5 bytes an event for what
- * a replay reads, and 4 more for seq, time and call site, which only reports read). Read them
- * through cmt_whatif_cursor (in order) or cmt_whatif_stream_event (any one). Private. */
-struct cmt_whatif_mark;
+ * a replay reads, and 4 more for seq, time and call site, which only reports read). Each byte
+ * string is an append-only log whose newest CMT_WHATIF_LOG_TAIL bytes are in memory and older
+ * ones in an unlinked temporary file (TMPDIR, else /tmp; in memory after all when no file can be
+ * written), so a stream's memory does not grow with its length. Read the events through
+ * cmt_whatif_cursor (in order) or cmt_whatif_stream_event (any one). Private. */
+#define CMT_WHATIF_LOG_TAIL ((size_t)1 << 20)
+struct cmt_whatif_log {
+    uint8_t *tail; /* bytes spilled .. len */
+    size_t tail_cap;
+    size_t len;     /* bytes appended */
+    size_t spilled; /* bytes before this offset are in the file */
+    int fd;         /* the file; valid only when spilled > 0 */
+    bool in_memory; /* no file could be written: the tail keeps every byte */
+};
 struct cmt_whatif_codec {
-    uint8_t *replay; /* per event: (id << 4 | flags), then size and stream for allocs */
-    size_t replay_len, replay_cap;
-    uint8_t *detail; /* per event: seq and time deltas, then the site for allocs */
-    size_t detail_len, detail_cap;
-    struct cmt_whatif_mark *marks; /* where every 256th event starts */
-    size_t mark_count, mark_cap;
+    struct cmt_whatif_log replay; /* per event: (id << 4 | flags), then size and stream */
+    struct cmt_whatif_log detail; /* per event: seq and time deltas, then the site for allocs */
+    struct cmt_whatif_log marks;  /* where every 256th event starts (struct cmt_whatif_mark) */
     uint64_t last_seq, last_t_ns, last_stream;
     uint32_t new_ids; /* failed requests pushed with CMT_WHATIF_NEW_ID */
     bool finished;    /* cmt_whatif_stream_finish ran */
@@ -186,19 +194,29 @@ void cmt_whatif_stream_finish(struct cmt_whatif_stream *stream);
 int cmt_whatif_stream_event(const struct cmt_whatif_stream *stream, size_t index,
                             struct cmt_whatif_event *out);
 
-/* Reads the events in order. Only size, stream, id, is_free and failed are decoded (what a
- * replay needs); seq, t_ns and site read 0. */
+/* Reads the events in order through a window of the replay bytes (its own, so cursors on
+ * several threads read one stream at once). Only size, stream, id, is_free and failed are
+ * decoded (what a replay needs); seq, t_ns and site read 0. */
+#define CMT_WHATIF_WINDOW 16384
 struct cmt_whatif_cursor {
-    const uint8_t *at, *end;
+    const struct cmt_whatif_log *log;
+    size_t next;             /* the log offset the window ends at */
+    const uint8_t *at, *end; /* the window's unread bytes */
     uint64_t stream;
     uint32_t new_id;
+    int error; /* 0, or CMT_EIO: the temporary file could not be read back (the cursor ends) */
+    uint8_t window[CMT_WHATIF_WINDOW];
 };
 void cmt_whatif_cursor_init(struct cmt_whatif_cursor *c, const struct cmt_whatif_stream *stream);
-/** @return true and *out, or false after the last event. */
+/** @return true and *out, or false after the last event (or a read error: c->error). */
 bool cmt_whatif_cursor_next(struct cmt_whatif_cursor *c, struct cmt_whatif_event *out);
 
-/** Bytes the stream's events take in memory (the encoding, not the sites). */
+/** Bytes of the stream's encoding (in memory and in its temporary file; not the sites). */
 size_t cmt_whatif_stream_bytes(const struct cmt_whatif_stream *stream);
+
+/** Bytes of the stream's encoding held in memory (at most 3 x CMT_WHATIF_LOG_TAIL, unless no
+ * temporary file could be written). */
+size_t cmt_whatif_stream_memory(const struct cmt_whatif_stream *stream);
 
 /** Free what a stream holds (not the struct itself). NULL is allowed. */
 void cmt_whatif_stream_free(struct cmt_whatif_stream *stream);

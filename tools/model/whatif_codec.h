@@ -52,4 +52,14 @@ static inline void cmt__whatif_decode(const uint8_t **p, uint64_t *stream, uint3
     e->stream = *stream;
 }
 
+/* Refill c's window when fewer than one event's longest encoding is left (whatif_stream.c).
+ * @return false at the end of the stream or on a read error (c->error). */
+bool cmt__whatif_cursor_fill(struct cmt_whatif_cursor *c);
+
+/* @return true when c's window holds the next event's bytes. */
+static inline bool cmt__whatif_cursor_ready(struct cmt_whatif_cursor *c)
+{
+    return c->end - c->at >= 32 || cmt__whatif_cursor_fill(c);
+}
+
 #endif

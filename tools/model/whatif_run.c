@@ -48,12 +48,11 @@ static void replay_one(const struct cmt_whatif_stream *s, const struct cmt_whati
     const struct cmt_model_stats *st = cmt_model_stats_view(m);
     uint64_t peak = 0;
     size_t k = 0;
-    const uint8_t *p = s->codec.replay, *end = p ? p + s->codec.replay_len : NULL;
-    uint64_t stream = 0;
-    uint32_t new_id = s->new_id_base;
+    struct cmt_whatif_cursor cur;
     struct cmt_whatif_event e;
-    for (; p != end; k++) {
-        cmt__whatif_decode(&p, &stream, &new_id, &e);
+    cmt_whatif_cursor_init(&cur, s);
+    for (; cmt__whatif_cursor_ready(&cur); k++) {
+        cmt__whatif_decode(&cur.at, &cur.stream, &cur.new_id, &e);
         if (e.is_free) {
             cmt_model_free(m, handles[e.id]);
             handles[e.id] = 0;
@@ -76,6 +75,8 @@ static void replay_one(const struct cmt_whatif_stream *s, const struct cmt_whati
             res->inactive_split_at_peak = st->inactive_split_bytes;
         }
     }
+    if (cur.error && !res->error)
+        res->error = cur.error;
     res->events_replayed = k;
     res->stats = *st;
     res->peak_reserved = st->peak_reserved;

@@ -63,6 +63,8 @@ static int replay(struct cmt_model *model, const struct cmt_whatif_stream *s, st
         else if (arc)
             rc = arc;
     }
+    if (!rc && cur.error)
+        rc = cur.error;
     free(handles);
     return rc;
 }

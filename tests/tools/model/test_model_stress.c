@@ -37,6 +37,9 @@ struct run {
     uint64_t ooms, events;
 };
 
+/* Streams drawn for the requests: a few, as programs have, unless a test asks for more. */
+static uint64_t stream_count = 3;
+
 static struct run churn(struct cmt_model *m, uint64_t seed, uint64_t steps, uint64_t check_every)
 {
     static cmt_model_handle live[LIVE_MAX];
@@ -51,7 +54,8 @@ static struct run churn(struct cmt_model *m, uint64_t seed, uint64_t steps, uint
             live[victim] = live[--count];
         } else {
             cmt_model_handle h;
-            int rc = cmt_model_alloc(m, pick_size(&r), next(&r) % 3, &h);
+            uint64_t stream = next(&r) % stream_count;
+            int rc = cmt_model_alloc(m, pick_size(&r), stream * 0x9e3779b97f4a7c15ull, &h);
             if (rc == CMT_EMODEL_OOM) {
                 out.ooms++;
                 /* Make room like a program that shrinks its batch. */
@@ -117,6 +121,18 @@ Test(stress, invariants_hold_under_every_setting)
         struct run r = churn(m, 1000 + k, 60000, 97);
         cr_log_info("'%s': %llu events, %llu OOMs", settings[k], (unsigned long long)r.events,
                     (unsigned long long)r.ooms);
+        cr_assert_gt(r.ooms, 0, "the run should reach the device limit");
+        cmt_model_destroy(m);
+    }
+}
+
+/* Many streams with handles spread over 64 bits: the sets' order and chunk hints still hold. */
+Test(stress, invariants_hold_with_a_hundred_streams)
+{
+    stream_count = 100;
+    for (size_t k = 0; k < 2; k++) {
+        struct cmt_model *m = make(settings[k * 4], 0.0);
+        struct run r = churn(m, 77 + k, 60000, 97);
         cr_assert_gt(r.ooms, 0, "the run should reach the device limit");
         cmt_model_destroy(m);
     }

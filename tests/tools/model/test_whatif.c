@@ -358,13 +358,15 @@ Test(whatif_run, max_non_split_rounding_is_a_setting)
 
 /* ---- issue 16 items 4, 5 and 7 ---------------------------------------- */
 
-Test(whatif_stream, the_compact_encoding_gives_back_every_field)
+/* Push n varied events, read them back through a cursor and (every `every`th) one by one.
+ * @return the stream's bytes in memory once every event was pushed. */
+static size_t roundtrip(size_t N, size_t every)
 {
     struct cmt_whatif_stream s;
     memset(&s, 0, sizeof s);
     uint64_t rng = 16;
-    enum { N = 5000 };
-    static struct cmt_whatif_event want[N];
+    struct cmt_whatif_event *want = calloc(N, sizeof *want);
+    cr_assert(want);
     uint32_t fresh = 0;
     for (size_t k = 0; k < N; k++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -394,14 +396,16 @@ Test(whatif_stream, the_compact_encoding_gives_back_every_field)
     cmt_whatif_cursor_init(&c, &s);
     for (size_t k = 0; k < N; k++) {
         cr_assert(cmt_whatif_cursor_next(&c, &e));
-        struct cmt_whatif_event all = ev_at(&s, k);
         uint32_t id = want[k].id == CMT_WHATIF_NEW_ID ? 100000 + new_ids++ : want[k].id;
         cr_assert_eq(e.id, id, "event %zu", k);
-        cr_assert_eq(all.id, id, "event %zu", k);
         cr_assert_eq(e.size, want[k].size);
         cr_assert_eq(e.stream, want[k].stream);
         cr_assert_eq(e.is_free, want[k].is_free);
         cr_assert_eq(e.failed, want[k].failed);
+        if (k % every)
+            continue;
+        struct cmt_whatif_event all = ev_at(&s, k);
+        cr_assert_eq(all.id, id, "event %zu", k);
         cr_assert_eq(all.seq, want[k].seq);
         cr_assert_eq(all.t_ns, want[k].t_ns);
         cr_assert_eq(all.site, want[k].site);
@@ -410,7 +414,31 @@ Test(whatif_stream, the_compact_encoding_gives_back_every_field)
     cr_assert_not(cmt_whatif_cursor_next(&c, &e));
     cr_assert_eq(cmt_whatif_stream_event(&s, N, &e), CMT_EINVALID);
     cr_assert_eq(cmt_whatif_stream_push(&s, &want[0]), CMT_EINVALID); /* finished */
+    size_t memory = cmt_whatif_stream_memory(&s);
     cmt_whatif_stream_free(&s);
+    free(want);
+    return memory;
+}
+
+Test(whatif_stream, the_compact_encoding_gives_back_every_field)
+{
+    roundtrip(5000, 1);
+}
+
+/* 400000 events take about 8 MiB: most of it goes to the temporary file, and reads back. */
+Test(whatif_stream, a_long_stream_keeps_a_bounded_tail_in_memory)
+{
+    size_t memory = roundtrip(400000, 97);
+    cr_assert_leq(memory, 3 * (CMT_WHATIF_LOG_TAIL + 4096), "%zu bytes in memory", memory);
+}
+
+/* Without a writable temporary directory the stream stays whole in memory, and correct. */
+Test(whatif_stream, without_a_temporary_file_the_stream_stays_in_memory)
+{
+    setenv("TMPDIR", "/nonexistent/cumemtrace-test", 1);
+    size_t memory = roundtrip(400000, 97);
+    unsetenv("TMPDIR");
+    cr_assert_gt(memory, 3 * (CMT_WHATIF_LOG_TAIL + 4096), "%zu bytes in memory", memory);
 }
 
 /* After the OOM path releases two cached segments, first fit puts the next segment where they
