@@ -5,8 +5,14 @@
 
 #include <criterion/criterion.h>
 #include <cuda.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #define KiB ((uint64_t)1 << 10)
 #define MiB ((uint64_t)1 << 20)
@@ -36,6 +42,25 @@ static inline size_t simcuda_test_free(void)
     size_t free_bytes = 0, total_bytes = 0;
     CU_OK(cuMemGetInfo(&free_bytes, &total_bytes));
     return free_bytes;
+}
+
+/* Runs program (no arguments, this environment) and asserts it exits 0 within 20 s; a program
+ * that hangs is killed and the test fails. */
+static inline void simcuda_test_run_program(const char *program)
+{
+    char *argv[] = {(char *)program, NULL};
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, program, NULL, NULL, argv, environ), 0);
+    int status = 0;
+    pid_t got = 0;
+    for (int ms = 0; ms < 20000 && (got = waitpid(pid, &status, WNOHANG)) == 0; ms += 10)
+        usleep(10000);
+    if (got == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        cr_assert_fail("%s hung", program);
+    }
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status %d", program, status);
 }
 
 #endif

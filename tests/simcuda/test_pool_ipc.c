@@ -8,8 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 #define FD_TYPE CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 
 static CUmemoryPool make_pool(CUmemAllocationHandleType types)
@@ -128,19 +126,7 @@ Test(pool_ipc, blocks_of_a_plain_pool_hold_no_bytes)
  * kills a child that does not answer, and this test kills the program after 20 s. */
 Test(pool_ipc, another_program_sees_and_writes_the_same_bytes)
 {
-    char *argv[] = {SIMCUDA_POOL_IPC, NULL};
-    pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
-    int status = 0;
-    pid_t got = 0;
-    for (int ms = 0; ms < 20000 && (got = waitpid(pid, &status, WNOHANG)) == 0; ms += 10)
-        usleep(10000);
-    if (got == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        cr_assert_fail("pool_ipc hung");
-    }
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "pool_ipc: status %d", status);
+    simcuda_test_run_program(SIMCUDA_POOL_IPC);
 }
 
 Test(pool_ipc, a_range_handle_is_a_real_descriptor)

@@ -7,8 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
-
 static CUmemAllocationProp device_prop(int device)
 {
     CUmemAllocationProp prop = {0};
@@ -244,19 +242,7 @@ Test(vmm, a_forked_child_imports_the_parents_memory)
  * program kills a child that does not answer, and this test kills the program after 20 s. */
 Test(vmm, a_descriptor_passed_over_a_socket_imports_in_another_program)
 {
-    char *argv[] = {SIMCUDA_IPC_FD, NULL};
-    pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, argv[0], NULL, NULL, argv, environ), 0);
-    int status = 0;
-    pid_t got = 0;
-    for (int ms = 0; ms < 20000 && (got = waitpid(pid, &status, WNOHANG)) == 0; ms += 10)
-        usleep(10000);
-    if (got == 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        cr_assert_fail("ipc_fd hung");
-    }
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "ipc_fd: status %d", status);
+    simcuda_test_run_program(SIMCUDA_IPC_FD);
 }
 
 Test(vmm, reserve_honours_a_free_fixed_address)
