@@ -32,11 +32,11 @@ static void remove_dirs(void)
     }
 }
 
-/* Rank r of a four-rank run in dirs[d]: `peak` from 1 ms to 10 ms; fails at fail_t when set. */
-static void rank_trace(int d, int32_t rank, uint64_t peak, uint64_t fail_t)
+/* A trace of rank r of a four-rank python run on node-a: pid base + r, job id job. */
+static void begin_rank(struct tb *b, int32_t rank, uint64_t pid_base, const char *job)
 {
     static const char *argv[] = {"python", "train.py"};
-    struct cmt_process p = {200 + (uint64_t)rank,
+    struct cmt_process p = {pid_base + (uint64_t)rank,
                             1,
                             WALL0,
                             1000,
@@ -48,9 +48,15 @@ static void rank_trace(int d, int32_t rank, uint64_t peak, uint64_t fail_t)
                             rank,
                             rank,
                             4,
-                            "job-9"};
+                            job};
+    tb_begin_process(b, &p, 16 * TB_GIB, 16 * TB_GIB);
+}
+
+/* Rank r of a four-rank run in dirs[d]: `peak` from 1 ms to 10 ms; fails at fail_t when set. */
+static void rank_trace(int d, int32_t rank, uint64_t peak, uint64_t fail_t)
+{
     struct tb b;
-    tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    begin_rank(&b, rank, 200, "job-9");
     b.t_ns = 1 * MS;
     tb_alloc(&b, 0x7f0000000000, peak, 0);
     if (fail_t) {
@@ -199,22 +205,8 @@ Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_
  * survives (not a failure), 's' death on a signal (a SIGNAL record, no END). */
 static void failing_trace(int d, int32_t rank, char how, uint64_t t)
 {
-    static const char *argv[] = {"python", "train.py"};
-    struct cmt_process p = {300 + (uint64_t)rank,
-                            1,
-                            WALL0,
-                            1000,
-                            12040,
-                            "node-a",
-                            "/usr/bin/python3",
-                            2,
-                            argv,
-                            rank,
-                            rank,
-                            4,
-                            "job-7"};
     struct tb b;
-    tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    begin_rank(&b, rank, 300, "job-7");
     b.t_ns = 1 * MS;
     tb_alloc(&b, 0x7f0000000000, TB_GIB, 0);
     b.t_ns = t;
