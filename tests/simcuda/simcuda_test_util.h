@@ -37,6 +37,17 @@ static inline CUcontext simcuda_test_start(const char *memory, const char *overh
     return ctx;
 }
 
+/* cuMemCreate's properties: pinned memory on device, exportable as a POSIX descriptor. */
+static inline CUmemAllocationProp simcuda_test_vmm_prop(int device)
+{
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return prop;
+}
+
 static inline size_t simcuda_test_free(void)
 {
     size_t free_bytes = 0, total_bytes = 0;

@@ -4,16 +4,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static CUmemAllocationProp device_prop(int device)
-{
-    CUmemAllocationProp prop = {0};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    return prop;
-}
-
 static CUmulticastObjectProp team_prop(unsigned devices, size_t size)
 {
     CUmulticastObjectProp prop = {0};
@@ -45,7 +35,7 @@ Test(multicast, object_holds_no_memory_and_bound_memory_is_counted_once)
 {
     simcuda_test_start("1GiB", "0");
     CUmulticastObjectProp prop = team_prop(1, 16 * MiB);
-    CUmemAllocationProp mem = device_prop(0);
+    CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle mc, phys;
     CU_OK(cuMulticastCreate(&mc, &prop));
     cr_assert_eq(simcuda_test_free(), 1 * GiB, "a multicast object has no memory of its own");
@@ -70,7 +60,7 @@ Test(multicast, a_binding_holds_its_memory_until_unbound)
 {
     simcuda_test_start("1GiB", "0");
     CUmulticastObjectProp prop = team_prop(1, 8 * MiB);
-    CUmemAllocationProp mem = device_prop(0);
+    CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle mc, phys;
     CU_OK(cuMulticastCreate(&mc, &prop));
     CU_OK(cuMulticastAddDevice(mc, 0));
@@ -93,7 +83,7 @@ Test(multicast, bind_and_map_wait_for_the_whole_team)
     setenv("SIMCUDA_DEVICES", "2", 1);
     simcuda_test_start("1GiB", "0");
     CUmulticastObjectProp prop = team_prop(2, 4 * MiB);
-    CUmemAllocationProp mem = device_prop(0);
+    CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle mc, phys;
     CU_OK(cuMulticastCreate(&mc, &prop));
     CU_OK(cuMulticastAddDevice(mc, 0));
@@ -116,7 +106,7 @@ Test(multicast, the_documented_errors)
 {
     simcuda_test_start("1GiB", "0");
     CUmulticastObjectProp prop = team_prop(1, 8 * MiB);
-    CUmemAllocationProp mem = device_prop(0);
+    CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle mc, phys;
     CUmulticastObjectProp odd = team_prop(1, 3 * MiB);
     CU_FAILS(cuMulticastCreate(&mc, &odd), CUDA_ERROR_INVALID_VALUE);
@@ -161,7 +151,7 @@ Test(multicast, bind_by_address_finds_the_mapped_memory)
 {
     simcuda_test_start("1GiB", "0");
     CUmulticastObjectProp prop = team_prop(1, 4 * MiB);
-    CUmemAllocationProp mem = device_prop(0);
+    CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle mc, phys, retained;
     CU_OK(cuMulticastCreate(&mc, &prop));
     CU_OK(cuMulticastAddDevice(mc, 0));
@@ -226,7 +216,7 @@ Test(multicast, a_forked_child_imports_the_object_as_its_own)
     CU_OK(cuMulticastAddDevice(mc, 0)); /* the parent's team is complete, the child's is not */
     pid_t child = fork();
     if (child == 0) {
-        CUmemAllocationProp mem = device_prop(0);
+        CUmemAllocationProp mem = simcuda_test_vmm_prop(0);
         CUmemGenericAllocationHandle first, second, phys;
         int ok = cuMemImportFromShareableHandle(&first, (void *)(intptr_t)fd,
                                                 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) ==

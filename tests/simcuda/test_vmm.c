@@ -7,20 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static CUmemAllocationProp device_prop(int device)
-{
-    CUmemAllocationProp prop = {0};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    return prop;
-}
-
 Test(vmm, granularity_is_two_mebibytes)
 {
     simcuda_test_start(NULL, NULL);
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     size_t minimum = 0, recommended = 0;
     CU_OK(cuMemGetAllocationGranularity(&minimum, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     CU_OK(cuMemGetAllocationGranularity(&recommended, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
@@ -31,7 +21,7 @@ Test(vmm, granularity_is_two_mebibytes)
 Test(vmm, physical_memory_lives_until_release_and_unmap)
 {
     simcuda_test_start("1GiB", "0");
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CUdeviceptr va;
     CU_OK(cuMemCreate(&handle, 8 * MiB, &prop, 0));
@@ -51,7 +41,7 @@ Test(vmm, physical_memory_lives_until_release_and_unmap)
 Test(vmm, unmap_then_release_also_frees)
 {
     simcuda_test_start("1GiB", "0");
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CUdeviceptr va;
     CU_OK(cuMemCreate(&handle, 4 * MiB, &prop, 0));
@@ -66,7 +56,7 @@ Test(vmm, unmap_then_release_also_frees)
 Test(vmm, address_free_refused_while_mapped)
 {
     simcuda_test_start(NULL, NULL);
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CUdeviceptr va;
     CU_OK(cuMemCreate(&handle, PAGE, &prop, 0));
@@ -83,7 +73,7 @@ Test(vmm, address_free_refused_while_mapped)
 Test(vmm, retained_handle_needs_its_own_release)
 {
     simcuda_test_start("1GiB", "0");
-    CUmemAllocationProp prop = device_prop(0), read_back;
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0), read_back;
     CUmemGenericAllocationHandle handle, retained;
     CUdeviceptr va;
     CU_OK(cuMemCreate(&handle, 2 * PAGE, &prop, 0));
@@ -108,16 +98,16 @@ Test(vmm, retained_handle_needs_its_own_release)
 Test(vmm, create_checks_size_and_location)
 {
     simcuda_test_start("64MiB", "0");
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CU_FAILS(cuMemCreate(&handle, PAGE + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
     CU_FAILS(cuMemCreate(&handle, 0, &prop, 0), CUDA_ERROR_INVALID_VALUE);
     CU_FAILS(cuMemCreate(NULL, PAGE, &prop, 0), CUDA_ERROR_INVALID_VALUE);
     prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
     CU_FAILS(cuMemCreate(&handle, PAGE, &prop, 0), CUDA_ERROR_INVALID_VALUE);
-    prop = device_prop(3);
+    prop = simcuda_test_vmm_prop(3);
     CU_FAILS(cuMemCreate(&handle, PAGE, &prop, 0), CUDA_ERROR_INVALID_VALUE);
-    prop = device_prop(0);
+    prop = simcuda_test_vmm_prop(0);
     CU_FAILS(cuMemCreate(&handle, 66 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
     CU_OK(cuMemCreate(&handle, 64 * MiB, &prop, 0));
     cr_assert_eq(simcuda_test_free(), 0);
@@ -126,7 +116,7 @@ Test(vmm, create_checks_size_and_location)
 Test(vmm, map_checks_reservation_overlap_and_handle_size)
 {
     simcuda_test_start(NULL, NULL);
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CUdeviceptr va;
     CU_OK(cuMemCreate(&handle, 2 * PAGE, &prop, 0));
@@ -148,7 +138,7 @@ Test(vmm, map_checks_reservation_overlap_and_handle_size)
 Test(vmm, set_access_needs_a_mapped_range)
 {
     simcuda_test_start(NULL, NULL);
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     CUdeviceptr va;
     CUmemAccessDesc access = {.location = prop.location,
@@ -171,7 +161,7 @@ Test(vmm, set_access_needs_a_mapped_range)
 Test(vmm, shareable_handle_round_trip)
 {
     simcuda_test_start("1GiB", "0");
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle, imported;
     int fd = -1;
     CU_OK(cuMemCreate(&handle, 4 * PAGE, &prop, 0));
@@ -209,7 +199,7 @@ Test(vmm, a_shareable_handle_that_is_no_descriptor_is_refused)
 Test(vmm, a_forked_child_imports_the_parents_memory)
 {
     simcuda_test_start("1GiB", "0");
-    CUmemAllocationProp prop = device_prop(0);
+    CUmemAllocationProp prop = simcuda_test_vmm_prop(0);
     CUmemGenericAllocationHandle handle;
     int fd = -1;
     CU_OK(cuMemCreate(&handle, 2 * PAGE, &prop, 0));
