@@ -441,6 +441,8 @@ static CUresult stream_synchronize(CUstream hStream)
     simcuda__lock();
     CUresult result = simcuda__stream_context(hStream, &ctx);
     if (result == CUDA_SUCCESS)
+        result = simcuda__capture_forbids_sync(hStream);
+    if (result == CUDA_SUCCESS)
         simcuda__pools_synchronize(ctx->device);
     simcuda__unlock();
     return result;

@@ -175,6 +175,16 @@ void simcuda__free_context_graph_memory(struct CUctx_st *ctx)
 
 /* ---- graphs and nodes ---- */
 
+struct CUgraph_st *simcuda__graph_new(void)
+{
+    struct CUgraph_st *graph = calloc(1, sizeof(*graph));
+    if (graph) {
+        graph->next = graphs;
+        graphs = graph;
+    }
+    return graph;
+}
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
     simcuda__lock();
@@ -182,27 +192,22 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int fla
     struct CUgraph_st *graph = NULL;
     if (result == CUDA_SUCCESS && (!phGraph || flags != 0))
         result = CUDA_ERROR_INVALID_VALUE;
-    if (result == CUDA_SUCCESS && !(graph = calloc(1, sizeof(*graph))))
+    if (result == CUDA_SUCCESS && !(graph = simcuda__graph_new()))
         result = CUDA_ERROR_OUT_OF_MEMORY;
-    if (result == CUDA_SUCCESS) {
-        graph->next = graphs;
-        graphs = graph;
+    if (result == CUDA_SUCCESS)
         *phGraph = graph;
-    }
     simcuda__unlock();
     return result;
 }
 
-static CUresult graph_destroy(CUgraph hGraph)
+CUresult simcuda__graph_discard(CUgraph hGraph)
 {
-    simcuda__lock();
-    CUresult result = simcuda__require_init();
     struct CUgraph_st **link = &graphs;
     while (*link && *link != hGraph)
         link = &(*link)->next;
-    if (result == CUDA_SUCCESS && !*link)
-        result = CUDA_ERROR_INVALID_VALUE;
-    if (result == CUDA_SUCCESS) {
+    if (!*link)
+        return CUDA_ERROR_INVALID_VALUE;
+    {
         struct CUgraph_st *graph = *link;
         *link = graph->next;
         for (struct CUgraphExec_st *x = execs; x; x = x->next)
@@ -218,6 +223,15 @@ static CUresult graph_destroy(CUgraph hGraph)
         }
         free(graph);
     }
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(CUgraph hGraph)
+{
+    simcuda__lock();
+    CUresult result = simcuda__require_init();
+    if (result == CUDA_SUCCESS)
+        result = simcuda__graph_discard(hGraph);
     simcuda__unlock();
     return result;
 }
@@ -268,11 +282,11 @@ static CUresult alloc_node_checks(const CUDA_MEM_ALLOC_NODE_PARAMS *p)
                : CUDA_ERROR_INVALID_DEVICE;
 }
 
-static CUresult add_alloc_node(CUgraphNode *phGraphNode, CUgraph hGraph,
-                               const CUgraphNode *dependencies, size_t numDependencies,
-                               CUDA_MEM_ALLOC_NODE_PARAMS *p)
+/* Lock held. */
+static CUresult add_alloc_node_locked(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                      const CUgraphNode *dependencies, size_t numDependencies,
+                                      CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
-    simcuda__lock();
     struct CUgraphNode_st *node = NULL;
     CUresult result = node_add(phGraphNode, hGraph, dependencies, numDependencies, &node);
     if (result == CUDA_SUCCESS)
@@ -301,7 +315,29 @@ static CUresult add_alloc_node(CUgraphNode *phGraphNode, CUgraph hGraph,
         free(alloc);
         free(node);
     }
+    return result;
+}
+
+static CUresult add_alloc_node(CUgraphNode *phGraphNode, CUgraph hGraph,
+                               const CUgraphNode *dependencies, size_t numDependencies,
+                               CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    simcuda__lock();
+    CUresult result = add_alloc_node_locked(phGraphNode, hGraph, dependencies, numDependencies, p);
     simcuda__unlock();
+    return result;
+}
+
+CUresult simcuda__graph_capture_alloc(CUgraph graph, int device, size_t bytesize, CUdeviceptr *dptr)
+{
+    CUDA_MEM_ALLOC_NODE_PARAMS p = {.bytesize = bytesize};
+    p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.poolProps.location.id = device;
+    CUgraphNode node;
+    CUresult result = add_alloc_node_locked(&node, graph, NULL, 0, &p);
+    if (result == CUDA_SUCCESS)
+        *dptr = p.dptr;
     return result;
 }
 
@@ -316,11 +352,11 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *phGraphNode,
                         nodeParams ? nodeParams->bytesize : 0, (uintptr_t)hGraph);
 }
 
-static CUresult add_free_node(CUgraphNode *phGraphNode, CUgraph hGraph,
-                              const CUgraphNode *dependencies, size_t numDependencies,
-                              CUdeviceptr dptr)
+/* Lock held. */
+static CUresult add_free_node_locked(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                     const CUgraphNode *dependencies, size_t numDependencies,
+                                     CUdeviceptr dptr)
 {
-    simcuda__lock();
     struct CUgraphNode_st *node = NULL;
     CUresult result = node_add(phGraphNode, hGraph, dependencies, numDependencies, &node);
     struct simcuda__graph_alloc *alloc = result == CUDA_SUCCESS ? alloc_at(dptr) : NULL;
@@ -336,8 +372,24 @@ static CUresult add_free_node(CUgraphNode *phGraphNode, CUgraph hGraph,
     } else {
         free(node);
     }
+    return result;
+}
+
+static CUresult add_free_node(CUgraphNode *phGraphNode, CUgraph hGraph,
+                              const CUgraphNode *dependencies, size_t numDependencies,
+                              CUdeviceptr dptr)
+{
+    simcuda__lock();
+    CUresult result = add_free_node_locked(phGraphNode, hGraph, dependencies, numDependencies,
+                                           dptr);
     simcuda__unlock();
     return result;
+}
+
+CUresult simcuda__graph_capture_free(CUgraph graph, CUdeviceptr dptr)
+{
+    CUgraphNode node;
+    return add_free_node_locked(&node, graph, NULL, 0, dptr);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,

@@ -173,6 +173,9 @@ struct CUstream_st {
     struct CUctx_st *ctx;
     unsigned flags;
     int priority;
+    struct CUgraph_st *capture; /* the graph it captures into, NULL when not capturing */
+    uint64_t capture_id;
+    bool capture_invalidated;
     struct CUstream_st *next_all;
 };
 
@@ -331,6 +334,22 @@ CUresult simcuda__graph_free(struct simcuda__graph_alloc *alloc);
 bool simcuda__graph_range_valid(const struct simcuda__graph_alloc *alloc, uint64_t offset,
                                 uint64_t size);
 void simcuda__free_context_graph_memory(struct CUctx_st *ctx);
+/* simcuda_graph.c (lock held), for stream capture: a new empty graph (NULL when out of
+ * memory); a graph destroyed as cuGraphDestroy does (INVALID_VALUE when not a graph); an
+ * allocation node (pinned memory of device, no dependencies) or a free node added to a graph,
+ * with cuGraphAddMemAllocNode's and cuGraphAddMemFreeNode's checks and errors. */
+struct CUgraph_st *simcuda__graph_new(void);
+CUresult simcuda__graph_discard(CUgraph graph);
+CUresult simcuda__graph_capture_alloc(CUgraph graph, int device, size_t bytesize,
+                                      CUdeviceptr *dptr);
+CUresult simcuda__graph_capture_free(CUgraph graph, CUdeviceptr dptr);
+
+/* simcuda_capture.c (lock held): the graph a stream is capturing into (*graph NULL when it
+ * is not capturing; CUDA_ERROR_STREAM_CAPTURE_INVALIDATED when its capture was invalidated).
+ * A synchronisation of a capturing stream: invalidates its capture and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (CUDA_SUCCESS when the stream is not capturing). */
+CUresult simcuda__capture_of(CUstream stream, struct CUgraph_st **graph);
+CUresult simcuda__capture_forbids_sync(CUstream stream);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);

@@ -154,62 +154,85 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *pool, uint64_t size, struc
     return CUDA_SUCCESS;
 }
 
-/* pool NULL: the current pool of the stream's device (cuMemAllocAsync). */
+/* pool NULL: the current pool of the stream's device (cuMemAllocAsync). On a capturing
+ * stream (simcuda_capture.c) an allocation node of its graph, *graph that graph (else 0). */
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, bool from_pool,
-                            CUstream hStream)
+                            CUstream hStream, uintptr_t *graph)
 {
     struct CUctx_st *ctx;
+    struct CUgraph_st *capture = NULL;
+    *graph = 0;
     simcuda__lock();
     CUresult result = simcuda__stream_context(hStream, &ctx);
     if (result == CUDA_SUCCESS &&
         (!dptr || bytesize == 0 || (from_pool && (!pool_valid(pool) || pool->imported))))
         result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS)
+        result = simcuda__capture_of(hStream, &capture);
+    if (result == CUDA_SUCCESS && capture) {
+        result = simcuda__graph_capture_alloc(capture, from_pool ? pool->device : ctx->device,
+                                              bytesize, dptr);
+        *graph = (uintptr_t)capture;
+    } else if (result == CUDA_SUCCESS) {
         result = pool_alloc(from_pool ? pool : simcuda__state.devices[ctx->device].current_pool,
                             bytesize, ctx, dptr);
+    }
     simcuda__unlock();
     return result;
+}
+
+/* Logged with handle = the pool (cuMemAllocFromPoolAsync), or the graph when captured. */
+static CUresult alloc_async_logged(const char *entry, CUdeviceptr *dptr, size_t bytesize,
+                                   CUmemoryPool pool, bool from_pool, CUstream hStream)
+{
+    uintptr_t graph;
+    CUresult result = alloc_async(dptr, bytesize, pool, from_pool, hStream, &graph);
+    return simcuda__log(entry, result, result == CUDA_SUCCESS ? *dptr : 0, bytesize,
+                        graph ? graph : (uintptr_t)pool);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize,
                                                 CUstream hStream)
 {
-    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
+    return alloc_async_logged(__func__, dptr, bytesize, NULL, false, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                      CUstream hStream)
 {
-    CUresult result = alloc_async(dptr, bytesize, NULL, false, hStream);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
+    return alloc_async_logged(__func__, dptr, bytesize, NULL, false, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
                                                         CUmemoryPool pool, CUstream hStream)
 {
-    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
+    return alloc_async_logged(__func__, dptr, bytesize, pool, true, hStream);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                              CUmemoryPool pool, CUstream hStream)
 {
-    CUresult result = alloc_async(dptr, bytesize, pool, true, hStream);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, (uintptr_t)pool);
+    return alloc_async_logged(__func__, dptr, bytesize, pool, true, hStream);
 }
 
 /* Pool blocks go back to their pool, graph memory to the graph pool; cuMemAlloc memory is
  * freed at once. */
-static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
+static CUresult free_async(CUdeviceptr dptr, CUstream hStream, uintptr_t *graph)
 {
     struct CUctx_st *ctx;
+    struct CUgraph_st *capture = NULL;
+    *graph = 0;
     simcuda__lock();
     CUresult result = simcuda__stream_context(hStream, &ctx);
+    if (result == CUDA_SUCCESS)
+        result = simcuda__capture_of(hStream, &capture);
     struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
     struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
     if (result != CUDA_SUCCESS) {
         /* keep the context error */
+    } else if (capture) { /* a free node of the captured graph */
+        result = simcuda__graph_capture_free(capture, dptr);
+        *graph = (uintptr_t)capture;
     } else if (!entry || entry->base != dptr) {
         result = CUDA_ERROR_INVALID_VALUE;
     } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
@@ -226,14 +249,19 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream)
     return result;
 }
 
+/* Logged with handle = the graph when captured. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
+    uintptr_t graph;
+    CUresult result = free_async(dptr, hStream, &graph);
+    return SIMCUDA__LOG(result, dptr, 0, graph);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
-    return SIMCUDA__LOG(free_async(dptr, hStream), dptr, 0, 0);
+    uintptr_t graph;
+    CUresult result = free_async(dptr, hStream, &graph);
+    return SIMCUDA__LOG(result, dptr, 0, graph);
 }
 
 static CUresult pool_create(CUmemoryPool *pool, const CUmemPoolProps *poolProps)

@@ -176,6 +176,21 @@
     X(cuMemSetMemPool, cuMemSetMemPool, 13000, 0)                                               \
     X(cuMemGetMemPool, cuMemGetMemPool, 13000, 0)                                               \
     X(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, 0)                                 \
+    X(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0)                                 \
+    X(cuStreamBeginCapture, cuStreamBeginCapture_ptsz, 10000, 1)                            \
+    X(cuStreamBeginCapture, cuStreamBeginCapture_v2, 10010, 0)                              \
+    X(cuStreamBeginCapture, cuStreamBeginCapture_v2_ptsz, 10010, 1)                         \
+    X(cuStreamEndCapture, cuStreamEndCapture, 10000, 0)                                     \
+    X(cuStreamEndCapture, cuStreamEndCapture_ptsz, 10000, 1)                                \
+    X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, 0)                                   \
+    X(cuStreamIsCapturing, cuStreamIsCapturing_ptsz, 10000, 1)                              \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo, 10010, 0)                             \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_ptsz, 10010, 1)                        \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v2, 11030, 0)                          \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v2_ptsz, 11030, 1)                     \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v3, 12030, 0)                          \
+    X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo_v3_ptsz, 12030, 1)                     \
+    X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, 0)       \
     X(cuGraphCreate, cuGraphCreate, 10000, 0)                                                   \
     X(cuGraphDestroy, cuGraphDestroy, 10000, 0)                                                 \
     X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, 11040, 0)                                 \
