@@ -79,8 +79,8 @@ enum cmt_record_type {
     X(ALLOC_PITCH, 2, "alloc_pitch", ALLOC, PITCHED, CMT__OOM)     /* ptr, size, pitch, width */ \
     X(ALLOC_MANAGED, 3, "alloc_managed", ALLOC, MANAGED, CMT__OOM) /* ptr, size, flags */        \
     X(FREE, 4, "free", FREE, DEVICE, CMT__RELCD)                   /* ptr */                     \
-    X(ALLOC_ASYNC, 5, "alloc_async", ALLOC, ASYNC, CMT__OOM)       /* ptr, size, stream, [pool] */ \
-    X(FREE_ASYNC, 6, "free_async", FREE_TO_POOL, ASYNC, CMT__RELCD) /* ptr, stream */            \
+    X(ALLOC_ASYNC, 5, "alloc_async", ALLOC, ASYNC, CMT__OOM)       /* ptr, size, stream, [pool], [handle = graph captured into] */ \
+    X(FREE_ASYNC, 6, "free_async", FREE_TO_POOL, ASYNC, CMT__RELCD) /* ptr, stream, [handle = graph captured into] */ \
     X(ALLOC_HOST, 7, "alloc_host", ALLOC, HOST, 0)                 /* ptr, size, flags */        \
     X(FREE_HOST, 8, "free_host", FREE, HOST, CMT__REL)             /* ptr */                     \
     X(MEM_INFO, 9, "mem_info", MEM_INFO, NONE, CMT__CD)            /* free, total */             \
@@ -131,7 +131,9 @@ enum cmt_record_type {
     X(MULTICAST_ADD_DEVICE, 54, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
     X(MULTICAST_BIND_MEM, 55, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \
     X(MULTICAST_BIND_ADDR, 56, "multicast_bind_addr", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the memory's address, offset, size */ \
-    X(MULTICAST_UNBIND, 57, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */
+    X(MULTICAST_UNBIND, 57, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */ \
+    X(CAPTURE_BEGIN, 58, "capture_begin", NONE, NONE, 0)           /* stream, [flags = mode] */  \
+    X(CAPTURE_END, 59, "capture_end", NONE, NONE, 0)               /* stream, [handle = graph] */
 /* clang-format on */
 
 enum cmt_op {

@@ -41,6 +41,8 @@ struct cmt__real {
     CUresult (*cuDeviceGetName)(char *, int, CUdevice);
     CUresult (*cuDeviceTotalMem_v2)(size_t *, CUdevice);
     CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
+                                          CUgraph *, const CUgraphNode **, size_t *);
 };
 extern struct cmt__real cmt__real;
 
@@ -98,6 +100,9 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Current context's device (cached per thread), -1 when none. */
 int32_t cmt__current_device(void);
+/* Stream captures begun and not yet ended (wrappers.c), so that a stream-ordered allocation
+ * asks the driver whether its stream captures only while some capture may be open. */
+extern atomic_int cmt__open_captures;
 
 /* stack.c — unwinding and the stack trie. */
 /* Unwinds the caller's stack (our own frames dropped) and interns it.

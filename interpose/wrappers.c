@@ -2,7 +2,8 @@
  *
  * A wrapper: begin (recursion guard; release ops take their seq here) → call the real
  * function with the exact arguments → record inputs, and outputs only on success → finish.
- * Recording functions tolerate NULL arguments and never call the driver. */
+ * Recording functions tolerate NULL arguments and never call the driver, except that a
+ * stream-ordered allocation or free asks for its stream's capture while a capture is open. */
 #include <errno.h>
 
 #include "shim.h"
@@ -57,39 +58,76 @@ static void cmt__rec_cuMemGetInfo_v2(struct cmt_event *e, int ok, size_t *free, 
     OUT(e, ok, TOTAL, total);
 }
 
+atomic_int cmt__open_captures;
+
+/* A successful call on a capturing stream made a node of the capture's graph, not memory:
+ * the event carries that graph as handle. Asked only while some capture is open; the
+ * per-thread variants' stream 0 is the per-thread default stream. */
+static void mark_captured(struct cmt_event *e, int ok, CUstream stream, int per_thread)
+{
+    if (__builtin_expect(!atomic_load_explicit(&cmt__open_captures, memory_order_relaxed), 1) ||
+        !ok || !cmt__real.cuStreamGetCaptureInfo_v2)
+        return;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUgraph graph = NULL;
+    if (!stream && per_thread)
+        stream = CU_STREAM_PER_THREAD;
+    if (cmt__real.cuStreamGetCaptureInfo_v2(stream, &status, NULL, &graph, NULL, NULL) ==
+            CUDA_SUCCESS &&
+        status == CU_STREAM_CAPTURE_STATUS_ACTIVE && graph)
+        SET(e, HANDLE, (uintptr_t)graph);
+}
+
 static void rec_alloc_async(struct cmt_event *e, int ok, CUdeviceptr *dptr, size_t bytesize,
-                            CUmemoryPool pool, CUstream stream)
+                            CUmemoryPool pool, CUstream stream, int per_thread)
 {
     SET(e, SIZE, bytesize);
     SET(e, STREAM, (uintptr_t)stream);
     if (pool)
         SET(e, POOL, (uintptr_t)pool);
     OUT(e, ok, PTR, dptr);
+    mark_captured(e, ok, stream, per_thread);
 }
 
 static void cmt__rec_cuMemAllocAsync(struct cmt_event *e, int ok, CUdeviceptr *dptr,
                                      size_t bytesize, CUstream stream)
 {
-    rec_alloc_async(e, ok, dptr, bytesize, NULL, stream);
+    rec_alloc_async(e, ok, dptr, bytesize, NULL, stream, 0);
 }
 
-#define cmt__rec_cuMemAllocAsync_ptsz cmt__rec_cuMemAllocAsync
+static void cmt__rec_cuMemAllocAsync_ptsz(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                          size_t bytesize, CUstream stream)
+{
+    rec_alloc_async(e, ok, dptr, bytesize, NULL, stream, 1);
+}
 
 static void cmt__rec_cuMemAllocFromPoolAsync(struct cmt_event *e, int ok, CUdeviceptr *dptr,
                                              size_t bytesize, CUmemoryPool pool, CUstream stream)
 {
-    rec_alloc_async(e, ok, dptr, bytesize, pool, stream);
+    rec_alloc_async(e, ok, dptr, bytesize, pool, stream, 0);
 }
 
-#define cmt__rec_cuMemAllocFromPoolAsync_ptsz cmt__rec_cuMemAllocFromPoolAsync
+static void cmt__rec_cuMemAllocFromPoolAsync_ptsz(struct cmt_event *e, int ok, CUdeviceptr *dptr,
+                                                  size_t bytesize, CUmemoryPool pool,
+                                                  CUstream stream)
+{
+    rec_alloc_async(e, ok, dptr, bytesize, pool, stream, 1);
+}
 
 static void cmt__rec_cuMemFreeAsync(struct cmt_event *e, int ok, CUdeviceptr dptr, CUstream stream)
 {
     SET(e, PTR, dptr);
     SET(e, STREAM, (uintptr_t)stream);
+    mark_captured(e, ok, stream, 0);
 }
 
-#define cmt__rec_cuMemFreeAsync_ptsz cmt__rec_cuMemFreeAsync
+static void cmt__rec_cuMemFreeAsync_ptsz(struct cmt_event *e, int ok, CUdeviceptr dptr,
+                                         CUstream stream)
+{
+    SET(e, PTR, dptr);
+    SET(e, STREAM, (uintptr_t)stream);
+    mark_captured(e, ok, stream, 1);
+}
 
 static void cmt__rec_cuMemPoolCreate(struct cmt_event *e, int ok, CUmemoryPool *pool,
                                      const CUmemPoolProps *props)
@@ -496,6 +534,41 @@ static void cmt__rec_cuDeviceGraphMemTrim(struct cmt_event *e, int ok, CUdevice 
 {
     e->dev = device;
 }
+
+/* Stream capture: begin counts an open capture, a successful end uncounts it; the graph
+ * returned is the handle. (An end that fails as invalidated also closes its capture, but a
+ * recording function does not see the error: the count stays up, which only costs each later
+ * stream-ordered call one question to the driver.) */
+static void cmt__rec_cuStreamBeginCapture(struct cmt_event *e, int ok, CUstream stream)
+{
+    SET(e, STREAM, (uintptr_t)stream);
+    if (ok)
+        atomic_fetch_add(&cmt__open_captures, 1);
+}
+
+#define cmt__rec_cuStreamBeginCapture_ptsz cmt__rec_cuStreamBeginCapture
+
+static void cmt__rec_cuStreamBeginCapture_v2(struct cmt_event *e, int ok, CUstream stream,
+                                             CUstreamCaptureMode mode)
+{
+    SET(e, FLAGS, (unsigned)mode);
+    cmt__rec_cuStreamBeginCapture(e, ok, stream);
+}
+
+#define cmt__rec_cuStreamBeginCapture_v2_ptsz cmt__rec_cuStreamBeginCapture_v2
+
+static void cmt__rec_cuStreamEndCapture(struct cmt_event *e, int ok, CUstream stream,
+                                        CUgraph *graph)
+{
+    SET(e, STREAM, (uintptr_t)stream);
+    if (ok && graph)
+        SET(e, HANDLE, (uintptr_t)*graph);
+    int open = atomic_load(&cmt__open_captures);
+    while (ok && open > 0 && !atomic_compare_exchange_weak(&cmt__open_captures, &open, open - 1))
+        ;
+}
+
+#define cmt__rec_cuStreamEndCapture_ptsz cmt__rec_cuStreamEndCapture
 
 static void cmt__rec_cuDeviceSetGraphMemAttribute(struct cmt_event *e, int ok, CUdevice device,
                                                   CUgraphMem_attribute attr, void *value)

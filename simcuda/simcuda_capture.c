@@ -70,28 +70,26 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
     return result;
 }
 
-/* Logged with handle = the stream. */
+/* Logged with nothing but the result (the stream is no memory handle). */
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream)
 {
-    return SIMCUDA__LOG(begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL), 0, 0,
-                        (uintptr_t)hStream);
+    return SIMCUDA__LOG(begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL), 0, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream)
 {
-    return SIMCUDA__LOG(begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL), 0, 0,
-                        (uintptr_t)hStream);
+    return SIMCUDA__LOG(begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL), 0, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-    return SIMCUDA__LOG(begin_capture(hStream, mode), 0, 0, (uintptr_t)hStream);
+    return SIMCUDA__LOG(begin_capture(hStream, mode), 0, 0, 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream,
                                                              CUstreamCaptureMode mode)
 {
-    return SIMCUDA__LOG(begin_capture(hStream, mode), 0, 0, (uintptr_t)hStream);
+    return SIMCUDA__LOG(begin_capture(hStream, mode), 0, 0, 0);
 }
 
 static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
@@ -117,19 +115,17 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
     return result;
 }
 
-/* Logged with address = the graph, handle = the stream. */
+/* Logged with handle = the graph returned. */
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
     CUresult result = end_capture(hStream, phGraph);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? (uintptr_t)*phGraph : 0, 0,
-                        (uintptr_t)hStream);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*phGraph : 0);
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 {
     CUresult result = end_capture(hStream, phGraph);
-    return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? (uintptr_t)*phGraph : 0, 0,
-                        (uintptr_t)hStream);
+    return SIMCUDA__LOG(result, 0, 0, result == CUDA_SUCCESS ? (uintptr_t)*phGraph : 0);
 }
 
 /* The stream's capture: status, id and graph (each out pointer may be NULL). */

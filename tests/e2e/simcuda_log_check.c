@@ -28,7 +28,9 @@ static const char *const alloc_ops[] = {
     "pool_export", "pool_import", "pool_export_ptr", "pool_import_ptr", "pool_default",
     "pool_current", "mem_range_handle",
     /* graph memory nodes: the node's address, the exec, the launch that takes memory */
-    "graph_alloc_node", "graph_instantiate", "graph_launch"};
+    "graph_alloc_node", "graph_instantiate", "graph_launch",
+    /* stream capture: its begin, and its end with the graph it returns */
+    "capture_begin", "capture_end"};
 static const char *const free_ops[] = {
     "free",          "free_async",    "free_host",       "host_unregister",
     "vmm_release",   "va_free",       "vmm_unmap",       "ipc_close",

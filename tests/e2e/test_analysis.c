@@ -213,6 +213,28 @@ Test(analysis, a_device_first_used_without_a_context_is_named)
     cr_expect(strstr(o.out, "(24.00 GiB)"), "measured against the device: %s", o.out);
 }
 
+/* Stream capture recorded from a program in PyTorch's CUDA-graph shape (graph_capture.c): the
+ * captured cuMemAllocAsync calls are the graph's nodes, so the peak is what simcuda's graph
+ * pool says the replayed graph holds (its output; the workspace is freed inside the graph),
+ * not the captured allocations counted live at capture time (34 MiB). */
+Test(analysis, captured_allocations_are_live_only_when_the_graph_is_launched)
+{
+    static struct run r, report;
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/graph_capture", NULL, 0);
+    unsigned long long used = 0, reserved = 0;
+    const char *line = strstr(r.out, "graph_capture: used ");
+    cr_assert(line && sscanf(line, "graph_capture: used %llu reserved %llu", &used, &reserved) == 2,
+              "%s", r.out);
+    cr_assert_gt(used, 0);
+    cr_assert_gt(reserved, used, "the workspace's pages stay reserved in the graph pool");
+    cli(&report, "report", "--json", path, NULL);
+    cr_assert_eq(report.status, 0, "%s", report.err);
+    cr_assert(has(report.out, "\"peak_live_bytes\":%llu,", used), "simcuda: used %llu\n%s", used,
+              report.out);
+    cr_assert(strstr(report.out, "\"live_bytes_at_end\":0,"), "%s", report.out);
+}
+
 /* Graph memory recorded from a program: the replay makes a launched allocation node live at
  * the node's call site, and a workspace freed inside its graph never counts. The peak is the
  * step's 10 MiB output (graph_memory.c), allocated by the graph and freed by the consumer. */

@@ -92,6 +92,27 @@ Test(simcuda_log, graph_memory_nodes)
               report);
 }
 
+/* Stream capture: allocations and frees served as nodes of the capture's graph (logged with
+ * the graph as handle) match the events the shim marked with that graph; the capture's begin
+ * and end, the instantiation and the launches are compared too. */
+Test(simcuda_log, stream_capture_of_stream_ordered_allocations)
+{
+    const char *report = record_and_compare("tests/progs/graph_capture", NULL, 0);
+    cr_assert(strstr(report, "frees served 0 /") == NULL, "%s", report);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_eq(t.rc, 0);
+    size_t captured = 0;
+    for (size_t i = 0; i < t.n; i++)
+        if (!strcmp(api_of(&t, &t.ev[i]), "cuMemAllocAsync") && (t.ev[i].fields & CMT_F(HANDLE)))
+            captured++;
+    cr_assert_eq(captured, 2, "the captured step's workspace and output carry the graph");
+    cr_assert_eq(count_api(&t, "cuStreamEndCapture", 0), 1);
+    trace_free(&t);
+}
+
 /* streamOrderedAllocationIPC's pattern: a pool's descriptor and a pointer's share data reach
  * an exec'ed child, which imports, reads, writes and frees the pointer. */
 Test(simcuda_log, pool_memory_shared_across_processes)

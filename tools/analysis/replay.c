@@ -500,6 +500,15 @@ static __attribute__((noinline)) void apply_other(cmt_replay *rp, struct cmt_rep
     }
 }
 
+/* A stream-ordered allocation or free made on a capturing stream (its handle is the capture's
+ * graph) is a node of that graph, as cuGraphAddMemAllocNode / cuGraphAddMemFreeNode make:
+ * no memory until the graph is instantiated and launched (docs/analysis.md "Graph memory"). */
+static int captured(int *kind, int apply)
+{
+    *kind = CMT_KIND_GRAPH;
+    return apply == CMT_APPLY_ALLOC ? CMT_APPLY_GRAPH_ALLOC_NODE : CMT_APPLY_GRAPH_FREE_NODE;
+}
+
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
                                                               struct cmt_replay_step *st)
 {
@@ -525,6 +534,8 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     }
     st->api = name;
     struct cmt_replay_device *d = device_slot(rp, e->dev);
+    if (__builtin_expect(kind == CMT_KIND_ASYNC && (e->fields & CMT_F(HANDLE)), 0))
+        apply = captured(&kind, apply);
     if (__builtin_expect(apply == CMT_APPLY_ALLOC, 1))
         apply_alloc(rp, d, st, kind);
     else if (__builtin_expect(apply == CMT_APPLY_FREE || apply == CMT_APPLY_FREE_TO_POOL, 1))

@@ -662,6 +662,53 @@ Test(replay, graph_free_nodes_trim_and_destroyed_execs)
     done(&b);
 }
 
+/* Stream capture: a cuMemAllocAsync / cuMemFreeAsync whose event names the capture's graph
+ * (handle) is a node of that graph, no memory; the launches of its exec make it live. A
+ * stream-ordered allocation without a handle stays an ordinary one. */
+#define STREAM_S 0x5500
+Test(replay, captured_stream_ordered_calls_are_graph_nodes)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint32_t as = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM), fs = CMT_F(PTR) | CMT_F(STREAM);
+    uint32_t cap = CMT_F(HANDLE), launch = CMT_F(PTR) | CMT_F(STREAM);
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, as, (uint64_t[]){0x7f0000800000, TB_MIB, STREAM_S});
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, as | cap,
+             (uint64_t[]){NODE_A, 3 * TB_MIB, STREAM_S, GRAPH_G});
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, as | cap,
+             (uint64_t[]){NODE_B, 1 * TB_MIB, STREAM_S, GRAPH_G});
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, fs | cap, (uint64_t[]){NODE_B, STREAM_S, GRAPH_G});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->live_bytes, TB_MIB, "captured: addresses, no memory");
+    cr_expect_eq(d->kind_count[CMT_KIND_ASYNC], 1, "the uncaptured one");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0, "the captured free is a node");
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, as | cap,
+             (uint64_t[]){NODE_A, 3 * TB_MIB, STREAM_S, GRAPH_G});
+    tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, as | cap,
+             (uint64_t[]){NODE_B, 1 * TB_MIB, STREAM_S, GRAPH_G});
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, fs | cap, (uint64_t[]){NODE_B, STREAM_S, GRAPH_G});
+    tb_event(&b, TB_GRAPH_INSTANTIATE, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){EXEC_X, GRAPH_G});
+    for (int i = 0; i < 3; i++) /* auto-free on launch: A is taken again each time */
+        tb_event(&b, TB_GRAPH_LAUNCH, 0, 0, 0, launch, (uint64_t[]){EXEC_X, STREAM_S});
+    tb_finish(&b, 0);
+    replay(&b);
+    d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->live_bytes, 3 * TB_MIB, "A live; B freed in its own graph");
+    cr_expect_eq(d->kind_count[CMT_KIND_GRAPH], 1);
+    cr_expect_eq(d->kind_count[CMT_KIND_ASYNC], 0);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_POOL], 1 * TB_MIB, "the graph pool keeps B's bytes");
+    cr_expect_eq(d->peak_live_bytes, 3 * TB_MIB);
+    done(&b);
+}
+
 /* The timeline as an observer (the replay skips the events of its quiet windows) gives exactly
  * what it gives when shown every step: maxima, last values, hole sampling. A random trace on
  * two devices, with bursts inside buckets and bucket boundaries crossed both ways. */
