@@ -23,6 +23,8 @@ static _Thread_local cudaError_t last_error = cudaSuccess;
     X(cudaErrorOperatingSystem, "OS call failed or operation not supported on this OS")         \
     X(cudaErrorIllegalState, "the operation cannot be performed in the present state")          \
     X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing")    \
+    X(cudaErrorStreamCaptureInvalidated,                                                        \
+      "operation failed due to a previous error during capture")                                \
     X(cudaErrorHostMemoryAlreadyRegistered,                                                     \
       "part or all of the requested memory range is already mapped")                            \
     X(cudaErrorHostMemoryNotRegistered,                                                         \

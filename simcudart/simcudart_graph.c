@@ -3,8 +3,11 @@
  * instantiation runs the nodes in that order on the calling thread: copies and sets as the
  * runtime's own calls, host nodes by calling them, kernels and empty nodes as nothing.
  *
- * Stream capture records nothing: while a stream captures, the work given to it runs at once,
- * as on any simcuda stream, and cudaStreamEndCapture returns an empty graph.
+ * Stream capture goes through the driver's (cuStreamBeginCapture, cuStreamEndCapture): while a
+ * stream captures, cudaMallocAsync / cudaFreeAsync on it become memory nodes of the driver's
+ * capture graph, which cudaStreamEndCapture hands to a new runtime graph as its driver graph;
+ * other work given to a capturing stream runs at once, as on any simcuda stream, and is not
+ * part of the graph.
  * Graph memory nodes go through the driver, as in the real runtime: a graph with memory nodes
  * owns a driver graph that holds them (cuGraphAddMemAllocNode, cuGraphAddMemFreeNode), its
  * instantiation a driver exec (cuGraphInstantiateWithFlags), and a launch launches that exec
@@ -13,7 +16,6 @@
  * nodes stay in the runtime graph, whose order the launch follows for everything else. */
 #include "simcudart_internal.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -393,64 +395,45 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
     return cudaSuccess;
 }
 
-/* The streams capturing now (a handful at most in any program). */
-#define SIMCUDART__CAPTURES 64
-static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
-static cudaStream_t capturing[SIMCUDART__CAPTURES];
-static unsigned long long capture_ids[SIMCUDART__CAPTURES];
-static unsigned long long next_capture_id = 1;
-
-/* @return the slot of stream (or of NULL: a free slot), -1 when there is none. */
-static int capture_slot(cudaStream_t stream)
-{
-    for (int i = 0; i < SIMCUDART__CAPTURES; i++) {
-        if (capturing[i] == stream)
-            return i;
-    }
-    return -1;
-}
-
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     if (!stream || stream == cudaStreamLegacy)
         return simcudart__result(cudaErrorStreamCaptureUnsupported);
-    pthread_mutex_lock(&capture_lock);
-    int slot = capture_slot(stream) >= 0 ? -2 : capture_slot(NULL);
-    if (slot >= 0) {
-        capturing[slot] = stream;
-        capture_ids[slot] = next_capture_id++;
-    }
-    pthread_mutex_unlock(&capture_lock);
-    if (slot == -2)
-        return simcudart__result(cudaErrorIllegalState);
-    return slot >= 0 ? cudaSuccess : simcudart__result(cudaErrorMemoryAllocation);
+    SIMCUDART_ENTER();
+    return simcudart__driver_result(
+        cuStreamBeginCapture((CUstream)stream, (CUstreamCaptureMode)mode));
 }
 
+/* The runtime graph holds the driver's capture graph (its memory nodes) and no nodes of its
+ * own: launching its exec launches the driver's. */
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
     if (!graph)
         return simcudart__result(cudaErrorInvalidValue);
-    pthread_mutex_lock(&capture_lock);
-    int slot = stream ? capture_slot(stream) : -1;
-    if (slot >= 0)
-        capturing[slot] = NULL;
-    pthread_mutex_unlock(&capture_lock);
-    if (slot < 0)
-        return simcudart__result(cudaErrorIllegalState);
-    return cudaGraphCreate(graph, 0);
+    SIMCUDART_ENTER();
+    CUgraph driver = NULL;
+    cudaError_t error = simcudart__driver_result(cuStreamEndCapture((CUstream)stream, &driver));
+    if (error == cudaSuccess)
+        error = cudaGraphCreate(graph, 0);
+    if (error == cudaSuccess)
+        (*graph)->driver = driver;
+    else if (driver)
+        cuGraphDestroy(driver);
+    return error;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
 {
     if (!status)
         return simcudart__result(cudaErrorInvalidValue);
-    pthread_mutex_lock(&capture_lock);
-    *status = stream && capture_slot(stream) >= 0 ? cudaStreamCaptureStatusActive
-                                                  : cudaStreamCaptureStatusNone;
-    pthread_mutex_unlock(&capture_lock);
-    return cudaSuccess;
+    SIMCUDART_ENTER();
+    CUstreamCaptureStatus driver = CU_STREAM_CAPTURE_STATUS_NONE;
+    cudaError_t error = simcudart__driver_result(cuStreamIsCapturing((CUstream)stream, &driver));
+    *status = (enum cudaStreamCaptureStatus)driver; /* the same values */
+    return error;
 }
 
+/* graph_out is NULL: the capture's graph is the driver's, not yet a runtime graph. */
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
                                      unsigned long long *id, cudaGraph_t *graph,
                                      const cudaGraphNode_t **dependencies,
@@ -458,12 +441,16 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCapture
 {
     if (!status)
         return simcudart__result(cudaErrorInvalidValue);
-    pthread_mutex_lock(&capture_lock);
-    int slot = stream ? capture_slot(stream) : -1;
-    *status = slot >= 0 ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    SIMCUDART_ENTER();
+    CUstreamCaptureStatus driver = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t driver_id = 0;
+    cudaError_t error = simcudart__driver_result(
+        cuStreamGetCaptureInfo((CUstream)stream, &driver, &driver_id, NULL, NULL, NULL, NULL));
+    if (error != cudaSuccess)
+        return error;
+    *status = (enum cudaStreamCaptureStatus)driver;
     if (id)
-        *id = slot >= 0 ? capture_ids[slot] : 0;
-    pthread_mutex_unlock(&capture_lock);
+        *id = driver == CU_STREAM_CAPTURE_STATUS_NONE ? 0 : driver_id;
     if (graph)
         *graph = NULL;
     if (dependencies)

@@ -204,6 +204,48 @@ Test(launch, capture_runs_the_work_and_returns_an_empty_graph)
     RT_OK(cudaStreamDestroy(stream));
 }
 
+/* Through the driver's capture: cudaMallocAsync in a capture is a memory node of the graph
+ * cudaStreamEndCapture returns, with memory only when its exec is launched. */
+Test(launch, a_captured_cudaMallocAsync_is_a_node_backed_at_launch)
+{
+    start();
+    cudaStream_t stream;
+    size_t free_before, free_now, total;
+    RT_OK(cudaStreamCreate(&stream));
+    RT_OK(cudaMemGetInfo(&free_before, &total));
+    RT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    enum cudaStreamCaptureStatus status;
+    unsigned long long id = 0;
+    RT_OK(cudaStreamGetCaptureInfo(stream, &status, &id, NULL, NULL, NULL, NULL));
+    cr_assert_eq(status, cudaStreamCaptureStatusActive);
+    cr_assert_neq(id, 0);
+    void *kept, *scratch;
+    RT_OK(cudaMallocAsync(&kept, 4 << 20, stream));
+    RT_OK(cudaMallocAsync(&scratch, 8 << 20, stream));
+    RT_OK(cudaFreeAsync(scratch, stream));
+    cudaGraph_t graph;
+    RT_OK(cudaStreamEndCapture(stream, &graph));
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_eq(free_now, free_before, "captured: no memory yet");
+    cudaGraphExec_t exec;
+    RT_OK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch));
+    RT_OK(cudaGraphLaunch(exec, stream));
+    RT_OK(cudaGraphLaunch(exec, stream)); /* auto-free: the same pages again */
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_eq(free_before - free_now, 12u << 20, "kept and scratch's pages, reserved");
+    RT_OK(cudaMemsetAsync(kept, 0, 4 << 20, stream));
+    RT_OK(cudaFreeAsync(kept, stream));
+    RT_OK(cudaGraphExecDestroy(exec));
+    RT_OK(cudaGraphDestroy(graph));
+    RT_OK(cudaDeviceGraphMemTrim(0));
+    RT_OK(cudaMemGetInfo(&free_now, &total));
+    cr_assert_eq(free_now, free_before);
+    RT_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    cr_assert_eq(cudaStreamSynchronize(stream), cudaErrorStreamCaptureUnsupported);
+    cr_assert_eq(cudaStreamEndCapture(stream, &graph), cudaErrorStreamCaptureInvalidated);
+    RT_OK(cudaStreamDestroy(stream));
+}
+
 Test(launch, driver_entry_points_come_from_cuGetProcAddress)
 {
     start();
