@@ -512,6 +512,16 @@ static void cmt__rec_cuGraphInstantiateWithParams(struct cmt_event *e, int ok, C
 
 #define cmt__rec_cuGraphInstantiateWithParams_ptsz cmt__rec_cuGraphInstantiateWithParams
 
+/* The CUDA 11 five-argument ABI: no flags (recorded as 0). */
+static void cmt__rec_cuGraphInstantiate(struct cmt_event *e, int ok, CUgraphExec *exec,
+                                        CUgraph graph, CUgraphNode *error_node, char *log,
+                                        size_t log_size)
+{
+    cmt__rec_cuGraphInstantiateWithFlags(e, ok, exec, graph, 0);
+}
+
+#define cmt__rec_cuGraphInstantiate_v2 cmt__rec_cuGraphInstantiate
+
 static void cmt__rec_cuGraphLaunch(struct cmt_event *e, int ok, CUgraphExec exec, CUstream stream)
 {
     SET(e, PTR, (uintptr_t)exec);

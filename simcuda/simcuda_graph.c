@@ -487,6 +487,33 @@ static CUresult instantiate_logged(const char *entry, CUgraphExec *phGraphExec, 
                         (uintptr_t)hGraph);
 }
 
+/* The CUDA 11 five-argument ABI (cuda.h now names cuGraphInstantiateWithFlags
+ * cuGraphInstantiate): no flags; no error node and an empty log, whatever the result. */
+static CUresult instantiate_legacy(const char *entry, CUgraphExec *phGraphExec, CUgraph hGraph,
+                                   CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+    CUresult result = instantiate_logged(entry, phGraphExec, hGraph, 0);
+    if (phErrorNode)
+        *phErrorNode = NULL;
+    if (logBuffer && bufferSize)
+        logBuffer[0] = 0;
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                   CUgraphNode *phErrorNode, char *logBuffer,
+                                                   size_t bufferSize)
+{
+    return instantiate_legacy(__func__, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                      CUgraphNode *phErrorNode, char *logBuffer,
+                                                      size_t bufferSize)
+{
+    return instantiate_legacy(__func__, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
 SIMCUDA_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec,
                                                             CUgraph hGraph,
                                                             unsigned long long flags)

@@ -197,6 +197,8 @@
     X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode, 11040, 0)                                   \
     X(cuGraphMemAllocNodeGetParams, cuGraphMemAllocNodeGetParams, 11040, 0)                     \
     X(cuGraphMemFreeNodeGetParams, cuGraphMemFreeNodeGetParams, 11040, 0)                       \
+    X(cuGraphInstantiate, cuGraphInstantiate, 10000, 0)                                     \
+    X(cuGraphInstantiate, cuGraphInstantiate_v2, 11000, 0)                                  \
     X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0)                       \
     X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0)                     \
     X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams_ptsz, 12000, 1)                \

@@ -1,5 +1,7 @@
 /* Graph memory nodes (simcuda_graph.c): addresses fixed at node creation, pages taken from the
  * graph pool at launch and kept reserved until a trim. */
+#include <dlfcn.h>
+
 #include "simcuda_test_util.h"
 
 static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(uint64_t bytes)
@@ -146,4 +148,34 @@ Test(graph, a_context_reset_frees_graph_memory)
     CU_OK(cuCtxSetCurrent(ctx));
     cr_assert_eq(simcuda_test_free(), before);
     CU_OK(cuGraphLaunch(exec, NULL)); /* the graph survives; its address too */
+}
+
+/* The CUDA 11 five-argument ABI (cuda.h now names cuGraphInstantiateWithFlags
+ * cuGraphInstantiate), looked up as a CUDA 11 program links it. */
+Test(graph, the_five_argument_instantiate_of_cuda_11)
+{
+    simcuda_test_start("1GiB", "0");
+    typedef CUresult (*legacy_instantiate)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+    legacy_instantiate v2 = (legacy_instantiate)dlsym(RTLD_DEFAULT, "cuGraphInstantiate_v2");
+    legacy_instantiate v1 = (legacy_instantiate)dlsym(RTLD_DEFAULT, "cuGraphInstantiate");
+    cr_assert(v1 && v2);
+    CUgraph graph;
+    CUgraphNode node, error_node = (CUgraphNode)1;
+    CU_OK(cuGraphCreate(&graph, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p = alloc_params(PAGE);
+    CU_OK(cuGraphAddMemAllocNode(&node, graph, NULL, 0, &p));
+    char log[16] = "stale";
+    CUgraphExec exec, second;
+    CU_OK(v2(&exec, graph, &error_node, log, sizeof log));
+    cr_assert_null(error_node);
+    cr_assert_str_empty(log);
+    CU_FAILS(v1(&second, graph, NULL, NULL, 0), CUDA_ERROR_INVALID_VALUE); /* one exec at a time */
+    size_t before = simcuda_test_free();
+    CU_OK(cuGraphLaunch(exec, NULL));
+    cr_assert_eq(before - simcuda_test_free(), PAGE);
+    CU_OK(cuMemFree(p.dptr));
+    CU_OK(cuGraphExecDestroy(exec));
+    CU_OK(v1(&second, graph, NULL, NULL, 0));
+    CU_OK(cuGraphExecDestroy(second));
+    CU_OK(cuGraphDestroy(graph));
 }

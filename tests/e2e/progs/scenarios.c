@@ -504,6 +504,25 @@ static int all_apis(void)
     CHECK(cuGraphLaunch(exec, s));
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
+    /* a stream-ordered allocation and free captured into a graph, which the CUDA 11
+     * five-argument cuGraphInstantiate (looked up as a CUDA 11 program links it) instantiates */
+    CUresult (*instantiate_v2)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t) =
+        (CUresult(*)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t))dlsym(
+            RTLD_DEFAULT, "cuGraphInstantiate_v2");
+    if (!instantiate_v2)
+        return 12;
+    CUstream capturing;
+    CUdeviceptr captured;
+    CHECK(cuStreamCreate(&capturing, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture(capturing, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemAllocAsync(&captured, 2 << 20, capturing));
+    CHECK(cuMemFreeAsync(captured, capturing));
+    CHECK(cuStreamEndCapture(capturing, &graph));
+    CHECK(instantiate_v2(&exec, graph, NULL, NULL, 0));
+    CHECK(cuGraphLaunch(exec, capturing));
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+    CHECK(cuStreamDestroy(capturing));
     cuuint64_t zero = 0;
     CHECK(cuDeviceSetGraphMemAttribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &zero));
     CHECK(cuDeviceGraphMemTrim(dev));
