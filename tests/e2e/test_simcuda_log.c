@@ -104,11 +104,17 @@ Test(simcuda_log, stream_capture_of_stream_ordered_allocations)
     struct trace t;
     trace_load(&t, names[0]);
     cr_assert_eq(t.rc, 0);
-    size_t captured = 0;
-    for (size_t i = 0; i < t.n; i++)
-        if (!strcmp(api_of(&t, &t.ev[i]), "cuMemAllocAsync") && (t.ev[i].fields & CMT_F(HANDLE)))
-            captured++;
+    size_t captured = 0, captured_frees = 0, plain = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const char *api = api_of(&t, &t.ev[i]);
+        int marked = (t.ev[i].fields & CMT_F(HANDLE)) != 0;
+        captured += !strcmp(api, "cuMemAllocAsync") && marked;
+        plain += !strcmp(api, "cuMemAllocAsync") && !marked;
+        captured_frees += !strcmp(api, "cuMemFreeAsync") && marked;
+    }
     cr_assert_eq(captured, 2, "the captured step's workspace and output carry the graph");
+    cr_assert_eq(captured_frees, 1, "the workspace's free in the capture is a free node");
+    cr_assert_eq(plain, 6, "the warm-up's allocations are not marked");
     cr_assert_eq(count_api(&t, "cuStreamEndCapture", 0), 1);
     trace_free(&t);
 }
