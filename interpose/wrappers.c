@@ -545,15 +545,40 @@ static void cmt__rec_cuDeviceGraphMemTrim(struct cmt_event *e, int ok, CUdevice 
     e->dev = device;
 }
 
-/* Stream capture: begin counts an open capture, a successful end uncounts it; the graph
- * returned is the handle. (An end that fails as invalidated also closes its capture, but a
- * recording function does not see the error: the count stays up, which only costs each later
- * stream-ordered call one question to the driver.) */
+/* Stream capture: the streams capturing now, so that cmt__open_captures is exact: a begin
+ * that succeeded adds its stream, an end removes it when the capture is over (a successful
+ * end, or a failed one after which the driver says the stream no longer captures, as after an
+ * invalidated capture). A begin that finds no free slot still counts, for good: that costs
+ * each later stream-ordered call one question to the driver, never a missed capture. */
+#define CMT__CAPTURE_SLOTS 64
+static _Atomic(uintptr_t) capturing[CMT__CAPTURE_SLOTS];
+
+static void capture_opened(CUstream stream)
+{
+    atomic_fetch_add(&cmt__open_captures, 1);
+    for (int i = 0; i < CMT__CAPTURE_SLOTS; i++) {
+        uintptr_t none = 0;
+        if (atomic_compare_exchange_strong(&capturing[i], &none, (uintptr_t)stream))
+            return;
+    }
+}
+
+static void capture_closed(CUstream stream)
+{
+    for (int i = 0; i < CMT__CAPTURE_SLOTS; i++) {
+        uintptr_t mine = (uintptr_t)stream;
+        if (mine && atomic_compare_exchange_strong(&capturing[i], &mine, 0)) {
+            atomic_fetch_sub(&cmt__open_captures, 1);
+            return;
+        }
+    }
+}
+
 static void cmt__rec_cuStreamBeginCapture(struct cmt_event *e, int ok, CUstream stream)
 {
     SET(e, STREAM, (uintptr_t)stream);
     if (ok)
-        atomic_fetch_add(&cmt__open_captures, 1);
+        capture_opened(stream);
 }
 
 #define cmt__rec_cuStreamBeginCapture_ptsz cmt__rec_cuStreamBeginCapture
@@ -573,9 +598,13 @@ static void cmt__rec_cuStreamEndCapture(struct cmt_event *e, int ok, CUstream st
     SET(e, STREAM, (uintptr_t)stream);
     if (ok && graph)
         SET(e, HANDLE, (uintptr_t)*graph);
-    int open = atomic_load(&cmt__open_captures);
-    while (ok && open > 0 && !atomic_compare_exchange_weak(&cmt__open_captures, &open, open - 1))
-        ;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (!ok && cmt__real.cuStreamGetCaptureInfo_v2 &&
+        cmt__real.cuStreamGetCaptureInfo_v2(stream, &status, NULL, NULL, NULL, NULL) !=
+            CUDA_SUCCESS)
+        status = CU_STREAM_CAPTURE_STATUS_ACTIVE; /* unknown: keep asking */
+    if (ok || status == CU_STREAM_CAPTURE_STATUS_NONE)
+        capture_closed(stream);
 }
 
 #define cmt__rec_cuStreamEndCapture_ptsz cmt__rec_cuStreamEndCapture

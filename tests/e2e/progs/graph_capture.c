@@ -4,8 +4,9 @@
  * the capture, its output allocated there and kept), the graph is instantiated with
  * auto-free-on-launch and replayed STEPS times; the output is then freed by its consumer.
  * Driver API, linked against libcuda.so.1 (simcuda). Prints the graph pool's use after the
- * replays ("graph_capture: used U reserved R"); exits 0 when every call succeeded and a
- * captured allocation took memory only at launch. */
+ * replays ("graph_capture: used U reserved R"), then lets a synchronisation invalidate a
+ * second capture; exits 0 when every call behaved so and a captured allocation took memory
+ * only at launch. */
 #define PROG_NAME "graph_capture"
 #include "prog_driver.h"
 #include <stdio.h>
@@ -66,6 +67,16 @@ int main(void)
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
     CHECK(cuDeviceGraphMemTrim(dev));
+
+    /* a capture that a synchronisation invalidates: its end fails and leaves no graph */
+    CUdeviceptr lost;
+    CHECK(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemAllocAsync(&lost, 4 * MiB, stream));
+    if (cuStreamSynchronize(stream) != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+        cuStreamEndCapture(stream, &graph) != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED) {
+        fprintf(stderr, "graph_capture: a sync should invalidate the capture\n");
+        return 2;
+    }
     CHECK(cuStreamDestroy(stream));
     CHECK(cuDevicePrimaryCtxRelease(dev));
     return 0;
