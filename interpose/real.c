@@ -142,6 +142,7 @@ static void resolve_all(void)
     *(void **)&cmt__real.cuDeviceTotalMem_v2 = lookup(h, "cuDeviceTotalMem_v2", 0);
     *(void **)&cmt__real.cuDriverGetVersion = lookup(h, "cuDriverGetVersion", 0);
     *(void **)&cmt__real.cuStreamGetCaptureInfo_v2 = lookup(h, "cuStreamGetCaptureInfo_v2", 0);
+    *(void **)&cmt__real.cuStreamGetCaptureInfo_v3 = lookup(h, "cuStreamGetCaptureInfo_v3", 0);
     atomic_store_explicit(&resolved, 1, memory_order_release);
 }
 

@@ -43,6 +43,9 @@ struct cmt__real {
     CUresult (*cuDriverGetVersion)(int *);
     CUresult (*cuStreamGetCaptureInfo_v2)(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
                                           CUgraph *, const CUgraphNode **, size_t *);
+    CUresult (*cuStreamGetCaptureInfo_v3)(CUstream, CUstreamCaptureStatus *, cuuint64_t *,
+                                          CUgraph *, const CUgraphNode **, const CUgraphEdgeData **,
+                                          size_t *);
 };
 extern struct cmt__real cmt__real;
 

@@ -60,21 +60,33 @@ static void cmt__rec_cuMemGetInfo_v2(struct cmt_event *e, int ok, size_t *free, 
 
 atomic_int cmt__open_captures;
 
+/* The stream's capture status and graph from the driver (_v2, else _v3). @return 0 when the
+ * driver answered. */
+static int capture_info(CUstream stream, CUstreamCaptureStatus *status, CUgraph *graph)
+{
+    if (cmt__real.cuStreamGetCaptureInfo_v2)
+        return cmt__real.cuStreamGetCaptureInfo_v2(stream, status, NULL, graph, NULL, NULL) !=
+               CUDA_SUCCESS;
+    if (cmt__real.cuStreamGetCaptureInfo_v3)
+        return cmt__real.cuStreamGetCaptureInfo_v3(stream, status, NULL, graph, NULL, NULL, NULL) !=
+               CUDA_SUCCESS;
+    return -1;
+}
+
 /* A successful call on a capturing stream made a node of the capture's graph, not memory:
  * the event carries that graph as handle. Asked only while some capture is open; the
  * per-thread variants' stream 0 is the per-thread default stream. */
 static void mark_captured(struct cmt_event *e, int ok, CUstream stream, int per_thread)
 {
     if (__builtin_expect(!atomic_load_explicit(&cmt__open_captures, memory_order_relaxed), 1) ||
-        !ok || !cmt__real.cuStreamGetCaptureInfo_v2)
+        !ok)
         return;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CUgraph graph = NULL;
     if (!stream && per_thread)
         stream = CU_STREAM_PER_THREAD;
-    if (cmt__real.cuStreamGetCaptureInfo_v2(stream, &status, NULL, &graph, NULL, NULL) ==
-            CUDA_SUCCESS &&
-        status == CU_STREAM_CAPTURE_STATUS_ACTIVE && graph)
+    if (capture_info(stream, &status, &graph) == 0 && status == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+        graph)
         SET(e, HANDLE, (uintptr_t)graph);
 }
 
@@ -599,9 +611,7 @@ static void cmt__rec_cuStreamEndCapture(struct cmt_event *e, int ok, CUstream st
     if (ok && graph)
         SET(e, HANDLE, (uintptr_t)*graph);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    if (!ok && cmt__real.cuStreamGetCaptureInfo_v2 &&
-        cmt__real.cuStreamGetCaptureInfo_v2(stream, &status, NULL, NULL, NULL, NULL) !=
-            CUDA_SUCCESS)
+    if (!ok && capture_info(stream, &status, NULL) != 0)
         status = CU_STREAM_CAPTURE_STATUS_ACTIVE; /* unknown: keep asking */
     if (ok || status == CU_STREAM_CAPTURE_STATUS_NONE)
         capture_closed(stream);
