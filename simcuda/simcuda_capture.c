@@ -6,11 +6,21 @@
  * as cuGraphAddMemAllocNode / cuGraphAddMemFreeNode do (simcuda_graph.c); cuStreamEndCapture
  * hands the graph over. A stream synchronisation on a capturing stream fails with
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, whose end then fails with
- * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and destroys the graph. Simplifications: only created
- * streams capture (the legacy and per-thread default streams answer
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); other work on a capturing stream (copies, sets,
- * events, launches) runs at once as without capture; no cross-stream capture (events do not
- * join streams into a capture); capture modes are kept per thread
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and destroys the graph.
+ *
+ * Cross-stream capture: an event recorded on a capturing stream is marked with the capture; a
+ * stream that waits on it joins the capture (captures into the same graph, its status and
+ * graph those of the origin stream, where the capture began) until the origin's
+ * cuStreamEndCapture, which ends it for every joined stream; cuStreamEndCapture on a joined
+ * stream is CUDA_ERROR_STREAM_CAPTURE_UNMATCHED. The end fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED (ending the capture, destroying the graph) when a joined
+ * stream captured a memory node that no stream of the capture waited on afterwards (through an
+ * event recorded on it after the node); other unjoined work is not seen, as simcuda does not
+ * capture it.
+ *
+ * Simplifications: only created streams capture (the legacy and per-thread default streams
+ * answer CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); other work on a capturing stream (copies,
+ * sets, events, launches) runs at once as without capture; capture modes are kept per thread
  * (cuThreadExchangeStreamCaptureMode) but never enforced; captured nodes have no
  * dependencies. */
 #include "simcuda_internal.h"
@@ -32,12 +42,23 @@ static CUresult capturable(CUstream stream, struct CUstream_st **out)
     return CUDA_SUCCESS;
 }
 
+static bool is_default(CUstream stream)
+{
+    return !stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
+
+/* The origin stream of a capturing stream's capture (itself when it began it). */
+static struct CUstream_st *origin_of(struct CUstream_st *stream)
+{
+    return stream->capture_origin ? stream->capture_origin : stream;
+}
+
 CUresult simcuda__capture_of(CUstream stream, struct CUgraph_st **graph)
 {
     *graph = NULL;
-    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+    if (is_default(stream) || !stream->capture)
         return CUDA_SUCCESS;
-    if (stream->capture_invalidated)
+    if (origin_of(stream)->capture_invalidated)
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     *graph = stream->capture;
     return CUDA_SUCCESS;
@@ -45,10 +66,56 @@ CUresult simcuda__capture_of(CUstream stream, struct CUgraph_st **graph)
 
 CUresult simcuda__capture_forbids_sync(CUstream stream)
 {
-    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD || !stream->capture)
+    if (is_default(stream) || !stream->capture)
         return CUDA_SUCCESS;
-    stream->capture_invalidated = true;
+    origin_of(stream)->capture_invalidated = true;
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+void simcuda__capture_node_added(CUstream stream)
+{
+    if (!is_default(stream) && stream->capture_origin)
+        stream->capture_nodes++;
+}
+
+void simcuda__capture_record(CUstream stream, struct simcuda__capture_mark *mark)
+{
+    *mark = (struct simcuda__capture_mark){0};
+    simcuda__lock();
+    if (!is_default(stream) && stream->capture) {
+        mark->origin = origin_of(stream);
+        mark->id = stream->capture_id;
+        mark->source = stream;
+        mark->nodes = stream->capture_nodes;
+    }
+    simcuda__unlock();
+}
+
+CUresult simcuda__capture_wait(CUstream stream, const struct simcuda__capture_mark *mark)
+{
+    CUresult result = CUDA_SUCCESS;
+    simcuda__lock();
+    struct CUstream_st *origin = mark->origin;
+    bool active = origin && origin->capture && origin->capture_id == mark->id;
+    if (!active) {
+        /* an event of no capture, or of one that has ended: an ordinary wait */
+    } else if (is_default(stream)) {
+        result = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else if (stream->capture && origin_of(stream) != origin) {
+        result = CUDA_ERROR_STREAM_CAPTURE_ISOLATION; /* captures into another graph */
+    } else if (stream->capture) { /* within the capture: the source's nodes are joined */
+        struct CUstream_st *source = mark->source;
+        if (source != stream && source->capture_nodes_joined < mark->nodes)
+            source->capture_nodes_joined = mark->nodes;
+    } else { /* the fork: stream joins the capture */
+        stream->capture = origin->capture;
+        stream->capture_id = origin->capture_id;
+        stream->capture_origin = origin;
+        stream->capture_nodes = 0;
+        stream->capture_nodes_joined = 0;
+    }
+    simcuda__unlock();
+    return result;
 }
 
 static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
@@ -101,12 +168,25 @@ static CUresult end_capture(CUstream hStream, CUgraph *phGraph)
         result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS && !stream->capture)
         result = CUDA_ERROR_ILLEGAL_STATE; /* not capturing */
+    if (result == CUDA_SUCCESS && stream->capture_origin)
+        result = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; /* joined: the origin ends it */
     if (result == CUDA_SUCCESS) {
+        /* the capture ends for every stream joined into it */
+        bool unjoined = false;
+        for (struct CUstream_st *s = simcuda__state.streams; s; s = s->next_all) {
+            if (s->capture_origin != stream)
+                continue;
+            unjoined = unjoined || s->capture_nodes > s->capture_nodes_joined;
+            s->capture = NULL;
+            s->capture_origin = NULL;
+            s->capture_nodes = s->capture_nodes_joined = 0;
+        }
         *phGraph = stream->capture;
-        if (stream->capture_invalidated) {
+        if (stream->capture_invalidated || unjoined) {
             simcuda__graph_discard(stream->capture);
             *phGraph = NULL;
-            result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+            result = stream->capture_invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                                 : CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
         }
         stream->capture = NULL;
         stream->capture_invalidated = false;
@@ -138,14 +218,11 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
     if (result == CUDA_SUCCESS && !status)
         result = CUDA_ERROR_INVALID_VALUE;
     if (result == CUDA_SUCCESS) {
-        struct CUstream_st *s = !hStream || hStream == CU_STREAM_LEGACY ||
-                                        hStream == CU_STREAM_PER_THREAD
-                                    ? NULL
-                                    : hStream;
+        struct CUstream_st *s = is_default(hStream) ? NULL : hStream;
         bool capturing = s && s->capture;
-        *status = !capturing               ? CU_STREAM_CAPTURE_STATUS_NONE
-                  : s->capture_invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                                           : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        *status = !capturing                          ? CU_STREAM_CAPTURE_STATUS_NONE
+                  : origin_of(s)->capture_invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                      : CU_STREAM_CAPTURE_STATUS_ACTIVE;
         if (id && capturing)
             *id = s->capture_id;
         if (graph && capturing)

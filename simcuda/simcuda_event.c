@@ -1,7 +1,9 @@
 /* Events and the stream calls that involve host work or waiting. No work is ever queued on a
  * simcuda stream, so every stream is idle: an event is complete as soon as it is recorded (it
  * keeps the host time of its last record, for cuEventElapsedTime), waits return at once, and a
- * host function or callback runs on the calling thread before the call returns. */
+ * host function or callback runs on the calling thread before the call returns. An event
+ * recorded on a capturing stream also joins the streams that wait on it into that capture
+ * (simcuda_capture.c). */
 #include "simcuda_internal.h"
 
 #include <stdlib.h>
@@ -14,6 +16,7 @@ struct CUevent_st {
     unsigned flags;
     bool recorded;
     struct timespec time;
+    struct simcuda__capture_mark capture; /* its last record's capture (simcuda_capture.c) */
 };
 
 __typeof__(cuEventRecord) cuEventRecord_ptsz;
@@ -86,6 +89,7 @@ static CUresult event_record(CUevent event, CUstream stream)
         return CUDA_ERROR_INVALID_HANDLE;
     event->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &event->time);
+    simcuda__capture_record(stream, &event->capture);
     return CUDA_SUCCESS;
 }
 
@@ -162,7 +166,9 @@ static CUresult wait_event(CUstream stream, CUevent event, unsigned int flags)
         return result;
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
         return CUDA_ERROR_INVALID_VALUE;
-    return event_valid(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!event_valid(event))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return simcuda__capture_wait(stream, &event->capture); /* may join a capture */
 }
 
 SIMCUDA_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent,

@@ -175,7 +175,12 @@ struct CUstream_st {
     int priority;
     struct CUgraph_st *capture; /* the graph it captures into, NULL when not capturing */
     uint64_t capture_id;
-    bool capture_invalidated;
+    bool capture_invalidated; /* kept on the capture's origin stream */
+    /* a stream joined into another's capture: that origin stream (NULL on the origin); its
+     * memory nodes captured so far, and how many of them a wait of the capture has joined */
+    struct CUstream_st *capture_origin;
+    uint64_t capture_nodes;
+    uint64_t capture_nodes_joined;
     struct CUstream_st *next_all;
 };
 
@@ -350,6 +355,25 @@ CUresult simcuda__graph_capture_free(CUgraph graph, CUdeviceptr dptr);
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (CUDA_SUCCESS when the stream is not capturing). */
 CUresult simcuda__capture_of(CUstream stream, struct CUgraph_st **graph);
 CUresult simcuda__capture_forbids_sync(CUstream stream);
+
+/* What an event recorded on a capturing stream remembers (all zero otherwise). */
+struct simcuda__capture_mark {
+    struct CUstream_st *origin; /* the capture's origin stream */
+    uint64_t id;                /* the capture's id: the mark is stale once it ends */
+    struct CUstream_st *source; /* the stream recorded on */
+    uint64_t nodes;             /* source's memory nodes at the record */
+};
+/* simcuda_capture.c (takes the lock): an event record on stream, the mark it leaves (zero
+ * when stream does not capture); a wait of stream on an event with mark: joins stream into an
+ * active capture of the mark (cross-stream capture), or counts the source's nodes as joined
+ * when stream already captures into it. CUDA_ERROR_STREAM_CAPTURE_ISOLATION when stream
+ * captures into another capture, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED when it is a default
+ * stream, CUDA_SUCCESS otherwise (also for a stale or empty mark). */
+void simcuda__capture_record(CUstream stream, struct simcuda__capture_mark *mark);
+CUresult simcuda__capture_wait(CUstream stream, const struct simcuda__capture_mark *mark);
+/* simcuda_capture.c (lock held): counts a memory node captured on stream (for
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED). */
+void simcuda__capture_node_added(CUstream stream);
 
 /* simcuda_pool.c */
 void simcuda__pool_init(struct CUmemPoolHandle_st *pool, int device, bool is_default);

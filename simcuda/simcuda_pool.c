@@ -173,6 +173,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
         result = simcuda__graph_capture_alloc(capture, from_pool ? pool->device : ctx->device,
                                               bytesize, dptr);
         *graph = (uintptr_t)capture;
+        if (result == CUDA_SUCCESS)
+            simcuda__capture_node_added(hStream);
     } else if (result == CUDA_SUCCESS) {
         result = pool_alloc(from_pool ? pool : simcuda__state.devices[ctx->device].current_pool,
                             bytesize, ctx, dptr);
@@ -233,6 +235,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, uintptr_t *graph)
     } else if (capture) { /* a free node of the captured graph */
         result = simcuda__graph_capture_free(capture, dptr);
         *graph = (uintptr_t)capture;
+        if (result == CUDA_SUCCESS)
+            simcuda__capture_node_added(hStream);
     } else if (!entry || entry->base != dptr) {
         result = CUDA_ERROR_INVALID_VALUE;
     } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {

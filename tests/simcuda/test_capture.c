@@ -117,3 +117,114 @@ Test(capture, only_created_streams_capture_and_frees_need_graph_memory)
     cr_assert_eq(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
     CU_OK(cuGraphDestroy(graph));
 }
+
+/* The graph a stream captures into (NULL when it does not capture). */
+static CUgraph capture_graph(CUstream stream, CUstreamCaptureStatus *status)
+{
+    CUgraph graph = NULL;
+    CU_OK(cuStreamGetCaptureInfo_v3(stream, status, NULL, &graph, NULL, NULL, NULL));
+    return graph;
+}
+
+/* A fork from origin into side through an event, and the join back through another. */
+static void fork_into(CUstream origin, CUstream side, CUevent event)
+{
+    CU_OK(cuEventRecord(event, origin));
+    CU_OK(cuStreamWaitEvent(side, event, 0));
+}
+
+Test(capture, a_stream_waiting_on_a_captured_event_joins_the_capture)
+{
+    simcuda_test_start("1GiB", "0");
+    CUstream origin = new_stream(), side = new_stream();
+    CUevent forked, joined;
+    CU_OK(cuEventCreate(&forked, CU_EVENT_DISABLE_TIMING));
+    CU_OK(cuEventCreate(&joined, CU_EVENT_DISABLE_TIMING));
+    size_t before = simcuda_test_free();
+    CU_OK(cuStreamBeginCapture(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUstreamCaptureStatus status;
+    CUgraph graph = capture_graph(origin, &status);
+    cr_assert_null(capture_graph(side, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_NONE, "not joined before the wait");
+    fork_into(origin, side, forked);
+    cr_assert_eq(capture_graph(side, &status), graph, "the origin's graph");
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CUdeviceptr a = 0, b = 0;
+    CU_OK(cuMemAllocAsync(&a, 2 * PAGE, side)); /* a node of the origin's graph */
+    CU_OK(cuMemAllocAsync(&b, PAGE, origin));
+    CU_OK(cuMemFreeAsync(b, side)); /* a free node of an allocation captured on origin */
+    cr_assert_eq(simcuda_test_free(), before, "captured on the joined stream: no memory");
+    CU_FAILS(cuStreamEndCapture(side, &graph), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    fork_into(side, origin, joined);
+    CUgraph ended = NULL;
+    CU_OK(cuStreamEndCapture(origin, &ended));
+    cr_assert_eq(ended, graph);
+    CU_OK(cuStreamIsCapturing(side, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_NONE, "the origin's end ends the join");
+    CUdeviceptr eager = 0;
+    CU_OK(cuMemAllocAsync(&eager, PAGE, side)); /* no longer captured: a pool block */
+    cr_assert_lt(simcuda_test_free(), before);
+    CU_OK(cuMemFreeAsync(eager, side));
+    CUgraphExec exec;
+    CU_OK(cuGraphInstantiateWithFlags(&exec, ended, 0));
+    CU_OK(cuGraphLaunch(exec, origin));
+    cr_assert_eq(graph_attr(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 2 * PAGE, "a, from side");
+    CU_OK(cuMemFreeAsync(a, side));
+    CU_OK(cuGraphExecDestroy(exec));
+    CU_OK(cuGraphDestroy(ended));
+}
+
+Test(capture, a_joined_stream_shares_the_capture_state)
+{
+    simcuda_test_start("1GiB", "0");
+    CUstream origin = new_stream(), side = new_stream(), other = new_stream();
+    CUevent forked, foreign;
+    CU_OK(cuEventCreate(&forked, 0));
+    CU_OK(cuEventCreate(&foreign, 0));
+    CU_OK(cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuEventRecord(foreign, other));
+    CU_OK(cuStreamBeginCapture(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    fork_into(origin, side, forked);
+    CU_FAILS(cuStreamWaitEvent(side, foreign, 0), CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+    CU_FAILS(cuStreamWaitEvent(NULL, forked, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CU_FAILS(cuStreamSynchronize(side), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUstreamCaptureStatus status;
+    CU_OK(cuStreamIsCapturing(origin, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_INVALIDATED, "a sync of side invalidates it");
+    CUgraph graph = (CUgraph)1;
+    CU_FAILS(cuStreamEndCapture(origin, &graph), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_null(graph);
+    CU_OK(cuStreamIsCapturing(side, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_NONE);
+    CU_OK(cuStreamWaitEvent(side, forked, 0)); /* its capture ended: an ordinary wait */
+    CU_OK(cuStreamEndCapture(other, &graph));
+    CU_OK(cuGraphDestroy(graph));
+}
+
+Test(capture, a_node_not_joined_back_fails_the_end_as_unjoined)
+{
+    simcuda_test_start("1GiB", "0");
+    CUstream origin = new_stream(), side = new_stream();
+    CUevent forked, joined;
+    CU_OK(cuEventCreate(&forked, 0));
+    CU_OK(cuEventCreate(&joined, 0));
+    CU_OK(cuStreamBeginCapture(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    fork_into(origin, side, forked);
+    CUdeviceptr a = 0, b = 0;
+    CU_OK(cuMemAllocAsync(&a, PAGE, side));
+    fork_into(side, origin, joined);        /* a joined back */
+    CU_OK(cuMemAllocAsync(&b, PAGE, side)); /* b never */
+    CUgraph graph = (CUgraph)1;
+    CU_FAILS(cuStreamEndCapture(origin, &graph), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+    cr_assert_null(graph);
+    CUstreamCaptureStatus status;
+    CU_OK(cuStreamIsCapturing(side, &status));
+    cr_assert_eq(status, CU_STREAM_CAPTURE_STATUS_NONE);
+    /* the same with b joined back ends well */
+    CU_OK(cuStreamBeginCapture(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    fork_into(origin, side, forked);
+    CU_OK(cuMemAllocAsync(&a, PAGE, side));
+    fork_into(side, origin, joined);
+    CU_OK(cuStreamEndCapture(origin, &graph));
+    CU_OK(cuGraphDestroy(graph));
+}
