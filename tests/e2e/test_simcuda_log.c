@@ -121,6 +121,47 @@ Test(simcuda_log, stream_capture_of_stream_ordered_allocations)
     trace_free(&t);
 }
 
+/* Cross-stream capture: the allocations and frees on the side stream that joined the origin's
+ * capture through an event are nodes of the origin's graph (logged and recorded with it as
+ * handle); the eager ones before the capture and after it are not. */
+Test(simcuda_log, a_stream_joined_into_a_capture_records_its_nodes_with_the_graph)
+{
+    record_and_compare("tests/progs/graph_capture_fork", NULL, 0);
+    char names[4][NAME_MAX + 1];
+    cr_assert_eq(e2e_traces(names, 4), 1);
+    struct trace t;
+    trace_load(&t, names[0]);
+    cr_assert_eq(t.rc, 0);
+    uint64_t graph = 0, origin = 0;
+    for (size_t i = 0; i < t.n && !graph; i++)
+        if (!strcmp(api_of(&t, &t.ev[i]), "cuStreamEndCapture") && t.ev[i].result == 0) {
+            graph = t.ev[i].v[CMT_FIELD_HANDLE];
+            origin = t.ev[i].v[CMT_FIELD_STREAM];
+        }
+    cr_assert_neq(graph, 0, "the first end returned the graph");
+    size_t side_nodes = 0, origin_nodes = 0, plain = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct cmt_event *e = &t.ev[i];
+        const char *api = api_of(&t, e);
+        if (strcmp(api, "cuMemAllocAsync") && strcmp(api, "cuMemFreeAsync"))
+            continue;
+        if (!(e->fields & CMT_F(HANDLE))) {
+            plain++;
+            continue;
+        }
+        if (e->v[CMT_FIELD_HANDLE] != graph)
+            continue; /* the unjoined capture's stray allocation */
+        if (e->v[CMT_FIELD_STREAM] == origin)
+            origin_nodes++;
+        else
+            side_nodes++;
+    }
+    cr_assert_eq(origin_nodes, 1, "input, allocated on the origin");
+    cr_assert_eq(side_nodes, 4, "square, output and two frees on the joined stream");
+    cr_assert_eq(plain, 3, "the warm-up's allocation and free, the output's later free");
+    trace_free(&t);
+}
+
 /* streamOrderedAllocationIPC's pattern: a pool's descriptor and a pointer's share data reach
  * an exec'ed child, which imports, reads, writes and frees the pointer. */
 Test(simcuda_log, pool_memory_shared_across_processes)
