@@ -241,6 +241,36 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
     return SIMCUDA__LOG(graph_destroy(hGraph), 0, 0, (uintptr_t)hGraph);
 }
 
+/* The graph's nodes (its memory nodes: the only kind here), newest first; with nodes
+ * NULL only their count. */
+static CUresult graph_get_nodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    simcuda__lock();
+    CUresult result = simcuda__require_init();
+    struct CUgraph_st *graph = result == CUDA_SUCCESS ? graph_find(hGraph) : NULL;
+    if (result == CUDA_SUCCESS && (!graph || !numNodes))
+        result = CUDA_ERROR_INVALID_VALUE;
+    if (result == CUDA_SUCCESS) {
+        size_t count = 0;
+        for (struct CUgraphNode_st *n = graph->nodes; n; n = n->next, count++)
+            if (nodes && count < *numNodes)
+                nodes[count] = n;
+        if (nodes)
+            for (size_t i = count; i < *numNodes; i++)
+                nodes[i] = NULL; /* as the driver: unused entries NULL */
+        if (!nodes || count < *numNodes)
+            *numNodes = count;
+    }
+    simcuda__unlock();
+    return result;
+}
+
+SIMCUDA_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes,
+                                                size_t *numNodes)
+{
+    return graph_get_nodes(hGraph, nodes, numNodes);
+}
+
 /* Lock held. The checks every node creation makes; a node appended to the graph. */
 static CUresult node_add(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                          size_t numDependencies, struct CUgraphNode_st **out)

@@ -193,6 +193,7 @@
     X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, 0)       \
     X(cuGraphCreate, cuGraphCreate, 10000, 0)                                                   \
     X(cuGraphDestroy, cuGraphDestroy, 10000, 0)                                                 \
+    X(cuGraphGetNodes, cuGraphGetNodes, 10000, 0)                                               \
     X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, 11040, 0)                                 \
     X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode, 11040, 0)                                   \
     X(cuGraphMemAllocNodeGetParams, cuGraphMemAllocNodeGetParams, 11040, 0)                     \

@@ -305,13 +305,23 @@ static cudaError_t clone_nodes(cudaGraph_t *clone, cudaGraph_t original)
     return cudaSuccess;
 }
 
-/* A graph with memory nodes is not cloned: the driver forbids it (cuGraphClone). */
+/* A graph with memory nodes is not cloned: the driver forbids it (cuGraphClone). A driver
+ * graph without nodes (a capture that captured no allocation) does not count: the clone has
+ * the runtime nodes only. */
 cudaError_t cudaGraphClone(cudaGraph_t *clone, cudaGraph_t original)
 {
     if (!clone || !graph_valid(original))
         return simcudart__result(cudaErrorInvalidValue);
-    if (original->driver)
-        return simcudart__result(cudaErrorNotSupported);
+    if (original->driver) {
+        SIMCUDART_ENTER();
+        size_t memory_nodes = 0;
+        cudaError_t error = simcudart__driver_result(
+            cuGraphGetNodes(original->driver, NULL, &memory_nodes));
+        if (error != cudaSuccess)
+            return error;
+        if (memory_nodes)
+            return simcudart__result(cudaErrorNotSupported);
+    }
     return clone_nodes(clone, original);
 }
 

@@ -198,6 +198,15 @@ Test(launch, capture_runs_the_work_and_returns_an_empty_graph)
     size_t count = 9;
     RT_OK(cudaGraphGetNodes(graph, NULL, &count));
     cr_assert_eq(count, 0);
+    cudaGraph_t clone = NULL; /* its driver graph has no memory nodes: it clones */
+    RT_OK(cudaGraphClone(&clone, graph));
+    cr_assert_not_null(clone);
+    cudaGraphExec_t exec;
+    RT_OK(cudaGraphInstantiate(&exec, clone, 0));
+    RT_OK(cudaGraphLaunch(exec, stream));
+    RT_OK(cudaGraphExecDestroy(exec));
+    RT_OK(cudaGraphDestroy(clone));
+    RT_OK(cudaGraphDestroy(graph));
     RT_OK(cudaStreamIsCapturing(stream, &status));
     cr_assert_eq(status, cudaStreamCaptureStatusNone);
     cr_assert_eq(cudaStreamEndCapture(stream, &graph), cudaErrorIllegalState);
@@ -225,6 +234,8 @@ Test(launch, a_captured_cudaMallocAsync_is_a_node_backed_at_launch)
     RT_OK(cudaFreeAsync(scratch, stream));
     cudaGraph_t graph;
     RT_OK(cudaStreamEndCapture(stream, &graph));
+    cudaGraph_t clone = NULL;
+    cr_assert_eq(cudaGraphClone(&clone, graph), cudaErrorNotSupported, "it has memory nodes");
     RT_OK(cudaMemGetInfo(&free_now, &total));
     cr_assert_eq(free_now, free_before, "captured: no memory yet");
     cudaGraphExec_t exec;
