@@ -179,3 +179,30 @@ Test(graph, the_five_argument_instantiate_of_cuda_11)
     CU_OK(cuGraphExecDestroy(second));
     CU_OK(cuGraphDestroy(graph));
 }
+
+Test(graph, get_nodes_counts_and_lists_the_memory_nodes)
+{
+    simcuda_test_start("1GiB", "0");
+    CUgraph graph;
+    CUgraphNode alloc, release, nodes[3] = {NULL, NULL, (CUgraphNode)1};
+    CU_OK(cuGraphCreate(&graph, 0));
+    size_t count = 7;
+    CU_OK(cuGraphGetNodes(graph, NULL, &count));
+    cr_assert_eq(count, 0, "a new graph has no nodes");
+    CUDA_MEM_ALLOC_NODE_PARAMS p = alloc_params(PAGE);
+    CU_OK(cuGraphAddMemAllocNode(&alloc, graph, NULL, 0, &p));
+    CU_OK(cuGraphAddMemFreeNode(&release, graph, &alloc, 1, p.dptr));
+    CU_OK(cuGraphGetNodes(graph, NULL, &count));
+    cr_assert_eq(count, 2);
+    count = 3;
+    CU_OK(cuGraphGetNodes(graph, nodes, &count));
+    cr_assert_eq(count, 2);
+    cr_assert(nodes[0] == release && nodes[1] == alloc, "newest first");
+    cr_assert_null(nodes[2], "an unused entry is NULL");
+    count = 1;
+    CU_OK(cuGraphGetNodes(graph, nodes, &count));
+    cr_assert_eq(count, 1, "a short array: filled, the count kept");
+    CU_FAILS(cuGraphGetNodes(graph, nodes, NULL), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuGraphDestroy(graph));
+    CU_FAILS(cuGraphGetNodes(graph, NULL, &count), CUDA_ERROR_INVALID_VALUE);
+}
