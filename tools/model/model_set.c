@@ -74,6 +74,41 @@ static inline struct cmt__set_key *chunk(const struct cmt_model *m, const struct
     return &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
 }
 
+/* base + half when probe is before key (see before), else base: one step of the search
+ * below. On x86-64 the comparison's borrow feeds a conditional move (GCC turns the
+ * portable form into a branch, which mispredicts half the time). */
+static inline const struct cmt__set_key *step(const struct cmt__set_key *base, uint32_t half,
+                                              const struct cmt__set_key *key, bool past_equal)
+{
+    const struct cmt__set_key *moved = base + half, *probe = moved - 1;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (past_equal) { /* probe <= key: no borrow out of key - probe */
+        uint64_t size = key->size, stream = key->stream;
+        __asm__("cmpq %[p_address], %[k_address]\n\t"
+                "sbbq %[p_size], %[size]\n\t"
+                "sbbq %[p_stream], %[stream]\n\t"
+                "cmovaeq %[moved], %[base]"
+                : [base] "+r"(base), [size] "+r"(size), [stream] "+r"(stream)
+                : [k_address] "r"(key->address), [p_address] "m"(probe->address),
+                  [p_size] "m"(probe->size), [p_stream] "m"(probe->stream), [moved] "r"(moved)
+                : "cc");
+    } else { /* probe < key: a borrow out of probe - key */
+        uint64_t size = probe->size, stream = probe->stream;
+        __asm__("cmpq %[k_address], %[p_address]\n\t"
+                "sbbq %[k_size], %[size]\n\t"
+                "sbbq %[k_stream], %[stream]\n\t"
+                "cmovbq %[moved], %[base]"
+                : [base] "+r"(base), [size] "+r"(size), [stream] "+r"(stream)
+                : [p_address] "r"(probe->address), [k_address] "rm"(key->address),
+                  [k_size] "rm"(key->size), [k_stream] "rm"(key->stream), [moved] "r"(moved)
+                : "cc");
+    }
+    return base;
+#else
+    return before(probe, key, past_equal) ? moved : base;
+#endif
+}
+
 /* The first index in keys[0, n) whose key is >= key (> key when
  * past_equal); n when there is none. Branch-free lower bound. */
 static inline uint32_t search(const struct cmt__set_key *keys, uint32_t n,
@@ -84,7 +119,7 @@ static inline uint32_t search(const struct cmt__set_key *keys, uint32_t n,
     const struct cmt__set_key *base = keys;
     while (n > 1) {
         uint32_t half = n / 2;
-        base += half & (0u - (uint32_t)before(&base[half - 1], key, past_equal));
+        base = step(base, half, key, past_equal);
         n -= half;
     }
     return (uint32_t)(base - keys) + before(base, key, past_equal);
