@@ -117,34 +117,25 @@ INLINE const struct cmt__set_key *step(const struct cmt__set_key *base, uint32_t
 #endif
 }
 
-/* The first index in keys[0, n) whose key is >= key (> key when
- * past_equal); n when there is none. Branch-free lower bound. */
-INLINE uint32_t search(const struct cmt__set_key *keys, uint32_t n, const struct cmt__set_key *key,
-                       bool past_equal)
-{
-    if (n == 0)
-        return 0;
-    const struct cmt__set_key *base = keys;
-    while (n > 1) {
-        uint32_t half = n / 2;
-        base = step(base, half, key, past_equal);
-        n -= half;
-    }
-    return (uint32_t)(base - keys) + before(base, key, past_equal);
-}
+/* A chunk's slots past its fill, and a set's last keys past its chunk_count, hold SENTINEL,
+ * which sorts after every key (sizes stay below 2^60). So a search runs over a power of two
+ * of keys: steps that halve a power of two, no remainder to track. */
+static const struct cmt__set_key SENTINEL = {UINT64_MAX, UINT64_MAX, UINT64_MAX, CMT__NIL};
 
 /* The first chunk whose last key is >= key (> key when past_equal);
- * chunk_count when there is none. */
+ * chunk_count when there is none. Branch-free lower bound over the smallest power of two
+ * of last keys that covers chunk_count (chunk_capacity is a power of two). */
 INLINE uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
                            bool past_equal)
 {
-    return search(s->last, s->chunk_count, key, past_equal);
+    uint32_t n = s->chunk_count;
+    if (n == 0)
+        return 0;
+    const struct cmt__set_key *base = s->last;
+    for (uint32_t half = n == 1 ? 0 : 1u << (31 - __builtin_clz(n - 1)); half > 0; half /= 2)
+        base = step(base, half, key, past_equal);
+    return (uint32_t)(base - s->last) + before(base, key, past_equal);
 }
-
-/* A chunk's slots past its fill hold SENTINEL, which sorts after every key, so a search
- * within a chunk runs over all CMT__CHUNK slots: a fixed number of steps, unrolled, whatever
- * the fill. */
-static const struct cmt__set_key SENTINEL = {UINT64_MAX, UINT64_MAX, UINT64_MAX, CMT__NIL};
 
 INLINE uint32_t find_in_chunk(const struct cmt__set_key *e, const struct cmt__set_key *key,
                               bool past_equal)
@@ -199,6 +190,7 @@ static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c)
     memmove(&s->fill[c], &s->fill[c + 1], tail * sizeof *s->fill);
     memmove(&s->last[c], &s->last[c + 1], tail * sizeof *s->last);
     s->chunk_count--;
+    s->last[s->chunk_count] = SENTINEL;
     renumber(m, s, c);
 }
 
@@ -429,8 +421,11 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots)
             if (fill)
                 s->fill = fill;
             struct cmt__set_key *last = realloc(s->last, cap * sizeof *last);
-            if (last)
+            if (last) {
                 s->last = last;
+                for (uint64_t j = m->chunk_capacity; j < cap; j++)
+                    last[j] = SENTINEL;
+            }
             if (!ids || !fill || !last)
                 return CMT_EMODEL_NOMEM;
         }
