@@ -18,10 +18,11 @@
 
 /* ---- block slots ---------------------------------------------------- */
 
+/* Slots on the free list are always covered by the sets' chunks: the sets grow first. */
 static int reserve_slots(struct cmt_model *m, uint64_t need)
 {
     if (m->unused_count >= need)
-        return cmt__sets_reserve(m, m->block_capacity);
+        return 0;
     uint64_t missing = need - m->unused_count;
     if ((uint64_t)m->block_count + missing > CMT__NIL - 1)
         return CMT_EMODEL_NOMEM;
@@ -38,6 +39,9 @@ static int reserve_slots(struct cmt_model *m, uint64_t need)
         m->blocks = grown;
         m->block_capacity = (uint32_t)cap;
     }
+    int rc = cmt__sets_reserve(m, m->block_capacity);
+    if (rc != 0)
+        return rc;
     while (m->block_count < wanted) {
         struct cmt__block *b = &m->blocks[m->block_count];
         memset(b, 0, sizeof *b);
@@ -46,7 +50,7 @@ static int reserve_slots(struct cmt_model *m, uint64_t need)
         m->unused_head = m->block_count++;
         m->unused_count++;
     }
-    return cmt__sets_reserve(m, m->block_capacity);
+    return 0;
 }
 
 /* Takes a slot reserved earlier by reserve_slots; never fails. */

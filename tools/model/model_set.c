@@ -20,7 +20,10 @@
  *
  * A block in a set knows the chunk that holds its key (cmt__block.chunk, kept wherever a key
  * lands in a chunk), and a chunk its position (chunk_position), so finding a block to erase or
- * replace it is two loads and a scan of one chunk instead of two searches. */
+ * replace it is two loads and a scan of one chunk instead of two searches.
+ *
+ * The slots past a chunk's fill and the last keys past a set's chunk_count hold SENTINEL, so
+ * every search runs over a power of two of keys with branch-free steps (below). */
 #include "model_internal.h"
 
 #include <stdlib.h>
@@ -28,12 +31,20 @@
 
 #define HALF (CMT__CHUNK / 2)
 
+/* The searches are the replay's inner loop: keep them inlined where GCC's size limits would
+ * make a call of them. */
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
 /* a < b for keys as one 192-bit number (stream, size, address). On x86-64
  * that is the borrow out of a - b: one compare and two subtract-with-borrow
  * instructions, which GCC does not emit for a three-word chain written in C.
  * The portable form compares (size, address) as one 128-bit number and
  * carries its borrow into the stream's comparison (in 65 bits). */
-static inline bool less(const struct cmt__set_key *a, const struct cmt__set_key *b)
+INLINE bool less(const struct cmt__set_key *a, const struct cmt__set_key *b)
 {
 #if defined(__GNUC__) && defined(__x86_64__)
     uint64_t size = a->size, stream = a->stream;
@@ -55,7 +66,7 @@ static inline bool less(const struct cmt__set_key *a, const struct cmt__set_key 
 /* a < b, or a <= b when or_equal. The searches below use it without
  * branches: a mispredicted branch per step would cost more than the whole
  * comparison. */
-static inline bool before(const struct cmt__set_key *a, const struct cmt__set_key *b, bool or_equal)
+INLINE bool before(const struct cmt__set_key *a, const struct cmt__set_key *b, bool or_equal)
 {
     return or_equal ? !less(b, a) : less(a, b);
 }
@@ -74,34 +85,76 @@ static inline struct cmt__set_key *chunk(const struct cmt_model *m, const struct
     return &m->chunk_entries[(size_t)s->ids[c] * CMT__CHUNK];
 }
 
-/* The first index in keys[0, n) whose key is >= key (> key when
- * past_equal); n when there is none. Branch-free lower bound. */
-static inline uint32_t search(const struct cmt__set_key *keys, uint32_t n,
-                              const struct cmt__set_key *key, bool past_equal)
+/* base + half when probe is before key (see before), else base: one step of the search
+ * below. On x86-64 the comparison's borrow feeds a conditional move (GCC turns the
+ * portable form into a branch, which mispredicts half the time). */
+INLINE const struct cmt__set_key *step(const struct cmt__set_key *base, uint32_t half,
+                                       const struct cmt__set_key *key, bool past_equal)
 {
-    if (n == 0)
-        return 0;
-    const struct cmt__set_key *base = keys;
-    while (n > 1) {
-        uint32_t half = n / 2;
-        base += half & (0u - (uint32_t)before(&base[half - 1], key, past_equal));
-        n -= half;
+    const struct cmt__set_key *moved = base + half, *probe = moved - 1;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (past_equal) { /* probe <= key: no borrow out of key - probe */
+        uint64_t size = key->size, stream = key->stream;
+        __asm__("cmpq %[p_address], %[k_address]\n\t"
+                "sbbq %[p_size], %[size]\n\t"
+                "sbbq %[p_stream], %[stream]\n\t"
+                "cmovaeq %[moved], %[base]"
+                : [base] "+r"(base), [size] "+r"(size), [stream] "+r"(stream)
+                : [k_address] "r"(key->address), [p_address] "m"(probe->address),
+                  [p_size] "m"(probe->size), [p_stream] "m"(probe->stream), [moved] "r"(moved)
+                : "cc");
+    } else { /* probe < key: a borrow out of probe - key */
+        uint64_t size = probe->size, stream = probe->stream;
+        __asm__("cmpq %[k_address], %[p_address]\n\t"
+                "sbbq %[k_size], %[size]\n\t"
+                "sbbq %[k_stream], %[stream]\n\t"
+                "cmovbq %[moved], %[base]"
+                : [base] "+r"(base), [size] "+r"(size), [stream] "+r"(stream)
+                : [p_address] "r"(probe->address), [k_address] "rm"(key->address),
+                  [k_size] "rm"(key->size), [k_stream] "rm"(key->stream), [moved] "r"(moved)
+                : "cc");
     }
-    return (uint32_t)(base - keys) + before(base, key, past_equal);
+    return base;
+#else
+    return before(probe, key, past_equal) ? moved : base;
+#endif
 }
+
+/* A chunk's slots past its fill, and a set's last keys past its chunk_count, hold SENTINEL,
+ * which sorts after every key (sizes stay below 2^60). So a search runs over a power of two
+ * of keys: steps that halve a power of two, no remainder to track. */
+static const struct cmt__set_key SENTINEL = {UINT64_MAX, UINT64_MAX, UINT64_MAX, CMT__NIL};
 
 /* The first chunk whose last key is >= key (> key when past_equal);
- * chunk_count when there is none. */
-static uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
+ * chunk_count when there is none. Branch-free lower bound over the smallest power of two
+ * of last keys that covers chunk_count (chunk_capacity is a power of two). */
+INLINE uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
                            bool past_equal)
 {
-    return search(s->last, s->chunk_count, key, past_equal);
+    uint32_t n = s->chunk_count;
+    if (n == 0)
+        return 0;
+    const struct cmt__set_key *base = s->last;
+    for (uint32_t half = n == 1 ? 0 : 1u << (31 - __builtin_clz(n - 1)); half > 0; half /= 2)
+        base = step(base, half, key, past_equal);
+    return (uint32_t)(base - s->last) + before(base, key, past_equal);
 }
 
-static uint32_t find_in_chunk(const struct cmt__set_key *e, uint32_t n,
-                              const struct cmt__set_key *key, bool past_equal)
+INLINE uint32_t find_in_chunk(const struct cmt__set_key *e, const struct cmt__set_key *key,
+                              bool past_equal)
 {
-    return search(e, n, key, past_equal);
+    _Static_assert(CMT__CHUNK == 16, "four steps search a chunk");
+    const struct cmt__set_key *base = step(e, 8, key, past_equal);
+    base = step(base, 4, key, past_equal);
+    base = step(base, 2, key, past_equal);
+    base = step(base, 1, key, past_equal);
+    return (uint32_t)(base - e) + before(base, key, past_equal);
+}
+
+static void clear(struct cmt__set_key *e, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        e[k] = SENTINEL;
 }
 
 /* The chunks from position c on moved: record where they are now. */
@@ -127,6 +180,7 @@ static void chunk_open(struct cmt_model *m, struct cmt__set *s, uint32_t c)
     memmove(&s->last[c + 1], &s->last[c], tail * sizeof *s->last);
     s->ids[c] = m->chunk_free[--m->chunk_free_count];
     s->fill[c] = 0;
+    clear(chunk(m, s, c), CMT__CHUNK);
     s->chunk_count++;
     renumber(m, s, c);
 }
@@ -139,6 +193,7 @@ static void chunk_close(struct cmt_model *m, struct cmt__set *s, uint32_t c)
     memmove(&s->fill[c], &s->fill[c + 1], tail * sizeof *s->fill);
     memmove(&s->last[c], &s->last[c + 1], tail * sizeof *s->last);
     s->chunk_count--;
+    s->last[s->chunk_count] = SENTINEL;
     renumber(m, s, c);
 }
 
@@ -166,6 +221,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
         memcpy(chunk(m, s, c + 1), chunk(m, s, c) + HALF,
                (CMT__CHUNK - HALF) * sizeof(struct cmt__set_key));
         claim(m, chunk(m, s, c + 1), CMT__CHUNK - HALF, s->ids[c + 1]);
+        clear(chunk(m, s, c) + HALF, CMT__CHUNK - HALF);
         s->fill[c] = HALF;
         s->fill[c + 1] = CMT__CHUNK - HALF;
         s->last[c + 1] = s->last[c];
@@ -175,7 +231,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
     }
     struct cmt__set_key *e = chunk(m, s, c);
     uint32_t n = s->fill[c];
-    uint32_t p = find_in_chunk(e, n, &key, false);
+    uint32_t p = find_in_chunk(e, &key, false);
     memmove(&e[p + 1], &e[p], (n - p) * sizeof *e);
     e[p] = key;
     cmt__b(m, node)->chunk = s->ids[c];
@@ -215,7 +271,7 @@ static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
     if (c == s->chunk_count)
         return false;
     const struct cmt__set_key *e = chunk(m, s, c);
-    p = find_in_chunk(e, s->fill[c], &key, false);
+    p = find_in_chunk(e, &key, false);
     if (p == s->fill[c] || e[p].slot != node)
         return false;
     *cp = c;
@@ -228,6 +284,7 @@ static void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32
     struct cmt__set_key *e = chunk(m, s, c);
     uint32_t n = s->fill[c];
     memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
+    e[n - 1] = SENTINEL;
     s->fill[c] = --n;
     s->count--;
     if (n == 0) {
@@ -274,7 +331,8 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
         (c + 1 == s->chunk_count || before(&key, chunk(m, s, c + 1), false))) {
         /* The new key still belongs in this chunk: move it within, no split, no merge. */
         memmove(&e[p], &e[p + 1], (n - p - 1) * sizeof *e);
-        uint32_t q = find_in_chunk(e, n - 1, &key, false);
+        e[n - 1] = SENTINEL;
+        uint32_t q = find_in_chunk(e, &key, false);
         memmove(&e[q + 1], &e[q], (n - 1 - q) * sizeof *e);
         e[q] = key;
         cmt__b(m, node)->chunk = s->ids[c];
@@ -288,14 +346,14 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
 }
 
 /* The first entry >= key (> key when past_equal), as a slot. */
-static uint32_t seek(const struct cmt_model *m, struct cmt__set *s, const struct cmt__set_key *key,
+INLINE uint32_t seek(const struct cmt_model *m, struct cmt__set *s, const struct cmt__set_key *key,
                      bool past_equal)
 {
     uint32_t c = find_chunk(s, key, past_equal);
     if (c == s->chunk_count)
         return CMT__NIL;
     const struct cmt__set_key *e = chunk(m, s, c);
-    uint32_t p = find_in_chunk(e, s->fill[c], key, past_equal);
+    uint32_t p = find_in_chunk(e, key, past_equal);
     s->hint_chunk = c;
     s->hint_pos = p;
     return e[p].slot;
@@ -313,7 +371,7 @@ uint32_t cmt__set_before(const struct cmt_model *m, const struct cmt__set *s, ui
 {
     struct cmt__set_key key = {stream, s->by_size ? size : 0, address, 0};
     uint32_t c = find_chunk(s, &key, false);
-    uint32_t p = c == s->chunk_count ? 0 : find_in_chunk(chunk(m, s, c), s->fill[c], &key, false);
+    uint32_t p = c == s->chunk_count ? 0 : find_in_chunk(chunk(m, s, c), &key, false);
     if (p == 0) {
         if (c == 0)
             return CMT__NIL;
@@ -366,8 +424,11 @@ int cmt__sets_reserve(struct cmt_model *m, uint64_t slots)
             if (fill)
                 s->fill = fill;
             struct cmt__set_key *last = realloc(s->last, cap * sizeof *last);
-            if (last)
+            if (last) {
                 s->last = last;
+                for (uint64_t j = m->chunk_capacity; j < cap; j++)
+                    last[j] = SENTINEL;
+            }
             if (!ids || !fill || !last)
                 return CMT_EMODEL_NOMEM;
         }
