@@ -125,19 +125,29 @@ INLINE const struct cmt__set_key *step(const struct cmt__set_key *base, uint32_t
  * of keys: steps that halve a power of two, no remainder to track. */
 static const struct cmt__set_key SENTINEL = {UINT64_MAX, UINT64_MAX, UINT64_MAX, CMT__NIL};
 
-/* The first chunk whose last key is >= key (> key when past_equal);
- * chunk_count when there is none. Branch-free lower bound over the smallest power of two
- * of last keys that covers chunk_count (chunk_capacity is a power of two). */
-INLINE uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
-                           bool past_equal)
+/* The first chunk from lo on whose last key is >= key (> key when past_equal), where the
+ * caller knows that chunk is below hi (or that none is, hi being chunk_count); hi when
+ * there is none. Branch-free lower bound over the smallest power of two of last keys from lo
+ * that covers hi - lo: the keys past hi are larger or SENTINEL (chunk_capacity is a power of
+ * two). */
+INLINE uint32_t find_chunk_in(const struct cmt__set *s, const struct cmt__set_key *key,
+                              bool past_equal, uint32_t lo, uint32_t hi)
 {
-    uint32_t n = s->chunk_count;
+    uint32_t n = hi - lo;
     if (n == 0)
-        return 0;
-    const struct cmt__set_key *base = s->last;
+        return lo;
+    const struct cmt__set_key *base = s->last + lo;
     for (uint32_t half = n == 1 ? 0 : 1u << (31 - __builtin_clz(n - 1)); half > 0; half /= 2)
         base = step(base, half, key, past_equal);
     return (uint32_t)(base - s->last) + before(base, key, past_equal);
+}
+
+/* The first chunk whose last key is >= key (> key when past_equal); chunk_count when there
+ * is none. */
+INLINE uint32_t find_chunk(const struct cmt__set *s, const struct cmt__set_key *key,
+                           bool past_equal)
+{
+    return find_chunk_in(s, key, past_equal, 0, s->chunk_count);
 }
 
 INLINE uint32_t find_in_chunk(const struct cmt__set_key *e, const struct cmt__set_key *key,
@@ -208,12 +218,14 @@ static void chunk_merge_next(struct cmt_model *m, struct cmt__set *s, uint32_t c
     chunk_close(m, s, c + 1);
 }
 
-void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
+/* Insert node's key, whose chunk lies in [lo, hi) (hi = chunk_count: or past the last). */
+INLINE void insert_in(struct cmt_model *m, struct cmt__set *s, uint32_t node, uint32_t lo,
+                      uint32_t hi)
 {
     struct cmt__set_key key = key_of(m, s, node);
     if (s->chunk_count == 0)
         chunk_open(m, s, 0);
-    uint32_t c = find_chunk(s, &key, false);
+    uint32_t c = find_chunk_in(s, &key, false, lo, hi > s->chunk_count ? s->chunk_count : hi);
     if (c == s->chunk_count)
         c--;
     if (s->fill[c] == CMT__CHUNK) {
@@ -238,6 +250,11 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
     s->fill[c] = n + 1;
     s->last[c] = e[n];
     s->count++;
+}
+
+void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
+{
+    insert_in(m, s, node, 0, UINT32_MAX);
 }
 
 /* Where node's key is: the last search's hint when it still points at the node (a lower
@@ -341,8 +358,15 @@ void cmt__set_replace(struct cmt_model *m, struct cmt__set *s, uint32_t old, uin
         s->hint_pos = q;
         return;
     }
+    /* The key leaves its chunk: search only the side it moved to. Down, its chunk is below
+     * c and stays so through the erase (whose merges only join chunks c - 1 to c + 1 into the
+     * lowest of them). Up, it was past c, so it is at c - 1 or past after the erase. */
+    bool down = c > 0 && !before(&s->last[c - 1], &key, false);
     erase_at(m, s, c, p);
-    cmt__set_insert(m, s, node);
+    if (down)
+        insert_in(m, s, node, 0, c);
+    else
+        insert_in(m, s, node, c > 0 ? c - 1 : 0, UINT32_MAX);
 }
 
 /* The first entry >= key (> key when past_equal), as a slot. */
