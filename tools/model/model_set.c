@@ -32,7 +32,7 @@
 #define HALF (CMT__CHUNK / 2)
 
 /* The searches are the replay's inner loop: keep them inlined where GCC's size limits would
- * make a call of them. */
+ * make a call of them. So are locate and erase_at, whose calls cost more than their work. */
 #if defined(__GNUC__)
 #define INLINE static inline __attribute__((always_inline))
 #else
@@ -261,7 +261,7 @@ void cmt__set_insert(struct cmt_model *m, struct cmt__set *s, uint32_t node)
  * bound is usually followed by the erase of what it found), else the node's chunk, else a
  * search (a block's chunk is only a hint: it is checked). @return false when node is not in
  * the set. */
-static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node, uint32_t *cp,
+INLINE bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node, uint32_t *cp,
                    uint32_t *pp)
 {
     uint32_t c = s->hint_chunk, p = s->hint_pos;
@@ -296,7 +296,7 @@ static bool locate(const struct cmt_model *m, struct cmt__set *s, uint32_t node,
     return true;
 }
 
-static void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32_t p)
+INLINE void erase_at(struct cmt_model *m, struct cmt__set *s, uint32_t c, uint32_t p)
 {
     struct cmt__set_key *e = chunk(m, s, c);
     uint32_t n = s->fill[c];
