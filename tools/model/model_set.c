@@ -20,7 +20,8 @@
  *
  * A block in a set knows the chunk that holds its key (cmt__block.chunk, kept wherever a key
  * lands in a chunk), and a chunk its position (chunk_position), so finding a block to erase or
- * replace it is two loads and a scan of one chunk instead of two searches.
+ * replace it is two loads and a scan of one chunk instead of two searches. A replace whose new
+ * key leaves the old key's chunk searches only the side it moved to.
  *
  * The slots past a chunk's fill and the last keys past a set's chunk_count hold SENTINEL, so
  * every search runs over a power of two of keys with branch-free steps (below). */
