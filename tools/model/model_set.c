@@ -138,8 +138,17 @@ INLINE uint32_t find_chunk_in(const struct cmt__set *s, const struct cmt__set_ke
     if (n == 0)
         return lo;
     const struct cmt__set_key *base = s->last + lo;
-    for (uint32_t half = n == 1 ? 0 : 1u << (31 - __builtin_clz(n - 1)); half > 0; half /= 2)
-        base = step(base, half, key, past_equal);
+    /* The steps unrolled: a jump to the first of them instead of a loop's count. */
+    /* clang-format off */
+#define STEP(k) case k: base = step(base, 1u << (k - 1), key, past_equal); __attribute__((fallthrough));
+    switch (n == 1 ? 0 : 32 - __builtin_clz(n - 1)) {
+    STEP(31) STEP(30) STEP(29) STEP(28) STEP(27) STEP(26) STEP(25) STEP(24) STEP(23) STEP(22)
+    STEP(21) STEP(20) STEP(19) STEP(18) STEP(17) STEP(16) STEP(15) STEP(14) STEP(13) STEP(12)
+    STEP(11) STEP(10) STEP(9) STEP(8) STEP(7) STEP(6) STEP(5) STEP(4) STEP(3) STEP(2) STEP(1)
+    default: break;
+    }
+#undef STEP
+    /* clang-format on */
     return (uint32_t)(base - s->last) + before(base, key, past_equal);
 }
 
