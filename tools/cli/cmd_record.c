@@ -133,17 +133,6 @@ static const char *absolute_pattern(const char *pattern, char *buf, size_t size)
     return n > 0 && (size_t)n < size ? buf : pattern;
 }
 
-/* The path as the user would like to read it: relative to here when it lies below. */
-static const char *display_path(const char *path)
-{
-    char cwd[PATH_MAX];
-    size_t n;
-    if (getcwd(cwd, sizeof cwd) && (n = strlen(cwd)) > 1 && !strncmp(path, cwd, n) &&
-        path[n] == '/')
-        return path + n + 1;
-    return path;
-}
-
 static const char *output_pattern(const struct options *o)
 {
     const char *env_output = getenv("CUMEMTRACE_OUTPUT");
@@ -202,11 +191,11 @@ static int claim_output(const struct options *o, const char *pattern)
         return 0;
     if (!o->force) {
         fprintf(stderr, "cumemtrace record: %s exists; not overwriting it (--force replaces it)\n",
-                display_path(path));
+                cmt__display_path(path));
         return -1;
     }
     if (S_ISDIR(st.st_mode) || unlink(path) != 0) {
-        fprintf(stderr, "cumemtrace record: cannot replace %s: %s\n", display_path(path),
+        fprintf(stderr, "cumemtrace record: cannot replace %s: %s\n", cmt__display_path(path),
                 S_ISDIR(st.st_mode) ? "it is a directory" : strerror(errno));
         return -1;
     }
@@ -301,7 +290,7 @@ static int describe(const char *path, const struct options *o)
         /* on stderr, one write: the program's stdout is the program's alone */
         char line[PATH_MAX + 512];
         size_t n = (size_t)snprintf(line, sizeof line, "cumemtrace: wrote %s (%llu events",
-                                    display_path(path),
+                                    cmt__display_path(path),
                                     (unsigned long long)cmt_reader_event_count(r));
         const struct cmt_process *proc = cmt_reader_process(r);
         char host[256];
@@ -331,7 +320,7 @@ static void salvaged(void *ctx, const struct cmt_salvage_result *r, const char *
         fprintf(stderr, "cumemtrace record: %s\n", err);
     else if (!o->quiet)
         fprintf(stderr, "cumemtrace: %s: the process died; recovered its last %llu events\n",
-                display_path(r->trace), (unsigned long long)r->events);
+                cmt__display_path(r->trace), (unsigned long long)r->events);
 }
 
 /* Every process that died without writing all it recorded (SIGKILL, the OOM killer, the

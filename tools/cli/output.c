@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -431,4 +432,14 @@ void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
                      "its own allocations exhausted the memory",
                      proc, tot, oth, fr);
     }
+}
+
+const char *cmt__display_path(const char *path)
+{
+    char cwd[PATH_MAX];
+    size_t n;
+    if (getcwd(cwd, sizeof cwd) && (n = strlen(cwd)) > 1 && !strncmp(path, cwd, n) &&
+        path[n] == '/')
+        return path + n + 1;
+    return path;
 }

@@ -13,6 +13,9 @@
 const char *cmt__bytes(uint64_t bytes, char buf[32]);
 /* "950 ns", "12.35 ms", "3.20 s", "2 min 05.1 s". @return buf. */
 const char *cmt__duration(uint64_t ns, char buf[32]);
+/* path as the user would like to read it: relative to the working directory when it lies
+ * below it, else as given. */
+const char *cmt__display_path(const char *path);
 
 /* JSON writer: values are written with their key inside objects and with key NULL in arrays.
  * Strings are escaped (control characters, quotes, backslash; invalid UTF-8 passes through). */

@@ -14,25 +14,11 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "output.h"
 #include "reader.h"
 #include "snapshot_trace.h"
 #include "writer.h"
 #include "torch_sitecustomize.h" /* generated: cmt__torch_hook[], the hook's bytes */
-
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 int cmt__torch_setup(const char *dir)
 {
@@ -42,7 +28,7 @@ int cmt__torch_setup(const char *dir)
     int fd = -1;
     if (mkdir(hook_dir, 0700) != 0 ||
         (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0 ||
-        write_all(fd, cmt__torch_hook, sizeof cmt__torch_hook) != 0) {
+        cmt_fd_sink(&fd, cmt__torch_hook, sizeof cmt__torch_hook) != 0) {
         fprintf(stderr, "cumemtrace record: cannot write the PyTorch hook %s: %s\n", path,
                 strerror(errno));
         if (fd >= 0)
@@ -132,7 +118,7 @@ static int copy_file(const char *from, const char *to)
     char buf[1 << 16];
     ssize_t n;
     if (out >= 0) {
-        while ((n = read(in, buf, sizeof buf)) > 0 && write_all(out, buf, (size_t)n) == 0)
+        while ((n = read(in, buf, sizeof buf)) > 0 && cmt_fd_sink(&out, buf, (size_t)n) == 0)
             ;
         rc = n == 0 ? 0 : -1;
         if (close(out) != 0 || rc)
@@ -464,16 +450,6 @@ out:
     return rc;
 }
 
-static const char *shown(const char *path)
-{
-    char cwd[PATH_MAX];
-    size_t n;
-    if (getcwd(cwd, sizeof cwd) && (n = strlen(cwd)) > 1 && !strncmp(path, cwd, n) &&
-        path[n] == '/')
-        return path + n + 1;
-    return path;
-}
-
 /* torch.__version__ of process pid as the hook noted it (torch-PID.version: "2.1.0+cu121"),
  * "" when there is none or it is not one line of printable text. */
 static void read_version(const char *hook_dir, long pid, char *out, size_t size)
@@ -511,7 +487,8 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
         if (i == 0 && trace[0] && merge_snapshot(trace, from, version, why, sizeof why) == 0) {
             unlink(from);
             if (!quiet)
-                fprintf(stderr, "cumemtrace: %s: PyTorch's memory snapshot merged\n", shown(trace));
+                fprintf(stderr, "cumemtrace: %s: PyTorch's memory snapshot merged\n",
+                        cmt__display_path(trace));
             continue;
         }
         if (i == 0)
@@ -520,20 +497,20 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
             snprintf(suffix, sizeof suffix, ".torch-%ld.pickle", dumps[i].n);
         if (keep(from, stem, suffix, kept, sizeof kept) != 0) {
             fprintf(stderr, "cumemtrace record: cannot keep PyTorch's snapshot as %s: %s\n",
-                    shown(kept), strerror(errno));
+                    cmt__display_path(kept), strerror(errno));
             failures++;
         } else if (i == 0 && why[0]) { /* shown even when quiet: something went wrong */
             fprintf(stderr,
                     "cumemtrace record: %s: PyTorch's memory snapshot not merged (%s); trace left "
                     "as recorded, snapshot kept as %s\n",
-                    shown(trace), why, shown(kept));
+                    cmt__display_path(trace), why, cmt__display_path(kept));
         } else if (!quiet && i == 0) {
             fprintf(stderr,
                     "cumemtrace: no trace of process %ld: PyTorch's memory snapshot kept as %s\n",
-                    dumps[i].pid, shown(kept));
+                    dumps[i].pid, cmt__display_path(kept));
         } else if (!quiet) {
             fprintf(stderr, "cumemtrace: an earlier PyTorch snapshot of process %ld kept as %s\n",
-                    dumps[i].pid, shown(kept));
+                    dumps[i].pid, cmt__display_path(kept));
         }
     }
     return failures;
