@@ -7,34 +7,13 @@
  * cudaMemcpyToSymbol and cudaMemcpyFromSymbol copy to and from it, and cudaGetSymbolAddress
  * gives its host address (a "device" pointer simcuda treats as host memory). A __managed__
  * variable gets managed memory from the driver at its registration. The prototypes of the
- * __cuda* calls are nvcc's (crt/host_runtime.h, a C++ header), restated here. */
+ * __cuda* calls are in simcudart_nvcc.h. */
 #include "simcudart_internal.h"
+#include "simcudart_nvcc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaUnregisterFatBinary(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global);
-void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress,
-                              const char *deviceName, int ext, size_t size, int constant,
-                              int global);
-char __cudaInitModule(void **fatCubinHandle);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *function);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream);
-cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                                    size_t sharedMem, cudaStream_t stream);
 
 /* A registered kernel or variable, keyed by its host address. The list only grows (programs
  * register a few dozen at start-up); a record's address is the kernel's cudaKernel_t. */

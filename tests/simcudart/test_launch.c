@@ -1,28 +1,14 @@
 /* What nvcc-generated code calls (registration, launch configuration, kernel handles,
- * launches), symbols, graphs, stream capture, and cudaGetDriverEntryPoint. The __cuda* calls
- * are declared here as nvcc's crt/host_runtime.h declares them. */
+ * launches), symbols, graphs, stream capture, and cudaGetDriverEntryPoint. */
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RT_OK(call) cr_assert_eq((call), cudaSuccess, "%s failed", #call)
+#include "simcudart_nvcc.h" /* the __cuda* calls, as nvcc's crt/host_runtime.h declares them */
 
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
-                       const char *deviceName, int ext, size_t size, int constant, int global);
-unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem,
-                                     struct CUstream_st *stream);
-cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
-                                       void *stream);
-cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *function);
-cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
-                               size_t sharedMem, cudaStream_t stream);
+#define RT_OK(call) cr_assert_eq((call), cudaSuccess, "%s failed", #call)
 
 static void kernel_stub(void)
 {
