@@ -4,12 +4,23 @@
 #ifndef SIMCUDART_INTERNAL_H
 #define SIMCUDART_INTERNAL_H
 
+/* The CUDA 12 build (libcudart.so.12) renames the exports whose CUDA 13 form means something
+ * else in CUDA 12 before the toolkit's headers declare them (simcudart_abi12.h). */
+#if SIMCUDART_CUDA_MAJOR == 12
+#include "simcudart_abi12.h"
+#endif
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 
-/* The runtime version simcudart answers with (cudaRuntimeGetVersion), the toolkit's. */
+/* The runtime version simcudart answers with (cudaRuntimeGetVersion): the toolkit's, and for the
+ * CUDA 12 build 12.4, the runtime Debian's PyTorch 2.6 is built with. */
+#if SIMCUDART_CUDA_MAJOR == 12
+#define SIMCUDART_RUNTIME_VERSION 12040
+#else
 #define SIMCUDART_RUNTIME_VERSION CUDART_VERSION
+#endif
 
 /* The runtime error for a driver result: the numbers coincide for the errors simcuda returns,
  * anything else is cudaErrorUnknown. */

@@ -39,6 +39,8 @@ PER_THREAD(cudaLaunchCooperativeKernel, cudaLaunchCooperativeKernel_ptsz,
            (func, gridDim, blockDim, args, sharedMem, stream))
 PER_THREAD(cudaLaunchHostFunc, cudaLaunchHostFunc_ptsz,
            (cudaStream_t stream, cudaHostFn_t fn, void *userData), (stream, fn, userData))
+PER_THREAD(cudaLaunchKernelExC, cudaLaunchKernelExC_ptsz,
+           (const cudaLaunchConfig_t *config, const void *func, void **args), (config, func, args))
 PER_THREAD(cudaLaunchKernel, cudaLaunchKernel_ptsz,
            (const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
             cudaStream_t stream),
