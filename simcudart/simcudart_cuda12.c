@@ -75,11 +75,7 @@ cudaError_t cudaGetDeviceProperties_v2(struct simcudart12_device_prop *prop, int
 #undef SIMCUDART12__COPY
     CUdevice handle;
     CUresult result = cuDeviceGet(&handle, device);
-#define SIMCUDART12__ATTRIBUTE(field, attribute) \
-    if (result == CUDA_SUCCESS)                  \
-        result = cuDeviceGetAttribute(&prop->field, attribute, handle);
-    SIMCUDART12_ONLY_FIELDS(SIMCUDART12__ATTRIBUTE)
-#undef SIMCUDART12__ATTRIBUTE
+    SIMCUDART12_ONLY_FIELDS(SIMCUDART_READ_ATTRIBUTE)
     return simcudart__driver_result(result);
 }
 
@@ -91,12 +87,10 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                                 NULL);
 }
 
-cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
-                                          enum cudaStreamCaptureStatus *captureStatus_out,
-                                          unsigned long long *id_out)
-{
-    return cudaStreamGetCaptureInfo(stream, captureStatus_out, id_out);
-}
+SIMCUDART_PER_THREAD(cudaStreamGetCaptureInfo, cudaStreamGetCaptureInfo_ptsz,
+                     (cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+                      unsigned long long *id_out),
+                     (stream, captureStatus_out, id_out))
 
 cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t stream,
                                         enum cudaStreamCaptureStatus *captureStatus_out,
@@ -108,15 +102,12 @@ cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t stream,
                                                 dependencies_out, NULL, numDependencies_out);
 }
 
-cudaError_t cudaStreamGetCaptureInfo_v2_ptsz(cudaStream_t stream,
-                                             enum cudaStreamCaptureStatus *captureStatus_out,
-                                             unsigned long long *id_out, cudaGraph_t *graph_out,
-                                             const cudaGraphNode_t **dependencies_out,
-                                             size_t *numDependencies_out)
-{
-    return cudaStreamGetCaptureInfo_v2(stream, captureStatus_out, id_out, graph_out,
-                                       dependencies_out, numDependencies_out);
-}
+SIMCUDART_PER_THREAD(cudaStreamGetCaptureInfo_v2, cudaStreamGetCaptureInfo_v2_ptsz,
+                     (cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out,
+                      unsigned long long *id_out, cudaGraph_t *graph_out,
+                      const cudaGraphNode_t **dependencies_out, size_t *numDependencies_out),
+                     (stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                      numDependencies_out))
 
 cudaError_t cudaStreamGetCaptureInfo_v3(cudaStream_t stream, enum cudaStreamCaptureStatus *status,
                                         unsigned long long *id, cudaGraph_t *graph,
@@ -127,14 +118,12 @@ cudaError_t cudaStreamGetCaptureInfo_v3(cudaStream_t stream, enum cudaStreamCapt
                                                 count);
 }
 
-cudaError_t cudaStreamGetCaptureInfo_v3_ptsz(cudaStream_t stream,
-                                             enum cudaStreamCaptureStatus *status,
-                                             unsigned long long *id, cudaGraph_t *graph,
-                                             const cudaGraphNode_t **dependencies,
-                                             const cudaGraphEdgeData **edges, size_t *count)
-{
-    return cudaStreamGetCaptureInfo_v3(stream, status, id, graph, dependencies, edges, count);
-}
+SIMCUDART_PER_THREAD(cudaStreamGetCaptureInfo_v3, cudaStreamGetCaptureInfo_v3_ptsz,
+                     (cudaStream_t stream, enum cudaStreamCaptureStatus *status,
+                      unsigned long long *id, cudaGraph_t *graph,
+                      const cudaGraphNode_t **dependencies, const cudaGraphEdgeData **edges,
+                      size_t *count),
+                     (stream, status, id, graph, dependencies, edges, count))
 
 /* CUDA 12's device ordinal as a location: cudaCpuDeviceId (-1) is the host. */
 static struct cudaMemLocation location_of(int device)
@@ -163,11 +152,9 @@ cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, int dstDevice
     return simcudart13_cudaMemPrefetchAsync(devPtr, count, location_of(dstDevice), 0, stream);
 }
 
-cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, int dstDevice,
-                                      cudaStream_t stream)
-{
-    return cudaMemPrefetchAsync(devPtr, count, dstDevice, stream);
-}
+SIMCUDART_PER_THREAD(cudaMemPrefetchAsync, cudaMemPrefetchAsync_ptsz,
+                     (const void *devPtr, size_t count, int dstDevice, cudaStream_t stream),
+                     (devPtr, count, dstDevice, stream))
 
 cudaError_t cudaMemPrefetchAsync_v2(const void *devPtr, size_t count,
                                     struct cudaMemLocation location, unsigned int flags,
@@ -176,9 +163,7 @@ cudaError_t cudaMemPrefetchAsync_v2(const void *devPtr, size_t count,
     return simcudart13_cudaMemPrefetchAsync(devPtr, count, location, flags, stream);
 }
 
-cudaError_t cudaMemPrefetchAsync_v2_ptsz(const void *devPtr, size_t count,
-                                         struct cudaMemLocation location, unsigned int flags,
-                                         cudaStream_t stream)
-{
-    return cudaMemPrefetchAsync_v2(devPtr, count, location, flags, stream);
-}
+SIMCUDART_PER_THREAD(cudaMemPrefetchAsync_v2, cudaMemPrefetchAsync_v2_ptsz,
+                     (const void *devPtr, size_t count, struct cudaMemLocation location,
+                      unsigned int flags, cudaStream_t stream),
+                     (devPtr, count, location, flags, stream))

@@ -126,13 +126,12 @@ struct simcudart12_device_prop {
  * @return cudaSuccess, cudaErrorInvalidValue (prop NULL), cudaErrorInvalidDevice. */
 cudaError_t cudaGetDeviceProperties_v2(struct simcudart12_device_prop *prop, int device);
 
-/* CUDA 12's three-parameter capture query: the capture status and id of stream. */
+/* CUDA 12's three-parameter capture query: the capture status and id of stream. Each _ptsz
+ * variant (the per-thread default stream) behaves as its function. */
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
                                      enum cudaStreamCaptureStatus *captureStatus_out,
                                      unsigned long long *id_out);
-cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
-                                          enum cudaStreamCaptureStatus *captureStatus_out,
-                                          unsigned long long *id_out);
+__typeof__(cudaStreamGetCaptureInfo) cudaStreamGetCaptureInfo_ptsz;
 /* CUDA 12's six-parameter query (no edge data); graph and dependencies as CUDA 13's gives
  * them (simcudart_graph.c). */
 cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t stream,
@@ -140,11 +139,7 @@ cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t stream,
                                         unsigned long long *id_out, cudaGraph_t *graph_out,
                                         const cudaGraphNode_t **dependencies_out,
                                         size_t *numDependencies_out);
-cudaError_t cudaStreamGetCaptureInfo_v2_ptsz(cudaStream_t stream,
-                                             enum cudaStreamCaptureStatus *captureStatus_out,
-                                             unsigned long long *id_out, cudaGraph_t *graph_out,
-                                             const cudaGraphNode_t **dependencies_out,
-                                             size_t *numDependencies_out);
+__typeof__(cudaStreamGetCaptureInfo_v2) cudaStreamGetCaptureInfo_v2_ptsz;
 /* CUDA 12.3's edge-data query: CUDA 13's cudaStreamGetCaptureInfo under its CUDA 12 name. */
 __typeof__(simcudart13_cudaStreamGetCaptureInfo) cudaStreamGetCaptureInfo_v3;
 __typeof__(simcudart13_cudaStreamGetCaptureInfo) cudaStreamGetCaptureInfo_v3_ptsz;
@@ -156,8 +151,7 @@ cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvis
 __typeof__(simcudart13_cudaMemAdvise) cudaMemAdvise_v2;
 cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, int dstDevice,
                                  cudaStream_t stream);
-cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, int dstDevice,
-                                      cudaStream_t stream);
+__typeof__(cudaMemPrefetchAsync) cudaMemPrefetchAsync_ptsz;
 __typeof__(simcudart13_cudaMemPrefetchAsync) cudaMemPrefetchAsync_v2;
 __typeof__(simcudart13_cudaMemPrefetchAsync) cudaMemPrefetchAsync_v2_ptsz;
 

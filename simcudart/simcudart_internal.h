@@ -47,6 +47,23 @@ cudaError_t simcudart__enter(void);
             return simcudart__result(enter_error);    \
     } while (0)
 
+/* X(field, attribute) for a table of device properties: while `result` is CUDA_SUCCESS, reads
+ * the driver attribute of device `handle` into `prop->field` (the caller's variables go by these
+ * names). cudaGetDeviceProperties and CUDA 12's cudaGetDeviceProperties_v2 use it. */
+#define SIMCUDART_READ_ATTRIBUTE(field, attribute) \
+    if (result == CUDA_SUCCESS)                    \
+        result = cuDeviceGetAttribute(&prop->field, attribute, handle);
+
+/* Declares variant with name's type (the compiler checks the definition against it) and
+ * defines it as a call of name: the per-thread-default-stream variants (`_ptds`, `_ptsz`),
+ * which behave as their legacy-stream function on simcuda (simcudart_per_thread.c). */
+#define SIMCUDART_PER_THREAD(name, variant, params, args) \
+    __typeof__(name) variant;                             \
+    cudaError_t variant params                            \
+    {                                                     \
+        return name args;                                 \
+    }
+
 /* The calling thread's current device (0 until cudaSetDevice). */
 int simcudart__current_device(void);
 

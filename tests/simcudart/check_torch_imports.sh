@@ -26,11 +26,13 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/torch_imports.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 status=0
-# imports LIBRARY NODE: the undefined symbols of the torch libraries versioned NODE, one a line.
+# The undefined symbols of the torch libraries, as name@node, read once.
+for name in $torch_libs; do
+  readelf --dyn-syms -W "$libdir/$name" | awk '$7 == "UND" { print $8 }'
+done >"$tmp/undefined"
+# imports NODE: the undefined symbols versioned NODE, one name a line.
 imports() {
-  for name in $torch_libs; do
-    readelf --dyn-syms -W "$libdir/$name" | awk -v node="@$2" '$7 == "UND" && index($8, node) { sub(/@.*/, "", $8); print $8 }'
-  done | sort -u
+  awk -v node="@$1" 'index($1, node) { sub(/@.*/, "", $1); print $1 }' "$tmp/undefined" | sort -u
 }
 # defined LIBRARY NODE: the functions LIBRARY defines in version node NODE.
 defined() {
@@ -38,7 +40,7 @@ defined() {
 }
 for pair in "$cudart libcudart.so.12" "$cudnn libcudnn.so.9"; do
   set -- $pair
-  imports "$1" "$2" >"$tmp/want"
+  imports "$2" >"$tmp/want"
   defined "$1" "$2" >"$tmp/have"
   missing=$(comm -23 "$tmp/want" "$tmp/have")
   if [ -n "$missing" ]; then
@@ -51,7 +53,11 @@ done
 # (PFN_<name>_v<version> in cudaTypedefs.h) or an exported variant of it (cuLinkCreate_v2);
 # torch's DriverAPI stringifies names with a trailing underscore (cuMemCreate_).
 sed -n 's/.*PFN_\(cu[A-Za-z0-9]*\)_v[0-9].*/\1/p' "$typedefs" | sort -u >"$tmp/driver_api"
-for name in $torch_libs; do grep -aoE 'cu[A-Z][A-Za-z0-9_]+' "$libdir/$name"; done |
+# (.rodata only: libtorch_cuda is 1.1 GB, nearly all of it kernels)
+for name in $torch_libs; do
+  objcopy -O binary --only-section=.rodata "$libdir/$name" /dev/stdout |
+    LC_ALL=C grep -aoE 'cu[A-Z][A-Za-z0-9_]+'
+done |
   sed 's/_$//' | sort -u >"$tmp/strings"
 awk 'NR == FNR { api[$1] = 1; next } { base = $1; sub(/_v[0-9]+$/, "", base) } base in api' \
   "$tmp/driver_api" "$tmp/strings" >"$tmp/lazy"
