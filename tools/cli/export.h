@@ -96,7 +96,7 @@ static inline void cmt__out_str(struct cmt__out *o, const char *s)
 }
 void cmt__out_u64(struct cmt__out *o, uint64_t v);
 void cmt__out_i64(struct cmt__out *o, int64_t v);
-/* s as a JSON string literal, escaped as cmt__json_quote() does. */
+/* s as a JSON string literal, escaped by cmt__json_escape (escape.h). */
 void cmt__out_quote(struct cmt__out *o, const char *s);
 
 /* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */

@@ -6,6 +6,7 @@
 
 #include "cmt_debug.h"
 #include "cmt_format.h"
+#include "escape.h"
 #include "export.h"
 #include "frames.h"
 #include "oom.h"
@@ -44,25 +45,14 @@ void cmt__out_i64(struct cmt__out *o, int64_t v)
     }
 }
 
+static void out_sink(void *o, const char *p, size_t n)
+{
+    cmt__out_bytes(o, p, n);
+}
+
 void cmt__out_quote(struct cmt__out *o, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    cmt__out_char(o, '"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            cmt__out_char(o, '\\');
-            cmt__out_char(o, (char)c);
-        } else if (c == '\n') {
-            cmt__out_bytes(o, "\\n", 2);
-        } else if (c < 0x20 || c >= 0x7f) { /* as cmt__json_quote: bytes >= 0x80 as Latin-1 */
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            cmt__out_bytes(o, u, 6);
-        } else {
-            cmt__out_char(o, (char)c);
-        }
-    }
-    cmt__out_char(o, '"');
+    cmt__json_escape(s, 0, out_sink, o);
 }
 
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
