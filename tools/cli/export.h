@@ -117,7 +117,12 @@ void cmt__row_u64(struct cmt__rows *t, uint64_t v);
 void cmt__row_i64(struct cmt__rows *t, int64_t v);
 void cmt__row_double(struct cmt__rows *t, double v);
 void cmt__row_bool(struct cmt__rows *t, int v);
-void cmt__row_str(struct cmt__rows *t, const char *s); /* NULL: empty (csv) / null (jsonl) */
+/* A string: NULL is empty (csv) / null (jsonl). row_str for the project's own names (op, kind,
+ * verdict); row_text for text from a trace or from outside (host, program, argv, function,
+ * file, site, API and environment strings, paths): a csv cell of it that a spreadsheet would
+ * take for a formula (cmt__csv_is_formula) gets a leading "'" (docs/export.md). */
+void cmt__row_str(struct cmt__rows *t, const char *s);
+void cmt__row_text(struct cmt__rows *t, const char *s);
 void cmt__row_null(struct cmt__rows *t);
 
 /* The identity columns every table starts with (pid, host, rank), from the PROCESS record;

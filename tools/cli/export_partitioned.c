@@ -196,7 +196,7 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
         cmt__row_u64(&t, first->wall_ns);
         cmt__row_str(&t, cmt_fleet_failure_name(first->failure));
         cmt__row_u64(&t, first->pid);
-        cmt__row_str(&t, run->first_host);
+        cmt__row_text(&t, run->first_host);
     } else {
         cmt__row_null(&t);
         cmt__row_null(&t);

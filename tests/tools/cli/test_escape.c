@@ -243,3 +243,68 @@ Test(escape, the_memory_viz_pickle_holds_the_names_as_utf8)
     cr_expect(memmem(pickle, n, "bad" FFFD "\x01", 7), "the bad byte replaced");
     free(pickle);
 }
+
+/* ---- csv: formula cells ---- */
+
+/* Host, program, arguments, function and the allocator setting start like formulas; one call
+ * has no device (dev -1, a number). */
+static const char *formula_trace(int index)
+{
+    struct tb b;
+    const char *argv[] = {"+cmd|' /C calc'!A0", "-x"};
+    struct cmt_process p = {.pid = 7,
+                            .start_mono_ns = 1,
+                            .hostname = "=HYPERLINK(\"http://x\",\"y\")",
+                            .exe = "@SUM(1+1)",
+                            .argc = 2,
+                            .argv = argv,
+                            .rank = -1,
+                            .local_rank = -1,
+                            .world_size = -1};
+    tb_begin_process(&b, &p, 24 * TB_GIB, 24 * TB_GIB);
+    cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_CUDA_ALLOC_CONF", "=1+1"), 0);
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "-2+3");
+    tb_alloc(&b, 0x700000000000, TB_GIB, s);
+    uint64_t v[] = {0x7f0000000000, TB_MIB};
+    tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
+    uint64_t seq = tb_alloc_fail(&b, 30 * TB_GIB, s);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 23 * TB_GIB, 24 * TB_GIB, seq);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+static char *table(const char *path, const char *format, const char *name)
+{
+    const char *argv[] = {"export", "-f", format, "--table", name, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s: %s", name, c.err);
+    char *out = c.out;
+    free(c.err);
+    return out;
+}
+
+Test(escape, csv_text_cells_that_start_like_formulas_get_a_quote_mark)
+{
+    const char *path = formula_trace(3);
+    char *processes = table(path, "csv", "processes");
+    cr_expect(strstr(processes, "\n7,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), "%s",
+              processes);
+    cr_expect(strstr(processes, ",'@SUM(1+1),'+cmd|' /C calc'!A0 -x,'=1+1,"), "%s", processes);
+    free(processes);
+    char *sites = table(path, "csv", "sites");
+    cr_expect(strstr(sites, ",'-2+3,'-2+3 <- main,"), "call_site, site_key: %s", sites);
+    cr_expect(strstr(sites, ",'-2+3 <- main\n"), "frames: %s", sites);
+    free(sites);
+    char *episodes = table(path, "csv", "episodes");
+    cr_expect(strstr(episodes, ",'-2+3,'-2+3 <- main\n"), "%s", episodes);
+    free(episodes);
+    char *events = table(path, "csv", "events");
+    cr_expect(strstr(events, ",-1,cuMemAllocHost_v2,"), "numbers stay numbers: %s", events);
+    cr_expect(!strstr(events, "'-"), "%s", events);
+    free(events);
+    char *jsonl = table(path, "jsonl", "processes");
+    cr_expect(strstr(jsonl, "\"exe\":\"@SUM(1+1)\""), "jsonl is not for spreadsheets: %s", jsonl);
+    free(jsonl);
+}
