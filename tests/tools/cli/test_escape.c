@@ -308,3 +308,95 @@ Test(escape, csv_text_cells_that_start_like_formulas_get_a_quote_mark)
     cr_expect(strstr(jsonl, "\"exe\":\"@SUM(1+1)\""), "jsonl is not for spreadsheets: %s", jsonl);
     free(jsonl);
 }
+
+/* ---- the terminal ---- */
+
+#define ESC_THREAD   \
+    "thr\x1b[2J\x9b" \
+    "31m"
+#define ESC_FUNCTION "fn\x1b]0;owned\x07\xc2\x9b"
+
+/* Every byte a terminal would act on, and what the text must show instead. */
+static void expect_terminal_safe(const char *what, const char *out)
+{
+    cr_expect(!strchr(out, '\x1b') && !strchr(out, '\x07') && !strchr(out, '\x9b'),
+              "%s: raw control bytes: %s", what, out);
+    cr_expect(!strstr(out, "\xc2\x9b"), "%s: a raw C1 control: %s", what, out);
+}
+
+Test(escape, report_shows_escapes_in_thread_and_function_names)
+{
+    const char *path = names_trace(4, ESC_THREAD, ESC_FUNCTION);
+    const char *argv[] = {"report", path, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    expect_terminal_safe("report", c.out);
+    expect_terminal_safe("report's stderr", c.err);
+    cr_expect(strstr(c.out, "thr\\x1b[2J\\x9b31m"), "the thread: %s", c.out);
+    cr_expect(strstr(c.out, "fn\\x1b]0;owned\\x07\\u009b"), "the function: %s", c.out);
+    captured_free(&c);
+}
+
+Test(escape, whatif_shows_escapes_in_function_names)
+{
+    const char *path = names_trace(5, ESC_THREAD, ESC_FUNCTION);
+    /* the failing request comes from the thread's function: make it the escaped one */
+    const char *bad_first = names_trace(6, ESC_FUNCTION, ESC_FUNCTION);
+    const char *paths[] = {path, bad_first};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"whatif", paths[i], NULL};
+        struct captured c = capture_run(cmt_cmd_whatif, argv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        expect_terminal_safe("whatif", c.out);
+        expect_terminal_safe("whatif's stderr", c.err);
+        if (i == 1)
+            cr_expect(strstr(c.out, "from fn\\x1b]0;owned\\x07\\u009b"), "%s", c.out);
+        captured_free(&c);
+    }
+}
+
+/* An OOM through an API whose name holds escapes, from ESC_FUNCTION on thread ESC_THREAD. */
+static const char *escaped_api_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    struct cmt_api api = {TB_API_COUNT, CMT_OP_ALLOC, "cuMemAlloc\x1b]0;owned\x07"};
+    cr_assert_eq(cmt_writer_api(b.w, &api), 0);
+    struct cmt_thread th = {78, ESC_THREAD};
+    cr_assert_eq(cmt_writer_thread(b.w, &th), 0);
+    b.tid = 78;
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), ESC_FUNCTION);
+    tb_alloc(&b, 0x700000000000, TB_GIB, s);
+    uint64_t v[] = {30 * TB_GIB};
+    uint64_t seq = tb_event(&b, TB_API_COUNT, 2, 0, s, CMT_F(SIZE), v);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 23 * TB_GIB, 24 * TB_GIB, seq);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(escape, other_text_commands_show_escapes)
+{
+    const char *path = escaped_api_trace(7);
+    char html[64];
+    snprintf(html, sizeof html, "/tmp/cmt_escape_%d_t.html", (int)getpid());
+    struct {
+        int (*fn)(int, char **);
+        const char *argv[6];
+        int shows; /* prints a string from the trace (timeline and the fleet view print none) */
+    } runs[] = {{cmt_cmd_oom, {"oom", path, NULL}, 1},
+                {cmt_cmd_timeline, {"timeline", path, NULL}, 0},
+                {cmt_cmd_diff, {"diff", path, path, NULL}, 1},
+                {cmt_cmd_html, {"html", "-o", html, path, NULL}, 1},
+                {cmt_cmd_report, {"report", path, path, NULL}, 0}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct captured c = capture_run(runs[i].fn, runs[i].argv);
+        expect_terminal_safe(runs[i].argv[0], c.out);
+        expect_terminal_safe(runs[i].argv[0], c.err);
+        if (runs[i].shows)
+            cr_expect(strstr(c.out, "\\x1b"), "%s shows it: %s", runs[i].argv[0], c.out);
+        captured_free(&c);
+    }
+    unlink(html);
+}
