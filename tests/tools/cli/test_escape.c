@@ -120,20 +120,38 @@ Test(escape, csv_formula_cells)
 /* A run on host NAME whose thread NAME allocates from function NAME (site 1) and from
  * "bad\xff\x01" (site 2, a byte that is not UTF-8 and a control byte), and fails a 30 GiB
  * request from NAME (an OOM episode); a note with "</script>". */
-static const char *names_trace(int index, const char *name, const char *bad)
+/* Starts a trace of process 4242 on `host`, running `exe` with argv[0..1]. */
+static void begin_named(struct tb *b, const char *host, const char *exe, const char *const *argv)
 {
-    struct tb b;
-    const char *argv[] = {name, bad};
     struct cmt_process p = {.pid = 4242,
                             .start_mono_ns = 1,
-                            .hostname = name,
-                            .exe = name,
+                            .hostname = host,
+                            .exe = exe,
                             .argc = 2,
                             .argv = argv,
                             .rank = -1,
                             .local_rank = -1,
                             .world_size = -1};
-    tb_begin_process(&b, &p, 24 * TB_GIB, 24 * TB_GIB);
+    tb_begin_process(b, &p, 24 * TB_GIB, 24 * TB_GIB);
+}
+
+/* A failed request of 30 GiB from `stack` (an OOM episode), then END; the trace saved.
+ * @return its path. */
+static const char *saved_with_oom(struct tb *b, uint32_t stack, int index)
+{
+    uint64_t seq = tb_alloc_fail(b, 30 * TB_GIB, stack);
+    tb_meminfo(b, CMT_MEMINFO_OOM, 21 * TB_GIB, 24 * TB_GIB, seq);
+    tb_finish(b, 1);
+    const char *path = temp_trace(b->buf.data, b->buf.len, index);
+    tb_free_builder(b);
+    return path;
+}
+
+static const char *names_trace(int index, const char *name, const char *bad)
+{
+    struct tb b;
+    const char *argv[] = {name, bad};
+    begin_named(&b, name, name, argv);
     struct cmt_thread th = {78, name};
     cr_assert_eq(cmt_writer_thread(b.w, &th), 0);
     struct cmt_note note = {1, "</script><!-- note"};
@@ -143,28 +161,13 @@ static const char *names_trace(int index, const char *name, const char *bad)
     uint32_t good = tb_frame(&b, root, name), other = tb_frame(&b, root, bad);
     tb_alloc(&b, 0x700000000000, TB_GIB, good);
     tb_alloc(&b, 0x710000000000, 2 * TB_GIB, other);
-    uint64_t seq = tb_alloc_fail(&b, 30 * TB_GIB, good);
-    tb_meminfo(&b, CMT_MEMINFO_OOM, 21 * TB_GIB, 24 * TB_GIB, seq);
-    tb_finish(&b, 1);
-    const char *path = temp_trace(b.buf.data, b.buf.len, index);
-    tb_free_builder(&b);
-    return path;
+    return saved_with_oom(&b, good, index);
 }
 
-static char *slurp(const char *path, size_t *len)
+static char *slurp(const char *path, unsigned long *len)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_not_null(s);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    s[n] = 0;
-    if (len)
-        *len = (size_t)n;
+    char *s = capture_file(path, len);
+    cr_assert_not_null(s, "%s", path);
     return s;
 }
 
@@ -236,7 +239,7 @@ Test(escape, the_memory_viz_pickle_holds_the_names_as_utf8)
     struct captured c = capture_run(cmt_cmd_export, argv);
     cr_expect_eq(c.status, 0, "%s", c.err);
     captured_free(&c);
-    size_t n;
+    unsigned long n;
     char *pickle = slurp(out, &n);
     unlink(out);
     cr_expect(memmem(pickle, n, NAME, strlen(NAME)), "the name's UTF-8 bytes");
@@ -252,27 +255,13 @@ static const char *formula_trace(int index)
 {
     struct tb b;
     const char *argv[] = {"+cmd|' /C calc'!A0", "-x"};
-    struct cmt_process p = {.pid = 7,
-                            .start_mono_ns = 1,
-                            .hostname = "=HYPERLINK(\"http://x\",\"y\")",
-                            .exe = "@SUM(1+1)",
-                            .argc = 2,
-                            .argv = argv,
-                            .rank = -1,
-                            .local_rank = -1,
-                            .world_size = -1};
-    tb_begin_process(&b, &p, 24 * TB_GIB, 24 * TB_GIB);
+    begin_named(&b, "=HYPERLINK(\"http://x\",\"y\")", "@SUM(1+1)", argv);
     cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_CUDA_ALLOC_CONF", "=1+1"), 0);
     uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "-2+3");
     tb_alloc(&b, 0x700000000000, TB_GIB, s);
     uint64_t v[] = {0x7f0000000000, TB_MIB};
     tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
-    uint64_t seq = tb_alloc_fail(&b, 30 * TB_GIB, s);
-    tb_meminfo(&b, CMT_MEMINFO_OOM, 23 * TB_GIB, 24 * TB_GIB, seq);
-    tb_finish(&b, 1);
-    const char *path = temp_trace(b.buf.data, b.buf.len, index);
-    tb_free_builder(&b);
-    return path;
+    return saved_with_oom(&b, s, index);
 }
 
 static char *table(const char *path, const char *format, const char *name)
@@ -289,7 +278,7 @@ Test(escape, csv_text_cells_that_start_like_formulas_get_a_quote_mark)
 {
     const char *path = formula_trace(3);
     char *processes = table(path, "csv", "processes");
-    cr_expect(strstr(processes, "\n7,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), "%s",
+    cr_expect(strstr(processes, "\n4242,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\","), "%s",
               processes);
     cr_expect(strstr(processes, ",'@SUM(1+1),'+cmd|' /C calc'!A0 -x,'=1+1,"), "%s", processes);
     free(processes);
@@ -368,12 +357,8 @@ static const char *escaped_api_trace(int index)
     uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), ESC_FUNCTION);
     tb_alloc(&b, 0x700000000000, TB_GIB, s);
     uint64_t v[] = {30 * TB_GIB};
-    uint64_t seq = tb_event(&b, TB_API_COUNT, 2, 0, s, CMT_F(SIZE), v);
-    tb_meminfo(&b, CMT_MEMINFO_OOM, 23 * TB_GIB, 24 * TB_GIB, seq);
-    tb_finish(&b, 1);
-    const char *path = temp_trace(b.buf.data, b.buf.len, index);
-    tb_free_builder(&b);
-    return path;
+    tb_event(&b, TB_API_COUNT, 2, 0, s, CMT_F(SIZE), v);
+    return saved_with_oom(&b, s, index);
 }
 
 Test(escape, other_text_commands_show_escapes)
