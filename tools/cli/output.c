@@ -186,9 +186,10 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
                                  &err, stats);
     if (map)
         munmap(map, len);
+    char where[1024]; /* may quote the pickle */
     if (rc)
         fprintf(stderr, "cumemtrace %s: %s: %s%s%s\n", cmd, path, cmt_strerror(rc),
-                *err.text ? ": " : "", err.text);
+                *err.text ? ": " : "", cmt__text(err.text, where, sizeof where));
     return rc;
 }
 
