@@ -34,6 +34,14 @@ static int json_plain(unsigned char c, unsigned flags)
            !(c == '<' && (flags & CMT__JSON_ESCAPE_HTML));
 }
 
+size_t cmt__json_plain_length(const char *s, unsigned flags)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (json_plain(*p, flags))
+        p++;
+    return (size_t)(p - (const unsigned char *)(s ? s : ""));
+}
+
 void cmt__json_escape(const char *s, unsigned flags, cmt__escape_sink sink, void *ctx)
 {
     static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */

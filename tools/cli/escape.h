@@ -34,6 +34,11 @@ void cmt__json_escape(const char *s, unsigned flags, cmt__escape_sink sink, void
  * starts no valid UTF-8 sequence as U+FFFD; valid UTF-8 as it is. */
 void cmt__xml_escape(const char *s, cmt__escape_sink sink, void *ctx);
 
+/* @return how many bytes s (NULL: "") starts with that cmt__json_escape copies as they are and
+ * that are plain ASCII: when s[that] is the NUL, the literal is s between quotes (a writer's
+ * fast path; the rules stay cmt__json_escape's). */
+size_t cmt__json_plain_length(const char *s, unsigned flags);
+
 /* s (NULL: "") made safe for a terminal into buf (always NUL-terminated when size > 0):
  * control bytes (below 0x20, 0x7f: ESC included) and bytes that start no valid UTF-8 sequence
  * become a visible "\xNN"; the C1 controls (U+0080..U+009F) and the bidirectional overrides

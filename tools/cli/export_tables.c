@@ -52,6 +52,13 @@ static void out_sink(void *o, const char *p, size_t n)
 
 void cmt__out_quote(struct cmt__out *o, const char *s)
 {
+    size_t n = cmt__json_plain_length(s, 0);
+    if (s && !s[n]) { /* plain ASCII, the names of nearly every row: no sink calls */
+        cmt__out_char(o, '"');
+        cmt__out_bytes(o, s, n);
+        cmt__out_char(o, '"');
+        return;
+    }
     cmt__json_escape(s, 0, out_sink, o);
 }
 

@@ -76,6 +76,18 @@ Test(escape, json_escapes_quotes_and_control_characters)
                      "\"\\u003c/script>\\u003c!--\"");
 }
 
+Test(escape, json_plain_length_stops_where_escaping_starts)
+{
+    cr_expect_eq(cmt__json_plain_length("cuMemAlloc_v2", 0), 13);
+    cr_expect_eq(cmt__json_plain_length("ab\"c", 0), 2);
+    cr_expect_eq(cmt__json_plain_length("ab\\c", 0), 2);
+    cr_expect_eq(cmt__json_plain_length("ab\nc", 0), 2);
+    cr_expect_eq(cmt__json_plain_length("ab" NAME, 0), 7, "UTF-8 goes the long way");
+    cr_expect_eq(cmt__json_plain_length("a<b", 0), 3);
+    cr_expect_eq(cmt__json_plain_length("a<b", CMT__JSON_ESCAPE_HTML), 1);
+    cr_expect_eq(cmt__json_plain_length(NULL, 0), 0);
+}
+
 Test(escape, terminal_text_shows_controls_and_invalid_bytes)
 {
     char buf[128];
