@@ -209,6 +209,8 @@ Test(escape, json_writers_keep_utf8_names)
         {cmt_cmd_export, {"export", "-f", "jsonl", "--table", "processes", path, NULL}, 0, 0},
         {cmt_cmd_export, {"export", "-f", "jsonl", "--table", "sites", path, NULL}, 0, 1},
         {cmt_cmd_export, {"export", "-f", "perfetto", path, NULL}, 1, 1},
+        {cmt_cmd_whatif, {"whatif", "--json", path, NULL}, 0, 0},
+        {cmt_cmd_report, {"report", "--json", path, path, NULL}, 0, 0},
     };
     for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
         struct captured c = capture_run(runs[i].fn, runs[i].argv);
