@@ -304,9 +304,10 @@ static void text_report(const struct cmt__pass *p)
     for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
         const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
         const char *name = cmt_reader_thread_name(r, th->tid);
+        char text[256];
         printf("  %-8u %-16s %8" PRIu64 " allocs %10s, %8" PRIu64 " frees, %" PRIu64 " failed\n",
-               th->tid, name ? name : "", th->alloc_count, cmt__bytes(th->alloc_bytes, a),
-               th->free_count, th->failures);
+               th->tid, cmt__text(name, text, sizeof text), th->alloc_count,
+               cmt__bytes(th->alloc_bytes, a), th->free_count, th->failures);
     }
     cmt__hint_symbolize("report", p->path, raw && !p->damage);
 }

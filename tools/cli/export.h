@@ -96,7 +96,7 @@ static inline void cmt__out_str(struct cmt__out *o, const char *s)
 }
 void cmt__out_u64(struct cmt__out *o, uint64_t v);
 void cmt__out_i64(struct cmt__out *o, int64_t v);
-/* s as a JSON string literal, escaped as cmt__json_quote() does. */
+/* s as a JSON string literal, escaped by cmt__json_escape (escape.h). */
 void cmt__out_quote(struct cmt__out *o, const char *s);
 
 /* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */
@@ -117,7 +117,12 @@ void cmt__row_u64(struct cmt__rows *t, uint64_t v);
 void cmt__row_i64(struct cmt__rows *t, int64_t v);
 void cmt__row_double(struct cmt__rows *t, double v);
 void cmt__row_bool(struct cmt__rows *t, int v);
-void cmt__row_str(struct cmt__rows *t, const char *s); /* NULL: empty (csv) / null (jsonl) */
+/* A string: NULL is empty (csv) / null (jsonl). row_str for the project's own names (op, kind,
+ * verdict); row_text for text from a trace or from outside (host, program, argv, function,
+ * file, site, API and environment strings, paths): a csv cell of it that a spreadsheet would
+ * take for a formula (cmt__csv_is_formula) gets a leading "'" (docs/export.md). */
+void cmt__row_str(struct cmt__rows *t, const char *s);
+void cmt__row_text(struct cmt__rows *t, const char *s);
 void cmt__row_null(struct cmt__rows *t);
 
 /* The identity columns every table starts with (pid, host, rank), from the PROCESS record;

@@ -4,13 +4,16 @@
  * trace's file name), and runs (a file per run, aggregated over this invocation's traces of
  * that run). A table with no rows for a trace gets no file (engines refuse header-only CSV
  * files of unknown types). The run id is --run, else the name of the trace's directory;
- * ids and file names keep [A-Za-z0-9._-] and turn every other byte into '_'. */
+ * ids and file names keep [A-Za-z0-9._-] and turn every other byte into '_'. A symbolic link
+ * under DIR is refused, never written through (struct out). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmt_grow.h"
 #include "export.h"
@@ -76,28 +79,127 @@ static int mkdirs(char *path)
     return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* Everything under DIR is created relative to DIR's descriptor, one component at a time, none
+ * followed when it is a symbolic link (O_NOFOLLOW), so a link planted under DIR (at a table or
+ * run directory, at a part file, dangling or not) is refused and nothing outside DIR is
+ * touched. DIR itself is the user's path, followed as given. */
 struct out {
     const char *dir, *ext;
-    char path[PATH_MAX];
+    int dirfd;          /* DIR */
+    int refused;        /* a link was found: nothing more is written */
+    char rel[PATH_MAX]; /* the part file being written, under DIR */
 };
+
+/* @return 1 when DIR/rel is a symbolic link, after printing so (and o->refused set). */
+static int refuse_link(struct out *o, int at, const char *name, const char *rel)
+{
+    struct stat st;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode))
+        return 0;
+    fprintf(stderr, "cumemtrace export: %s/%s: a symbolic link: refusing to write through it\n",
+            o->dir, rel);
+    o->refused = 1;
+    return 1;
+}
+
+/* Creates (when missing) and opens the directory `name` in `at`; rel: its path under DIR.
+ * @return its descriptor, or -1 after printing why. */
+static int open_dir_at(struct out *o, int at, const char *name, const char *rel)
+{
+    if (refuse_link(o, at, name, rel))
+        return -1;
+    if (mkdirat(at, name, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot create the directory: %s\n", o->dir, rel,
+                strerror(errno));
+        return -1;
+    }
+    int fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && !refuse_link(o, at, name, rel)) /* planted since the look above */
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot open the directory: %s\n", o->dir, rel,
+                strerror(errno));
+    return fd;
+}
+
+/* Creates the file `name` in `at` afresh: an old regular file there is unlinked first, so a
+ * hard link planted there keeps its target's bytes. @return its descriptor, or -1 after
+ * printing why. */
+static int create_file_at(struct out *o, int at, const char *name, const char *rel)
+{
+    struct stat st;
+    if (refuse_link(o, at, name, rel))
+        return -1;
+    if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISREG(st.st_mode)) {
+            fprintf(stderr, "cumemtrace export: %s/%s: not a regular file\n", o->dir, rel);
+            return -1;
+        }
+        if (unlinkat(at, name, 0) != 0 && errno != ENOENT) {
+            fprintf(stderr, "cumemtrace export: %s/%s: cannot replace the file: %s\n", o->dir, rel,
+                    strerror(errno));
+            return -1;
+        }
+    }
+    int fd = openat(at, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && !refuse_link(o, at, name, rel))
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot create the file: %s\n", o->dir, rel,
+                strerror(errno));
+    return fd;
+}
+
+/* The names of DIR/TABLE/run=RUN/part-PART.EXT's components, and their paths under DIR. */
+struct part_path {
+    char run[300], file[300], run_rel[PATH_MAX], file_rel[PATH_MAX];
+};
+
+/* @return 0, or -1 when a name is too long (ids and names are cut to 255 bytes: never). */
+static int part_path(const struct out *o, const char *table, const char *run, const char *part,
+                     struct part_path *pp)
+{
+    int bad = snprintf(pp->run, sizeof pp->run, "run=%s", run) >= (int)sizeof pp->run;
+    bad |= snprintf(pp->file, sizeof pp->file, "part-%s.%s", part, o->ext) >= (int)sizeof pp->file;
+    bad |= snprintf(pp->run_rel, sizeof pp->run_rel, "%s/%s", table, pp->run) >=
+           (int)sizeof pp->run_rel;
+    bad |= snprintf(pp->file_rel, sizeof pp->file_rel, "%s/%s", pp->run_rel, pp->file) >=
+           (int)sizeof pp->file_rel;
+    if (bad)
+        fprintf(stderr, "cumemtrace export: %s/%s: the path is too long\n", o->dir, table);
+    return bad ? -1 : 0;
+}
 
 /* Opens DIR/TABLE/run=RUN/part-PART.EXT, creating the directories. @return the FILE or NULL
  * after printing why. */
 static FILE *open_part(struct out *o, const char *table, const char *run, const char *part)
 {
-    snprintf(o->path, sizeof o->path, "%s/%s/run=%s", o->dir, table, run);
-    if (mkdirs(o->path) != 0) {
-        fprintf(stderr, "cumemtrace export: %s: cannot create the directory: %s\n", o->path,
-                strerror(errno));
+    struct part_path pp;
+    if (o->refused || part_path(o, table, run, part, &pp) != 0)
         return NULL;
-    }
-    size_t n = strlen(o->path);
-    snprintf(o->path + n, sizeof o->path - n, "/part-%s.%s", part, o->ext);
-    FILE *f = fopen(o->path, "w");
-    if (!f)
-        fprintf(stderr, "cumemtrace export: %s: cannot create the file: %s\n", o->path,
+    memcpy(o->rel, pp.file_rel, sizeof o->rel);
+    int t = open_dir_at(o, o->dirfd, table, table);
+    int r = t < 0 ? -1 : open_dir_at(o, t, pp.run, pp.run_rel);
+    int fd = r < 0 ? -1 : create_file_at(o, r, pp.file, pp.file_rel);
+    if (t >= 0)
+        close(t);
+    if (r >= 0)
+        close(r);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (fd >= 0 && !f) {
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot create the file: %s\n", o->dir, o->rel,
                 strerror(errno));
+        close(fd);
+    }
     return f;
+}
+
+/* Before anything is written: refuses a link at any table, run directory or part file this
+ * export would write (the opens refuse one planted later). @return 1 after printing it. */
+static int find_link(struct out *o, const char *table, const char *run, const char *part)
+{
+    struct part_path pp;
+    if (part_path(o, table, run, part, &pp) != 0)
+        return 1;
+    return refuse_link(o, o->dirfd, table, table) ||
+           refuse_link(o, o->dirfd, pp.run_rel, pp.run_rel) ||
+           refuse_link(o, o->dirfd, pp.file_rel, pp.file_rel);
 }
 
 /* @return 0, or 1 after printing why the file could not be written. */
@@ -105,7 +207,7 @@ static int close_part(struct out *o, FILE *f)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "cumemtrace export: %s: cannot write the file\n", o->path);
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot write the file\n", o->dir, o->rel);
         return 1;
     }
     return 0;
@@ -196,7 +298,7 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
         cmt__row_u64(&t, first->wall_ns);
         cmt__row_str(&t, cmt_fleet_failure_name(first->failure));
         cmt__row_u64(&t, first->pid);
-        cmt__row_str(&t, run->first_host);
+        cmt__row_text(&t, run->first_host);
     } else {
         cmt__row_null(&t);
         cmt__row_null(&t);
@@ -283,21 +385,61 @@ static int name_parts(const struct cmt__export_options *opt, char *const *traces
     return 0;
 }
 
+/* Creates DIR (and its parents) and opens it. @return 0, or 1 after printing why. */
+static int open_top(struct out *o)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", o->dir) >= (int)sizeof path) {
+        fprintf(stderr, "cumemtrace export: %s: the path is too long\n", o->dir);
+        return 1;
+    }
+    if (mkdirs(path) != 0 || (o->dirfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        fprintf(stderr, "cumemtrace export: %s: cannot create the directory: %s\n", o->dir,
+                strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* The links under DIR that one trace's files would be written through. @return 0, or 1. */
+static int find_links(const struct cmt__export_options *opt, struct out *o,
+                      const struct part_name *n)
+{
+    static const char *const tables[] = {
+#define CMT__TABLE_NAME(id, name) name,
+        CMT__EXPORT_TABLES(CMT__TABLE_NAME)
+#undef CMT__TABLE_NAME
+    };
+    for (int t = 0; t < CMT__EXPORT_TABLE_COUNT; t++) {
+        if (t == CMT__EXPORT_TABLE_EVENTS && !opt->with_events)
+            continue;
+        if (find_link(o, tables[t], n->run, t == CMT__EXPORT_TABLE_RUNS ? "0" : n->part))
+            return 1;
+    }
+    return 0;
+}
+
 int cmt__export_partitioned(const struct cmt__export_options *opt, const char *dir,
                             char *const *traces, int ntraces)
 {
-    struct out o = {dir, opt->format == CMT__EXPORT_JSONL ? "jsonl" : "csv", ""};
+    struct out o = {dir, opt->format == CMT__EXPORT_JSONL ? "jsonl" : "csv", -1, 0, ""};
     struct run *runs = NULL;
     size_t nruns = 0, cap = 0;
     struct part_name *names = calloc((size_t)ntraces, sizeof *names);
     if (!names)
         return cmt__usage_error("export", "out of memory");
     int rc = name_parts(opt, traces, ntraces, names);
+    if (!rc && open_top(&o) != 0)
+        rc = 1;
+    for (int i = 0; !rc && i < ntraces; i++)
+        rc = find_links(opt, &o, &names[i]);
     if (rc) {
+        if (o.dirfd >= 0)
+            close(o.dirfd);
         free(names);
         return rc;
     }
-    for (int i = 0; i < ntraces; i++) {
+    for (int i = 0; i < ntraces && !o.refused; i++) {
         size_t r = 0;
         while (r < nruns && strcmp(runs[r].id, names[i].run) != 0)
             r++;
@@ -314,9 +456,10 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
         }
         rc |= one_trace(opt, &o, traces[i], &runs[r], names[i].part);
     }
-    for (size_t r = 0; r < nruns; r++)
+    for (size_t r = 0; r < nruns && !o.refused; r++)
         if (runs[r].traces)
             rc |= write_run(&o, &runs[r], opt->format == CMT__EXPORT_JSONL);
+    close(o.dirfd);
     if (!rc)
         printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s", nruns,
                nruns == 1 ? "" : "s", dir);

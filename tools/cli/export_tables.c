@@ -6,6 +6,7 @@
 
 #include "cmt_debug.h"
 #include "cmt_format.h"
+#include "escape.h"
 #include "export.h"
 #include "frames.h"
 #include "oom.h"
@@ -44,25 +45,21 @@ void cmt__out_i64(struct cmt__out *o, int64_t v)
     }
 }
 
+static void out_sink(void *o, const char *p, size_t n)
+{
+    cmt__out_bytes(o, p, n);
+}
+
 void cmt__out_quote(struct cmt__out *o, const char *s)
 {
-    static const char hex[] = "0123456789abcdef";
-    cmt__out_char(o, '"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            cmt__out_char(o, '\\');
-            cmt__out_char(o, (char)c);
-        } else if (c == '\n') {
-            cmt__out_bytes(o, "\\n", 2);
-        } else if (c < 0x20 || c >= 0x7f) { /* as cmt__json_quote: bytes >= 0x80 as Latin-1 */
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            cmt__out_bytes(o, u, 6);
-        } else {
-            cmt__out_char(o, (char)c);
-        }
+    size_t n = cmt__json_plain_length(s, 0);
+    if (s && !s[n]) { /* plain ASCII, the names of nearly every row: no sink calls */
+        cmt__out_char(o, '"');
+        cmt__out_bytes(o, s, n);
+        cmt__out_char(o, '"');
+        return;
     }
-    cmt__out_char(o, '"');
+    cmt__json_escape(s, 0, out_sink, o);
 }
 
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
@@ -153,12 +150,14 @@ void cmt__row_null(struct cmt__rows *t)
 }
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; control
- * bytes other than tab become spaces, so a row is always one line. */
-static void csv_field(struct cmt__out *f, const char *s)
+ * bytes other than tab become spaces, so a row is always one line. formula: "'" first. */
+static void csv_field(struct cmt__out *f, const char *s, int formula)
 {
     int quote = !*s || strpbrk(s, ",\"\n\r") != NULL || s[0] == ' ';
     if (quote)
         cmt__out_char(f, '"');
+    if (formula)
+        cmt__out_char(f, '\'');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"')
             cmt__out_bytes(f, "\"\"", 2);
@@ -171,7 +170,9 @@ static void csv_field(struct cmt__out *f, const char *s)
         cmt__out_char(f, '"');
 }
 
-void cmt__row_str(struct cmt__rows *t, const char *s)
+/* A string cell; formula: a csv cell a spreadsheet would take for a formula gets a leading
+ * "'" (inside the quotes when quoted), as spreadsheets expect (OWASP, CSV injection). */
+static void str_cell(struct cmt__rows *t, const char *s, int formula)
 {
     next(t);
     if (t->jsonl) {
@@ -180,8 +181,18 @@ void cmt__row_str(struct cmt__rows *t, const char *s)
         else
             cmt__out_str(&t->out, "null");
     } else if (s) {
-        csv_field(&t->out, s); /* "" for an empty string, nothing for NULL */
+        csv_field(&t->out, s, formula); /* "" for an empty string, nothing for NULL */
     }
+}
+
+void cmt__row_str(struct cmt__rows *t, const char *s)
+{
+    str_cell(t, s, 0);
+}
+
+void cmt__row_text(struct cmt__rows *t, const char *s)
+{
+    str_cell(t, s, cmt__csv_is_formula(s));
 }
 
 void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r)
@@ -191,7 +202,7 @@ void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r)
         cmt__row_u64(t, proc->pid);
     else
         cmt__row_null(t);
-    cmt__row_str(t, proc ? proc->hostname : NULL);
+    cmt__row_text(t, proc ? proc->hostname : NULL);
     if (proc && proc->rank >= 0) /* format 3.1 PROCESS; older traces and no launcher: null */
         cmt__row_i64(t, proc->rank);
     else
@@ -245,7 +256,7 @@ static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
     cmt__row_u64(t, ev->t_ns);
     cmt__row_u64(t, ev->tid);
     cmt__row_i64(t, ev->dev);
-    cmt__row_str(t, st->api);
+    cmt__row_text(t, st->api);
     const char *op = st->op >= 0 ? cmt_op_name((uint32_t)st->op) : NULL;
     cmt__row_str(t, op ? op : "other");
     cmt__row_i64(t, ev->result);
@@ -310,8 +321,8 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_identity(&t, p->reader);
         cmt__row_u64(&t, i);
         cmt__row_u64(&t, s->stack);
-        cmt__row_str(&t, cmt_stack_top(p->reader, s->stack, top, sizeof top));
-        cmt__row_str(&t, cmt_site_key(p->reader, s->stack, key, sizeof key));
+        cmt__row_text(&t, cmt_stack_top(p->reader, s->stack, top, sizeof top));
+        cmt__row_text(&t, cmt_site_key(p->reader, s->stack, key, sizeof key));
         cmt__row_u64(&t, s->alloc_count);
         cmt__row_u64(&t, s->alloc_bytes);
         cmt__row_u64(&t, s->free_count);
@@ -323,7 +334,7 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_u64(&t, s->live_count);
         cmt__row_u64(&t, s->host_peak_bytes);
         cmt__row_u64(&t, s->host_live_bytes);
-        cmt__row_str(&t, frames);
+        cmt__row_text(&t, frames);
         cmt__row_end(&t);
     }
     cmt__rows_end(&t);
@@ -369,7 +380,7 @@ void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_i64(&t, e->dev);
         cmt__row_u64(&t, e->t_ns);
         cmt__row_u64(&t, e->seq);
-        cmt__row_str(&t, e->api);
+        cmt__row_text(&t, e->api);
         cmt__row_u64(&t, e->request_bytes);
         cmt__row_u64(&t, e->attempts);
         cmt__row_u64(&t, e->frees_between);
@@ -385,8 +396,8 @@ void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_u64(&t, e->frag.hole_bytes);
         cmt__row_u64(&t, e->frag.largest_hole);
         cmt__row_double(&t, e->frag.hole_fragmentation);
-        cmt__row_str(&t, cmt_stack_top(p->reader, e->stack, top, sizeof top));
-        cmt__row_str(&t, cmt_site_key(p->reader, e->stack, key, sizeof key));
+        cmt__row_text(&t, cmt_stack_top(p->reader, e->stack, top, sizeof top));
+        cmt__row_text(&t, cmt_site_key(p->reader, e->stack, key, sizeof key));
         cmt__row_end(&t);
     }
     cmt__rows_end(&t);
@@ -450,19 +461,19 @@ void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
     }
     if (proc) {
         cmt__row_u64(&t, proc->ppid);
-        cmt__row_str(&t, proc->exe);
-        cmt__row_str(&t, argv_text);
+        cmt__row_text(&t, proc->exe);
+        cmt__row_text(&t, argv_text);
     } else {
         cmt__row_null(&t);
         cmt__row_null(&t);
         cmt__row_null(&t);
     }
-    cmt__row_str(&t, cmt__export_alloc_conf(p->reader));
+    cmt__row_text(&t, cmt__export_alloc_conf(p->reader));
     if (proc)
         cmt__row_u64(&t, proc->start_wall_ns);
     else
         cmt__row_null(&t);
-    cmt__row_str(&t, p->path);
+    cmt__row_text(&t, p->path);
     cmt__row_u64(&t, tot->events);
     cmt__row_u64(&t, tot->last_t_ns);
     cmt__row_u64(&t, tot->peak_live_bytes);

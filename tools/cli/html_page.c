@@ -343,6 +343,8 @@ static char *data_json(const struct cmt__html_run *runs, size_t nruns,
         return NULL;
     struct cmt__json j;
     cmt__json_init(&j, m);
+    /* inside <script>, "</script>" or "<!--" in a trace's string would end the data */
+    j.escape_flags = CMT__JSON_ESCAPE_HTML;
     cmt__json_object(&j, NULL);
     cmt__json_u64(&j, "schema", SCHEMA);
     cmt__json_string(&j, "generator", "cumemtrace " CMT_VERSION);
@@ -371,14 +373,7 @@ int cmt__html_write(FILE *f, const struct cmt__html_run *runs, size_t nruns,
     if (!data)
         return -1;
     fwrite(tpl, 1, (size_t)(marker - tpl), f);
-    /* inside <script>, "</script>" or "<!--" in a trace's string would end the data: '<' only
-     * occurs inside JSON strings, where \u003c means the same */
-    for (size_t i = 0; i < len; i++) {
-        if (data[i] == '<')
-            fputs("\\u003c", f);
-        else
-            fputc(data[i], f);
-    }
+    fwrite(data, 1, len, f); /* its strings escaped '<' (CMT__JSON_ESCAPE_HTML) */
     fputs(marker + strlen(CMT__HTML_MARKER), f);
     free(data);
     return ferror(f) ? -1 : 0;

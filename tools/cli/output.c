@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmt_error.h"
+#include "escape.h"
 #include "frames.h"
 #include "snapshot_trace.h"
 
@@ -50,20 +51,6 @@ const char *cmt__duration(uint64_t ns, char buf[32])
     return buf;
 }
 
-const char *cmt__text(const char *s, char *buf, size_t size)
-{
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && n + 5 < size; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            n += (size_t)snprintf(buf + n, size - n, "\\x%02x", *p);
-        else
-            buf[n++] = (char)*p;
-    }
-    if (size)
-        buf[n < size ? n : size - 1] = 0;
-    return buf;
-}
-
 /* ---- JSON ---- */
 
 void cmt__json_init(struct cmt__json *j, FILE *f)
@@ -73,26 +60,9 @@ void cmt__json_init(struct cmt__json *j, FILE *f)
     j->first[0] = 1;
 }
 
-void cmt__json_quote(FILE *f, const char *s)
+static void file_sink(void *f, const char *p, size_t n)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(f, "\\u%04x", *p);
-            else if (*p >= 0x80) /* keep JSON valid whatever the bytes: escape as Latin-1 */
-                fprintf(f, "\\u%04x", *p);
-            else
-                fputc(*p, f);
-        }
-    }
-    fputc('"', f);
+    fwrite(p, 1, n, f);
 }
 
 static void sep(struct cmt__json *j, const char *key)
@@ -101,7 +71,7 @@ static void sep(struct cmt__json *j, const char *key)
         fputc(',', j->f);
     j->first[j->depth] = 0;
     if (key) {
-        cmt__json_quote(j->f, key);
+        cmt__json_escape(key, j->escape_flags, file_sink, j->f);
         fputc(':', j->f);
     }
 }
@@ -168,7 +138,7 @@ void cmt__json_bool(struct cmt__json *j, const char *key, int v)
 void cmt__json_string(struct cmt__json *j, const char *key, const char *s)
 {
     sep(j, key);
-    cmt__json_quote(j->f, s);
+    cmt__json_escape(s, j->escape_flags, file_sink, j->f);
 }
 
 void cmt__json_null(struct cmt__json *j, const char *key)
@@ -216,9 +186,10 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
                                  &err, stats);
     if (map)
         munmap(map, len);
+    char where[1024]; /* may quote the pickle */
     if (rc)
         fprintf(stderr, "cumemtrace %s: %s: %s%s%s\n", cmd, path, cmt_strerror(rc),
-                *err.text ? ": " : "", err.text);
+                *err.text ? ": " : "", cmt__text(err.text, where, sizeof where));
     return rc;
 }
 

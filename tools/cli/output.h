@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "escape.h"
 #include "frames.h"
 #include "reader.h"
 
@@ -18,12 +19,14 @@ const char *cmt__duration(uint64_t ns, char buf[32]);
 const char *cmt__display_path(const char *path);
 
 /* JSON writer: values are written with their key inside objects and with key NULL in arrays.
- * Strings are escaped (control characters, quotes, backslash; invalid UTF-8 passes through). */
+ * Strings are escaped by cmt__json_escape (escape.h), with escape_flags (0 from init;
+ * CMT__JSON_ESCAPE_HTML for the HTML page's data). */
 struct cmt__json {
     FILE *f;
     int depth;
     unsigned char first[64];
     int pretty;
+    unsigned escape_flags;
 };
 void cmt__json_init(struct cmt__json *j, FILE *f);
 void cmt__json_object(struct cmt__json *j, const char *key); /* opens { */
@@ -37,11 +40,6 @@ void cmt__json_bool(struct cmt__json *j, const char *key, int v);
 void cmt__json_string(struct cmt__json *j, const char *key, const char *s);
 void cmt__json_null(struct cmt__json *j, const char *key);
 void cmt__json_finish(struct cmt__json *j); /* newline */
-/* s made safe for a terminal: bytes below 0x20 and 0x7f (ESC and the other control bytes a
- * trace's strings may hold) become a visible "\xNN"; cut to fit size. @return buf. */
-const char *cmt__text(const char *s, char *buf, size_t size);
-/* Writes s as a JSON string literal (with quotes). */
-void cmt__json_quote(FILE *f, const char *s);
 
 /* For commands that look before they open: the reader's message (CMT_ENOT_REGULAR's, "not a
  * regular file") when path exists but is a directory, a device, a FIFO or a socket.

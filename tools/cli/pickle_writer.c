@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "escape.h"
+
 enum {
     OP_PROTO = 0x80,
     OP_STOP = '.',
@@ -113,33 +115,12 @@ void cmt__pickle_tuple2(struct cmt__pickle *p)
     op(p, OP_TUPLE2);
 }
 
-/* @return the length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
-static size_t utf8_length(const unsigned char *s)
-{
-    unsigned c = s[0];
-    size_t n = c < 0x80             ? 1
-               : (c & 0xe0) == 0xc0 ? 2
-               : (c & 0xf0) == 0xe0 ? 3
-               : (c & 0xf8) == 0xf0 ? 4
-                                    : 0;
-    if (!n || (n == 2 && c < 0xc2) || (n == 4 && c > 0xf4))
-        return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0)))
-        return 0; /* overlong, or a surrogate */
-    if (n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90)))
-        return 0;
-    return n;
-}
-
 static void write_utf8(struct cmt__pickle *p, const unsigned char *s, int count_only, size_t *len)
 {
     static const unsigned char replacement[3] = {0xef, 0xbf, 0xbd};
     size_t total = 0;
     while (*s) {
-        size_t n = utf8_length(s);
+        size_t n = cmt__utf8_length(s);
         if (n) {
             if (!count_only)
                 put(p, s, n);

@@ -27,43 +27,15 @@ static const char *const colors[] = {"#4e79a7", "#59a14f", "#edc948",
 #define OTHERS_FILL "#9a9a9a"
 #define OOM_COLOR "#e15759"
 
-/* @return the length of the well-formed UTF-8 sequence at s (1 to 4), or 0. */
-static int utf8_length(const unsigned char *s)
+static void file_sink(void *f, const char *p, size_t n)
 {
-    int len = s[0] < 0x80                    ? 1
-              : s[0] >= 0xc2 && s[0] <= 0xdf ? 2
-              : (s[0] & 0xf0) == 0xe0        ? 3
-              : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4
-                                             : 0;
-    for (int k = 1; k < len; k++)
-        if ((s[k] & 0xc0) != 0x80)
-            return 0;
-    if (len == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
-        return 0; /* overlong, or a surrogate */
-    if (len == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
-        return 0; /* overlong, or above U+10FFFF */
-    return len;
+    fwrite(p, 1, n, f);
 }
 
-/* Text from the trace (device and API names) may hold markup characters, control bytes (not
- * allowed in XML: dropped) and bytes that are not UTF-8 (each becomes U+FFFD), so the file
- * stays well-formed whatever the trace holds. */
+/* Text from the trace (device and API names), escaped so the file stays well-formed. */
 static void xml_text(FILE *f, const char *text)
 {
-    for (const unsigned char *s = (const unsigned char *)text; *s;) {
-        int len = utf8_length(s);
-        switch (len ? *s : 0) {
-        case 0: fputs("\xef\xbf\xbd", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if (*s >= 0x20 && *s != 0x7f)
-                fwrite(s, 1, (size_t)len, f);
-        }
-        s += len ? len : 1;
-    }
+    cmt__xml_escape(text, file_sink, f);
 }
 
 /* A "nice" axis step: 1, 2 or 5 times a power of ten (or of 1024 for bytes). */

@@ -403,8 +403,9 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
     rc = cmt_snapshot_import(map != MAP_FAILED ? map : "", (size_t)st.st_size,
                              name ? name + 1 : snapshot, cmt_fd_sink, &conv_fd, &serr, NULL);
     if (rc) {
+        char where[1024]; /* may quote the pickle */
         snprintf(why, size, "the snapshot: %s%s%s", cmt_strerror(rc), serr.text[0] ? ": " : "",
-                 serr.text);
+                 cmt__text(serr.text, where, sizeof where));
         goto out;
     }
     char proc[64];

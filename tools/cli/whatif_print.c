@@ -105,10 +105,10 @@ static void print_wrapped(FILE *f, const char *first, int indent, const char *te
 static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
 {
     const struct cmt_whatif_stream *s = run->stream;
-    char a[32];
+    char a[32], name[256], from[256];
     fprintf(f, "%s: %" PRIu64 " allocations and %" PRIu64 " frees on GPU %d%s%s%s", run->path,
-            s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "", s->device_name,
-            s->device_name[0] ? ")" : "");
+            s->allocs, s->frees, s->device, s->device_name[0] ? " (" : "",
+            cmt__text(s->device_name, name, sizeof name), s->device_name[0] ? ")" : "");
     if (s->failed_allocs)
         fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
                 s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
@@ -141,7 +141,8 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
         fprintf(f, "  addresses %s (%s would place every device allocation alike)\n", policy,
                 other);
     if (s->torch_version[0])
-        fprintf(f, "  PyTorch   %s (from %s)%s\n", s->torch_version, s->torch_version_source,
+        fprintf(f, "  PyTorch   %s (from %s)%s\n", cmt__text(s->torch_version, name, sizeof name),
+                cmt__text(s->torch_version_source, from, sizeof from),
                 run->oom_style_from_trace ? ": OOM messages in its 1.x wording" : "");
     if (s->caching_detected) {
         fprintf(f,
@@ -151,7 +152,7 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
                 "    PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record -- python app.py\n"
                 "  or  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync cumemtrace record -- "
                 "python app.py\n",
-                s->caching_reason);
+                cmt__text(s->caching_reason, text, sizeof text));
     }
 }
 
@@ -208,7 +209,7 @@ static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
 /* Settings that fail at the same event with the same message are grouped. */
 static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
 {
-    char msg[768], other[768], buf[160], a[32], t[32];
+    char msg[768], other[768], buf[160], a[32], t[32], site[512];
     bool *done = calloc(run->count ? run->count : 1, sizeof *done);
     bool first = true;
     for (size_t i = 0; done && i < run->count; i++) {
@@ -230,11 +231,11 @@ static void print_ooms(FILE *f, const struct cmt_whatif_run_out *run)
                 fprintf(f, ", %s", label(&q->setting, buf, sizeof buf));
             }
         }
-        const char *site = site_of(run, r->oom_event);
+        cmt__text(site_of(run, r->oom_event), site, sizeof site);
         struct cmt_whatif_event e = event_at(run, r->oom_event);
         fprintf(f, ":\n    call #%" PRIu64 " at %s: a %s request%s%s\n    %s\n", e.seq,
                 cmt__duration(e.t_ns, t), cmt__bytes(r->oom_info.requested, a),
-                site[0] ? " from " : "", site, msg);
+                site[0] ? " from " : "", site, cmt__text(msg, other, sizeof other));
     }
     free(done);
 }

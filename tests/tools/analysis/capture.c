@@ -18,6 +18,20 @@ static char *slurp(FILE *f)
     return s;
 }
 
+char *capture_file(const char *path, unsigned long *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0) {
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    long n = ftell(f);
+    if (len)
+        *len = n > 0 ? (unsigned long)n : 0;
+    return slurp(f);
+}
+
 struct captured capture_run(int (*fn)(int, char **), const char *const *argv)
 {
     int argc = 0;

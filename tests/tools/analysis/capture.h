@@ -16,6 +16,10 @@ void captured_free(struct captured *c);
 struct captured capture_svg(int (*timeline)(int, char **), const char *trace, char *svg,
                             unsigned long svg_len);
 
+/* A file's bytes, NUL-terminated (malloc'ed), with *len their count when len is not NULL.
+ * @return NULL when it cannot be read. */
+char *capture_file(const char *path, unsigned long *len);
+
 /* Writes a buffer to a fresh temporary file. @return its path (static per call index). */
 const char *temp_trace(const void *data, unsigned long len, int index);
 

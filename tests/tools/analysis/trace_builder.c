@@ -85,6 +85,7 @@ void tb_begin_process(struct tb *b, const struct cmt_process *p, uint64_t total,
     memset(node_files, 0, sizeof node_files);
     memset(node_lines, 0, sizeof node_lines);
     b->next_node = 1;
+    b->tid = 77;
     must(cmt_writer_create(&b->w, cmt_membuf_sink, &b->buf, NULL));
     must(cmt_writer_process(b->w, p));
     for (size_t i = 0; i < sizeof apis / sizeof *apis; i++)
@@ -144,7 +145,7 @@ void tb_alloc_event(struct tb *b, uint32_t action, int32_t dev, uint32_t stack, 
     struct cmt_alloc_event e = {.allocator = 1,
                                 .action = action,
                                 .t_ns = b->t_ns,
-                                .tid = 77,
+                                .tid = b->tid,
                                 .dev = dev,
                                 .stack = stack,
                                 .fields = fields | CMT_AF(SEQ)};
@@ -182,7 +183,7 @@ uint64_t tb_event(struct tb *b, enum tb_api api, int result, int32_t dev, uint32
     b->t_ns += 1000;
     struct cmt_event e = {.seq = ++b->seq,
                           .t_ns = b->t_ns,
-                          .tid = 77,
+                          .tid = b->tid,
                           .api = api,
                           .result = result,
                           .dev = dev,

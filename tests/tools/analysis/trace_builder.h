@@ -54,6 +54,7 @@ struct tb {
     cmt_writer *w;
     uint64_t seq, t_ns;
     uint32_t next_node;
+    uint32_t tid; /* of the events that follow: 77 ("main", from tb_begin) unless changed */
 };
 
 #define TB_GIB (UINT64_C(1) << 30)

@@ -31,15 +31,8 @@ static const char *oom_trace(int index, const char *function)
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = malloc((size_t)n + 1);
-    cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
+    char *s = capture_file(path, NULL);
+    cr_assert_not_null(s, "%s", path);
     return s;
 }
 
