@@ -6,6 +6,7 @@
  * release op). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <stdarg.h>
@@ -18,7 +19,7 @@
 
 #include "recorder.h"
 
-struct cmt__recorder cmt__rec = {.fd = -1, .devices = cmt__private_devices};
+struct cmt__recorder cmt__rec = {.trace = {.fd = -1}, .devices = cmt__private_devices};
 struct cmt__note cmt__notes[CMT__MAX_NOTES];
 _Atomic uint32_t cmt__note_count;
 
@@ -65,6 +66,22 @@ uint64_t cmt__ticks(void)
     return cmt__mono_ns();
 }
 #endif
+
+void cmt__say(int fd, const char *fmt, ...)
+{
+    int saved = errno;
+    char line[PATH_MAX + 1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    if (n > 0 && write(fd, line, (size_t)n) != n) {
+        /* nowhere else to say it */
+    }
+    errno = saved;
+}
 
 uint32_t cmt__gettid(void)
 {
@@ -431,9 +448,6 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     va_end(ap);
     note->level = warn ? CMT_NOTE_WARNING : CMT_NOTE_INFO;
     __atomic_store_n(&note->key, key, __ATOMIC_RELEASE); /* published last */
-    if (warn) {
-        int saved = errno;
-        dprintf(2, "cumemtrace: %s\n", note->text);
-        errno = saved;
-    }
+    if (warn)
+        cmt__say(2, "cumemtrace: %s\n", note->text);
 }

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "own_fd.h"
 #include "shim.h"
 #include "shared.h"
 
@@ -37,7 +38,7 @@ struct cmt__recorder {
     _Atomic uint32_t fatal_tid;
     pthread_t writer;
     _Atomic uint32_t writer_tid;
-    int fd;
+    struct cmt__own_fd trace; /* the trace file, written by the writer thread */
     int pid; /* the process whose trace this is (a vfork child shares the memory) */
 };
 extern struct cmt__recorder cmt__rec;
