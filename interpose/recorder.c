@@ -11,6 +11,8 @@
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -134,6 +136,27 @@ static void make_key(void)
     pthread_key_create(&thread_key, thread_gone);
 }
 
+#define RING_SHARE 256 /* a new ring takes at most this fraction of the room RLIMIT_AS leaves */
+
+uint32_t cmt__ring_entries(uint32_t most)
+{
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
+        return most;
+    char statm[128] = "";
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, statm, sizeof statm - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    statm[n > 0 ? n : 0] = 0;
+    uint64_t used = strtoull(statm, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t room = as.rlim_cur > used ? (as.rlim_cur - used) / RING_SHARE : 0;
+    uint32_t entries = most;
+    while (entries > CMT__RING_MIN && CMT__RING_BYTES(entries) > room)
+        entries /= 2;
+    return entries;
+}
+
 /* This thread's ring: a drained ring of an exited thread, or a fresh mapping. */
 static struct cmt__thread *thread_state(void)
 {
@@ -148,11 +171,12 @@ static struct cmt__thread *thread_state(void)
             break;
     }
     if (!t && !(t = cmt__shared_ring())) { /* in the salvage file under record, else private */
-        t = mmap(NULL, CMT__RING_BYTES(CMT__RING_SIZE), PROT_READ | PROT_WRITE,
+        uint32_t entries = cmt__ring_entries(CMT__RING_SIZE);
+        t = mmap(NULL, CMT__RING_BYTES(entries), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (t == MAP_FAILED)
             return NULL;
-        t->mask = CMT__RING_SIZE - 1;
+        t->mask = entries - 1;
     }
     if (!atomic_load(&t->alive)) { /* new */
         atomic_store(&t->alive, 1);

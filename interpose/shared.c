@@ -147,14 +147,16 @@ struct cmt__thread *cmt__shared_ring(void)
     struct cmt__shared_header *h = cmt__shared;
     if (!h)
         return NULL;
-    uint64_t bytes = CMT__RING_BYTES(CMT__SHARED_RING_SIZE);
+    uint64_t slot = CMT__RING_BYTES(CMT__SHARED_RING_SIZE);
+    uint32_t entries = cmt__ring_entries(CMT__SHARED_RING_SIZE);
+    uint64_t bytes = CMT__RING_BYTES(entries); /* (the rest of its slot stays a hole) */
     while (atomic_flag_test_and_set_explicit(&grow_lock, memory_order_acquire))
         ;
     uint32_t k = atomic_load(&h->rings);
-    uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * bytes;
+    uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * slot;
     struct cmt__thread *t = reserve(off, bytes) ? NULL : map_at(NULL, bytes, off);
     if (t) {
-        t->mask = CMT__SHARED_RING_SIZE - 1;
+        t->mask = entries - 1;
         atomic_store(&h->rings, k + 1);
     }
     atomic_flag_clear_explicit(&grow_lock, memory_order_release);
