@@ -55,6 +55,7 @@ int cmt__own_fd_take(struct cmt__own_fd *o, int fd, const char *path, int flags)
         errno = saved;
         return -1;
     }
+    atomic_flag_clear(&o->lock); /* (a forked child's copy may have been caught held) */
     o->fd = move_high(fd);
     o->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
     o->dev = st.st_dev;
