@@ -105,56 +105,49 @@ static long smallest_limit(struct run *r, const char *threads)
     return hi;
 }
 
-/* The traced run's trace holds every allocation and free of `threads` x 200. */
-static void assert_all_traced(const char *path, int threads, long limit, long alone)
+/* `threads` threads under the smallest address-space limit the untraced program runs under
+ * (in steps of 8 MiB) with 48 MiB to spare, traced with a bare LD_PRELOAD or under `record`:
+ * the program runs (threads-vm exits 3 when a thread cannot start), stderr has no line of the
+ * shim's but `record`'s one naming the trace, and every allocation and free is in the trace. */
+static void assert_fits_traced(int threads, int recorded)
 {
+    static struct run r;
+    char count[16];
+    snprintf(count, sizeof count, "%d", threads);
+    long hi = smallest_limit(&r, count);
+    long limit = hi + (48 << 10);
+    cr_assert_eq(run_limited(&r, limit, count, NULL, 0), 0, "untraced under %ld MiB: %s",
+                 limit >> 10, r.err);
+    const char *path = "vm.cmt", *how = recorded ? "recorded" : "traced";
+    cr_assert_eq(run_limited(&r, limit, count, path, recorded), 0,
+                 "%s under %ld MiB (the program alone runs under %ld): %s", how, limit >> 10,
+                 hi >> 10, r.err);
+    cr_assert_eq(count_lines(r.err, "cumemtrace:"), recorded, "%s", r.err);
     struct trace t;
     trace_load(&t, path);
     cr_assert_eq(t.rc, 0, "%s", cmt_reader_damage(t.r));
     cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), (size_t)threads * 200,
                  "%zu events under %ld MiB (the program alone runs under %ld)", t.n, limit >> 10,
-                 alone >> 10);
+                 hi >> 10);
     cr_assert_eq(count_api(&t, "cuMemFree_v2", 0), (size_t)threads * 200);
     trace_free(&t);
+    cr_log_info("%d threads: the program runs under %ld MiB, %s too under %ld MiB\n", threads,
+                hi >> 10, how, limit >> 10);
 }
 
-/* 32 threads under the smallest address-space limit the untraced program runs under (in
- * steps of 8 MiB), with 48 MiB to spare (what the shim needs: a 0.65 MiB ring per thread,
- * 21 MiB for 32, its writer's stack and buffers, the stack table as it grows; 32 MiB in all
- * here): the traced one runs too, and every event is in the trace. Before, the shim reserved ~90 MB for its stack
- * table at the first call and its writer thread a 64 MB malloc arena. */
+/* 32 threads, bare LD_PRELOAD (what the shim needs: a 0.65 MiB ring per thread, 21 MiB for
+ * 32, its writer's stack and buffers, the stack table as it grows; 32 MiB in all here).
+ * Before, the shim reserved ~90 MB for its stack table at the first call and its writer
+ * thread a 64 MB malloc arena. */
 Test(limits, a_traced_program_fits_where_the_untraced_one_does)
 {
-    static struct run r;
-    long hi = smallest_limit(&r, "32");
-    long limit = hi + (48 << 10);
-    cr_assert_eq(run_limited(&r, limit, "32", NULL, 0), 0, "untraced under %ld MiB: %s",
-                 limit >> 10, r.err);
-    const char *path = "vm.cmt";
-    int status = run_limited(&r, limit, "32", path, 0);
-    cr_assert_eq(status, 0, "traced under %ld MiB (the program alone runs under %ld): %s",
-                 limit >> 10, hi >> 10, r.err);
-    cr_assert_eq(count_lines(r.err, "cumemtrace:"), 0, "%s", r.err);
-    assert_all_traced(path, 32, limit, hi);
-    cr_log_info("32 threads: the program runs under %ld MiB, traced too under %ld MiB\n", hi >> 10,
-                limit >> 10);
+    assert_fits_traced(32, 0);
 }
 
 /* 64 threads under `record` (issue 24 item 10), whose rings are 13 MiB each where the
- * address space is not limited: under `ulimit -v` with 48 MiB to spare a ring takes a share of
- * the room left (cmt__ring_entries), so every thread runs (threads-vm exits 3 when one cannot
- * start) and every event is in the trace. Before, `record` needed about 1 GB more. */
+ * address space is not limited: under `ulimit -v` a ring takes a share of the room left
+ * (cmt__ring_entries). Before, `record` needed about 1 GB more and thread 60 did not start. */
 Test(limits, sixty_four_threads_fit_under_record_where_the_untraced_program_does)
 {
-    static struct run r;
-    long hi = smallest_limit(&r, "64");
-    long limit = hi + (48 << 10);
-    const char *path = "vm64.cmt";
-    int status = run_limited(&r, limit, "64", path, 1);
-    cr_assert_eq(status, 0, "recorded under %ld MiB (the program alone runs under %ld): %s",
-                 limit >> 10, hi >> 10, r.err);
-    cr_assert_eq(count_lines(r.err, "cumemtrace:"), 1, "only the line naming the trace: %s", r.err);
-    assert_all_traced(path, 64, limit, hi);
-    cr_log_info("64 threads: the program runs under %ld MiB, recorded too under %ld MiB\n",
-                hi >> 10, limit >> 10);
+    assert_fits_traced(64, 1);
 }

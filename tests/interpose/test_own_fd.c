@@ -88,12 +88,18 @@ Test(own_fd, a_closed_descriptor_is_opened_again)
     cr_assert_eq(file_size("ours"), 6);
 }
 
+/* Taken, its descriptor closed by the program, and the file moved to `to`. */
+static void moved_away(struct cmt__own_fd *o, const char *to)
+{
+    take(o);
+    close(o->fd);
+    cr_assert_eq(rename("ours", to), 0);
+}
+
 Test(own_fd, a_file_replaced_at_the_path_is_refused)
 {
     struct cmt__own_fd o;
-    take(&o);
-    close(o.fd);
-    cr_assert_eq(rename("ours", "moved"), 0);
+    moved_away(&o, "moved");
     int planted = open("ours", O_WRONLY | O_CREAT, 0644);
     cr_assert_geq(planted, 0);
     close(planted);
@@ -106,9 +112,7 @@ Test(own_fd, a_file_replaced_at_the_path_is_refused)
 Test(own_fd, a_symlink_at_the_path_is_never_followed)
 {
     struct cmt__own_fd o;
-    take(&o);
-    close(o.fd);
-    cr_assert_eq(rename("ours", "real"), 0);
+    moved_away(&o, "real");
     cr_assert_eq(symlink("real", "ours"), 0); /* the same file, but through a link */
     cr_assert_eq(cmt__own_fd_get(&o), -1);
 }
