@@ -151,6 +151,44 @@ Test(kill, bare_preload_loses_what_its_last_chunk_did_not_hold)
             lost, total, kills, most, none);
 }
 
+/* A state file whose rings all stayed private (under `ulimit -f` below where the rings start,
+ * or a tight `ulimit -v`) is still the process's state: record completes the trace from it
+ * instead of calling it "not a salvage state file". */
+Test(kill, a_state_file_without_rings_is_not_refused)
+{
+    char cli[PATH_MAX], prog[PATH_MAX], script[PATH_MAX + 64];
+    snprintf(script, sizeof script, "ulimit -f 16384 && exec '%s' tally.bin",
+             e2e_path(prog, "tests/progs/count_allocs"));
+    char *argv[] = {(char *)e2e_path(cli, "bin/cumemtrace"),
+                    "record",
+                    "--no-symbolize",
+                    "-o",
+                    "k.cmt",
+                    "--",
+                    "/bin/sh",
+                    "-c",
+                    script,
+                    NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, "stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t rec, kid = 0;
+    cr_assert_eq(posix_spawn(&rec, argv[0], &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int i = 0; i < 2000 && (!(kid = child_of(rec)) || read_tally("tally.bin") == 0); i++)
+        usleep(1000);
+    cr_assert(kid > 0, "record started no program");
+    usleep(300000);
+    kill(kid, SIGKILL);
+    int st;
+    cr_assert_eq(waitpid(rec, &st, 0), rec);
+    static char err[1 << 16];
+    slurp("stderr.txt", err, sizeof err);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL, "record exits 137: %s", err);
+    cr_assert_null(strstr(err, "not a salvage state file"), "%s", err);
+    cr_assert(strstr(err, "wrote k.cmt"), "%s", err);
+}
+
 Test(kill, loader_exit_127_loses_nothing)
 {
     char lib[PATH_MAX];
