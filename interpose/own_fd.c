@@ -9,29 +9,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TOP_SLOTS 64     /* numbers left at the top of the range */
 #define HIGHEST_TOP 4096 /* a huge limit is not followed: the kernel's table grows to the fd */
 
-/* The lowest number the shim's descriptors take: TOP_SLOTS below RLIMIT_NOFILE's soft limit
- * (at most HIGHEST_TOP), where programs, which get the lowest free numbers, rarely reach. */
-static int high_base(void)
+/* The top of the range: RLIMIT_NOFILE's soft limit, at most HIGHEST_TOP. Programs get the
+ * lowest free numbers, so they rarely reach it. */
+static int range_top(void)
 {
     struct rlimit r;
     rlim_t top = HIGHEST_TOP;
     if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < top)
         top = r.rlim_cur;
-    return top > 2 * TOP_SLOTS ? (int)(top - TOP_SLOTS) : (int)(top / 2);
+    return (int)top;
 }
 
-/* fd moved high and close-on-exec (where the range has no room, it stays where it is). */
-static int move_high(int fd)
+int cmt__own_fd_move_high(int fd, int below_top)
 {
-    int base = high_base();
-    if (fd >= base) {
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
-        return fd;
-    }
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, base);
+    int top = range_top();
+    int base = top > 2 * CMT__OWN_FD_TOP ? top - below_top : top / 2;
+    int high = fd < base ? fcntl(fd, F_DUPFD_CLOEXEC, base) : -1;
     if (high < 0) {
         fcntl(fd, F_SETFD, FD_CLOEXEC);
         return fd;
@@ -56,7 +51,7 @@ int cmt__own_fd_take(struct cmt__own_fd *o, int fd, const char *path, int flags)
         return -1;
     }
     atomic_flag_clear(&o->lock); /* (a forked child's copy may have been caught held) */
-    o->fd = move_high(fd);
+    o->fd = cmt__own_fd_move_high(fd, CMT__OWN_FD_TOP);
     o->flags = flags & ~(O_CREAT | O_EXCL | O_TRUNC);
     o->dev = st.st_dev;
     o->ino = st.st_ino;
@@ -81,7 +76,7 @@ int cmt__own_fd_get(struct cmt__own_fd *o)
             fd = -1;
             errno = ESTALE;
         }
-        o->fd = fd < 0 ? -1 : move_high(fd);
+        o->fd = fd < 0 ? -1 : cmt__own_fd_move_high(fd, CMT__OWN_FD_TOP);
         fd = o->fd;
         o->reopens++;
     } else if (fd < 0) {

@@ -25,6 +25,17 @@ struct cmt__own_fd {
     char path[PATH_MAX]; /* absolute */
 };
 
+/* Where the shim's descriptors go: the trace and the state file from CMT__OWN_FD_TOP below the
+ * top of the range (RLIMIT_NOFILE's soft limit, at most 4096), libunwind's pipe (stack.c) from
+ * CMT__UNWIND_FD_TOP below it, so that neither takes the other's number. */
+#define CMT__OWN_FD_TOP 64
+#define CMT__UNWIND_FD_TOP 8
+
+/* Moves fd to the lowest free number at least `below_top` under the top of the range,
+ * close-on-exec (the old number closed); where there is no room it stays, close-on-exec.
+ * @return the descriptor's number. */
+int cmt__own_fd_move_high(int fd, int below_top);
+
 /* Makes fd, just opened on `path`, the shim's: moved high, close-on-exec, its device and
  * inode and absolute path kept; `flags` open it again. On failure (fstat) fd is closed.
  * @return 0, or -1 (errno set). */

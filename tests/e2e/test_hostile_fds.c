@@ -1,12 +1,15 @@
 /* Programs that take every descriptor above 2 for themselves (issue 24 item 1): one dup2's its
  * own data file over fds 3..255, one closes every fd >= 3, each between rounds of allocations.
- * Under `record` and under a bare LD_PRELOAD every allocation is in the trace (compared with
- * simcuda's own log, which must survive them too) and the program's data file is untouched. */
+ * After each round a new thread allocates once (a new per-thread ring, in `record`'s state
+ * file, after the program took the descriptors). Under `record` and under a bare LD_PRELOAD
+ * every allocation is in the trace (compared with simcuda's own log, which must survive them
+ * too) and the program's data file is untouched. */
 #include "e2e_util.h"
 
 TestSuite(hostile_fds, .init = e2e_setup, .fini = e2e_teardown);
 
 #define ALLOCATIONS 22000
+#define ROUNDS "22" /* fd_hostile's rounds of 1000 (the first after one allocation) */
 #define DATA_BYTES 65536
 
 /* The program's data file, in the scratch directory, filled with a pattern kept in `want`. */
@@ -56,16 +59,18 @@ static void run_hostile(const char *mode, int recorded)
     unsetenv("SIMCUDA_LOG");
     cr_assert_eq(r.status, 0, "fd_hostile %s: status %d: %s", mode, r.status, r.err);
     assert_data_untouched(data, want);
+    /* and one on a new thread after each round: a new ring (in record's state file) each */
+    cr_assert(strstr(r.out, "threads " ROUNDS "\n"), "%s", r.out);
+    int all = ALLOCATIONS + atoi(ROUNDS);
     struct trace t;
     trace_load(&t, path);
     cr_assert_eq(t.rc, 0, "%s: %s", path, cmt_reader_damage(t.r));
-    cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), ALLOCATIONS, "%s: %zu events", mode, t.n);
-    cr_assert_eq(count_api(&t, "cuMemFree_v2", 0), ALLOCATIONS);
+    cr_assert_eq(count_api(&t, "cuMemAlloc_v2", 0), (size_t)all, "%s: %zu events", mode, t.n);
+    cr_assert_eq(count_api(&t, "cuMemFree_v2", 0), (size_t)all);
     trace_free(&t);
     e2e_check_simcuda_log(log, &report);
     char served[64];
-    snprintf(served, sizeof served, "allocations served %d / recorded %d", ALLOCATIONS,
-             ALLOCATIONS);
+    snprintf(served, sizeof served, "allocations served %d / recorded %d", all, all);
     cr_assert(strstr(report.out, served), "simcuda's log lost calls too:\n%s", report.out);
 }
 
