@@ -4,6 +4,8 @@
  * file, after the program took the descriptors). Under `record` and under a bare LD_PRELOAD
  * every allocation is in the trace (compared with simcuda's own log, which must survive them
  * too) and the program's data file is untouched. */
+#include <sys/resource.h>
+
 #include "e2e_util.h"
 
 TestSuite(hostile_fds, .init = e2e_setup, .fini = e2e_teardown);
@@ -40,12 +42,28 @@ static void assert_data_untouched(const char *path, const unsigned char want[DAT
     cr_assert_eq(at, DATA_BYTES, "the program's data file was written into at byte %zu", at);
 }
 
+/* The shim keeps its descriptors near the top of RLIMIT_NOFILE's range, which must lie above
+ * the 255 the program sweeps: the soft limit raised to at least 1024 where the hard one allows
+ * (the programs inherit it). */
+static void room_above_the_sweep(void)
+{
+    struct rlimit r;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &r), 0);
+    if (r.rlim_cur < 1024 && (r.rlim_max == RLIM_INFINITY || r.rlim_max >= 1024)) {
+        r.rlim_cur = 1024;
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &r), 0);
+    }
+    if (r.rlim_cur < 512)
+        cr_skip_test("RLIMIT_NOFILE is %llu: no room above fd 255", (unsigned long long)r.rlim_cur);
+}
+
 /* Runs fd_hostile MODE under `record` (recorded != 0) or a bare LD_PRELOAD, then checks the
  * trace, simcuda's log and the data file. */
 static void run_hostile(const char *mode, int recorded)
 {
     static struct run r, report;
     static unsigned char want[DATA_BYTES];
+    room_above_the_sweep();
     char log[PATH_MAX + 16], count[16], path[NAME_MAX + 1] = "hostile.cmt";
     snprintf(log, sizeof log, "%s/simcuda.log", e2e_dir);
     setenv("SIMCUDA_LOG", log, 1);
