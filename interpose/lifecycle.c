@@ -110,9 +110,7 @@ static void reset_for_new_trace(int threads_gone)
             atomic_store(&t->alive, 0);
         }
     }
-    if (cmt__rec.fd >= 0)
-        close(cmt__rec.fd);
-    cmt__rec.fd = -1;
+    cmt__own_fd_close(&cmt__rec.trace); /* the parent's, unless the program took the number */
     for (int d = 0; d < CMT_MAX_DEVICES; d++)
         atomic_store(&cmt__rec.devices[d].state, 0);
     atomic_store(&cmt__rec.seq, 0);
@@ -158,7 +156,7 @@ int cmt__start(void)
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 1 << 20);
         if (pthread_create(&cmt__rec.writer, &attr, cmt__writer_main, NULL) != 0) {
-            dprintf(2, "cumemtrace: cannot start the writer thread; tracing stopped\n");
+            cmt__say(2, "cumemtrace: cannot start the writer thread; tracing stopped\n");
             atomic_store(&cmt__rec.state, CMT__OFF);
         } else {
             install_signal_handlers();
@@ -175,7 +173,7 @@ static void stop_writer(void)
 {
     atomic_store(&cmt__rec.stop, 1);
     cmt__kick();
-    if (atomic_load(&cmt__rec.state) == CMT__RUNNING || cmt__rec.fd >= 0)
+    if (atomic_load(&cmt__rec.state) == CMT__RUNNING || cmt__rec.trace.fd >= 0)
         pthread_join(cmt__rec.writer, NULL);
     atomic_store(&cmt__rec.state, CMT__OFF);
 }

@@ -6,10 +6,13 @@
  * release op). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -18,7 +21,7 @@
 
 #include "recorder.h"
 
-struct cmt__recorder cmt__rec = {.fd = -1, .devices = cmt__private_devices};
+struct cmt__recorder cmt__rec = {.trace = {.fd = -1}, .devices = cmt__private_devices};
 struct cmt__note cmt__notes[CMT__MAX_NOTES];
 _Atomic uint32_t cmt__note_count;
 
@@ -65,6 +68,22 @@ uint64_t cmt__ticks(void)
     return cmt__mono_ns();
 }
 #endif
+
+void cmt__say(int fd, const char *fmt, ...)
+{
+    int saved = errno;
+    char line[PATH_MAX + 1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    if (n > 0 && write(fd, line, (size_t)n) != n) {
+        /* nowhere else to say it */
+    }
+    errno = saved;
+}
 
 uint32_t cmt__gettid(void)
 {
@@ -117,6 +136,27 @@ static void make_key(void)
     pthread_key_create(&thread_key, thread_gone);
 }
 
+#define RING_SHARE 256 /* a new ring takes at most this fraction of the room RLIMIT_AS leaves */
+
+uint32_t cmt__ring_entries(uint32_t most)
+{
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
+        return most;
+    char statm[128] = "";
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, statm, sizeof statm - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    statm[n > 0 ? n : 0] = 0;
+    uint64_t used = strtoull(statm, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t room = as.rlim_cur > used ? (as.rlim_cur - used) / RING_SHARE : 0;
+    uint32_t entries = most;
+    while (entries > CMT__RING_MIN && CMT__RING_BYTES(entries) > room)
+        entries /= 2;
+    return entries;
+}
+
 /* This thread's ring: a drained ring of an exited thread, or a fresh mapping. */
 static struct cmt__thread *thread_state(void)
 {
@@ -131,11 +171,12 @@ static struct cmt__thread *thread_state(void)
             break;
     }
     if (!t && !(t = cmt__shared_ring())) { /* in the salvage file under record, else private */
-        t = mmap(NULL, CMT__RING_BYTES(CMT__RING_SIZE), PROT_READ | PROT_WRITE,
+        uint32_t entries = cmt__ring_entries(CMT__RING_SIZE);
+        t = mmap(NULL, CMT__RING_BYTES(entries), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (t == MAP_FAILED)
             return NULL;
-        t->mask = CMT__RING_SIZE - 1;
+        t->mask = entries - 1;
     }
     if (!atomic_load(&t->alive)) { /* new */
         atomic_store(&t->alive, 1);
@@ -431,9 +472,6 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     va_end(ap);
     note->level = warn ? CMT_NOTE_WARNING : CMT_NOTE_INFO;
     __atomic_store_n(&note->key, key, __ATOMIC_RELEASE); /* published last */
-    if (warn) {
-        int saved = errno;
-        dprintf(2, "cumemtrace: %s\n", note->text);
-        errno = saved;
-    }
+    if (warn)
+        cmt__say(2, "cumemtrace: %s\n", note->text);
 }

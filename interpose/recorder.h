@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 
+#include "own_fd.h"
 #include "shim.h"
 #include "shared.h"
 
@@ -37,7 +38,7 @@ struct cmt__recorder {
     _Atomic uint32_t fatal_tid;
     pthread_t writer;
     _Atomic uint32_t writer_tid;
-    int fd;
+    struct cmt__own_fd trace; /* the trace file, written by the writer thread */
     int pid; /* the process whose trace this is (a vfork child shares the memory) */
 };
 extern struct cmt__recorder cmt__rec;
@@ -69,6 +70,10 @@ uint64_t cmt__mono_ns(void);
  * cost of clock_gettime here), else CLOCK_MONOTONIC ns. Events carry ticks since start; the
  * writer converts them to ns. */
 uint64_t cmt__ticks(void);
+/* Entries for a new ring: `most`, or fewer (a power of two, at least CMT__RING_MIN) where the
+ * address-space limit (RLIMIT_AS, `ulimit -v`) leaves little room: a ring takes at most
+ * 1/256 of what is left, so a program that fits untraced fits traced. */
+uint32_t cmt__ring_entries(uint32_t most);
 /* Decides the clock source (at start). */
 void cmt__clock_init(void);
 uint32_t cmt__gettid(void);

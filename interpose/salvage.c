@@ -184,7 +184,7 @@ static int check(struct state *s)
 {
     const struct cmt__shared_header *h = s->h;
     uint32_t e = h->ring_entries;
-    if (s->size < CMT__SHARED_RINGS_AT || memcmp(h->magic, CMT__SHARED_MAGIC, sizeof h->magic) ||
+    if (s->size < CMT__SHARED_NODES_AT || memcmp(h->magic, CMT__SHARED_MAGIC, sizeof h->magic) ||
         h->header_bytes != sizeof *h || !e || (e & (e - 1)) || e > (1u << 24) ||
         memchr(h->trace, 0, sizeof h->trace) == NULL)
         return CMT_ECORRUPT;

@@ -18,7 +18,7 @@
 #include "recorder.h"
 
 struct cmt__shared_header *cmt__shared;
-static int shared_fd = -1;
+static struct cmt__own_fd shared_fd = {.fd = -1}; /* checked before each use (own_fd.h) */
 static int shared_broken; /* it failed once: this process traces without salvage */
 static char shared_path[4096];
 static atomic_flag grow_lock = ATOMIC_FLAG_INIT;
@@ -32,13 +32,16 @@ static int reserve(uint64_t off, uint64_t len)
     if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
         off + len > fsize.rlim_cur)
         return -1;
-    return posix_fallocate(shared_fd, (off_t)off, (off_t)len) == 0 ? 0 : -1;
+    int fd = cmt__own_fd_get(&shared_fd);
+    return fd >= 0 && posix_fallocate(fd, (off_t)off, (off_t)len) == 0 ? 0 : -1;
 }
 
 static void *map_at(void *addr, uint64_t len, uint64_t off)
 {
-    void *p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0),
-                   shared_fd, (off_t)off);
+    int fd = cmt__own_fd_get(&shared_fd);
+    void *p = fd < 0 ? MAP_FAILED
+                     : mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (addr ? MAP_FIXED : 0),
+                            fd, (off_t)off);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -46,18 +49,16 @@ static void *map_at(void *addr, uint64_t len, uint64_t off)
  * mapped over it at the same address (the pointers to it stay valid). */
 static int adopt(void *addr, uint64_t len, uint64_t copy, uint64_t off)
 {
-    if (reserve(off, len) || pwrite(shared_fd, addr, copy, (off_t)off) != (ssize_t)copy)
+    if (reserve(off, len) || pwrite(shared_fd.fd, addr, copy, (off_t)off) != (ssize_t)copy)
         return -1;
     return map_at(addr, len, off) ? 0 : -1;
 }
 
 static void give_up(const char *why)
 {
-    dprintf(2, "cumemtrace: %s: %s; events of a killed process may be lost\n", shared_path, why);
-    if (shared_fd >= 0)
-        close(shared_fd);
+    cmt__say(2, "cumemtrace: %s: %s; events of a killed process may be lost\n", shared_path, why);
+    cmt__own_fd_close(&shared_fd);
     unlink(shared_path);
-    shared_fd = -1;
     shared_broken = 1;
     cmt__shared = NULL;
     cmt__rec.devices = cmt__private_devices;
@@ -73,13 +74,14 @@ int cmt__shared_start(void)
         cmt__shared = NULL;
         cmt__shared_close();
     }
-    for (unsigned n = 0; shared_fd < 0 && n < 1000; n++) {
+    int fd = -1;
+    for (unsigned n = 0; fd < 0 && n < 1000; n++) {
         snprintf(shared_path, sizeof shared_path, "%s/trace-%d-%u", dir, (int)getpid(), n);
-        shared_fd = open(shared_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (shared_fd < 0 && errno != EEXIST)
+        fd = open(shared_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
             break;
     }
-    if (shared_fd < 0) {
+    if (fd < 0 || cmt__own_fd_take(&shared_fd, fd, shared_path, O_RDWR) != 0) {
         give_up(strerror(errno));
         return -1;
     }
@@ -145,14 +147,16 @@ struct cmt__thread *cmt__shared_ring(void)
     struct cmt__shared_header *h = cmt__shared;
     if (!h)
         return NULL;
-    uint64_t bytes = CMT__RING_BYTES(CMT__SHARED_RING_SIZE);
+    uint64_t slot = CMT__RING_BYTES(CMT__SHARED_RING_SIZE);
+    uint32_t entries = cmt__ring_entries(CMT__SHARED_RING_SIZE);
+    uint64_t bytes = CMT__RING_BYTES(entries); /* (the rest of its slot stays a hole) */
     while (atomic_flag_test_and_set_explicit(&grow_lock, memory_order_acquire))
         ;
     uint32_t k = atomic_load(&h->rings);
-    uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * bytes;
+    uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * slot;
     struct cmt__thread *t = reserve(off, bytes) ? NULL : map_at(NULL, bytes, off);
     if (t) {
-        t->mask = CMT__SHARED_RING_SIZE - 1;
+        t->mask = entries - 1;
         atomic_store(&h->rings, k + 1);
     }
     atomic_flag_clear_explicit(&grow_lock, memory_order_release);
@@ -226,16 +230,12 @@ void cmt__shared_forget(void)
     munmap(cmt__shared, CMT__SHARED_NODES_AT);
     cmt__shared = NULL;
     cmt__rec.devices = cmt__private_devices;
-    if (shared_fd >= 0)
-        close(shared_fd);
-    shared_fd = -1;
+    cmt__own_fd_close(&shared_fd);
 }
 
 void cmt__shared_close(void)
 {
-    if (shared_fd >= 0)
-        close(shared_fd);
-    shared_fd = -1;
+    cmt__own_fd_close(&shared_fd);
 }
 
 void cmt__shared_wait_open(void)

@@ -93,6 +93,9 @@ static inline void cmt__queued_unpack(const struct cmt__queued *e, struct cmt_ev
 #define CMT__RING_SIZE 8192 /* entries per thread, bare LD_PRELOAD (~830 KiB) */
 #define CMT__SHARED_RING_SIZE \
     (1 << 17) /* under record (13 MiB of a sparse file, touched as used) */
+/* Under an address-space limit a ring has fewer entries (cmt__ring_entries), never fewer than
+ * this; in the state file it still takes a slot of CMT__SHARED_RING_SIZE, the rest a hole. */
+#define CMT__RING_MIN 256
 
 /* A thread's ring. The owner writes [head]; the writer copies out up to `head` (then `tail`),
  * and once those entries are on disk advances `released`; the owner may reuse a slot below

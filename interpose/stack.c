@@ -4,11 +4,19 @@
  * callers are shared and each node is written to the trace once. Lookups are lock-free
  * (open addressing, a slot's id is published last); only inserting a new node takes a
  * spinlock, and never while unwinding. A per-thread cache maps the hash of a whole stack to
- * its leaf, so a hot call site costs one unwind and one cache probe. */
+ * its leaf, so a hot call site costs one unwind and one cache probe.
+ *
+ * libunwind validates the memory it reads by writing a byte of it into a pipe of its own
+ * (opened at its first unwind, opened again when the program closed it). A program that
+ * dup2's its files over low descriptors would have those bytes written into its file: the
+ * pipe2 below puts libunwind's pipe near the top of the descriptor range (own_fd.h). */
 #define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <errno.h>
 #include <libunwind.h>
 #include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "recorder.h"
 
@@ -53,6 +61,36 @@ struct cache_entry {
     uint32_t leaf;
 };
 static __thread struct cache_entry cache[CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+static __thread int unwinding __attribute__((tls_model("initial-exec")));
+
+/* pipe2 for the whole process (the shim is preloaded), as libc's; a pipe libunwind opens
+ * while this thread unwinds goes high (glibc's own callers use its internal pipe2). */
+CMT_EXPORT int pipe2(int fds[2], int flags)
+{
+    static int (*_Atomic real_pipe2)(int[2], int);
+    int (*fn)(int[2], int) = atomic_load(&real_pipe2);
+    if (!fn) {
+        if (!cmt__real_dlsym)
+            cmt__resolve_dl();
+        fn = cmt__real_dlsym ? (int (*)(int[2], int))cmt__real_dlsym(RTLD_NEXT, "pipe2") : NULL;
+        atomic_store(&real_pipe2, fn);
+    }
+    if (!fn) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!unwinding)
+        return fn(fds, flags);
+    /* moved before they are stored: libunwind's array is shared by threads that may reopen
+     * it at once */
+    int got[2];
+    int rc = fn(got, flags);
+    if (rc == 0) {
+        fds[0] = cmt__own_fd_move_high(got[0], CMT__UNWIND_FD_TOP);
+        fds[1] = cmt__own_fd_move_high(got[1], CMT__UNWIND_FD_TOP);
+    }
+    return rc;
+}
 
 static void *map_zeroed(size_t bytes)
 {
@@ -73,7 +111,9 @@ static void init(void)
 {
     struct table *t = new_table(MIN_TABLE_BITS);
     atomic_store(&table, t);
+    unwinding = 1; /* libunwind initialises itself here: its pipe too */
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    unwinding = 0;
     usable = t != NULL;
 }
 
@@ -180,7 +220,9 @@ uint32_t cmt__stack_capture(int max_depth)
     void *ips[MAX_FRAMES];
     int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
     cmt__dl_enter(); /* libunwind finds unwind tables with dl_iterate_phdr */
+    unwinding = 1;
     int n = unw_backtrace(ips, want);
+    unwinding = 0;
     cmt__dl_leave();
     int skip = 0;
     while (skip < n && cmt__is_own_address((uintptr_t)ips[skip]))

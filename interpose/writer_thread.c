@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -108,7 +109,7 @@ static void manifest_line(const char *prefix, const char *text)
         return;
     int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (m >= 0) {
-        dprintf(m, "%s%s\n", prefix, text);
+        cmt__say(m, "%s%s\n", prefix, text);
         close(m);
     }
 }
@@ -116,7 +117,7 @@ static void manifest_line(const char *prefix, const char *text)
 static int fail(const char *what)
 {
     cmt__shared_done(); /* nothing more will reach the file: no salvage either */
-    dprintf(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
+    cmt__say(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
     manifest_line("!", what);
     atomic_store(&cmt__rec.state, CMT__OFF);
     return -1;
@@ -170,6 +171,10 @@ static int create_new(const char *path)
     return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
+/* Opens the trace again where a program closed its descriptor or took the number (own_fd.h):
+ * appended to, never through a symlink. */
+#define TRACE_REOPEN (O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+
 #define FRESH_NAMES 1000 /* r.1.cmt ... r.999.cmt, then give up */
 
 /* Opens the trace file. An existing file (an earlier trace, another process's, a planted
@@ -186,8 +191,8 @@ static int open_trace(char *path, size_t size)
                  size - 1);
         return fail(msg);
     }
-    cmt__rec.fd = create_new(path);
-    if (cmt__rec.fd < 0 && errno == EEXIST) {
+    int fd = create_new(path);
+    if (fd < 0 && errno == EEXIST) {
         char wanted[PATH_MAX], base[PATH_MAX], tag[16];
         snprintf(wanted, sizeof wanted, "%s", path);
         snprintf(base, sizeof base, "%s", path);
@@ -195,19 +200,19 @@ static int open_trace(char *path, size_t size)
             snprintf(tag, sizeof tag, "%d", (int)getpid());
             if (tagged_name(wanted, tag, base, sizeof base) == 0) {
                 snprintf(path, size, "%s", base);
-                cmt__rec.fd = create_new(path);
+                fd = create_new(path);
             }
         }
-        for (int n = 1; cmt__rec.fd < 0 && errno == EEXIST && n < FRESH_NAMES; n++) {
+        for (int n = 1; fd < 0 && errno == EEXIST && n < FRESH_NAMES; n++) {
             snprintf(tag, sizeof tag, "%d", n);
             if (tagged_name(base, tag, path, size) == 0)
-                cmt__rec.fd = create_new(path);
+                fd = create_new(path);
         }
-        if (cmt__rec.fd >= 0)
-            dprintf(2, "cumemtrace: %s exists and is kept; this process's trace is %s\n", wanted,
-                    path);
+        if (fd >= 0)
+            cmt__say(2, "cumemtrace: %s exists and is kept; this process's trace is %s\n", wanted,
+                     path);
     }
-    if (cmt__rec.fd < 0) {
+    if (fd < 0 || cmt__own_fd_take(&cmt__rec.trace, fd, path, TRACE_REOPEN) != 0) {
         char msg[PATH_MAX + 64];
         snprintf(msg, sizeof msg, "cannot write %s: %m", path);
         return fail(msg);
@@ -316,17 +321,41 @@ static int write_process(void)
     return rc;
 }
 
+/* Writes through a descriptor checked to be the trace's. A program that closed it or took its
+ * number (own_fd.h) costs nothing: the trace is opened again, cut back to its whole chunks
+ * (a chunk it was in the middle of is written again), and written on; chunks are independent.
+ * @return 0, or CMT_ESINK with ws.write_errno (ESTALE: the file was removed or replaced). */
+static int write_checked(const void *data, size_t len)
+{
+    for (int attempt = 0;; attempt++) {
+        uint32_t reopens = cmt__rec.trace.reopens;
+        errno = 0;
+        int fd = cmt__own_fd_get(&cmt__rec.trace);
+        struct stat st;
+        if (fd >= 0 && cmt__rec.trace.reopens != reopens &&
+            (fstat(fd, &st) != 0 || (uint64_t)st.st_size < ws.file_bytes ||
+             ftruncate(fd, (off_t)ws.file_bytes) != 0)) {
+            errno = errno ? errno : ESTALE; /* shorter than what was written: cut by another */
+            fd = -1;
+        }
+        if (fd >= 0 && cmt_fd_sink(&fd, data, len) == 0)
+            return 0;
+        if (fd < 0 || errno != EBADF || attempt) { /* EBADF: closed in the middle of it */
+            ws.write_errno = errno ? errno : EIO;
+            return CMT_ESINK;
+        }
+    }
+}
+
 /* The format writer's sink: write()s to the trace, and keeps the error for the one line.
  * After each whole chunk (also one the writer flushes by itself when full) the salvage
  * state says what the file holds. */
 static int file_sink(void *ctx, const void *data, size_t len)
 {
-    errno = 0;
-    int rc = cmt_fd_sink(ctx, data, len);
-    if (rc) {
-        ws.write_errno = errno ? errno : EIO;
+    (void)ctx;
+    int rc = write_checked(data, len);
+    if (rc)
         return rc;
-    }
     ws.file_bytes += len;
     ws.disk_key = ws.em.passed_key;
     cmt__shared_publish(&(struct cmt__on_disk){.offset = ws.file_bytes,
@@ -689,7 +718,7 @@ void *cmt__writer_main(void *arg)
      * trace is read faster (traces stay ~2 B/event for a loop, ~6.5 for random sizes) */
     struct cmt_writer_options options = {
         .level = 1, .raw_literals = 1, .allocator = &map_allocator};
-    int rc = cmt_writer_create(&ws.w, file_sink, &cmt__rec.fd, &options);
+    int rc = cmt_writer_create(&ws.w, file_sink, NULL, &options);
     ws.em.w = ws.w;
     if (!rc)
         rc = write_process();
@@ -720,7 +749,10 @@ void *cmt__writer_main(void *arg)
         rc = finish();
     if (rc) {
         char msg[PATH_MAX + 128];
-        if (rc == CMT_ESINK && ws.write_errno)
+        if (rc == CMT_ESINK && ws.write_errno == ESTALE)
+            snprintf(msg, sizeof msg, "writing %s failed: the file was removed or replaced",
+                     ws.path);
+        else if (rc == CMT_ESINK && ws.write_errno)
             snprintf(msg, sizeof msg, "writing %s failed: %s", ws.path, strerror(ws.write_errno));
         else
             snprintf(msg, sizeof msg, "writing %s failed (%s)", ws.path, cmt_strerror(rc));
@@ -728,7 +760,6 @@ void *cmt__writer_main(void *arg)
     }
     cmt_writer_destroy(ws.w);
     ws.w = NULL;
-    close(cmt__rec.fd);
-    cmt__rec.fd = -1;
+    cmt__own_fd_close(&cmt__rec.trace);
     return NULL;
 }

@@ -8,7 +8,9 @@
  *   handle=0x<hex>
  *
  * (one line, fields separated by single spaces). address, size and handle are 0 where the call
- * has none; README.md lists what each entry point writes. */
+ * has none; README.md lists what each entry point writes. A program that closes the log's
+ * descriptor or dup2's another file over it loses no line and has none written into its file:
+ * each write checks the descriptor and opens the log again (simcuda_log.c). */
 #ifndef SIMCUDA_LOG_H
 #define SIMCUDA_LOG_H
 

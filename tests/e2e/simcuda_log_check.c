@@ -223,9 +223,13 @@ int main(int argc, char **argv)
     int npids = 0;
     for (int i = 3; i < argc && npids < 256; i++)
         pids[npids++] = read_trace(argv[1], argv[i], &recorded);
-    /* In order, so repeated identical calls pair up first with first. */
+    /* In order, so repeated identical calls pair up first with first; the search starts at
+     * the first line still unmatched (a long run of calls matches in linear time). */
+    size_t first = 0;
     for (size_t e = 0; e < recorded.n; e++) {
-        for (size_t l = 0; l < served.n; l++) {
+        while (first < served.n && served.v[first].matched)
+            first++;
+        for (size_t l = first; l < served.n; l++) {
             if (!served.v[l].matched && same(&recorded.v[e], &served.v[l])) {
                 served.v[l].matched = recorded.v[e].matched = true;
                 break;
