@@ -412,6 +412,35 @@ void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t
     in_shim = 0;
 }
 
+void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint32_t id,
+                      const char *text, size_t len)
+{
+    if (action == 0 || action >= CMT_RA_MAX || !cmt__ensure_running())
+        return;
+    struct cmt__thread *t = thread_state();
+    if (!t)
+        return;
+    in_shim = 1;
+    struct cmt__queued e = {.tid = t->tid,
+                            .dev = (int32_t)category,
+                            .api = (uint16_t)action,
+                            .result = (int32_t)domain,
+                            .stack = id,
+                            .kind = CMT__ENTRY_RANGE};
+    e.fields = (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT);
+    if (text)
+        memcpy(e.v, text, e.fields);
+    else
+        e.fields = 0;
+    struct cmt_event ev = {0};
+    take_seq(t, &ev);
+    e.seq = ev.seq;
+    e.t_ns = ev.t_ns;
+    push_entry(t, &e);
+    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+    in_shim = 0;
+}
+
 void cmt__note_once(const char *key, int warn, const char *fmt, ...)
 {
     uint32_t n = atomic_load(&cmt__note_count);

@@ -4,7 +4,9 @@
  * values under their field names (ptr, size, stream, pool, handle, offset, ...), stack (leaf
  * node id) and, with --stacks, frames (symbolized, innermost first). Allocator-level records
  * (docs/trace-format.md) follow in file order with a "record" key: "allocator" (id, name,
- * version, conf) and "alloc_event" (allocator, action, t_ns, tid, dev, its fields, stack).
+ * version, conf) and "alloc_event" (allocator, action, t_ns, tid, dev, its fields, stack), and
+ * ranges (NVTX, annotate.h, snapshot annotations) as "range" (action, t_ns, tid, domain,
+ * category, id, message, seq when it follows a driver event).
  * --all adds the other records (device, meminfo, note, signal, end), keyed the same way. */
 #include <stdio.h>
 #include <string.h>
@@ -76,6 +78,27 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         if (stacks)
             cmt__json_stack(j, "frames", r, e->stack);
     }
+    cmt__json_end_object(j);
+    cmt__json_finish(j);
+}
+
+static void dump_range(struct cmt__json *j, const struct cmt_range *g)
+{
+    const char *action = cmt_range_action_name(g->action);
+    cmt__json_object(j, NULL);
+    cmt__json_string(j, "record", "range");
+    if (action)
+        cmt__json_string(j, "action", action);
+    else
+        cmt__json_u64(j, "action", g->action);
+    cmt__json_u64(j, "t_ns", g->t_ns);
+    cmt__json_u64(j, "tid", g->tid);
+    cmt__json_u64(j, "domain", g->domain);
+    cmt__json_u64(j, "category", g->category);
+    cmt__json_u64(j, "id", g->id);
+    cmt__json_string(j, "message", g->message);
+    if (g->have_seq)
+        cmt__json_u64(j, "seq", g->seq);
     cmt__json_end_object(j);
     cmt__json_finish(j);
 }
@@ -159,6 +182,8 @@ int cmt_cmd_dump(int argc, char **argv)
             dump_event(&j, r, &rec.u.event, stacks);
         else if (rec.type == CMT_REC_ALLOCATOR || rec.type == CMT_REC_ALLOC_EVENT)
             dump_alloc(&j, r, &rec, stacks);
+        else if (rec.type == CMT_REC_RANGE)
+            dump_range(&j, &rec.u.range);
         else if (all && (rec.type == CMT_REC_DEVICE || rec.type == CMT_REC_MEMINFO ||
                          rec.type == CMT_REC_NOTE || rec.type == CMT_REC_SIGNAL ||
                          rec.type == CMT_REC_END))

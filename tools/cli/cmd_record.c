@@ -213,7 +213,9 @@ static int setup_env(const struct options *o, const char *shim, const char *mani
            setenv("CUMEMTRACE_SALVAGE_DIR", dir, 1) ||
            setenv("CUMEMTRACE_OUTPUT", absolute_pattern(output, pattern, sizeof pattern), 1) ||
            (o->stack_depth && setenv("CUMEMTRACE_STACK_DEPTH", o->stack_depth, 1)) ||
-           (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
+           (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1)) ||
+           /* NVTX ranges: the shim is the injection library, unless a tool (Nsight) is */
+           setenv("NVTX_INJECTION64_PATH", shim, 0);
 }
 
 /* Runs cmd and waits. *ran = 0 when it could not even be started (said on stderr).
