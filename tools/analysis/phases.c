@@ -259,7 +259,10 @@ static uint32_t open_range(struct cmt_phases *ph, struct state *s, const struct 
     uint32_t phase = phase_of(ph, s, g);
     if (!phase)
         return 0;
-    ph->phases[phase].instances++;
+    if (g->action == CMT_RA_MARK)
+        ph->phases[phase].marks++;
+    else
+        ph->phases[phase].instances++;
     if (ph->range_count >= CMT_PHASES_MAX_RANGES ||
         CMT_GROW(ph->ranges, s->range_cap, ph->range_count + 1, 256)) {
         ph->ranges_dropped++;
@@ -431,6 +434,7 @@ static int on_block(struct cmt_phases *ph, const cmt_replay *rp, const struct cm
         s->block_live += size - (old ? old->bytes : 0);
         int rc = on_alloc(ph, &s->blocks, 1, a->tid, addr, size);
         raise_open_peaks(ph, rp);
+        raise_peak(&ph->phases[cmt_phases_current(ph, a->tid)], 0, s->block_live); /* none too */
         return rc;
     }
     case CMT_AA_FREE_REQUESTED: {
@@ -462,6 +466,8 @@ static int on_event(struct cmt_phases *ph, const cmt_replay *rp, const struct cm
     if (st->is_alloc) {
         int rc = on_alloc(ph, &s->driver, 0, e->tid, key, st->bytes);
         raise_open_peaks(ph, rp);
+        raise_peak(&ph->phases[cmt_phases_current(ph, e->tid)], cmt_replay_totals(rp)->live_bytes,
+                   0); /* no phase too */
         return rc;
     }
     on_release(ph, &s->driver, 0, key);

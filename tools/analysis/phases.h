@@ -29,9 +29,10 @@ struct cmt_phase_stats {
 
 /* All instances of one name. Index 0 is "no phase" (what no range covers). */
 struct cmt_phase {
-    const char *name; /* "" for index 0 */
-    uint64_t instances;
-    uint64_t total_ns; /* time inside its instances (nested and parallel ones both count) */
+    const char *name;   /* "" for index 0 */
+    uint64_t instances; /* push and start ranges of this name */
+    uint64_t marks;     /* marks of this name */
+    uint64_t total_ns;  /* time inside its instances (nested and parallel ones both count) */
     struct cmt_phase_stats driver, blocks;
 };
 
