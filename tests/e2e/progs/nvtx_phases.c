@@ -4,7 +4,8 @@
  * compares the trace's ranges and the phase analysis with what the program did.
  *
  * main:     domain "cmt-test"; push "load" (1 MiB) pop; start "train" (process-wide)
- *           4 workers: push "worker<i>" ((i + 1) MiB), push "inner" (64 KiB) pop, pop
+ *           4 workers: 128 KiB (in "train"), push "worker<i>" ((i + 1) MiB), push "inner"
+ *           (64 KiB) pop, pop
  *           end "train"; push "leak" (3 MiB, never freed) pop; a domain push "tail" (512 KiB)
  *           pop; mark "done"; an allocation outside every range (256 KiB)
  * annotate: the same ranges of main through cumemtrace/annotate.h instead of NVTX. */
@@ -74,6 +75,8 @@ static void *work(void *arg)
     char name[32];
     snprintf(name, sizeof name, "worker%d", i);
     cuCtxSetCurrent(ctx);
+    CUdeviceptr pre = alloc(128u << 10, "train"); /* no push open here: the start range's */
+    cuMemFree(pre);
     push(name);
     CUdeviceptr a = alloc((size_t)(i + 1) * MIB, name);
     push("inner");
@@ -92,7 +95,7 @@ int main(int argc, char **argv)
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
         cuCtxSetCurrent(ctx))
         return 1;
-    nvtxDomainHandle_t domain = nvtxDomainCreateA("cmt-test");
+    nvtxDomainHandle_t domain = annotate ? NULL : nvtxDomainCreateA("cmt-test");
     push("load");
     CUdeviceptr a = alloc(MIB, "load");
     pop();
