@@ -208,6 +208,9 @@ static void text_allocator(const struct cmt__pass *pass, const struct cmt_timeli
         }
         printf("\n");
     }
+    if (!cmt_replay_totals(pass->replay)->alloc_calls) /* the driver's rows show it otherwise */
+        cmt__phase_band_text(stdout, &pass->phases, tl->width,
+                             cells < tl->max_points ? cells : tl->max_points, 1);
 }
 
 static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
@@ -247,7 +250,7 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         }
         printf("  0 .. %s\n", cmt__duration(end, a));
         uint64_t drawn = cells < tl->max_points ? cells : tl->max_points;
-        cmt__phase_band_text(stdout, &pass->phases, tl->width, drawn);
+        cmt__phase_band_text(stdout, &pass->phases, tl->width, drawn, 0);
         struct cmt_fragmentation f;
         if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
             printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "

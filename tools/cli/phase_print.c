@@ -20,7 +20,7 @@ static void text_row(FILE *f, const struct cmt_phases *ph, uint32_t i)
     char a[32], b[32], c[32], d[32], name[256], count[32] = "";
     if (st->live_count)
         snprintf(count, sizeof count, " (%" PRIu64 ")", st->live_count);
-    fprintf(f, "  %-28s %6" PRIu64 " %10s %8" PRIu64 " allocs %10s %10s %10s%s\n",
+    fprintf(f, "  %-36s %6" PRIu64 " %10s %8" PRIu64 " allocs %10s %10s %10s%s\n",
             shown_name(ph, i, name, sizeof name), i ? ph->phases[i].instances : 0,
             cmt__duration(ph->phases[i].total_ns, d), st->alloc_count,
             cmt__bytes(st->alloc_bytes, a), cmt__bytes(st->peak_bytes, b),
@@ -36,7 +36,7 @@ void cmt__phases_text(FILE *f, const struct cmt_phases *ph)
     fprintf(f, "\nby phase (%s; %zu ranges, %" PRIu64 " marks)\n",
             ph->have_blocks ? "allocator blocks" : "driver allocations", ph->range_count,
             ph->marks);
-    fprintf(f, "  %-28s %6s %10s %15s %10s %10s %s\n", "phase", "times", "time", "allocations",
+    fprintf(f, "  %-36s %6s %10s %15s %10s %10s %s\n", "phase", "times", "time", "allocations",
             "allocated", "peak", "still live at the end");
     for (size_t k = 0; k < n; k++)
         if (ph->phases[order[k]].instances) /* a name only marks carry is no phase */
@@ -222,13 +222,14 @@ uint32_t cmt__phase_band_at(const struct cmt_phases *ph, uint64_t from, uint64_t
     return best;
 }
 
-void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, uint64_t cells)
+void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, uint64_t cells,
+                          int labelled)
 {
     if (!have_ranges(ph) || !width)
         return;
     uint32_t legend[26];
     size_t shown = 0;
-    fputs("  ", f);
+    fputs(labelled ? "  phases    " : "  ", f);
     for (uint64_t i = 0; i < cells; i++) {
         uint32_t phase = cmt__phase_band_at(ph, i * width, (i + 1) * width);
         size_t k = 0;
@@ -238,7 +239,7 @@ void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, 
             legend[shown++] = phase;
         fputc(!phase ? ' ' : k < shown ? 'A' + (int)k : '?', f);
     }
-    fputs("  phases\n ", f);
+    fputs(labelled ? "\n " : "  phases\n ", f);
     char name[256];
     for (size_t k = 0; k < shown; k++)
         fprintf(f, " %c %s", 'A' + (int)k,

@@ -37,7 +37,9 @@ void cmt__phases_diff_json(struct cmt__json *j, const struct cmt_phases *a,
 uint32_t cmt__phase_band_at(const struct cmt_phases *ph, uint64_t from, uint64_t to);
 
 /* The text timeline's phase band: one letter per cell of `width` ns (the band's phase, blank
- * for none), then the letters' legend; nothing without ranges. */
-void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, uint64_t cells);
+ * for none), then the letters' legend; nothing without ranges. `labelled`: the row starts
+ * with "phases" in a 10-wide column (as the allocator's rows), else "phases" ends it. */
+void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, uint64_t cells,
+                          int labelled);
 
 #endif
