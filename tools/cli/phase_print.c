@@ -136,13 +136,18 @@ void cmt__phase_oom_json(struct cmt__json *j, const struct cmt_phases *ph, uint6
 static size_t joined(const struct cmt_phases *a, const struct cmt_phases *b, uint32_t (*pairs)[2],
                      size_t max)
 {
-    size_t n = 0;
-    for (uint32_t i = 1; i < a->phase_count && n < max; i++, n++) {
+    size_t n = 0; /* a name only marks carry is no phase */
+    for (uint32_t i = 1; i < a->phase_count && n < max; i++) {
+        if (!a->phases[i].instances)
+            continue;
         pairs[n][0] = i;
         pairs[n][1] = cmt_phases_find(b, cmt_phases_name(a, i));
+        if (pairs[n][1] && !b->phases[pairs[n][1]].instances)
+            pairs[n][1] = 0;
+        n++;
     }
     for (uint32_t i = 1; i < b->phase_count && n < max; i++)
-        if (!cmt_phases_find(a, cmt_phases_name(b, i))) {
+        if (b->phases[i].instances && !cmt_phases_find(a, cmt_phases_name(b, i))) {
             pairs[n][0] = 0;
             pairs[n++][1] = i;
         }
@@ -155,14 +160,14 @@ void cmt__phases_diff_text(FILE *f, const struct cmt_phases *a, const struct cmt
         return;
     uint32_t pairs[64][2];
     size_t n = joined(a, b, pairs, 64);
-    fprintf(f, "\nby phase\n  %-28s %21s %23s\n", "phase", "peak A -> B", "allocated A -> B");
+    fprintf(f, "\nby phase\n  %-36s %21s %23s\n", "phase", "peak A -> B", "allocated A -> B");
     for (size_t k = 0; k < n; k++) {
         const struct cmt_phase_stats *x = cmt_phases_stats(a, pairs[k][0]),
                                      *y = cmt_phases_stats(b, pairs[k][1]);
         char p1[32], p2[32], b1[32], b2[32], name[256];
         const char *label = pairs[k][0] ? cmt_phases_name(a, pairs[k][0])
                                         : cmt_phases_name(b, pairs[k][1]);
-        fprintf(f, "  %-28s %10s -> %-8s %10s -> %-10s%s\n", cmt__text(label, name, sizeof name),
+        fprintf(f, "  %-36s %10s -> %-8s %10s -> %-10s%s\n", cmt__text(label, name, sizeof name),
                 pairs[k][0] ? cmt__bytes(x->peak_bytes, p1) : "-",
                 pairs[k][1] ? cmt__bytes(y->peak_bytes, p2) : "-",
                 pairs[k][0] ? cmt__bytes(x->alloc_bytes, b1) : "-",
