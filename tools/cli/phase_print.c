@@ -251,3 +251,21 @@ void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, 
                 cmt__text(cmt_phases_name(ph, legend[k]), name, sizeof name));
     fputc('\n', f);
 }
+
+void cmt__phase_band_json(struct cmt__json *j, const struct cmt_phases *ph)
+{
+    cmt__json_array(j, "phases");
+    size_t n = 0;
+    for (size_t i = 0; i < ph->range_count && n < CMT__PHASE_BAND_MAX; i++) {
+        const struct cmt_phase_range *r = &ph->ranges[i];
+        if (r->action == CMT_RA_MARK || r->depth)
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_string(j, "n", cmt_phases_name(ph, r->phase));
+        cmt__json_u64(j, "s", r->start_ns);
+        cmt__json_u64(j, "e", r->end_ns);
+        cmt__json_end_object(j);
+        n++;
+    }
+    cmt__json_end_array(j);
+}

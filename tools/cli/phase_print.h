@@ -42,4 +42,9 @@ uint32_t cmt__phase_band_at(const struct cmt_phases *ph, uint64_t from, uint64_t
 void cmt__phase_band_text(FILE *f, const struct cmt_phases *ph, uint64_t width, uint64_t cells,
                           int labelled);
 
+/* The HTML page's band: "phases": [{"n": name, "s": start_ns, "e": end_ns}, ...], the
+ * outermost ranges (depth 0, marks aside) in opening order, at most CMT__PHASE_BAND_MAX. */
+#define CMT__PHASE_BAND_MAX 20000
+void cmt__phase_band_json(struct cmt__json *j, const struct cmt_phases *ph);
+
 #endif
