@@ -192,9 +192,9 @@ static void path_of(const struct cmt_phases *ph, uint32_t tid, char *path, size_
     for (size_t i = 0; i < s->thread_count; i++)
         if (s->threads[i].tid == tid)
             t = &s->threads[i];
-    for (uint32_t r = t ? t->top : 0; r && n < 64; r = ph->ranges[r - 1].parent)
+    for (uint32_t r = t ? t->top : 0; r && n < 63; r = ph->ranges[r - 1].parent)
         chain[n++] = r - 1;
-    if (!n && s->open_start_count)
+    if (s->open_start_count) /* the process-wide range it lies in, outermost */
         chain[n++] = s->open_starts[s->open_start_count - 1];
     size_t at = 0;
     path[0] = 0;

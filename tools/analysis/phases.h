@@ -53,7 +53,8 @@ struct cmt_phase_oom {
     uint32_t tid;
     int allocator; /* 1: an allocator's oom record, 0: a driver call */
     uint32_t phase;
-    char path[256]; /* the open ranges, outermost first, " > " between ("" none) */
+    char path[256]; /* the latest open start/end range, then the thread's open push ranges,
+                     * outermost first, " > " between ("" none) */
 };
 
 #define CMT_PHASES_MAX_RANGES (1u << 20) /* instances kept; later ones only counted */
