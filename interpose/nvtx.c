@@ -1,7 +1,7 @@
 /* nvtx.c — the shim as an NVTX injection library: NVTX's documented mechanism
  * (NVTX_INJECTION64_PATH names a library whose InitializeInjectionNvtx2 fills NVTX's function
- * tables; `cumemtrace record` sets it to the shim, and InitializeInjectionNvtx2Preinject finds
- * the preloaded shim without it). Push/pop, start/end, marks, domains, categories and
+ * tables; `cumemtrace record` sets it to the shim; InitializeInjectionNvtx2Preinject serves an
+ * NVTX built to look for an already loaded injection, which NVTX 3 does not by default). Push/pop, start/end, marks, domains, categories and
  * registered strings become RANGE entries of the calling thread's ring (recorder.c), copied
  * there without allocation: the same path, order and loss guarantees as memory events. The
  * NVTX headers come with the CUDA toolkit (nvtx3/, header-only); NVTX_NO_IMPL takes only
@@ -323,7 +323,8 @@ CMT_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_tabl
     return 1;
 }
 
-/* Found by NVTX with dlsym when NVTX_INJECTION64_PATH is unset (a bare LD_PRELOAD). */
+/* Found with dlsym by an NVTX built with NVTX_SUPPORT_ALREADY_INJECTED_LIBRARY (off by default
+ * in NVTX 3) when NVTX_INJECTION64_PATH is unset. */
 CMT_EXPORT int InitializeInjectionNvtx2Preinject(NvtxGetExportTableFunc_t get_export_table)
 {
     return InitializeInjectionNvtx2(get_export_table);
