@@ -46,6 +46,15 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
     cmt__json_finish(j);
 }
 
+/* "action": its name, or its number when this reader does not know it (a newer writer's). */
+static void json_action(struct cmt__json *j, const char *name, uint32_t value)
+{
+    if (name)
+        cmt__json_string(j, "action", name);
+    else
+        cmt__json_u64(j, "action", value);
+}
+
 static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cmt_record *rec,
                        int stacks)
 {
@@ -61,13 +70,9 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         cmt__json_string(j, "conf", a->conf);
     } else {
         const struct cmt_alloc_event *e = &rec->u.alloc_event;
-        const char *action = cmt_alloc_action_name(e->action);
         cmt__json_string(j, "record", "alloc_event");
         cmt__json_u64(j, "allocator", e->allocator);
-        if (action)
-            cmt__json_string(j, "action", action);
-        else
-            cmt__json_u64(j, "action", e->action);
+        json_action(j, cmt_alloc_action_name(e->action), e->action);
         cmt__json_u64(j, "t_ns", e->t_ns);
         cmt__json_u64(j, "tid", e->tid);
         cmt__json_i64(j, "dev", e->dev);
@@ -84,13 +89,9 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
 
 static void dump_range(struct cmt__json *j, const struct cmt_range *g)
 {
-    const char *action = cmt_range_action_name(g->action);
     cmt__json_object(j, NULL);
     cmt__json_string(j, "record", "range");
-    if (action)
-        cmt__json_string(j, "action", action);
-    else
-        cmt__json_u64(j, "action", g->action);
+    json_action(j, cmt_range_action_name(g->action), g->action);
     cmt__json_u64(j, "t_ns", g->t_ns);
     cmt__json_u64(j, "tid", g->tid);
     cmt__json_u64(j, "domain", g->domain);
