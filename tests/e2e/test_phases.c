@@ -176,3 +176,30 @@ Test(phases, report_and_timeline_show_the_phases)
     e2e_run(&r, timeline);
     cr_assert(strstr(r.out, "  phases\n") && strstr(r.out, " A train"), "the band: %s", r.out);
 }
+
+/* A process killed with its ranges open: record salvages them from the rings, as it does the
+ * memory events, and the open ranges last to the trace's end. */
+Test(phases, ranges_of_a_killed_process_are_salvaged)
+{
+    static struct run run;
+    static struct line l[16];
+    char path[NAME_MAX + 1];
+    const char *args[] = {"kill", NULL};
+    e2e_record_one(&run, path, NULL, "tests/progs/nvtx_phases", args, 128 + SIGKILL);
+    int n = lines(run.out, l, 16);
+    cr_assert_eq(n, 3, "push, alloc, start: %s", run.out);
+    cmt_reader *r;
+    cmt_replay *rp;
+    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
+    cr_assert_eq(cmt_replay_create(&rp, r), 0);
+    struct cmt_phases ph;
+    struct cmt_observer obs = cmt_phases_observer(&ph);
+    cmt_replay_run(rp, &obs, 1); /* no END: salvaged */
+    cr_assert_eq(ph.range_count, 2, "both ranges: %s", run.err);
+    cr_expect_eq(ph.ranges[0].tid, l[0].tid);
+    cr_expect(ph.ranges[0].open && ph.ranges[1].open);
+    cr_expect_eq(cmt_phases_stats(&ph, cmt_phases_find(&ph, "doomed"))->alloc_bytes, 1u << 20);
+    cmt_phases_free(&ph);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+}

@@ -8,9 +8,11 @@
  *           (64 KiB) pop, pop
  *           end "train"; push "leak" (3 MiB, never freed) pop; a domain push "tail" (512 KiB)
  *           pop; mark "done"; an allocation outside every range (256 KiB)
- * annotate: the same ranges of main through cumemtrace/annotate.h instead of NVTX. */
+ * annotate: the same ranges of main through cumemtrace/annotate.h instead of NVTX.
+ * kill:     push "doomed" (1 MiB), start "epoch", then SIGKILL: record salvages the ranges. */
 #include <cuda.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -95,6 +97,13 @@ int main(int argc, char **argv)
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
         cuCtxSetCurrent(ctx))
         return 1;
+    if (argc > 1 && !strcmp(argv[1], "kill")) {
+        push("doomed");
+        alloc(MIB, "doomed");
+        nvtxRangeStartA("epoch");
+        say("range", "start", 0, "epoch");
+        raise(SIGKILL);
+    }
     nvtxDomainHandle_t domain = annotate ? NULL : nvtxDomainCreateA("cmt-test");
     push("load");
     CUdeviceptr a = alloc(MIB, "load");
