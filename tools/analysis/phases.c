@@ -106,6 +106,7 @@ struct state {
     size_t domain_cap;
     size_t phase_cap, range_cap, oom_cap;
     uint64_t block_live;
+    int started; /* a RANGE was seen: events count from there on */
     int failed;
 };
 
@@ -481,6 +482,11 @@ static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
     struct state *s = ph->internal;
     if (s->failed)
         return 0;
+    if (!s->started) { /* a trace without ranges costs a test per record, nothing per event */
+        if (st->rec.type != CMT_REC_RANGE)
+            return CMT_OBSERVE_RECORD;
+        s->started = 1;
+    }
     int rc = 0;
     if (st->rec.type == CMT_REC_EVENT)
         rc = on_event(ph, rp, st);
@@ -519,7 +525,7 @@ struct cmt_observer cmt_phases_observer(struct cmt_phases *ph)
         return (struct cmt_observer){.wants = 0, .finish = finish, .ctx = ph};
     }
     return (struct cmt_observer){
-        .wants = CMT_OBSERVE_ALL | CMT_OBSERVE_RECORD, .step = step, .finish = finish, .ctx = ph};
+        .wants = CMT_OBSERVE_RECORD, .step = step, .finish = finish, .ctx = ph};
 }
 
 void cmt_phases_free(struct cmt_phases *ph)

@@ -9,7 +9,9 @@
  * phase (index 0). A phase is a name ("message", or "domain:message" outside the default
  * domain): its instances' figures add up. Two levels are kept apart: driver allocations
  * (device memory, as the replay counts it) and allocator blocks (ALLOC_EVENT alloc / free,
- * what a caching allocator handed the program), shown when the trace has them. */
+ * what a caching allocator handed the program), shown when the trace has them. Memory is
+ * followed from the first RANGE record on (a trace without ranges costs nothing per event):
+ * what was allocated before it is in no figure. */
 #ifndef CMT_PHASES_H
 #define CMT_PHASES_H
 
