@@ -203,3 +203,25 @@ Test(phases, ranges_of_a_killed_process_are_salvaged)
     cmt_replay_destroy(rp);
     cmt_reader_close(r);
 }
+
+/* record leaves an injection library already named (a profiler's) in place: no ranges then,
+ * and the program runs as before. */
+Test(phases, record_keeps_an_nvtx_injection_already_set)
+{
+    static struct run run;
+    char path[NAME_MAX + 1];
+    setenv("NVTX_INJECTION64_PATH", "/nonexistent/libprofiler.so", 1);
+    e2e_record_one(&run, path, NULL, "tests/progs/nvtx_phases", NULL, 0);
+    unsetenv("NVTX_INJECTION64_PATH");
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
+    struct cmt_record rec;
+    int ranges = 0, events = 0;
+    while (cmt_reader_next(r, &rec) > 0) {
+        ranges += rec.type == CMT_REC_RANGE;
+        events += rec.type == CMT_REC_EVENT;
+    }
+    cr_expect_eq(ranges, 0);
+    cr_expect_gt(events, 20, "the memory calls are still recorded");
+    cmt_reader_close(r);
+}

@@ -35,7 +35,9 @@
 /* clang-format off */
 static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
-    "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
+    "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n"
+    "The shim is also NVTX's injection library (NVTX_INJECTION64_PATH, unless already set), so\n"
+    "NVTX ranges are recorded as the program's phases.\n\n"
     "options:\n"
     "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt), %r =\n"
     "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
