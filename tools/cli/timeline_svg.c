@@ -417,14 +417,18 @@ static unsigned present_kinds(const struct cmt_timeline *tl, const struct cmt_ti
 static void phase_band(FILE *f, const struct cmt_phases *ph, const struct frame *fr)
 {
     const double y = TOP - 12, h = 10;
+    double drawn_to = -1; /* a range under a pixel wide where one was drawn adds nothing */
     for (size_t i = 0; i < ph->range_count; i++) {
         const struct cmt_phase_range *r = &ph->ranges[i];
         if (r->action == CMT_RA_MARK || r->depth || r->start_ns >= fr->t_end)
             continue;
         uint64_t end = r->end_ns < fr->t_end ? r->end_ns : fr->t_end;
         double x0 = x_of(fr, r->start_ns), x1 = x_of(fr, end);
+        if (x1 - x0 < 1 && x0 < drawn_to)
+            continue;
         if (x1 - x0 < 1)
             x1 = x0 + 1;
+        drawn_to = x1 > drawn_to ? x1 : drawn_to;
         const char *name = cmt_phases_name(ph, r->phase);
         fprintf(f,
                 "<rect class=\"phase\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
