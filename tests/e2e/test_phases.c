@@ -82,17 +82,33 @@ static void ranges_match(const char *path, const struct line *l, int n, int nvtx
     cmt_reader_close(r);
 }
 
+/* The phases of the trace at path, replayed whole. @return the replay's code. */
+struct analysed {
+    cmt_reader *r;
+    cmt_replay *rp;
+    struct cmt_phases ph;
+};
+static int analyse(struct analysed *a, const char *path)
+{
+    cr_assert_eq(cmt_reader_open_file(&a->r, path, NULL), 0);
+    cr_assert_eq(cmt_replay_create(&a->rp, a->r), 0);
+    struct cmt_observer obs = cmt_phases_observer(&a->ph);
+    return cmt_replay_run(a->rp, &obs, 1);
+}
+static void analysed_free(struct analysed *a)
+{
+    cmt_phases_free(&a->ph);
+    cmt_replay_destroy(a->rp);
+    cmt_reader_close(a->r);
+}
+
 /* The phase analysis puts each allocation where the program said it was. */
 static void attribution_matches(const char *path, const struct line *l, int n)
 {
-    cmt_reader *r;
-    cmt_replay *rp;
-    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
-    cr_assert_eq(cmt_replay_create(&rp, r), 0);
-    struct cmt_phases ph;
-    struct cmt_observer obs = cmt_phases_observer(&ph);
-    cr_assert_eq(cmt_replay_run(rp, &obs, 1), 0);
-    cr_assert(!ph.have_blocks);
+    static struct analysed a;
+    cr_assert_eq(analyse(&a, path), 0);
+    const struct cmt_phases *ph = &a.ph;
+    cr_assert(!ph->have_blocks);
     int checked = 0;
     for (int i = 0; i < n; i++) {
         if (strcmp(l[i].what, "alloc"))
@@ -104,11 +120,11 @@ static void attribution_matches(const char *path, const struct line *l, int n)
                 count++;
                 bytes += l[k].bytes;
             }
-        uint32_t phase = name ? cmt_phases_find(&ph, name) : 0;
+        uint32_t phase = name ? cmt_phases_find(ph, name) : 0;
         if (name && !phase) /* the NVTX domain's phase */
-            phase = cmt_phases_find(&ph, "cmt-test:tail");
+            phase = cmt_phases_find(ph, "cmt-test:tail");
         cr_assert(!name || phase, "phase %s exists", l[i].name);
-        const struct cmt_phase_stats *st = cmt_phases_stats(&ph, phase);
+        const struct cmt_phase_stats *st = cmt_phases_stats(ph, phase);
         cr_assert_eq(st->alloc_count, count, "%s: %" PRIu64 " allocations", l[i].name, count);
         cr_assert_eq(st->alloc_bytes, bytes, "%s: %" PRIu64 " bytes", l[i].name, bytes);
         cr_assert_eq(st->live_bytes, !strcmp(l[i].name, "leak") ? bytes : 0,
@@ -117,14 +133,12 @@ static void attribution_matches(const char *path, const struct line *l, int n)
         checked++;
     }
     cr_assert_geq(checked, 12, "the program allocated in every phase");
-    uint32_t train = cmt_phases_find(&ph, "train");
-    cr_assert_eq(ph.phases[train].instances, 1);
-    cr_assert_eq(ph.phases[cmt_phases_find(&ph, "inner")].instances, 4, "one per worker");
-    for (size_t i = 0; i < ph.range_count; i++)
-        cr_assert(!ph.ranges[i].open, "every range closed");
-    cmt_phases_free(&ph);
-    cmt_replay_destroy(rp);
-    cmt_reader_close(r);
+    uint32_t train = cmt_phases_find(ph, "train");
+    cr_assert_eq(ph->phases[train].instances, 1);
+    cr_assert_eq(ph->phases[cmt_phases_find(ph, "inner")].instances, 4, "one per worker");
+    for (size_t i = 0; i < ph->range_count; i++)
+        cr_assert(!ph->ranges[i].open, "every range closed");
+    analysed_free(&a);
 }
 
 static void run_mode(const char *mode)
@@ -188,20 +202,13 @@ Test(phases, ranges_of_a_killed_process_are_salvaged)
     e2e_record_one(&run, path, NULL, "tests/progs/nvtx_phases", args, 128 + SIGKILL);
     int n = lines(run.out, l, 16);
     cr_assert_eq(n, 3, "push, alloc, start: %s", run.out);
-    cmt_reader *r;
-    cmt_replay *rp;
-    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
-    cr_assert_eq(cmt_replay_create(&rp, r), 0);
-    struct cmt_phases ph;
-    struct cmt_observer obs = cmt_phases_observer(&ph);
-    cmt_replay_run(rp, &obs, 1); /* no END: salvaged */
-    cr_assert_eq(ph.range_count, 2, "both ranges: %s", run.err);
-    cr_expect_eq(ph.ranges[0].tid, l[0].tid);
-    cr_expect(ph.ranges[0].open && ph.ranges[1].open);
-    cr_expect_eq(cmt_phases_stats(&ph, cmt_phases_find(&ph, "doomed"))->alloc_bytes, 1u << 20);
-    cmt_phases_free(&ph);
-    cmt_replay_destroy(rp);
-    cmt_reader_close(r);
+    static struct analysed a;
+    analyse(&a, path); /* no END: salvaged */
+    cr_assert_eq(a.ph.range_count, 2, "both ranges: %s", run.err);
+    cr_expect_eq(a.ph.ranges[0].tid, l[0].tid);
+    cr_expect(a.ph.ranges[0].open && a.ph.ranges[1].open);
+    cr_expect_eq(cmt_phases_stats(&a.ph, cmt_phases_find(&a.ph, "doomed"))->alloc_bytes, 1u << 20);
+    analysed_free(&a);
 }
 
 /* record leaves an injection library already named (a profiler's) in place: no ranges then,
