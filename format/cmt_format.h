@@ -1,4 +1,4 @@
-/* cmt_format.h — constants and record structures of the cumemtrace trace format v3.1.
+/* cmt_format.h — constants and record structures of the cumemtrace trace format v3.2.
  *
  * docs/trace-format.md is the contract; every name here is the spec's name.
  * This header needs nothing but the C library: the format knows no CUDA. */
@@ -15,7 +15,7 @@
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
 #define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
-#define CMT_VERSION_MINOR 1
+#define CMT_VERSION_MINOR 2
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
 #define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
@@ -46,7 +46,8 @@
     X(SYMBOL, 14)           \
     X(EVENTS, 15)           \
     X(ALLOCATOR, 16)        \
-    X(ALLOC_EVENT, 17)
+    X(ALLOC_EVENT, 17)      \
+    X(RANGE, 18)
 
 enum cmt_record_type {
 #define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
@@ -388,6 +389,38 @@ struct cmt_alloc_event {
     uint64_t v[CMT_NAFIELDS];
 };
 
+/* Ranges (3.2): the program's own phases, named by NVTX (push/pop, start/end, domains,
+ * categories; the shim is an NVTX injection library), annotate.h's cmt_annotate_range or a
+ * PyTorch snapshot's external_annotations. Actions: name, value, text. */
+#define CMT_RANGE_ACTIONS(X)                                                                   \
+    X(PUSH, 1, "push")         /* a range opens on its thread, inside the ones open there */   \
+    X(POP, 2, "pop")           /* the thread's innermost open push range of `domain` closes */ \
+    X(START, 3, "start")       /* range `id` opens; it may end on another thread */            \
+    X(END, 4, "end")           /* range `id` closes */                                         \
+    X(MARK, 5, "mark")         /* an instant */                                                \
+    X(DOMAIN, 6, "domain")     /* names domain `domain` (message = its name) */                \
+    X(CATEGORY, 7, "category") /* names `category` of `domain` (message = its name) */
+
+enum cmt_range_action {
+#define CMT__RA_ENUM(name, value, text) CMT_RA_##name = value,
+    CMT_RANGE_ACTIONS(CMT__RA_ENUM)
+#undef CMT__RA_ENUM
+        CMT_RA_MAX
+};
+
+/* RANGE: one range action. File order is the order they happened in. */
+struct cmt_range {
+    uint32_t action;     /* enum cmt_range_action */
+    uint64_t t_ns;       /* from the trace's start, as EVENT's */
+    uint32_t tid;        /* the thread that made the call */
+    uint32_t domain;     /* 0: the default domain; others named by a DOMAIN action */
+    uint32_t category;   /* 0: none */
+    uint64_t id;         /* START/END: the range's id (unique in the trace); 0 otherwise */
+    const char *message; /* PUSH, START, MARK: the range's name; DOMAIN, CATEGORY: the name */
+    int have_seq;        /* seq is set: the range follows that driver EVENT */
+    uint64_t seq;
+};
+
 /* Names of ops, fields, record types, allocator actions and allocator fields, from the tables
  * above (NULL when out of range). */
 const char *cmt_op_name(uint32_t op);
@@ -395,5 +428,6 @@ const char *cmt_field_name(uint32_t field);
 const char *cmt_record_name(uint32_t type);
 const char *cmt_alloc_action_name(uint32_t action);
 const char *cmt_alloc_field_name(uint32_t field);
+const char *cmt_range_action_name(uint32_t action);
 
 #endif

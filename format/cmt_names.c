@@ -53,3 +53,14 @@ const char *cmt_alloc_field_name(uint32_t field)
     };
     return field < CMT_NAFIELDS ? names[field] : 0;
 }
+
+const char *cmt_range_action_name(uint32_t action)
+{
+    switch (action) {
+#define CMT__RA_CASE(name, value, text) \
+    case value: return text;
+        CMT_RANGE_ACTIONS(CMT__RA_CASE)
+#undef CMT__RA_CASE
+    }
+    return 0;
+}

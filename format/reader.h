@@ -42,6 +42,7 @@ struct cmt_record {
         struct cmt_symbol symbol;
         struct cmt_alloc_info alloc_info;
         struct cmt_alloc_event alloc_event; /* only the v[] slots named by `fields` are set */
+        struct cmt_range range;             /* message lives until the reader closes */
     } u;
 };
 

@@ -225,6 +225,21 @@ static int decode_alloc_event(struct cmt__dec *d, struct cmt_alloc_event *e)
     return d->bad ? -1 : 0;
 }
 
+static int decode_range(cmt_reader *r, struct cmt__dec *d, struct cmt_range *g)
+{
+    g->action = u32(d);
+    g->t_ns = u64(d);
+    g->tid = u32(d);
+    g->domain = u32(d);
+    g->category = u32(d);
+    g->id = u64(d);
+    g->message = str(r, d, NULL);
+    uint64_t seq = u64(d); /* seq + 1; 0 (or absent): before any driver event */
+    g->have_seq = seq != 0;
+    g->seq = seq ? seq - 1 : 0;
+    return d->bad ? -1 : 0;
+}
+
 /* every record type but EVENTS: reader_internal.h */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec)
 {
@@ -281,6 +296,7 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
         rec->u.alloc_info.conf = str(r, d, NULL);
         return d->bad ? -1 : 0;
     case CMT_REC_ALLOC_EVENT: return decode_alloc_event(d, &rec->u.alloc_event);
+    case CMT_REC_RANGE: return decode_range(r, d, &rec->u.range);
     }
     return 0;
 }

@@ -619,3 +619,19 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
             p = cmt__put_varint(p, e->v[f]);
     return emit(w, CMT_REC_ALLOC_EVENT, p);
 }
+
+int cmt_writer_range(cmt_writer *w, const struct cmt_range *g)
+{
+    int rc = scratch(w, slen(g->message));
+    if (rc)
+        return rc;
+    uint8_t *p = cmt__put_varint(w->scratch, g->action);
+    p = cmt__put_varint(p, g->t_ns);
+    p = cmt__put_varint(p, g->tid);
+    p = cmt__put_varint(p, g->domain);
+    p = cmt__put_varint(p, g->category);
+    p = cmt__put_varint(p, g->id);
+    p = put_str(p, g->message, slen(g->message));
+    p = cmt__put_varint(p, g->have_seq ? g->seq + 1 : 0); /* 0: before any driver event */
+    return emit(w, CMT_REC_RANGE, p);
+}

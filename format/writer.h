@@ -65,6 +65,7 @@ int cmt_writer_end(cmt_writer *w, const struct cmt_end *e);
 int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s);
 int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a);
 int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e); /* v[] by fields */
+int cmt_writer_range(cmt_writer *w, const struct cmt_range *g);
 
 /* Events appended so far. */
 uint64_t cmt_writer_event_count(const cmt_writer *w);

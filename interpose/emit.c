@@ -46,11 +46,30 @@ static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint
     return cmt_writer_alloc_event(em->w, &a);
 }
 
+/* A RANGE entry's record (shared.h says where its parts are). */
+static int emit_range(struct cmt__emitter *em, const struct cmt__queued *e, uint64_t driver_seq,
+                      uint64_t t_ns)
+{
+    char text[CMT__RANGE_TEXT + 1];
+    size_t len = e->fields < CMT__RANGE_TEXT ? e->fields : CMT__RANGE_TEXT;
+    memcpy(text, e->v, len);
+    text[len] = 0;
+    return cmt_writer_range(em->w, &(struct cmt_range){.action = e->api,
+                                                       .t_ns = t_ns,
+                                                       .tid = e->tid,
+                                                       .domain = (uint32_t)e->result,
+                                                       .category = (uint32_t)e->dev,
+                                                       .id = e->stack,
+                                                       .message = text,
+                                                       .have_seq = driver_seq > 0,
+                                                       .seq = driver_seq - (driver_seq > 0)});
+}
+
 int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
 {
     struct cmt_event event;
     const struct cmt_event *ev = &event;
-    int alloc = e->kind == CMT__ENTRY_ALLOC;
+    int alloc = e->kind == CMT__ENTRY_ALLOC || e->kind == CMT__ENTRY_RANGE; /* seqs of their own */
     if (alloc)
         memset(&event, 0, sizeof event);
     else
@@ -65,6 +84,7 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
     em->alloc_entries += alloc;
     switch (e->kind) {
     case CMT__ENTRY_ALLOC: return emit_alloc(em, e, seq, event.t_ns);
+    case CMT__ENTRY_RANGE: return emit_range(em, e, seq, event.t_ns);
     case CMT__ENTRY_DEVICE: {
         if (ev->dev < 0 || ev->dev >= CMT_MAX_DEVICES)
             return 0;

@@ -15,7 +15,7 @@ struct cmt__emitter {
     double ns_per_tick;
     uint64_t last_t;        /* timestamps leave in non-decreasing order */
     uint64_t passed_key;    /* entries with a lower cmt__queued_key are in the writer */
-    uint64_t alloc_entries; /* ALLOC entries among them: an entry's seq less this is its
+    uint64_t alloc_entries; /* ALLOC and RANGE entries among them: an entry's seq less this is its
                              * record's (EVENT seqs count driver events only) */
     /* Writes a THREAD record for a tid not named yet (0, or a writer error). */
     int (*thread)(void *ctx, uint32_t tid);

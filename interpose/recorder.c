@@ -412,6 +412,18 @@ int cmt__ensure_running(void)
     return state == CMT__RUNNING || (state != CMT__OFF && cmt__start());
 }
 
+/* Queues an entry that takes a seq of its own (ALLOC and RANGE entries): its time is taken
+ * with the seq. */
+static void push_own_seq(struct cmt__thread *t, struct cmt__queued *e)
+{
+    struct cmt_event ev = {0};
+    take_seq(t, &ev);
+    e->seq = ev.seq;
+    e->t_ns = ev.t_ns;
+    push_entry(t, e);
+    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+}
+
 /* Actions whose stack is taken only with CUMEMTRACE_FREE_STACKS=1, like the driver's frees. */
 static int releases(uint32_t action)
 {
@@ -442,14 +454,33 @@ void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t
     e.fields = cmt__queued_pack_values(&e, fields, v);
     if (!releases(action) || cmt__cfg.free_stacks)
         e.stack = cmt__stack_capture(cmt__cfg.stack_depth);
-    struct cmt_event ev = {0};
-    take_seq(t, &ev);
-    e.seq = ev.seq;
-    e.t_ns = ev.t_ns;
-    push_entry(t, &e);
-    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+    push_own_seq(t, &e);
     if (action == CMT_AA_OOM) /* the process may be about to die: on disk now */
         cmt__wait_flushed(e.seq + 1, 2000);
+    in_shim = 0;
+}
+
+void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint32_t id,
+                      const char *text, size_t len)
+{
+    if (action == 0 || action >= CMT_RA_MAX || !cmt__ensure_running())
+        return;
+    struct cmt__thread *t = thread_state();
+    if (!t)
+        return;
+    in_shim = 1;
+    struct cmt__queued e = {.tid = t->tid,
+                            .dev = (int32_t)category,
+                            .api = (uint16_t)action,
+                            .result = (int32_t)domain,
+                            .stack = id,
+                            .kind = CMT__ENTRY_RANGE};
+    e.fields = (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT);
+    if (text)
+        memcpy(e.v, text, e.fields);
+    else
+        e.fields = 0;
+    push_own_seq(t, &e);
     in_shim = 0;
 }
 

@@ -61,6 +61,10 @@ extern _Atomic uint32_t cmt__allocator_count;
  * device, CMT_AF() mask of v[CMT_NAFIELDS] (SEQ is the writer's). Lock- and allocation-free. */
 void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t fields,
                       const uint64_t *v);
+/* Queues a RANGE (nvtx.c, annotate.c): action (CMT_RA_*), domain, category, id, the message's
+ * first `len` bytes (cut at CMT__RANGE_TEXT). Lock- and allocation-free, no stack. */
+void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint32_t id,
+                      const char *text, size_t len);
 /* Starts tracing if it is not running (a declaration before any driver call).
  * @return 1 when running. */
 int cmt__ensure_running(void);

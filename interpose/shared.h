@@ -29,7 +29,13 @@ enum cmt__queued_kind {
      * CMT_AF() fields. It takes a seq of its own, so it has its exact place among the events;
      * the records leave with seqs renumbered (emit.c), so EVENT seqs stay gap-free. */
     CMT__ENTRY_ALLOC = 4,
+    /* A RANGE (NVTX, annotate.h's ranges; nvtx.c): api = action, result = domain, dev =
+     * category, stack = range id, fields = the message's length, v = its bytes (at most
+     * CMT__RANGE_TEXT: copied into the ring, no allocation). A seq of its own, renumbered
+     * away like an ALLOC entry's. */
+    CMT__ENTRY_RANGE = 5,
 };
+#define CMT__RANGE_TEXT 64 /* bytes of a range's message kept (sizeof the entry's v) */
 #define CMT__ENTRY_KINDS 8 /* cmt__queued_key's multiplier */
 
 /* A queued event, packed: only the values named by `fields` are stored, in bit order. */

@@ -19,6 +19,11 @@
  *     cmt_annotate_alloc(pool, dev, (uintptr_t)p, rounded, n, stream, 0, segment_of(p), 0);
  *     ...
  *     cmt_annotate_free(pool, CMT_ANNOTATE_FREE_REQUESTED, dev, (uintptr_t)p, rounded, stream);
+ *
+ * A program names its phases with ranges (RANGE records; NVTX ranges land there too):
+ *
+ *     cmt_annotate_range_push("forward");   ...   cmt_annotate_range_pop();
+ *     uint64_t r = cmt_annotate_range_start("epoch 3");   ...   cmt_annotate_range_end(r);
  */
 #ifndef CUMEMTRACE_ANNOTATE_H
 #define CUMEMTRACE_ANNOTATE_H
@@ -223,6 +228,34 @@ static inline cmt_annotate_event_fn cmt_annotate__event_fn(void)
                 CMT_ANNOTATE_F(CMT_ANNOTATE_ALLOCATED) | CMT_ANNOTATE_F(CMT_ANNOTATE_RESERVED), \
             cmt_v_);                                                                            \
     } while (0)
+
+/* Range actions (the trace's CMT_RANGE_ACTIONS). */
+enum {
+    CMT_ANNOTATE_RANGE_PUSH = 1,  /* a range opens on this thread, inside the ones open here */
+    CMT_ANNOTATE_RANGE_POP = 2,   /* this thread's innermost open range closes */
+    CMT_ANNOTATE_RANGE_START = 3, /* a range opens that may end on another thread */
+    CMT_ANNOTATE_RANGE_END = 4,   /* the range a START returned closes */
+    CMT_ANNOTATE_RANGE_MARK = 5   /* an instant */
+};
+
+typedef uint64_t (*cmt_annotate_range_fn)(uint32_t action, uint64_t id, const char *message);
+
+/* Reports a range action: `message` names a PUSH, START or MARK (cut at 64 bytes; NULL is "")
+ * and `id` is the one a START returned, for its END. The same as NVTX's nvtxRangePushA,
+ * nvtxRangePop, nvtxRangeStartA, nvtxRangeEnd and nvtxMarkA (which cumemtrace records too).
+ * @return START: the range's id (non-zero under cumemtrace); otherwise 0. */
+static inline uint64_t cmt_annotate_range(uint32_t action, uint64_t id, const char *message)
+{
+    CMT_ANNOTATE__RESOLVE(cmt_annotate_range_fn, "cumemtrace_annotate_range_v1")
+    return fn_ ? fn_(action, id, message) : 0;
+}
+#define cmt_annotate_range_push(message) \
+    ((void)cmt_annotate_range(CMT_ANNOTATE_RANGE_PUSH, 0, (message)))
+#define cmt_annotate_range_pop() ((void)cmt_annotate_range(CMT_ANNOTATE_RANGE_POP, 0, NULL))
+#define cmt_annotate_range_start(message) cmt_annotate_range(CMT_ANNOTATE_RANGE_START, 0, (message))
+#define cmt_annotate_range_end(id) ((void)cmt_annotate_range(CMT_ANNOTATE_RANGE_END, (id), NULL))
+#define cmt_annotate_range_mark(message) \
+    ((void)cmt_annotate_range(CMT_ANNOTATE_RANGE_MARK, 0, (message)))
 
 #ifdef __cplusplus
 }

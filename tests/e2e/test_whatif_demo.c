@@ -96,6 +96,8 @@ Test(whatif_demo, demo_command_tells_the_whole_story)
                           "$ cumemtrace oom sd-oom.cmt",
                           /* the ordinary (caching-on) run alone tells the story */
                           "  verdict    fragmentation",
+                          /* the program names its phases (annotate.h ranges) */
+                          "  phase      vae_decode\n", "by phase (allocator blocks;",
                           "$ cumemtrace whatif --oom-message 1.x sd-oom.cmt",
                           "the model reproduces 7 of 7 segment allocations of this run",
                           /* the caching-off re-run is an aside, and agrees */

@@ -98,6 +98,20 @@ Test(writer_reader, round_trips_every_record_type)
             cr_assert_eq(a->v[CMT_AFIELD_STREAM], 0, "an absent field reads as 0");
             break;
         }
+        case CMT_REC_RANGE: {
+            const struct cmt_range *g = &rec.u.range;
+            cr_assert_eq(g->action, CMT_RA_START);
+            cr_assert_str_eq(cmt_range_action_name(g->action), "start");
+            cr_assert_eq(g->t_ns, 1700);
+            cr_assert_eq(g->tid, 77);
+            cr_assert_eq(g->domain, 2);
+            cr_assert_eq(g->category, 3);
+            cr_assert_eq(g->id, 9);
+            cr_assert_str_eq(g->message, "Optimizer.step");
+            cr_assert(g->have_seq, "seq 0 is a seq (written + 1)");
+            cr_assert_eq(g->seq, 0);
+            break;
+        }
         case CMT_REC_END: cr_assert_eq(rec.u.end.events, FIXTURE_EVENTS); break;
         }
     }

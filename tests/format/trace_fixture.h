@@ -77,6 +77,16 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
     ae.v[CMT_AFIELD_REQUESTED] = 6635388000ull;
     ae.v[CMT_AFIELD_SEQ] = 60;
     cr_assert_eq(cmt_writer_alloc_event(w, &ae), 0);
+    cr_assert_eq(cmt_writer_range(w, &(struct cmt_range){.action = CMT_RA_START,
+                                                         .t_ns = 1700,
+                                                         .tid = 77,
+                                                         .domain = 2,
+                                                         .category = 3,
+                                                         .id = 9,
+                                                         .message = "Optimizer.step",
+                                                         .have_seq = 1,
+                                                         .seq = 0}),
+                 0);
     cr_assert_eq(cmt_writer_meminfo(
                      w, &(struct cmt_meminfo){20000, 0, CMT_MEMINFO_OOM, 1 << 20, 24ull << 30, 7}),
                  0);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "phase_print.h"
 #include "commands.h"
 #include "alloc_print.h"
 #include "fleet_cli.h"
@@ -111,6 +112,7 @@ static void output_json(const struct cmt__pass *pa, const struct cmt__pass *pb,
         cmt__json_end_object(&j);
     }
     cmt__json_end_array(&j);
+    cmt__phases_diff_json(&j, &pa->phases, &pb->phases);
     cmt__json_end_object(&j);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
@@ -208,6 +210,7 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
                              : cmt_stack_top(pb->reader, sites[i].stack_b, frame, sizeof frame),
                          text, sizeof text));
     }
+    cmt__phases_diff_text(stdout, &pa->phases, &pb->phases);
     if (raw && !pa->damage && !pb->damage) /* one line names both files */
         fprintf(stderr,
                 "cumemtrace diff: hint: frames without names (module+0xoffset): run `cumemtrace "

@@ -4,7 +4,9 @@
  * values under their field names (ptr, size, stream, pool, handle, offset, ...), stack (leaf
  * node id) and, with --stacks, frames (symbolized, innermost first). Allocator-level records
  * (docs/trace-format.md) follow in file order with a "record" key: "allocator" (id, name,
- * version, conf) and "alloc_event" (allocator, action, t_ns, tid, dev, its fields, stack).
+ * version, conf) and "alloc_event" (allocator, action, t_ns, tid, dev, its fields, stack), and
+ * ranges (NVTX, annotate.h, snapshot annotations) as "range" (action, t_ns, tid, domain,
+ * category, id, message, seq when it follows a driver event).
  * --all adds the other records (device, meminfo, note, signal, end), keyed the same way. */
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +46,15 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
     cmt__json_finish(j);
 }
 
+/* "action": its name, or its number when this reader does not know it (a newer writer's). */
+static void json_action(struct cmt__json *j, const char *name, uint32_t value)
+{
+    if (name)
+        cmt__json_string(j, "action", name);
+    else
+        cmt__json_u64(j, "action", value);
+}
+
 static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cmt_record *rec,
                        int stacks)
 {
@@ -59,13 +70,9 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         cmt__json_string(j, "conf", a->conf);
     } else {
         const struct cmt_alloc_event *e = &rec->u.alloc_event;
-        const char *action = cmt_alloc_action_name(e->action);
         cmt__json_string(j, "record", "alloc_event");
         cmt__json_u64(j, "allocator", e->allocator);
-        if (action)
-            cmt__json_string(j, "action", action);
-        else
-            cmt__json_u64(j, "action", e->action);
+        json_action(j, cmt_alloc_action_name(e->action), e->action);
         cmt__json_u64(j, "t_ns", e->t_ns);
         cmt__json_u64(j, "tid", e->tid);
         cmt__json_i64(j, "dev", e->dev);
@@ -76,6 +83,23 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         if (stacks)
             cmt__json_stack(j, "frames", r, e->stack);
     }
+    cmt__json_end_object(j);
+    cmt__json_finish(j);
+}
+
+static void dump_range(struct cmt__json *j, const struct cmt_range *g)
+{
+    cmt__json_object(j, NULL);
+    cmt__json_string(j, "record", "range");
+    json_action(j, cmt_range_action_name(g->action), g->action);
+    cmt__json_u64(j, "t_ns", g->t_ns);
+    cmt__json_u64(j, "tid", g->tid);
+    cmt__json_u64(j, "domain", g->domain);
+    cmt__json_u64(j, "category", g->category);
+    cmt__json_u64(j, "id", g->id);
+    cmt__json_string(j, "message", g->message);
+    if (g->have_seq)
+        cmt__json_u64(j, "seq", g->seq);
     cmt__json_end_object(j);
     cmt__json_finish(j);
 }
@@ -159,6 +183,8 @@ int cmt_cmd_dump(int argc, char **argv)
             dump_event(&j, r, &rec.u.event, stacks);
         else if (rec.type == CMT_REC_ALLOCATOR || rec.type == CMT_REC_ALLOC_EVENT)
             dump_alloc(&j, r, &rec, stacks);
+        else if (rec.type == CMT_REC_RANGE)
+            dump_range(&j, &rec.u.range);
         else if (all && (rec.type == CMT_REC_DEVICE || rec.type == CMT_REC_MEMINFO ||
                          rec.type == CMT_REC_NOTE || rec.type == CMT_REC_SIGNAL ||
                          rec.type == CMT_REC_END))

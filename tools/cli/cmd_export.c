@@ -200,6 +200,7 @@ static int export_one(const struct args *a, const char *path, FILE *f)
         else
             extra[n++] = cmt__export_events_observer(&events, f, o->format == CMT__EXPORT_JSONL,
                                                      p.reader);
+        events.phases = &p.phases;
         if (cmt__pass_replay(&p, want, NULL, extra, n) != 0)
             return 1;
     } else if (cmt__pass_run(&p, "export", path, want, NULL) != 0) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "phase_print.h"
 #include "commands.h"
 #include "fleet_cli.h"
 #include "frames.h"
@@ -49,7 +50,7 @@ static void json_others(struct cmt__json *j, const struct others *o)
 }
 
 static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e,
-                         const struct others *others)
+                         const struct others *others, const struct cmt_phases *phases)
 {
     cmt__json_object(j, NULL);
     cmt__json_u64(j, "request_bytes", e->request_bytes);
@@ -70,6 +71,7 @@ static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct 
     cmt__json_u64(j, "others_bytes", e->others_bytes);
     cmt__json_u64(j, "shortfall_bytes", e->shortfall_bytes);
     cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
+    cmt__phase_oom_json(j, phases, e->t_ns, e->tid);
     cmt__json_array(j, "hints");
     if (e->hint_retention)
         cmt__json_string(j, NULL, "caching_allocator_retention");
@@ -138,6 +140,7 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
            e->request_bytes, cmt__duration(e->t_ns, b), e->tid, thread ? " (" : "",
            thread ? cmt__text(thread, thread_text, sizeof thread_text) : "", thread ? ")" : "",
            e->seq);
+    cmt__phase_oom_text(stdout, &p->phases, e->t_ns, e->tid);
     printf("  device     total %s, free %s%s, shortfall %s\n",
            e->total_bytes ? cmt__bytes(e->total_bytes, a) : "not recorded",
            cmt__bytes(e->free_bytes, b), e->have_meminfo ? "" : " (last sample before the failure)",
@@ -238,7 +241,7 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
         }
         struct others o = {f, h, nh};
         if (j) {
-            json_episode(j, p.reader, cmt_oom_episode(p.oom, i), &o);
+            json_episode(j, p.reader, cmt_oom_episode(p.oom, i), &o, &p.phases);
         } else {
             if (!*first)
                 putchar('\n');
@@ -320,8 +323,9 @@ int cmt_cmd_oom(int argc, char **argv)
         cmt__json_string(&j, "file", path);
         cmt__json_array(&j, "episodes");
         for (uint32_t i = 0; i < n; i++)
-            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i), NULL);
+            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i), NULL, &p.phases);
         cmt__json_end_array(&j);
+        cmt__phases_json(&j, &p.phases);
         cmt__json_end_object(&j);
         cmt__json_finish(&j);
     } else if (n == 0) {
@@ -336,6 +340,7 @@ int cmt_cmd_oom(int argc, char **argv)
                 putchar('\n');
             raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
         }
+        cmt__phases_text(stdout, &p.phases);
         cmt__hint_symbolize("oom", path, raw && !p.damage);
     }
     status = cmt__pass_status(&p);

@@ -35,7 +35,9 @@
 /* clang-format off */
 static const char usage[] =
     "usage: cumemtrace record [OPTIONS] -- COMMAND [ARGS...]\n\n"
-    "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n\n"
+    "Runs COMMAND with libcumemtrace.so preloaded; every process that uses CUDA writes a trace.\n"
+    "The shim is also NVTX's injection library (NVTX_INJECTION64_PATH, unless already set), so\n"
+    "NVTX ranges are recorded as the program's phases.\n\n"
     "options:\n"
     "  -o, --output PATTERN   trace path, %p = process id (default cumemtrace.%p.cmt), %r =\n"
     "                         rank, %l = local rank (\"none\" when unknown), %h = host; an\n"
@@ -213,7 +215,9 @@ static int setup_env(const struct options *o, const char *shim, const char *mani
            setenv("CUMEMTRACE_SALVAGE_DIR", dir, 1) ||
            setenv("CUMEMTRACE_OUTPUT", absolute_pattern(output, pattern, sizeof pattern), 1) ||
            (o->stack_depth && setenv("CUMEMTRACE_STACK_DEPTH", o->stack_depth, 1)) ||
-           (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1));
+           (o->flush_ms && setenv("CUMEMTRACE_FLUSH_MS", o->flush_ms, 1)) ||
+           /* NVTX ranges: the shim is the injection library, unless a tool (Nsight) is */
+           setenv("NVTX_INJECTION64_PATH", shim, 0);
 }
 
 /* Runs cmd and waits. *ran = 0 when it could not even be started (said on stderr).

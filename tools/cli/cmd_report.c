@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "phase_print.h"
 #include "commands.h"
 #include "alloc_print.h"
 #include "fleet_cli.h"
@@ -184,6 +185,7 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_u64(&j, "bytes", t->temporary_bytes);
     cmt__json_end_object(&j);
     json_threads(&j, rp, p->reader);
+    cmt__phases_json(&j, &p->phases);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -286,6 +288,7 @@ static void text_report(const struct cmt__pass *p)
                cmt__bytes(t->host_peak_bytes, a), cmt__bytes(t->host_bytes, b));
         raw |= text_sites(rp, NULL, p->report.host_sites, p->report.host_site_count);
     }
+    cmt__phases_text(stdout, &p->phases);
     printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64
            "), frees of unknown pointers %" PRIu64 "\n",
            t->failures, t->oom_failures, t->unknown_frees);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "phase_print.h"
 #include "commands.h"
 #include "alloc_print.h"
 #include "fleet_cli.h"
@@ -167,6 +168,7 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         cmt__json_end_object(&j);
     }
     cmt__json_end_array(&j);
+    cmt__phases_json(&j, &pass->phases);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -206,6 +208,9 @@ static void text_allocator(const struct cmt__pass *pass, const struct cmt_timeli
         }
         printf("\n");
     }
+    if (!cmt_replay_totals(pass->replay)->alloc_calls) /* the driver's rows show it otherwise */
+        cmt__phase_band_text(stdout, &pass->phases, tl->width,
+                             cells < tl->max_points ? cells : tl->max_points, 1);
 }
 
 static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
@@ -244,6 +249,8 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
             fputs(p->oom ? "!" : bars[level > 7 ? 7 : level < 0 ? 0 : level], stdout);
         }
         printf("  0 .. %s\n", cmt__duration(end, a));
+        uint64_t drawn = cells < tl->max_points ? cells : tl->max_points;
+        cmt__phase_band_text(stdout, &pass->phases, tl->width, drawn, 0);
         struct cmt_fragmentation f;
         if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
             printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "

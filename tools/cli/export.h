@@ -135,6 +135,7 @@ void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r);
 struct cmt__export_events {
     struct cmt__rows rows;
     const cmt_reader *reader;
+    const struct cmt_phases *phases; /* the pass's (its `phase` column), NULL: none */
 };
 struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int jsonl,
                                                 const cmt_reader *r);

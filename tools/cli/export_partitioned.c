@@ -342,6 +342,7 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
             return 1;
         }
         extra[1] = cmt__export_events_observer(&events, ev, jsonl, p.reader);
+        events.phases = &p.phases;
     }
     if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev ? 2 : 1) != 0) {
         if (ev)

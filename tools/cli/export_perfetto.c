@@ -4,8 +4,10 @@
  * per arg); allocations of at least min_slice_bytes as async slices ("b"/"e", id = address)
  * named by their call site, closed at the end when leaked; where an allocator recorded its
  * actions with its figures, a counter track of its allocated and reserved bytes; out-of-memory
- * episodes as process-wide instant events ("i") with their verdict and figures. ts is in
- * microseconds. */
+ * episodes as process-wide instant events ("i") with their verdict and figures; the program's
+ * phases (ranges: NVTX, annotate.h, snapshot annotations) as slices: push ranges as complete
+ * events ("X") on their thread, start/end ranges as async slices (cat "phase", they may end on
+ * another thread), marks as thread instants. ts is in microseconds. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,12 +264,46 @@ static void close_leak(void *ctx, const struct cmt_replay_object *o)
         slice(l->x, l->rp, 'e', o->addr, o->size, o->site, o->dev, 0, l->t_ns);
 }
 
+/* The ranges of the pass's phases as slices (see the top of the file). */
+static void phase_slices(struct cmt__export_perfetto *x, const struct cmt_phases *ph)
+{
+    struct cmt__out *o = &x->out;
+    char id[32];
+    for (size_t i = 0; i < ph->range_count; i++) {
+        const struct cmt_phase_range *r = &ph->ranges[i];
+        for (int end = 0; end < 1 + (r->action == CMT_RA_START); end++) {
+            begin_event(x);
+            cmt__out_str(o, r->action == CMT_RA_PUSH   ? "{\"ph\":\"X\""
+                            : r->action == CMT_RA_MARK ? "{\"ph\":\"i\",\"s\":\"t\""
+                            : end                      ? "{\"ph\":\"e\""
+                                                       : "{\"ph\":\"b\"");
+            cmt__out_str(o, ",\"cat\":\"phase\",\"name\":");
+            cmt__out_quote(o, cmt_phases_name(ph, r->phase));
+            if (r->action == CMT_RA_START) {
+                snprintf(id, sizeof id, "phase-%zu", i);
+                cmt__out_str(o, ",\"id\":\"");
+                cmt__out_str(o, id);
+                cmt__out_char(o, '"');
+            }
+            pid_tid_ts(x, r->tid, end ? r->end_ns : r->start_ns);
+            if (r->action == CMT_RA_PUSH) {
+                cmt__out_str(o, ",\"dur\":");
+                ts(o, r->end_ns - r->start_ns);
+            }
+            cmt__out_str(o, ",\"args\":{\"category\":");
+            cmt__out_u64(o, r->category);
+            cmt__out_str(o, r->open ? ",\"open\":true}}" : "}}");
+        }
+    }
+}
+
 void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p)
 {
     const cmt_replay *rp = p->replay;
     uint64_t end = cmt_replay_totals(rp)->last_t_ns;
     struct leak_ctx l = {x, rp, end};
     cmt_replay_foreach_live(rp, close_leak, &l);
+    phase_slices(x, &p->phases);
     for (uint32_t i = 0; i < cmt_replay_thread_count(rp); i++) {
         const struct cmt_replay_thread *th = cmt_replay_thread(rp, i);
         const char *name = cmt_reader_thread_name(p->reader, th->tid);

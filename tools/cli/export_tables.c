@@ -241,7 +241,8 @@ static const char *const event_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                             "device_live_bytes",
                                             "object",
                                             "site",
-                                            "stack"};
+                                            "stack",
+                                            "phase"};
 
 static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
@@ -284,6 +285,11 @@ static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
         cmt__row_null(t);
     cmt__row_u64(t, st->site);
     cmt__row_u64(t, ev->stack);
+    uint32_t phase = e->phases ? cmt_phases_current(e->phases, ev->tid) : 0;
+    if (phase) /* the range the event happened in (phases.h) */
+        cmt__row_str(t, cmt_phases_name(e->phases, phase));
+    else
+        cmt__row_null(t);
     cmt__row_end(t);
     return CMT_OBSERVE_EVENT;
 }
@@ -292,6 +298,7 @@ struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FI
                                                 const cmt_reader *r)
 {
     e->reader = r;
+    e->phases = NULL;
     cmt__rows_begin(&e->rows, f, jsonl, event_columns,
                     sizeof event_columns / sizeof *event_columns);
     struct cmt_observer o = {.wants = CMT_OBSERVE_EVENT, .step = events_step, .ctx = e};

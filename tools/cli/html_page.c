@@ -7,6 +7,7 @@
 
 #include "frames.h"
 #include "html.h"
+#include "phase_print.h"
 #include "oom.h"
 #include "output.h"
 #include "report.h"
@@ -204,6 +205,7 @@ static void oom_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_string(j, "api", e->api);
         cmt__json_u64(j, "request_bytes", e->request_bytes);
         cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
+        cmt__phase_oom_json(j, &p->phases, e->t_ns, e->tid);
         cmt__oom_sentence(e, sentence, sizeof sentence);
         cmt__json_string(j, "sentence", sentence);
         cmt__json_u64(j, "attempts", e->attempts);
@@ -305,6 +307,7 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     groups_json(j, run);
     devices_json(j, run);
     oom_json(j, run);
+    cmt__phase_band_json(j, &run->pass.phases);
     leaks_json(j, run);
     whatif_json(j, run);
     if (cmt__html_alloc_json(j, run) != 0)

@@ -37,7 +37,7 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
         cmt__pass_close(p);
         return 1;
     }
-    struct cmt_observer obs[9]; /* progress, alloc, oom, timeline, report, diff, 3 extra */
+    struct cmt_observer obs[10]; /* progress, alloc, phases, oom, timeline, report, diff, 3 extra */
     size_t n = 0;
     struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
     struct stat st;
@@ -46,7 +46,8 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
                            stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
         obs[n++] = cmt__progress_observer(&progress);
     }
-    obs[n++] = cmt_alloc_observer(p->alloc); /* before the observers that query it */
+    obs[n++] = cmt_alloc_observer(p->alloc);    /* before the observers that query it */
+    obs[n++] = cmt_phases_observer(&p->phases); /* so is this (an event's phase) */
     if (p->oom) {
         cmt_oom_set_allocator(p->oom, p->alloc);
         obs[n++] = cmt_oom_observer(p->oom);
@@ -77,6 +78,7 @@ int cmt__pass_status(const struct cmt__pass *p)
 void cmt__pass_close(struct cmt__pass *p)
 {
     cmt_diff_side_free(&p->diff);
+    cmt_phases_free(&p->phases);
     cmt_oom_destroy(p->oom);
     cmt_alloc_destroy(p->alloc);
     cmt_replay_destroy(p->replay);

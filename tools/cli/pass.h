@@ -7,6 +7,7 @@
 
 #include "allocator.h"
 #include "oom.h"
+#include "phases.h"
 #include "replay.h"
 #include "report.h"
 
@@ -22,6 +23,7 @@ struct cmt__pass {
     cmt_reader *reader;
     cmt_replay *replay;
     cmt_alloc *alloc;              /* the allocator-level view (always kept) */
+    struct cmt_phases phases;      /* the program's ranges and their memory (always kept) */
     cmt_oom *oom;                  /* NULL: no OOM analysis */
     struct cmt_timeline *timeline; /* NULL: no timeline */
     struct cmt_report report;      /* with CMT__PASS_REPORT */

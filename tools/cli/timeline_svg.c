@@ -383,6 +383,39 @@ static unsigned present_kinds(const struct cmt_timeline *tl, const struct cmt_ti
     return present;
 }
 
+/* The phase band above the plot: the outermost ranges (depth 0, marks aside; a start/end range
+ * and a thread's outermost push alike) as bars on the time axis, coloured by phase, named
+ * where the bar is wide enough and in its tooltip. */
+static void phase_band(FILE *f, const struct cmt_phases *ph, const struct frame *fr)
+{
+    const double y = TOP - 12, h = 10;
+    double drawn_to = -1; /* a range under a pixel wide where one was drawn adds nothing */
+    for (size_t i = 0; i < ph->range_count; i++) {
+        const struct cmt_phase_range *r = &ph->ranges[i];
+        if (r->action == CMT_RA_MARK || r->depth || r->start_ns >= fr->t_end)
+            continue;
+        uint64_t end = r->end_ns < fr->t_end ? r->end_ns : fr->t_end;
+        double x0 = x_of(fr, r->start_ns), x1 = x_of(fr, end);
+        if (x1 - x0 < 1 && x0 < drawn_to)
+            continue;
+        if (x1 - x0 < 1)
+            x1 = x0 + 1;
+        drawn_to = x1 > drawn_to ? x1 : drawn_to;
+        const char *name = cmt_phases_name(ph, r->phase);
+        fprintf(f,
+                "<rect class=\"phase\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                "fill=\"%s\" fill-opacity=\"0.5\"><title>",
+                x0, y, x1 - x0, h, colors[r->phase % NCOLORS]);
+        xml_text(f, name);
+        fprintf(f, "</title></rect>\n");
+        if ((x1 - x0) > CHAR_W * 0.8 * (double)(strlen(name) + 1)) {
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">", x0 + 2, y + 8);
+            xml_text(f, name);
+            fprintf(f, "</text>\n");
+        }
+    }
+}
+
 static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeline *tl,
                   const struct cmt_timeline_device *d, const struct cmt_site_timeline *s, int y0)
 {
@@ -422,6 +455,7 @@ static void panel(FILE *f, const struct cmt__pass *pass, const struct cmt_timeli
     double title_box[4] = {LEFT, 8, LEFT + 15 * 0.62 * (double)strlen(title), 26};
     memcpy(l.box[l.n++], title_box, sizeof title_box);
     axes(f, &fr);
+    phase_band(f, &pass->phases, &fr);
     areas(f, tl, d, &fr, chart, nchart, present);
     if (most_others)
         others_band(f, tl, d, s, sd, &fr);

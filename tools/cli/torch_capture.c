@@ -172,6 +172,7 @@ static int emit(cmt_writer *w, const struct cmt_record *rec)
     case CMT_REC_SYMBOL: return cmt_writer_symbol(w, &rec->u.symbol);
     case CMT_REC_ALLOCATOR: return cmt_writer_alloc_info(w, &rec->u.alloc_info);
     case CMT_REC_ALLOC_EVENT: return cmt_writer_alloc_event(w, &rec->u.alloc_event);
+    case CMT_REC_RANGE: return cmt_writer_range(w, &rec->u.range);
     default: return 0; /* the reader returns no other type */
     }
 }
@@ -185,6 +186,7 @@ static int timed(const struct cmt_record *rec, uint64_t *t)
     case CMT_REC_MEMINFO: *t = rec->u.meminfo.t_ns; return 1;
     case CMT_REC_SIGNAL: *t = rec->u.signal.t_ns; return 1;
     case CMT_REC_ALLOC_EVENT: *t = rec->u.alloc_event.t_ns; return 1;
+    case CMT_REC_RANGE: *t = rec->u.range.t_ns; return 1;
     case CMT_REC_END: *t = UINT64_MAX; return 1; /* everything left goes before END */
     default: return 0;
     }
@@ -251,6 +253,11 @@ static int snap_advance(struct merge *m)
             m->have_pending = 1;
             return 0;
         }
+        case CMT_REC_RANGE: /* external_annotations, on the snapshot's clock */
+            m->pending = rec;
+            m->due = snap_time(m, rec.u.range.t_ns);
+            m->have_pending = 1;
+            return 0;
         default: /* its PROCESS, DEVICE (sizes unknown) and END: the driver trace has its own */
             continue;
         }
@@ -275,6 +282,10 @@ static int snap_until(struct merge *m, uint64_t t)
             when = m->last_t;
         if (m->pending.type == CMT_REC_ALLOCATOR) {
             m->pending.u.alloc_info.t_ns = when;
+        } else if (m->pending.type == CMT_REC_RANGE) {
+            m->pending.u.range.t_ns = when;
+            m->pending.u.range.have_seq = m->have_seq;
+            m->pending.u.range.seq = m->last_seq;
         } else {
             struct cmt_alloc_event *e = &m->pending.u.alloc_event;
             e->t_ns = when;

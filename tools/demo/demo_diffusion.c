@@ -329,14 +329,25 @@ static void run_pipeline(void)
     struct pipeline p = {0};
     printf("  loading weights (UNet, text encoder, VAE)\n");
     fflush(stdout);
+    cmt_annotate_range_push("load_weights"); /* the phases every view names */
     load_unet_weights(&p);
     load_text_encoder(&p);
     load_vae_weights(&p);
-    for (int step = 0; step < 3; step++)
+    cmt_annotate_range_pop();
+    for (int step = 0; step < 3; step++) {
+        cmt_annotate_range_push("denoise");
         inpaint_step(&p, step);
+        cmt_annotate_range_pop();
+    }
+    cmt_annotate_range_push("vae_decode");
     vae_decode(0);
+    cmt_annotate_range_pop();
+    cmt_annotate_range_push("prepare_mask");
     prepare_mask(&p);
+    cmt_annotate_range_pop();
+    cmt_annotate_range_push("vae_decode");
     vae_decode(1);
+    cmt_annotate_range_pop();
     printf("  done: 2 images inpainted\n");
     tensor_free(&p.mask);
     for (int step = 0; step < 3; step++)

@@ -28,7 +28,7 @@ struct where {
 struct parser {
     struct cmt_snapshot *s;
     struct cmt_snapshot_error *err;
-    size_t segments_cap, blocks_cap, entries_cap, ids_cap, stacks_cap;
+    size_t segments_cap, blocks_cap, entries_cap, ids_cap, stacks_cap, annotations_cap;
     struct cmt__ptr_map stack_by_node, frame_by_node, action_by_node;
     struct cmt__frame_table frames;
     /* frame lists by content: PyTorch writes one list object per trace entry, but few
@@ -572,6 +572,45 @@ static int parse_settings(struct parser *p, const value *d)
 
 /* ---- the whole ---- */
 
+/* ---- external_annotations ---- */
+
+/* [{"stage": "START" | "END", "name": str, "device": int, "time_us": int}, ...]; entries of
+ * another stage are skipped. */
+static int parse_annotations(struct parser *p, const value *list)
+{
+    if (list->type != CMT_PICKLE_LIST)
+        return bad_type(p, "external_annotations", list, "a list");
+    for (uint32_t i = 0; i < list->n; i++) {
+        const value *d = list->u.items[i], *stage, *name, *t;
+        at(p, "external_annotations", i, SIZE_MAX);
+        int rc = check_dict(p, d, "an annotation dict");
+        if (rc || (rc = get_str(p, d, "stage", &stage)) || (rc = get_str(p, d, "name", &name)))
+            return rc;
+        struct cmt_snapshot_annotation a = {.dev = -1};
+        if (!stage || !name)
+            continue;
+        if (stage->n == 5 && !memcmp(stage->u.s, "START", 5))
+            a.start = 1;
+        else if (!(stage->n == 3 && !memcmp(stage->u.s, "END", 3)))
+            continue;
+        if (!(a.name = intern(p, name)))
+            return nomem(p);
+        if (cmt_pickle_dict_get(d, "device") && (rc = get_device(p, d, 0, &a.dev)))
+            return rc;
+        t = cmt_pickle_dict_get(d, "time_us");
+        if (t && t->type != CMT_PICKLE_NONE) {
+            if ((rc = get_u64(p, d, "time_us", 1, 0, &a.time_us)))
+                return rc;
+            a.has_time = 1;
+        }
+        struct cmt_snapshot *s = p->s;
+        if (CMT_GROW(s->annotations, p->annotations_cap, s->nannotations + 1, 64))
+            return nomem(p);
+        s->annotations[s->nannotations++] = a;
+    }
+    return 0;
+}
+
 static int parse_root(struct parser *p, const value *root)
 {
     if (root->type == CMT_PICKLE_LIST) {
@@ -593,6 +632,10 @@ static int parse_root(struct parser *p, const value *root)
     if (traces && traces->type != CMT_PICKLE_NONE && (rc = parse_traces(p, traces)))
         return rc;
     if (settings && settings->type != CMT_PICKLE_NONE && (rc = parse_settings(p, settings)))
+        return rc;
+    const value *annotations = cmt_pickle_dict_get(root, "external_annotations");
+    if (annotations && annotations->type != CMT_PICKLE_NONE &&
+        (rc = parse_annotations(p, annotations)))
         return rc;
     return 0;
 }
@@ -647,6 +690,7 @@ void cmt_snapshot_free(struct cmt_snapshot *snap)
     free(snap->segments);
     free(snap->blocks);
     free(snap->entries);
+    free(snap->annotations);
     free(snap->frames);
     free(snap->frame_ids);
     free(snap->stacks);

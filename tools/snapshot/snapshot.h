@@ -111,6 +111,16 @@ struct cmt_snapshot_settings {
 
 #define CMT_SNAPSHOT_ROUNDUP_BUCKETS 16
 
+/* external_annotations (record_function ranges, e.g. "Optimizer.step#AdamW.step"): the
+ * START and END of each, in file order. */
+struct cmt_snapshot_annotation {
+    const char *name; /* interned */
+    int start;        /* 1 START, 0 END */
+    int32_t dev;      /* -1 when absent */
+    int has_time;
+    uint64_t time_us;
+};
+
 struct cmt_snapshot {
     uint32_t flags; /* CMT_SNAPSHOT_* */
     int protocol;   /* the pickle's */
@@ -131,6 +141,8 @@ struct cmt_snapshot {
     struct cmt_snapshot_stack *stacks; /* stacks[0] is the empty stack */
     size_t nstacks;
     struct cmt_snapshot_settings settings;
+    struct cmt_snapshot_annotation *annotations;
+    size_t nannotations;
     struct cmt__snapshot_strings *strings; /* the parser's string pool */
 };
 

@@ -139,6 +139,13 @@ struct conv {
     uint64_t t0, t;
     int have_t0;
     struct sort_key *seg_order; /* segments by address, for the segment a block lies in */
+    size_t next_annotation;     /* external_annotations written so far */
+    struct open_annotation {    /* their START ranges not ended yet */
+        const char *name;       /* interned: compared by address */
+        uint32_t id;
+    } * open;
+    size_t nopen, open_cap;
+    uint32_t next_range;
 };
 
 static uint64_t round_size(const struct conv *c, uint64_t requested)
@@ -604,6 +611,44 @@ static int write_header(struct conv *c, const char *name)
     return rc;
 }
 
+/* The external_annotations due by time_us (all: every one left) as RANGE start and end records:
+ * a snapshot names no thread, so they are process-wide ranges; an END closes the latest open
+ * START of its name (record_function nests them). */
+static int write_annotations(struct conv *c, uint64_t time_us, int all)
+{
+    int rc = 0;
+    while (!rc && c->next_annotation < c->s->nannotations) {
+        const struct cmt_snapshot_annotation *a = &c->s->annotations[c->next_annotation];
+        if (!all && a->has_time && a->time_us > time_us)
+            break;
+        c->next_annotation++;
+        uint64_t t = a->has_time && c->have_t0 && a->time_us > c->t0 ? (a->time_us - c->t0) * 1000
+                                                                     : 0;
+        c->t = t > c->t ? t : c->t;
+        struct cmt_range g = {.t_ns = c->t, .message = a->name};
+        if (a->start) {
+            if (CMT_GROW(c->open, c->open_cap, c->nopen + 1, 16))
+                return CMT_ENOMEM;
+            c->open[c->nopen++] = (struct open_annotation){a->name, ++c->next_range};
+            g.action = CMT_RA_START;
+            g.id = c->next_range;
+        } else {
+            size_t k = c->nopen;
+            while (k > 0 && c->open[k - 1].name != a->name)
+                k--;
+            if (!k)
+                continue; /* an END without its START (the ring dropped it) */
+            g.action = CMT_RA_END;
+            g.id = c->open[k - 1].id;
+            g.message = "";
+            memmove(c->open + k - 1, c->open + k, (c->nopen - k) * sizeof *c->open);
+            c->nopen--;
+        }
+        rc = cmt_writer_range(c->w, &g);
+    }
+    return rc;
+}
+
 static int write_all(struct conv *c, const char *name)
 {
     int rc = write_header(c, name);
@@ -619,11 +664,15 @@ static int write_all(struct conv *c, const char *name)
     for (size_t k = 0; k < c->s->nentries && !rc; k++) {
         uint32_t i = c->order[k];
         struct cmt_alloc_event e;
+        if (c->s->entries[i].has_time && (rc = write_annotations(c, c->s->entries[i].time_us, 0)))
+            break;
         entry_time(c, &c->s->entries[i]);
         entry_event(c, i, &e);
         e.t_ns = c->t;
         rc = write_event(c, &e, c->s->entries[i].stack);
     }
+    if (!rc)
+        rc = write_annotations(c, 0, 1);
     struct cmt_end end = {.t_ns = c->t};
     return rc ? rc : cmt_writer_end(c->w, &end);
 }
@@ -700,6 +749,7 @@ int cmt_snapshot_to_trace(const struct cmt_snapshot *snap, cmt_writer *w, const 
     free(c.allocated);
     free(c.reserved);
     free(c.seg_order);
+    free(c.open);
     free(c.before);
     map_free(&c.nodes);
     map_free(&c.strings);

@@ -168,7 +168,34 @@ def rebuilt_settings():
     return {"segments": [], "device_traces": [[]], "allocator_settings": s}
 
 
-FIXTURES_OF = {"full.pickle": (full, 4), "history.pickle": (history, 4),
+def annotations():
+    """external_annotations (record_function ranges): one before the window, "fwd" around an
+    alloc, "step" around an alloc and an oom, an END whose START the ring lost, a stage of
+    another kind (skipped)."""
+    A = 0x7F0000000000
+    T = 1700000000000000
+    seg = [segment(0, A, 20 * MIB, [block(A, 2 * MIB, 2 * MIB, "active_allocated", ALLOC_FRAMES),
+                                    block(A + 2 * MIB, 18 * MIB, 0, "inactive", [])])]
+    dev0 = [entry("alloc", A, 2 * MIB, T + 5, ALLOC_FRAMES),
+            entry("alloc", A + 2 * MIB, 4 * MIB, T + 25, ALLOC_FRAMES),
+            entry("free_requested", A + 2 * MIB, 4 * MIB, T + 27, FREE_FRAMES),
+            {"action": "oom", "size": 40 * MIB, "stream": 0, "time_us": T + 30,
+             "device_free": 10 * MIB, "frames": ALLOC_FRAMES}]
+    note = [{"stage": "START", "name": "early", "device": 0, "time_us": T - 100},
+            {"stage": "END", "name": "early", "device": 0, "time_us": T - 50},
+            {"stage": "START", "name": "fwd", "device": 0, "time_us": T},
+            {"stage": "END", "name": "lost", "device": 0, "time_us": T + 1},
+            {"stage": "END", "name": "fwd", "device": 0, "time_us": T + 10},
+            {"stage": "START", "name": "Optimizer.step#AdamW.step", "device": 0,
+             "time_us": T + 20},
+            {"stage": "MARK", "name": "other", "device": 0, "time_us": T + 21},
+            {"stage": "END", "name": "Optimizer.step#AdamW.step", "device": 0,
+             "time_us": T + 40}]
+    return {"segments": seg, "device_traces": [dev0], "allocator_settings": settings(),
+            "external_annotations": note}
+
+
+FIXTURES_OF = {"annotations.pickle": (annotations, 4), "full.pickle": (full, 4), "history.pickle": (history, 4),
                "bare_list.pickle": (bare_list, 2), "no_time.pickle": (no_time, 3),
                "expandable.pickle": (expandable, 5), "rebuilt_settings.pickle": (rebuilt_settings, 4)}
 

@@ -210,3 +210,39 @@ Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
         cmt_snapshot_free(&b);
     }
 }
+
+/* external_annotations become ranges: the phases of report and oom name them. */
+Test(snapshot_cli, annotations_are_the_phases_of_report_and_oom)
+{
+    const char *path = fixture_path("annotations.pickle");
+    const char *dump[] = {"dump", path, NULL};
+    struct captured c = capture_run(cmt_cmd_dump, dump);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    const char *start = strstr(c.out, "\"action\":\"start\",\"t_ns\":0,"); /* before the window */
+    cr_expect(start && strstr(start, "\"message\":\"early\""), "%s", c.out);
+    cr_expect(!strstr(c.out, "\"message\":\"lost\""), "an END without its START: %s", c.out);
+    cr_expect(!strstr(c.out, "\"message\":\"other\""), "another stage: %s", c.out);
+    int starts = 0, ends = 0;
+    const char *key = "\"record\":\"range\",\"action\":\"";
+    for (const char *p = c.out; (p = strstr(p, key)); p++) {
+        starts += !strncmp(p + strlen(key), "start", 5);
+        ends += !strncmp(p + strlen(key), "end\"", 4);
+    }
+    cr_expect_eq(starts, 3);
+    cr_expect_eq(ends, 3);
+    captured_free(&c);
+    const char *report[] = {"report", path, NULL};
+    c = capture_run(cmt_cmd_report, report);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    const char *by = strstr(c.out, "by phase (allocator blocks;");
+    cr_assert(by, "%s", c.out);
+    cr_expect(strstr(by, "\n  fwd "), "%s", by);
+    const char *step = strstr(by, "\n  Optimizer.step#AdamW.step ");
+    cr_assert(step, "%s", by);
+    cr_expect(strstr(step, "1 allocs   4.00 MiB"), "the step's one alloc: %s", step);
+    captured_free(&c);
+    const char *oom[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, oom);
+    cr_expect(strstr(c.out, "  phase      Optimizer.step#AdamW.step\n"), "%s", c.out);
+    captured_free(&c);
+}
