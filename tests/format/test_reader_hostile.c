@@ -11,34 +11,7 @@
 #include "hostile_traces.h"
 #include "reader.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#endif
-#endif
-
-#ifndef CMT_TEST_NO_MALLOC_HOOK
-/* The test binary's malloc fails requests above fail_above while it is set (glibc's allocator
- * under its own names does the work). */
-void *__libc_malloc(size_t size);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t size);
-static size_t fail_above;
-void *malloc(size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_malloc(size);
-}
-void *calloc(size_t n, size_t size)
-{
-    return fail_above && n && size > fail_above / n ? NULL : __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_realloc(p, size);
-}
-#endif
+#include "malloc_failure.h"
 
 struct counts {
     uint64_t events, notes, threads, envs, allocs, seq_back;
@@ -70,11 +43,6 @@ static cmt_reader *open_buf(const struct cmt_membuf *b)
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_memory(&r, b->data, b->len), 0);
     return r;
-}
-
-static void note_of(cmt_reader *r, char *buf, size_t size)
-{
-    cmt_reader_sequence_note(r, buf, size);
 }
 
 Test(reader, folds_repeated_thread_note_and_env_records)
@@ -119,21 +87,29 @@ Test(reader, a_repeated_thread_record_still_names_its_thread)
     cmt_membuf_free(&b);
 }
 
+/* Reads b (and frees it): sound to the end, `events` events in seq order, and the sequence
+ * note holds `note`. */
+static void expect_read(struct cmt_membuf *b, uint64_t events, const char *note, const char *what)
+{
+    cmt_reader *r = open_buf(b);
+    struct counts c = pass(r);
+    cr_expect_eq(c.rc, 0, "%s", what);
+    cr_expect_eq(c.events, events, "%s: each event once", what);
+    cr_expect_eq(c.seq_back, 0, "%s: read in seq order", what);
+    char text[512];
+    cmt_reader_sequence_note(r, text, sizeof text);
+    cr_expect(strstr(text, note), "%s: %s", what, text);
+    cmt_reader_close(r);
+    cmt_membuf_free(b);
+}
+
 Test(reader, leaves_out_a_chunk_repeated_byte_for_byte)
 {
     struct cmt_membuf b;
     hostile_chunked(&b, 4);
     hostile_duplicate_chunk(&b, 1);
-    cmt_reader *r = open_buf(&b);
-    struct counts c = pass(r);
-    cr_expect_eq(c.rc, 0);
-    cr_expect_eq(c.events, 4 * HOSTILE_CHUNK_EVENTS, "counted once, not twice");
-    cr_expect_eq(c.seq_back, 0);
-    char note[512];
-    note_of(r, note, sizeof note);
-    cr_expect(strstr(note, "1 chunk repeating an earlier one byte for byte left out"), "%s", note);
-    cmt_reader_close(r);
-    cmt_membuf_free(&b);
+    expect_read(&b, 4 * HOSTILE_CHUNK_EVENTS,
+                "1 chunk repeating an earlier one byte for byte left out", "chunk 1 twice");
 }
 
 Test(reader, reads_chunks_moved_in_the_file_in_seq_order)
@@ -143,18 +119,10 @@ Test(reader, reads_chunks_moved_in_the_file_in_seq_order)
         struct cmt_membuf b;
         hostile_chunked(&b, 4);
         hostile_swap_chunks(&b, moves[m][0], moves[m][1]);
-        cmt_reader *r = open_buf(&b);
-        struct counts c = pass(r);
-        cr_expect_eq(c.rc, 0);
-        cr_expect_eq(c.events, 4 * HOSTILE_CHUNK_EVENTS);
-        cr_expect_eq(c.seq_back, 0, "chunks %zu and %zu swapped: read in seq order", moves[m][0],
-                     moves[m][1]);
-        cr_expect_eq(cmt_reader_seq_gaps(r), 0);
-        char note[512];
-        note_of(r, note, sizeof note);
-        cr_expect(strstr(note, "chunks out of seq order read in seq order"), "%s", note);
-        cmt_reader_close(r);
-        cmt_membuf_free(&b);
+        char what[64];
+        snprintf(what, sizeof what, "chunks %zu and %zu swapped", moves[m][0], moves[m][1]);
+        expect_read(&b, 4 * HOSTILE_CHUNK_EVENTS, "chunks out of seq order read in seq order",
+                    what);
     }
 }
 
@@ -169,7 +137,7 @@ Test(reader, names_a_missing_chunk)
     struct counts c = pass(r);
     cr_expect_eq(c.events, 3 * HOSTILE_CHUNK_EVENTS);
     char note[512];
-    note_of(r, note, sizeof note);
+    cmt_reader_sequence_note(r, note, sizeof note);
     char want[128];
     snprintf(want, sizeof want,
              "%d events missing between chunks (a chunk lost: the first gap "

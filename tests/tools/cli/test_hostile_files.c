@@ -11,33 +11,7 @@
 #include "commands.h"
 #include "hostile_traces.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#endif
-#endif
-
-#ifndef CMT_TEST_NO_MALLOC_HOOK
-/* The test binary's malloc fails requests above fail_above while it is set. */
-void *__libc_malloc(size_t size);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t size);
-static size_t fail_above;
-void *malloc(size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_malloc(size);
-}
-void *calloc(size_t n, size_t size)
-{
-    return fail_above && n && size > fail_above / n ? NULL : __libc_calloc(n, size);
-}
-void *realloc(void *p, size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_realloc(p, size);
-}
-#endif
+#include "malloc_failure.h"
 
 static const char *saved(struct cmt_membuf *b, size_t len, int index)
 {
