@@ -180,7 +180,7 @@ void cmt_reader_rewind(cmt_reader *r)
 /* Hands back the mapped pages of chunks already decompressed, in steps of 4 MiB, so that the
  * resident memory of a pass stays bounded by the live state, not by the file (the pages stay
  * in the page cache; a rewind faults them in again). */
-static void release_consumed(cmt_reader *r, uint64_t upto)
+void cmt__reader_release(cmt_reader *r, uint64_t upto)
 {
     static size_t page_cache; /* readers on several threads (fleet.c) share it: atomic */
     if (!r->map)
@@ -261,7 +261,7 @@ static int load_chunk_at(cmt_reader *r, uint64_t at)
     memset(r->raw + n, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
     r->pos = r->cut ? r->len : at + CMT_CHUNK_HEADER_SIZE + csize;
-    release_consumed(r, r->pos);
+    cmt__reader_release(r, r->pos);
     r->cur = r->raw;
     r->end = r->raw + n;
     r->prev_t = r->prev_seq = 0;

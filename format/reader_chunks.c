@@ -85,7 +85,9 @@ static int probe_first_seq(cmt_reader *r, uint64_t at, uint32_t csize, uint32_t 
         r->raw_cap = rsize;
     }
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-    ZSTD_inBuffer in = {r->data + at + CMT_CHUNK_HEADER_SIZE, csize, 0};
+    /* the frame is handed over 16 KiB at a time: zstd decodes the blocks that are whole, so
+     * that the walk decodes about one block of each chunk, not all of it */
+    ZSTD_inBuffer in = {r->data + at + CMT_CHUNK_HEADER_SIZE, csize < 16384 ? csize : 16384, 0};
     ZSTD_outBuffer out = {r->raw, rsize, 0};
     size_t next = 0;
     for (;;) {
@@ -93,10 +95,13 @@ static int probe_first_seq(cmt_reader *r, uint64_t at, uint32_t csize, uint32_t 
         size_t left = ZSTD_decompressStream(r->dctx, &out, &in);
         if (ZSTD_isError(left))
             return ZSTD_getErrorCode(left) == ZSTD_error_memory_allocation ? CMT_ENOMEM : 0;
-        int final = left == 0 || out.pos == out.size || in.pos + out.pos == before;
+        int stuck = in.pos + out.pos == before && in.size == csize;
+        int final = left == 0 || out.pos == out.size || stuck;
         int found = first_event(r, out.pos, final, &next, seq);
         if (found || final)
             return found > 0;
+        if (in.pos == in.size)
+            in.size = csize - in.size < 16384 ? csize : in.size + 16384;
     }
 }
 
@@ -122,35 +127,39 @@ static int same_chunk(const cmt_reader *r, const struct chunk *a, const struct c
            memcmp(r->data + a->at, r->data + b->at, len) == 0;
 }
 
-/* Marks each chunk that repeats an earlier one byte for byte. @return 0 or CMT_ENOMEM. */
-static int mark_repeats(cmt_reader *r, struct chunk *c, size_t n)
-{
-    size_t cap = 64;
-    while (cap < 2 * n)
-        cap *= 2;
+/* The chunks seen so far, by a hash of their header and last bytes. */
+struct seen {
     struct {
         uint64_t hash;
         size_t index;
-    } *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return CMT_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = chunk_hash(r, &c[i]) | 1; /* 0 marks an empty slot */
-        size_t j = (size_t)h & (cap - 1);
-        for (; slots[j].hash; j = (j + 1) & (cap - 1))
-            if (slots[j].hash == h && same_chunk(r, &c[slots[j].index], &c[i]))
-                break;
-        if (slots[j].hash) {
+    } * slots;
+    size_t cap;
+};
+
+/* @return 0 or CMT_ENOMEM. */
+static int seen_init(struct seen *t, size_t n)
+{
+    t->cap = 64;
+    while (t->cap < 2 * n)
+        t->cap *= 2;
+    t->slots = calloc(t->cap, sizeof *t->slots);
+    return t->slots ? 0 : CMT_ENOMEM;
+}
+
+/* Marks chunk i when it repeats an earlier one byte for byte, else adds it to t. */
+static void mark_repeat(cmt_reader *r, struct seen *t, struct chunk *c, size_t i)
+{
+    uint64_t h = chunk_hash(r, &c[i]) | 1; /* 0 marks an empty slot */
+    size_t j = (size_t)h & (t->cap - 1);
+    for (; t->slots[j].hash; j = (j + 1) & (t->cap - 1))
+        if (t->slots[j].hash == h && same_chunk(r, &c[t->slots[j].index], &c[i])) {
             c[i].repeated = 1;
             if (!r->repeated_chunks++)
                 r->repeated_at = c[i].at;
-        } else {
-            slots[j].hash = h;
-            slots[j].index = i;
+            return;
         }
-    }
-    free(slots);
-    return 0;
+    t->slots[j].hash = h;
+    t->slots[j].index = i;
 }
 
 static int by_seq(const void *a, const void *b)
@@ -210,23 +219,32 @@ int cmt__reader_scan_chunks(cmt_reader *r)
         }
         c[n++] = (struct chunk){at, 0, 0, 0};
         at += CMT_CHUNK_HEADER_SIZE + csize;
+        cmt__reader_release(r, at); /* the pages each header brought in (a whole folio) */
     }
+    r->released = 0;
     r->scan_end = at;
-    if ((rc = mark_repeats(r, c, n)) != 0)
+    struct seen seen;
+    if ((rc = seen_init(&seen, n)) != 0)
         goto out;
     for (size_t i = 0; i < n; i++) {
+        mark_repeat(r, &seen, c, i);
         if (c[i].repeated)
             continue;
         cmt__reader_chunk_header_ok(r, c[i].at, &csize, &rsize);
         int found = probe_first_seq(r, c[i].at, csize, rsize, &c[i].seq);
         if (found < 0) {
+            free(seen.slots);
             rc = found;
             goto out;
         }
         c[i].has_seq = found;
+        cmt__reader_release(r, c[i].at); /* again: no more of the file stays resident */
     }
+    free(seen.slots);
     rc = order_chunks(r, c, n);
 out:
+    cmt__reader_release(r, r->len); /* and the first pass starts releasing from the start */
+    r->released = 0;
     free(c);
     if (rc) { /* read in file order, as far as memory goes */
         free(r->order);

@@ -137,6 +137,9 @@ int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e);
 /* Frees every table and the string arena. */
 void cmt__reader_free_tables(cmt_reader *r);
 
+/* Hands back the mapped pages below `upto` (from r->released on, in steps of 4 MiB), so that
+ * the resident memory of a pass over a large file stays bounded (reader.c). */
+void cmt__reader_release(cmt_reader *r, uint64_t upto);
 /* Chunks (reader_chunks.c). Walks the headers of the whole chunks once, leaves out a chunk
  * that repeats an earlier one byte for byte, and orders the chunks with events by the seq of
  * their first event (a chunk without events keeps its place). @return 0 or CMT_ENOMEM. */
