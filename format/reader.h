@@ -3,7 +3,11 @@
  * The reader follows the rules of docs/trace-format.md: it refuses a bad magic or a newer
  * major version, skips record types it does not know, and on a truncated or damaged file
  * returns every record before the damage (of a chunk cut short, every whole record of the part
- * that decodes), then reports where the damage starts.
+ * that decodes), then reports where the damage starts. A hostile file costs what it holds that
+ * is distinct (rules 6 and 7): repeated ENV, NOTE and THREAD records are folded, strings kept
+ * once, a chunk repeated byte for byte is left out, and chunks are read in the seq order of
+ * their events (cmt_reader_folded, cmt_reader_sequence_note); a failed allocation of the
+ * reader's own is CMT_ENOMEM, never damage.
  * Interned tables (strings, stack nodes, symbols, modules, APIs, devices, threads) are kept
  * as they are read and can be queried at any time; their strings live until close. */
 #ifndef CMT_READER_H

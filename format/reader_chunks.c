@@ -151,13 +151,19 @@ static void mark_repeat(cmt_reader *r, struct seen *t, struct chunk *c, size_t i
 {
     uint64_t h = chunk_hash(r, &c[i]) | 1; /* 0 marks an empty slot */
     size_t j = (size_t)h & (t->cap - 1);
-    for (; t->slots[j].hash; j = (j + 1) & (t->cap - 1))
-        if (t->slots[j].hash == h && same_chunk(r, &c[t->slots[j].index], &c[i])) {
+    int alike = 0; /* chunks alike but in the middle: 8 compared, the rest not kept */
+    for (; t->slots[j].hash; j = (j + 1) & (t->cap - 1)) {
+        if (t->slots[j].hash != h)
+            continue;
+        if (same_chunk(r, &c[t->slots[j].index], &c[i])) {
             c[i].repeated = 1;
             if (!r->repeated_chunks++)
                 r->repeated_at = c[i].at;
             return;
         }
+        if (++alike == 8)
+            return;
+    }
     t->slots[j].hash = h;
     t->slots[j].index = i;
 }
