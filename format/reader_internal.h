@@ -109,6 +109,8 @@ struct cmt_reader {
     uint32_t device_cap;
     struct cmt__thread_entry *threads;
     uint32_t thread_count, thread_cap;
+    uint32_t *thread_index; /* open addressing by tid: position in threads + 1, 0 empty */
+    uint32_t thread_index_cap;
     struct cmt_env *envs;
     size_t env_count, env_cap;
 

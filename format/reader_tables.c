@@ -209,18 +209,48 @@ int cmt__reader_store_device(cmt_reader *r, const struct cmt_device *d)
     return 0;
 }
 
+/* The index slot of tid: where it is, or the empty slot where it goes. */
+static uint32_t *thread_slot(const cmt_reader *r, uint32_t tid)
+{
+    uint8_t key[4] = {(uint8_t)tid, (uint8_t)(tid >> 8), (uint8_t)(tid >> 16),
+                      (uint8_t)(tid >> 24)};
+    size_t mask = r->thread_index_cap - 1, j = (size_t)cmt__reader_hash(r, key, 4) & mask;
+    while (r->thread_index[j] && r->threads[r->thread_index[j] - 1].tid != tid)
+        j = (j + 1) & mask;
+    return &r->thread_index[j];
+}
+
+/* Doubles the index (at half full), so that a file of many threads costs no n^2 searches.
+ * @return 0 or CMT_ENOMEM. */
+static int grow_thread_index(cmt_reader *r)
+{
+    uint32_t cap = r->thread_index_cap ? r->thread_index_cap * 2 : 64;
+    uint32_t *index = calloc(cap, sizeof *index);
+    if (!index)
+        return CMT_ENOMEM;
+    free(r->thread_index);
+    r->thread_index = index;
+    r->thread_index_cap = cap;
+    for (uint32_t i = 0; i < r->thread_count; i++)
+        *thread_slot(r, r->threads[i].tid) = i + 1;
+    return 0;
+}
+
 int cmt__reader_store_thread(cmt_reader *r, const struct cmt_thread *th)
 {
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == th->tid) {
-            r->threads[i].name = th->name;
-            return 0;
-        }
+    if ((r->thread_count + 1) * 2 > r->thread_index_cap && grow_thread_index(r) != 0)
+        return CMT_ENOMEM;
+    uint32_t *slot = thread_slot(r, th->tid);
+    if (*slot) {
+        r->threads[*slot - 1].name = th->name;
+        return 0;
+    }
     struct cmt__thread_entry *t = grow(r->threads, &r->thread_cap, r->thread_count, sizeof *t);
     if (!t)
         return CMT_ENOMEM;
     r->threads = t;
     t[r->thread_count++] = (struct cmt__thread_entry){th->tid, th->name};
+    *slot = r->thread_count;
     return 0;
 }
 
@@ -250,6 +280,7 @@ void cmt__reader_free_tables(cmt_reader *r)
     free(r->modules);
     free(r->devices);
     free(r->threads);
+    free(r->thread_index);
     free(r->envs);
     free(r->strings_interned.slots);
     free(r->folds.slots);
@@ -312,10 +343,10 @@ const struct cmt_device *cmt_reader_device(const cmt_reader *r, int32_t dev)
 
 const char *cmt_reader_thread_name(const cmt_reader *r, uint32_t tid)
 {
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == tid)
-            return r->threads[i].name;
-    return NULL;
+    if (!r->thread_count)
+        return NULL;
+    uint32_t *slot = thread_slot(r, tid);
+    return *slot ? r->threads[*slot - 1].name : NULL;
 }
 
 const struct cmt_symbol *cmt_reader_symbol(const cmt_reader *r, uint32_t node)

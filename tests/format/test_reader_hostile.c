@@ -214,3 +214,28 @@ Test(reader, its_own_failed_allocation_is_out_of_memory_not_damage)
     cmt_membuf_free(&b);
 #endif
 }
+
+Test(reader, names_each_of_many_threads)
+{
+    struct cmt_membuf b = {0};
+    cmt_writer *w;
+    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &b, NULL), 0);
+    char name[16];
+    for (uint32_t tid = 1; tid <= 5000; tid++) { /* the index grows several times */
+        snprintf(name, sizeof name, "t%u", tid);
+        cr_assert_eq(cmt_writer_thread(w, &(struct cmt_thread){tid * 7919, name}), 0);
+    }
+    cr_assert_eq(cmt_writer_thread(w, &(struct cmt_thread){7919, "renamed"}), 0);
+    cr_assert_eq(cmt_writer_flush(w), 0);
+    cmt_writer_destroy(w);
+    cmt_reader *r = open_buf(&b);
+    cr_expect_eq(pass(r).threads, 5001);
+    cr_expect_str_eq(cmt_reader_thread_name(r, 7919), "renamed", "the last one names it");
+    for (uint32_t tid = 2; tid <= 5000; tid++) {
+        snprintf(name, sizeof name, "t%u", tid);
+        cr_expect_str_eq(cmt_reader_thread_name(r, tid * 7919), name);
+    }
+    cr_expect_null(cmt_reader_thread_name(r, 3));
+    cmt_reader_close(r);
+    cmt_membuf_free(&b);
+}
