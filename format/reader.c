@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "cmt_debug.h"
 #include "cmt_error.h"
@@ -24,8 +25,13 @@ static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what
         r->cur = r->end; /* nothing more is decoded: the fast path of cmt_reader_next stops */
         r->block_left = 0;
         r->damage_offset = offset;
-        snprintf(r->damage, sizeof r->damage, "%s at byte %" PRIu64 " (%s)",
-                 code == CMT_ETRUNCATED ? "trace is truncated" : "trace is damaged", offset, what);
+        if (code == CMT_ENOMEM) /* the reader's own failure: the file may be sound */
+            snprintf(r->damage, sizeof r->damage,
+                     "out of memory reading the chunk at byte %" PRIu64, offset);
+        else
+            snprintf(r->damage, sizeof r->damage, "%s at byte %" PRIu64 " (%s)",
+                     code == CMT_ETRUNCATED ? "trace is truncated" : "trace is damaged", offset,
+                     what);
     }
     return r->error;
 }
@@ -66,11 +72,18 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
         free(r);
         return CMT_ENOMEM;
     }
+    /* ZSTD_d_stableOutBuffer: a streaming decompression (a chunk cut short, the first event of
+     * each chunk in reader_chunks.c) writes straight into r->raw, which holds the whole chunk,
+     * instead of allocating a window buffer of its own as large as the chunk */
+    ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_experimentalParam2, 1);
     r->data = data;
     r->len = len;
     r->major = major;
     r->delta_fields = major >= 2 ? CMT_DELTA_FIELDS : CMT_F(PTR);
     r->damage_offset = UINT64_MAX;
+    /* the interning hash's seed: where the reader and the stack lie (ASLR) differs by run */
+    r->hash_seed = ((uint64_t)(uintptr_t)r ^ (uint64_t)(uintptr_t)&major << 17) *
+                   UINT64_C(0x9e3779b97f4a7c15);
     cmt_reader_rewind(r);
     *out = r;
     return 0;
@@ -138,6 +151,7 @@ void cmt_reader_close(cmt_reader *r)
         munmap(r->map, r->map_len);
     ZSTD_freeDCtx(r->dctx);
     free(r->raw);
+    free(r->order);
     cmt__reader_free_tables(r);
     free(r);
 }
@@ -155,6 +169,10 @@ void cmt_reader_rewind(cmt_reader *r)
     r->error = 0;
     r->damage_offset = UINT64_MAX;
     r->damage[0] = 0;
+    r->ordinal = 0;
+    r->folded = 0;
+    r->order_next = 0;
+    r->missing_events = r->missing_at = 0;
 }
 
 /* ---- chunks ---- */
@@ -162,7 +180,7 @@ void cmt_reader_rewind(cmt_reader *r)
 /* Hands back the mapped pages of chunks already decompressed, in steps of 4 MiB, so that the
  * resident memory of a pass stays bounded by the live state, not by the file (the pages stay
  * in the page cache; a rewind faults them in again). */
-static void release_consumed(cmt_reader *r, uint64_t upto)
+void cmt__reader_release(cmt_reader *r, uint64_t upto)
 {
     static size_t page_cache; /* readers on several threads (fleet.c) share it: atomic */
     if (!r->map)
@@ -181,8 +199,8 @@ static void release_consumed(cmt_reader *r, uint64_t upto)
 
 /* Decompresses the frame of a chunk cut short, [src, src + avail), as far as it goes: zstd
  * hands out each of its blocks once the whole block is there (the writer ends one after every
- * CMT_GROUP_EVENTS_MAX events). @return the bytes decoded into r->raw, or -1 when the part
- * that is there does not decode. */
+ * CMT_GROUP_EVENTS_MAX events). @return the bytes decoded into r->raw, -1 when the part
+ * that is there does not decode, -2 when zstd found no memory. */
 static int64_t decompress_cut(cmt_reader *r, const uint8_t *src, size_t avail, uint32_t rsize)
 {
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
@@ -192,21 +210,20 @@ static int64_t decompress_cut(cmt_reader *r, const uint8_t *src, size_t avail, u
         size_t before = in.pos + out.pos;
         size_t left = ZSTD_decompressStream(r->dctx, &out, &in);
         if (ZSTD_isError(left))
-            return -1;
+            return ZSTD_getErrorCode(left) == ZSTD_error_memory_allocation ? -2 : -1;
         if (left == 0 || in.pos + out.pos == before)
             break;
     }
     return (int64_t)out.pos;
 }
 
-/* Loads the next chunk; of a chunk cut short, the part that decodes (r->cut is then set, and
- * its end, or a record it cuts, is reported as truncation). @return 1 loaded, 0 clean end,
- * <0 damage. */
-static int load_chunk(cmt_reader *r)
+/* Loads the chunk at `at`; of a chunk cut short, the part that decodes (r->cut is then set,
+ * and its end, or a record it cuts, is reported as truncation). @return 1 loaded, 0 clean
+ * end, <0 damage. */
+static int load_chunk_at(cmt_reader *r, uint64_t at)
 {
-    if (r->pos == r->len)
+    if (at == r->len)
         return 0;
-    uint64_t at = r->pos;
     if (r->len - at < CMT_CHUNK_HEADER_SIZE)
         return set_damage(r, CMT_ETRUNCATED, at, "incomplete chunk header");
     const uint8_t *h = r->data + at;
@@ -228,11 +245,15 @@ static int load_chunk(cmt_reader *r)
     r->cut = avail < csize;
     if (r->cut) {
         int64_t got = decompress_cut(r, h + CMT_CHUNK_HEADER_SIZE, avail, rsize);
+        if (got == -2)
+            return set_damage(r, CMT_ENOMEM, at, "out of memory");
         if (got < 0)
             return set_damage(r, CMT_ECORRUPT, at, "chunk cut short and damaged");
         n = (size_t)got;
     } else {
         n = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, h + CMT_CHUNK_HEADER_SIZE, csize);
+        if (ZSTD_isError(n) && ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation)
+            return set_damage(r, CMT_ENOMEM, at, "out of memory");
         if (ZSTD_isError(n) || n != rsize)
             return set_damage(r, CMT_ECORRUPT, at,
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
@@ -240,7 +261,7 @@ static int load_chunk(cmt_reader *r)
     memset(r->raw + n, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
     r->pos = r->cut ? r->len : at + CMT_CHUNK_HEADER_SIZE + csize;
-    release_consumed(r, r->pos);
+    cmt__reader_release(r, r->pos);
     r->cur = r->raw;
     r->end = r->raw + n;
     r->prev_t = r->prev_seq = 0;
@@ -250,7 +271,21 @@ static int load_chunk(cmt_reader *r)
     r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
     r->block_left = 0;
+    r->chunk_first_event = r->events;
     return 1;
+}
+
+/* The next chunk of the sequence (reader_chunks.c): the whole chunks in seq order, then the
+ * rest of the file from where they end. @return as load_chunk_at. */
+static int load_chunk(cmt_reader *r)
+{
+    if (!r->scanned && cmt__reader_scan_chunks(r) != 0)
+        return set_damage(r, CMT_ENOMEM, CMT_FILE_HEADER_SIZE, "out of memory");
+    if (r->order_next < r->order_count)
+        return load_chunk_at(r, r->order[r->order_next++]);
+    if (r->pos < r->scan_end)
+        r->pos = r->scan_end;
+    return load_chunk_at(r, r->pos);
 }
 
 /* ---- the event fast path (the other records: reader_records.c) ---- */
@@ -370,8 +405,8 @@ static inline __attribute__((always_inline)) void commit_event(cmt_reader *r, st
     e->dev = (int32_t)x->dev;
     e->stack = x->stack;
     e->fields = (uint32_t)x->fields;
-    if (r->events && x->seq > r->last_seq + 1)
-        r->gaps += x->seq - r->last_seq - 1;
+    if (__builtin_expect(r->events && x->seq > r->last_seq + 1, 0))
+        cmt__reader_count_gap(r, x->seq);
     r->last_seq = x->seq;
     r->events++;
 }
@@ -517,6 +552,51 @@ static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
     return 1;
 }
 
+/* The list families (docs/trace-format.md, rule 6): a record of one of them whose bytes
+ * repeat an earlier record of the file is folded, so that memory follows distinct content. */
+#define CMT__FOLDED_TYPES (1u << CMT_REC_ENV | 1u << CMT_REC_NOTE | 1u << CMT_REC_THREAD)
+
+/* Looks up the whole record [start, end) among those of its families read so far (a rewind
+ * keeps them: the first occurrence is known by its ordinal), and sets r->record_fresh.
+ * @return 1 when it repeats an earlier record (counted as folded), 0 when it is the first of
+ * its content, CMT_ENOMEM. */
+static int fold(cmt_reader *r, const uint8_t *start, const uint8_t *end)
+{
+    int fresh;
+    struct cmt__intern_slot *e = cmt__reader_intern(r, &r->folds, start, (size_t)(end - start),
+                                                    &fresh);
+    if (!e)
+        return CMT_ENOMEM;
+    if (fresh)
+        e->first = r->ordinal;
+    r->record_fresh = fresh;
+    if (e->first == r->ordinal)
+        return 0;
+    r->folded++;
+    return 1;
+}
+
+/* A known record other than EVENTS, decoded (and folded when it repeats one of its list
+ * family). @return 1 with *rec filled, 0 when it was folded, or the damage. */
+static int known_record(cmt_reader *r, uint32_t type, const uint8_t *start, struct cmt__dec *d,
+                        struct cmt_record *rec)
+{
+    int folded = 0;
+    if (CMT__FOLDED_TYPES >> type & 1) {
+        folded = fold(r, start, d->end);
+        if (folded < 0)
+            return set_damage(r, CMT_ENOMEM, r->chunk_offset, "out of memory");
+        if (folded && type != CMT_REC_THREAD) /* a repeated THREAD still names its tid */
+            return 0;
+    }
+    int rc = cmt__reader_decode(r, type, d, rec);
+    if (rc == CMT_ENOMEM || d->nomem)
+        return set_damage(r, CMT_ENOMEM, r->chunk_offset, "out of memory");
+    if (rc != 0 || d->bad)
+        return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
+    return !folded;
+}
+
 /* Everything but a complete, well-formed event in the current chunk: chunk boundaries, long
  * record headers, other record types, damage, and events the fast decoder refused. */
 static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record *rec)
@@ -534,28 +614,33 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
                 return rc;
             continue;
         }
+        const uint8_t *start = r->cur;
         uint64_t type, len;
         if (cmt__get_varint(&r->cur, r->end, &type) || cmt__get_varint(&r->cur, r->end, &len) ||
             len > (uint64_t)(r->end - r->cur))
             return set_damage(r, r->cut ? CMT_ETRUNCATED : CMT_ECORRUPT, r->chunk_offset,
                               r->cut ? "chunk cut short" : "bad record header");
-        struct cmt__dec d = {r->cur, r->cur + len, 0};
+        struct cmt__dec d = {r->cur, r->cur + len, 0, 0};
         r->cur += len;
         r->records_seen++;
+        r->ordinal++;
         rec->type = (uint32_t)type;
         rec->offset = r->chunk_offset;
         if (type == CMT_REC_EVENT && decode_event_fast(r, d.p, d.end, &rec->u.event) == 0)
             return 1;
-        if (type == CMT_REC_EVENTS && r->major >= 3) {
+        if (type == CMT_REC_EVENTS && r->major < 3) /* no 1.x or 2.x writer wrote one */
+            return set_damage(r, CMT_ECORRUPT, r->chunk_offset,
+                              "event blocks of major 3 in a file that says an older major");
+        if (type == CMT_REC_EVENTS) {
             if (start_block(r, d.p, d.end) != 0)
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
             return next_block_event(r, rec);
         }
-        if (type == 0 || type >= CMT_REC_MAX || type == CMT_REC_EVENTS)
-            continue; /* unknown record types are skipped (MUST); EVENTS before v3 too */
-        if (cmt__reader_decode(r, (uint32_t)type, &d, rec) != 0 || d.bad)
-            return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed record");
-        return 1;
+        if (type == 0 || type >= CMT_REC_MAX)
+            continue; /* unknown record types are skipped (MUST) */
+        int rc = known_record(r, (uint32_t)type, start, &d, rec);
+        if (rc != 0)
+            return rc;
     }
 }
 
@@ -587,6 +672,13 @@ int cmt_reader_preload(cmt_reader *r)
     int rc;
     while ((rc = cmt_reader_next(r, &rec)) > 0)
         ;
+    /* the damage is described after the rewind too: a caller that refuses it names it (the
+     * next pass stops at the same place and describes it the same way) */
+    char damage[sizeof r->damage];
+    uint64_t offset = r->damage_offset;
+    memcpy(damage, r->damage, sizeof damage);
     cmt_reader_rewind(r);
+    memcpy(r->damage, damage, sizeof damage);
+    r->damage_offset = offset;
     return rc;
 }

@@ -3,7 +3,11 @@
  * The reader follows the rules of docs/trace-format.md: it refuses a bad magic or a newer
  * major version, skips record types it does not know, and on a truncated or damaged file
  * returns every record before the damage (of a chunk cut short, every whole record of the part
- * that decodes), then reports where the damage starts.
+ * that decodes), then reports where the damage starts. A hostile file costs what it holds that
+ * is distinct (rules 6 and 7): repeated ENV, NOTE and THREAD records are folded, strings kept
+ * once, a chunk repeated byte for byte is left out, and chunks are read in the seq order of
+ * their events (cmt_reader_folded, cmt_reader_sequence_note); a failed allocation of the
+ * reader's own is CMT_ENOMEM, never damage.
  * Interned tables (strings, stack nodes, symbols, modules, APIs, devices, threads) are kept
  * as they are read and can be queried at any time; their strings live until close. */
 #ifndef CMT_READER_H
@@ -72,7 +76,8 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec);
 /* Restarts at the first chunk; tables read so far are kept. */
 void cmt_reader_rewind(cmt_reader *r);
 
-/* Reads the whole file once to fill the tables (symbols come at the end), then rewinds.
+/* Reads the whole file once to fill the tables (symbols come at the end), then rewinds;
+ * cmt_reader_damage() and cmt_reader_damage_offset() still describe the damage it met.
  * @return 0, or the damage code (tables before the damage are kept). */
 int cmt_reader_preload(cmt_reader *r);
 
@@ -107,5 +112,15 @@ size_t cmt_reader_format_frame(const cmt_reader *r, uint32_t node, char *buf, si
 int cmt_reader_clean_exit(const cmt_reader *r);       /* an END record was seen */
 uint64_t cmt_reader_event_count(const cmt_reader *r); /* EVENT records returned */
 uint64_t cmt_reader_seq_gaps(const cmt_reader *r);    /* events missing from the seq order */
+/* Repeated records folded in this pass: ENV, NOTE and THREAD records whose bytes repeat an
+ * earlier record of the file. They are not returned (a repeated THREAD still names its tid,
+ * as the last one for a tid does); strings are kept once whatever holds them, so memory
+ * follows what is distinct in the file, not what it repeats. */
+uint64_t cmt_reader_folded(const cmt_reader *r);
+/* What the chunk sequence showed (docs/trace-format.md, rule 7): chunks that repeat an earlier
+ * one byte for byte (left out), chunks out of seq order (read in seq order), events missing
+ * between chunks (a chunk lost). Writes one line, "" when none, into buf (snprintf-style).
+ * @return the length it wanted. */
+size_t cmt_reader_sequence_note(const cmt_reader *r, char *buf, size_t size);
 
 #endif

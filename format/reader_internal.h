@@ -27,6 +27,20 @@ struct cmt__thread_entry {
     const char *name;
 };
 
+/* A set of byte strings, each kept once in the arena (open addressing, linear probes, half
+ * full at most): the reader's strings, and the records of the list families (ENV, NOTE,
+ * THREAD), so that memory follows what is distinct, not what a file repeats. */
+struct cmt__intern_slot {
+    uint64_t hash; /* 0: the slot is empty (hashes are stored with their low bit set) */
+    const char *text;
+    size_t len;
+    uint64_t first; /* the fold set: the ordinal of the record's first occurrence */
+};
+struct cmt__intern {
+    struct cmt__intern_slot *slots;
+    size_t cap, count;
+};
+
 struct cmt_reader {
     const uint8_t *data; /* whole file */
     size_t len;
@@ -52,11 +66,29 @@ struct cmt_reader {
     uint32_t block_left;
     const uint8_t *col[CMT_NCOLS], *col_end[CMT_NCOLS];
 
+    /* the chunk sequence (reader_chunks.c): the whole chunks found at the first load, in the
+     * order they are read (seq order; a chunk repeated byte for byte left out), then the rest
+     * of the file from scan_end in file order (a chunk cut short, damage) */
+    int scanned;
+    uint64_t *order;
+    size_t order_count, order_next;
+    uint64_t scan_end;
+    uint64_t repeated_chunks, repeated_at; /* chunks left out; the first one's offset */
+    uint64_t moved_chunks, moved_at;       /* chunks read out of file order; the first's */
+    uint64_t missing_events, missing_at;   /* a chunk's first event jumps the seq: the first */
+    uint64_t chunk_first_event;            /* r->events when the current chunk was loaded */
+
     int error; /* sticky damage code */
     uint64_t damage_offset;
     char damage[160];
 
     struct cmt__arena_block *arena;
+    uint64_t hash_seed;
+    struct cmt__intern strings_interned; /* every string a record holds */
+    struct cmt__intern folds;            /* records of the list families, whole */
+    uint64_t ordinal;                    /* records read by the slow path in this pass */
+    uint64_t folded;                     /* repeated records folded in this pass */
+    int record_fresh; /* the record being decoded is the first of its content in the file */
 
     struct cmt_process process;
     int have_process;
@@ -77,6 +109,8 @@ struct cmt_reader {
     uint32_t device_cap;
     struct cmt__thread_entry *threads;
     uint32_t thread_count, thread_cap;
+    uint32_t *thread_index; /* open addressing by tid: position in threads + 1, 0 empty */
+    uint32_t thread_index_cap;
     struct cmt_env *envs;
     size_t env_count, env_cap;
 
@@ -84,8 +118,16 @@ struct cmt_reader {
     uint64_t events, gaps, last_seq;
 };
 
-/* Tables (reader_tables.c). Each store returns 0, or -1 for an id out of bounds or no memory. */
+/* Tables (reader_tables.c). Each store returns 0, CMT_ECORRUPT for an id out of bounds, or
+ * CMT_ENOMEM. */
+/* A hash of s keyed by the reader's seed. */
+uint64_t cmt__reader_hash(const cmt_reader *r, const uint8_t *s, size_t len);
+/* The arena's copy of s (NUL-terminated), the same pointer for the same bytes. NULL: no memory. */
 const char *cmt__reader_strdup(cmt_reader *r, const uint8_t *s, size_t len);
+/* The slot of bytes s in set t, added (with *fresh = 1) when new. NULL: no memory. The slot
+ * moves when the set grows: use it before the next call. */
+struct cmt__intern_slot *cmt__reader_intern(cmt_reader *r, struct cmt__intern *t, const uint8_t *s,
+                                            size_t len, int *fresh);
 int cmt__reader_store_api(cmt_reader *r, const struct cmt_api *a);
 int cmt__reader_store_string(cmt_reader *r, uint32_t id, const char *s);
 int cmt__reader_store_node(cmt_reader *r, const struct cmt_stack_node *n);
@@ -97,13 +139,27 @@ int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e);
 /* Frees every table and the string arena. */
 void cmt__reader_free_tables(cmt_reader *r);
 
-/* A record's payload being decoded: absent trailing fields read as 0, damage sets bad. */
+/* Hands back the mapped pages below `upto` (from r->released on, in steps of 4 MiB), so that
+ * the resident memory of a pass over a large file stays bounded (reader.c). */
+void cmt__reader_release(cmt_reader *r, uint64_t upto);
+/* Chunks (reader_chunks.c). Walks the headers of the whole chunks once, leaves out a chunk
+ * that repeats an earlier one byte for byte, and orders the chunks with events by the seq of
+ * their first event (a chunk without events keeps its place). @return 0 or CMT_ENOMEM. */
+int cmt__reader_scan_chunks(cmt_reader *r);
+/* Counts the events missing before an event of `seq` (it jumps the seq order): at a chunk's
+ * start, a chunk missing. */
+void cmt__reader_count_gap(cmt_reader *r, uint64_t seq);
+/* The chunk header at `at` is whole and sane, its frame csize bytes long (*csize, *rsize). */
+int cmt__reader_chunk_header_ok(const cmt_reader *r, uint64_t at, uint32_t *csize, uint32_t *rsize);
+
+/* A record's payload being decoded: absent trailing fields read as 0, damage sets bad, a
+ * failed allocation nomem. */
 struct cmt__dec {
     const uint8_t *p, *end;
-    int bad;
+    int bad, nomem;
 };
 /* Decodes one known record's payload (any type but EVENTS; reader_records.c).
- * @return 0, or -1 when the payload is malformed. */
+ * @return 0, -1 when the payload is malformed, or CMT_ENOMEM. */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec);
 
 #endif

@@ -3,6 +3,8 @@
  * v1/v2 event layout, the process, the tables. */
 #include <stdlib.h>
 
+#include "cmt_error.h"
+
 #include "reader_internal.h"
 #include "varint.h"
 
@@ -69,7 +71,7 @@ static const char *str(cmt_reader *r, struct cmt__dec *d, size_t *len_out)
     const char *s = cmt__reader_strdup(r, d->p, (size_t)len);
     d->p += len;
     if (!s) {
-        d->bad = 1;
+        d->bad = d->nomem = 1; /* bad stops the decoding; nomem says why */
         return "";
     }
     if (len_out)
@@ -125,7 +127,7 @@ static int decode_event(cmt_reader *r, struct cmt__dec *d, struct cmt_event *e)
     }
     e->fields = fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
     if (r->events && e->seq > r->last_seq + 1)
-        r->gaps += e->seq - r->last_seq - 1;
+        cmt__reader_count_gap(r, e->seq);
     r->last_seq = e->seq;
     r->events++;
     return 0;
@@ -151,7 +153,7 @@ static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process 
         return -1;
     const char **argv = calloc(p->argc + 1, sizeof *argv);
     if (!argv)
-        return -1;
+        return CMT_ENOMEM;
     for (uint32_t i = 0; i < p->argc; i++)
         argv[i] = str(r, d, NULL);
     p->rank = known_minus_one(u64(d)); /* 3.1; absent: unknown */

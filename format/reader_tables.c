@@ -29,7 +29,7 @@ static void *grow(void *p, uint32_t *cap, uint32_t need, size_t elem)
     return q;
 }
 
-const char *cmt__reader_strdup(cmt_reader *r, const uint8_t *s, size_t len)
+static char *arena_copy(cmt_reader *r, const uint8_t *s, size_t len)
 {
     struct cmt__arena_block *b = r->arena;
     if (!b || b->cap - b->used < len + 1) {
@@ -49,13 +49,84 @@ const char *cmt__reader_strdup(cmt_reader *r, const uint8_t *s, size_t len)
     return out;
 }
 
+/* A hash keyed by the reader's seed (a file cannot aim its strings at one chain without
+ * knowing it): 8 bytes at a time, each folded in with a multiply, then murmur3's finaliser. */
+uint64_t cmt__reader_hash(const cmt_reader *r, const uint8_t *s, size_t len)
+{
+    uint64_t h = r->hash_seed ^ (len * UINT64_C(0x9e3779b97f4a7c15));
+    for (; len >= 8; s += 8, len -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+        h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, s, len);
+    h = (h ^ tail) * UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    return h;
+}
+
+/* Doubles t (or gives it its first 64 slots). @return 0 or CMT_ENOMEM. */
+static int intern_grow(struct cmt__intern *t)
+{
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    struct cmt__intern_slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return CMT_ENOMEM;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].hash)
+            continue;
+        size_t j = (size_t)t->slots[i].hash & (cap - 1);
+        while (slots[j].hash)
+            j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 0;
+}
+
+struct cmt__intern_slot *cmt__reader_intern(cmt_reader *r, struct cmt__intern *t, const uint8_t *s,
+                                            size_t len, int *fresh)
+{
+    if ((t->count + 1) * 2 > t->cap && intern_grow(t) != 0)
+        return NULL;
+    uint64_t h = cmt__reader_hash(r, s, len) | 1; /* 0 marks an empty slot */
+    size_t j = (size_t)h & (t->cap - 1);
+    for (; t->slots[j].hash; j = (j + 1) & (t->cap - 1)) {
+        struct cmt__intern_slot *e = &t->slots[j];
+        if (e->hash == h && e->len == len && memcmp(e->text, s, len) == 0) {
+            *fresh = 0;
+            return e;
+        }
+    }
+    char *copy = arena_copy(r, s, len);
+    if (!copy)
+        return NULL;
+    t->slots[j] = (struct cmt__intern_slot){h, copy, len, 0};
+    t->count++;
+    *fresh = 1;
+    return &t->slots[j];
+}
+
+const char *cmt__reader_strdup(cmt_reader *r, const uint8_t *s, size_t len)
+{
+    int fresh;
+    struct cmt__intern_slot *e = cmt__reader_intern(r, &r->strings_interned, s, len, &fresh);
+    return e ? e->text : NULL;
+}
+
 int cmt__reader_store_api(cmt_reader *r, const struct cmt_api *a)
 {
     if (a->id > CMT__MAX_API_ID)
-        return -1;
+        return CMT_ECORRUPT;
     struct cmt_api *t = grow(r->apis, &r->api_cap, a->id, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->apis = t;
     t[a->id] = *a;
     return 0;
@@ -64,10 +135,10 @@ int cmt__reader_store_api(cmt_reader *r, const struct cmt_api *a)
 int cmt__reader_store_string(cmt_reader *r, uint32_t id, const char *s)
 {
     if (id == 0 || id > CMT__MAX_TABLE_ID)
-        return -1;
+        return CMT_ECORRUPT;
     const char **t = grow(r->strings, &r->string_cap, id, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->strings = t;
     t[id] = s;
     if (id > r->string_max)
@@ -78,17 +149,17 @@ int cmt__reader_store_string(cmt_reader *r, uint32_t id, const char *s)
 int cmt__reader_store_node(cmt_reader *r, const struct cmt_stack_node *n)
 {
     if (n->id == 0 || n->id > CMT__MAX_TABLE_ID)
-        return -1;
+        return CMT_ECORRUPT;
     if (n->id >= r->node_cap) {
         uint32_t cap = r->node_cap;
         uint32_t *p = grow(r->node_parent, &cap, n->id, sizeof *p);
         if (!p)
-            return -1;
+            return CMT_ENOMEM;
         r->node_parent = p;
         cap = r->node_cap;
         uint64_t *ip = grow(r->node_ip, &cap, n->id, sizeof *ip);
         if (!ip)
-            return -1;
+            return CMT_ENOMEM;
         r->node_ip = ip;
         r->node_cap = cap;
     }
@@ -102,10 +173,10 @@ int cmt__reader_store_node(cmt_reader *r, const struct cmt_stack_node *n)
 int cmt__reader_store_symbol(cmt_reader *r, const struct cmt_symbol *s)
 {
     if (s->node == 0 || s->node > CMT__MAX_TABLE_ID)
-        return -1;
+        return CMT_ECORRUPT;
     struct cmt_symbol *t = grow(r->symbols, &r->symbol_cap, s->node, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->symbols = t;
     t[s->node] = *s;
     return 0;
@@ -120,7 +191,7 @@ int cmt__reader_store_module(cmt_reader *r, const struct cmt_module *m)
         }
     struct cmt_module *t = grow(r->modules, &r->module_cap, r->module_count, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->modules = t;
     t[r->module_count++] = *m;
     return 0;
@@ -129,34 +200,66 @@ int cmt__reader_store_module(cmt_reader *r, const struct cmt_module *m)
 int cmt__reader_store_device(cmt_reader *r, const struct cmt_device *d)
 {
     if (d->dev < 0 || d->dev >= CMT_MAX_DEVICES)
-        return -1;
+        return CMT_ECORRUPT;
     struct cmt_device *t = grow(r->devices, &r->device_cap, (uint32_t)d->dev, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->devices = t;
     t[d->dev] = *d;
     return 0;
 }
 
+/* The index slot of tid: where it is, or the empty slot where it goes. */
+static uint32_t *thread_slot(const cmt_reader *r, uint32_t tid)
+{
+    uint8_t key[4] = {(uint8_t)tid, (uint8_t)(tid >> 8), (uint8_t)(tid >> 16),
+                      (uint8_t)(tid >> 24)};
+    size_t mask = r->thread_index_cap - 1, j = (size_t)cmt__reader_hash(r, key, 4) & mask;
+    while (r->thread_index[j] && r->threads[r->thread_index[j] - 1].tid != tid)
+        j = (j + 1) & mask;
+    return &r->thread_index[j];
+}
+
+/* Doubles the index (at half full), so that a file of many threads costs no n^2 searches.
+ * @return 0 or CMT_ENOMEM. */
+static int grow_thread_index(cmt_reader *r)
+{
+    uint32_t cap = r->thread_index_cap ? r->thread_index_cap * 2 : 64;
+    uint32_t *index = calloc(cap, sizeof *index);
+    if (!index)
+        return CMT_ENOMEM;
+    free(r->thread_index);
+    r->thread_index = index;
+    r->thread_index_cap = cap;
+    for (uint32_t i = 0; i < r->thread_count; i++)
+        *thread_slot(r, r->threads[i].tid) = i + 1;
+    return 0;
+}
+
 int cmt__reader_store_thread(cmt_reader *r, const struct cmt_thread *th)
 {
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == th->tid) {
-            r->threads[i].name = th->name;
-            return 0;
-        }
+    if ((r->thread_count + 1) * 2 > r->thread_index_cap && grow_thread_index(r) != 0)
+        return CMT_ENOMEM;
+    uint32_t *slot = thread_slot(r, th->tid);
+    if (*slot) {
+        r->threads[*slot - 1].name = th->name;
+        return 0;
+    }
     struct cmt__thread_entry *t = grow(r->threads, &r->thread_cap, r->thread_count, sizeof *t);
     if (!t)
-        return -1;
+        return CMT_ENOMEM;
     r->threads = t;
     t[r->thread_count++] = (struct cmt__thread_entry){th->tid, th->name};
+    *slot = r->thread_count;
     return 0;
 }
 
 int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e)
 {
+    if (!r->record_fresh) /* a repeat, or the first one read again after a rewind */
+        return 0;
     if (CMT_GROW(r->envs, r->env_cap, r->env_count + 1, 16) != 0)
-        return -1;
+        return CMT_ENOMEM;
     r->envs[r->env_count++] = *e;
     return 0;
 }
@@ -177,7 +280,10 @@ void cmt__reader_free_tables(cmt_reader *r)
     free(r->modules);
     free(r->devices);
     free(r->threads);
+    free(r->thread_index);
     free(r->envs);
+    free(r->strings_interned.slots);
+    free(r->folds.slots);
 }
 
 /* ---- queries ---- */
@@ -237,10 +343,10 @@ const struct cmt_device *cmt_reader_device(const cmt_reader *r, int32_t dev)
 
 const char *cmt_reader_thread_name(const cmt_reader *r, uint32_t tid)
 {
-    for (uint32_t i = 0; i < r->thread_count; i++)
-        if (r->threads[i].tid == tid)
-            return r->threads[i].name;
-    return NULL;
+    if (!r->thread_count)
+        return NULL;
+    uint32_t *slot = thread_slot(r, tid);
+    return *slot ? r->threads[*slot - 1].name : NULL;
 }
 
 const struct cmt_symbol *cmt_reader_symbol(const cmt_reader *r, uint32_t node)
@@ -309,6 +415,11 @@ int cmt_reader_clean_exit(const cmt_reader *r)
 uint64_t cmt_reader_event_count(const cmt_reader *r)
 {
     return r->events;
+}
+
+uint64_t cmt_reader_folded(const cmt_reader *r)
+{
+    return r->folded;
 }
 
 uint64_t cmt_reader_seq_gaps(const cmt_reader *r)

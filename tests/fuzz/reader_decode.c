@@ -3,11 +3,9 @@
  * CMT_FUZZ_CLI the commands and their printers too) must neither crash nor leak nor hang.
  * Built as a libFuzzer target with -DCMT_FUZZ=ON (clang), and always as a corpus replayer.
  *
- * Two kinds of input. One that starts like a trace (the magic's first byte, 0x89) is read as a
- * whole file: headers, chunk framing, compression, damage. Any other is taken as the records
- * of one chunk (after its first byte): the harness compresses them into a well-formed trace,
- * so that mutations reach the record decoder and the analyses instead of dying at the chunk's
- * checksum. */
+ * Two kinds of input (fuzz_wrap.h). One that starts like a trace (the magic's first byte, 0x89)
+ * is read as a whole file: headers, chunk framing, compression, damage. Any other is taken as
+ * the records of one chunk (after its first byte), compressed into a well-formed trace. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +15,7 @@
 #include "allocator.h"
 #include "cmt_format.h"
 #include "diff.h"
+#include "fuzz_wrap.h"
 #include "oom.h"
 #include "reader.h"
 #include "replay.h"
@@ -36,51 +35,6 @@
 #endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* The records that a chunk header should count: whole type/length/payload triples. */
-static uint32_t count_records(const uint8_t *p, const uint8_t *end)
-{
-    uint32_t n = 0;
-    uint64_t type, len;
-    while (p < end && cmt__get_varint(&p, end, &type) == 0 && cmt__get_varint(&p, end, &len) == 0 &&
-           len <= (uint64_t)(end - p)) {
-        p += len;
-        n++;
-    }
-    return n ? n : 1;
-}
-
-/* A trace holding `records` as its only chunk. @return malloc'ed bytes, or NULL. */
-static uint8_t *wrap_records(const uint8_t *records, size_t len, size_t *out_len)
-{
-    size_t bound = ZSTD_compressBound(len);
-    uint8_t *t = malloc(CMT_FILE_HEADER_SIZE + CMT_CHUNK_HEADER_SIZE + bound);
-    if (!t)
-        return NULL;
-    uint8_t *frame = t + CMT_FILE_HEADER_SIZE + CMT_CHUNK_HEADER_SIZE;
-    ZSTD_CCtx *c = ZSTD_createCCtx();
-    size_t csize = c ? ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1) : 0;
-    if (!c || ZSTD_isError(csize) ||
-        ZSTD_isError(csize = ZSTD_compress2(c, frame, bound, records, len))) {
-        ZSTD_freeCCtx(c);
-        free(t);
-        return NULL;
-    }
-    ZSTD_freeCCtx(c);
-    memcpy(t, CMT_MAGIC, CMT_MAGIC_SIZE);
-    t[8] = CMT_VERSION_MAJOR;
-    t[9] = 0;
-    t[10] = CMT_VERSION_MINOR;
-    t[11] = 0;
-    memset(t + 12, 0, 4);
-    uint8_t *h = t + CMT_FILE_HEADER_SIZE;
-    cmt__put_le32(h, CMT_CHUNK_MAGIC);
-    cmt__put_le32(h + 4, (uint32_t)csize);
-    cmt__put_le32(h + 8, (uint32_t)len);
-    cmt__put_le32(h + 12, count_records(records, records + len));
-    *out_len = CMT_FILE_HEADER_SIZE + CMT_CHUNK_HEADER_SIZE + csize;
-    return t;
-}
 
 /* Every analysis as an observer of one replay: oom, timeline, report, diff and whatif's stream
  * collection (the pass the CLI runs), then what the commands ask of the finished state. */
@@ -217,12 +171,9 @@ static void commands(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *wrapped = NULL;
-    if (size > 1 && data[0] != 0x89 && size - 1 <= CMT_CHUNK_RAW_MAX) {
-        if (!(wrapped = wrap_records(data + 1, size - 1, &size)))
-            return 0;
-        data = wrapped;
-    }
+    uint8_t *wrapped = cmt_fuzz_wrap(&data, &size);
+    if (!size)
+        return 0;
     cmt_reader *r;
     if (cmt_reader_open_memory(&r, data, size) == 0) {
         analyses(r);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # run-bounded.sh SECONDS [TARGET] — builds fuzz target TARGET (default reader_decode; also
-# pickle_decode) with clang + libFuzzer + ASan/UBSan and fuzzes for SECONDS (default 60)
+# pickle_decode, the `import` path, and export_partitioned) with clang + libFuzzer + ASan/UBSan and fuzzes for SECONDS (default 60)
 # starting from its saved corpus. Exit 0 when nothing was found; otherwise non-zero, with the
 # path of the crashing input on the last line.
 set -eu
@@ -16,8 +16,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$build/fuzz-artifacts"
 cp "$here/corpus/$target/"* "$work/corpus/" 2>/dev/null || true
-if [ "$target" = reader_decode ]; then
-    cp "$src/tests/tools/analysis/golden/"*.cmt "$work/corpus/" 2>/dev/null || true
+if [ "$target" = reader_decode ] || [ "$target" = export_partitioned ]; then
+    cp "$src/tests/tools/analysis/golden/"*.cmt "$here/corpus/hostile/"*.cmt "$work/corpus/" \
+        2>/dev/null || true
 fi
 status=0
 UBSAN_OPTIONS=halt_on_error=1 "$build/tests/fuzz_$target" "$work/corpus" \

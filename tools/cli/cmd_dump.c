@@ -190,7 +190,7 @@ int cmt_cmd_dump(int argc, char **argv)
                          rec.type == CMT_REC_END))
             dump_other(&j, &rec);
     }
-    cmt__warn_damage("dump", path, r, rc);
+    int status = cmt__warn_damage("dump", path, r, rc);
     cmt_reader_close(r);
-    return 0; /* like the analyses: what was readable was printed, the damage was named */
+    return status; /* like the analyses: what was readable was printed, the damage was named */
 }

@@ -238,16 +238,37 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
     return rc;
 }
 
-void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc)
+int cmt__damage_status(const cmt_reader *r, int rc)
 {
-    if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) {
+    if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)
+        return cmt_reader_event_count(r) == 0; /* nothing salvaged: an error, not a warning */
+    return rc < 0;
+}
+
+int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc)
+{
+    uint64_t folded = cmt_reader_folded(r);
+    if (folded)
+        fprintf(stderr,
+                "cumemtrace %s: warning: %s: %" PRIu64
+                " repeated THREAD, NOTE and ENV records folded (each kept once)\n",
+                cmd, path, folded);
+    char sequence[512];
+    if (cmt_reader_sequence_note(r, sequence, sizeof sequence))
+        fprintf(stderr, "cumemtrace %s: warning: %s: %s\n", cmd, path, sequence);
+    int status = cmt__damage_status(r, rc);
+    if ((rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) && status)
+        fprintf(stderr, "cumemtrace %s: %s: %s; no event before it\n", cmd, path,
+                cmt_reader_damage(r));
+    else if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)
         fprintf(stderr,
                 "cumemtrace %s: warning: %s: %s; analysing the %" PRIu64 " events before it\n", cmd,
                 path, cmt_reader_damage(r), cmt_reader_event_count(r));
-    } else if (rc < 0) {
-        fprintf(stderr, "cumemtrace %s: warning: %s: %s; results are partial\n", cmd, path,
-                cmt_strerror(rc));
-    }
+    else if (rc < 0) /* the reader's own failure (out of memory) names where it stopped */
+        fprintf(stderr, "cumemtrace %s: %s: %s; results are partial\n", cmd, path,
+                rc == CMT_ENOMEM && cmt_reader_damage(r)[0] ? cmt_reader_damage(r)
+                                                            : cmt_strerror(rc));
+    return status;
 }
 
 int cmt__site_is_raw(const cmt_reader *r, uint32_t leaf)

@@ -57,8 +57,15 @@ struct cmt_snapshot_trace_stats;
 int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
                           struct cmt_snapshot_trace_stats *stats);
 
-/* Prints one warning naming the damage's byte offset (once per reader; no-op when sound). */
-void cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
+/* The exit status a pass that ended with `rc` leaves its command: 1 when the reader failed on
+ * its own (out of memory) or the damage left no event, 0 otherwise (sound, or damaged after
+ * some events: those are analysed). */
+int cmt__damage_status(const cmt_reader *r, int rc);
+/* After a pass: one warning counting the repeated records folded, one naming what the chunk
+ * sequence showed (cmt_reader_sequence_note; each none when none), and one
+ * line naming the damage's byte offset or the failure (no-op when sound): a warning when the
+ * events before it are analysed, else an error. @return cmt__damage_status(r, rc). */
+int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc);
 
 /* @return 1 when the frame stack `leaf` is named by (cmt_call_site_node) has no function name:
  * it prints as "module+0xoffset" or "0xip" (the trace was not symbolized). */

@@ -72,7 +72,7 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
 
 int cmt__pass_status(const struct cmt__pass *p)
 {
-    return p->damage < 0 && p->damage != CMT_ETRUNCATED && p->damage != CMT_ECORRUPT;
+    return p->reader ? cmt__damage_status(p->reader, p->damage) : p->damage < 0;
 }
 
 void cmt__pass_close(struct cmt__pass *p)

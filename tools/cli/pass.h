@@ -41,7 +41,8 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
                      const struct cmt_observer *extra, size_t nextra);
 void cmt__pass_close(struct cmt__pass *p);
 /* The exit status a finished pass leaves its command: 1 when the replay stopped on an error that
- * is not damage (out of memory: the results shown are partial), else 0. */
+ * is not damage (out of memory: the results shown are partial) or on damage before any event,
+ * else 0 (cmt__damage_status). */
 int cmt__pass_status(const struct cmt__pass *p);
 
 /* `cumemtrace CMD [--json] FILE`: parses the arguments (cmt__parse_json_file) and runs the

@@ -277,9 +277,9 @@ static int read_trace(struct run *run)
     if (rc)
         return fail(run, rc, "%s", cmt_reader_open_error(rc, sys_errno));
     rc = cmt_reader_preload(run->r);
-    if (rc < 0)
+    if (rc < 0) /* the damage's description, or the reader's own failure (out of memory) */
         return fail(run, rc, "%s; not symbolized (records appended after damage could not be read)",
-                    cmt_reader_damage(run->r));
+                    cmt_reader_damage(run->r)[0] ? cmt_reader_damage(run->r) : cmt_strerror(rc));
     return 0;
 }
 

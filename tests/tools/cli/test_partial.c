@@ -11,37 +11,9 @@
 #include "commands.h"
 #include "trace_builder.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CMT_TEST_NO_MALLOC_HOOK 1
-#endif
-#endif
+#include "malloc_failure.h"
 
 #ifndef CMT_TEST_NO_MALLOC_HOOK
-/* glibc's allocator under its own names: the hooks below forward to it. */
-void *__libc_malloc(size_t size);
-void *__libc_calloc(size_t n, size_t size);
-void *__libc_realloc(void *p, size_t size);
-
-static size_t fail_above; /* 0: off; else requests above it fail */
-
-void *malloc(size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    return fail_above && n && size > fail_above / n ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-    return fail_above && size > fail_above ? NULL : __libc_realloc(p, size);
-}
-
 /* 200k live allocations: the replay's tables grow past 1 MiB, the reader's buffers do not. */
 static const char *many_live_trace(void)
 {
