@@ -1,0 +1,156 @@
+/* ledger_print.c — the ledger as text and JSON (see ledger_print.h). */
+#include "ledger_print.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frames.h"
+
+static const char *allocator_name(const cmt_alloc *a, uint32_t id)
+{
+    const struct cmt_alloc_settings *s = a ? cmt_alloc_settings(a, id) : NULL;
+    return s && s->name && *s->name ? s->name : "allocator";
+}
+
+const char *cmt__ledger_row_text(const cmt_reader *r, const cmt_alloc *a,
+                                 const struct cmt_ledger_row *row, char *buf, size_t size)
+{
+    char top[512], pool[64] = "";
+    if (row->pool)
+        snprintf(pool, sizeof pool, ", private pool %" PRIu64, row->pool);
+    switch (row->type) {
+    case CMT_LEDGER_TENSORS:
+    case CMT_LEDGER_CACHED:
+        snprintf(buf, size, "%s (%s%s)", cmt_ledger_row_label(row->type),
+                 allocator_name(a, row->allocator), pool);
+        break;
+    case CMT_LEDGER_DRIVER:
+        if (row->owner != CMT_OWNER_USER)
+            snprintf(buf, size, "%s", cmt_ledger_owner_label(row->owner));
+        else if (row->stack)
+            snprintf(buf, size, "user code: %s", cmt_stack_top(r, row->stack, top, sizeof top));
+        else
+            snprintf(buf, size, "user code: other call sites");
+        break;
+    default: snprintf(buf, size, "%s", cmt_ledger_row_label(row->type));
+    }
+    return buf;
+}
+
+void cmt__ledger_print(const struct cmt__pass *p, const struct cmt_ledger_moment *m,
+                       const char *when, const char *indent)
+{
+    char dev[160], a[32], b[32], label[600], text[600];
+    cmt__device_label(p->replay, m->dev, dev, sizeof dev);
+    printf("%sledger of %s at %s: capacity %s%s\n", indent, dev, when,
+           m->total_bytes ? cmt__bytes(m->total_bytes, a) : "not recorded",
+           m->free_measured ? ", free measured" : ", free derived from the last sample");
+    for (size_t i = 0; i < m->row_count; i++) {
+        const struct cmt_ledger_row *row = &m->rows[i];
+        double share = m->total_bytes ? 100.0 * (double)row->bytes / (double)m->total_bytes : 0;
+        printf("%s  %-9s %10s %5.1f%%  %s", indent, cmt_ledger_row_key(row->type),
+               cmt__bytes(row->bytes, a), share,
+               cmt__text(cmt__ledger_row_text(p->reader, p->alloc, row, label, sizeof label), text,
+                         sizeof text));
+        if (row->count && (row->type == CMT_LEDGER_DRIVER || row->type == CMT_LEDGER_TENSORS))
+            printf(" (%" PRIu64 " %s%s)", row->count,
+                   row->type == CMT_LEDGER_TENSORS ? "block" : "allocation",
+                   row->count == 1 ? "" : "s");
+        putchar('\n');
+    }
+    uint64_t r = m->residual_bytes < 0 ? (uint64_t)-m->residual_bytes : (uint64_t)m->residual_bytes;
+    printf("%s  %-9s %s%s  (capacity less every row%s)\n", indent, "residual",
+           m->residual_bytes < 0 ? "-" : "", cmt__bytes(r, b),
+           m->residual_bytes ? ": this process's rows exceed what the driver measured as used"
+                             : "");
+}
+
+void cmt__ledger_json(struct cmt__json *j, const char *key, const struct cmt__pass *p,
+                      const struct cmt_ledger_moment *m)
+{
+    char label[600];
+    cmt__json_object(j, key);
+    cmt__json_i64(j, "dev", m->dev);
+    cmt__json_u64(j, "t_ns", m->t_ns);
+    cmt__json_u64(j, "seq", m->seq);
+    cmt__json_u64(j, "total_bytes", m->total_bytes);
+    cmt__json_bool(j, "free_measured", m->free_measured);
+    cmt__json_u64(j, "process_bytes", m->process_bytes);
+    cmt__json_u64(j, "context_bytes", m->context_bytes);
+    cmt__json_u64(j, "others_bytes", m->others_bytes);
+    cmt__json_u64(j, "free_bytes", m->free_bytes);
+    cmt__json_i64(j, "residual_bytes", m->residual_bytes);
+    cmt__json_array(j, "rows");
+    for (size_t i = 0; i < m->row_count; i++) {
+        const struct cmt_ledger_row *row = &m->rows[i];
+        cmt__json_object(j, NULL);
+        cmt__json_string(j, "row", cmt_ledger_row_key(row->type));
+        cmt__json_string(j, "label",
+                         cmt__ledger_row_text(p->reader, p->alloc, row, label, sizeof label));
+        cmt__json_u64(j, "bytes", row->bytes);
+        if (row->type == CMT_LEDGER_TENSORS || row->type == CMT_LEDGER_CACHED) {
+            cmt__json_u64(j, "allocator", row->allocator);
+            cmt__json_u64(j, "pool", row->pool);
+        }
+        if (row->type == CMT_LEDGER_DRIVER) {
+            cmt__json_string(j, "owner", cmt_ledger_owner_key(row->owner));
+            if (row->stack)
+                cmt__json_stack(j, "stack", p->reader, row->stack);
+        }
+        if (row->count)
+            cmt__json_u64(j, "count", row->count);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}
+
+int cmt__parse_time(const char *text, uint64_t *ns)
+{
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1e9}, {"s", 1e9}, {"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"min", 60e9}};
+    char *end;
+    if (!text || !((*text >= '0' && *text <= '9') || *text == '.'))
+        return -1;
+    double v = strtod(text, &end);
+    if (end == text || !(v >= 0))
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strcmp(end, units[i].unit) == 0 && v * units[i].scale < 1.8e19) {
+            *ns = (uint64_t)(v * units[i].scale + 0.5);
+            return 0;
+        }
+    return -1;
+}
+
+const struct cmt_ledger_moment *cmt__ledger_at_oom(const cmt_ledger *l, int32_t dev, uint64_t t_ns)
+{
+    for (size_t i = 0; l && i < cmt_ledger_count(l); i++) {
+        const struct cmt_ledger_moment *m = cmt_ledger_moment(l, i);
+        if ((m->why & CMT_LEDGER_AT_OOM) && m->dev == dev && m->t_ns == t_ns)
+            return m;
+    }
+    return NULL;
+}
+
+int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
+                     const struct cmt_ledger_options *o, int second, cmt_ledger **ledger)
+{
+    *ledger = NULL;
+    if (cmt__pass_open(p, cmd, path) != 0)
+        return 1;
+    p->quiet_damage = second;
+    struct cmt_observer obs;
+    int have = 0;
+    if (cmt_alloc_create(&p->alloc) != 0 || cmt_ledger_create(ledger, p->alloc, o) != 0)
+        fprintf(stderr, "cumemtrace %s: %s: out of memory (no ledger)\n", cmd, path);
+    else {
+        obs = cmt_ledger_observer(*ledger);
+        have = 1;
+    }
+    return cmt__pass_replay(p, want, NULL, have ? &obs : NULL, have ? 1 : 0);
+}
