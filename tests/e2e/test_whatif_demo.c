@@ -96,7 +96,12 @@ Test(whatif_demo, demo_command_tells_the_whole_story)
                           "$ cumemtrace oom sd-oom.cmt",
                           /* the ordinary (caching-on) run alone tells the story */
                           "  verdict    fragmentation",
-                          "$ cumemtrace whatif --oom-message 1.x sd-oom.cmt",
+                          /* the ledger at the failure: the cache and the tensors add up */
+                          "  ledger of GPU 0 (simcuda GPU 0 (simulated)) at the failure: capacity "
+                          "24.00 GiB, free measured",
+                          "    cached      6.23 GiB  26.0%  cached, free in segments "
+                          "(pytorch-cuda-caching)",
+                          "    residual  0 B", "$ cumemtrace whatif --oom-message 1.x sd-oom.cmt",
                           "the model reproduces 7 of 7 segment allocations of this run",
                           /* the caching-off re-run is an aside, and agrees */
                           "Aside: ", "$ PYTORCH_NO_CUDA_MEMORY_CACHING=1 cumemtrace record",

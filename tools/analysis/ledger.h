@@ -9,7 +9,9 @@
  * user code, by call site; CUDA graph memory (the driver's graph pool, live and retained);
  * bytes retained by stream-ordered pools; the rounding of allocations to the driver's
  * granularity; the runtime/context overhead (the device's used memory when the process first
- * used it); other processes (total - free - this process, at the last free/total sample);
+ * used it: its context, and what other processes held then, which one trace cannot tell
+ * apart); other processes since (total - free - this process - context, at the last free/total
+ * sample);
  * free; and the residual (capacity minus every row), shown, never hidden. On simcuda the
  * residual is 0.
  *
@@ -35,8 +37,8 @@
     X(GRAPH, "graph", "CUDA graph memory")           /* graph pool: live and retained */    \
     X(POOLS, "pools", "stream-ordered pools, retained")                                     \
     X(ROUNDING, "rounding", "rounding to 2 MiB pages") /* granularity */                    \
-    X(CONTEXT, "context", "runtime/context overhead")                                       \
-    X(OTHERS, "others", "other processes")                                                  \
+    X(CONTEXT, "context", "runtime/context overhead and others at first use")               \
+    X(OTHERS, "others", "other processes since")                                            \
     X(FREE, "free", "free")
 /* clang-format on */
 
