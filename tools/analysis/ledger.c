@@ -437,27 +437,12 @@ struct cmt_observer cmt_ledger_observer(cmt_ledger *l)
 
 /* --- finish: owners and rows --- */
 
-static const char *base_name(const char *path)
-{
-    const char *slash = path ? strrchr(path, '/') : NULL;
-    return slash ? slash + 1 : path;
-}
-
 static int frame_owner(const cmt_reader *r, uint32_t node)
 {
-    const struct cmt_symbol *s = cmt_reader_symbol(r, node);
-    const char *function = s ? cmt_reader_string(r, s->function) : NULL;
-    const char *file = s ? base_name(cmt_reader_string(r, s->file)) : NULL;
-    const char *module = NULL;
-    struct cmt_stack_node n;
-    if (cmt_reader_stack_node(r, node, &n) == 0) {
-        const struct cmt_module *m = cmt_reader_module_at(r, n.ip);
-        module = m ? base_name(m->path) : NULL;
-    }
+    struct cmt_frame_texts t;
+    cmt_frame_texts(r, node, &t);
     for (size_t i = 0; i < sizeof owner_frames / sizeof *owner_frames; i++) {
-        const char *text = owner_frames[i].what == CMT_FRAME_FUNCTION ? function
-                           : owner_frames[i].what == CMT_FRAME_MODULE ? module
-                                                                      : file;
+        const char *text = cmt_frame_text(&t, owner_frames[i].what);
         if (text && cmt_glob(owner_frames[i].pattern, text))
             return owner_frames[i].owner;
     }
