@@ -107,6 +107,79 @@ void cmt__ledger_json(struct cmt__json *j, const char *key, const struct cmt__pa
     cmt__json_end_object(j);
 }
 
+void cmt__ledger_page_json(struct cmt__json *j, const struct cmt__pass *p, const cmt_alloc *a,
+                           const cmt_ledger *l)
+{
+    if (!l)
+        return;
+    char label[600];
+    struct cmt__pass named = *p; /* the row labels read the allocator names from a */
+    named.alloc = (cmt_alloc *)a;
+    cmt__json_array(j, "ledger");
+    for (uint32_t slot = 1; slot < cmt_replay_device_count(p->replay); slot++) {
+        int32_t dev = (int32_t)slot - 1;
+        size_t any = 0;
+        while (any < cmt_ledger_count(l) &&
+               (!(cmt_ledger_moment(l, any)->why & CMT_LEDGER_AT_TIME) ||
+                cmt_ledger_moment(l, any)->dev != dev))
+            any++;
+        if (any == cmt_ledger_count(l))
+            continue;
+        cmt__json_object(j, NULL);
+        cmt__json_i64(j, "dev", dev);
+        cmt__json_array(j, "t");
+        for (size_t i = 0; i < cmt_ledger_count(l); i++) {
+            const struct cmt_ledger_moment *m = cmt_ledger_moment(l, i);
+            if ((m->why & CMT_LEDGER_AT_TIME) && m->dev == dev)
+                cmt__json_u64(j, NULL, m->t_ns);
+        }
+        cmt__json_end_array(j);
+        cmt__json_array(j, "m");
+        for (size_t i = 0; i < cmt_ledger_count(l); i++) {
+            const struct cmt_ledger_moment *m = cmt_ledger_moment(l, i);
+            if (!(m->why & CMT_LEDGER_AT_TIME) || m->dev != dev)
+                continue;
+            cmt__json_object(j, NULL);
+            cmt__json_u64(j, "total", m->total_bytes);
+            cmt__json_i64(j, "residual", m->residual_bytes);
+            cmt__json_array(j, "rows");
+            for (size_t r = 0; r < m->row_count; r++) {
+                cmt__json_array(j, NULL);
+                cmt__json_string(j, NULL, cmt_ledger_row_key(m->rows[r].type));
+                cmt__json_string(
+                    j, NULL,
+                    cmt__ledger_row_text(p->reader, named.alloc, &m->rows[r], label, sizeof label));
+                cmt__json_u64(j, NULL, m->rows[r].bytes);
+                cmt__json_end_array(j);
+            }
+            cmt__json_end_array(j);
+            cmt__json_end_object(j);
+        }
+        cmt__json_end_array(j);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, size_t count, uint64_t *times)
+{
+    size_t n = 0;
+    int peak_done = 0;
+    for (size_t i = 1; i <= count; i++) {
+        uint64_t t = (uint64_t)((double)end_t * (double)i / (double)count);
+        if (!peak_done && peak_t <= t) {
+            peak_done = 1;
+            if (peak_t < t && (!n || times[n - 1] < peak_t))
+                times[n++] = peak_t;
+        }
+        if (!n || times[n - 1] < t)
+            times[n++] = t;
+    }
+    if (!peak_done && (!n || times[n - 1] < peak_t))
+        times[n++] = peak_t;
+    return n;
+}
+
 int cmt__parse_time(const char *text, uint64_t *ns)
 {
     static const struct {

@@ -22,6 +22,15 @@ void cmt__ledger_print(const struct cmt__pass *p, const struct cmt_ledger_moment
 void cmt__ledger_json(struct cmt__json *j, const char *key, const struct cmt__pass *p,
                       const struct cmt_ledger_moment *m);
 
+/* The HTML page's `ledger` key: per device {dev, t: [ns...], m: [{total, residual, rows:
+ * [[row key, label, bytes], ...]}]}, the moments taken at times (CMT_LEDGER_AT_TIME) in time
+ * order; a: the allocator view the ledger read (allocator names). Nothing when l is NULL. */
+void cmt__ledger_page_json(struct cmt__json *j, const struct cmt__pass *p, const cmt_alloc *a,
+                           const cmt_ledger *l);
+/* The times the page takes the ledger at: `count` evenly spaced up to end_t and the peak, in
+ * order, into times (count + 1 of them). @return how many. */
+size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, size_t count, uint64_t *times);
+
 /* Parses a time from the trace's start: a number with a unit ns, us, ms, s (the default) or
  * min ("12.5s", "800ms", "3"). @return 0 with *ns set, or -1. */
 int cmt__parse_time(const char *text, uint64_t *ns);
