@@ -151,6 +151,17 @@ const struct cmt_ledger_moment *cmt_ledger_moment(const cmt_ledger *l, size_t i)
 const struct cmt_ledger_moment *cmt_ledger_find(const cmt_ledger *l, unsigned why, int32_t dev,
                                                 size_t time_index);
 
+/* Several processes on one GPU at one moment (their moments of that GPU's device): their
+ * bytes, what the GPU held beyond them (contexts and untraced processes: total - free - the
+ * processes), free (a member's measured free, else the smallest member's) and the residual. */
+struct cmt_ledger_combined {
+    uint64_t total_bytes, processes_bytes, shared_bytes, free_bytes;
+    int64_t residual_bytes;
+    int free_measured;
+};
+void cmt_ledger_combine(const struct cmt_ledger_moment *const *m, size_t n,
+                        struct cmt_ledger_combined *out);
+
 /* The owner of allocation stack `stack` (CMT_OWNER_USER when no frame names one). */
 int cmt_ledger_owner_of(const cmt_reader *r, uint32_t stack);
 
