@@ -14,25 +14,18 @@
 #include "frames.h"
 #include "replay_internal.h"
 
-static const char *const row_keys[] = {
-#define CMT__LEDGER_ROW_KEY(name, key, label) key,
-    CMT_LEDGER_ROWS(CMT__LEDGER_ROW_KEY)
-#undef CMT__LEDGER_ROW_KEY
+struct names {
+    const char *key, *label;
 };
-static const char *const row_labels[] = {
-#define CMT__LEDGER_ROW_LABEL(name, key, label) label,
-    CMT_LEDGER_ROWS(CMT__LEDGER_ROW_LABEL)
-#undef CMT__LEDGER_ROW_LABEL
+static const struct names row_names[] = {
+#define CMT__LEDGER_ROW_NAMES(name, key, label) {key, label},
+    CMT_LEDGER_ROWS(CMT__LEDGER_ROW_NAMES)
+#undef CMT__LEDGER_ROW_NAMES
 };
-static const char *const owner_keys[] = {
-#define CMT__LEDGER_OWNER_KEY(name, key, label) key,
-    CMT_LEDGER_OWNERS(CMT__LEDGER_OWNER_KEY)
-#undef CMT__LEDGER_OWNER_KEY
-};
-static const char *const owner_labels[] = {
-#define CMT__LEDGER_OWNER_LABEL(name, key, label) label,
-    CMT_LEDGER_OWNERS(CMT__LEDGER_OWNER_LABEL)
-#undef CMT__LEDGER_OWNER_LABEL
+static const struct names owner_names[] = {
+#define CMT__LEDGER_OWNER_NAMES(name, key, label) {key, label},
+    CMT_LEDGER_OWNERS(CMT__LEDGER_OWNER_NAMES)
+#undef CMT__LEDGER_OWNER_NAMES
 };
 static const struct {
     int owner, what;
@@ -46,19 +39,19 @@ static const struct {
 
 const char *cmt_ledger_row_key(int t)
 {
-    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_keys[t] : "?";
+    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_names[t].key : "?";
 }
 const char *cmt_ledger_row_label(int t)
 {
-    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_labels[t] : "?";
+    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_names[t].label : "?";
 }
 const char *cmt_ledger_owner_key(int o)
 {
-    return o >= 0 && o < CMT_OWNER_COUNT ? owner_keys[o] : "?";
+    return o >= 0 && o < CMT_OWNER_COUNT ? owner_names[o].key : "?";
 }
 const char *cmt_ledger_owner_label(int o)
 {
-    return o >= 0 && o < CMT_OWNER_COUNT ? owner_labels[o] : "?";
+    return o >= 0 && o < CMT_OWNER_COUNT ? owner_names[o].label : "?";
 }
 
 struct raw_pool {
@@ -175,23 +168,7 @@ static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d)
 
 static int in_segment(const cmt_ledger *l, int32_t dev, uint64_t addr)
 {
-    size_t n = l->alloc ? cmt_alloc_device_count(l->alloc) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct cmt_alloc_device *d = cmt_alloc_device_at(l->alloc, i);
-        if (d->dev != dev || !d->segment_count)
-            continue;
-        size_t lo = 0, hi = d->segment_count; /* the last segment starting at or below addr */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (d->segments[mid].addr <= addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo && addr - d->segments[lo - 1].addr < d->segments[lo - 1].size)
-            return 1;
-    }
-    return 0;
+    return l->alloc && cmt_alloc_holds(l->alloc, dev, addr);
 }
 
 static int cmp_u64(const void *a, const void *b)
