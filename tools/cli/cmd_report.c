@@ -160,19 +160,23 @@ static void json_threads(struct cmt__json *j, const cmt_replay *rp, const cmt_re
 struct report_ledger {
     struct cmt__pass pass;
     cmt_ledger *ledger;
-    uint64_t times[MAX_AT + 1]; /* [0]: the peak, then the --at times as given */
+    uint64_t at[MAX_AT]; /* the --at times, ascending (take_at sorts them) */
+    size_t at_count;
+    uint64_t times[MAX_AT + 1]; /* the ledger's times: the --at times and the peak */
     size_t time_count;
+    uint64_t peak_t;
     int ran;
 };
 
-/* Moments of every device for `why` (and time index ti), in device order. */
+/* Moments of every device for `why` (for CMT_LEDGER_AT_TIME: taken at time t), in device
+ * order. */
 static void json_ledger_list(struct cmt__json *j, const char *key, const struct report_ledger *l,
-                             unsigned why, size_t ti)
+                             unsigned why, uint64_t t)
 {
     cmt__json_array(j, key);
     for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
         const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
-        if ((m->why & why) && (!(why & CMT_LEDGER_AT_TIME) || m->time_index == ti))
+        if ((m->why & why) && (!(why & CMT_LEDGER_AT_TIME) || m->t_ns == t))
             cmt__ledger_json(j, NULL, &l->pass, m);
     }
     cmt__json_end_array(j);
@@ -183,19 +187,20 @@ static void json_ledger(struct cmt__json *j, const struct report_ledger *l)
     if (!l->ran || !l->ledger)
         return;
     cmt__json_object(j, "ledger");
-    json_ledger_list(j, "peak", l, CMT_LEDGER_AT_TIME, 0);
+    json_ledger_list(j, "peak", l, CMT_LEDGER_AT_TIME, l->peak_t);
     json_ledger_list(j, "end", l, CMT_LEDGER_AT_END, 0);
     cmt__json_array(j, "at");
-    for (size_t t = 1; t < l->time_count; t++) {
+    for (size_t t = 0; t < l->at_count; t++) {
         cmt__json_object(j, NULL);
-        cmt__json_u64(j, "t_ns", l->times[t]);
-        json_ledger_list(j, "devices", l, CMT_LEDGER_AT_TIME, t);
+        cmt__json_u64(j, "t_ns", l->at[t]);
+        json_ledger_list(j, "devices", l, CMT_LEDGER_AT_TIME, l->at[t]);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
     cmt__json_end_object(j);
 }
 
+/* The moments in time order (the peak among the --at times), then the end. */
 static void text_ledger(const struct report_ledger *l)
 {
     if (!l->ran || !l->ledger)
@@ -207,7 +212,7 @@ static void text_ledger(const struct report_ledger *l)
             continue; /* a device nothing was measured or held on */
         if (m->why & CMT_LEDGER_AT_END)
             snprintf(when, sizeof when, "the end");
-        else if (m->time_index == 0)
+        else if (m->t_ns == l->peak_t)
             snprintf(when, sizeof when, "the peak (%s)", cmt__duration(m->t_ns, a));
         else
             snprintf(when, sizeof when, "%s", cmt__duration(m->t_ns, a));
@@ -381,58 +386,53 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__hint_symbolize("report", p->path, raw && !p->damage);
 }
 
-/* Takes --at TIME options out of argv (into l->times[1..]). @return 0, or 2 after a usage
- * error. */
-static int take_at(int *argc, char **argv, struct report_ledger *l)
-{
-    int kept = 1;
-    l->time_count = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *v;
-        if (!cmt__value_option(*argc, argv, &i, "--at", NULL, &v)) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        if (l->time_count > MAX_AT)
-            return cmt__usage_error("report", "at most %d --at times", MAX_AT);
-        if (!v || cmt__parse_time(v, &l->times[l->time_count]) != 0)
-            return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
-                                    v ? v : "");
-        l->time_count++;
-    }
-    *argc = kept;
-    return 0;
-}
-
 static int by_time(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
+/* Takes --at TIME options out of argv (into l->at, sorted). @return 0, or 2 after a usage
+ * error. */
+static int take_at(int *argc, char **argv, struct report_ledger *l)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v;
+        if (!cmt__value_option(*argc, argv, &i, "--at", NULL, &v)) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (l->at_count == MAX_AT)
+            return cmt__usage_error("report", "at most %d --at times", MAX_AT);
+        if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
+            return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
+                                    v ? v : "");
+        l->at_count++;
+    }
+    *argc = kept;
+    qsort(l->at, l->at_count, sizeof *l->at, by_time);
+    return 0;
+}
+
 /* The second pass: the ledger at the peak of pass p, the --at times and the end. */
 static void run_ledger(const struct cmt__pass *p, struct report_ledger *l)
 {
-    l->times[0] = cmt_replay_totals(p->replay)->peak_t_ns;
-    uint64_t sorted[MAX_AT + 1];
-    memcpy(sorted, l->times, l->time_count * sizeof *sorted);
-    qsort(sorted, l->time_count, sizeof *sorted, by_time);
-    /* moments are found by index in the order given: keep the options' order by taking each
-     * time's moments from a sorted copy and mapping them back */
-    struct cmt_ledger_options o = {
-        .at = CMT_LEDGER_AT_END, .times = sorted, .time_count = l->time_count};
-    if (cmt__ledger_pass(&l->pass, "report", p->path, 0, &o, 1, &l->ledger) != 0)
-        return;
-    l->ran = 1;
-    for (size_t i = 0; l->ledger && i < cmt_ledger_count(l->ledger); i++) {
-        struct cmt_ledger_moment *m = (struct cmt_ledger_moment *)cmt_ledger_moment(l->ledger, i);
-        if (!(m->why & CMT_LEDGER_AT_TIME))
-            continue;
-        size_t given = 0; /* the first option with that time */
-        while (given < l->time_count && l->times[given] != sorted[m->time_index])
-            given++;
-        m->time_index = given;
+    l->peak_t = cmt_replay_totals(p->replay)->peak_t_ns;
+    size_t n = 0, a = 0;
+    for (int peak = 1; a < l->at_count || peak;) { /* merge the peak into the sorted times */
+        uint64_t t = peak && (a == l->at_count || l->peak_t <= l->at[a]) ? l->peak_t : l->at[a];
+        if (peak && t == l->peak_t)
+            peak = 0;
+        else
+            a++;
+        if (!n || l->times[n - 1] != t)
+            l->times[n++] = t;
     }
+    l->time_count = n;
+    struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_END, .times = l->times, .time_count = n};
+    if (cmt__ledger_pass(&l->pass, "report", p->path, 0, &o, 1, &l->ledger) == 0)
+        l->ran = 1;
 }
 
 int cmt_cmd_report(int argc, char **argv)
