@@ -23,7 +23,7 @@
 #define CMD "html"
 #define GROUPS 10
 #define DEFAULT_POINTS 1500
-#define LEDGER_POINTS 120 /* the ledger bar's moments: evenly spaced, and the peak */
+#define LEDGER_POINTS 120 /* the ledger bar's moments: bucket ends, and the peak */
 #define WHATIF_EVENT_LIMIT UINT64_C(20000000) /* above it --whatif is needed */
 #define DIFF_SITES 15
 
@@ -189,8 +189,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
     const struct cmt_ledger_options lo = {
         .times = times,
-        .time_count = cmt__ledger_page_times(first->last_t_ns, first->peak_t_ns, LEDGER_POINTS,
-                                             times)};
+        .time_count = cmt__ledger_page_times(first->last_t_ns, first->peak_t_ns, o->points,
+                                             LEDGER_POINTS, times)};
     if (cmt_alloc_create(&run->ledger_alloc) != 0 ||
         cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);

@@ -161,21 +161,27 @@ void cmt__ledger_page_json(struct cmt__json *j, const struct cmt__pass *p, const
     cmt__json_end_array(j);
 }
 
-size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, size_t count, uint64_t *times)
+size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, uint32_t buckets, size_t count,
+                              uint64_t *times)
 {
+    unsigned shift = 10; /* the series' bucket width (site_timeline.c): doubled to fit end_t */
+    while (buckets && (end_t >> shift) >= buckets && shift < 62)
+        shift++;
+    uint64_t used = (end_t >> shift) + 1, step = (used + count - 1) / (count ? count : 1);
     size_t n = 0;
     int peak_done = 0;
-    for (size_t i = 1; i <= count; i++) {
-        uint64_t t = (uint64_t)((double)end_t * (double)i / (double)count);
+    for (uint64_t k = step - 1; n < count; k += step) {
+        uint64_t t = k + 1 >= used ? end_t : ((k + 1) << shift) - 1; /* the bucket's end */
         if (!peak_done && peak_t <= t) {
             peak_done = 1;
-            if (peak_t < t && (!n || times[n - 1] < peak_t))
+            if (peak_t < t)
                 times[n++] = peak_t;
         }
-        if (!n || times[n - 1] < t)
-            times[n++] = t;
+        times[n++] = t;
+        if (k + 1 >= used)
+            break;
     }
-    if (!peak_done && (!n || times[n - 1] < peak_t))
+    if (!peak_done)
         times[n++] = peak_t;
     return n;
 }

@@ -27,9 +27,12 @@ void cmt__ledger_json(struct cmt__json *j, const char *key, const struct cmt__pa
  * order; a: the allocator view the ledger read (allocator names). Nothing when l is NULL. */
 void cmt__ledger_page_json(struct cmt__json *j, const struct cmt__pass *p, const cmt_alloc *a,
                            const cmt_ledger *l);
-/* The times the page takes the ledger at: `count` evenly spaced up to end_t and the peak, in
- * order, into times (count + 1 of them). @return how many. */
-size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, size_t count, uint64_t *times);
+/* The times the page takes the ledger at: the ends of the chart's buckets (`buckets` of them
+ * at most, each a power-of-two width, as site_timeline.h makes them up to end_t), every k-th so
+ * that at most `count` are taken, the last at end_t, and the peak among them, ascending, into
+ * times (count + 1 at most). @return how many. */
+size_t cmt__ledger_page_times(uint64_t end_t, uint64_t peak_t, uint32_t buckets, size_t count,
+                              uint64_t *times);
 
 /* Parses a time from the trace's start: a number with a unit ns, us, ms, s (the default) or
  * min ("12.5s", "800ms", "3"). @return 0 with *ns set, or -1. */
