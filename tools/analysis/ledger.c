@@ -154,12 +154,13 @@ static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_devic
     return reserved > p ? reserved : p;
 }
 
-/* Keeps device d's sample when it is new. @return 1 when it was. */
-static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d)
+/* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
+ * with the figures of the one before). @return 1 when it was. */
+static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
 {
     struct sample *s = &l->samples[slot_of(d->dev)];
-    if (!d->have_sample || (s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
-                            s->total == d->total_bytes))
+    if (!d->have_sample || (!fresh && s->have && s->t == d->sample_t_ns &&
+                            s->free == d->free_bytes && s->total == d->total_bytes))
         return 0;
     *s = (struct sample){
         1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
@@ -303,7 +304,7 @@ static size_t take(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_
     if (d->have_baseline && d->baseline_total_bytes >= d->baseline_free_bytes)
         w->m.context_bytes = d->baseline_total_bytes - d->baseline_free_bytes;
     w->rounding = d->waste_bytes;
-    note_sample(l, d);
+    note_sample(l, d, 0);
     const struct sample *s = &l->samples[slot_of(d->dev)];
     if (s->have) {
         w->have_sample = 1;
@@ -369,9 +370,10 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
 {
     cmt_ledger *l = self->ctx;
     if (st->rec.type != CMT_REC_EVENT) {
+        int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
         for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
             const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
-            if (d && note_sample(l, d) && l->pending_oom)
+            if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
                 completes_oom(l, d);
         }
         if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
@@ -383,7 +385,7 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
     l->last_seq = st->rec.u.event.seq;
     l->pending_oom = 0;
     if (st->device)
-        note_sample(l, st->device);
+        note_sample(l, st->device, 0);
     if (st->oom && st->device && (l->at & CMT_LEDGER_AT_OOM)) {
         size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
         l->pending_oom = i == (size_t)-1 ? 0 : i + 1;

@@ -225,8 +225,12 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
 {
     struct cmt__pass p;
     const struct cmt_fleet_process *pr = &f->processes[t];
-    if (cmt__pass_run(&p, "oom", pr->path, CMT__PASS_OOM, NULL) != 0)
+    cmt_ledger *ledger;
+    const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
+    if (cmt__ledger_pass(&p, "oom", pr->path, CMT__PASS_OOM, &lo, 1, &ledger) != 0) {
+        cmt_ledger_destroy(ledger);
         return 1;
+    }
     uint32_t n = cmt_oom_count(p.oom);
     int rc = 0, raw = 0;
     if (j) {
@@ -244,13 +248,17 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
         }
         struct others o = {f, h, nh};
         if (j) {
-            json_episode(j, &p, cmt_oom_episode(p.oom, i), &o, NULL);
+            json_episode(j, &p, cmt_oom_episode(p.oom, i), &o, ledger);
         } else {
             if (!*first)
                 putchar('\n');
             *first = 0;
-            raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
-            print_others(&o, cmt_oom_episode(p.oom, i));
+            const struct cmt_oom_episode *e = cmt_oom_episode(p.oom, i);
+            raw |= print_episode(&p, e, i);
+            print_others(&o, e);
+            const struct cmt_ledger_moment *m = cmt__ledger_at_oom(ledger, e->dev, e->t_ns);
+            if (m)
+                cmt__ledger_print(&p, m, "the failure", "  ");
         }
         free(h);
     }
@@ -260,6 +268,7 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
     }
     *raw_out = raw && !p.damage;
     cmt__pass_close(&p);
+    cmt_ledger_destroy(ledger);
     return rc;
 }
 

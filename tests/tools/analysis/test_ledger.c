@@ -184,3 +184,29 @@ Test(ledger, owners_come_from_the_innermost_library_frame)
     cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_CUDNN, 0), 2 * MIB);
     done(&x, &b);
 }
+
+/* The shim's first-use baseline and the sample after a failure can carry the same time and
+ * figures (a process whose first call fails): the failure's free is still measured. */
+Test(ledger, a_sample_after_the_failure_is_measured_even_when_it_repeats_the_baseline)
+{
+    struct tb b;
+    tb_begin(&b, GIB, 768 * MIB);
+    uint32_t user = tb_stack(&b, "train_step", 2);
+    b.t_ns = 1000;
+    tb_meminfo(&b, CMT_MEMINFO_BASELINE, 512 * MIB, GIB, 1);
+    b.t_ns = 0; /* the failed call gets t = 1000 too */
+    uint64_t seq = tb_alloc_fail(&b, 900 * MIB, user);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 512 * MIB, GIB, seq);
+    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
+    tb_finish(&b, 1);
+    struct run x;
+    const struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_OOM};
+    run(&x, &b, &o);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_OOM, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert(m->free_measured, "the OOM's own sample");
+    cr_assert_eq(m->free_bytes, 512 * MIB);
+    cr_assert_eq(m->others_bytes, 256 * MIB, "used 512 MiB: 256 at first use, 256 since");
+    cr_assert_eq(all_rows(m), GIB);
+    done(&x, &b);
+}
