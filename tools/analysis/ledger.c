@@ -159,8 +159,9 @@ static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_devic
 static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
 {
     struct sample *s = &l->samples[slot_of(d->dev)];
-    if (!d->have_sample || (!fresh && s->have && s->t == d->sample_t_ns &&
-                            s->free == d->free_bytes && s->total == d->total_bytes))
+    if (!d->have_sample || !d->total_bytes ||
+        (!fresh && s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
+         s->total == d->total_bytes))
         return 0;
     *s = (struct sample){
         1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
@@ -566,14 +567,17 @@ static int build(struct raw *w, const struct site_name *names)
     uint64_t known = w->sample_process + m->context_bytes;
     m->others_bytes = w->have_sample && used > known ? used - known : 0;
     uint64_t held = m->process_bytes + m->context_bytes + m->others_bytes;
-    if (m->free_measured)
+    if (!m->total_bytes) /* capacity never measured: this process's rows alone */
+        m->others_bytes = m->free_bytes = 0, m->free_measured = 0;
+    else if (m->free_measured)
         m->free_bytes = w->sample_free;
     else
         m->free_bytes = m->total_bytes > held ? m->total_bytes - held : 0;
-    m->residual_bytes = (int64_t)(m->total_bytes - held - m->free_bytes);
+    m->residual_bytes = m->total_bytes ? (int64_t)(m->total_bytes - held - m->free_bytes) : 0;
     add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_CONTEXT, .bytes = m->context_bytes});
     add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_OTHERS, .bytes = m->others_bytes});
-    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_FREE, .bytes = m->free_bytes});
+    if (m->total_bytes)
+        add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_FREE, .bytes = m->free_bytes});
     m->rows = b.rows;
     m->row_count = b.count;
     return b.failed ? CMT_ENOMEM : 0;

@@ -110,8 +110,9 @@ struct cmt_ledger_row {
 };
 
 /* One device at one moment. The rows (every type but FREE may have several, in the order of
- * CMT_LEDGER_ROWS; zero rows are left out, except FREE) sum with residual_bytes to
- * total_bytes. */
+ * CMT_LEDGER_ROWS; zero rows are left out, except FREE when the capacity is known) sum with residual_bytes to
+ * total_bytes. When the capacity was never measured (total_bytes 0: a snapshot without device
+ * figures) the rows are this process's alone (no FREE row), others and residual 0. */
 struct cmt_ledger_moment {
     unsigned why;       /* CMT_LEDGER_AT_* */
     uint64_t t_ns, seq; /* t: the moment; seq: the last event applied (0: none yet) */

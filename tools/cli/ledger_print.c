@@ -46,11 +46,16 @@ void cmt__ledger_print(const struct cmt__pass *p, const struct cmt_ledger_moment
     cmt__device_label(p->replay, m->dev, dev, sizeof dev);
     printf("%sledger of %s at %s: capacity %s%s\n", indent, dev, when,
            m->total_bytes ? cmt__bytes(m->total_bytes, a) : "not recorded",
-           m->free_measured ? ", free measured" : ", free derived from the last sample");
+           !m->total_bytes    ? ""
+           : m->free_measured ? ", free measured"
+                              : ", free derived from the last sample");
     for (size_t i = 0; i < m->row_count; i++) {
         const struct cmt_ledger_row *row = &m->rows[i];
-        double share = m->total_bytes ? 100.0 * (double)row->bytes / (double)m->total_bytes : 0;
-        printf("%s  %-9s %10s %5.1f%%  %s", indent, cmt_ledger_row_key(row->type),
+        char share[16] = "     -";
+        if (m->total_bytes)
+            snprintf(share, sizeof share, "%5.1f%%",
+                     100.0 * (double)row->bytes / (double)m->total_bytes);
+        printf("%s  %-9s %10s %s  %s", indent, cmt_ledger_row_key(row->type),
                cmt__bytes(row->bytes, a), share,
                cmt__text(cmt__ledger_row_text(p->reader, p->alloc, row, label, sizeof label), text,
                          sizeof text));
@@ -59,6 +64,11 @@ void cmt__ledger_print(const struct cmt__pass *p, const struct cmt_ledger_moment
                    row->type == CMT_LEDGER_TENSORS ? "block" : "allocation",
                    row->count == 1 ? "" : "s");
         putchar('\n');
+    }
+    if (!m->total_bytes) {
+        printf("%s  (the capacity was never measured: this process's rows only, no residual)\n",
+               indent);
+        return;
     }
     uint64_t r = m->residual_bytes < 0 ? (uint64_t)-m->residual_bytes : (uint64_t)m->residual_bytes;
     printf("%s  %-9s %s%s  (capacity less every row%s)\n", indent, "residual",

@@ -210,3 +210,24 @@ Test(ledger, a_sample_after_the_failure_is_measured_even_when_it_repeats_the_bas
     cr_assert_eq(all_rows(m), GIB);
     done(&x, &b);
 }
+
+/* A trace that never measured the device (a snapshot without device figures): this process's
+ * rows alone, no free row, nothing invented. */
+Test(ledger, without_a_capacity_only_the_process_rows_are_given)
+{
+    struct tb b;
+    tb_begin(&b, 0, 0);
+    tb_alloc(&b, 0x7f0000000000, 4 * MIB, tb_stack(&b, "train_step", 2));
+    tb_finish(&b, 1);
+    struct run x;
+    run(&x, &b, NULL);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->total_bytes, 0);
+    cr_assert_eq(m->residual_bytes, 0);
+    cr_assert_eq(m->others_bytes, 0);
+    cr_assert(!m->free_measured);
+    cr_assert_eq(rows(m, CMT_LEDGER_FREE, -1, 0), 0);
+    cr_assert_eq(all_rows(m), 4 * MIB, "the allocation alone");
+    done(&x, &b);
+}
