@@ -191,3 +191,59 @@ Test(ledger, rows_match_simcuda_log_and_sum_to_the_capacity)
                   strstr(text.out, "residual  0 B"),
               "%s", text.out);
 }
+
+/* Every driver-API test program, recorded on simcuda (no other process): at the peak, the end,
+ * a time past the end and every out-of-memory failure, each device's rows sum to its capacity,
+ * the residual is 0 and no other process is invented (annotate_pool's allocator reports an
+ * OOM with free/total figures of its own making: there others are what it claims). */
+Test(ledger, every_test_program_adds_up_with_residual_0)
+{
+    static const char *const programs[][2] = {{"alloc_deep", NULL},
+                                              {"graph_memory", NULL},
+                                              {"graph_capture", NULL},
+                                              {"graph_capture_fork", NULL},
+                                              {"nvls", NULL},
+                                              {"legacy", NULL},
+                                              {"annotate_pool", NULL},
+                                              {"scenarios", "all-apis"},
+                                              {"scenarios", "cache-oom"},
+                                              {"ipc_fd", NULL},
+                                              {"pool_ipc", NULL},
+                                              {"ledger_libs", NULL}};
+    static struct run r, out;
+    int checked = 0;
+    for (size_t p = 0; p < sizeof programs / sizeof *programs; p++) {
+        char dir[64], prog[PATH_MAX];
+        snprintf(dir, sizeof dir, "p%zu", p);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        cr_assert_eq(chdir(dir), 0);
+        snprintf(prog, sizeof prog, "tests/progs/%s", programs[p][0]);
+        const char *args[] = {programs[p][1], NULL};
+        e2e_record(&r, NULL, prog, args);
+        char names[4][NAME_MAX + 1];
+        int n = e2e_traces(names, 4);
+        cr_assert_gt(n, 0, "%s: no trace: %s", prog, r.err);
+        for (int t = 0; t < n; t++) {
+            static const char *const cmds[][2] = {{"report", "--at=1000s"}, {"oom", NULL}};
+            for (size_t c = 0; c < 2; c++) {
+                cli(&out, cmds[c][0], "--json", names[t], cmds[c][1]);
+                cr_assert_eq(out.status, 0, "%s %s: %s", cmds[c][0], prog, out.err);
+                const char *ledger = strstr(out.out, "\"ledger\":");
+                if (!ledger)
+                    continue; /* oom without a failure */
+                struct moment m[16];
+                int k = moments(ledger, m, 16);
+                for (int i = 0; i < k; i++) {
+                    cr_assert_eq(m[i].sum, m[i].total, "%s %s: the rows sum to %" PRIu64 "\n%s",
+                                 prog, cmds[c][0], m[i].sum, ledger);
+                    cr_assert_eq(m[i].residual, 0, "%s: residual\n%s", prog, ledger);
+                    cr_assert(m[i].others == 0 || !strcmp(programs[p][0], "annotate_pool"),
+                              "%s: others\n%s", prog, ledger);
+                    checked++;
+                }
+            }
+        }
+        cr_assert_eq(chdir(".."), 0);
+    }
+    cr_assert_gt(checked, 30, "moments checked: %d", checked);
+}
