@@ -210,9 +210,10 @@ static void measure_object(void *ctx, const struct cmt_replay_object *o)
     }
     if (!CMT_KIND_IS_DEVICE_MEMORY(o->kind))
         return;
-    int inside = o->kind == CMT_KIND_VMM ? bsearch(&o->addr, l->handles, l->handle_count,
-                                                   sizeof *l->handles, cmp_u64) != NULL
-                                         : in_segment(l, o->dev, o->addr);
+    int inside = o->kind == CMT_KIND_VMM
+                     ? l->handle_count && bsearch(&o->addr, l->handles, l->handle_count,
+                                                  sizeof *l->handles, cmp_u64) != NULL
+                     : in_segment(l, o->dev, o->addr);
     if (inside)
         return;
     if (o->site >= l->site_cap) {
@@ -273,7 +274,8 @@ static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
     l->cur = w;
     l->handle_count = 0;
     cmt_replay_foreach_live(rp, collect_mapped, l);
-    qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
+    if (l->handle_count > 1)
+        qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
     l->touched_count = 0;
     cmt_replay_foreach_live(rp, measure_object, l);
     w->sites = l->touched_count ? malloc(l->touched_count * sizeof *w->sites) : NULL;
@@ -519,7 +521,8 @@ static void driver_rows(struct builder *b, const struct raw *w, const struct sit
         u->count += s->count;
     }
     size_t users = b->count - first_user;
-    qsort(b->rows + first_user, users, sizeof *b->rows, by_bytes_desc);
+    if (users > 1)
+        qsort(b->rows + first_user, users, sizeof *b->rows, by_bytes_desc);
     if (users > CMT_LEDGER_USER_SITES) { /* the rest as one row */
         struct cmt_ledger_row rest = {.type = CMT_LEDGER_DRIVER, .owner = CMT_OWNER_USER};
         for (size_t j = first_user + CMT_LEDGER_USER_SITES - 1; j < b->count; j++) {

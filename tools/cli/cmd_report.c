@@ -411,7 +411,8 @@ static int take_at(int *argc, char **argv, struct report_ledger *l)
         l->at_count++;
     }
     *argc = kept;
-    qsort(l->at, l->at_count, sizeof *l->at, by_time);
+    if (l->at_count > 1)
+        qsort(l->at, l->at_count, sizeof *l->at, by_time);
     return 0;
 }
 
