@@ -796,7 +796,7 @@ int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     int rc;
     int shown = 0; /* observers that ever see a step: the others only finish */
     for (size_t i = 0; i < n; i++)
-        shown |= obs[i].wants != 0;
+        shown |= obs[i].wants != 0 || obs[i].before != NULL; /* a moment is shown too */
     if (!shown) {
         while ((rc = cmt_replay_next(rp, &step)) > 0)
             ;
