@@ -444,8 +444,11 @@ int cmt_cmd_report(int argc, char **argv)
     memset(&l, 0, sizeof l);
     if ((status = take_at(&argc, argv, &l)) != 0)
         return status;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+        if (l.at_count) /* each GPU has its own moment there */
+            return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);
+    }
     if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
         return status;
     run_ledger(&p, &l);
