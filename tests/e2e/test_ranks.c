@@ -163,4 +163,20 @@ Test(ranks, on_a_shared_gpu_oom_names_the_process_that_held_the_memory)
     cr_assert(p, "%s", r.out);
     cr_assert_eq(json_number(p, "pid"), (long long)holder);
     cr_assert_eq(json_number(p, "held_bytes"), 6000ll << 20);
+    /* the GPU's ledger at the failure: the holder's bytes, the two processes' contexts (simcuda's
+     * 256 MiB each) and free add up to the capacity */
+    const char *report[] = {"report", "--json", ".", NULL};
+    cli(&r, report);
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *c = strstr(r.out, "\"gpu_ledgers\":[{");
+    cr_assert(c && strstr(c, "\"at\":\"oom\""), "%s", r.out);
+    c = strstr(c, "\"combined\":");
+    cr_assert(c, "%s", r.out);
+    long long total = json_number(c, "total_bytes"), procs = json_number(c, "processes_bytes");
+    long long beyond = json_number(c, "contexts_and_untraced_bytes");
+    cr_assert_eq(total, 8ll << 30, "%s", c);
+    cr_assert_eq(procs, 6000ll << 20, "%s", c);
+    cr_assert_eq(beyond, 512ll << 20, "two contexts: %s", c);
+    cr_assert_eq(json_number(c, "residual_bytes"), 0, "%s", c);
+    cr_assert_eq(procs + beyond + json_number(c, "free_bytes"), total, "%s", c);
 }

@@ -97,7 +97,13 @@ Test(whatif_demo, demo_command_tells_the_whole_story)
                           /* the ordinary (caching-on) run alone tells the story */
                           "  verdict    fragmentation",
                           /* the program names its phases (annotate.h ranges) */
-                          "  phase      vae_decode\n", "by phase (allocator blocks;",
+                          "  phase      vae_decode\n",
+                          /* the ledger at the failure: the cache and the tensors add up */
+                          "  ledger of GPU 0 (simcuda GPU 0 (simulated)) at the failure: capacity "
+                          "24.00 GiB, free measured",
+                          "    cached      6.23 GiB  26.0%  cached, free in segments "
+                          "(pytorch-cuda-caching)",
+                          "    residual  0 B", "by phase (allocator blocks;",
                           "$ cumemtrace whatif --oom-message 1.x sd-oom.cmt",
                           "the model reproduces 7 of 7 segment allocations of this run",
                           /* the caching-off re-run is an aside, and agrees */

@@ -98,6 +98,10 @@ const struct cmt_alloc_device *cmt_alloc_device(const cmt_alloc *a, uint32_t all
  * frees. @return how many, or (size_t)-1 when out of memory. */
 size_t cmt_alloc_blocks(const struct cmt_alloc_device *d, struct cmt_alloc_block **out);
 
+/* @return 1 when a segment of an allocator on dev holds address addr (an expandable segment,
+ * whose reservation may be larger than what is mapped: also at its base), else 0. */
+int cmt_alloc_holds(const cmt_alloc *a, int32_t dev, uint64_t addr);
+
 /* The figures of every allocator on dev summed (all zero when none). */
 struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t dev);
 

@@ -128,7 +128,7 @@ struct outside_ctx {
     int failed;
 };
 
-static int inside_allocator(const cmt_alloc *a, int32_t dev, uint64_t addr)
+int cmt_alloc_holds(const cmt_alloc *a, int32_t dev, uint64_t addr)
 {
     for (size_t i = 0; i < cmt_alloc_device_count(a); i++) {
         const struct cmt_alloc_device *d = cmt_alloc_device_at(a, i);
@@ -156,7 +156,7 @@ static void outside_object(void *ctx, const struct cmt_replay_object *o)
     struct outside_ctx *c = ctx;
     if (o->dev != c->dev || !CMT_KIND_IS_DEVICE_MEMORY(o->kind) || c->failed)
         return;
-    if ((o->kind == CMT_KIND_VMM && c->expandable) || inside_allocator(c->a, c->dev, o->addr))
+    if ((o->kind == CMT_KIND_VMM && c->expandable) || cmt_alloc_holds(c->a, c->dev, o->addr))
         return;
     if (c->count == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;

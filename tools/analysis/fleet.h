@@ -127,6 +127,15 @@ void cmt_fleet_free(struct cmt_fleet *fleet);
 
 /* @return the index of the process with this rank that has the highest peak, -1 when none. */
 int64_t cmt_fleet_find_rank(const struct cmt_fleet *fleet, int32_t rank);
+/* The moment a GPU's processes are looked at together (the ledger's combined view): the
+ * first out-of-memory failure on it (*oom_process its process), else the earliest end among
+ * them (every one still in its trace), on the host's monotonic clock (*mono_ns).
+ * @return 1, or 0 when the GPU has no member. */
+int cmt_fleet_gpu_moment(const struct cmt_fleet *fleet, uint32_t g, uint64_t *mono_ns,
+                         int64_t *oom_process);
+/* The device ordinal process p used GPU g as, or -1. */
+int32_t cmt_fleet_gpu_dev(const struct cmt_fleet *fleet, uint32_t g, uint32_t p);
+
 /* @return the GPU that device of process p is on, NULL when unknown. */
 const struct cmt_fleet_gpu *cmt_fleet_gpu_of(const struct cmt_fleet *fleet, uint32_t p,
                                              int32_t dev);

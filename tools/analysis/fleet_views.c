@@ -413,3 +413,38 @@ int cmt_fleet_pair(const struct cmt_fleet *a, const struct cmt_fleet *b, int64_t
     *count = n;
     return 0;
 }
+
+int32_t cmt_fleet_gpu_dev(const struct cmt_fleet *fleet, uint32_t g, uint32_t p)
+{
+    const struct cmt_fleet_process *pr = &fleet->processes[p];
+    for (uint32_t d = 0; d < pr->device_count; d++)
+        if (pr->devices[d].gpu && !strcmp(pr->devices[d].gpu, fleet->gpus[g].key))
+            return pr->devices[d].dev;
+    return -1;
+}
+
+int cmt_fleet_gpu_moment(const struct cmt_fleet *fleet, uint32_t g, uint64_t *mono_ns,
+                         int64_t *oom_process)
+{
+    const struct cmt_fleet_gpu *gpu = &fleet->gpus[g];
+    int have_oom = 0;
+    *oom_process = -1;
+    *mono_ns = UINT64_MAX;
+    for (uint32_t m = 0; m < gpu->member_count; m++) {
+        uint32_t p = gpu->members[m];
+        const struct cmt_fleet_process *pr = &fleet->processes[p];
+        int32_t dev = cmt_fleet_gpu_dev(fleet, g, p);
+        for (uint32_t e = 0; e < pr->episode_count; e++) {
+            const struct cmt_fleet_episode *ep = &pr->episodes[e];
+            if (ep->e.dev == dev && (!have_oom || ep->mono_ns < *mono_ns)) {
+                have_oom = 1;
+                *mono_ns = ep->mono_ns;
+                *oom_process = p;
+            }
+        }
+        uint64_t end = add_sat(pr->start_mono_ns, pr->duration_ns);
+        if (!have_oom && end < *mono_ns)
+            *mono_ns = end;
+    }
+    return gpu->member_count > 0;
+}

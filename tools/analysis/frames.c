@@ -44,21 +44,32 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int cmt_frame_is_internal(const cmt_reader *r, uint32_t node)
+void cmt_frame_texts(const cmt_reader *r, uint32_t node, struct cmt_frame_texts *out)
 {
     const struct cmt_symbol *s = cmt_reader_symbol(r, node);
-    const char *function = s ? cmt_reader_string(r, s->function) : NULL;
-    const char *file = s ? base_name(cmt_reader_string(r, s->file)) : NULL;
-    const char *module = NULL;
+    out->function = s ? cmt_reader_string(r, s->function) : NULL;
+    out->file = s ? base_name(cmt_reader_string(r, s->file)) : NULL;
+    out->module = NULL;
     struct cmt_stack_node n;
     if (cmt_reader_stack_node(r, node, &n) == 0) {
         const struct cmt_module *m = cmt_reader_module_at(r, n.ip);
-        module = m ? base_name(m->path) : NULL;
+        out->module = m ? base_name(m->path) : NULL;
     }
+}
+
+const char *cmt_frame_text(const struct cmt_frame_texts *t, int what)
+{
+    return what == CMT_FRAME_FUNCTION ? t->function
+           : what == CMT_FRAME_MODULE ? t->module
+                                      : t->file;
+}
+
+int cmt_frame_is_internal(const cmt_reader *r, uint32_t node)
+{
+    struct cmt_frame_texts t;
+    cmt_frame_texts(r, node, &t);
     for (size_t i = 0; i < sizeof internal / sizeof *internal; i++) {
-        const char *text = internal[i].what == CMT_FRAME_FUNCTION ? function
-                           : internal[i].what == CMT_FRAME_MODULE ? module
-                                                                  : file;
+        const char *text = cmt_frame_text(&t, internal[i].what);
         if (text && cmt_glob(internal[i].pattern, text))
             return 1;
     }

@@ -34,6 +34,15 @@
 
 enum { CMT_FRAME_FUNCTION, CMT_FRAME_SOURCE, CMT_FRAME_MODULE };
 
+/* What a frame pattern is matched against: the frame's function name, the base names of its
+ * source file and of its module (each NULL when unknown). */
+struct cmt_frame_texts {
+    const char *function, *file, *module;
+};
+void cmt_frame_texts(const cmt_reader *r, uint32_t node, struct cmt_frame_texts *out);
+/* @return the text of t that a pattern of kind `what` (CMT_FRAME_*) is matched against. */
+const char *cmt_frame_text(const struct cmt_frame_texts *t, int what);
+
 /* @return 1 when '*'-pattern `pattern` matches all of `text`. */
 int cmt_glob(const char *pattern, const char *text);
 

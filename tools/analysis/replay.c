@@ -722,6 +722,25 @@ static __attribute__((noinline)) struct span end_windows(cmt_replay *rp, struct 
     return open;
 }
 
+/* Before an event at t is applied: the moments it passes. @return the next moment. */
+static __attribute__((noinline)) uint64_t pass_moments(cmt_replay *rp, struct cmt_observer *obs,
+                                                       struct cmt_observer *end, uint64_t t)
+{
+    uint64_t next = UINT64_MAX;
+    for (struct cmt_observer *o = obs; o < end; o++) {
+        if (!o->before)
+            continue;
+        while (t > o->before_t) {
+            uint64_t was = o->before_t;
+            o->before(o, rp);
+            if (o->before_t <= was) /* a moment must move on */
+                o->before_t = UINT64_MAX;
+        }
+        next = o->before_t < next ? o->before_t : next;
+    }
+    return next;
+}
+
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step st;
@@ -731,10 +750,20 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
         any |= o->wants;
     int rc;
     struct span open = {0, UINT64_MAX}; /* inside every window that skipped events */
+    uint64_t moment = UINT64_MAX;       /* the next observer's before_t */
+    for (struct cmt_observer *o = obs; o < end; o++)
+        if (o->before && o->before_t < moment)
+            moment = o->before_t;
     while ((rc = read_step(rp, &st)) > 0) {
         uint64_t t = st.rec.u.event.t_ns;
-        if (__builtin_expect(st.rec.type == CMT_REC_EVENT && (t >= open.until || t < open.from), 0))
-            open = end_windows(rp, obs, end, t);
+        if (__builtin_expect(st.rec.type == CMT_REC_EVENT &&
+                                 (t >= open.until || t < open.from || t > moment),
+                             0)) {
+            if (t > moment)
+                moment = pass_moments(rp, obs, end, t);
+            if (t >= open.until || t < open.from)
+                open = end_windows(rp, obs, end, t);
+        }
         if ((rc = apply_step(rp, &st)) <= 0)
             break;
         unsigned c = step_class(&st);
@@ -767,7 +796,7 @@ int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     int rc;
     int shown = 0; /* observers that ever see a step: the others only finish */
     for (size_t i = 0; i < n; i++)
-        shown |= obs[i].wants != 0;
+        shown |= obs[i].wants != 0 || obs[i].before != NULL; /* a moment is shown too */
     if (!shown) {
         while ((rc = cmt_replay_next(rp, &step)) > 0)
             ;

@@ -242,7 +242,13 @@ int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * that skipped events, the runner first calls quiet_end() (when set), before applying that
  * event: the state is still that of the window's last event. Otherwise the observer takes the
  * count when it is next shown a step, and at finish. quiet.until == 0: no window. Records
- * are unaffected. */
+ * are unaffected.
+ *
+ * A moment, set before the run and then by before() itself: before the first event with t_ns > before_t is
+ * applied, the runner calls before() (when set), the state still that of the moment before_t
+ * (every event at or before it applied): how an observer takes the state at a time asked.
+ * before() sets the next before_t (a later one; UINT64_MAX or not later: no more). Moments
+ * past the last event are the observer's to take at finish. */
 enum {
     CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
     CMT_OBSERVE_EVENT = 2u,  /* every event */
@@ -262,6 +268,8 @@ struct cmt_observer {
     void *ctx;
     struct cmt_observe_quiet quiet;
     void (*quiet_end)(struct cmt_observer *self, const cmt_replay *rp);
+    uint64_t before_t; /* with before set; UINT64_MAX: no moment */
+    void (*before)(struct cmt_observer *self, const cmt_replay *rp);
 };
 
 /* Runs to the end, showing each step to the observers (n may be 0), then settles the state

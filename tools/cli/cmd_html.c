@@ -14,6 +14,7 @@
 #include "cmt_error.h"
 #include "commands.h"
 #include "html.h"
+#include "ledger_print.h"
 #include "whatif_blocks.h"
 #include "whatif_cli.h"
 #include "output.h"
@@ -22,6 +23,7 @@
 #define CMD "html"
 #define GROUPS 10
 #define DEFAULT_POINTS 1500
+#define LEDGER_POINTS 120 /* the ledger bar's moments: bucket ends, and the peak */
 #define WHATIF_EVENT_LIMIT UINT64_C(20000000) /* above it --whatif is needed */
 #define DIFF_SITES 15
 
@@ -181,8 +183,20 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[5];
+    struct cmt_observer obs[7];
     size_t n = 0;
+    uint64_t times[LEDGER_POINTS + 1];
+    const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
+    const struct cmt_ledger_options lo = {
+        .times = times,
+        .time_count = cmt__ledger_page_times(first->last_t_ns, first->peak_t_ns, o->points,
+                                             LEDGER_POINTS, times)};
+    if (cmt_alloc_create(&run->ledger_alloc) != 0 ||
+        cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0) {
+        fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
+        cmt_replay_destroy(rp);
+        return 1;
+    }
     struct cmt__progress progress;
     struct stat st;
     if (cmt__progress_wanted(stderr)) {
@@ -197,6 +211,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     }
     if (run->have_alloc && !run->alloc.failed)
         obs[n++] = cmt__html_alloc_observer(&run->alloc);
+    obs[n++] = cmt_alloc_observer(run->ledger_alloc); /* before the ledger, which reads it */
+    obs[n++] = cmt_ledger_observer(run->ledger);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
@@ -243,6 +259,8 @@ static int collect(const struct options *o, struct cmt__html_run *run, const cha
 
 static void release(struct cmt__html_run *run)
 {
+    cmt_ledger_destroy(run->ledger);
+    cmt_alloc_destroy(run->ledger_alloc);
     cmt__html_alloc_free(&run->alloc);
     cmt_site_timeline_free(&run->series);
     cmt_site_groups_free(&run->groups);

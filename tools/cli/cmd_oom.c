@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "fleet_cli.h"
 #include "frames.h"
+#include "ledger_print.h"
 #include "oom_alloc.h"
 #include "output.h"
 
@@ -49,9 +50,11 @@ static void json_others(struct cmt__json *j, const struct others *o)
     cmt__json_end_array(j);
 }
 
-static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct cmt_oom_episode *e,
-                         const struct others *others, const struct cmt_phases *phases)
+static void json_episode(struct cmt__json *j, const struct cmt__pass *p,
+                         const struct cmt_oom_episode *e, const struct others *others,
+                         const cmt_ledger *ledger, const struct cmt_phases *phases)
 {
+    const cmt_reader *r = p->reader;
     cmt__json_object(j, NULL);
     cmt__json_u64(j, "request_bytes", e->request_bytes);
     cmt__json_string(j, "api", e->api);
@@ -98,6 +101,9 @@ static void json_episode(struct cmt__json *j, const cmt_reader *r, const struct 
         cmt__oom_json_allocator(j, r, e);
     if (others)
         json_others(j, others);
+    const struct cmt_ledger_moment *m = cmt__ledger_at_oom(ledger, e->dev, e->t_ns);
+    if (m)
+        cmt__ledger_json(j, "ledger", p, m);
     cmt__json_end_object(j);
 }
 
@@ -222,8 +228,12 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
 {
     struct cmt__pass p;
     const struct cmt_fleet_process *pr = &f->processes[t];
-    if (cmt__pass_run(&p, "oom", pr->path, CMT__PASS_OOM, NULL) != 0)
+    cmt_ledger *ledger;
+    const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
+    if (cmt__ledger_pass(&p, "oom", pr->path, CMT__PASS_OOM, &lo, 1, &ledger) != 0) {
+        cmt_ledger_destroy(ledger);
         return 1;
+    }
     uint32_t n = cmt_oom_count(p.oom);
     int rc = 0, raw = 0;
     if (j) {
@@ -241,13 +251,17 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
         }
         struct others o = {f, h, nh};
         if (j) {
-            json_episode(j, p.reader, cmt_oom_episode(p.oom, i), &o, &p.phases);
+            json_episode(j, &p, cmt_oom_episode(p.oom, i), &o, ledger, &p.phases);
         } else {
             if (!*first)
                 putchar('\n');
             *first = 0;
-            raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
-            print_others(&o, cmt_oom_episode(p.oom, i));
+            const struct cmt_oom_episode *e = cmt_oom_episode(p.oom, i);
+            raw |= print_episode(&p, e, i);
+            print_others(&o, e);
+            const struct cmt_ledger_moment *m = cmt__ledger_at_oom(ledger, e->dev, e->t_ns);
+            if (m)
+                cmt__ledger_print(&p, m, "the failure", "  ");
         }
         free(h);
     }
@@ -257,6 +271,7 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
     }
     *raw_out = raw && !p.damage;
     cmt__pass_close(&p);
+    cmt_ledger_destroy(ledger);
     return rc;
 }
 
@@ -310,11 +325,18 @@ int cmt_cmd_oom(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
+    const char *path;
     if (cmt__fleet_wanted(argc, argv, 1, NULL))
         return fleet_oom(argc, argv);
-    if (!cmt__pass_from_args(&p, argc, argv, "oom", usage, CMT__PASS_OOM, &json, &status))
-        return status;
-    const char *path = p.path;
+    int rc = cmt__parse_json_file(argc, argv, "oom", usage, &json, &path);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    cmt_ledger *ledger;
+    const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
+    if (cmt__ledger_pass(&p, "oom", path, CMT__PASS_OOM, &lo, 0, &ledger) != 0) {
+        cmt_ledger_destroy(ledger);
+        return 1;
+    }
     uint32_t n = cmt_oom_count(p.oom);
     if (json) {
         struct cmt__json j;
@@ -323,7 +345,7 @@ int cmt_cmd_oom(int argc, char **argv)
         cmt__json_string(&j, "file", path);
         cmt__json_array(&j, "episodes");
         for (uint32_t i = 0; i < n; i++)
-            json_episode(&j, p.reader, cmt_oom_episode(p.oom, i), NULL, &p.phases);
+            json_episode(&j, &p, cmt_oom_episode(p.oom, i), NULL, ledger, &p.phases);
         cmt__json_end_array(&j);
         cmt__phases_json(&j, &p.phases);
         cmt__json_end_object(&j);
@@ -338,12 +360,17 @@ int cmt_cmd_oom(int argc, char **argv)
         for (uint32_t i = 0; i < n; i++) {
             if (i)
                 putchar('\n');
-            raw |= print_episode(&p, cmt_oom_episode(p.oom, i), i);
+            const struct cmt_oom_episode *e = cmt_oom_episode(p.oom, i);
+            raw |= print_episode(&p, e, i);
+            const struct cmt_ledger_moment *m = cmt__ledger_at_oom(ledger, e->dev, e->t_ns);
+            if (m)
+                cmt__ledger_print(&p, m, "the failure", "  ");
         }
         cmt__phases_text(stdout, &p.phases);
         cmt__hint_symbolize("oom", path, raw && !p.damage);
     }
     status = cmt__pass_status(&p);
     cmt__pass_close(&p);
+    cmt_ledger_destroy(ledger);
     return status;
 }

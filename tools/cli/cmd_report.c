@@ -1,6 +1,7 @@
 /* cmd_report.c — `cumemtrace report [--json] FILE`. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pass.h"
@@ -8,23 +9,28 @@
 #include "commands.h"
 #include "alloc_print.h"
 #include "fleet_cli.h"
+#include "ledger_print.h"
 #include "output.h"
 #include "sites.h"
 
 static const char usage[] =
-    "usage: cumemtrace report [--json] FILE\n"
+    "usage: cumemtrace report [--json] [--at TIME]... FILE\n"
     "       cumemtrace report [--json] [--jobs N] TRACE... | DIR   (several processes)\n"
     "\n"
     "Summarises a trace: the process, its devices, calls per API, peak device memory per device\n"
     "and when, the call sites that held the most at the peak, allocations still alive at exit\n"
     "(leaks) by call site, failures, the size histogram, temporary allocations (freed before the\n"
-    "next allocation) and per-thread totals. docs/analysis.md defines every figure.\n"
+    "next allocation) and per-thread totals, and the ledger of each device (its capacity split\n"
+    "into rows that add up: tensors, cache, driver allocations by owner, context, others, free)\n"
+    "at the peak and at the end. docs/analysis.md defines every figure.\n"
     "\n"
     "Over several traces (or a directory of them): one report of the run: each process's and\n"
     "rank's peak, which rank failed first and when, the imbalance (max over median peak), and\n"
     "the GPUs that several processes shared.\n"
     "\n"
     "  --json      one JSON object\n"
+    "  --at TIME   the ledger also at TIME from the trace's start (12.5s, 800ms, 40us, 3min;\n"
+    "              repeatable)\n"
     "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
@@ -149,7 +155,74 @@ static void json_threads(struct cmt__json *j, const cmt_replay *rp, const cmt_re
     cmt__json_end_array(j);
 }
 
-static void json_report(const struct cmt__pass *p)
+#define MAX_AT 16 /* --at times */
+
+/* The ledger of a report: taken in a second pass, at the peak, the --at times and the end. */
+struct report_ledger {
+    struct cmt__pass pass;
+    cmt_ledger *ledger;
+    uint64_t at[MAX_AT]; /* the --at times, ascending (take_at sorts them) */
+    size_t at_count;
+    uint64_t times[MAX_AT + 1]; /* the ledger's times: the --at times and the peak */
+    size_t time_count;
+    uint64_t peak_t;
+    int ran;
+};
+
+/* Moments of every device for `why` (for CMT_LEDGER_AT_TIME: taken at time t), in device
+ * order. */
+static void json_ledger_list(struct cmt__json *j, const char *key, const struct report_ledger *l,
+                             unsigned why, uint64_t t)
+{
+    cmt__json_array(j, key);
+    for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
+        const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
+        if ((m->why & why) && (!(why & CMT_LEDGER_AT_TIME) || m->t_ns == t))
+            cmt__ledger_json(j, NULL, &l->pass, m);
+    }
+    cmt__json_end_array(j);
+}
+
+static void json_ledger(struct cmt__json *j, const struct report_ledger *l)
+{
+    if (!l->ran || !l->ledger)
+        return;
+    cmt__json_object(j, "ledger");
+    json_ledger_list(j, "peak", l, CMT_LEDGER_AT_TIME, l->peak_t);
+    json_ledger_list(j, "end", l, CMT_LEDGER_AT_END, 0);
+    cmt__json_array(j, "at");
+    for (size_t t = 0; t < l->at_count; t++) {
+        cmt__json_object(j, NULL);
+        cmt__json_u64(j, "t_ns", l->at[t]);
+        json_ledger_list(j, "devices", l, CMT_LEDGER_AT_TIME, l->at[t]);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+    cmt__json_end_object(j);
+}
+
+/* The moments in time order (the peak among the --at times), then the end. */
+static void text_ledger(const struct report_ledger *l)
+{
+    if (!l->ran || !l->ledger)
+        return;
+    char when[64], a[32];
+    for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
+        const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
+        if (!m->total_bytes && !m->process_bytes)
+            continue; /* a device nothing was measured or held on */
+        if (m->why & CMT_LEDGER_AT_END)
+            snprintf(when, sizeof when, "the end");
+        else if (m->t_ns == l->peak_t)
+            snprintf(when, sizeof when, "the peak (%s)", cmt__duration(m->t_ns, a));
+        else
+            snprintf(when, sizeof when, "%s", cmt__duration(m->t_ns, a));
+        putchar('\n');
+        cmt__ledger_print(&l->pass, m, when, "");
+    }
+}
+
+static void json_report(const struct cmt__pass *p, const struct report_ledger *l)
 {
     const cmt_replay *rp = p->replay;
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
@@ -186,6 +259,7 @@ static void json_report(const struct cmt__pass *p)
     cmt__json_end_object(&j);
     json_threads(&j, rp, p->reader);
     cmt__phases_json(&j, &p->phases);
+    json_ledger(&j, l);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -237,7 +311,7 @@ static void text_allocator(const struct cmt__pass *p)
     }
 }
 
-static void text_report(const struct cmt__pass *p)
+static void text_report(const struct cmt__pass *p, const struct report_ledger *l)
 {
     const cmt_replay *rp = p->replay;
     const cmt_reader *r = p->reader;
@@ -271,6 +345,7 @@ static void text_report(const struct cmt__pass *p)
                cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
     }
     text_allocator(p);
+    text_ledger(l);
     printf("\ncalls by API\n");
     for (uint32_t id = 0; id < 65536; id++) {
         const struct cmt_api *api = cmt_reader_api(r, id);
@@ -315,19 +390,80 @@ static void text_report(const struct cmt__pass *p)
     cmt__hint_symbolize("report", p->path, raw && !p->damage);
 }
 
+static int by_time(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Takes --at TIME options out of argv (into l->at, sorted). @return 0, or 2 after a usage
+ * error. */
+static int take_at(int *argc, char **argv, struct report_ledger *l)
+{
+    int kept = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v;
+        if (!cmt__value_option(*argc, argv, &i, "--at", NULL, &v)) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (l->at_count == MAX_AT)
+            return cmt__usage_error("report", "at most %d --at times", MAX_AT);
+        if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
+            return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
+                                    v ? v : "");
+        l->at_count++;
+    }
+    *argc = kept;
+    if (l->at_count > 1)
+        qsort(l->at, l->at_count, sizeof *l->at, by_time);
+    return 0;
+}
+
+/* The second pass: the ledger at the peak of pass p, the --at times and the end. */
+static void run_ledger(const struct cmt__pass *p, struct report_ledger *l)
+{
+    l->peak_t = cmt_replay_totals(p->replay)->peak_t_ns;
+    size_t n = 0, a = 0;
+    for (int peak = 1; a < l->at_count || peak;) { /* merge the peak into the sorted times */
+        uint64_t t = peak && (a == l->at_count || l->peak_t <= l->at[a]) ? l->peak_t : l->at[a];
+        if (peak && t == l->peak_t)
+            peak = 0;
+        else
+            a++;
+        if (!n || l->times[n - 1] != t)
+            l->times[n++] = t;
+    }
+    l->time_count = n;
+    struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_END, .times = l->times, .time_count = n};
+    if (cmt__ledger_pass(&l->pass, "report", p->path, 0, &o, 1, &l->ledger) == 0)
+        l->ran = 1;
+}
+
 int cmt_cmd_report(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+    struct report_ledger l;
+    memset(&l, 0, sizeof l);
+    if ((status = take_at(&argc, argv, &l)) != 0)
+        return status;
+    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+        if (l.at_count) /* each GPU has its own moment there */
+            return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);
+    }
     if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
         return status;
+    run_ledger(&p, &l);
     if (json)
-        json_report(&p);
+        json_report(&p, &l);
     else
-        text_report(&p);
+        text_report(&p, &l);
     status = cmt__pass_status(&p);
+    if (l.ran)
+        cmt__pass_close(&l.pass);
+    cmt_ledger_destroy(l.ledger);
     cmt__pass_close(&p);
     return status;
 }

@@ -55,5 +55,9 @@ void cmt__fleet_json_who(struct cmt__json *j, const struct cmt_fleet_process *p)
 int cmt__fleet_report(int argc, char **argv, const char *usage);
 int cmt__fleet_timeline(int argc, char **argv, const char *usage);
 int cmt__fleet_diff(int argc, char **argv, const char *usage);
+/* The ledger of each GPU of the fleet (fleet_ledger.c): each process's at one moment and the
+ * GPU combined, as text, or as the array `gpu_ledgers` into j. @return 0, or -1 when memory
+ * ran out (a GPU is missing). */
+int cmt__fleet_ledger(const struct cmt_fleet *f, struct cmt__json *j);
 
 #endif

@@ -240,6 +240,8 @@ static void json_report(const struct cmt_fleet *f)
         cmt__json_end_object(&j);
     }
     cmt__json_end_array(&j);
+    if (cmt__fleet_ledger(f, &j) != 0)
+        fprintf(stderr, "cumemtrace report: out of memory: a GPU's ledger is missing\n");
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -257,6 +259,8 @@ int cmt__fleet_report(int argc, char **argv, const char *usage)
         text_summary(&f);
         text_processes(&f);
         text_gpus(&f);
+        if (cmt__fleet_ledger(&f, NULL) != 0)
+            fprintf(stderr, "cumemtrace report: out of memory: a GPU's ledger is missing\n");
     }
     rc = 0;
     for (uint32_t p = 0; p < f.count; p++) /* as one trace's report: partial figures */

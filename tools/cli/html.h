@@ -80,6 +80,8 @@ struct cmt__html_run {
     long whatif_best;             /* index, -1 when every setting ran out of memory */
     struct cmt__html_alloc alloc; /* when the trace has allocator-level records */
     int have_alloc;
+    struct cmt_ledger *ledger; /* the ledger at evenly spaced times and the peak (second pass) */
+    struct cmt_alloc *ledger_alloc; /* the allocator-level view the ledger reads then */
 };
 
 /* The page's embedded template (html_template.c, generated from html/report.html at build

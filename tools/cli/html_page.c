@@ -8,6 +8,7 @@
 #include "frames.h"
 #include "html.h"
 #include "phase_print.h"
+#include "ledger_print.h"
 #include "oom.h"
 #include "output.h"
 #include "report.h"
@@ -312,6 +313,7 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     whatif_json(j, run);
     if (cmt__html_alloc_json(j, run) != 0)
         cmt__json_null(j, "allocator_failed"); /* out of memory: the view is missing */
+    cmt__ledger_page_json(j, &run->pass, run->ledger_alloc, run->ledger);
     cmt__json_end_object(j);
 }
 

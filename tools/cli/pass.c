@@ -31,7 +31,8 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
 {
     const char *cmd = p->cmd, *path = p->path;
     p->timeline = timeline;
-    if (cmt_replay_create(&p->replay, p->reader) != 0 || cmt_alloc_create(&p->alloc) != 0 ||
+    if (cmt_replay_create(&p->replay, p->reader) != 0 ||
+        (!p->alloc && cmt_alloc_create(&p->alloc) != 0) ||
         ((want & CMT__PASS_OOM) && cmt_oom_create(&p->oom) != 0)) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", cmd, path);
         cmt__pass_close(p);
@@ -66,7 +67,8 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress); /* also when damage stopped the replay */
     p->damage = rc;
-    cmt__warn_damage(cmd, path, p->reader, rc);
+    if (!p->quiet_damage)
+        cmt__warn_damage(cmd, path, p->reader, rc);
     return 0;
 }
 

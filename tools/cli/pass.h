@@ -29,13 +29,16 @@ struct cmt__pass {
     struct cmt_report report;      /* with CMT__PASS_REPORT */
     struct cmt_diff_side diff;     /* with CMT__PASS_DIFF */
     int damage;                    /* the damage code, 0 when sound */
+    int quiet_damage; /* set between open and replay: a second pass does not warn again */
 };
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);
 /* cmt__pass_run in two steps, for observers that need the reader before the replay:
  * cmt__pass_open() opens the trace (@return 0, or 1 after printing why it cannot be read:
  * nothing to close); cmt__pass_replay() runs the pass with `nextra` more observers after the
- * analyses' (copied: their ctx must outlive the pass). @return as cmt__pass_run. */
+ * analyses' (copied: their ctx must outlive the pass); p->alloc, when the caller made it
+ * between the two (an extra observer reads it), is used and closed with the pass.
+ * @return as cmt__pass_run. */
 int cmt__pass_open(struct cmt__pass *p, const char *cmd, const char *path);
 int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *timeline,
                      const struct cmt_observer *extra, size_t nextra);

@@ -170,6 +170,13 @@ static const struct cmt_snapshot_segment *segment_at(const struct conv *c, uint6
     return addr - g->addr < g->total_size ? g : NULL;
 }
 
+/* A segment's segment_pool_id as the trace's pool: 0 for PyTorch's default (0, 0), else the
+ * pair packed (a private pool: a CUDA graph's, a MemPool). */
+static uint64_t pool_of(const struct cmt_snapshot_segment *g)
+{
+    return g ? (uint64_t)(uint32_t)g->pool_id[0] << 32 | (uint32_t)g->pool_id[1] : 0;
+}
+
 static int add_before(struct conv *c, uint32_t action, int32_t dev, uint64_t addr, uint64_t size,
                       uint64_t requested, uint64_t stream, uint32_t flags, uint32_t stack)
 {
@@ -319,6 +326,11 @@ static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_
         } else if (!map_slot(segs, g->addr)) {
             rc = add_before(c, CMT_AA_SEGMENT_ALLOC, g->dev, g->addr, g->total_size, 0, g->stream,
                             flags, g->stack);
+            if (!rc && pool_of(g)) {
+                struct cmt_alloc_event *e = &c->before[c->nbefore - 1];
+                e->fields |= CMT_AF(POOL);
+                e->v[CMT_AFIELD_POOL] = pool_of(g);
+            }
         }
         for (uint32_t j = 0; j < g->nblocks && !rc; j++) {
             const struct cmt_snapshot_block *b = &c->s->blocks[g->first_block + j];
@@ -535,6 +547,8 @@ static void entry_event(struct conv *c, size_t i, struct cmt_alloc_event *e)
         set(e, CMT_AFIELD_ADDR, s->addr);
         set(e, CMT_AFIELD_SIZE, s->size);
         set(e, CMT_AFIELD_STREAM, s->stream);
+        if (e->action == CMT_AA_SEGMENT_ALLOC && pool_of(segment_at(c, s->addr)))
+            set(e, CMT_AFIELD_POOL, pool_of(segment_at(c, s->addr)));
         break;
     case CMT_AA_OOM:
         set(e, CMT_AFIELD_SIZE, s->size);

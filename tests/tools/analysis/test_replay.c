@@ -767,3 +767,42 @@ Test(replay, timeline_quiet_windows_change_nothing)
     cmt_timeline_free(&shown);
     done(&b);
 }
+
+/* Moments (struct cmt_observer's before_t): before() runs before the first event after each
+ * time is applied, with the state of every event up to it; one event past several moments
+ * calls it once for each; a moment past the last event is never called (the observer's at
+ * finish). */
+struct moments {
+    uint64_t times[4], live[4];
+    size_t next, count;
+};
+
+static void moment_before(struct cmt_observer *self, const cmt_replay *r)
+{
+    struct moments *m = self->ctx;
+    m->live[m->next] = cmt_replay_totals(r)->live_bytes;
+    m->next++;
+    self->before_t = m->next < m->count ? m->times[m->next] : UINT64_MAX;
+}
+
+Test(replay, a_moment_sees_the_state_of_every_event_up_to_its_time)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "a", 1);
+    tb_alloc(&b, 0x7f0000000000, TB_MIB, s);     /* t = 1000 */
+    tb_alloc(&b, 0x7f0000200000, 2 * TB_MIB, s); /* t = 2000: past 1000 and 1500 */
+    b.t_ns += 5000;
+    tb_alloc(&b, 0x7f0000400000, 4 * TB_MIB, s); /* t = 8000 */
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct moments m = {.times = {1000, 1500, 3000, 9000}, .count = 4};
+    struct cmt_observer o = {.before_t = m.times[0], .before = moment_before, .ctx = &m};
+    cr_assert_eq(cmt_replay_run(rp, &o, 1), 0);
+    cr_assert_eq(m.next, 3, "the moment past the last event is left to finish");
+    cr_assert_eq(m.live[0], TB_MIB, "1000: the first allocation, not the second");
+    cr_assert_eq(m.live[1], TB_MIB, "1500: the event at 2000 passes both moments");
+    cr_assert_eq(m.live[2], 3 * TB_MIB, "3000: before the event at 8000");
+    done(&b);
+}

@@ -402,3 +402,38 @@ Test(commands, raw_frames_come_with_a_symbolize_hint)
     cr_expect_str_eq(c.err, "");
     captured_free(&c);
 }
+
+/* The ledger in oom and report (tools/cli/ledger_print.c): its JSON keys, the rows adding up
+ * with the other processes of the OOM's sample, report --at, and a bad --at refused. */
+Test(commands, oom_and_report_give_the_ledger)
+{
+    const char *path = oom_trace(6, TB_GIB);
+    const char *argv[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, argv);
+    cr_expect_eq(c.status, 0);
+    static const char *keys[] = {"\"ledger\":{\"dev\":0,",
+                                 "\"free_measured\":true",
+                                 "\"context_bytes\":314572800",
+                                 "\"others_bytes\":0",
+                                 "\"residual_bytes\":0",
+                                 "\"row\":\"driver\",\"label\":\"user code: segment_alloc_0\""
+                                 ",\"bytes\":21474836480,\"owner\":\"user\"",
+                                 "\"process_bytes\":21474836480"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        cr_expect(strstr(c.out, keys[i]), "missing %s in %s", keys[i], c.out);
+    captured_free(&c);
+    const char *report[] = {"report", "--at", "1ms", path, NULL};
+    c = capture_run(cmt_cmd_report, report);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "ledger of GPU 0 (Simulated GPU) at the peak ("), "%s", c.out);
+    cr_expect(strstr(c.out, "ledger of GPU 0 (Simulated GPU) at 1.00 ms: capacity 24.00 GiB"), "%s",
+              c.out);
+    cr_expect(strstr(c.out, "ledger of GPU 0 (Simulated GPU) at the end"), "%s", c.out);
+    cr_expect(strstr(c.out, "  residual  0 B  (capacity less every row)\n"), "%s", c.out);
+    captured_free(&c);
+    const char *bad[] = {"report", "--at", "soon", path, NULL};
+    c = capture_run(cmt_cmd_report, bad);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--at wants a time such as 12.5s or 800ms, got 'soon'"), "%s", c.err);
+    captured_free(&c);
+}

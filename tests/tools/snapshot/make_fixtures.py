@@ -40,13 +40,13 @@ def block(addr, size, requested, state, frames):
             "frames": frames}
 
 
-def segment(dev, addr, total, blocks, small=False, expandable=False):
+def segment(dev, addr, total, blocks, small=False, expandable=False, pool=(0, 0)):
     active = sum(b["size"] for b in blocks if b["state"].startswith("active"))
     alloc = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
     return {"device": dev, "address": addr, "total_size": total, "allocated_size": alloc,
             "active_size": active, "requested_size": sum(b["requested_size"] for b in blocks),
             "stream": 0, "segment_type": "small" if small else "large",
-            "segment_pool_id": (0, 0), "is_expandable": expandable, "frames": [],
+            "segment_pool_id": pool, "is_expandable": expandable, "frames": [],
             "blocks": blocks}
 
 
@@ -195,7 +195,20 @@ def annotations():
             "external_annotations": note}
 
 
-FIXTURES_OF = {"annotations.pickle": (annotations, 4), "full.pickle": (full, 4), "history.pickle": (history, 4),
+def graph_pool():
+    """A CUDA graph's private pool beside the default one: segment_pool_id (0, 1) (what
+    torch.cuda.graph_pool_handle() returns), a segment of 8 MiB holding 2 MiB; the default
+    pool's 20 MiB holding 6 MiB."""
+    A, G = 0x7F0000000000, 0x7F0002000000
+    segs = [segment(0, A, 20 * MIB, [block(A, 6 * MIB, 6 * MIB, "active_allocated", ALLOC_FRAMES),
+                                     block(A + 6 * MIB, 14 * MIB, 14 * MIB, "inactive", [])]),
+            segment(0, G, 8 * MIB, [block(G, 2 * MIB, 2 * MIB, "active_allocated", ALLOC_FRAMES),
+                                    block(G + 2 * MIB, 6 * MIB, 6 * MIB, "inactive", [])],
+                    pool=(0, 1))]
+    return {"segments": segs, "device_traces": [[]], "allocator_settings": settings()}
+
+
+FIXTURES_OF = {"annotations.pickle": (annotations, 4), "graph_pool.pickle": (graph_pool, 4), "full.pickle": (full, 4), "history.pickle": (history, 4),
                "bare_list.pickle": (bare_list, 2), "no_time.pickle": (no_time, 3),
                "expandable.pickle": (expandable, 5), "rebuilt_settings.pickle": (rebuilt_settings, 4)}
 

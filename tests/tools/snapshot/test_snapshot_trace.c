@@ -285,3 +285,25 @@ Test(snapshot_trace, the_end_state_is_pytorchs_accounting)
         release(&rb);
     }
 }
+
+/* segment_pool_id becomes the segment's pool: 0 for the default pool (the field left out),
+ * the pair packed for a private pool (a CUDA graph's (0, 1)). */
+Test(snapshot_trace, a_private_pool_is_the_segments_pool)
+{
+    struct readback rb;
+    convert("graph_pool.pickle", &rb);
+    int seen = 0;
+    for (size_t i = 0; i < rb.nev; i++) {
+        const struct cmt_alloc_event *e = &rb.ev[i];
+        if (e->action != CMT_AA_SEGMENT_ALLOC)
+            continue;
+        seen++;
+        if (e->v[CMT_AFIELD_ADDR] == 0x7F0002000000)
+            cr_expect(e->fields & CMT_AF(POOL) && e->v[CMT_AFIELD_POOL] == 1, "pool %llu",
+                      (unsigned long long)e->v[CMT_AFIELD_POOL]);
+        else
+            cr_expect(!(e->fields & CMT_AF(POOL)), "the default pool");
+    }
+    cr_expect_eq(seen, 2);
+    release(&rb);
+}

@@ -1,0 +1,233 @@
+/* Tests of the ledger (tools/analysis/ledger.c): rows that add up to the capacity, owners from
+ * the stacks, allocator pools apart, the moment of a time asked, and a residual that shows. */
+#include <criterion/criterion.h>
+
+#include "allocator.h"
+#include "ledger.h"
+#include "reader.h"
+#include "replay.h"
+#include "trace_builder.h"
+
+#define GIB TB_GIB
+#define MIB TB_MIB
+
+struct run {
+    cmt_reader *reader;
+    cmt_replay *replay;
+    cmt_alloc *alloc;
+    cmt_ledger *ledger;
+};
+
+static void run(struct run *x, const struct tb *b, const struct cmt_ledger_options *o)
+{
+    cr_assert_eq(cmt_reader_open_memory(&x->reader, b->buf.data, b->buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&x->replay, x->reader), 0);
+    cr_assert_eq(cmt_alloc_create(&x->alloc), 0);
+    cr_assert_eq(cmt_ledger_create(&x->ledger, x->alloc, o), 0);
+    struct cmt_observer obs[] = {cmt_alloc_observer(x->alloc), cmt_ledger_observer(x->ledger)};
+    cr_assert_eq(cmt_replay_run(x->replay, obs, 2), 0);
+}
+
+static void done(struct run *x, struct tb *b)
+{
+    cmt_ledger_destroy(x->ledger);
+    cmt_alloc_destroy(x->alloc);
+    cmt_replay_destroy(x->replay);
+    cmt_reader_close(x->reader);
+    tb_free_builder(b);
+}
+
+/* The bytes of the rows of type `type` (and, for DRIVER, owner `owner`; -1: any). */
+static uint64_t rows(const struct cmt_ledger_moment *m, int type, int owner, uint64_t pool)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->row_count; i++) {
+        const struct cmt_ledger_row *r = &m->rows[i];
+        if (r->type == type && (type != CMT_LEDGER_DRIVER || owner < 0 || r->owner == owner) &&
+            ((type != CMT_LEDGER_TENSORS && type != CMT_LEDGER_CACHED) || r->pool == pool))
+            sum += r->bytes;
+    }
+    return sum;
+}
+
+static uint64_t all_rows(const struct cmt_ledger_moment *m)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m->row_count; i++)
+        sum += m->rows[i].bytes;
+    return sum;
+}
+
+static void segment_in_pool(struct tb *b, uint64_t addr, uint64_t size, uint64_t pool)
+{
+    uint64_t v[] = {addr, size, pool};
+    tb_alloc_event(b, CMT_AA_SEGMENT_ALLOC, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(POOL), v);
+}
+
+Test(ledger, rows_add_up_to_the_capacity_at_the_oom)
+{
+    struct tb b;
+    tb_begin(&b, GIB, 768 * MIB); /* 256 MiB used at first use: the context */
+    uint32_t torch = tb_stack(&b, "caching_malloc", 2);
+    uint32_t nccl = tb_frame(&b, tb_frame(&b, 0, "main"), "ncclMemAlloc");
+    uint32_t user = tb_stack(&b, "train_step", 2);
+    tb_allocator(&b, 1, "");
+    tb_alloc(&b, 0x7f0000000000, 64 * MIB, torch);
+    tb_segment(&b, 0x7f0000000000, 64 * MIB, 0);
+    tb_block(&b, 0x7f0000000000, 16 * MIB, 16 * MIB, user, 0);
+    tb_alloc(&b, 0x7f0010000000, 32 * MIB, torch); /* a private pool (a CUDA graph's) */
+    segment_in_pool(&b, 0x7f0010000000, 32 * MIB, 7);
+    tb_block(&b, 0x7f0010000000, 8 * MIB, 8 * MIB, user, 0);
+    tb_alloc(&b, 0x7f0020000000, 10 * MIB, nccl);
+    tb_alloc(&b, 0x7f0030000000, 3 * MIB, user); /* 1 MiB of rounding */
+    uint64_t used = 256 * MIB + 64 * MIB + 32 * MIB + 10 * MIB + 4 * MIB + 100 * MIB;
+    uint64_t seq = tb_alloc_fail(&b, 900 * MIB, user);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, GIB - used, GIB, seq); /* 100 MiB held by others */
+    tb_finish(&b, 1);
+    struct run x;
+    const struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_OOM | CMT_LEDGER_AT_END};
+    run(&x, &b, &o);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_OOM, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert(m->free_measured);
+    cr_assert_eq(m->total_bytes, GIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_TENSORS, -1, 0), 16 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_CACHED, -1, 0), 48 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_TENSORS, -1, 7), 8 * MIB, "the private pool is its own row");
+    cr_assert_eq(rows(m, CMT_LEDGER_CACHED, -1, 7), 24 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_NCCL, 0), 10 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 3 * MIB,
+                 "segments are the allocator's rows, not their driver call sites'");
+    cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, -1, 0), 13 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_ROUNDING, -1, 0), 1 * MIB);
+    cr_assert_eq(m->context_bytes, 256 * MIB);
+    cr_assert_eq(m->others_bytes, 100 * MIB);
+    cr_assert_eq(m->free_bytes, GIB - used);
+    cr_assert_eq(m->residual_bytes, 0);
+    cr_assert_eq(all_rows(m), GIB, "every byte in a row");
+    const struct cmt_ledger_moment *end = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0);
+    cr_assert_not_null(end);
+    cr_assert_eq(all_rows(end), GIB);
+    cr_assert_eq(end->others_bytes, 100 * MIB, "others stay as last measured");
+    done(&x, &b);
+}
+
+Test(ledger, a_time_asked_is_the_state_after_every_event_up_to_it)
+{
+    struct tb b;
+    tb_begin(&b, GIB, GIB);
+    uint32_t user = tb_stack(&b, "train_step", 2);
+    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
+    uint64_t first = b.t_ns;
+    tb_alloc(&b, 0x7f0000200000, 4 * MIB, user);
+    uint64_t second = b.t_ns;
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    struct run x;
+    const uint64_t times[] = {first, first + 1, second, second + 10 * 1000 * 1000};
+    const struct cmt_ledger_options o = {.times = times, .time_count = 4};
+    run(&x, &b, &o);
+    const uint64_t want[] = {2 * MIB, 2 * MIB, 6 * MIB, 4 * MIB};
+    for (size_t i = 0; i < 4; i++) {
+        const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_TIME, 0, i);
+        cr_assert_not_null(m, "time %zu", i);
+        cr_assert_eq(m->t_ns, times[i]);
+        cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), want[i], "time %zu: %llu", i,
+                     (unsigned long long)rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0));
+        cr_assert_eq(all_rows(m), GIB);
+        cr_assert_eq(m->residual_bytes, 0);
+    }
+    cr_assert_null(cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0), "the end was not asked");
+    done(&x, &b);
+}
+
+Test(ledger, the_residual_shows_what_the_measured_free_memory_cannot_hold)
+{
+    struct tb b;
+    tb_begin(&b, GIB, 768 * MIB);
+    tb_alloc(&b, 0x7f0000000000, 64 * MIB, tb_stack(&b, "train_step", 2));
+    tb_meminfo(&b, CMT_MEMINFO_EXIT, GIB, GIB, b.seq); /* says nothing is used: it cannot be */
+    tb_finish(&b, 1);
+    struct run x;
+    const struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_END};
+    run(&x, &b, &o);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert(m->free_measured);
+    cr_assert_eq(m->others_bytes, 0);
+    cr_assert_eq(m->free_bytes, GIB);
+    cr_assert_eq(m->residual_bytes, -(int64_t)(320 * MIB), "%lld", (long long)m->residual_bytes);
+    cr_assert_eq((int64_t)all_rows(m) + m->residual_bytes, (int64_t)GIB);
+    done(&x, &b);
+}
+
+Test(ledger, owners_come_from_the_innermost_library_frame)
+{
+    struct tb b;
+    tb_begin(&b, GIB, GIB);
+    uint32_t user = tb_frame(&b, 0, "main");
+    uint32_t via_torch = tb_frame(&b, tb_frame(&b, user, "c10::cuda::blas_handle"), "cublasCreate");
+    uint32_t cudnn = tb_frame(&b, user, "cudnnCreate");
+    tb_alloc(&b, 0x7f0000000000, 2 * MIB, via_torch);
+    tb_alloc(&b, 0x7f0000200000, 2 * MIB, cudnn);
+    tb_finish(&b, 1);
+    struct run x;
+    run(&x, &b, NULL);
+    const cmt_reader *r = x.reader;
+    cr_assert_eq(cmt_ledger_owner_of(r, via_torch), CMT_OWNER_CUBLAS);
+    cr_assert_eq(cmt_ledger_owner_of(r, cudnn), CMT_OWNER_CUDNN);
+    cr_assert_eq(cmt_ledger_owner_of(r, user), CMT_OWNER_USER);
+    cr_assert_eq(cmt_ledger_owner_of(r, 0), CMT_OWNER_NO_STACK);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_CUBLAS, 0), 2 * MIB);
+    cr_assert_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_CUDNN, 0), 2 * MIB);
+    done(&x, &b);
+}
+
+/* The shim's first-use baseline and the sample after a failure can carry the same time and
+ * figures (a process whose first call fails): the failure's free is still measured. */
+Test(ledger, a_sample_after_the_failure_is_measured_even_when_it_repeats_the_baseline)
+{
+    struct tb b;
+    tb_begin(&b, GIB, 768 * MIB);
+    uint32_t user = tb_stack(&b, "train_step", 2);
+    b.t_ns = 1000;
+    tb_meminfo(&b, CMT_MEMINFO_BASELINE, 512 * MIB, GIB, 1);
+    b.t_ns = 0; /* the failed call gets t = 1000 too */
+    uint64_t seq = tb_alloc_fail(&b, 900 * MIB, user);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 512 * MIB, GIB, seq);
+    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
+    tb_finish(&b, 1);
+    struct run x;
+    const struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_OOM};
+    run(&x, &b, &o);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_OOM, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert(m->free_measured, "the OOM's own sample");
+    cr_assert_eq(m->free_bytes, 512 * MIB);
+    cr_assert_eq(m->others_bytes, 256 * MIB, "used 512 MiB: 256 at first use, 256 since");
+    cr_assert_eq(all_rows(m), GIB);
+    done(&x, &b);
+}
+
+/* A trace that never measured the device (a snapshot without device figures): this process's
+ * rows alone, no free row, nothing invented. */
+Test(ledger, without_a_capacity_only_the_process_rows_are_given)
+{
+    struct tb b;
+    tb_begin(&b, 0, 0);
+    tb_alloc(&b, 0x7f0000000000, 4 * MIB, tb_stack(&b, "train_step", 2));
+    tb_finish(&b, 1);
+    struct run x;
+    run(&x, &b, NULL);
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_END, 0, 0);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->total_bytes, 0);
+    cr_assert_eq(m->residual_bytes, 0);
+    cr_assert_eq(m->others_bytes, 0);
+    cr_assert(!m->free_measured);
+    cr_assert_eq(rows(m, CMT_LEDGER_FREE, -1, 0), 0);
+    cr_assert_eq(all_rows(m), 4 * MIB, "the allocation alone");
+    done(&x, &b);
+}

@@ -1,0 +1,676 @@
+/* ledger.c — every byte of a device accounted for at a moment (see ledger.h).
+ *
+ * A moment is taken in two steps: during the replay, the live set is measured (the
+ * allocator's segments per pool, every live driver object outside them summed by call site,
+ * graph and pool memory, rounding, the last free/total sample); at finish, once symbols are
+ * read, the call sites are named by owner and the rows built. */
+#include "ledger.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "cmt_grow.h"
+#include "frames.h"
+#include "replay_internal.h"
+
+struct names {
+    const char *key, *label;
+};
+static const struct names row_names[] = {
+#define CMT__LEDGER_ROW_NAMES(name, key, label) {key, label},
+    CMT_LEDGER_ROWS(CMT__LEDGER_ROW_NAMES)
+#undef CMT__LEDGER_ROW_NAMES
+};
+static const struct names owner_names[] = {
+#define CMT__LEDGER_OWNER_NAMES(name, key, label) {key, label},
+    CMT_LEDGER_OWNERS(CMT__LEDGER_OWNER_NAMES)
+#undef CMT__LEDGER_OWNER_NAMES
+};
+static const struct {
+    int owner, what;
+    const char *pattern;
+} owner_frames[] = {
+#define CMT__LEDGER_OWNER_FRAME(owner, what, pattern) \
+    {CMT_OWNER_##owner, CMT_FRAME_##what, pattern},
+    CMT_LEDGER_OWNER_FRAMES(CMT__LEDGER_OWNER_FRAME)
+#undef CMT__LEDGER_OWNER_FRAME
+};
+
+const char *cmt_ledger_row_key(int t)
+{
+    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_names[t].key : "?";
+}
+const char *cmt_ledger_row_label(int t)
+{
+    return t >= 0 && t < CMT_LEDGER_ROW_TYPES ? row_names[t].label : "?";
+}
+const char *cmt_ledger_owner_key(int o)
+{
+    return o >= 0 && o < CMT_OWNER_COUNT ? owner_names[o].key : "?";
+}
+const char *cmt_ledger_owner_label(int o)
+{
+    return o >= 0 && o < CMT_OWNER_COUNT ? owner_names[o].label : "?";
+}
+
+struct raw_pool {
+    uint32_t allocator;
+    uint64_t pool, tensors, blocks, cached;
+};
+struct raw_site {
+    uint32_t site;
+    uint64_t bytes, count;
+};
+/* A moment as measured during the replay. */
+struct raw {
+    struct cmt_ledger_moment m;
+    struct raw_pool *pools;
+    size_t pool_count, pool_cap;
+    struct raw_site *sites;
+    size_t site_count;
+    uint64_t graph, pools_retained, rounding;
+    int have_sample;
+    uint64_t sample_free, sample_total, sample_process;
+};
+/* The last free/total sample of a device slot, with this process's bytes then. */
+struct sample {
+    int have;
+    uint64_t free, total, t, process, events; /* events: how many had been applied */
+};
+
+struct cmt_ledger {
+    const cmt_alloc *alloc;
+    const cmt_reader *reader;
+    unsigned at;
+    uint64_t *times;
+    size_t time_count, next_time;
+    struct raw *raws;
+    size_t count, cap;
+    struct sample samples[MAX_DEVICE_SLOTS];
+    size_t pending_oom; /* raws index + 1 of an OOM moment a sample may still complete */
+    uint64_t events, last_seq;
+    /* scratch, by replay site index */
+    uint64_t *site_bytes, *site_count;
+    uint32_t *touched;
+    size_t touched_count, site_cap;
+    uint64_t *handles; /* VMM handles mapped inside segments */
+    size_t handle_count, handle_cap;
+    int32_t dev; /* the device being measured */
+    struct raw *cur;
+    int failed;
+};
+
+int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_ledger_options *o)
+{
+    cmt_ledger *l = calloc(1, sizeof *l);
+    if (!l)
+        return CMT_ENOMEM;
+    l->alloc = a;
+    l->at = o ? o->at : CMT_LEDGER_AT_OOM | CMT_LEDGER_AT_END;
+    if (o && o->time_count) {
+        l->times = malloc(o->time_count * sizeof *l->times);
+        if (!l->times) {
+            free(l);
+            return CMT_ENOMEM;
+        }
+        memcpy(l->times, o->times, o->time_count * sizeof *l->times);
+        l->time_count = o->time_count;
+    }
+    *out = l;
+    return 0;
+}
+
+void cmt_ledger_destroy(cmt_ledger *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->raws[i].pools);
+        free(l->raws[i].sites);
+        free(l->raws[i].m.rows);
+    }
+    free(l->raws);
+    free(l->times);
+    free(l->site_bytes);
+    free(l->site_count);
+    free(l->touched);
+    free(l->handles);
+    free(l);
+}
+
+static uint32_t slot_of(int32_t dev)
+{
+    return dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
+}
+
+/* This process's device memory as the driver sees it (live, pool retention, rounding), or the
+ * allocators' segments when they are more (a trace converted from a snapshot has no driver
+ * calls). */
+static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    uint64_t p = d->live_bytes + d->kind_bytes[CMT_KIND_POOL] + d->waste_bytes;
+    uint64_t reserved = l->alloc ? cmt_alloc_device_figures(l->alloc, d->dev).reserved_bytes : 0;
+    return reserved > p ? reserved : p;
+}
+
+/* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
+ * with the figures of the one before). @return 1 when it was. */
+static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
+{
+    struct sample *s = &l->samples[slot_of(d->dev)];
+    if (!d->have_sample || !d->total_bytes ||
+        (!fresh && s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
+         s->total == d->total_bytes))
+        return 0;
+    *s = (struct sample){
+        1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
+    return 1;
+}
+
+static int in_segment(const cmt_ledger *l, int32_t dev, uint64_t addr)
+{
+    return l->alloc && cmt_alloc_holds(l->alloc, dev, addr);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void collect_mapped(void *ctx, const struct cmt_replay_object *o)
+{
+    cmt_ledger *l = ctx;
+    if (o->kind != CMT_KIND_MAPPING || o->dev != l->dev || !in_segment(l, o->dev, o->addr))
+        return;
+    if (CMT_GROW(l->handles, l->handle_cap, l->handle_count + 1, 16) != 0) {
+        l->failed = 1;
+        return;
+    }
+    l->handles[l->handle_count++] = o->aux;
+}
+
+static void measure_object(void *ctx, const struct cmt_replay_object *o)
+{
+    cmt_ledger *l = ctx;
+    struct raw *w = l->cur;
+    if (o->dev != l->dev)
+        return;
+    if (o->kind == CMT_KIND_GRAPH) {
+        w->graph += o->size;
+        return;
+    }
+    if (o->kind == CMT_KIND_POOL) {
+        if (o->addr == CMT__GRAPH_POOL(slot_of(o->dev)))
+            w->graph += o->size;
+        else
+            w->pools_retained += o->size;
+        return;
+    }
+    if (!CMT_KIND_IS_DEVICE_MEMORY(o->kind))
+        return;
+    int inside = o->kind == CMT_KIND_VMM
+                     ? l->handle_count && bsearch(&o->addr, l->handles, l->handle_count,
+                                                  sizeof *l->handles, cmp_u64) != NULL
+                     : in_segment(l, o->dev, o->addr);
+    if (inside)
+        return;
+    if (o->site >= l->site_cap) {
+        l->failed = 1;
+        return;
+    }
+    if (!l->site_count[o->site]++)
+        l->touched[l->touched_count++] = o->site;
+    l->site_bytes[o->site] += o->size;
+}
+
+static int add_pool(struct raw *w, uint32_t allocator, uint64_t pool,
+                    const struct cmt_alloc_segment *s)
+{
+    size_t i = 0;
+    while (i < w->pool_count && (w->pools[i].allocator != allocator || w->pools[i].pool != pool))
+        i++;
+    if (i == w->pool_count) {
+        if (CMT_GROW(w->pools, w->pool_cap, i + 1, 4) != 0)
+            return CMT_ENOMEM;
+        w->pools[w->pool_count++] = (struct raw_pool){.allocator = allocator, .pool = pool};
+    }
+    uint64_t live = s->live_bytes < s->size ? s->live_bytes : s->size;
+    w->pools[i].tensors += live;
+    w->pools[i].blocks += s->live_count;
+    w->pools[i].cached += s->size - live;
+    return 0;
+}
+
+static int measure_segments(cmt_ledger *l, struct raw *w)
+{
+    size_t n = l->alloc ? cmt_alloc_device_count(l->alloc) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct cmt_alloc_device *d = cmt_alloc_device_at(l->alloc, i);
+        for (size_t s = 0; d->dev == w->m.dev && s < d->segment_count; s++)
+            if (add_pool(w, d->allocator, d->segments[s].pool, &d->segments[s]) != 0)
+                return CMT_ENOMEM;
+    }
+    return 0;
+}
+
+/* The driver objects outside segments, by site, into w (scratch reset after). */
+static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
+{
+    size_t sites = cmt_replay_site_count(rp);
+    if (sites > l->site_cap) {
+        free(l->site_bytes);
+        free(l->site_count);
+        free(l->touched);
+        l->site_bytes = calloc(sites, sizeof *l->site_bytes);
+        l->site_count = calloc(sites, sizeof *l->site_count);
+        l->touched = malloc(sites * sizeof *l->touched);
+        l->site_cap = l->site_bytes && l->site_count && l->touched ? sites : 0;
+        if (!l->site_cap)
+            return CMT_ENOMEM;
+    }
+    l->dev = w->m.dev;
+    l->cur = w;
+    l->handle_count = 0;
+    cmt_replay_foreach_live(rp, collect_mapped, l);
+    if (l->handle_count > 1)
+        qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
+    l->touched_count = 0;
+    cmt_replay_foreach_live(rp, measure_object, l);
+    w->sites = l->touched_count ? malloc(l->touched_count * sizeof *w->sites) : NULL;
+    int rc = l->touched_count && !w->sites ? CMT_ENOMEM : 0;
+    for (size_t i = 0; i < l->touched_count; i++) {
+        uint32_t s = l->touched[i];
+        if (w->sites)
+            w->sites[w->site_count++] = (struct raw_site){s, l->site_bytes[s], l->site_count[s]};
+        l->site_bytes[s] = l->site_count[s] = 0;
+    }
+    return rc;
+}
+
+/* Takes a moment of device d now. @return its index, or (size_t)-1 when out of memory. */
+static size_t take(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_device *d,
+                   unsigned why, uint64_t t, size_t time_index)
+{
+    if (CMT_GROW(l->raws, l->cap, l->count + 1, 8) != 0) {
+        l->failed = 1;
+        return (size_t)-1;
+    }
+    struct raw *w = &l->raws[l->count];
+    memset(w, 0, sizeof *w);
+    w->m.why = why;
+    w->m.t_ns = t;
+    w->m.seq = l->last_seq;
+    w->m.time_index = time_index;
+    w->m.dev = d->dev;
+    if (d->have_baseline && d->baseline_total_bytes >= d->baseline_free_bytes)
+        w->m.context_bytes = d->baseline_total_bytes - d->baseline_free_bytes;
+    w->rounding = d->waste_bytes;
+    note_sample(l, d, 0);
+    const struct sample *s = &l->samples[slot_of(d->dev)];
+    if (s->have) {
+        w->have_sample = 1;
+        w->sample_free = s->free;
+        w->sample_total = s->total;
+        w->sample_process = s->process;
+        w->m.free_measured = s->events == l->events;
+    }
+    w->m.total_bytes = s->have ? s->total : d->total_bytes;
+    if (measure_segments(l, w) != 0 || measure_sites(l, rp, w) != 0) {
+        free(w->pools);
+        free(w->sites);
+        l->failed = 1;
+        return (size_t)-1;
+    }
+    return l->count++;
+}
+
+/* Every device seen (a known ordinal), now. */
+static void take_all(cmt_ledger *l, const cmt_replay *rp, unsigned why, uint64_t t, size_t ti)
+{
+    for (uint32_t slot = 1; slot < cmt_replay_device_count(rp); slot++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
+        if (d && d->seen)
+            take(l, rp, d, why, t, ti);
+    }
+}
+
+static void completes_oom(cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    struct raw *w = &l->raws[l->pending_oom - 1];
+    const struct sample *s = &l->samples[slot_of(d->dev)];
+    if (w->m.dev != d->dev)
+        return;
+    w->have_sample = 1;
+    w->sample_free = s->free;
+    w->sample_total = s->total;
+    w->sample_process = s->process;
+    w->m.total_bytes = s->total;
+    w->m.free_measured = 1;
+}
+
+/* An allocator's own out-of-memory record (a snapshot's): a moment, with the figures it
+ * carries, unless the driver's failure just took one. */
+static void allocator_oom(cmt_ledger *l, const cmt_replay *rp, const struct cmt_alloc_event *e)
+{
+    const struct cmt_replay_device *d = cmt_replay_device(rp, e->dev);
+    if (!d || l->pending_oom)
+        return;
+    size_t i = take(l, rp, d, CMT_LEDGER_AT_OOM, e->t_ns, 0);
+    uint32_t both = CMT_AF(DEVICE_FREE) | CMT_AF(DEVICE_TOTAL);
+    if (i == (size_t)-1 || (e->fields & both) != both || !e->v[CMT_AFIELD_DEVICE_TOTAL])
+        return;
+    struct raw *w = &l->raws[i];
+    w->have_sample = w->m.free_measured = 1;
+    w->sample_free = e->v[CMT_AFIELD_DEVICE_FREE];
+    w->sample_total = w->m.total_bytes = e->v[CMT_AFIELD_DEVICE_TOTAL];
+    w->sample_process = process_bytes(l, d);
+}
+
+static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    cmt_ledger *l = self->ctx;
+    if (st->rec.type != CMT_REC_EVENT) {
+        int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
+        for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
+            const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
+            if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
+                completes_oom(l, d);
+        }
+        if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
+            (l->at & CMT_LEDGER_AT_OOM))
+            allocator_oom(l, rp, &st->rec.u.alloc_event);
+        return CMT_OBSERVE_ALL;
+    }
+    l->events++;
+    l->last_seq = st->rec.u.event.seq;
+    l->pending_oom = 0;
+    if (st->device)
+        note_sample(l, st->device, 0);
+    if (st->oom && st->device && (l->at & CMT_LEDGER_AT_OOM)) {
+        size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
+        l->pending_oom = i == (size_t)-1 ? 0 : i + 1;
+    }
+    return CMT_OBSERVE_ALL;
+}
+
+static void ledger_before(struct cmt_observer *self, const cmt_replay *rp)
+{
+    cmt_ledger *l = self->ctx;
+    take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
+    l->pending_oom = 0;
+    l->next_time++;
+    self->before_t = l->next_time < l->time_count ? l->times[l->next_time] : UINT64_MAX;
+}
+
+static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp);
+
+struct cmt_observer cmt_ledger_observer(cmt_ledger *l)
+{
+    return (struct cmt_observer){.wants = CMT_OBSERVE_ALL,
+                                 .step = ledger_step,
+                                 .finish = ledger_finish,
+                                 .ctx = l,
+                                 .before_t = l->time_count ? l->times[0] : UINT64_MAX,
+                                 .before = l->time_count ? ledger_before : NULL};
+}
+
+/* --- finish: owners and rows --- */
+
+static int frame_owner(const cmt_reader *r, uint32_t node)
+{
+    struct cmt_frame_texts t;
+    cmt_frame_texts(r, node, &t);
+    for (size_t i = 0; i < sizeof owner_frames / sizeof *owner_frames; i++) {
+        const char *text = cmt_frame_text(&t, owner_frames[i].what);
+        if (text && cmt_glob(owner_frames[i].pattern, text))
+            return owner_frames[i].owner;
+    }
+    return -1;
+}
+
+int cmt_ledger_owner_of(const cmt_reader *r, uint32_t stack)
+{
+    if (!stack)
+        return CMT_OWNER_NO_STACK;
+    struct cmt_stack_node n;
+    uint32_t id = stack;
+    for (int depth = 0; id && depth < 256; depth++) {
+        int owner = frame_owner(r, id);
+        if (owner >= 0)
+            return owner;
+        if (cmt_reader_stack_node(r, id, &n) != 0 || n.parent == id)
+            break;
+        id = n.parent;
+    }
+    return CMT_OWNER_USER;
+}
+
+/* What finish knows of a site: its owner, and for user code the frame it is named by. */
+struct site_name {
+    int owner;     /* -1: not yet classified */
+    uint64_t node; /* user code: the call site's frame address */
+    uint32_t stack;
+};
+
+struct builder {
+    struct cmt_ledger_row *rows;
+    size_t count, cap;
+    int failed;
+};
+
+static void add_row(struct builder *b, struct cmt_ledger_row row)
+{
+    if (!row.bytes && row.type != CMT_LEDGER_FREE)
+        return;
+    if (CMT_GROW(b->rows, b->cap, b->count + 1, 16) != 0) {
+        b->failed = 1;
+        return;
+    }
+    b->rows[b->count++] = row;
+}
+
+static int by_bytes_desc(const void *a, const void *b)
+{
+    const struct cmt_ledger_row *x = a, *y = b;
+    return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* The DRIVER rows of one moment: one per owning library, user code by call site. */
+static void driver_rows(struct builder *b, const struct raw *w, const struct site_name *names)
+{
+    struct cmt_ledger_row owners[CMT_OWNER_COUNT] = {{0}};
+    uint64_t owner_top[CMT_OWNER_COUNT] = {0};
+    size_t first_user = b->count;
+    for (size_t i = 0; i < w->site_count; i++) {
+        const struct raw_site *s = &w->sites[i];
+        const struct site_name *nm = &names[s->site];
+        if (nm->owner != CMT_OWNER_USER) {
+            struct cmt_ledger_row *o = &owners[nm->owner];
+            o->bytes += s->bytes;
+            o->count += s->count;
+            if (s->bytes > owner_top[nm->owner]) {
+                owner_top[nm->owner] = s->bytes;
+                o->stack = nm->stack;
+            }
+            continue;
+        }
+        /* user rows by the node they are named by; while grouping, allocator holds the
+         * first member's site and pool the largest member's bytes */
+        size_t j = first_user;
+        while (j < b->count && names[b->rows[j].allocator].node != nm->node)
+            j++;
+        if (j == b->count) {
+            add_row(b, (struct cmt_ledger_row){.type = CMT_LEDGER_DRIVER,
+                                               .owner = CMT_OWNER_USER,
+                                               .allocator = s->site,
+                                               .pool = s->bytes,
+                                               .stack = nm->stack,
+                                               .bytes = s->bytes,
+                                               .count = s->count});
+            continue;
+        }
+        struct cmt_ledger_row *u = &b->rows[j];
+        if (s->bytes > u->pool) {
+            u->pool = s->bytes;
+            u->stack = nm->stack;
+        }
+        u->bytes += s->bytes;
+        u->count += s->count;
+    }
+    size_t users = b->count - first_user;
+    if (users > 1)
+        qsort(b->rows + first_user, users, sizeof *b->rows, by_bytes_desc);
+    if (users > CMT_LEDGER_USER_SITES) { /* the rest as one row */
+        struct cmt_ledger_row rest = {.type = CMT_LEDGER_DRIVER, .owner = CMT_OWNER_USER};
+        for (size_t j = first_user + CMT_LEDGER_USER_SITES - 1; j < b->count; j++) {
+            rest.bytes += b->rows[j].bytes;
+            rest.count += b->rows[j].count;
+        }
+        b->count = first_user + CMT_LEDGER_USER_SITES - 1;
+        add_row(b, rest);
+    }
+    for (size_t j = first_user; j < b->count; j++)
+        b->rows[j].allocator = 0, b->rows[j].pool = 0;
+    for (int o = 0; o < CMT_OWNER_COUNT; o++)
+        if (o != CMT_OWNER_USER && owners[o].bytes) {
+            owners[o].type = CMT_LEDGER_DRIVER;
+            owners[o].owner = o;
+            add_row(b, owners[o]);
+        }
+}
+
+static int build(struct raw *w, const struct site_name *names)
+{
+    struct builder b = {0};
+    for (size_t i = 0; i < w->pool_count; i++)
+        add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_TENSORS,
+                                            .allocator = w->pools[i].allocator,
+                                            .pool = w->pools[i].pool,
+                                            .bytes = w->pools[i].tensors,
+                                            .count = w->pools[i].blocks});
+    for (size_t i = 0; i < w->pool_count; i++)
+        add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_CACHED,
+                                            .allocator = w->pools[i].allocator,
+                                            .pool = w->pools[i].pool,
+                                            .bytes = w->pools[i].cached});
+    driver_rows(&b, w, names);
+    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_GRAPH, .bytes = w->graph});
+    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_POOLS, .bytes = w->pools_retained});
+    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_ROUNDING, .bytes = w->rounding});
+    struct cmt_ledger_moment *m = &w->m;
+    m->process_bytes = 0;
+    for (size_t i = 0; i < b.count; i++)
+        m->process_bytes += b.rows[i].bytes;
+    uint64_t used = w->have_sample && w->sample_total >= w->sample_free
+                        ? w->sample_total - w->sample_free
+                        : 0;
+    uint64_t known = w->sample_process + m->context_bytes;
+    m->others_bytes = w->have_sample && used > known ? used - known : 0;
+    uint64_t held = m->process_bytes + m->context_bytes + m->others_bytes;
+    if (!m->total_bytes) /* capacity never measured: this process's rows alone */
+        m->others_bytes = m->free_bytes = 0, m->free_measured = 0;
+    else if (m->free_measured)
+        m->free_bytes = w->sample_free;
+    else
+        m->free_bytes = m->total_bytes > held ? m->total_bytes - held : 0;
+    m->residual_bytes = m->total_bytes ? (int64_t)(m->total_bytes - held - m->free_bytes) : 0;
+    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_CONTEXT, .bytes = m->context_bytes});
+    add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_OTHERS, .bytes = m->others_bytes});
+    if (m->total_bytes)
+        add_row(&b, (struct cmt_ledger_row){.type = CMT_LEDGER_FREE, .bytes = m->free_bytes});
+    m->rows = b.rows;
+    m->row_count = b.count;
+    return b.failed ? CMT_ENOMEM : 0;
+}
+
+/* User code is grouped by the frame its call site is named by (its address: the same line
+ * called from different places is one row). */
+static uint64_t call_site_ip(const cmt_reader *r, uint32_t stack)
+{
+    struct cmt_stack_node n;
+    uint32_t node = cmt_call_site_node(r, stack);
+    return node && cmt_reader_stack_node(r, node, &n) == 0 ? n.ip : node;
+}
+
+static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
+{
+    cmt_ledger *l = self->ctx;
+    uint64_t end_t = cmt_replay_totals(rp)->last_t_ns;
+    for (; l->next_time < l->time_count; l->next_time++) /* times past the last event */
+        take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
+    if (l->at & CMT_LEDGER_AT_END)
+        take_all(l, rp, CMT_LEDGER_AT_END, end_t, 0);
+    const cmt_reader *r = cmt_replay_reader(rp);
+    uint32_t sites = cmt_replay_site_count(rp);
+    struct site_name *names = calloc(sites ? sites : 1, sizeof *names);
+    if (!names)
+        return CMT_ENOMEM;
+    for (uint32_t s = 0; s < sites; s++)
+        names[s].owner = -1;
+    int rc = l->failed ? CMT_ENOMEM : 0;
+    for (size_t i = 0; i < l->count; i++) {
+        struct raw *w = &l->raws[i];
+        for (size_t k = 0; k < w->site_count; k++) {
+            struct site_name *nm = &names[w->sites[k].site];
+            if (nm->owner >= 0)
+                continue;
+            nm->stack = cmt_replay_site(rp, w->sites[k].site)->stack;
+            nm->owner = cmt_ledger_owner_of(r, nm->stack);
+            nm->node = nm->owner == CMT_OWNER_USER ? call_site_ip(r, nm->stack) : 0;
+        }
+        if (build(w, names) != 0)
+            rc = CMT_ENOMEM;
+    }
+    free(names);
+    return rc;
+}
+
+size_t cmt_ledger_count(const cmt_ledger *l)
+{
+    return l->count;
+}
+
+const struct cmt_ledger_moment *cmt_ledger_moment(const cmt_ledger *l, size_t i)
+{
+    return i < l->count ? &l->raws[i].m : NULL;
+}
+
+const struct cmt_ledger_moment *cmt_ledger_find(const cmt_ledger *l, unsigned why, int32_t dev,
+                                                size_t time_index)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        const struct cmt_ledger_moment *m = &l->raws[i].m;
+        if ((m->why & why) && m->dev == dev &&
+            (!(why & CMT_LEDGER_AT_TIME) || m->time_index == time_index))
+            return m;
+    }
+    return NULL;
+}
+
+void cmt_ledger_combine(const struct cmt_ledger_moment *const *m, size_t n,
+                        struct cmt_ledger_combined *out)
+{
+    memset(out, 0, sizeof *out);
+    int have_free = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!m[i])
+            continue;
+        out->processes_bytes += m[i]->process_bytes;
+        if (m[i]->total_bytes > out->total_bytes)
+            out->total_bytes = m[i]->total_bytes;
+        if (m[i]->free_measured && !out->free_measured) {
+            out->free_bytes = m[i]->free_bytes;
+            out->free_measured = have_free = 1;
+        } else if (!out->free_measured && (!have_free || m[i]->free_bytes < out->free_bytes)) {
+            out->free_bytes = m[i]->free_bytes;
+            have_free = 1;
+        }
+    }
+    uint64_t used = out->total_bytes > out->free_bytes ? out->total_bytes - out->free_bytes : 0;
+    out->shared_bytes = used > out->processes_bytes ? used - out->processes_bytes : 0;
+    out->residual_bytes = (int64_t)(out->total_bytes - out->processes_bytes - out->shared_bytes -
+                                    out->free_bytes);
+}
