@@ -343,8 +343,15 @@ static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
     if (d && d->name)
         snprintf(s->device_name, sizeof s->device_name, "%s", d->name);
     if (c->have_capacity) {
+        /* A PyTorch snapshot's oom entry has the device's free memory but not its total
+         * (which PyTorch's message names as "total capacity"): then the driver's records of
+         * the same trace say it (record --torch), the last sample first. */
+        uint64_t total = c->total;
+        if (!total && d)
+            total = d->have_sample ? d->total_bytes
+                                   : (d->have_baseline ? d->baseline_total_bytes : 0);
         s->device_free = c->capacity;
-        s->device_total = c->total > c->capacity ? c->total : c->capacity;
+        s->device_total = total > c->capacity ? total : c->capacity;
     } else if (d && d->have_baseline) {
         s->device_total = d->baseline_total_bytes;
         s->device_free = d->baseline_free_bytes;

@@ -1,6 +1,7 @@
 /* Tests of whatif's stream from allocator-level records and of the model's self-check
  * (tools/model/whatif_blocks.c, whatif_selfcheck.c). */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "alloc_fixture.h"
@@ -139,6 +140,30 @@ Test(whatif_blocks, failed_requests_are_requests_and_ooms_agree)
     cmt_whatif_stream_free(&s);
     cmt_whatif_selfcheck_free(&c);
     tb_free_builder(&g.b);
+}
+
+Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_records)
+{
+    /* A PyTorch snapshot's oom entry (merged by record --torch) has the device's free memory
+     * but not its total; PyTorch's message calls the total "total capacity". */
+    struct tb b;
+    tb_begin(&b, MIB(1024), MIB(768));
+    tb_allocator(&b, 1, "");
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(&b, seg, MIB(600), 0);
+    tb_block(&b, seg, MIB(600), MIB(600), 0, 0);
+    uint64_t v[] = {MIB(300), MIB(168)};
+    tb_alloc_event(&b, CMT_AA_OOM, 0, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
+    tb_finish(&b, 1);
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&b, &s, &c);
+    cr_expect(s.has_capacity);
+    cr_expect_eq(s.device_free, MIB(768)); /* free at the failure + reserved */
+    cr_expect_eq(s.device_total, MIB(1024), "total %" PRIu64 " MiB", s.device_total >> 20);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
 }
 
 Test(whatif_blocks, disagreements_are_listed_with_their_request)
