@@ -16,6 +16,7 @@
 #include "caching_model.h"
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "snapshot_blocks.h"
 
 /* ---- a map from a non-zero uint64_t to a uint64_t ---- */
 
@@ -349,6 +350,8 @@ static int scan(struct conv *c)
     struct u64_map live = {0}, segs = {0}, mapped = {0};
     struct mappings m = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
+    if (!rc) /* the blocks allocations took, where c10 did not split them */
+        rc = cmt__snapshot_block_sizes(c->s, &c->config, c->entry_size);
     if (!rc)
         rc = mappings_of(&mapped, &m);
     if (!rc)
