@@ -318,6 +318,25 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevi
     return result;
 }
 
+/* flags: always 0 (simcuda has no cuDevicePrimaryCtxSetFlags); active: retained now. */
+SIMCUDA_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
+                                                           int *active)
+{
+    CUresult result = simcuda__require_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((result = simcuda__check_device(dev)) != CUDA_SUCCESS)
+        return result;
+    simcuda__lock();
+    const struct CUctx_st *primary = &simcuda__state.devices[dev].primary;
+    *flags = 0;
+    *active = primary->alive && primary->primary_refs > 0;
+    simcuda__unlock();
+    return CUDA_SUCCESS;
+}
+
 /* The primary context is destroyed when its last reference is released. */
 static CUresult primary_release(CUdevice dev)
 {

@@ -45,6 +45,7 @@
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, 0)                        \
     X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, 0)                                \
     X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, 0)                            \
+    X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, 0)                          \
     X(cuStreamCreate, cuStreamCreate, 2000, 0)                                                  \
     X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, 5050, 0)                          \
     X(cuStreamDestroy, cuStreamDestroy, 2000, 0)                                                \
@@ -77,6 +78,19 @@
     X(cuModuleUnload, cuModuleUnload, 2000, 0)                                                  \
     X(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                                  \
     X(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, 1)                                             \
+    X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, 0)                            \
+    X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, 9000, 1)                       \
+    X(cuFuncGetAttribute, cuFuncGetAttribute, 2020, 0)                                          \
+    X(cuFuncSetAttribute, cuFuncSetAttribute, 9000, 0)                                          \
+    X(cuLinkCreate, cuLinkCreate, 5050, 0)                                                      \
+    X(cuLinkCreate, cuLinkCreate_v2, 6050, 0)                                                   \
+    X(cuLinkAddData, cuLinkAddData, 5050, 0)                                                    \
+    X(cuLinkAddData, cuLinkAddData_v2, 6050, 0)                                                 \
+    X(cuLinkAddFile, cuLinkAddFile, 5050, 0)                                                    \
+    X(cuLinkAddFile, cuLinkAddFile_v2, 6050, 0)                                                 \
+    X(cuLinkComplete, cuLinkComplete, 5050, 0)                                                  \
+    X(cuLinkDestroy, cuLinkDestroy, 5050, 0)                                                    \
+    X(cuTensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000, 0)                                 \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, 0) \
     X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050, 0)              \
     X(cuMemcpyHtoD, cuMemcpyHtoD, 2000, 0)                                                      \

@@ -182,11 +182,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     prop->totalGlobalMem = total;
     prop->sharedMemPerBlock = 49152;
     prop->totalConstMem = 65536;
-#define SIMCUDART__PROPERTY(field, attribute) \
-    if (result == CUDA_SUCCESS)               \
-        result = cuDeviceGetAttribute(&prop->field, attribute, handle);
-    SIMCUDART_PROPERTIES(SIMCUDART__PROPERTY)
-#undef SIMCUDART__PROPERTY
+    SIMCUDART_PROPERTIES(SIMCUDART_READ_ATTRIBUTE)
     return simcudart__driver_result(result);
 }
 

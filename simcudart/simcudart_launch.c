@@ -158,6 +158,15 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void
     return launch(registry_find(func, false) != NULL, gridDim, blockDim, stream);
 }
 
+/* The launch attributes (cluster shape, priority, ...) change nothing where no kernel runs. */
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    if (!config)
+        return simcudart__result(cudaErrorInvalidValue);
+    return launch(registry_find(func, false) != NULL, config->gridDim, config->blockDim,
+                  config->stream);
+}
+
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                         size_t sharedMem, cudaStream_t stream)
 {

@@ -2,16 +2,21 @@
 # Checks simcudart's library against NVIDIA's: the soname, one version node named as the real
 # runtime's, every export in that node, and, when the real runtime is at hand, that every
 # export also exists there (a program linked against simcudart runs on the real one).
-# Usage: check_library.sh SIMCUDART [REAL_LIBCUDART]
+# Usage: check_library.sh SIMCUDART MAJOR [REAL_LIBCUDART]   (MAJOR: 13 or 12; for 12 the real
+# runtime defaults to the torch root's, see check_torch_imports.sh)
 set -eu
-lib=$1 real=${2:-}
+lib=$1 want=libcudart.so.$2 real=${3:-}
+# CUDA 12's real runtime is Debian's libcudart12, in the torch root when one is built.
+if [ -z "$real" ] && [ "$2" = 12 ]; then
+  real=${CUMEMTRACE_TORCH_ROOT:-/var/cache/cumemtrace/torch-root}/usr/lib/x86_64-linux-gnu/libcudart.so.12
+fi
 status=0
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" { print $2 }')
-[ "$soname" = libcudart.so.13 ] || { echo "simcudart: soname is '$soname', not libcudart.so.13"; status=1; }
+[ "$soname" = "$want" ] || { echo "simcudart: soname is '$soname', not $want"; status=1; }
 nodes=$(objdump -p "$lib" | sed -n '/^Version definitions:/,/^$/p' | awk 'NF == 4 && $2 != "0x01" { print $4 }' | sort -u)
-[ "$nodes" = libcudart.so.13 ] || { echo "simcudart: version nodes '$nodes', expected libcudart.so.13"; status=1; }
+[ "$nodes" = "$want" ] || { echo "simcudart: version nodes '$nodes', expected $want"; status=1; }
 exports=$(objdump -T "$lib" | awk '$4 == ".text" { print $6 " " $7 }')
-echo "$exports" | awk '$1 != "libcudart.so.13" { print "simcudart: " $2 " is not in node libcudart.so.13"; bad = 1 } END { exit bad }' || status=1
+echo "$exports" | awk -v want="$want" '$1 != want { print "simcudart: " $2 " is not in node " want; bad = 1 } END { exit bad }' || status=1
 if [ -n "$real" ] && [ -f "$real" ]; then
   node=$(objdump -p "$real" | sed -n '/^Version definitions:/,/^$/p' | awk 'NF == 4 && $2 != "0x01" { print $4 }' | sort -u)
   [ "$node" = "$nodes" ] || { echo "simcudart: the real runtime's node is '$node'"; status=1; }

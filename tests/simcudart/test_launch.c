@@ -3,8 +3,10 @@
 #include <criterion/criterion.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "simcudart_nvcc.h" /* the __cuda* calls, as nvcc's crt/host_runtime.h declares them */
 
@@ -47,6 +49,16 @@ Test(launch, a_registered_kernel_launches_and_runs_nothing)
                  cudaErrorInvalidConfiguration);
     cr_assert_eq(cudaLaunchKernel((const void *)start, grid, block, NULL, 0, NULL),
                  cudaErrorInvalidDeviceFunction);
+    cudaLaunchAttribute priority = {.id = cudaLaunchAttributePriority, .val.priority = 1};
+    cudaLaunchConfig_t config = {
+        .gridDim = grid, .blockDim = block, .attrs = &priority, .numAttrs = 1};
+    RT_OK(cudaLaunchKernelExC(&config, (const void *)kernel_stub, NULL));
+    cr_assert_eq(cudaLaunchKernelExC(&config, (const void *)start, NULL),
+                 cudaErrorInvalidDeviceFunction);
+    config.blockDim = too_big;
+    cr_assert_eq(cudaLaunchKernelExC(&config, (const void *)kernel_stub, NULL),
+                 cudaErrorInvalidConfiguration);
+    cr_assert_eq(cudaLaunchKernelExC(NULL, (const void *)kernel_stub, NULL), cudaErrorInvalidValue);
     struct cudaFuncAttributes attributes;
     RT_OK(cudaFuncGetAttributes(&attributes, (const void *)kernel_stub));
     cr_assert_eq(attributes.maxThreadsPerBlock, 1024);
@@ -110,6 +122,24 @@ Test(launch, a_graph_runs_its_nodes_in_order)
     cr_assert_eq(managed[0], 5);
     cr_assert_eq(managed[1], 9);
     cr_assert_eq(ran, 2);
+    char dot_path[] = "/tmp/simcudart_dot_XXXXXX";
+    int fd = mkstemp(dot_path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    RT_OK(cudaGraphDebugDotPrint(graph, dot_path, cudaGraphDebugDotFlagsVerbose));
+    char dot[512] = {0};
+    FILE *file = fopen(dot_path, "r");
+    cr_assert_not_null(file);
+    size_t got = fread(dot, 1, sizeof dot - 1, file);
+    fclose(file);
+    unlink(dot_path);
+    cr_assert_gt(got, 0);
+    cr_assert_not_null(strstr(dot, "node0 [label=\"memcpy\"]"), "%s", dot);
+    cr_assert_not_null(strstr(dot, "node1 -> node2"), "%s", dot);
+    cr_assert_not_null(strstr(dot, "node2 [label=\"host\"]"), "%s", dot);
+    cr_assert_eq(cudaGraphDebugDotPrint(graph, "/nonexistent/dir/g.dot", 0),
+                 cudaErrorOperatingSystem);
+    cr_assert_eq(cudaGetLastError(), cudaErrorOperatingSystem);
     cudaGraphNode_t alloc_node;
     struct cudaMemAllocNodeParams alloc = {0};
     cr_assert_eq(cudaGraphAddMemAllocNode(&alloc_node, graph, NULL, 0, &alloc),
