@@ -16,17 +16,22 @@ struct ranges {
     size_t n, cap, end_cap;
 };
 
-static size_t lower(const struct ranges *r, uint64_t addr)
+size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key)
 {
-    size_t lo = 0, hi = r->n;
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (r->start[mid] < addr)
+        if (v[mid] < key)
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+static size_t lower(const struct ranges *r, uint64_t addr)
+{
+    return cmt__snapshot_lower_bound(r->start, r->n, addr);
 }
 
 static int insert(struct ranges *r, uint64_t start, uint64_t end, int with_end)

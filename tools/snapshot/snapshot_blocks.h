@@ -12,10 +12,14 @@
 #ifndef CMT_SNAPSHOT_BLOCKS_H
 #define CMT_SNAPSHOT_BLOCKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "caching_model.h"
 #include "snapshot.h"
+
+/* @return the index of the first of v[0 .. n-1] (sorted) at or above key. */
+size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key);
 
 /* Sets entry_size[i] for every alloc entry i of s (the others are left as they are), under
  * the allocator settings in config. @return 0, or CMT_ENOMEM. */

@@ -279,15 +279,7 @@ static int mappings_of(const struct u64_map *mapped, struct mappings *m)
 /* @return the index of the first mapping at or above addr. */
 static size_t mapping_at(const struct mappings *m, uint64_t addr)
 {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->addr[mid] < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return cmt__snapshot_lower_bound(m->addr, m->n, addr);
 }
 
 /* Bytes mapped in the window, still mapped at dump time, inside segment g. */
