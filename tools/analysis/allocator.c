@@ -282,6 +282,13 @@ static void place_waiting(struct cmt_alloc_device *d, struct cmt_alloc_segment *
     d->unplaced_count = kept;
 }
 
+/* Whether a segment counts in `segments`: as in PyTorch's memory_stats() "segment", an
+ * expandable segment does not (its mapped pages count in reserved bytes only). */
+static int counted(const struct cmt_alloc_segment *s)
+{
+    return !s->expandable;
+}
+
 static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_event *e,
                          int expandable)
 {
@@ -293,7 +300,7 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
         unplace(d, old);
         d->now.inactive_split_bytes -= split_part(old);
         d->now.reserved_bytes -= old->size;
-        d->now.segments--;
+        d->now.segments -= counted(old);
         memmove(old, old + 1, (d->segment_count - i - 1) * sizeof *old);
         d->segment_count--;
     }
@@ -317,7 +324,7 @@ static int segment_alloc(struct cmt_alloc_device *d, const struct cmt_alloc_even
     place_waiting(d, s);
     d->now.inactive_split_bytes += split_part(s);
     d->now.reserved_bytes += size;
-    d->now.segments++;
+    d->now.segments += counted(s);
     d->segment_allocs++;
     return 0;
 }
@@ -330,7 +337,7 @@ static void segment_free(struct cmt_alloc_device *d, const struct cmt_alloc_even
     unplace(d, s);
     d->now.inactive_split_bytes -= split_part(s);
     d->now.reserved_bytes -= s->size;
-    d->now.segments--;
+    d->now.segments -= counted(s);
     d->segment_frees++;
     size_t i = (size_t)(s - d->segments);
     memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
@@ -349,7 +356,10 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     segment_change(d, s, 0, 0, map ? (int64_t)size : -(int64_t)size);
     s->mapped_bytes = map ? s->mapped_bytes + size
                           : s->mapped_bytes - (size < s->mapped_bytes ? size : s->mapped_bytes);
-    s->expandable = 1;
+    if (!s->expandable) { /* a segment first seen plain turns out expandable */
+        s->expandable = 1;
+        d->now.segments--;
+    }
     if (map)
         d->now.reserved_bytes += size;
     else
@@ -359,7 +369,6 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
         size_t i = (size_t)(s - d->segments);
         memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
         d->segment_count--;
-        d->now.segments--;
     }
     return 0;
 }
@@ -371,10 +380,9 @@ static void block_gone(struct cmt_alloc_device *d, struct cmt__entry *b)
         segment_change(d, s, -(int64_t)b->size, -1, 0);
     else if (d->outside_blocks)
         d->outside_blocks--;
-    if (b->maps == CMT_BLOCK_ACTIVE) {
+    if (b->maps == CMT_BLOCK_ACTIVE)
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->aux;
-    }
+    d->now.requested_bytes -= b->aux; /* as active bytes: when the free completes */
     d->now.active_bytes -= b->size;
     d->now.blocks--;
     cmt__map_remove(d->block_map, b);
@@ -435,7 +443,6 @@ static void block_free(struct cmt_alloc_device *d, const struct cmt_alloc_event 
     if (b->maps == CMT_BLOCK_ACTIVE) {
         b->maps = CMT_BLOCK_PENDING_FREE;
         d->now.allocated_bytes -= b->size;
-        d->now.requested_bytes -= b->aux;
         d->free_events++;
     }
 }

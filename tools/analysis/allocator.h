@@ -8,7 +8,9 @@
  * (also those freed while a stream may still use them), reserved bytes (segments), inactive
  * split bytes (free ranges inside segments that hold a live block: they cannot be given back),
  * with their peaks, the segment count, the largest free block and the settings (the last
- * ALLOCATOR record's conf). It works on traces from the shim (allocator events interleaved with
+ * ALLOCATOR record's conf). As in PyTorch's memory_stats(), an expandable segment is not
+ * counted among the segments (its mapped pages are reserved bytes), and requested bytes, like
+ * active ones, drop when a free completes. It works on traces from the shim (allocator events interleaved with
  * the driver's) and on traces converted from PyTorch snapshots: segments and blocks flagged
  * CMT_AFLAG_BEFORE are the state the window starts from; a free of a block never seen is
  * counted (unknown_frees) and otherwise ignored. docs/analysis.md gives the rules.

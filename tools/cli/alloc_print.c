@@ -90,6 +90,7 @@ void cmt__alloc_json_device(struct cmt__json *j, const cmt_alloc *a, int32_t dev
     cmt__json_u64(j, "peak_allocated_bytes", peak.allocated_bytes);
     cmt__json_u64(j, "peak_reserved_bytes", peak.reserved_bytes);
     cmt__json_u64(j, "peak_active_bytes", peak.active_bytes);
+    cmt__json_u64(j, "peak_requested_bytes", peak.requested_bytes);
     cmt__json_u64(j, "peak_inactive_split_bytes", peak.inactive_split_bytes);
     cmt__json_u64(j, "peak_segments", peak.segments);
     cmt__json_u64(j, "unknown_frees", unknown);

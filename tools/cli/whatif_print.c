@@ -156,6 +156,75 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
     }
 }
 
+/* What a trace cannot tell the model, per result (docs/analysis.md, "What the trace cannot
+ * tell"): X(name, JSON string, the text's line). */
+#define CMT__WHATIF_LIMITS(X)                                                                  \
+    X(EMPTY_CACHE, "empty_cache",                                                              \
+      "the trace shows the program's empty_cache() calls only where they released segments;\n" \
+      "  under another setting a call that released nothing here could have, and the model\n"  \
+      "  keeps those segments: figures after such a call may differ")                          \
+    X(PAST_OOM, "past_recorded_oom",                                                           \
+      "these settings get past the recorded run's out-of-memory failure: what the program\n"   \
+      "  did after it is not in the trace, so their figures cover the trace only")             \
+    X(NO_STREAMS, "no_streams",                                                                \
+      "the driver's allocation calls carry no stream: the model replays them as one stream\n"  \
+      "  (record with --torch for the streams PyTorch used)")
+
+enum {
+#define CMT__LIMIT_BIT(name, json, text) CMT__LIMIT_BIT_##name,
+    CMT__WHATIF_LIMITS(CMT__LIMIT_BIT)
+#undef CMT__LIMIT_BIT
+};
+
+/* The limits of a result, one bit each (1u << CMT__LIMIT_BIT_name). */
+static unsigned result_limits(const struct cmt_whatif_run_out *run,
+                              const struct cmt_whatif_result *r)
+{
+    const struct cmt_whatif_stream *s = run->stream;
+    unsigned limits = 0;
+    if (s->empty_caches)
+        limits |= 1u << CMT__LIMIT_BIT_EMPTY_CACHE;
+    if (s->failed_allocs && !r->oom)
+        limits |= 1u << CMT__LIMIT_BIT_PAST_OOM;
+    if (!run->check) { /* driver calls: cuMemAlloc has no stream, async ones have theirs */
+        struct cmt_whatif_cursor c;
+        struct cmt_whatif_event e;
+        bool streams = false;
+        cmt_whatif_cursor_init(&c, s);
+        while (!streams && cmt_whatif_cursor_next(&c, &e))
+            streams = !e.is_free && e.stream != 0;
+        if (!streams)
+            limits |= 1u << CMT__LIMIT_BIT_NO_STREAMS;
+    }
+    return limits;
+}
+
+static void print_limits(FILE *f, const struct cmt_whatif_run_out *run)
+{
+    unsigned any = 0, all = ~0u;
+    for (size_t i = 0; i < run->count; i++) {
+        unsigned l = result_limits(run, &run->results[i]);
+        any |= l;
+        all &= l;
+    }
+    if (!any)
+        return;
+    fputs("\nWhat the trace cannot tell:\n", f);
+#define CMT__LIMIT_TEXT(name, json, text)                                                   \
+    if (any & (1u << CMT__LIMIT_BIT_##name)) {                                              \
+        fprintf(f, "  %s\n", text);                                                         \
+        if (!(all & (1u << CMT__LIMIT_BIT_##name)))                                         \
+            for (size_t i = 0; i < run->count; i++)                                         \
+                if (result_limits(run, &run->results[i]) & (1u << CMT__LIMIT_BIT_##name)) { \
+                    char conf[160];                                                         \
+                    cmt_whatif_setting_conf(&run->results[i].setting, conf, sizeof conf);   \
+                    fprintf(f, "    %s\n", conf[0] ? conf : "(defaults)");                  \
+                }                                                                           \
+    }
+    CMT__WHATIF_LIMITS(CMT__LIMIT_TEXT)
+#undef CMT__LIMIT_TEXT
+}
+
 static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
 {
     size_t width = 7, result_width = 22;
@@ -295,6 +364,7 @@ void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run)
     if (run->check)
         cmt__whatif_print_selfcheck(f, run);
     print_table(f, run);
+    print_limits(f, run);
     print_ooms(f, run);
     print_recommendation(f, run);
 }
@@ -438,6 +508,14 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
     }
     cmt__json_bool(j, "borderline", r->borderline);
     json_memory_stats(j, &r->stats);
+    cmt__json_array(j, "limits"); /* what the trace cannot tell (print_limits) */
+    unsigned limits = result_limits(run, r);
+#define CMT__LIMIT_JSON(name, json, text)       \
+    if (limits & (1u << CMT__LIMIT_BIT_##name)) \
+        cmt__json_string(j, NULL, json);
+    CMT__WHATIF_LIMITS(CMT__LIMIT_JSON)
+#undef CMT__LIMIT_JSON
+    cmt__json_end_array(j);
     cmt__json_end_object(j);
 }
 
@@ -496,6 +574,7 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     cmt__json_u64(&j, "allocations", s->allocs);
     cmt__json_u64(&j, "frees", s->frees);
     cmt__json_u64(&j, "failed_allocations", s->failed_allocs);
+    cmt__json_u64(&j, "empty_cache_calls", s->empty_caches);
     cmt__json_bool(&j, "caching_allocator_detected", s->caching_detected);
     if (s->caching_detected)
         cmt__json_string(&j, "caching_allocator_reason", s->caching_reason);

@@ -454,6 +454,16 @@ int cmt_whatif_stream_from_events(const struct cmt_whatif_event *events, size_t 
     out->site_count = 1;
     for (size_t k = 0; k < count; k++) {
         struct cmt_whatif_event e = events[k];
+        if (cmt_whatif_event_empties_cache(&e)) {
+            e.id = 0;
+            if (cmt_whatif_stream_push(out, &e) != 0) {
+                free(live);
+                cmt_whatif_stream_free(out);
+                return CMT_EMODEL_NOMEM;
+            }
+            out->empty_caches++;
+            continue;
+        }
         if (e.id >= id_count || (e.is_free ? !live[e.id] : live[e.id])) {
             free(live);
             cmt_whatif_stream_free(out);

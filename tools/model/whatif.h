@@ -41,9 +41,17 @@ struct cmt_whatif_event {
     uint32_t site;   /* index into cmt_whatif_stream.sites; 0 = unknown */
     uint8_t is_free;
     /* An allocation that failed in the recorded run (the program ran out of
-   * memory there): still a request, replayed like the others. */
+   * memory there): still a request, replayed like the others. With is_free (id 0):
+   * the allocator emptied its cache there (torch.cuda.empty_cache(): every free whole
+   * segment released), as a --torch trace shows it; see cmt_whatif_event_empties_cache. */
     uint8_t failed;
 };
+
+/* Whether e is an empty_cache() of the recorded run rather than a tensor's free. */
+static inline bool cmt_whatif_event_empties_cache(const struct cmt_whatif_event *e)
+{
+    return e->is_free && e->failed;
+}
 
 /* A failed request pushed with this id gets one of its own, after every other id, when the
  * stream is finished (cmt_whatif_stream_finish): it is never freed. */
@@ -94,6 +102,7 @@ struct cmt_whatif_stream {
     uint64_t failed_allocs;       /* allocations that returned an error (replayed: events
                                    * with .failed set, not counted in allocs) */
     uint64_t unmatched_frees;     /* frees of pointers not allocated in the trace */
+    uint64_t empty_caches;        /* empty_cache() calls the trace shows (replayed) */
     uint64_t other_device_events; /* alloc/free on other devices (ignored) */
 
     /* A caching allocator (PyTorch's native one, or similar) sits between the

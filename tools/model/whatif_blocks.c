@@ -113,6 +113,13 @@ struct cmt_whatif_block_collector {
     bool have_capacity;
     size_t prelude_end; /* stream events from records flagged before the window */
     bool in_prelude;
+    /* Segments were released and no segment was made since: at the next tensor event (or the
+     * end) that was the allocator emptying its cache, not an OOM retry (whose releases the
+     * request's new segment, or its OOM, follows). */
+    bool released;
+    uint64_t released_t_ns, released_seq;
+    uint64_t reserved_before_release; /* what the allocator held when the releases began */
+    uint64_t device_free_hint;        /* what it could hold, as far as the trace says yet */
     int failed;
 };
 
@@ -199,12 +206,32 @@ static int tensor_free(struct cmt_whatif_block_collector *c, const struct cmt_al
     return 0;
 }
 
+/* The empty_cache() that released segments before this event, if any. */
+static int emptied(struct cmt_whatif_block_collector *c)
+{
+    if (!c->released)
+        return 0;
+    c->released = false;
+    c->s->empty_caches++;
+    struct cmt_whatif_event x = {
+        .t_ns = c->released_t_ns, .seq = c->released_seq, .is_free = 1, .failed = 1};
+    return push(c, &x);
+}
+
 static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
 {
     struct cmt_whatif_selfcheck *k = c->check;
     uint64_t size = field(e, CMT_AFIELD_SIZE);
     switch (e->action) {
     case CMT_AA_SEGMENT_ALLOC:
+        /* An OOM retry's releases (or garbage collection's) come before the new segment of
+         * the request that needed them; when that segment fit beside everything held before
+         * the releases, no allocation failed: the program emptied the cache. */
+        if (c->released &&
+            !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint))
+            c->released = false;
+        if (emptied(c) != 0)
+            return -1;
         c->reserved += size;
         if (field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE) {
             k->before_segments++;
@@ -221,8 +248,17 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
         k->recorded[k->recorded_segments++] = (struct cmt_whatif_segment){size, c->s->event_count};
         return 0;
     case CMT_AA_SEGMENT_FREE:
-    case CMT_AA_SEGMENT_UNMAP: c->reserved -= size < c->reserved ? size : c->reserved; return 0;
+    case CMT_AA_SEGMENT_UNMAP:
+        if (!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE) && !c->released) {
+            c->released = true;
+            c->reserved_before_release = c->reserved;
+            c->released_t_ns = e->t_ns;
+            c->released_seq = field(e, CMT_AFIELD_SEQ);
+        }
+        c->reserved -= size < c->reserved ? size : c->reserved;
+        return 0;
     case CMT_AA_SEGMENT_MAP:
+        c->released = false;
         c->reserved += size;
         k->expandable = true;
         return 0;
@@ -275,10 +311,13 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
     }
     int rc = 0;
     switch (e->action) {
-    case CMT_AA_ALLOC: rc = tensor_alloc(c, e); break;
-    case CMT_AA_FREE_REQUESTED: rc = tensor_free(c, e, false); break;
-    case CMT_AA_FREE_COMPLETED: rc = tensor_free(c, e, true); break;
-    case CMT_AA_OOM: rc = request_failed(c, e); break;
+    case CMT_AA_ALLOC: rc = emptied(c) ? -1 : tensor_alloc(c, e); break;
+    case CMT_AA_FREE_REQUESTED: rc = emptied(c) ? -1 : tensor_free(c, e, false); break;
+    case CMT_AA_FREE_COMPLETED: rc = emptied(c) ? -1 : tensor_free(c, e, true); break;
+    case CMT_AA_OOM:
+        c->released = false;
+        rc = request_failed(c, e);
+        break;
     default: rc = segment(c, e);
     }
     if (c->reserved > c->check->recorded_peak_reserved)
@@ -289,7 +328,6 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
 static unsigned block_step(struct cmt_observer *self, const cmt_replay *rp,
                            const struct cmt_replay_step *st)
 {
-    (void)rp;
     struct cmt_whatif_block_collector *c = self->ctx;
     if (st->rec.type == CMT_REC_ALLOCATOR) {
         const struct cmt_alloc_info *info = &st->rec.u.alloc_info;
@@ -302,7 +340,13 @@ static unsigned block_step(struct cmt_observer *self, const cmt_replay *rp,
             snprintf(s->torch_version_source, sizeof s->torch_version_source,
                      "the ALLOCATOR record");
         }
-    } else if (st->rec.type == CMT_REC_ALLOC_EVENT && on_event(c, &st->rec.u.alloc_event) != 0) {
+    } else if (st->rec.type == CMT_REC_ALLOC_EVENT) {
+        const struct cmt_replay_device *d = cmt_replay_device(rp, c->s->device);
+        c->device_free_hint = c->have_capacity        ? c->capacity
+                              : d && d->have_baseline ? d->baseline_free_bytes
+                                                      : 0;
+    }
+    if (st->rec.type == CMT_REC_ALLOC_EVENT && on_event(c, &st->rec.u.alloc_event) != 0) {
         c->failed = 1;
         return 0;
     }
@@ -335,7 +379,7 @@ static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
     struct cmt_whatif_stream *s = c->s;
     if (!c->check->present)
         return 0;
-    if (c->failed || name_sites(c, cmt_replay_reader(rp)))
+    if (c->failed || emptied(c) || name_sites(c, cmt_replay_reader(rp)))
         return c->failed = 1, CMT_EMODEL_NOMEM;
     if (c->in_prelude)
         c->prelude_end = s->event_count;
@@ -343,8 +387,15 @@ static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
     if (d && d->name)
         snprintf(s->device_name, sizeof s->device_name, "%s", d->name);
     if (c->have_capacity) {
+        /* A PyTorch snapshot's oom entry has the device's free memory but not its total
+         * (which PyTorch's message names as "total capacity"): then the driver's records of
+         * the same trace say it (record --torch), the last sample first. */
+        uint64_t total = c->total;
+        if (!total && d)
+            total = d->have_sample ? d->total_bytes
+                                   : (d->have_baseline ? d->baseline_total_bytes : 0);
         s->device_free = c->capacity;
-        s->device_total = c->total > c->capacity ? c->total : c->capacity;
+        s->device_total = total > c->capacity ? total : c->capacity;
     } else if (d && d->have_baseline) {
         s->device_total = d->baseline_total_bytes;
         s->device_free = d->baseline_free_bytes;

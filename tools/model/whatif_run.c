@@ -53,6 +53,10 @@ static void replay_one(const struct cmt_whatif_stream *s, const struct cmt_whati
     cmt_whatif_cursor_init(&cur, s);
     for (; cmt__whatif_cursor_ready(&cur); k++) {
         cmt__whatif_decode(&cur.at, &cur.stream, &cur.new_id, &e);
+        if (cmt_whatif_event_empties_cache(&e)) {
+            cmt_model_empty_cache(m);
+            continue;
+        }
         if (e.is_free) {
             cmt_model_free(m, handles[e.id]);
             handles[e.id] = 0;

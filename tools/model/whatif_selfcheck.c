@@ -49,6 +49,10 @@ static int replay(struct cmt_model *model, const struct cmt_whatif_stream *s, st
     for (size_t k = 0; !rc && cmt_whatif_cursor_next(&cur, &ev); k++) {
         const struct cmt_whatif_event *e = &ev;
         m->request = k;
+        if (cmt_whatif_event_empties_cache(e)) {
+            cmt_model_empty_cache(model);
+            continue;
+        }
         if (e->id >= s->id_count)
             continue;
         if (e->is_free) {

@@ -16,6 +16,7 @@
 #include "caching_model.h"
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "snapshot_blocks.h"
 
 /* ---- a map from a non-zero uint64_t to a uint64_t ---- */
 
@@ -292,15 +293,7 @@ static int mappings_of(const struct u64_map *mapped, struct mappings *m)
 /* @return the index of the first mapping at or above addr. */
 static size_t mapping_at(const struct mappings *m, uint64_t addr)
 {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->addr[mid] < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return cmt__snapshot_lower_bound(m->addr, m->n, addr);
 }
 
 /* Bytes mapped in the window, still mapped at dump time, inside segment g. */
@@ -368,6 +361,8 @@ static int scan(struct conv *c)
     struct u64_map live = {0}, segs = {0}, mapped = {0};
     struct mappings m = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
+    if (!rc) /* the blocks allocations took, where c10 did not split them */
+        rc = cmt__snapshot_block_sizes(c->s, &c->config, c->entry_size);
     if (!rc)
         rc = mappings_of(&mapped, &m);
     if (!rc)

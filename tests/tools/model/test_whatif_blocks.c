@@ -1,6 +1,7 @@
 /* Tests of whatif's stream from allocator-level records and of the model's self-check
  * (tools/model/whatif_blocks.c, whatif_selfcheck.c). */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "alloc_fixture.h"
@@ -139,6 +140,73 @@ Test(whatif_blocks, failed_requests_are_requests_and_ooms_agree)
     cmt_whatif_stream_free(&s);
     cmt_whatif_selfcheck_free(&c);
     tb_free_builder(&g.b);
+}
+
+Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_records)
+{
+    /* A PyTorch snapshot's oom entry (merged by record --torch) has the device's free memory
+     * but not its total; PyTorch's message calls the total "total capacity". */
+    struct tb b;
+    tb_begin(&b, MIB(1024), MIB(768));
+    tb_allocator(&b, 1, "");
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(&b, seg, MIB(600), 0);
+    tb_block(&b, seg, MIB(600), MIB(600), 0, 0);
+    uint64_t v[] = {MIB(300), MIB(168)};
+    tb_alloc_event(&b, CMT_AA_OOM, 0, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
+    tb_finish(&b, 1);
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&b, &s, &c);
+    cr_expect(s.has_capacity);
+    cr_expect_eq(s.device_free, MIB(768)); /* free at the failure + reserved */
+    cr_expect_eq(s.device_total, MIB(1024), "total %" PRIu64 " MiB", s.device_total >> 20);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+}
+
+/* Segments released with no new segment after them, then a tensor event: empty_cache(). */
+static void empty_cache_trace(struct tb *b, uint64_t next_segment)
+{
+    tb_begin(b, MIB(1024), MIB(1000));
+    tb_allocator(b, 1, "");
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(b, seg, MIB(600), 0);
+    tb_block(b, seg, MIB(600), MIB(600), 0, 0);
+    tb_block_free(b, seg, MIB(600));
+    uint64_t v[] = {seg, MIB(600)};
+    tb_alloc_event(b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    tb_segment(b, seg + MIB(600), next_segment, 0);
+    tb_block(b, seg + MIB(600), next_segment, next_segment, 0, 0);
+    tb_finish(b, 1);
+}
+
+Test(whatif_blocks, segments_released_outside_an_oom_retry_are_an_empty_cache)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    struct cmt_whatif_event e;
+    empty_cache_trace(&b, MIB(300)); /* 600 + 300 fit in 1000: no allocation had failed */
+    load(&b, &s, &c);
+    cr_expect_eq(s.empty_caches, 1);
+    cr_assert_eq(s.event_count, 4); /* alloc, free, empty_cache(), alloc */
+    cr_assert_eq(cmt_whatif_stream_event(&s, 2, &e), 0);
+    cr_expect(cmt_whatif_event_empties_cache(&e));
+    cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
+    cr_expect_eq(c.agreeing, c.recorded_segments, "the model released the segment too");
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+
+    empty_cache_trace(&b, MIB(500)); /* 600 + 500 do not: an OOM retry released it */
+    load(&b, &s, &c);
+    cr_expect_eq(s.empty_caches, 0);
+    cr_expect_eq(s.event_count, 3);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
 }
 
 Test(whatif_blocks, disagreements_are_listed_with_their_request)

@@ -1,0 +1,49 @@
+"""Writes the snapshot reader's fixtures with real torch (run in the torch root; see README):
+small snapshots from torch's own _dump_snapshot, each with the figures torch.cuda.memory_stats()
+gave at that moment beside it (NAME.json), into tests/torch/fixtures/. check_fixtures.py checks
+`cumemtrace report` against them in every build.
+
+    scripts/torch-run.sh --no-record --bind tests/torch -- python3 tests/torch/make_fixtures.py
+"""
+import json
+import os
+import sys
+
+import torchcheck as tc
+
+OUT = os.path.join(tc.HERE, "fixtures")
+# (name, scenario, args, conf, devices, what it covers)
+FIXTURES = [
+    ("expandable", "mixed", ["--seed", "21", "--steps", "30"], "expandable_segments:True", 1,
+     "expandable segments (segment_map / segment_unmap)"),
+    ("pending_free", "pending_free", [], None, 1,
+     "a free pending on another stream (record_stream)"),
+    ("cache_emptied", "cache_emptied", [], None, 1, "segments released by empty_cache()"),
+    ("ring", "ring", ["--max-entries", "16"], None, 1,
+     "a ring-limited history (max_entries=16 of 40 allocations)"),
+    ("oom", "oom", ["--request-mib", "4096"], None, 1,
+     "an OOM caught by the observer, which dumped the snapshot"),
+    ("two_devices", "two_devices", ["--seed", "22", "--steps", "24"], None, 2,
+     "tensors on cuda:0 and cuda:1"),
+]
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for name, scenario, args, conf, devices, covers in FIXTURES:
+        snap = os.path.join(OUT, name + ".pickle")
+        res, _, _ = tc.workload("out", name, scenario, args + ["--snapshot", snap], conf=conf,
+                                gpu="2GiB", devices=devices)
+        stats = res["state"].get("stats_at_oom") or res["stats"]
+        figures = {"kind": name, "covers": covers, "scenario": scenario, "args": args,
+                   "conf": conf, "devices": devices, "torch_version": res["version"],
+                   "simulated_memory": "2GiB", "stats": stats, "oom": res["oom"]}
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            json.dump(figures, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print("make_fixtures: %s.pickle (%d bytes): %s" % (name, os.path.getsize(snap), covers))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

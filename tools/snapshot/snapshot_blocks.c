@@ -1,0 +1,120 @@
+/* snapshot_blocks.c — the block sizes of a snapshot's allocations (snapshot_blocks.h). */
+#include "snapshot_blocks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmt_error.h"
+#include "cmt_grow.h"
+
+#define SMALL_SIZE CMT_MODEL_MIB /* c10's kSmallSize: the small pool's largest request */
+#define MIN_BLOCK 512            /* c10's kMinBlockSize */
+
+/* A sorted set of addresses (block starts), or of segments (start, end). */
+struct ranges {
+    uint64_t *start, *end;
+    size_t n, cap, end_cap;
+};
+
+size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t lower(const struct ranges *r, uint64_t addr)
+{
+    return cmt__snapshot_lower_bound(r->start, r->n, addr);
+}
+
+static int insert(struct ranges *r, uint64_t start, uint64_t end, int with_end)
+{
+    size_t i = lower(r, start);
+    if (i < r->n && r->start[i] == start) { /* its end was not recorded */
+        if (with_end)
+            r->end[i] = end;
+        return 0;
+    }
+    if (CMT_GROW(r->start, r->cap, r->n + 1, 64) != 0 ||
+        (with_end && CMT_GROW(r->end, r->end_cap, r->n + 1, 64) != 0))
+        return CMT_ENOMEM;
+    memmove(&r->start[i + 1], &r->start[i], (r->n - i) * sizeof *r->start);
+    if (with_end) {
+        memmove(&r->end[i + 1], &r->end[i], (r->n - i) * sizeof *r->end);
+        r->end[i] = end;
+    }
+    r->start[i] = start;
+    r->n++;
+    return 0;
+}
+
+static void erase(struct ranges *r, uint64_t start, int with_end)
+{
+    size_t i = lower(r, start);
+    if (i == r->n || r->start[i] != start)
+        return;
+    memmove(&r->start[i], &r->start[i + 1], (r->n - i - 1) * sizeof *r->start);
+    if (with_end)
+        memmove(&r->end[i], &r->end[i + 1], (r->n - i - 1) * sizeof *r->end);
+    r->n--;
+}
+
+/* c10's should_split for a large-pool block of a non-expandable segment. */
+static int splits(const struct cmt_model_config *config, uint64_t block, uint64_t size)
+{
+    uint64_t limit = config->max_split_size ? config->max_split_size : UINT64_MAX; /* 0: none */
+    return size < limit && block - size > SMALL_SIZE;
+}
+
+/* The block an allocation of `size` (rounded) at addr takes, given the blocks in use and the
+ * segments the window made. */
+static uint64_t block_size(const struct cmt_model_config *config, const struct ranges *used,
+                           const struct ranges *segments, uint64_t addr, uint64_t size)
+{
+    if (size <= SMALL_SIZE || config->expandable_segments)
+        return size; /* the small pool and expandable segments split down to MIN_BLOCK */
+    size_t s = lower(segments, addr + 1);
+    if (s == 0 || segments->end[s - 1] <= addr)
+        return size; /* a segment the window did not see made */
+    uint64_t end = segments->end[s - 1];
+    size_t next = lower(used, addr + 1);
+    if (next < used->n && used->start[next] < end)
+        end = used->start[next];
+    if (end - addr <= size || splits(config, end - addr, size))
+        return size;
+    return end - addr;
+}
+
+int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
+                              uint64_t *entry_size)
+{
+    struct ranges used = {0}, segments = {0};
+    int rc = 0;
+    for (size_t i = 0; i < s->nentries && !rc; i++) {
+        const struct cmt_snapshot_entry *e = &s->entries[i];
+        switch (e->action) {
+        case CMT_SNAPSHOT_ALLOC:
+            entry_size[i] = block_size(config, &used, &segments, e->addr,
+                                       cmt_model_round_size(config, (size_t)e->size));
+            rc = insert(&used, e->addr, 0, 0);
+            break;
+        case CMT_SNAPSHOT_FREE_COMPLETED:
+        case CMT_SNAPSHOT_FREE: erase(&used, e->addr, 0); break;
+        case CMT_SNAPSHOT_SEGMENT_ALLOC:
+            rc = insert(&segments, e->addr, e->addr + e->size, 1);
+            break;
+        case CMT_SNAPSHOT_SEGMENT_FREE: erase(&segments, e->addr, 1); break;
+        }
+    }
+    free(used.start);
+    free(segments.start);
+    free(segments.end);
+    return rc;
+}

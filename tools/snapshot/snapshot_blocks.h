@@ -1,0 +1,29 @@
+/* snapshot_blocks.h — the size of the block PyTorch's caching allocator gave each allocation
+ * of a snapshot's trace.
+ *
+ * A snapshot's trace entries carry the sizes the program asked for; memory_stats()'
+ * allocated_bytes counts the blocks, which are larger: the request rounded (round_size), or a
+ * whole free block where c10 does not split it (a large-pool remainder of at most 1 MiB, a
+ * request at or above max_split_size). The free blocks are not in the trace either, but c10
+ * merges a free block with its free neighbours, so the free block an allocation at address A
+ * takes runs from A to the next block still in use (allocated, or freed while a stream may
+ * use it) or the end of its segment. This replays the entries in order to find it. Blocks of
+ * expandable segments and of segments the window does not show being made are rounded only. */
+#ifndef CMT_SNAPSHOT_BLOCKS_H
+#define CMT_SNAPSHOT_BLOCKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caching_model.h"
+#include "snapshot.h"
+
+/* @return the index of the first of v[0 .. n-1] (sorted) at or above key. */
+size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key);
+
+/* Sets entry_size[i] for every alloc entry i of s (the others are left as they are), under
+ * the allocator settings in config. @return 0, or CMT_ENOMEM. */
+int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
+                              uint64_t *entry_size);
+
+#endif
