@@ -257,7 +257,7 @@ static int story(struct demo_ctx *d)
 
     heading(d, "pinpoint the out-of-memory failure");
     say("The driver saw a 6.18 GiB cuMemAlloc fail; the allocator's own events say why, and\n"
-        "the ledger at the end accounts for every byte of the card at that moment:\n");
+        "the ledger after them accounts for every byte of the card at the failure:\n");
     if (expect(run(d, NULL, oom), 0, "cumemtrace oom"))
         return 1;
 
