@@ -223,9 +223,13 @@ int main(int argc, char **argv)
     int npids = 0;
     for (int i = 3; i < argc && npids < 256; i++)
         pids[npids++] = read_trace(argv[1], argv[i], &recorded);
-    /* In order, so repeated identical calls pair up first with first. */
+    /* In order, so repeated identical calls pair up first with first. The scan starts past
+     * the served calls matched already (a million in order pair up in one pass). */
+    size_t first_open = 0;
     for (size_t e = 0; e < recorded.n; e++) {
-        for (size_t l = 0; l < served.n; l++) {
+        while (first_open < served.n && served.v[first_open].matched)
+            first_open++;
+        for (size_t l = first_open; l < served.n; l++) {
             if (!served.v[l].matched && same(&recorded.v[e], &served.v[l])) {
                 served.v[l].matched = recorded.v[e].matched = true;
                 break;
