@@ -10,17 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_malloc_at.h"
 #include "bench_rng.h"
 
 #define SITES 16
 #define DEPTH 8
-
-static __attribute__((noinline)) void *alloc_at(int depth, size_t size)
-{
-    void *p = depth > 0 ? alloc_at(depth - 1, size) : malloc(size);
-    __asm__ volatile("" ::: "memory"); /* keeps the frames (no tail call) */
-    return p;
-}
 
 int main(int argc, char **argv)
 {
