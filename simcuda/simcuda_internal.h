@@ -64,6 +64,11 @@ struct simcuda__va_space {
      * the end of the highest range handed out so far. */
     bool never_reuse;
     CUdeviceptr high_water;
+    /* the gaps between entries, for first fit in O(log n) (simcuda_free_ranges.c); built
+     * from entries on first use, dropped (and rebuilt) when memory for them runs out */
+    struct simcuda__free_range *free_root;
+    bool free_built;
+    uint64_t free_seed; /* the treap's priorities: a fixed sequence, so runs repeat */
 };
 
 /* Physical memory: whole pages of one device. Freed when no handle reference and no mapping
@@ -262,6 +267,21 @@ void simcuda__unlock(void);
 CUresult simcuda__require_init(void);
 CUresult simcuda__check_device(CUdevice device);
 uint64_t simcuda__free_bytes(int device);
+
+/* simcuda_free_ranges.c: an address space's free ranges, a treap keyed by address with the
+ * longest range of each subtree (lock held). ready builds them from the entries once; fit
+ * finds the lowest aligned address at or above floor where size fits; holds says whether
+ * [base, base + size) is free; use and give_back take a range out and put it back (merging
+ * with its neighbours). The bool calls return false when out of memory: then clear them, and
+ * ready rebuilds them from the entries. */
+bool simcuda__free_ranges_ready(struct simcuda__va_space *space);
+bool simcuda__free_ranges_fit(const struct simcuda__va_space *space, uint64_t size,
+                              uint64_t alignment, uint64_t floor, CUdeviceptr *out);
+bool simcuda__free_ranges_holds(const struct simcuda__va_space *space, uint64_t base,
+                                uint64_t size);
+bool simcuda__free_ranges_use(struct simcuda__va_space *space, uint64_t base, uint64_t size);
+bool simcuda__free_ranges_give_back(struct simcuda__va_space *space, uint64_t base, uint64_t size);
+void simcuda__free_ranges_clear(struct simcuda__va_space *space);
 
 /* simcuda_space.c: address spaces and physical pages (lock held). */
 CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uint64_t alignment,

@@ -1,13 +1,9 @@
-/* Address spaces (first fit over a sorted list of used ranges) and physical pages. */
+/* Address spaces (a sorted array of used ranges; first fit over their gaps in
+ * simcuda_free_ranges.c) and physical pages. */
 #include "simcuda_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t align_up(uint64_t value, uint64_t alignment)
-{
-    return (value + alignment - 1) / alignment * alignment;
-}
 
 uint64_t simcuda__pages_for(uint64_t size)
 {
@@ -31,54 +27,40 @@ static bool va_insert(struct simcuda__va_space *space, size_t index, struct simc
     return true;
 }
 
-/* The gap before entry index (or before the end of the space when index == count). */
-static void gap_at(const struct simcuda__va_space *space, size_t index, uint64_t *begin,
-                   uint64_t *end)
+/* Where an entry at base goes in the sorted array: after every entry below it. */
+static size_t insert_index(const struct simcuda__va_space *space, CUdeviceptr base);
+
+/* Records [base, base + size) as used: in the sorted array and out of the free ranges. */
+static bool va_use(struct simcuda__va_space *space, struct simcuda__va_entry entry)
 {
-    *begin = index == 0 ? space->start
-                        : space->entries[index - 1].base + space->entries[index - 1].size;
-    *end = index == space->count ? space->start + space->size : space->entries[index].base;
+    if (!va_insert(space, insert_index(space, entry.base), entry))
+        return false;
+    if (!simcuda__free_ranges_use(space, entry.base, entry.size))
+        simcuda__free_ranges_clear(space); /* rebuilt from the array on the next call */
+    if (entry.base + entry.size > space->high_water)
+        space->high_water = entry.base + entry.size;
+    return true;
 }
 
+/* First fit: the lowest address that fits (aligned; at or above high_water when addresses
+ * are never reused), found in O(log n) of the live ranges by the free-range treap. */
 CUresult simcuda__va_reserve(struct simcuda__va_space *space, uint64_t size, uint64_t alignment,
                              CUdeviceptr hint, enum simcuda__range_kind kind, void *object,
                              CUdeviceptr *out)
 {
     struct simcuda__va_entry entry = {.size = size, .kind = kind, .object = object};
-    uint64_t begin, end;
-    if (size == 0 || size > space->size)
+    if (size == 0 || size > space->size || !simcuda__free_ranges_ready(space))
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* A fixed-address hint is honoured when it is aligned and its range is free. */
-    if (hint && hint % alignment == 0) {
-        for (size_t i = 0; i <= space->count; i++) {
-            gap_at(space, i, &begin, &end);
-            if (hint >= begin && hint < end && end - hint >= size) {
-                entry.base = hint;
-                if (!va_insert(space, i, entry))
-                    return CUDA_ERROR_OUT_OF_MEMORY;
-                if (hint + size > space->high_water)
-                    space->high_water = hint + size;
-                *out = hint;
-                return CUDA_SUCCESS;
-            }
-        }
-    }
-    for (size_t i = 0; i <= space->count; i++) {
-        gap_at(space, i, &begin, &end);
-        if (space->never_reuse && begin < space->high_water)
-            begin = space->high_water;
-        uint64_t candidate = align_up(begin, alignment);
-        if (candidate < end && end - candidate >= size) {
-            entry.base = candidate;
-            if (!va_insert(space, i, entry))
-                return CUDA_ERROR_OUT_OF_MEMORY;
-            if (candidate + size > space->high_water)
-                space->high_water = candidate + size;
-            *out = candidate;
-            return CUDA_SUCCESS;
-        }
-    }
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    if (hint && hint % alignment == 0 && simcuda__free_ranges_holds(space, hint, size))
+        entry.base = hint;
+    else if (!simcuda__free_ranges_fit(space, size, alignment,
+                                       space->never_reuse ? space->high_water : 0, &entry.base))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!va_use(space, entry))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = entry.base;
+    return CUDA_SUCCESS;
 }
 
 /* Index of the last entry whose base is <= address, or count when there is none. */
@@ -95,6 +77,12 @@ static size_t va_floor(const struct simcuda__va_space *space, CUdeviceptr addres
     return low == 0 ? space->count : low - 1;
 }
 
+static size_t insert_index(const struct simcuda__va_space *space, CUdeviceptr base)
+{
+    size_t index = va_floor(space, base);
+    return index == space->count ? 0 : index + 1;
+}
+
 struct simcuda__va_entry *simcuda__va_find(struct simcuda__va_space *space, CUdeviceptr address)
 {
     size_t index = va_floor(space, address);
@@ -104,15 +92,18 @@ struct simcuda__va_entry *simcuda__va_find(struct simcuda__va_space *space, CUde
     return address - entry->base < entry->size ? entry : NULL;
 }
 
-/* Freed ranges simply leave the list, so neighbouring gaps coalesce by construction. */
+/* A freed range leaves the array and joins the free ranges (merged with its neighbours). */
 void simcuda__va_release(struct simcuda__va_space *space, CUdeviceptr base)
 {
     size_t index = va_floor(space, base);
     if (index == space->count || space->entries[index].base != base)
         return;
+    uint64_t size = space->entries[index].size;
     memmove(&space->entries[index], &space->entries[index + 1],
             (space->count - index - 1) * sizeof(*space->entries));
     space->count--;
+    if (space->free_built && !simcuda__free_ranges_give_back(space, base, size))
+        simcuda__free_ranges_clear(space); /* rebuilt from the array on the next call */
 }
 
 void simcuda__device_spaces(struct simcuda__device *dev,

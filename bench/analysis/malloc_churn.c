@@ -13,18 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_malloc_at.h" /* one call site per depth, as in churn.c */
 #include "bench_rng.h"
 
 #define LIVE 2048
 #define SITES 16
-
-/* One call site per depth, as in churn.c. */
-static __attribute__((noinline)) void *alloc_at(int depth, size_t size)
-{
-    void *p = depth > 0 ? alloc_at(depth - 1, size) : malloc(size);
-    __asm__ volatile("" ::: "memory"); /* keeps the frames (no tail call) */
-    return p;
-}
 
 int main(int argc, char **argv)
 {

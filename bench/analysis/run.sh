@@ -22,6 +22,7 @@
 # figure to quote is "x anchor", the median over rounds of the speed ratio to the
 # heaptrack_print run just before each, because this machine's speed changes by 2x from
 # minute to minute.
+# Then live.sh (report over 1M and 10M live allocations; BENCH_SKIP_LIVE=1 skips it).
 # Prints figures only; never fails on a slow result. Knobs: BENCH_ROUNDS, BENCH_KEEP=1.
 set -euo pipefail
 
@@ -66,5 +67,7 @@ echo "cumemtrace analysis benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut
 echo
 echo "target (issue 4): >= 20 M events/s where heaptrack_print reads about 16 M/s, i.e. at"
 echo "least x1.25 anchor for report, oom and timeline"
+# issue 26's live objects (1M and 10M allocations never freed): live.sh prints them
+[[ ${BENCH_SKIP_LIVE:-0} == 1 ]] || { echo; "$here/live.sh" "$build"; }
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
 exit 0

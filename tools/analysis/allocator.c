@@ -178,13 +178,10 @@ struct block_scan {
     size_t i;
 };
 
-/* The next live block at or after the scan's slot. @return it, or NULL at the end. */
+/* The next live block (the map's entries are dense). @return it, or NULL at the end. */
 static struct cmt__entry *next_block(struct block_scan *s)
 {
-    for (; s->m->slots && s->i <= s->m->mask; s->i++)
-        if (s->m->slots[s->i].kind)
-            return &s->m->slots[s->i++];
-    return NULL;
+    return s->i < s->m->count ? &s->m->entries[s->i++] : NULL;
 }
 
 static int by_addr(const void *x, const void *y)

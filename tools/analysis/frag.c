@@ -151,10 +151,9 @@ static void collect_one(struct collect *c, int kind, int32_t dev, uint64_t addr,
 
 static void visit(const struct cmt__map *m, struct collect *c)
 {
-    for (size_t i = 0; m->slots && i <= m->mask; i++) {
-        const struct cmt__entry *e = &m->slots[i];
-        if (e->kind)
-            collect_one(c, e->kind - 1, e->dev, e->key, e->size, e->seq);
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cmt__entry *e = &m->entries[i];
+        collect_one(c, e->kind - 1, e->dev, e->key, e->size, e->seq);
     }
 }
 

@@ -1,11 +1,21 @@
-/* replay_map.h — internal: an open-addressing hash map from a 64-bit key to a fixed entry.
+/* replay_map.h — internal: a hash map from a 64-bit key to a fixed entry, dense.
  *
- * Linear probing with backward-shift deletion (no tombstones), so a long replay with millions
- * of allocate/free pairs never degrades and never allocates per event: the table only grows
- * (doubling) when the live set grows. Fibonacci hashing (the product's top bits) spreads
- * addresses that differ only in high or aligned bits; the load stays under 1/2, so a probe
- * touches one or two cache lines. The hot operations are inline. An entry with kind 0 is
- * empty. */
+ * Two arrays. The entries themselves are dense: entries[0 .. count) are the live ones, in no
+ * order (iterate them so; a removal moves the last entry into the hole). The index is an
+ * open-addressing table of 4-byte slots, linear probing with backward-shift deletion (no
+ * tombstones), so a long replay with millions of allocate/free pairs never degrades and never
+ * allocates per event. A slot holds the entry's index + 1 in its low index_bits bits (0 =
+ * empty) and, in the bits above, a tag: the hash bits just below those that chose the home
+ * slot, so a probe passes other keys without reading their entries. Fibonacci hashing (the
+ * product's top bits) spreads addresses that differ only in high or aligned bits.
+ *
+ * Memory per live object (issue 26): an entry (48 B) plus 4 / load B of index; the load stays
+ * under 3/4, so the index is 5.3 to 10.7 B per object and 16 B at the moment it doubles (old
+ * and new tables, 3 x 4 B per slot of the old at load 3/4); the entries grow by realloc,
+ * which moves large arrays by remapping pages, so their capacity past count costs no RSS.
+ * Hence at most 64 B per live object, growth included (48 + 16); the 48-B-entry table it
+ * replaced (load under 1/2, old + new during a doubling) peaked at 239 B.
+ * The hot operations are inline. */
 #ifndef CMT__REPLAY_MAP_H
 #define CMT__REPLAY_MAP_H
 
@@ -22,20 +32,31 @@ struct cmt__entry {
     int32_t dev;
     uint32_t object; /* dense id of a device or host allocation (CMT_NO_OBJECT otherwise) */
     uint16_t refs;   /* VMM handles: references (create/retain/import minus releases) */
-    uint8_t kind;    /* enum cmt_kind + 1; 0 = empty slot */
+    uint8_t kind;    /* enum cmt_kind + 1 (the caller sets it; an entry never keeps 0) */
     uint8_t maps;    /* VMM handles: live mappings (saturates at 255) */
 };
 
 struct cmt__map {
-    struct cmt__entry *slots;
-    size_t mask; /* capacity - 1 (capacity is a power of two, or 0) */
+    struct cmt__entry *entries; /* dense: entries[0 .. count) */
+    uint32_t *slots;            /* the index: tag << index_bits | (entry index + 1), 0 = empty */
+    size_t mask;                /* slot capacity - 1 (capacity is a power of two, or 0) */
     size_t count;
-    unsigned shift; /* 64 - log2(capacity): Fibonacci hashing takes the product's top bits */
+    size_t limit;        /* count past which the index doubles (3/4 of its capacity) */
+    unsigned shift;      /* 64 - index_bits: Fibonacci hashing takes the product's top bits */
+    unsigned index_bits; /* log2(slot capacity) */
 };
+
+#define CMT__MAP_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
 
 static inline size_t cmt__map_home(const struct cmt__map *m, uint64_t key)
 {
-    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> m->shift);
+    return (size_t)((key * CMT__MAP_GOLDEN) >> m->shift);
+}
+
+/* The tag of key, in a slot's tag bits (the 32 - index_bits hash bits below the home's). */
+static inline uint32_t cmt__map_tag(const struct cmt__map *m, uint64_t key)
+{
+    return (uint32_t)((key * CMT__MAP_GOLDEN) >> 32) << m->index_bits;
 }
 
 /* @return the entry for key, or NULL. */
@@ -44,62 +65,54 @@ static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_
     if (__builtin_expect(!m->slots, 0))
         return NULL;
     size_t i = cmt__map_home(m, key);
+    uint32_t tag = cmt__map_tag(m, key), index_mask = (uint32_t)m->mask;
     for (;;) {
-        struct cmt__entry *e = &m->slots[i];
-        if (e->key == key && e->kind)
-            return e;
-        if (!e->kind)
+        uint32_t s = m->slots[i];
+        if (!s)
             return NULL;
+        if ((s & ~index_mask) == tag) {
+            struct cmt__entry *e = &m->entries[(s & index_mask) - 1];
+            if (e->key == key)
+                return e;
+        }
         i = (i + 1) & m->mask;
     }
 }
 
-/* Doubles the table (or creates it). @return 0 or -1 when out of memory. */
+/* Doubles the index (or creates it) and makes room for its entries. @return 0, or -1 when
+ * out of memory (the map is unchanged). */
 int cmt__map_grow(struct cmt__map *m);
 
-/* Inserts (or finds) key. @return the entry (kind 0 when new: the caller fills it), or NULL
- * when the table cannot grow. */
+/* Inserts (or finds) key. @return the entry (kind 0 when new: the caller fills it, kind
+ * included, or removes it), or NULL when the map cannot grow. Pointers into the map become
+ * stale. */
 static inline struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t key)
 {
-    /* keep the load under 1/2: probes stay short even for clustered addresses */
-    if (__builtin_expect(!m->slots || (m->count + 1) * 2 > m->mask + 1, 0))
+    if (__builtin_expect(m->count >= m->limit, 0))
         if (cmt__map_grow(m) != 0)
             return NULL;
     size_t i = cmt__map_home(m, key);
+    uint32_t tag = cmt__map_tag(m, key), index_mask = (uint32_t)m->mask;
     for (;;) {
-        struct cmt__entry *e = &m->slots[i];
-        if (!e->kind) {
-            *e = (struct cmt__entry){.key = key};
-            m->count++;
-            return e;
+        uint32_t s = m->slots[i];
+        if (!s)
+            break;
+        if ((s & ~index_mask) == tag) {
+            struct cmt__entry *e = &m->entries[(s & index_mask) - 1];
+            if (e->key == key)
+                return e;
         }
-        if (e->key == key)
-            return e;
         i = (i + 1) & m->mask;
     }
+    m->slots[i] = tag | (uint32_t)(m->count + 1);
+    struct cmt__entry *e = &m->entries[m->count++];
+    *e = (struct cmt__entry){.key = key};
+    return e;
 }
 
-/* Removes an entry returned by find/insert (pointers into the table become stale). */
-static inline void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e)
-{
-    struct cmt__entry *slots = m->slots;
-    size_t mask = m->mask;
-    size_t i = (size_t)(e - slots);
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (!slots[j].kind)
-            break;
-        size_t h = cmt__map_home(m, slots[j].key);
-        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
-        if (((j - h) & mask) >= ((j - i) & mask)) {
-            slots[i] = slots[j];
-            i = j;
-        }
-    }
-    slots[i].kind = 0;
-    m->count--;
-}
+/* Removes an entry returned by find/insert; the last entry moves into its place, so pointers
+ * into the map become stale (an iteration over entries[] that removes stays at the index). */
+void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e);
 
 void cmt__map_free(struct cmt__map *m);
 

@@ -13,9 +13,9 @@
 static const struct cmt__entry *mapping_containing(const cmt_replay *rp, uint64_t address)
 {
     const struct cmt__entry *m = cmt__map_find(&rp->mappings, address);
-    for (size_t i = 0; !m && rp->mappings.slots && i <= rp->mappings.mask; i++) {
-        const struct cmt__entry *e = &rp->mappings.slots[i];
-        if (e->kind && address - e->key < e->size)
+    for (size_t i = 0; !m && i < rp->mappings.count; i++) {
+        const struct cmt__entry *e = &rp->mappings.entries[i];
+        if (address - e->key < e->size)
             m = e;
     }
     return m;

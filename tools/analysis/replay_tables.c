@@ -143,12 +143,8 @@ const struct cmt_replay_thread *cmt_replay_thread(const cmt_replay *rp, uint32_t
 static void visit_map(const struct cmt__map *m,
                       void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
 {
-    if (!m->slots)
-        return;
-    for (size_t i = 0; i <= m->mask; i++) {
-        const struct cmt__entry *e = &m->slots[i];
-        if (!e->kind)
-            continue;
+    for (size_t i = 0; i < m->count; i++) {
+        const struct cmt__entry *e = &m->entries[i];
         struct cmt_replay_object o = {e->kind - 1, e->dev, e->key, e->size,
                                       e->aux,      e->seq, e->site};
         fn(ctx, &o);

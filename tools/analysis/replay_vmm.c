@@ -146,9 +146,9 @@ void cmt__reset_device(cmt_replay *rp, int32_t dev)
     struct cmt__map *maps[] = {&rp->allocs, &rp->handles, &rp->mappings};
     for (size_t m = 0; m < sizeof maps / sizeof *maps; m++) {
         struct cmt__map *map = maps[m];
-        for (size_t i = 0; map->slots && i <= map->mask;) {
-            struct cmt__entry *e = &map->slots[i];
-            if (!e->kind || e->dev != dev || e->kind == CMT_KIND_HOST + 1) {
+        for (size_t i = 0; i < map->count;) {
+            struct cmt__entry *e = &map->entries[i];
+            if (e->dev != dev || e->kind == CMT_KIND_HOST + 1) {
                 i++;
                 continue;
             }
@@ -159,7 +159,7 @@ void cmt__reset_device(cmt_replay *rp, int32_t dev)
                 d->kind_count[CMT_KIND_MAPPING]--;
             } else
                 cmt__drop(rp, e);
-            cmt__map_remove(map, e); /* slot i now holds a shifted entry (or is empty) */
+            cmt__map_remove(map, e); /* entry i now holds the last one */
         }
     }
     cmt__multicast_reset(rp, NULL, dev);

@@ -1,0 +1,96 @@
+/* Tests of the replay's object map (tools/analysis/replay_map.c): a reference model on random
+ * insert/find/remove sequences, the dense entries, and the layout's bytes per live object. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "replay_map.h"
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint64_t next(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* A reference: keys live in a plain array, searched linearly. */
+#define KEYS 4096
+static uint64_t ref_key[KEYS];
+static uint64_t ref_size[KEYS];
+static int ref_live[KEYS];
+
+Test(replay_map, agrees_with_a_reference_on_random_sequences)
+{
+    struct cmt__map m = {0};
+    for (int k = 0; k < KEYS; k++) /* clustered, aligned addresses and a few small handles */
+        ref_key[k] = k % 7 ? 0x7f0000000000ull + (uint64_t)k * 512 : (uint64_t)k + 1;
+    size_t live = 0;
+    for (int step = 0; step < 400000; step++) {
+        int k = (int)(next() % KEYS);
+        struct cmt__entry *e = cmt__map_find(&m, ref_key[k]);
+        cr_assert_eq(e != NULL, ref_live[k], "step %d key %d", step, k);
+        if (e) {
+            cr_assert_eq(e->key, ref_key[k]);
+            cr_assert_eq(e->size, ref_size[k]);
+        }
+        if (!ref_live[k]) {
+            e = cmt__map_insert(&m, ref_key[k]);
+            cr_assert_not_null(e);
+            cr_assert_eq(e->kind, 0);
+            ref_size[k] = next();
+            *e = (struct cmt__entry){.key = ref_key[k], .size = ref_size[k], .kind = 1};
+            ref_live[k] = 1;
+            live++;
+        } else if (next() % 3) { /* removes a bit more often than it inserts: the set shrinks
+                                    and grows again */
+            cmt__map_remove(&m, e);
+            ref_live[k] = 0;
+            live--;
+        }
+        cr_assert_eq(m.count, live);
+    }
+    for (size_t i = 0; i < m.count; i++) /* the entries are dense: every one is live */
+        cr_assert_eq(m.entries[i].kind, 1);
+    for (int k = 0; k < KEYS; k++)
+        cr_assert_eq(cmt__map_find(&m, ref_key[k]) != NULL, ref_live[k]);
+    cmt__map_free(&m);
+}
+
+Test(replay_map, removal_while_iterating_stays_at_the_index)
+{
+    struct cmt__map m = {0};
+    for (uint64_t k = 1; k <= 3000; k++)
+        *cmt__map_insert(&m, k * 4096) = (struct cmt__entry){
+            .key = k * 4096, .kind = 1, .dev = (int32_t)(k % 2)};
+    for (size_t i = 0; i < m.count;)
+        if (m.entries[i].dev == 1)
+            cmt__map_remove(&m, &m.entries[i]);
+        else
+            i++;
+    cr_assert_eq(m.count, 1500);
+    for (uint64_t k = 1; k <= 3000; k++)
+        cr_assert_eq(cmt__map_find(&m, k * 4096) != NULL, k % 2 == 0);
+    cmt__map_free(&m);
+}
+
+/* Issue 26: at most 64 B per live object, growth included. The index doubles when count
+ * reaches limit; at that moment the old index, the new one (twice as large) and the entries
+ * are all held. */
+Test(replay_map, at_most_64_bytes_per_live_object_at_every_doubling)
+{
+    cr_assert_eq(sizeof(struct cmt__entry), 48);
+    struct cmt__map m = {0};
+    for (uint64_t k = 1; k <= 200000; k++) {
+        if (m.count == m.limit && m.slots) {
+            size_t old_slots = m.mask + 1;
+            double peak = (double)m.count * sizeof *m.entries + 3.0 * old_slots * sizeof *m.slots;
+            cr_assert_leq(peak / (double)m.count, 64.0, "count %zu", m.count);
+        }
+        struct cmt__entry *e = cmt__map_insert(&m, k * 512);
+        cr_assert_not_null(e);
+        e->kind = 1;
+    }
+    cr_assert_leq((double)(m.mask + 1) * sizeof *m.slots / (double)m.count, 16.0);
+    cmt__map_free(&m);
+}
