@@ -287,7 +287,7 @@ static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
     cmt__row_u64(t, ev->stack);
     uint32_t phase = e->phases ? cmt_phases_current(e->phases, ev->tid) : 0;
     if (phase) /* the range the event happened in (phases.h) */
-        cmt__row_str(t, cmt_phases_name(e->phases, phase));
+        cmt__row_text(t, cmt_phases_name(e->phases, phase));
     else
         cmt__row_null(t);
     cmt__row_end(t);

@@ -15,30 +15,32 @@ static const char *site_text(const struct cmt_whatif_run_out *run, uint32_t site
 void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
 {
     const struct cmt_whatif_selfcheck *c = run->check;
-    char a[32], b[32], conf[300];
+    char a[32], b[32], conf_buf[1200], error_buf[1200];
     fprintf(f, "  stream    the allocator's own block events (tensors of their requested size)\n");
-    snprintf(conf, sizeof conf, "%s", c->conf[0] ? c->conf : "PyTorch's defaults");
+    /* the settings and the model's error quote the trace: shown through the one terminal rule */
+    const char *conf = cmt__text(c->conf[0] ? c->conf : "PyTorch's defaults", conf_buf,
+                                 sizeof conf_buf);
     if (!c->ran) {
-        fprintf(f, "  self-check  the run's settings (%s) could not be replayed: %s\n",
-                cmt__text(conf, conf, sizeof conf), c->error[0] ? c->error : "model error");
+        fprintf(f, "  self-check  the run's settings (%s) could not be replayed: %s\n", conf,
+                c->error[0] ? cmt__text(c->error, error_buf, sizeof error_buf) : "model error");
         return;
     }
     if (c->expandable)
         fprintf(f,
                 "  self-check  with the run's settings (%s) the model's peak reserved is %s, "
                 "the run's %s (expandable segments: segments not compared)\n",
-                cmt__text(conf, conf, sizeof conf), cmt__bytes(c->model_peak_reserved, a),
+                conf, cmt__bytes(c->model_peak_reserved, a),
                 cmt__bytes(c->recorded_peak_reserved, b));
     else if (!c->recorded_segments)
         fprintf(f,
                 "  self-check  with the run's settings (%s): the run recorded no segment "
                 "allocation in its window; the model made %" PRIu64 "\n",
-                cmt__text(conf, conf, sizeof conf), c->model_segments);
+                conf, c->model_segments);
     else
         fprintf(f,
                 "  self-check  with the run's settings (%s) the model reproduces %" PRIu64
                 " of %" PRIu64 " segment allocations of this run%s\n",
-                cmt__text(conf, conf, sizeof conf), c->agreeing, c->recorded_segments,
+                conf, c->agreeing, c->recorded_segments,
                 c->model_segments != c->recorded_segments ? " (the model made a different number)"
                                                           : "");
     if (!c->expandable)

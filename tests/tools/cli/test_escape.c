@@ -272,6 +272,12 @@ static const char *formula_trace(int index)
     begin_named(&b, "=HYPERLINK(\"http://x\",\"y\")", "@SUM(1+1)", argv);
     cr_assert_eq(cmt_writer_env(b.w, "PYTORCH_CUDA_ALLOC_CONF", "=1+1"), 0);
     uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "-2+3");
+    /* a phase named like a formula: the events table's phase column is text from the trace */
+    cr_assert_eq(cmt_writer_range(b.w, &(struct cmt_range){.action = CMT_RA_PUSH,
+                                                           .t_ns = ++b.t_ns,
+                                                           .tid = b.tid,
+                                                           .message = "=1+1 phase"}),
+                 0);
     tb_alloc(&b, 0x700000000000, TB_GIB, s);
     uint64_t v[] = {0x7f0000000000, TB_MIB};
     tb_event(&b, TB_HOST, 0, -1, s, CMT_F(PTR) | CMT_F(SIZE), v);
@@ -306,6 +312,7 @@ Test(escape, csv_text_cells_that_start_like_formulas_get_a_quote_mark)
     char *events = table(path, "csv", "events");
     cr_expect(strstr(events, ",-1,cuMemAllocHost_v2,"), "numbers stay numbers: %s", events);
     cr_expect(!strstr(events, "'-"), "%s", events);
+    cr_expect(strstr(events, ",'=1+1 phase\n"), "phase: %s", events);
     free(events);
     char *jsonl = table(path, "jsonl", "processes");
     cr_expect(strstr(jsonl, "\"exe\":\"@SUM(1+1)\""), "jsonl is not for spreadsheets: %s", jsonl);
@@ -356,6 +363,28 @@ Test(escape, whatif_shows_escapes_in_function_names)
             cr_expect(strstr(c.out, "from fn\\x1b]0;owned\\x07\\u009b"), "%s", c.out);
         captured_free(&c);
     }
+}
+
+/* The allocator's settings as the run wrote them, escapes and all: the self-check quotes them
+ * and the model's refusal of them, each once through the terminal rule. */
+Test(escape, whatif_self_check_shows_escapes_in_the_run_settings)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_allocator(&b, 1, "\x1b]0;pwn\x07\x1b[2J");
+    uint32_t s = tb_frame(&b, 0, "main");
+    tb_alloc(&b, 0x700000000000, 2 * TB_MIB, s);
+    tb_segment(&b, 0x700000000000, 2 * TB_MIB, 0);
+    tb_block(&b, 0x700000000000, 512, 4, s, 0);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 9);
+    tb_free_builder(&b);
+    const char *argv[] = {"whatif", path, NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, argv);
+    expect_terminal_safe("whatif", c.out);
+    expect_terminal_safe("whatif's stderr", c.err);
+    cr_expect(strstr(c.out, "(\\x1b]0;pwn\\x07\\x1b[2J)"), "the settings once escaped: %s", c.out);
+    captured_free(&c);
 }
 
 /* An OOM through an API whose name holds escapes, from ESC_FUNCTION on thread ESC_THREAD. */
