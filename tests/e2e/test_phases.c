@@ -189,6 +189,13 @@ Test(phases, report_and_timeline_show_the_phases)
     char *timeline[] = {cli, "timeline", path, NULL};
     e2e_run(&r, timeline);
     cr_assert(strstr(r.out, "  phases\n") && strstr(r.out, " A train"), "the band: %s", r.out);
+    char *table[] = {cli, "timeline", "--csv", path, NULL};
+    e2e_run(&r, table);
+    cr_assert_eq(r.status, 0);
+    const char *nl = strchr(r.out, '\n');
+    cr_assert(nl && nl - r.out > 6 && !strncmp(nl - 6, ",phase", 6), "the header: %s", r.out);
+    cr_assert(strstr(r.out, ",train\n") && strstr(r.out, ",load\n"), "a phase per point: %s",
+              r.out);
 }
 
 /* A process killed with its ranges open: record salvages them from the rings, as it does the

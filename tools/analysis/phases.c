@@ -98,6 +98,7 @@ struct state {
     struct map driver, blocks, starts; /* objects by key; open start ranges by id */
     struct thread_stack *threads;
     size_t thread_count, thread_cap;
+    uint32_t last_tid;     /* the thread of the latest driver call (for thread 0: unknown) */
     uint32_t *open_starts; /* range indexes, in opening order */
     size_t open_start_count, open_start_cap;
     uint32_t *names; /* phase index + 1 by name hash (open addressing), cap a power of two */
@@ -175,6 +176,14 @@ uint32_t cmt_phases_current(const struct cmt_phases *ph, uint32_t tid)
     const struct state *s = ph->internal;
     if (!s)
         return 0;
+    if (tid == 0) { /* unknown (a snapshot's entry): the latest driver call's thread, and the
+                     * later opened of its innermost push range and the latest start range */
+        const struct thread_stack *t = thread_of((struct state *)s, s->last_tid, 0);
+        uint32_t push = t ? t->top : 0;
+        uint32_t start = s->open_start_count ? s->open_starts[s->open_start_count - 1] + 1 : 0;
+        uint32_t r = push > start ? push : start;
+        return r ? ph->ranges[r - 1].phase : 0;
+    }
     for (size_t i = 0; i < s->thread_count; i++)
         if (s->threads[i].tid == tid && s->threads[i].top)
             return ph->ranges[s->threads[i].top - 1].phase;
@@ -190,6 +199,8 @@ static void path_of(const struct cmt_phases *ph, uint32_t tid, char *path, size_
     uint32_t chain[64];
     size_t n = 0;
     const struct thread_stack *t = NULL;
+    if (tid == 0)
+        tid = s->last_tid; /* unknown: the latest driver call's (cmt_phases_current) */
     for (size_t i = 0; i < s->thread_count; i++)
         if (s->threads[i].tid == tid)
             t = &s->threads[i];
@@ -457,6 +468,7 @@ static int on_event(struct cmt_phases *ph, const cmt_replay *rp, const struct cm
     const struct cmt_event *e = &st->rec.u.event;
     if (e->t_ns > ph->end_ns)
         ph->end_ns = e->t_ns;
+    s->last_tid = e->tid;
     if (st->is_alloc && st->failed) {
         ph->phases[cmt_phases_current(ph, e->tid)].driver.failures++;
         return st->oom ? on_oom(ph, s, e->t_ns, e->tid, st->request, 0) : 0;

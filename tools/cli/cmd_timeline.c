@@ -7,6 +7,8 @@
 #include "pass.h"
 #include "phase_print.h"
 #include "commands.h"
+#include "escape.h"
+#include "export.h"
 #include "alloc_print.h"
 #include "fleet_cli.h"
 #include "output.h"
@@ -54,7 +56,20 @@ static struct cmt_timeline_point alloc_point(struct alloc_carry *c,
     return q;
 }
 
-static void csv(const struct cmt_timeline *tl)
+/* The phase cell of a point: the outermost range open at its time (the band's), "" none. */
+static void csv_phase(const struct cmt_phases *ph, uint64_t t_ns)
+{
+    static struct cmt__out out;
+    const char *name = cmt_phases_name(ph, cmt__phase_band_at(ph, t_ns, t_ns + 1));
+    name = name ? name : "";
+    cmt__out_init(&out, stdout);
+    cmt__out_char(&out, ',');
+    if (*name)
+        cmt__out_csv(&out, name, cmt__csv_is_formula(name));
+    cmt__out_flush(&out);
+}
+
+static void csv(const struct cmt_timeline *tl, const struct cmt_phases *ph)
 {
     int chart[CMT_KIND_COUNT];
     size_t nchart = cmt_timeline_charted_kinds(chart);
@@ -63,10 +78,11 @@ static void csv(const struct cmt_timeline *tl)
         printf(",%s_bytes", cmt_kind_name(chart[k]));
     printf(",host_pinned_bytes,reserved_va_bytes,mapped_bytes,pool_retained_bytes,allocations,"
            "hole_bytes,largest_hole_bytes,hole_fragmentation,largest_unmapped_bytes,"
-           "granularity_waste_bytes,oom,peak,last_t_ns,last_live_bytes%s\n",
+           "granularity_waste_bytes,oom,peak,last_t_ns,last_live_bytes%s%s\n",
            tl->alloc_seen ? ",allocated_bytes,reserved_bytes,inactive_split_bytes,"
                             "last_allocated_bytes,last_reserved_bytes"
-                          : "");
+                          : "",
+           ph->range_count ? ",phase" : "");
     for (uint32_t s = 0; s < tl->device_count; s++) {
         const struct cmt_timeline_device *d = &tl->devices[s];
         struct alloc_carry carry = {0};
@@ -88,6 +104,8 @@ static void csv(const struct cmt_timeline *tl)
                 printf(",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
                        ap.alloc_allocated, ap.alloc_reserved, ap.alloc_inactive_split,
                        ap.last_alloc_allocated, ap.last_alloc_reserved);
+            if (ph->range_count)
+                csv_phase(ph, p->t_ns);
             putchar('\n');
         }
     }
@@ -329,7 +347,7 @@ int cmt_cmd_timeline(int argc, char **argv)
     }
     int rc = 0;
     if (fmt == CSV) {
-        csv(&tl);
+        csv(&tl, &p.phases);
     } else if (fmt == JSON) {
         json(&p, &tl);
     } else if (fmt == SVG) {

@@ -98,6 +98,9 @@ void cmt__out_u64(struct cmt__out *o, uint64_t v);
 void cmt__out_i64(struct cmt__out *o, int64_t v);
 /* s as a JSON string literal, escaped by cmt__json_escape (escape.h). */
 void cmt__out_quote(struct cmt__out *o, const char *s);
+/* s as a CSV cell (quoted when it holds a comma, quote, line break or is empty; control
+ * characters as spaces); formula: with a leading "'" (cmt__csv_is_formula). */
+void cmt__out_csv(struct cmt__out *o, const char *s, int formula);
 
 /* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */
 struct cmt__rows {

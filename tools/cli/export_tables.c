@@ -151,7 +151,7 @@ void cmt__row_null(struct cmt__rows *t)
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled; control
  * bytes other than tab become spaces, so a row is always one line. formula: "'" first. */
-static void csv_field(struct cmt__out *f, const char *s, int formula)
+void cmt__out_csv(struct cmt__out *f, const char *s, int formula)
 {
     int quote = !*s || strpbrk(s, ",\"\n\r") != NULL || s[0] == ' ';
     if (quote)
@@ -181,7 +181,7 @@ static void str_cell(struct cmt__rows *t, const char *s, int formula)
         else
             cmt__out_str(&t->out, "null");
     } else if (s) {
-        csv_field(&t->out, s, formula); /* "" for an empty string, nothing for NULL */
+        cmt__out_csv(&t->out, s, formula); /* "" for an empty string, nothing for NULL */
     }
 }
 

@@ -59,5 +59,9 @@ int cmt__fleet_diff(int argc, char **argv, const char *usage);
  * GPU combined, as text, or as the array `gpu_ledgers` into j. @return 0, or -1 when memory
  * ran out (a GPU is missing). */
 int cmt__fleet_ledger(const struct cmt_fleet *f, struct cmt__json *j);
+/* Each rank's phases (fleet_phases.c), for the traces with ranges: its "by phase" table, or
+ * the array `rank_phases` into j (each: who, and one trace's "phases" and "ranges").
+ * @return how many ranks were shown. */
+int cmt__fleet_phases(const struct cmt_fleet *f, struct cmt__json *j);
 
 #endif

@@ -242,6 +242,7 @@ static void json_report(const struct cmt_fleet *f)
     cmt__json_end_array(&j);
     if (cmt__fleet_ledger(f, &j) != 0)
         fprintf(stderr, "cumemtrace report: out of memory: a GPU's ledger is missing\n");
+    cmt__fleet_phases(f, &j);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -261,6 +262,7 @@ int cmt__fleet_report(int argc, char **argv, const char *usage)
         text_gpus(&f);
         if (cmt__fleet_ledger(&f, NULL) != 0)
             fprintf(stderr, "cumemtrace report: out of memory: a GPU's ledger is missing\n");
+        cmt__fleet_phases(&f, NULL);
     }
     rc = 0;
     for (uint32_t p = 0; p < f.count; p++) /* as one trace's report: partial figures */

@@ -192,6 +192,9 @@ static int timed(const struct cmt_record *rec, uint64_t *t)
     }
 }
 
+#define CMT_MERGE_CALIBRATION 256        /* segment_allocs that refine the shift */
+#define CMT_MERGE_CALIBRATION_NS 1000000 /* the most the refinement moves it (1 ms) */
+
 struct merge {
     cmt_reader *drv, *snap;
     cmt_writer *w;
@@ -204,6 +207,10 @@ struct merge {
     struct cmt_record pending; /* the snapshot's next ALLOC_EVENT (or ALLOCATOR), read ahead */
     uint64_t due;              /* ... its time in the driver trace's clock */
     char version[64];          /* torch.__version__ as the hook noted it; "" unknown */
+    size_t seg_count;          /* the snapshot's first segment_allocs (calibrate_shift) */
+    struct {
+        uint64_t addr, t_ns;
+    } segs[CMT_MERGE_CALIBRATION];
 };
 
 static uint64_t snap_time(const struct merge *m, uint64_t t)
@@ -329,6 +336,53 @@ static int scan_ids(struct merge *m, char *why, size_t size)
     return rc < 0 ? rc : 0;
 }
 
+/* The snapshot's first segment_allocs (its own clock), to refine the shift; rewinds it. */
+static int scan_segments(struct merge *m)
+{
+    struct cmt_record rec;
+    int rc;
+    while ((rc = cmt_reader_next(m->snap, &rec)) > 0 && m->seg_count < CMT_MERGE_CALIBRATION) {
+        const struct cmt_alloc_event *e = &rec.u.alloc_event;
+        if (rec.type == CMT_REC_ALLOC_EVENT && e->action == CMT_AA_SEGMENT_ALLOC &&
+            (e->fields & CMT_AF(ADDR)) &&
+            !((e->fields & CMT_AF(FLAGS)) && (e->v[CMT_AFIELD_FLAGS] & CMT_AFLAG_BEFORE))) {
+            m->segs[m->seg_count].addr = e->v[CMT_AFIELD_ADDR];
+            m->segs[m->seg_count++].t_ns = e->t_ns;
+        }
+    }
+    cmt_reader_rewind(m->snap);
+    return rc < 0 ? rc : 0;
+}
+
+/* The wall clocks of both starts place the snapshot's entries some microseconds off (torch's
+ * time_us comes through an approximate clock): an entry could land after an NVTX pop that
+ * followed it, in the wrong phase. Torch notes a segment_alloc after the driver call that
+ * got it returns, so the shift is refined to put the earliest of them (against the driver's
+ * successful allocation of the same address nearest it, within 1 ms) at its call. */
+static void calibrate_shift(struct merge *m)
+{
+    struct cmt_record rec;
+    int64_t best = INT64_MAX;
+    while (m->seg_count && cmt_reader_next(m->drv, &rec) > 0) {
+        const struct cmt_event *e = &rec.u.event;
+        if (rec.type != CMT_REC_EVENT || e->result != 0 || !(e->fields & CMT_F(PTR)))
+            continue;
+        const struct cmt_api *api = cmt_reader_api(m->drv, e->api);
+        if (!api || (cmt_op_flags(api->op) & CMT_OPF_RELEASES) || !(e->fields & CMT_F(SIZE)))
+            continue; /* a free names the address too */
+        for (size_t i = 0; i < m->seg_count; i++) {
+            if (m->segs[i].addr != e->v[CMT_FIELD_PTR])
+                continue;
+            int64_t d = (int64_t)snap_time(m, m->segs[i].t_ns) - (int64_t)e->t_ns;
+            if (d > -CMT_MERGE_CALIBRATION_NS && d < CMT_MERGE_CALIBRATION_NS && d < best)
+                best = d;
+        }
+    }
+    cmt_reader_rewind(m->drv);
+    if (best != INT64_MAX)
+        m->shift_ns -= best;
+}
+
 static int merge_records(struct merge *m)
 {
     const struct cmt_process *dp = cmt_reader_process(m->drv);
@@ -340,7 +394,7 @@ static int merge_records(struct merge *m)
     const struct cmt_process *sp = cmt_reader_process(m->snap);
     m->timeless = !sp || !sp->start_wall_ns || !dp || !dp->start_wall_ns;
     if (!m->timeless)
-        m->shift_ns = (int64_t)(sp->start_wall_ns - dp->start_wall_ns);
+        m->shift_ns = (int64_t)(sp->start_wall_ns - dp->start_wall_ns), calibrate_shift(m);
     if (m->have_pending) /* read before the shift was known */
         m->due = m->pending.type == CMT_REC_ALLOCATOR ? snap_time(m, m->pending.u.alloc_info.t_ns)
                  : (m->pending.u.alloc_event.fields & CMT_AF(FLAGS)) &&
@@ -423,6 +477,10 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", conv_fd);
     if ((rc = cmt_reader_open_file(&m.snap, proc, &sys_errno))) {
         snprintf(why, size, "the converted snapshot: %s", cmt_reader_open_error(rc, sys_errno));
+        goto out;
+    }
+    if ((rc = scan_segments(&m))) {
+        snprintf(why, size, "the converted snapshot: %s", cmt_strerror(rc));
         goto out;
     }
     int n = snprintf(tmp, sizeof tmp, "%s.merge.XXXXXX", trace);

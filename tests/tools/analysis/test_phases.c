@@ -151,3 +151,36 @@ Test(phases, allocator_blocks_are_the_level_shown_when_the_trace_has_them)
     cr_expect_eq(ph.phases[0].driver.alloc_bytes, 0, "before the first range: not followed");
     done(&b, &ph);
 }
+
+/* A snapshot's blocks (merged by record --torch) carry no thread (tid 0): they fall in the
+ * push ranges of the latest driver call's thread, or in a start range opened inside them. */
+Test(phases, blocks_of_no_thread_follow_the_latest_driver_calls_thread)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "f", 2);
+    tb_allocator(&b, 1, "");
+    range(&b, CMT_RA_PUSH, 78, 0, 0, "other_thread"); /* open, but not the caller's */
+    range(&b, CMT_RA_PUSH, 77, 0, 0, "load");
+    tb_alloc(&b, 0x1000000, 20 * TB_MIB, s); /* on 77 */
+    b.tid = 0;
+    tb_segment(&b, 0x1000000, 20 * TB_MIB, 0);
+    tb_block(&b, 0x1000000, 4 * TB_MIB, 4 * TB_MIB, s, 0);
+    range(&b, CMT_RA_START, 0, 0, 1, "optimizer"); /* record_function: opened later */
+    tb_block(&b, 0x1400000, 2 * TB_MIB, 2 * TB_MIB, s, 0);
+    range(&b, CMT_RA_END, 0, 0, 1, NULL);
+    tb_block(&b, 0x1600000, 1 * TB_MIB, 1 * TB_MIB, s, 0);
+    b.tid = 77;
+    range(&b, CMT_RA_POP, 77, 0, 0, NULL);
+    b.tid = 0;
+    tb_block(&b, 0x1700000, 1 * TB_MIB, 1 * TB_MIB, s, 0);
+    b.tid = 77;
+    tb_finish(&b, 1);
+    struct cmt_phases ph;
+    analyse(&b, &ph);
+    cr_expect_eq(of(&ph, "load")->alloc_bytes, 5 * TB_MIB, "the 4 MiB and the 1 MiB");
+    cr_expect_eq(of(&ph, "optimizer")->alloc_bytes, 2 * TB_MIB, "the start range, inside load");
+    cr_expect_eq(of(&ph, "other_thread")->alloc_bytes, 0);
+    cr_expect_eq(ph.phases[0].blocks.alloc_bytes, TB_MIB, "after the pop: no phase");
+    done(&b, &ph);
+}

@@ -285,3 +285,54 @@ Test(fleet_cmd, report_and_export_agree_on_the_first_failure, .init = make_dirs,
     cr_expect(strstr(report, "\"failed\":\"signal\""), "report says so too: %s", report);
     cr_expect_eq(number_after(text, "failing_processes"), 2, "ranks 0 and 1: %s", text);
 }
+
+/* Rank r's trace in dirs[0] with a phase: "load" (NVTX push on thread 77) around an allocation
+ * of (r + 1) MiB; rank 1's trace has no ranges. */
+static void phased_rank(int32_t rank)
+{
+    struct tb b;
+    begin_rank(&b, rank, 300, "job-p");
+    b.t_ns = 1 * MS;
+    if (rank != 1)
+        cr_assert_eq(cmt_writer_range(b.w, &(struct cmt_range){.action = CMT_RA_PUSH,
+                                                               .t_ns = b.t_ns,
+                                                               .tid = 77,
+                                                               .message = "load"}),
+                     0);
+    tb_alloc(&b, 0x7f0000000000, (uint64_t)(rank + 1) * TB_MIB, 0);
+    b.t_ns = 2 * MS;
+    if (rank != 1)
+        cr_assert_eq(cmt_writer_range(
+                         b.w, &(struct cmt_range){.action = CMT_RA_POP, .t_ns = b.t_ns, .tid = 77}),
+                     0);
+    tb_finish(&b, 1);
+    char path[160];
+    snprintf(path, sizeof path, "%s/run.%d.cmt", dirs[0], (int)rank);
+    cr_assert_eq(tb_save(&b, path), 0);
+    tb_free_builder(&b);
+}
+
+Test(fleet_cmd, report_shows_each_ranks_phases, .init = make_dirs, .fini = remove_dirs)
+{
+    for (int32_t r = 0; r < 3; r++)
+        phased_rank(r);
+    const char *text[] = {"report", "--jobs", "1", dirs[0], NULL};
+    struct captured c = run(cmt_cmd_report, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    const char *r2 = strstr(c.out, "\nrank 2 (pid 302 on node-a):\nby phase");
+    cr_expect(r2, "%s", c.out);
+    cr_expect(r2 && strstr(r2, "  load ") && strstr(r2, "3.00 MiB"), "%s", c.out);
+    cr_expect(strstr(c.out, "\nrank 0 (pid 300 on node-a):\nby phase"), "%s", c.out);
+    cr_expect(!strstr(c.out, "\nrank 1 (pid 301 on node-a):\nby phase"), "no ranges: no table");
+    captured_free(&c);
+    const char *json[] = {"report", "--json", dirs[0], NULL};
+    c = run(cmt_cmd_report, json);
+    const char *rp = strstr(c.out, "\"rank_phases\":[{\"file\":");
+    const char *tail = c.out + (strlen(c.out) > 900 ? strlen(c.out) - 900 : 0);
+    cr_expect(rp, "%s", tail);
+    cr_expect(rp && strstr(rp, "\"pid\":300,") && !strstr(rp, "\"pid\":301,") &&
+                  strstr(rp, "{\"name\":\"load\",\"instances\":1,") &&
+                  strstr(rp, "\"alloc_bytes\":3145728"),
+              "%s", tail);
+    captured_free(&c);
+}
