@@ -173,6 +173,8 @@ void cmt_reader_rewind(cmt_reader *r)
     r->folded = 0;
     r->order_next = 0;
     r->missing_events = r->missing_at = 0;
+    r->overlapping_events = r->overlap_at = 0;
+    r->drop_event = 0;
 }
 
 /* ---- chunks ---- */
@@ -405,10 +407,7 @@ static inline __attribute__((always_inline)) void commit_event(cmt_reader *r, st
     e->dev = (int32_t)x->dev;
     e->stack = x->stack;
     e->fields = (uint32_t)x->fields;
-    if (__builtin_expect(r->events && x->seq > r->last_seq + 1, 0))
-        cmt__reader_count_gap(r, x->seq);
-    r->last_seq = x->seq;
-    r->events++;
+    cmt__reader_count_event(r, x->seq);
 }
 
 _Static_assert(10 * (9 + CMT_NFIELDS) <= CMT__CHUNK_PAD, "the event fast path may overrun");
@@ -644,7 +643,8 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
     }
 }
 
-int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+static inline __attribute__((always_inline)) int next_record(cmt_reader *r,
+                                                             struct cmt_record *rec)
 {
     if (__builtin_expect(r->block_left != 0, 1)) /* the next event of an EVENTS block */
         return next_block_event(r, rec);
@@ -664,6 +664,16 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
         }
     }
     return next_slow(r, rec);
+}
+
+int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+{
+    int rc = next_record(r, rec);
+    while (__builtin_expect(r->drop_event, 0) && rc > 0) { /* rule 7: an overlapping event */
+        r->drop_event = 0;
+        rc = next_record(r, rec);
+    }
+    return rc;
 }
 
 int cmt_reader_preload(cmt_reader *r)

@@ -297,6 +297,11 @@ size_t cmt_reader_sequence_note(const cmt_reader *r, char *buf, size_t size)
         CMT__NOTE_PART("%llu events missing between chunks (a chunk lost: the first gap before "
                        "the chunk at byte %llu)",
                        (unsigned long long)r->missing_events, (unsigned long long)r->missing_at);
+    if (r->overlapping_events)
+        CMT__NOTE_PART("%llu events at or below a seq already read left out (a chunk written "
+                       "twice or overlapping another: the first in the chunk at byte %llu)",
+                       (unsigned long long)r->overlapping_events,
+                       (unsigned long long)r->overlap_at);
 #undef CMT__NOTE_PART
     return n;
 }

@@ -76,6 +76,8 @@ struct cmt_reader {
     uint64_t repeated_chunks, repeated_at; /* chunks left out; the first one's offset */
     uint64_t moved_chunks, moved_at;       /* chunks read out of file order; the first's */
     uint64_t missing_events, missing_at;   /* a chunk's first event jumps the seq: the first */
+    uint64_t overlapping_events, overlap_at; /* events at or below a seq already read: left out */
+    int drop_event;                          /* the event just decoded is one of them */
     uint64_t chunk_first_event;            /* r->events when the current chunk was loaded */
 
     int error; /* sticky damage code */
@@ -149,6 +151,23 @@ int cmt__reader_scan_chunks(cmt_reader *r);
 /* Counts the events missing before an event of `seq` (it jumps the seq order): at a chunk's
  * start, a chunk missing. */
 void cmt__reader_count_gap(cmt_reader *r, uint64_t seq);
+/* Counts an event of `seq` in the seq order: one at or below a seq already read (a chunk
+ * written twice with other bytes, or overlapping its neighbours) is marked to be left out
+ * (drop_event), never counted twice. */
+static inline __attribute__((always_inline)) void cmt__reader_count_event(cmt_reader *r,
+                                                                          uint64_t seq)
+{
+    if (__builtin_expect(r->events != 0 && seq <= r->last_seq, 0)) {
+        if (!r->overlapping_events++)
+            r->overlap_at = r->chunk_offset;
+        r->drop_event = 1;
+        return;
+    }
+    if (__builtin_expect(r->events && seq > r->last_seq + 1, 0))
+        cmt__reader_count_gap(r, seq);
+    r->last_seq = seq;
+    r->events++;
+}
 /* The chunk header at `at` is whole and sane, its frame csize bytes long (*csize, *rsize). */
 int cmt__reader_chunk_header_ok(const cmt_reader *r, uint64_t at, uint32_t *csize, uint32_t *rsize);
 

@@ -126,10 +126,7 @@ static int decode_event(cmt_reader *r, struct cmt__dec *d, struct cmt_event *e)
         e->v[f] = v;
     }
     e->fields = fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
-    if (r->events && e->seq > r->last_seq + 1)
-        cmt__reader_count_gap(r, e->seq);
-    r->last_seq = e->seq;
-    r->events++;
+    cmt__reader_count_event(r, e->seq);
     return 0;
 }
 
@@ -150,7 +147,7 @@ static int decode_process(cmt_reader *r, struct cmt__dec *d, struct cmt_process 
     p->exe = str(r, d, NULL);
     p->argc = u32(d);
     if (d->bad || p->argc > (uint64_t)(d->end - d->p))
-        return -1;
+        return CMT_ECORRUPT;
     const char **argv = calloc(p->argc + 1, sizeof *argv);
     if (!argv)
         return CMT_ENOMEM;
@@ -179,7 +176,7 @@ static int decode_module(cmt_reader *r, struct cmt__dec *d, struct cmt_module *m
     m->size = u64(d);
     m->build_id = (const uint8_t *)str(r, d, &len);
     m->build_id_len = (uint32_t)len;
-    return d->bad ? -1 : cmt__reader_store_module(r, m);
+    return d->bad ? CMT_ECORRUPT : cmt__reader_store_module(r, m);
 }
 
 static int decode_device(cmt_reader *r, struct cmt__dec *d, struct cmt_device *dv)
@@ -189,7 +186,7 @@ static int decode_device(cmt_reader *r, struct cmt__dec *d, struct cmt_device *d
     dv->total_bytes = u64(d);
     dv->free_bytes = u64(d);
     dv->t_ns = u64(d);
-    return d->bad ? -1 : cmt__reader_store_device(r, dv);
+    return d->bad ? CMT_ECORRUPT : cmt__reader_store_device(r, dv);
 }
 
 static int decode_meminfo(cmt_reader *r, struct cmt__dec *d, struct cmt_meminfo *m)
@@ -210,7 +207,7 @@ static int decode_symbol(cmt_reader *r, struct cmt__dec *d, struct cmt_symbol *s
     s->file = u32(d);
     s->line = u32(d);
     s->module = u32(d);
-    return d->bad ? -1 : cmt__reader_store_symbol(r, s);
+    return d->bad ? CMT_ECORRUPT : cmt__reader_store_symbol(r, s);
 }
 
 static int decode_alloc_event(struct cmt__dec *d, struct cmt_alloc_event *e)
@@ -224,7 +221,7 @@ static int decode_alloc_event(struct cmt__dec *d, struct cmt_alloc_event *e)
     e->fields = u32(d) & ((UINT32_C(1) << CMT_NAFIELDS) - 1); /* a newer writer's: skipped */
     for (unsigned f = 0; f < CMT_NAFIELDS; f++)
         e->v[f] = e->fields & (UINT32_C(1) << f) ? u64(d) : 0;
-    return d->bad ? -1 : 0;
+    return d->bad ? CMT_ECORRUPT : 0;
 }
 
 static int decode_range(cmt_reader *r, struct cmt__dec *d, struct cmt_range *g)
@@ -239,7 +236,7 @@ static int decode_range(cmt_reader *r, struct cmt__dec *d, struct cmt_range *g)
     uint64_t seq = u64(d); /* seq + 1; 0 (or absent): before any driver event */
     g->have_seq = seq != 0;
     g->seq = seq ? seq - 1 : 0;
-    return d->bad ? -1 : 0;
+    return d->bad ? CMT_ECORRUPT : 0;
 }
 
 /* every record type but EVENTS: reader_internal.h */
@@ -251,26 +248,26 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
     case CMT_REC_ENV:
         rec->u.env.name = str(r, d, NULL);
         rec->u.env.value = str(r, d, NULL);
-        return d->bad ? -1 : cmt__reader_store_env(r, &rec->u.env);
+        return d->bad ? CMT_ECORRUPT : cmt__reader_store_env(r, &rec->u.env);
     case CMT_REC_API:
         rec->u.api.id = u32(d);
         rec->u.api.op = u32(d);
         rec->u.api.name = str(r, d, NULL);
-        return d->bad ? -1 : cmt__reader_store_api(r, &rec->u.api);
+        return d->bad ? CMT_ECORRUPT : cmt__reader_store_api(r, &rec->u.api);
     case CMT_REC_STRING:
         rec->u.string.id = u32(d);
         rec->u.string.text = str(r, d, NULL);
-        return d->bad ? -1 : cmt__reader_store_string(r, rec->u.string.id, rec->u.string.text);
+        return d->bad ? CMT_ECORRUPT : cmt__reader_store_string(r, rec->u.string.id, rec->u.string.text);
     case CMT_REC_MODULE: return decode_module(r, d, &rec->u.module);
     case CMT_REC_STACK_NODE:
         rec->u.stack_node.id = u32(d);
         rec->u.stack_node.parent = u32(d);
         rec->u.stack_node.ip = u64(d);
-        return d->bad ? -1 : cmt__reader_store_node(r, &rec->u.stack_node);
+        return d->bad ? CMT_ECORRUPT : cmt__reader_store_node(r, &rec->u.stack_node);
     case CMT_REC_THREAD:
         rec->u.thread.tid = u32(d);
         rec->u.thread.name = str(r, d, NULL);
-        return d->bad ? -1 : cmt__reader_store_thread(r, &rec->u.thread);
+        return d->bad ? CMT_ECORRUPT : cmt__reader_store_thread(r, &rec->u.thread);
     case CMT_REC_DEVICE: return decode_device(r, d, &rec->u.device);
     case CMT_REC_MEMINFO: return decode_meminfo(r, d, &rec->u.meminfo);
     case CMT_REC_NOTE:
@@ -296,7 +293,7 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
         rec->u.alloc_info.name = str(r, d, NULL);
         rec->u.alloc_info.version = str(r, d, NULL);
         rec->u.alloc_info.conf = str(r, d, NULL);
-        return d->bad ? -1 : 0;
+        return d->bad ? CMT_ECORRUPT : 0;
     case CMT_REC_ALLOC_EVENT: return decode_alloc_event(d, &rec->u.alloc_event);
     case CMT_REC_RANGE: return decode_range(r, d, &rec->u.range);
     }

@@ -10,6 +10,8 @@
 #include "cmt_error.h"
 #include "hostile_traces.h"
 #include "reader.h"
+#include "trace_builder.h"
+#include "writer.h"
 
 #include "malloc_failure.h"
 
@@ -110,6 +112,26 @@ Test(reader, leaves_out_a_chunk_repeated_byte_for_byte)
     hostile_duplicate_chunk(&b, 1);
     expect_read(&b, 4 * HOSTILE_CHUNK_EVENTS,
                 "1 chunk repeating an earlier one byte for byte left out", "chunk 1 twice");
+}
+
+/* A chunk whose events repeat seqs already read in other bytes (a chunk written again, or one
+ * overlapping its neighbour): those events are left out and named, never counted twice. */
+Test(reader, leaves_out_events_of_a_chunk_that_overlaps_the_seq_order)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    uint32_t s = tb_stack(&b, "overlap", 2);
+    for (int i = 0; i < 6; i++)
+        tb_alloc(&b, 0x7f0000000000 + (uint64_t)i * 2 * TB_MIB, TB_MIB, s);
+    cmt_writer_flush(b.w);
+    b.seq -= 3; /* seqs 4..6 again, at other addresses: other bytes */
+    for (int i = 0; i < 6; i++)
+        tb_alloc(&b, 0x7f1000000000 + (uint64_t)i * 2 * TB_MIB, TB_MIB, s);
+    tb_finish(&b, 1);
+    struct cmt_membuf buf = b.buf;
+    b.buf = (struct cmt_membuf){0};
+    tb_free_builder(&b);
+    expect_read(&buf, 9, "3 events at or below a seq already read left out", "seqs 4..6 twice");
 }
 
 Test(reader, reads_chunks_moved_in_the_file_in_seq_order)

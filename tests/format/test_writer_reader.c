@@ -527,3 +527,22 @@ Test(writer_reader, events_blocks_read_exactly_or_report_damage)
     cr_assert_eq(read_block(1000, 3, 0, &rc), 3);
     cr_assert_eq(rc, CMT_ECORRUPT);
 }
+
+/* An id past 32 bits is a malformed record, never the reader's own "out of memory" (the record
+ * functions once returned -1, which is CMT_ENOMEM's value). */
+Test(writer_reader, an_id_past_32_bits_is_a_malformed_record_not_out_of_memory)
+{
+    const uint8_t types[] = {CMT_REC_STRING, CMT_REC_THREAD, CMT_REC_STACK_NODE, CMT_REC_API};
+    for (size_t t = 0; t < sizeof types; t++) {
+        /* type, length, the id 2^32 as a varint (five bytes), then a zero for each field left */
+        uint8_t raw[] = {types[t], 8, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0};
+        struct cmt_membuf buf = {0};
+        cmt_reader *r = open_hand_chunk(&buf, raw, sizeof raw, 1);
+        struct cmt_record rec;
+        int rc = cmt_reader_next(r, &rec);
+        cr_expect_eq(rc, CMT_ECORRUPT, "record type %u: %d (%s)", types[t], rc,
+                     cmt_reader_damage(r));
+        cmt_reader_close(r);
+        cmt_membuf_free(&buf);
+    }
+}

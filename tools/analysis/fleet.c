@@ -60,7 +60,8 @@ static int add_dir(const char *dir, char ***list, size_t *n, size_t *cap)
         (*list)[(*n)++] = path;
     }
     closedir(d);
-    qsort(*list + first, *n - first, sizeof **list, by_name);
+    if (*n > first) /* an empty folder: no list to sort (qsort wants a non-NULL base) */
+        qsort(*list + first, *n - first, sizeof **list, by_name);
     return rc;
 }
 
