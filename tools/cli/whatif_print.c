@@ -258,7 +258,7 @@ static void print_table(FILE *f, const struct cmt_whatif_run_out *run)
                 run->rec.best == (long)i ? "  <- best" : "");
     }
     fprintf(f, "  (fragmentation columns at the moment reserved memory peaked; cudaMalloc = device "
-               "allocation calls)\n");
+               "allocation calls, failed ones included)\n");
     for (size_t i = 0; i < run->count; i++) {
         const struct cmt_whatif_result *r = &run->results[i];
         if (!r->borderline)
