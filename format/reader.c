@@ -643,8 +643,7 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
     }
 }
 
-static inline __attribute__((always_inline)) int next_record(cmt_reader *r,
-                                                             struct cmt_record *rec)
+static inline __attribute__((always_inline)) int next_record(cmt_reader *r, struct cmt_record *rec)
 {
     if (__builtin_expect(r->block_left != 0, 1)) /* the next event of an EVENTS block */
         return next_block_event(r, rec);

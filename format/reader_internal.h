@@ -73,12 +73,12 @@ struct cmt_reader {
     uint64_t *order;
     size_t order_count, order_next;
     uint64_t scan_end;
-    uint64_t repeated_chunks, repeated_at; /* chunks left out; the first one's offset */
-    uint64_t moved_chunks, moved_at;       /* chunks read out of file order; the first's */
-    uint64_t missing_events, missing_at;   /* a chunk's first event jumps the seq: the first */
+    uint64_t repeated_chunks, repeated_at;   /* chunks left out; the first one's offset */
+    uint64_t moved_chunks, moved_at;         /* chunks read out of file order; the first's */
+    uint64_t missing_events, missing_at;     /* a chunk's first event jumps the seq: the first */
     uint64_t overlapping_events, overlap_at; /* events at or below a seq already read: left out */
     int drop_event;                          /* the event just decoded is one of them */
-    uint64_t chunk_first_event;            /* r->events when the current chunk was loaded */
+    uint64_t chunk_first_event;              /* r->events when the current chunk was loaded */
 
     int error; /* sticky damage code */
     uint64_t damage_offset;

@@ -257,7 +257,8 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
     case CMT_REC_STRING:
         rec->u.string.id = u32(d);
         rec->u.string.text = str(r, d, NULL);
-        return d->bad ? CMT_ECORRUPT : cmt__reader_store_string(r, rec->u.string.id, rec->u.string.text);
+        return d->bad ? CMT_ECORRUPT
+                      : cmt__reader_store_string(r, rec->u.string.id, rec->u.string.text);
     case CMT_REC_MODULE: return decode_module(r, d, &rec->u.module);
     case CMT_REC_STACK_NODE:
         rec->u.stack_node.id = u32(d);
