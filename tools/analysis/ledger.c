@@ -654,7 +654,6 @@ void cmt_ledger_combine(const struct cmt_ledger_moment *const *m, size_t n,
                         struct cmt_ledger_combined *out)
 {
     memset(out, 0, sizeof *out);
-    int have_free = 0;
     for (size_t i = 0; i < n; i++) {
         if (!m[i])
             continue;
@@ -663,12 +662,14 @@ void cmt_ledger_combine(const struct cmt_ledger_moment *const *m, size_t n,
             out->total_bytes = m[i]->total_bytes;
         if (m[i]->free_measured && !out->free_measured) {
             out->free_bytes = m[i]->free_bytes;
-            out->free_measured = have_free = 1;
-        } else if (!out->free_measured && (!have_free || m[i]->free_bytes < out->free_bytes)) {
-            out->free_bytes = m[i]->free_bytes;
-            have_free = 1;
+            out->free_measured = 1;
         }
     }
+    if (!out->free_measured) /* each member derived its free from its own rows alone: the
+                                GPU's is what all of them leave (nothing else is known) */
+        out->free_bytes = out->total_bytes > out->processes_bytes
+                              ? out->total_bytes - out->processes_bytes
+                              : 0;
     uint64_t used = out->total_bytes > out->free_bytes ? out->total_bytes - out->free_bytes : 0;
     out->shared_bytes = used > out->processes_bytes ? used - out->processes_bytes : 0;
     out->residual_bytes = (int64_t)(out->total_bytes - out->processes_bytes - out->shared_bytes -

@@ -154,7 +154,8 @@ const struct cmt_ledger_moment *cmt_ledger_find(const cmt_ledger *l, unsigned wh
 
 /* Several processes on one GPU at one moment (their moments of that GPU's device): their
  * bytes, what the GPU held beyond them (contexts and untraced processes: total - free - the
- * processes), free (a member's measured free, else the smallest member's) and the residual. */
+ * processes), free (a member's measured free, else what the processes leave: total - the processes) and
+ * the residual. */
 struct cmt_ledger_combined {
     uint64_t total_bytes, processes_bytes, shared_bytes, free_bytes;
     int64_t residual_bytes;

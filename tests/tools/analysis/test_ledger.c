@@ -231,3 +231,30 @@ Test(ledger, without_a_capacity_only_the_process_rows_are_given)
     cr_assert_eq(all_rows(m), 4 * MIB, "the allocation alone");
     done(&x, &b);
 }
+
+/* Three processes on one GPU, none of which measured its free memory: each derived its free
+ * from its own rows, so the GPU's is what all of them leave, and nothing is left over (it was
+ * the smallest member's free, which counted the other processes' bytes twice: -4 MiB). */
+Test(ledger, combined_free_without_a_measurement_is_what_the_processes_leave)
+{
+    struct cmt_ledger_moment a = {
+        .total_bytes = GIB, .process_bytes = 2 * MIB, .free_bytes = GIB - 2 * MIB};
+    struct cmt_ledger_moment b = a;
+    struct cmt_ledger_moment c = {
+        .total_bytes = GIB, .process_bytes = 4 * MIB, .free_bytes = GIB - 4 * MIB};
+    const struct cmt_ledger_moment *m[] = {&a, &b, &c};
+    struct cmt_ledger_combined out;
+    cmt_ledger_combine(m, 3, &out);
+    cr_expect_eq(out.processes_bytes, 8 * MIB);
+    cr_expect_eq(out.free_bytes, GIB - 8 * MIB);
+    cr_expect_eq(out.shared_bytes, 0);
+    cr_expect_eq(out.residual_bytes, 0, "%lld", (long long)out.residual_bytes);
+    cr_expect(!out.free_measured);
+    /* one measured free wins: what it does not hold beyond the processes is shared */
+    c.free_measured = 1;
+    c.free_bytes = GIB - 100 * MIB;
+    cmt_ledger_combine(m, 3, &out);
+    cr_expect_eq(out.free_bytes, GIB - 100 * MIB);
+    cr_expect_eq(out.shared_bytes, 92 * MIB);
+    cr_expect_eq(out.residual_bytes, 0);
+}
