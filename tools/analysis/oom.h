@@ -65,7 +65,7 @@ typedef struct cmt_oom cmt_oom;
 int cmt_oom_create(cmt_oom **out);
 void cmt_oom_destroy(cmt_oom *o);
 /* Feeds one step. @return 1 while an episode is open; 0 when only a step with st->oom set
- * can matter next (a caller may skip the others: the replay loop of cmd_common.c does). */
+ * can matter next (a caller may skip the others: the replay loop of tools/cli/pass.c does). */
 int cmt_oom_observe(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st);
 void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp);
 /* Gives the analysis the allocator-level view (not owned; its observer must come before this

@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "pass.h"
-#include "phase_print.h"
+#include "print/phase_print.h"
 #include "commands.h"
-#include "alloc_print.h"
-#include "fleet_cli.h"
+#include "print/alloc_print.h"
+#include "fleet/fleet_cli.h"
 #include "output.h"
 #include "sites.h"
 

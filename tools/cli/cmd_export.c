@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "export.h"
+#include "export/export.h"
 #include "output.h"
 #include "pass.h"
 

@@ -13,10 +13,10 @@
 
 #include "cmt_error.h"
 #include "commands.h"
-#include "html.h"
-#include "ledger_print.h"
+#include "html/html.h"
+#include "print/ledger_print.h"
 #include "whatif_blocks.h"
-#include "whatif_cli.h"
+#include "print/whatif_cli.h"
 #include "output.h"
 #include "progress.h"
 

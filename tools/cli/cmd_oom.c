@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "pass.h"
-#include "phase_print.h"
+#include "print/phase_print.h"
 #include "commands.h"
-#include "fleet_cli.h"
+#include "fleet/fleet_cli.h"
 #include "frames.h"
-#include "ledger_print.h"
-#include "oom_alloc.h"
+#include "print/ledger_print.h"
+#include "print/oom_alloc.h"
 #include "output.h"
 
 static const char usage[] =

@@ -26,7 +26,7 @@
 #include "salvage.h"
 #include "shim_path.h"
 #include "symbolize.h"
-#include "torch_capture.h"
+#include "torch/torch_capture.h"
 
 #define STRINGIFY(x) #x
 #define DEPTH_TEXT(x) STRINGIFY(x)

@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "pass.h"
-#include "phase_print.h"
+#include "print/phase_print.h"
 #include "commands.h"
 #include "escape.h"
-#include "export.h"
-#include "alloc_print.h"
-#include "fleet_cli.h"
+#include "export/export.h"
+#include "print/alloc_print.h"
+#include "fleet/fleet_cli.h"
 #include "output.h"
 #include "site_timeline.h"
 #include "timeline.h"

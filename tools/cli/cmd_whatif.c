@@ -15,7 +15,7 @@
 #include "output.h"
 #include "progress.h"
 #include "whatif.h"
-#include "whatif_cli.h"
+#include "print/whatif_cli.h"
 
 #define CMD "whatif"
 #define MIB ((uint64_t)1 << 20)

@@ -1,4 +1,4 @@
-/* cmd_common.c — the shared replay pass of the analysis commands. */
+/* pass.c — the shared replay pass of the analysis commands. */
 #include "pass.h"
 
 #include <stdio.h>

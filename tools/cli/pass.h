@@ -1,4 +1,4 @@
-/* cmd_common.h — internal: the replay loop every command runs, with its consumers. */
+/* pass.h — internal: the replay loop every command runs, with its consumers. */
 #ifndef CMT__CMD_COMMON_H
 #define CMT__CMD_COMMON_H
 

@@ -403,7 +403,7 @@ Test(commands, raw_frames_come_with_a_symbolize_hint)
     captured_free(&c);
 }
 
-/* The ledger in oom and report (tools/cli/ledger_print.c): its JSON keys, the rows adding up
+/* The ledger in oom and report (tools/cli/print/ledger_print.c): its JSON keys, the rows adding up
  * with the other processes of the OOM's sample, report --at, and a bad --at refused. */
 Test(commands, oom_and_report_give_the_ledger)
 {

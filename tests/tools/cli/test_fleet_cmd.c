@@ -1,5 +1,5 @@
 /* The analysis commands over several traces: report, oom, timeline and diff of a run of ranks
- * (tools/cli/fleet_*.c), and one trace given alone still gives the single-trace output. */
+ * (tools/cli/fleet/), and one trace given alone still gives the single-trace output. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pickle_writer.h"
+#include "export/pickle_writer.h"
 
 /* What the writer wrote, as bytes. */
 static size_t written(FILE *f, unsigned char *buf, size_t size)

@@ -1,5 +1,5 @@
 /* ledger_print.c — the ledger as text and JSON (see ledger_print.h). */
-#include "ledger_print.h"
+#include "print/ledger_print.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "output.h"
-#include "whatif_cli.h"
+#include "print/whatif_cli.h"
 
 #define MIB ((uint64_t)1 << 20)
 

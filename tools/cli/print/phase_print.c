@@ -1,5 +1,5 @@
 /* phase_print.c — the phases as the commands show them (phase_print.h). */
-#include "phase_print.h"
+#include "print/phase_print.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fleet_cli.h"
-#include "ledger_print.h"
+#include "fleet/fleet_cli.h"
+#include "print/ledger_print.h"
 
 /* One member of a GPU at the moment: its pass (open while the moment is used) and moment. */
 struct member {

@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "cmt_grow.h"
-#include "export.h"
+#include "export/export.h"
 #include "oom.h"
-#include "pickle_writer.h"
+#include "export/pickle_writer.h"
 
 /* ACT_ALLOCATOR: an ALLOC_EVENT record, action `aa` (enum cmt_alloc_action) */
 enum { ACT_ALLOC, ACT_FREE, ACT_OOM, ACT_ALLOCATOR };

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "html.h"
+#include "html/html.h"
 #include "oom.h"
 #include "output.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cmt_format.h"
-#include "export.h"
+#include "export/export.h"
 #include "frames.h"
 
 #define MAX_FRAMES CMT_MAX_STACK_DEPTH /* every frame the shim records */

@@ -1,5 +1,5 @@
 /* torch_capture.c — `record --torch` (torch_capture.h). */
-#include "torch_capture.h"
+#include "torch/torch_capture.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,9 +3,9 @@
  * for the ranks whose traces have ranges. */
 #include <stdio.h>
 
-#include "fleet_cli.h"
+#include "fleet/fleet_cli.h"
 #include "pass.h"
-#include "phase_print.h"
+#include "print/phase_print.h"
 
 int cmt__fleet_phases(const struct cmt_fleet *f, struct cmt__json *j)
 {

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "frames.h"
-#include "html.h"
-#include "phase_print.h"
-#include "ledger_print.h"
+#include "html/html.h"
+#include "print/phase_print.h"
+#include "print/ledger_print.h"
 #include "oom.h"
 #include "output.h"
 #include "report.h"

@@ -1,5 +1,5 @@
 /* alloc_print.c — allocator-level figures and settings for report, diff and timeline. */
-#include "alloc_print.h"
+#include "print/alloc_print.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -7,7 +7,7 @@
 #include "cmt_debug.h"
 #include "cmt_format.h"
 #include "escape.h"
-#include "export.h"
+#include "export/export.h"
 #include "frames.h"
 #include "oom.h"
 #include "sites.h"

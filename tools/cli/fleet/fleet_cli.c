@@ -1,5 +1,5 @@
 /* fleet_cli.c — the several-trace forms' arguments, loading and labels (fleet_cli.h). */
-#include "fleet_cli.h"
+#include "fleet/fleet_cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

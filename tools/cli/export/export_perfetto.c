@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
+#include "export/export.h"
 #include "frames.h"
 #include "oom.h"
 

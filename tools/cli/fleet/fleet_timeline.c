@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet_cli.h"
+#include "fleet/fleet_cli.h"
 #include "output.h"
 
 /* "rank_3" or "pid_4242": a CSV column, a JSON label. */

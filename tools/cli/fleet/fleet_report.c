@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet_cli.h"
+#include "fleet/fleet_cli.h"
 #include "output.h"
 
 static const char *failure_text(const struct cmt_fleet_process *p, char *buf, size_t size)

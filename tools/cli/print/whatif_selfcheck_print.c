@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "output.h"
-#include "whatif_cli.h"
+#include "print/whatif_cli.h"
 
 static const char *site_text(const struct cmt_whatif_run_out *run, uint32_t site)
 {

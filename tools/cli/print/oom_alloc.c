@@ -1,5 +1,5 @@
 /* oom_alloc.c — an out-of-memory episode's allocator-level view, as text and JSON. */
-#include "oom_alloc.h"
+#include "print/oom_alloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>

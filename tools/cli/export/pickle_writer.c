@@ -1,5 +1,5 @@
 /* pickle_writer.c — see pickle_writer.h. Opcodes from CPython's Lib/pickletools.py. */
-#include "pickle_writer.h"
+#include "export/pickle_writer.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "cmt_grow.h"
-#include "export.h"
+#include "export/export.h"
 #include "first_failure.h"
 #include "oom.h"
 

@@ -1,4 +1,4 @@
-# sitecustomize.py written by `cumemtrace record --torch` (tools/cli/torch_capture.c embeds
+# sitecustomize.py written by `cumemtrace record --torch` (tools/cli/torch/torch_capture.c embeds
 # this file): the Python start-up hook that makes PyTorch keep its own allocator history.
 #
 # In a process that imports torch and initialises CUDA it turns on memory history with Python
