@@ -8,6 +8,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode (a value, not a symbol) */
 #include <zstd.h>
 
+#include "reader.h"
 #include "cmt_debug.h"
 #include "cmt_error.h"
 #include "varint.h"
@@ -634,4 +635,28 @@ int cmt_writer_range(cmt_writer *w, const struct cmt_range *g)
     p = put_str(p, g->message, slen(g->message));
     p = cmt__put_varint(p, g->have_seq ? g->seq + 1 : 0); /* 0: before any driver event */
     return emit(w, CMT_REC_RANGE, p);
+}
+
+int cmt_writer_record(cmt_writer *w, const struct cmt_record *rec)
+{
+    switch (rec->type) {
+    case CMT_REC_PROCESS: return cmt_writer_process(w, &rec->u.process);
+    case CMT_REC_ENV: return cmt_writer_env(w, rec->u.env.name, rec->u.env.value);
+    case CMT_REC_API: return cmt_writer_api(w, &rec->u.api);
+    case CMT_REC_STRING: return cmt_writer_string(w, rec->u.string.id, rec->u.string.text);
+    case CMT_REC_MODULE: return cmt_writer_module(w, &rec->u.module);
+    case CMT_REC_STACK_NODE: return cmt_writer_stack_node(w, &rec->u.stack_node);
+    case CMT_REC_THREAD: return cmt_writer_thread(w, &rec->u.thread);
+    case CMT_REC_DEVICE: return cmt_writer_device(w, &rec->u.device);
+    case CMT_REC_EVENT: return cmt_writer_event(w, &rec->u.event);
+    case CMT_REC_MEMINFO: return cmt_writer_meminfo(w, &rec->u.meminfo);
+    case CMT_REC_NOTE: return cmt_writer_note(w, &rec->u.note);
+    case CMT_REC_SIGNAL: return cmt_writer_signal(w, &rec->u.signal);
+    case CMT_REC_END: return cmt_writer_end(w, &rec->u.end);
+    case CMT_REC_SYMBOL: return cmt_writer_symbol(w, &rec->u.symbol);
+    case CMT_REC_ALLOCATOR: return cmt_writer_alloc_info(w, &rec->u.alloc_info);
+    case CMT_REC_ALLOC_EVENT: return cmt_writer_alloc_event(w, &rec->u.alloc_event);
+    case CMT_REC_RANGE: return cmt_writer_range(w, &rec->u.range);
+    default: return 0; /* a reader returns no other type */
+    }
 }

@@ -67,6 +67,11 @@ int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a);
 int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e); /* v[] by fields */
 int cmt_writer_range(cmt_writer *w, const struct cmt_range *g);
 
+/* Appends one record as a reader returned it (struct cmt_record of reader.h): a trace copied
+ * record by record, or changed on the way (the snapshot merge of `record --torch`, `redact`). */
+struct cmt_record;
+int cmt_writer_record(cmt_writer *w, const struct cmt_record *rec);
+
 /* Events appended so far. */
 uint64_t cmt_writer_event_count(const cmt_writer *w);
 

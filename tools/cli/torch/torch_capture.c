@@ -151,32 +151,6 @@ static int keep(const char *from, const char *stem, const char *suffix, char *ou
     return -1;
 }
 
-/* Re-emits one record read from a trace. PROCESS, ENV, API, MODULE, THREAD, DEVICE and NOTE
- * come only from the driver trace; the snapshot's converted trace supplies the rest too. */
-static int emit(cmt_writer *w, const struct cmt_record *rec)
-{
-    switch (rec->type) {
-    case CMT_REC_PROCESS: return cmt_writer_process(w, &rec->u.process);
-    case CMT_REC_ENV: return cmt_writer_env(w, rec->u.env.name, rec->u.env.value);
-    case CMT_REC_API: return cmt_writer_api(w, &rec->u.api);
-    case CMT_REC_STRING: return cmt_writer_string(w, rec->u.string.id, rec->u.string.text);
-    case CMT_REC_MODULE: return cmt_writer_module(w, &rec->u.module);
-    case CMT_REC_STACK_NODE: return cmt_writer_stack_node(w, &rec->u.stack_node);
-    case CMT_REC_THREAD: return cmt_writer_thread(w, &rec->u.thread);
-    case CMT_REC_DEVICE: return cmt_writer_device(w, &rec->u.device);
-    case CMT_REC_EVENT: return cmt_writer_event(w, &rec->u.event);
-    case CMT_REC_MEMINFO: return cmt_writer_meminfo(w, &rec->u.meminfo);
-    case CMT_REC_NOTE: return cmt_writer_note(w, &rec->u.note);
-    case CMT_REC_SIGNAL: return cmt_writer_signal(w, &rec->u.signal);
-    case CMT_REC_END: return cmt_writer_end(w, &rec->u.end);
-    case CMT_REC_SYMBOL: return cmt_writer_symbol(w, &rec->u.symbol);
-    case CMT_REC_ALLOCATOR: return cmt_writer_alloc_info(w, &rec->u.alloc_info);
-    case CMT_REC_ALLOC_EVENT: return cmt_writer_alloc_event(w, &rec->u.alloc_event);
-    case CMT_REC_RANGE: return cmt_writer_range(w, &rec->u.range);
-    default: return 0; /* the reader returns no other type */
-    }
-}
-
 /* A record of the driver trace that has a time, before which the snapshot's records due by
  * then are written. */
 static int timed(const struct cmt_record *rec, uint64_t *t)
@@ -268,7 +242,7 @@ static int snap_advance(struct merge *m)
         default: /* its PROCESS, DEVICE (sizes unknown) and END: the driver trace has its own */
             continue;
         }
-        if ((rc = emit(m->w, &rec)))
+        if ((rc = cmt_writer_record(m->w, &rec)))
             return rc;
     }
     m->snap_done = 1;
@@ -304,7 +278,7 @@ static int snap_until(struct merge *m, uint64_t t)
         }
         m->last_t = when;
         m->have_pending = 0;
-        rc = emit(m->w, &m->pending);
+        rc = cmt_writer_record(m->w, &m->pending);
     }
     return rc;
 }
@@ -420,7 +394,7 @@ static int merge_records(struct merge *m)
             m->have_seq = 1;
         }
         if (!rc)
-            rc = emit(m->w, &rec);
+            rc = cmt_writer_record(m->w, &rec);
     }
     if (!rc && !ended) /* a trace without END (the process was killed): the rest at its end */
         rc = snap_until(m, UINT64_MAX);
