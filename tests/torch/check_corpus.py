@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+import snapshot_figures
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.environ.get("CUMEMTRACE_BUILD", os.path.join(REPO, "build"))
@@ -109,22 +111,9 @@ KNOWN_GAPS = {
     ('two_devices', 'export: _memory_viz trace'): ROUNDED,
 }
 
-# (figure, memory_stats key, report's allocator key)
-STAT_FIGURES = [
-    ("allocated at the end", "allocated_bytes.all.current", "allocated_bytes_at_end"),
-    ("reserved at the end", "reserved_bytes.all.current", "reserved_bytes_at_end"),
-    ("active at the end", "active_bytes.all.current", "active_bytes_at_end"),
-    ("requested at the end", "requested_bytes.all.current", "requested_bytes_at_end"),
-    ("inactive split at the end", "inactive_split_bytes.all.current",
-     "inactive_split_bytes_at_end"),
-    ("segments at the end", "segment.all.current", "segments_at_end"),
-    ("peak allocated", "allocated_bytes.all.peak", "peak_allocated_bytes"),
-    ("peak reserved", "reserved_bytes.all.peak", "peak_reserved_bytes"),
-    ("peak active", "active_bytes.all.peak", "peak_active_bytes"),
-    ("peak requested", "requested_bytes.all.peak", "peak_requested_bytes"),
-    ("peak inactive split", "inactive_split_bytes.all.peak", "peak_inactive_split_bytes"),
-    ("peak segments", "segment.all.peak", "peak_segments"),
-]
+# (figure, memory_stats key, report's allocator key): snapshot_figures.py's table, and blocks
+STAT_FIGURES = snapshot_figures.FIGURES + snapshot_figures.INACTIVE_SPLIT_FIGURES + [
+    ("blocks at the end", "active.all.current", "blocks_at_end")]
 GIB_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
@@ -271,8 +260,7 @@ def check_report(table, cls, name, report, snap, fig):
             check_against_snapshot(table, cls, name, a, snap, dev)
             continue
         ring = bool(fig.get("max_entries"))
-        for figure, key, rkey in STAT_FIGURES + [("blocks at the end", "active.all.current",
-                                                  "blocks_at_end")]:
+        for figure, key, rkey in STAT_FIGURES:
             got, want = a.get(rkey), stats[dev].get(key, 0)
             if ring and figure == "peak reserved":
                 want = window_peak_reserved(snap, dev)
