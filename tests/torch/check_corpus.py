@@ -170,10 +170,14 @@ def cli(*args):
 
 def cli_json(table, cls, what, *args):
     rc, out, err = cli(*args)
-    if not table.check(cls, "%s runs" % what, rc == 0,
+    try:
+        got = json.loads(out) if rc == 0 else None
+    except ValueError as e:
+        got, err = None, "not JSON: %s" % e
+    if not table.check(cls, "%s runs" % what, got is not None,
                        "%s: exit %d: %s" % (" ".join(args), rc, err[-300:])):
         return None
-    return json.loads(out)
+    return got
 
 
 def parse_size(text):
