@@ -15,6 +15,12 @@ FIGURES = [
     ("peak requested", "requested_bytes.all.peak", "peak_requested_bytes"),
     ("peak segments", "segment.all.peak", "peak_segments"),
 ]
+# The same, for checks whose stats carry the inactive split (make_corpus.py keeps every key).
+INACTIVE_SPLIT_FIGURES = [
+    ("inactive split at the end", "inactive_split_bytes.all.current",
+     "inactive_split_bytes_at_end"),
+    ("peak inactive split", "inactive_split_bytes.all.peak", "peak_inactive_split_bytes"),
+]
 # Figures a snapshot cannot give exactly, by the fixture's kind: a ring-limited history lost
 # the events before its window, so its peaks are those of the window (the state at the end is
 # whole); what torch counted before history was turned on is not in any snapshot.
