@@ -72,6 +72,10 @@ struct cmt_alloc_device {
     uint64_t unknown_frees;  /* frees of blocks never seen (a ring-limited snapshot) */
     uint64_t outside_blocks; /* blocks in no known segment */
     uint64_t last_t_ns;
+    /* internal: the peaks before a before-block's alloc, restored when its free request
+     * follows (a block pending free before the window never counted as allocated) */
+    struct cmt_alloc_figures before_peak;
+    uint64_t before_peak_t_ns[2], before_addr;
 };
 
 typedef struct cmt_alloc cmt_alloc;
