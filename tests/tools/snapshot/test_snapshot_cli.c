@@ -103,6 +103,22 @@ Test(snapshot_cli, oom_reports_the_snapshots_device_request_and_free_memory)
     captured_free(&c);
 }
 
+/* A snapshot's OOM is an allocator event (no driver call failed in it): report counts it. */
+Test(snapshot_cli, report_counts_the_snapshots_out_of_memory_events)
+{
+    const char *path = fixture_path("full.pickle"); /* one `oom` entry, on device 0 */
+    const char *text[] = {"report", path, NULL};
+    struct captured c = capture_run(cmt_cmd_report, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "failures   1 (out of memory 1)"), "%s", c.out);
+    captured_free(&c);
+    const char *json[] = {"report", "--json", path, NULL};
+    c = capture_run(cmt_cmd_report, json);
+    cr_expect(strstr(c.out, "\"failures\":{\"total\":1,\"out_of_memory\":1,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"failures\":1,\"oom_failures\":1,"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
