@@ -31,6 +31,8 @@ FIXTURES = [
      "expandable segments split by empty_cache(), a tensor over two maps, an OOM on cuda:1"),
     ("pending_ring", "pending_ring", ["--max-entries", "8"], None, 1,
      "a pending free whose alloc and free_requested fell out of the ring"),
+    ("expandable_holes", "expandable_holes", [], "expandable_segments:True", 1,
+     "expandable segments, an OOM with reserved but unallocated memory scattered in holes"),
 ]
 
 

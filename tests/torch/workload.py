@@ -191,6 +191,20 @@ def expandable_oom(args, state):
     return keep
 
 
+def expandable_holes(args, state):
+    """Expandable segments (run with expandable_segments:True): the device filled with 19 MiB
+    tensors, every other one freed, then a request larger than any hole. No hole holds a whole
+    20 MiB page for c10 to unmap before it gives up: what stays reserved but unallocated is
+    more than the request, scattered, no piece as large as it."""
+    free, _ = torch.cuda.mem_get_info()
+    parts = [empty(19 * MIB) for _ in range(int((free - 300 * MIB) // (19 * MIB)))]
+    keep = parts[0::2]
+    del parts
+    state["step"] = "request"
+    keep.append(empty(int(state.get("request_mib", 400)) * MIB))
+    return keep
+
+
 def pending_ring(args, state):
     """A block freed while another stream uses it, whose alloc and free both fell out of a
     ring-limited history (frees do not complete pending ones; allocations would)."""
@@ -215,6 +229,7 @@ SCENARIOS = {
     "oom": oom,
     "expandable_oom": expandable_oom,
     "pending_ring": pending_ring,
+    "expandable_holes": expandable_holes,
 }
 
 STAT_KEYS = (
@@ -253,7 +268,7 @@ def main():
     if args.snapshot:
         torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
     state = {"scenario": args.scenario, "step": None}
-    dump_at_oom = args.snapshot and args.scenario in ("oom", "expandable_oom")
+    dump_at_oom = args.snapshot and args.scenario in ("oom", "expandable_oom", "expandable_holes")
     devices = 2 if args.scenario in ("two_devices", "expandable_oom") else 1
 
     def on_oom(device, alloc, device_allocated, device_free):

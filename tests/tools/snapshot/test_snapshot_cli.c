@@ -119,6 +119,29 @@ Test(snapshot_cli, report_counts_the_snapshots_out_of_memory_events)
     captured_free(&c);
 }
 
+/* Real torch's OOM with expandable segments on (tests/torch/fixtures/expandable_holes: 739 MiB
+ * reserved but unallocated in 19 MiB holes, none of them a whole page c10 could unmap, a
+ * 400 MiB request, 312 MiB free): no place in the cache holds the request, so it is not the
+ * cache's fragmentation, and neither max_split_size_mb nor expandable_segments (on) is the
+ * hint. */
+Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_are_no_fragmentation)
+{
+    static char path[4096];
+    const char *src = getenv("CMT_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/torch/fixtures/expandable_holes.pickle", src ? src : ".");
+    const char *json[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""), "%s", c.out);
+    captured_free(&c);
+    const char *text[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, text);
+    cr_expect(strstr(c.out, "largest 19.00 MiB (request 400.00 MiB)"), "%s", c.out);
+    cr_expect(!strstr(c.out, "max_split_size_mb"), "%s", c.out);
+    cr_expect(!strstr(c.out, "fragment"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
