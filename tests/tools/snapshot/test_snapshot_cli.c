@@ -142,6 +142,23 @@ Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_a
     captured_free(&c);
 }
 
+/* The same run: without expandable segments c10 gives each 19 MiB tensor a whole 20 MiB
+ * segment it can release, and the defaults avoid the OOM. The run had set expandable segments:
+ * "nothing to set" would keep them. */
+Test(snapshot_cli, whatif_says_to_drop_the_runs_own_settings_when_the_defaults_avoid_its_oom)
+{
+    static char path[4096];
+    const char *src = getenv("CMT_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/torch/fixtures/expandable_holes.pickle", src ? src : ".");
+    const char *text[] = {"whatif", path, NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "unset PYTORCH_CUDA_ALLOC_CONF"), "%s", c.out);
+    cr_expect(strstr(c.out, "(expandable_segments:True) ran out of memory"), "%s", c.out);
+    cr_expect(!strstr(c.out, "nothing to set"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
