@@ -33,6 +33,8 @@ FIXTURES = [
      "a pending free whose alloc and free_requested fell out of the ring"),
     ("expandable_holes", "expandable_holes", [], "expandable_segments:True", 1,
      "expandable segments, an OOM with reserved but unallocated memory scattered in holes"),
+    ("fraction_oom", "oom", ["--request-mib", "600", "--fraction", "0.5"], None, 1,
+     "an OOM under set_per_process_memory_fraction(0.5): the device had the request free"),
 ]
 
 

@@ -83,8 +83,10 @@ static void verdict(struct cmt_oom_episode *e)
          * needs and unmaps free pages before it fails, so scattered free bytes are no cache
          * fragmentation unless one place holds the request */
         e->verdict = CMT_VERDICT_FRAGMENTATION;
-    else if (e->request_bytes <= e->free_bytes)
+    else if (e->request_bytes <= e->free_bytes && !(a && e->op < 0))
         e->verdict = CMT_VERDICT_FRAGMENTATION;
+    /* an allocator that refused what the device had free, with nothing cached to serve it,
+     * asked the driver for nothing: a cap of its own (a memory fraction) stopped it */
     else if (e->others_bytes >= e->process_bytes)
         e->verdict = CMT_VERDICT_HELD_BY_OTHERS;
     else

@@ -413,7 +413,13 @@ void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
                  oth, tot, proc);
         break;
     default:
-        if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
+        if (e->alloc && e->op < 0 && e->request_bytes <= e->free_bytes)
+            snprintf(buf, size,
+                     "the allocator refused the %s request although the device had %s free: "
+                     "a cap of its own (torch.cuda.set_per_process_memory_fraction) stopped it, "
+                     "and this process's %s exhausted what it may use",
+                     req, fr, proc);
+        else if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
             snprintf(buf, size,
                      "this process itself held %s and the device had %s free (its total is "
                      "not recorded): its own allocations exhausted the memory",

@@ -159,6 +159,28 @@ Test(snapshot_cli, whatif_says_to_drop_the_runs_own_settings_when_the_defaults_a
     captured_free(&c);
 }
 
+/* Real torch under set_per_process_memory_fraction(0.5) (tests/torch/fixtures/fraction_oom:
+ * 800 MiB allocated, 0 B unallocated, a 600 MiB request, 992 MiB free, 1 GiB allowed): the
+ * device had the request free and the cache held nothing, so the allocator's own cap refused
+ * it: the process exhausted what it may use, no fragmentation and no max_split_size_mb. */
+Test(snapshot_cli, an_allocator_refusing_what_the_device_had_free_is_the_process_exhausting_its_cap)
+{
+    static char path[4096];
+    const char *src = getenv("CMT_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/torch/fixtures/fraction_oom.pickle", src ? src : ".");
+    const char *json[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""), "%s", c.out);
+    captured_free(&c);
+    const char *text[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, text);
+    cr_expect(strstr(c.out, "set_per_process_memory_fraction"), "%s", c.out);
+    cr_expect(!strstr(c.out, "max_split_size_mb"), "%s", c.out);
+    cr_expect(!strstr(c.out, "fragment"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
