@@ -181,6 +181,20 @@ Test(snapshot_cli, an_allocator_refusing_what_the_device_had_free_is_the_process
     captured_free(&c);
 }
 
+/* segment_rounding.pickle: a 3 MiB request, 15 MiB free, but c10 asks the driver for a 20 MiB
+ * segment: no cap refused it, the process's own memory left too little. */
+Test(snapshot_cli, a_request_whose_segment_the_free_memory_cannot_hold_names_no_cap)
+{
+    const char *path = fixture_path("segment_rounding.pickle");
+    const char *text[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "verdict    exhausted_by_process"), "%s", c.out);
+    cr_expect(strstr(c.out, "its own allocations exhausted the memory"), "%s", c.out);
+    cr_expect(!strstr(c.out, "set_per_process_memory_fraction"), "%s", c.out);
+    captured_free(&c);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";
