@@ -119,6 +119,27 @@ Test(snapshot_cli, report_counts_the_snapshots_out_of_memory_events)
     captured_free(&c);
 }
 
+/* `oom` on path: its --json verdict, a text its report must hold, and texts it must not. */
+static void expect_oom(const char *path, const char *verdict, const char *must,
+                       const char *const *must_not)
+{
+    const char *json[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char want[96];
+    snprintf(want, sizeof want, "\"verdict\":\"%s\"", verdict);
+    cr_expect(strstr(c.out, want), "%s: %s", want, c.out);
+    captured_free(&c);
+    const char *text[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, text);
+    cr_expect(strstr(c.out, must), "%s: %s", must, c.out);
+    for (; *must_not; must_not++)
+        cr_expect(!strstr(c.out, *must_not), "%s: %s", *must_not, c.out);
+    captured_free(&c);
+}
+
+static const char *const no_fragmentation[] = {"max_split_size_mb", "fragment", NULL};
+
 /* Real torch's OOM with expandable segments on (tests/torch/fixtures/expandable_holes: 739 MiB
  * reserved but unallocated in 19 MiB holes, none of them a whole page c10 could unmap, a
  * 400 MiB request, 312 MiB free): no place in the cache holds the request, so it is not the
@@ -126,20 +147,8 @@ Test(snapshot_cli, report_counts_the_snapshots_out_of_memory_events)
  * hint. */
 Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_are_no_fragmentation)
 {
-    static char path[4096];
-    const char *src = getenv("CMT_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/torch/fixtures/expandable_holes.pickle", src ? src : ".");
-    const char *json[] = {"oom", "--json", path, NULL};
-    struct captured c = capture_run(cmt_cmd_oom, json);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""), "%s", c.out);
-    captured_free(&c);
-    const char *text[] = {"oom", path, NULL};
-    c = capture_run(cmt_cmd_oom, text);
-    cr_expect(strstr(c.out, "largest 19.00 MiB (request 400.00 MiB)"), "%s", c.out);
-    cr_expect(!strstr(c.out, "max_split_size_mb"), "%s", c.out);
-    cr_expect(!strstr(c.out, "fragment"), "%s", c.out);
-    captured_free(&c);
+    expect_oom(torch_fixture_path("expandable_holes.pickle"), "exhausted_by_process",
+               "largest 19.00 MiB (request 400.00 MiB)", no_fragmentation);
 }
 
 /* The same run: without expandable segments c10 gives each 19 MiB tensor a whole 20 MiB
@@ -147,10 +156,7 @@ Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_a
  * "nothing to set" would keep them. */
 Test(snapshot_cli, whatif_says_to_drop_the_runs_own_settings_when_the_defaults_avoid_its_oom)
 {
-    static char path[4096];
-    const char *src = getenv("CMT_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/torch/fixtures/expandable_holes.pickle", src ? src : ".");
-    const char *text[] = {"whatif", path, NULL};
+    const char *text[] = {"whatif", torch_fixture_path("expandable_holes.pickle"), NULL};
     struct captured c = capture_run(cmt_cmd_whatif, text);
     cr_expect_eq(c.status, 0, "%s", c.err);
     cr_expect(strstr(c.out, "unset PYTORCH_CUDA_ALLOC_CONF"), "%s", c.out);
@@ -165,34 +171,17 @@ Test(snapshot_cli, whatif_says_to_drop_the_runs_own_settings_when_the_defaults_a
  * it: the process exhausted what it may use, no fragmentation and no max_split_size_mb. */
 Test(snapshot_cli, an_allocator_refusing_what_the_device_had_free_is_the_process_exhausting_its_cap)
 {
-    static char path[4096];
-    const char *src = getenv("CMT_SOURCE_DIR");
-    snprintf(path, sizeof path, "%s/tests/torch/fixtures/fraction_oom.pickle", src ? src : ".");
-    const char *json[] = {"oom", "--json", path, NULL};
-    struct captured c = capture_run(cmt_cmd_oom, json);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    cr_expect(strstr(c.out, "\"verdict\":\"exhausted_by_process\""), "%s", c.out);
-    captured_free(&c);
-    const char *text[] = {"oom", path, NULL};
-    c = capture_run(cmt_cmd_oom, text);
-    cr_expect(strstr(c.out, "set_per_process_memory_fraction"), "%s", c.out);
-    cr_expect(!strstr(c.out, "max_split_size_mb"), "%s", c.out);
-    cr_expect(!strstr(c.out, "fragment"), "%s", c.out);
-    captured_free(&c);
+    expect_oom(torch_fixture_path("fraction_oom.pickle"), "exhausted_by_process",
+               "set_per_process_memory_fraction", no_fragmentation);
 }
 
 /* segment_rounding.pickle: a 3 MiB request, 15 MiB free, but c10 asks the driver for a 20 MiB
  * segment: no cap refused it, the process's own memory left too little. */
 Test(snapshot_cli, a_request_whose_segment_the_free_memory_cannot_hold_names_no_cap)
 {
-    const char *path = fixture_path("segment_rounding.pickle");
-    const char *text[] = {"oom", path, NULL};
-    struct captured c = capture_run(cmt_cmd_oom, text);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    cr_expect(strstr(c.out, "verdict    exhausted_by_process"), "%s", c.out);
-    cr_expect(strstr(c.out, "its own allocations exhausted the memory"), "%s", c.out);
-    cr_expect(!strstr(c.out, "set_per_process_memory_fraction"), "%s", c.out);
-    captured_free(&c);
+    static const char *const no_cap[] = {"set_per_process_memory_fraction", "fragment", NULL};
+    expect_oom(fixture_path("segment_rounding.pickle"), "exhausted_by_process",
+               "its own allocations exhausted the memory", no_cap);
 }
 
 Test(snapshot_cli, import_writes_a_trace)
