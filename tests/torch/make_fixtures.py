@@ -3,7 +3,9 @@ small snapshots from torch's own _dump_snapshot, each with the figures torch.cud
 gave at that moment beside it (NAME.json), into tests/torch/fixtures/. check_fixtures.py checks
 `cumemtrace report` against them in every build.
 
-    scripts/torch-run.sh --no-record --bind tests/torch -- python3 tests/torch/make_fixtures.py
+    scripts/torch-run.sh --no-record --bind tests/torch -- python3 tests/torch/make_fixtures.py [NAME...]
+
+With names, only those fixtures are written again.
 """
 import json
 import os
@@ -25,12 +27,22 @@ FIXTURES = [
      "an OOM caught by the observer, which dumped the snapshot"),
     ("two_devices", "two_devices", ["--seed", "22", "--steps", "24"], None, 2,
      "tensors on cuda:0 and cuda:1"),
+    ("expandable_oom", "expandable_oom", [], "expandable_segments:True", 2,
+     "expandable segments split by empty_cache(), a tensor over two maps, an OOM on cuda:1"),
+    ("pending_ring", "pending_ring", ["--max-entries", "8"], None, 1,
+     "a pending free whose alloc and free_requested fell out of the ring"),
+    ("expandable_holes", "expandable_holes", [], "expandable_segments:True", 1,
+     "expandable segments, an OOM with reserved but unallocated memory scattered in holes"),
+    ("fraction_oom", "oom", ["--request-mib", "600", "--fraction", "0.5"], None, 1,
+     "an OOM under set_per_process_memory_fraction(0.5): the device had the request free"),
 ]
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
     for name, scenario, args, conf, devices, covers in FIXTURES:
+        if sys.argv[1:] and name not in sys.argv[1:]:
+            continue
         snap = os.path.join(OUT, name + ".pickle")
         res, _, _ = tc.workload("out", name, scenario, args + ["--snapshot", snap], conf=conf,
                                 gpu="2GiB", devices=devices)

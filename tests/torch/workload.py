@@ -169,6 +169,55 @@ def oom(args, state):
     return keep
 
 
+def expandable_oom(args, state):
+    """Expandable segments on two devices, running out of memory on cuda:1 (run with
+    expandable_segments:True): one 100 MiB map that empty_cache() splits into two dump-time
+    segments by unmapping its middle (the tensors after it are too large for the hole), tensors
+    that span two maps, until the device is full, and a request the rest of the GPU cannot hold
+    (reserved but unallocated is small)."""
+    dev = "cuda:1"
+    keep = [empty(8 * MIB, device="cuda:0")]
+    x = empty(100 * MIB, device=dev)  # one map of 100 MiB
+    del x
+    a, b, c = (empty(n * MIB, device=dev) for n in (20, 60, 20))
+    del b
+    torch.cuda.empty_cache()  # unmaps the free middle of the one map
+    keep += [a, c]
+    free, _ = torch.cuda.mem_get_info(1)
+    for _ in range(int(free // (150 * MIB))):
+        keep.append(empty(150 * MIB, device=dev))
+    state["step"] = "request"
+    keep.append(empty(int(state.get("request_mib", 400)) * MIB, device=dev))
+    return keep
+
+
+def expandable_holes(args, state):
+    """Expandable segments (run with expandable_segments:True): the device filled with 19 MiB
+    tensors, every other one freed, then a request larger than any hole. No hole holds a whole
+    20 MiB page for c10 to unmap before it gives up: what stays reserved but unallocated is
+    more than the request, scattered, no piece as large as it."""
+    free, _ = torch.cuda.mem_get_info()
+    parts = [empty(19 * MIB) for _ in range(int((free - 300 * MIB) // (19 * MIB)))]
+    keep = parts[0::2]
+    del parts
+    state["step"] = "request"
+    keep.append(empty(int(state.get("request_mib", 400)) * MIB))
+    return keep
+
+
+def pending_ring(args, state):
+    """A block freed while another stream uses it, whose alloc and free both fell out of a
+    ring-limited history (frees do not complete pending ones; allocations would)."""
+    side = torch.cuda.Stream()
+    t = empty(30 * MIB)
+    with torch.cuda.stream(side):
+        t.record_stream(side)
+    keep = [empty((i % 3 + 1) * MIB) for i in range(12)]
+    del t
+    del keep[:6]
+    return keep
+
+
 SCENARIOS = {
     "mixed": mixed,
     "fragmentation": fragmentation,
@@ -178,6 +227,9 @@ SCENARIOS = {
     "cache_emptied": cache_emptied,
     "ring": ring,
     "oom": oom,
+    "expandable_oom": expandable_oom,
+    "pending_ring": pending_ring,
+    "expandable_holes": expandable_holes,
 }
 
 STAT_KEYS = (
@@ -216,14 +268,15 @@ def main():
     if args.snapshot:
         torch.cuda.memory._record_memory_history(max_entries=args.max_entries)
     state = {"scenario": args.scenario, "step": None}
-    dump_at_oom = args.snapshot and args.scenario == "oom"
+    dump_at_oom = args.snapshot and args.scenario in ("oom", "expandable_oom", "expandable_holes")
+    devices = 2 if args.scenario in ("two_devices", "expandable_oom") else 1
 
     def on_oom(device, alloc, device_allocated, device_free):
         """torch's figures as the first OOM happens (before it raises, so before the
         program's tensors go); the oom scenario's snapshot is dumped here too."""
         if "stats_at_oom" in state:
             return
-        state["stats_at_oom"] = [stats(0)]
+        state["stats_at_oom"] = [stats(d) for d in range(devices)]
         if dump_at_oom:
             torch.cuda.memory._dump_snapshot(args.snapshot)
 
@@ -240,7 +293,6 @@ def main():
     except torch.cuda.OutOfMemoryError as err:
         message = str(err)
     torch.cuda.synchronize()
-    devices = 2 if args.scenario == "two_devices" else 1
     result = {
         "oom": message,
         "oom_step": state["step"] if message else None,
@@ -249,7 +301,7 @@ def main():
         "total_memory": torch.cuda.get_device_properties(0).total_memory,
         "version": torch.__version__,
     }
-    if args.snapshot and args.scenario != "oom":
+    if args.snapshot and not dump_at_oom:
         torch.cuda.memory._dump_snapshot(args.snapshot)  # with the figures of result["stats"]
     with open(args.result, "w") as f:
         json.dump(result, f, indent=1, sort_keys=True)

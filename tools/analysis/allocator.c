@@ -341,32 +341,118 @@ static void segment_free(struct cmt_alloc_device *d, const struct cmt_alloc_even
     d->segment_count--;
 }
 
-/* Pages mapped into (or unmapped from) an expandable segment: it grows or shrinks at its end. */
-static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event *e, int map)
+/* Moves the live blocks of segment `from` that lie in [lo, hi) to segment `to` (which may be
+ * `from` at a new address): the pieces of an expandable segment as maps join and unmaps split
+ * its mapped range. */
+static void refile(struct cmt_alloc_device *d, struct cmt_alloc_segment *from, uint64_t from_addr,
+                   struct cmt_alloc_segment *to, uint64_t lo, uint64_t hi)
+{
+    struct block_scan scan = {d->block_map, 0};
+    for (struct cmt__entry *b; (b = next_block(&scan));) {
+        if (b->object != from->id || b->seq != from_addr || b->key < lo || b->key >= hi)
+            continue;
+        if (to != from) {
+            segment_change(d, from, -(int64_t)b->size, -1, 0);
+            segment_change(d, to, (int64_t)b->size, 1, 0);
+        }
+        b->seq = to->addr;
+        b->object = to->id;
+    }
+}
+
+static void segment_remove(struct cmt_alloc_device *d, struct cmt_alloc_segment *s)
+{
+    size_t i = (size_t)(s - d->segments);
+    memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
+    d->segment_count--;
+}
+
+/* Pages mapped into an expandable segment: they join the mapped range that ends where they
+ * start and the one that starts where they end (c10 reports one segment per contiguous mapped
+ * range, and a block may span what two maps made). */
+static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event *e)
 {
     uint64_t addr = field(e, CMT_AFIELD_ADDR), size = field(e, CMT_AFIELD_SIZE);
-    struct cmt_alloc_segment *s = segment_at(d, addr, map);
+    struct cmt_alloc_segment *s = segment_at(d, addr, 1);
+    size_t i = segment_lower(d, addr + size);
+    struct cmt_alloc_segment *next = i < d->segment_count && d->segments[i].addr == addr + size &&
+                                             d->segments[i].expandable && addr + size > addr
+                                         ? &d->segments[i]
+                                         : NULL;
+    if (!s && next) { /* it grows downwards: the same segment at a lower address */
+        uint64_t old = next->addr;
+        segment_change(d, next, 0, 0, (int64_t)size);
+        next->addr = addr;
+        next->mapped_bytes += size;
+        refile(d, next, old, next, old, UINT64_MAX);
+        d->now.reserved_bytes += size;
+        return 0;
+    }
     if (!s)
-        return map ? segment_alloc(d, e, 1) : 0;
-    if (!map && size > s->size)
-        size = s->size;
-    segment_change(d, s, 0, 0, map ? (int64_t)size : -(int64_t)size);
-    s->mapped_bytes = map ? s->mapped_bytes + size
-                          : s->mapped_bytes - (size < s->mapped_bytes ? size : s->mapped_bytes);
+        return segment_alloc(d, e, 1);
+    segment_change(d, s, 0, 0, (int64_t)size);
+    s->mapped_bytes += size;
     if (!s->expandable) { /* a segment first seen plain turns out expandable */
         s->expandable = 1;
         d->now.segments--;
     }
-    if (map)
-        d->now.reserved_bytes += size;
-    else
-        d->now.reserved_bytes -= size;
-    if (!map && s->size == 0) {
-        unplace(d, s);
-        size_t i = (size_t)(s - d->segments);
-        memmove(s, s + 1, (d->segment_count - i - 1) * sizeof *s);
-        d->segment_count--;
+    d->now.reserved_bytes += size;
+    if (next && next != s && s->addr + s->size == next->addr) { /* it closes a hole */
+        segment_change(d, s, 0, 0, (int64_t)next->size);
+        s->mapped_bytes += next->mapped_bytes;
+        refile(d, next, next->addr, s, 0, UINT64_MAX); /* next holds nothing after */
+        segment_remove(d, next);
     }
+    return 0;
+}
+
+/* Pages unmapped from an expandable segment: it shrinks at either end, or splits in two. */
+static int segment_unmap(struct cmt_alloc_device *d, const struct cmt_alloc_event *e)
+{
+    uint64_t addr = field(e, CMT_AFIELD_ADDR), size = field(e, CMT_AFIELD_SIZE);
+    struct cmt_alloc_segment *s = segment_at(d, addr, 0);
+    if (!s)
+        return 0;
+    uint64_t end = s->addr + s->size, stop = size > end - addr ? end : addr + size;
+    size = stop - addr;
+    d->now.reserved_bytes -= size;
+    if (!s->expandable) {
+        s->expandable = 1;
+        d->now.segments--;
+    }
+    if (addr == s->addr && stop == end) { /* all of it */
+        unplace(d, s);
+        d->now.inactive_split_bytes -= split_part(s);
+        segment_remove(d, s);
+        return 0;
+    }
+    if (addr == s->addr) { /* its start: the rest begins at stop */
+        uint64_t old = s->addr;
+        segment_change(d, s, 0, 0, -(int64_t)size);
+        s->addr = stop;
+        s->mapped_bytes = s->size;
+        refile(d, s, old, s, stop, UINT64_MAX);
+        return 0;
+    }
+    size_t i = (size_t)(s - d->segments);
+    segment_change(d, s, 0, 0, -(int64_t)(end - addr));
+    s->mapped_bytes = s->size;
+    if (stop == end) /* its end */
+        return 0;
+    if (CMT_GROW(d->segments, d->segment_cap, d->segment_count + 1, 16) != 0)
+        return CMT_ENOMEM;
+    s = &d->segments[i];
+    memmove(s + 2, s + 1, (d->segment_count - i - 1) * sizeof *s);
+    d->segment_count++;
+    if (++d->next_segment_id == 0)
+        d->next_segment_id = 1;
+    struct cmt_alloc_segment *upper = s + 1;
+    *upper = *s;
+    upper->addr = stop;
+    upper->size = upper->mapped_bytes = end - stop;
+    upper->live_bytes = upper->live_count = 0;
+    upper->id = d->next_segment_id;
+    refile(d, s, s->addr, upper, stop, UINT64_MAX);
     return 0;
 }
 
@@ -501,15 +587,28 @@ int cmt_alloc_observe(cmt_alloc *a, const struct cmt_replay_step *st)
     struct cmt_alloc_device *d = state(a, e->allocator, e->dev);
     if (!d)
         return CMT_ENOMEM;
-    int rc = 0;
+    int rc = 0, before = !!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE);
+    if (before && e->action == CMT_AA_ALLOC) {
+        d->before_peak = d->peak;
+        d->before_peak_t_ns[0] = d->peak_allocated_t_ns;
+        d->before_peak_t_ns[1] = d->peak_reserved_t_ns;
+        d->before_addr = field(e, CMT_AFIELD_ADDR);
+    } else if (before && e->action == CMT_AA_FREE_REQUESTED && d->before_addr &&
+               d->before_addr == field(e, CMT_AFIELD_ADDR)) {
+        d->peak = d->before_peak;
+        d->peak_allocated_t_ns = d->before_peak_t_ns[0];
+        d->peak_reserved_t_ns = d->before_peak_t_ns[1];
+    }
+    if (!before || e->action != CMT_AA_ALLOC)
+        d->before_addr = 0;
     switch (e->action) {
     case CMT_AA_ALLOC: rc = block_alloc(d, e); break;
     case CMT_AA_FREE_REQUESTED: block_free(d, e, 0); break;
     case CMT_AA_FREE_COMPLETED: block_free(d, e, 1); break;
     case CMT_AA_SEGMENT_ALLOC: rc = segment_alloc(d, e, 0); break;
     case CMT_AA_SEGMENT_FREE: segment_free(d, e); break;
-    case CMT_AA_SEGMENT_MAP: rc = segment_map(d, e, 1); break;
-    case CMT_AA_SEGMENT_UNMAP: rc = segment_map(d, e, 0); break;
+    case CMT_AA_SEGMENT_MAP: rc = segment_map(d, e); break;
+    case CMT_AA_SEGMENT_UNMAP: rc = segment_unmap(d, e); break;
     case CMT_AA_OOM: d->ooms++; break;
     default: break; /* snapshot, and actions of a newer writer */
     }

@@ -9,7 +9,9 @@
  * split bytes (free ranges inside segments that hold a live block: they cannot be given back),
  * with their peaks, the segment count, the largest free block and the settings (the last
  * ALLOCATOR record's conf). As in PyTorch's memory_stats(), an expandable segment is not
- * counted among the segments (its mapped pages are reserved bytes), and requested bytes, like
+ * counted among the segments (its mapped pages are reserved bytes; each is one contiguous mapped
+ * range, as c10 reports them: a map joins the ranges it touches, an unmap may split one), and
+ * requested bytes, like
  * active ones, drop when a free completes. It works on traces from the shim (allocator events interleaved with
  * the driver's) and on traces converted from PyTorch snapshots: segments and blocks flagged
  * CMT_AFLAG_BEFORE are the state the window starts from; a free of a block never seen is
@@ -72,6 +74,10 @@ struct cmt_alloc_device {
     uint64_t unknown_frees;  /* frees of blocks never seen (a ring-limited snapshot) */
     uint64_t outside_blocks; /* blocks in no known segment */
     uint64_t last_t_ns;
+    /* internal: the peaks before a before-block's alloc, restored when its free request
+     * follows (a block pending free before the window never counted as allocated) */
+    struct cmt_alloc_figures before_peak;
+    uint64_t before_peak_t_ns[2], before_addr;
 };
 
 typedef struct cmt_alloc cmt_alloc;
@@ -162,6 +168,7 @@ struct cmt_alloc_view {
     uint64_t servable_blocks;
     uint64_t non_split_rounding; /* from conf (20 MiB by default) */
     int pools_known;             /* a segment is flagged small: pools are told apart */
+    int expandable; /* expandable segments: a segment of dev is one, or conf turns them on */
     uint64_t free_block_count, split_free_bytes, split_free_count;
     uint64_t oversize_free_bytes, oversize_free_count;
     struct cmt_alloc_free_block free_blocks[CMT_ALLOC_FREE_BLOCKS]; /* largest first */

@@ -230,8 +230,12 @@ int cmt_alloc_view(const cmt_alloc *a, const cmt_replay *rp, uint32_t allocator,
                                : 0;
     v->max_split_size = cmt_alloc_conf_max_split(v->conf);
     v->non_split_rounding = cmt_alloc_conf_non_split_rounding(v->conf);
-    for (size_t i = 0; i < d->segment_count; i++)
+    v->expandable = v->conf && (strstr(v->conf, "expandable_segments:True") ||
+                                strstr(v->conf, "expandable_segments:true"));
+    for (size_t i = 0; i < d->segment_count; i++) {
         v->pools_known |= d->segments[i].small;
+        v->expandable |= d->segments[i].expandable;
+    }
     struct cmt_alloc_block *blocks;
     size_t n = cmt_alloc_blocks(d, &blocks);
     if (n == (size_t)-1)

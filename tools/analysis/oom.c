@@ -77,10 +77,16 @@ static void verdict(struct cmt_oom_episode *e)
     uint64_t asked = a && a->request_bytes ? a->request_bytes : e->request_bytes;
     if (e->total_bytes && e->request_bytes > e->total_bytes)
         e->verdict = CMT_VERDICT_OVER_CAPACITY;
-    else if (a && a->unallocated_bytes >= asked && !a->servable_blocks)
-        e->verdict = CMT_VERDICT_FRAGMENTATION; /* inside the allocator's cache */
-    else if (e->request_bytes <= e->free_bytes)
+    else if (a && a->unallocated_bytes >= asked && !a->servable_blocks &&
+             (!a->expandable || a->largest_free_block >= asked))
+        /* inside the allocator's cache; with expandable segments c10 maps what a request
+         * needs and unmaps free pages before it fails, so scattered free bytes are no cache
+         * fragmentation unless one place holds the request */
         e->verdict = CMT_VERDICT_FRAGMENTATION;
+    else if (e->request_bytes <= e->free_bytes && !(a && e->op < 0))
+        e->verdict = CMT_VERDICT_FRAGMENTATION;
+    /* an allocator that refused what the device had free, with nothing cached to serve it,
+     * asked the driver for nothing: a cap of its own (a memory fraction) stopped it */
     else if (e->others_bytes >= e->process_bytes)
         e->verdict = CMT_VERDICT_HELD_BY_OTHERS;
     else

@@ -70,6 +70,22 @@ static void json_process(struct cmt__json *j, const struct cmt__pass *p)
     cmt__json_end_object(j);
 }
 
+/* Adds to a device's (or, all set, the run's) failures the out-of-memory events of its
+ * allocators beyond its failed driver calls: a snapshot has no driver calls, and in a recorded
+ * trace each allocator OOM is also a failed driver call. */
+static void allocator_ooms(const cmt_alloc *a, int all, int32_t dev, uint64_t *failures,
+                           uint64_t *oom)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < cmt_alloc_device_count(a); i++)
+        if (all || cmt_alloc_device_at(a, i)->dev == dev)
+            n += cmt_alloc_device_at(a, i)->ooms;
+    if (n > *oom) {
+        *failures += n - *oom;
+        *oom = n;
+    }
+}
+
 static void json_devices(struct cmt__json *j, const cmt_replay *rp, const cmt_alloc *a)
 {
     cmt__json_array(j, "devices");
@@ -87,8 +103,10 @@ static void json_devices(struct cmt__json *j, const cmt_replay *rp, const cmt_al
         cmt__json_u64(j, "live_bytes_at_end", d->live_bytes);
         cmt__json_u64(j, "alloc_calls", d->alloc_calls);
         cmt__json_u64(j, "free_calls", d->free_calls);
-        cmt__json_u64(j, "failures", d->failures);
-        cmt__json_u64(j, "oom_failures", d->oom_failures);
+        uint64_t failures = d->failures, oom = d->oom_failures;
+        allocator_ooms(a, 0, d->dev, &failures, &oom);
+        cmt__json_u64(j, "failures", failures);
+        cmt__json_u64(j, "oom_failures", oom);
         cmt__alloc_json_device(j, a, d->dev);
         cmt__json_end_object(j);
     }
@@ -247,9 +265,11 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     json_sites(&j, "leaks", rp, p->report.leaks, p->report.leak_count);
     if (host)
         json_sites(&j, "host_pinned_sites", rp, p->report.host_sites, p->report.host_site_count);
+    uint64_t failures = t->failures, oom = t->oom_failures;
+    allocator_ooms(p->alloc, 1, 0, &failures, &oom);
     cmt__json_object(&j, "failures");
-    cmt__json_u64(&j, "total", t->failures);
-    cmt__json_u64(&j, "out_of_memory", t->oom_failures);
+    cmt__json_u64(&j, "total", failures);
+    cmt__json_u64(&j, "out_of_memory", oom);
     cmt__json_u64(&j, "unknown_frees", t->unknown_frees);
     cmt__json_end_object(&j);
     json_histogram(&j, t);
@@ -364,9 +384,11 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
         raw |= text_sites(rp, NULL, p->report.host_sites, p->report.host_site_count);
     }
     cmt__phases_text(stdout, &p->phases);
+    uint64_t failures = t->failures, oom = t->oom_failures;
+    allocator_ooms(p->alloc, 1, 0, &failures, &oom);
     printf("\nfailures   %" PRIu64 " (out of memory %" PRIu64
            "), frees of unknown pointers %" PRIu64 "\n",
-           t->failures, t->oom_failures, t->unknown_frees);
+           failures, oom, t->unknown_frees);
     printf("temporary  %" PRIu64 " allocations (%s) freed before the next allocation\n",
            t->temporary_count, cmt__bytes(t->temporary_bytes, a));
     printf("\nsizes\n");

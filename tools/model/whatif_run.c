@@ -41,6 +41,8 @@ static void replay_one(const struct cmt_whatif_stream *s, const struct cmt_whati
     struct cmt_model *m = NULL;
     double start = now_seconds();
     make_config(&res->setting, dev, policy, &config);
+    if (s->device >= 0) /* the OOM message names it, as c10's does */
+        config.device_index = s->device;
     res->address_policy = policy;
     res->error = cmt_model_create(&config, &m);
     if (res->error)

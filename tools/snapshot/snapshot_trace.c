@@ -17,6 +17,7 @@
 #include "cmt_error.h"
 #include "cmt_grow.h"
 #include "snapshot_blocks.h"
+#include "snapshot_ranges.h"
 
 /* ---- a map from a non-zero uint64_t to a uint64_t ---- */
 
@@ -193,9 +194,11 @@ static int add_before(struct conv *c, uint32_t action, int32_t dev, uint64_t add
     e->v[CMT_AFIELD_SIZE] = size;
     e->v[CMT_AFIELD_STREAM] = stream;
     e->v[CMT_AFIELD_FLAGS] = CMT_AFLAG_BEFORE | flags;
-    if (action == CMT_AA_ALLOC) {
+    if (action == CMT_AA_ALLOC || action == CMT_AA_FREE_REQUESTED) {
         e->fields |= CMT_AF(REQUESTED);
         e->v[CMT_AFIELD_REQUESTED] = requested;
+    }
+    if (action == CMT_AA_ALLOC) {
         const struct cmt_snapshot_segment *g = segment_at(c, addr);
         if (g) {
             e->fields |= CMT_AF(SEGMENT);
@@ -215,13 +218,27 @@ static int before_block(struct conv *c, struct u64_map *live, const struct cmt_s
 }
 
 /* Pass 1 over the entries: the before-state they imply; live maps addr to what made it. */
+/* A range the window unmaps without having mapped it: mapped before the window. */
+struct before_map {
+    struct conv *c;
+    int32_t dev;
+    uint64_t stream;
+    uint32_t flags, stack;
+};
+
+static int add_before_map(void *ctx, uint64_t start, uint64_t end)
+{
+    struct before_map *m = ctx;
+    return add_before(m->c, CMT_AA_SEGMENT_MAP, m->dev, start, end - start, 0, m->stream,
+                      m->flags | CMT_AFLAG_EXPANDABLE, m->stack);
+}
+
 static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *segs,
-                        struct u64_map *mapped)
+                        struct cmt__ranges *mapped)
 {
     int rc = 0;
     for (size_t i = 0; i < c->s->nentries && !rc; i++) {
         const struct cmt_snapshot_entry *e = &c->s->entries[i];
-        uint64_t *v;
         c->entry_size[i] = round_size(c, e->size);
         switch (e->action) {
         case CMT_SNAPSHOT_ALLOC: rc = map_put(live, e->addr, i + 1); break;
@@ -243,79 +260,29 @@ static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *se
             map_del(segs, e->addr);
             break;
         case CMT_SNAPSHOT_SEGMENT_MAP:
-            v = map_slot(mapped, e->addr);
-            rc = map_put(mapped, e->addr, (v ? *v : 0) + e->size);
+            rc = cmt__ranges_add(mapped, e->addr, e->addr + e->size);
             break;
-        case CMT_SNAPSHOT_SEGMENT_UNMAP:
-            if (!(v = map_slot(mapped, e->addr)))
-                rc = add_before(c, CMT_AA_SEGMENT_MAP, e->dev, e->addr, e->size, 0, e->stream,
-                                CMT_AFLAG_EXPANDABLE, 0);
-            else if (*v > e->size)
-                *v -= e->size;
-            else
-                map_del(mapped, e->addr);
+        case CMT_SNAPSHOT_SEGMENT_UNMAP: {
+            struct before_map m = {c, e->dev, e->stream, 0, 0};
+            rc = cmt__ranges_remove(mapped, e->addr, e->addr + e->size, add_before_map, &m);
             break;
+        }
         }
     }
     return rc;
 }
 
-/* The mappings made in the window and still there at dump time, sorted by address, with
- * prefix sums of their sizes: what lies inside a segment is two bisections away. */
-struct mappings {
-    uint64_t *addr, *sum; /* sum[k] = bytes of mappings 0 .. k-1 */
-    size_t n;
-};
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int mappings_of(const struct u64_map *mapped, struct mappings *m)
-{
-    m->n = 0;
-    m->addr = malloc((mapped->count + 1) * sizeof *m->addr);
-    m->sum = malloc((mapped->count + 1) * sizeof *m->sum);
-    if (!m->addr || !m->sum)
-        return CMT_ENOMEM;
-    for (size_t i = 0; i < mapped->cap; i++)
-        if (mapped->keys[i])
-            m->addr[m->n++] = mapped->keys[i];
-    qsort(m->addr, m->n, sizeof *m->addr, cmp_u64);
-    m->sum[0] = 0;
-    for (size_t k = 0; k < m->n; k++)
-        m->sum[k + 1] = m->sum[k] + *map_slot(mapped, m->addr[k]);
-    return 0;
-}
-
-/* @return the index of the first mapping at or above addr. */
-static size_t mapping_at(const struct mappings *m, uint64_t addr)
-{
-    return cmt__snapshot_lower_bound(m->addr, m->n, addr);
-}
-
-/* Bytes mapped in the window, still mapped at dump time, inside segment g. */
-static uint64_t mapped_inside(const struct mappings *m, const struct cmt_snapshot_segment *g)
-{
-    uint64_t end = g->addr + g->total_size < g->addr ? UINT64_MAX : g->addr + g->total_size;
-    return m->sum[mapping_at(m, end)] - m->sum[mapping_at(m, g->addr)];
-}
-
 /* Pass 1, end: the dump-time segments and active blocks the window did not make. */
 static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_map *segs,
-                         const struct mappings *mapped)
+                         const struct cmt__ranges *mapped)
 {
     for (size_t k = 0; k < c->s->nsegments; k++) {
         const struct cmt_snapshot_segment *g = &c->s->segments[k];
         uint32_t flags = g->small ? CMT_AFLAG_SMALL : 0;
         int rc = 0;
-        if (g->expandable) {
-            uint64_t in_window = mapped_inside(mapped, g);
-            if (in_window < g->total_size)
-                rc = add_before(c, CMT_AA_SEGMENT_MAP, g->dev, g->addr, g->total_size - in_window,
-                                0, g->stream, flags | CMT_AFLAG_EXPANDABLE, g->stack);
+        if (g->expandable) { /* what the window did not map, and did not unmap since */
+            struct before_map m = {c, g->dev, g->stream, flags, g->stack};
+            rc = cmt__ranges_gaps(mapped, g->addr, g->addr + g->total_size, add_before_map, &m);
         } else if (!map_slot(segs, g->addr)) {
             rc = add_before(c, CMT_AA_SEGMENT_ALLOC, g->dev, g->addr, g->total_size, 0, g->stream,
                             flags, g->stack);
@@ -330,10 +297,14 @@ static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_
             if (b->state == CMT_SNAPSHOT_INACTIVE)
                 continue;
             uint64_t *v = map_slot(live, b->addr);
-            if (!v)
+            if (!v) {
                 rc = add_before(c, CMT_AA_ALLOC, g->dev, b->addr, b->size, b->requested, g->stream,
                                 0, b->stack);
-            else if (*v & BEFORE_MARK)
+                /* freed before the window, waiting on a stream: active, not allocated */
+                if (!rc && b->state == CMT_SNAPSHOT_ACTIVE_PENDING_FREE)
+                    rc = add_before(c, CMT_AA_FREE_REQUESTED, g->dev, b->addr, b->size,
+                                    b->requested, g->stream, 0, 0);
+            } else if (*v & BEFORE_MARK)
                 c->before[*v & ~BEFORE_MARK].v[CMT_AFIELD_SIZE] = b->size;
             else
                 c->entry_size[*v - 1] = b->size; /* the exact size of a live alloc */
@@ -344,11 +315,17 @@ static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_
     return 0;
 }
 
-/* Segments before blocks, so that every before-block lies in a segment already there. */
+static int block_action(uint32_t action)
+{
+    return action == CMT_AA_ALLOC || action == CMT_AA_FREE_REQUESTED;
+}
+
+/* Segments before blocks, so that every before-block lies in a segment already there; a
+ * block's free request stays right after its alloc. */
 static int cmp_before(const void *a, const void *b)
 {
     const struct cmt_alloc_event *x = a, *y = b;
-    int xs = x->action != CMT_AA_ALLOC, ys = y->action != CMT_AA_ALLOC;
+    int xs = !block_action(x->action), ys = !block_action(y->action);
     if (xs != ys)
         return ys - xs;
     if (x->dev != y->dev)
@@ -358,20 +335,16 @@ static int cmp_before(const void *a, const void *b)
 
 static int scan(struct conv *c)
 {
-    struct u64_map live = {0}, segs = {0}, mapped = {0};
-    struct mappings m = {0};
+    struct u64_map live = {0}, segs = {0};
+    struct cmt__ranges mapped = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
     if (!rc) /* the blocks allocations took, where c10 did not split them */
         rc = cmt__snapshot_block_sizes(c->s, &c->config, c->entry_size);
     if (!rc)
-        rc = mappings_of(&mapped, &m);
-    if (!rc)
-        rc = scan_segments(c, &live, &segs, &m);
-    free(m.addr);
-    free(m.sum);
+        rc = scan_segments(c, &live, &segs, &mapped);
     map_free(&live);
     map_free(&segs);
-    map_free(&mapped);
+    cmt__ranges_free(&mapped);
     if (!rc && c->nbefore) { /* stable: the index breaks ties */
         for (size_t i = 0; i < c->nbefore; i++)
             c->before[i].tid = (uint32_t)i;
@@ -666,7 +639,7 @@ static int write_all(struct conv *c, const char *name)
         e.allocator = CMT_SNAPSHOT_ALLOCATOR_ID;
         if (e.action == CMT_AA_ALLOC)
             c->st.before_blocks++;
-        else
+        else if (!block_action(e.action))
             c->st.before_segments++;
         rc = write_event(c, &e, e.stack);
     }

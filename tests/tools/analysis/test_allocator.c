@@ -156,6 +156,52 @@ Test(allocator, expandable_segments_grow_and_shrink_by_their_mapped_pages)
     done(&b);
 }
 
+/* c10 reports one segment per contiguous mapped range: an unmap in the middle splits the range
+ * (the block above goes with the upper piece), a map that closes the hole joins them again. */
+Test(allocator, expandable_unmaps_split_the_mapped_range_and_maps_join_it)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    const uint64_t va = 0x7f0000000000;
+    const uint32_t f = CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(FLAGS);
+    uint64_t m[] = {va, MIB(100), CMT_AFLAG_EXPANDABLE};
+    tb_alloc_event(&b, CMT_AA_SEGMENT_MAP, 0, 0, f, m);
+    tb_block(&b, va, MIB(20), MIB(20), 0, CMT_AFLAG_EXPANDABLE);
+    tb_block(&b, va + MIB(80), MIB(10), MIB(10), 0, CMT_AFLAG_EXPANDABLE);
+    uint64_t u[] = {va + MIB(20), MIB(60), CMT_AFLAG_EXPANDABLE};
+    tb_alloc_event(&b, CMT_AA_SEGMENT_UNMAP, 0, 0, f, u);
+    tb_finish(&b, 1);
+    analyse(&b, 0);
+    const struct cmt_alloc_device *d = cmt_alloc_device(alloc, 1, 0);
+    cr_assert_not_null(d);
+    cr_assert_eq(d->segment_count, 2);
+    cr_expect_eq(d->segments[0].size, MIB(20));
+    cr_expect_eq(d->segments[1].addr, va + MIB(80));
+    cr_expect_eq(d->segments[1].live_bytes, MIB(10));
+    cr_expect_eq(d->now.reserved_bytes, MIB(40));
+    cr_expect_eq(d->now.inactive_split_bytes, MIB(10)); /* the upper piece's free 10 MiB */
+    cr_expect_eq(d->outside_blocks, 0);
+    done(&b);
+
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    uint64_t low[] = {va, MIB(20), CMT_AFLAG_EXPANDABLE}, high[] = {va + MIB(40), MIB(20), 0};
+    uint64_t hole[] = {va + MIB(20), MIB(20), CMT_AFLAG_EXPANDABLE};
+    tb_alloc_event(&b, CMT_AA_SEGMENT_MAP, 0, 0, f, low);
+    tb_alloc_event(&b, CMT_AA_SEGMENT_MAP, 0, 0, f, high);
+    tb_block(&b, va + MIB(40), MIB(5), MIB(5), 0, CMT_AFLAG_EXPANDABLE);
+    tb_alloc_event(&b, CMT_AA_SEGMENT_MAP, 0, 0, f, hole);
+    tb_block(&b, va + MIB(10), MIB(20), MIB(20), 0, CMT_AFLAG_EXPANDABLE); /* spans two maps */
+    tb_finish(&b, 1);
+    analyse(&b, 0);
+    d = cmt_alloc_device(alloc, 1, 0);
+    cr_assert_not_null(d);
+    cr_assert_eq(d->segment_count, 1);
+    cr_expect_eq(d->segments[0].size, MIB(60));
+    cr_expect_eq(d->segments[0].live_bytes, MIB(25));
+    cr_expect_eq(d->now.inactive_split_bytes, MIB(35));
+    done(&b);
+}
+
 Test(allocator, max_split_size_is_read_from_the_conf)
 {
     cr_expect_eq(cmt_alloc_conf_max_split("max_split_size_mb:6144"), MIB(6144));

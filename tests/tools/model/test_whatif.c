@@ -141,6 +141,25 @@ Test(whatif_stream, a_trace_without_allocations_is_refused)
 
 /* ---- replaying the sweep ---------------------------------------------- */
 
+/* The OOM message names the device whose events were kept (an OOM on cuda:1 said GPU 0). */
+Test(whatif_run, the_oom_message_names_the_kept_device)
+{
+    struct tb b;
+    struct cmt_whatif_stream s;
+    tb_writeup(&b);
+    load(&b, &s);
+    s.device = 1;
+    struct cmt_whatif_setting setting = split_mb(0);
+    struct cmt_whatif_result result;
+    cr_assert_eq(cmt_whatif_run(&s, s.device_free, s.device_total, &setting, 1, 1, &result), 0);
+    cr_assert(result.oom);
+    char msg[512];
+    cmt_model_format_oom(&result.oom_info, msg, sizeof msg);
+    cr_expect(strstr(msg, "GPU 1 has a total capacity"), "%s", msg);
+    cmt_whatif_stream_free(&s);
+    cmt_membuf_free(&b.buf);
+}
+
 /* The write-up's table, and the exact boundary: x's segment is 6330 MiB; a
  * split size up to 6330 MiB makes that cached block oversize (refused to the
  * 100 MiB tensor); from 6331 MiB on the tensor splits it. */

@@ -208,7 +208,21 @@ def graph_pool():
     return {"segments": segs, "device_traces": [[]], "allocator_settings": settings()}
 
 
-FIXTURES_OF = {"annotations.pickle": (annotations, 4), "graph_pool.pickle": (graph_pool, 4), "full.pickle": (full, 4), "history.pickle": (history, 4),
+def segment_rounding():
+    """An OOM that segment rounding makes: a 3 MiB request needs a new 20 MiB segment (c10's
+    get_allocation_size), the device has 15 MiB free, the one segment is full."""
+    A, T = 0x7F0000000000, 1700000000000000
+    segs = [segment(0, A, 20 * MIB, [block(A, 20 * MIB, 20 * MIB, "active_allocated",
+                                           ALLOC_FRAMES)])]
+    dev0 = [entry("segment_alloc", A, 20 * MIB, T + 1, ALLOC_FRAMES),
+            entry("alloc", A, 20 * MIB, T + 2, ALLOC_FRAMES),
+            {"action": "oom", "size": 3 * MIB, "stream": 0, "time_us": T + 3,
+             "device_free": 15 * MIB, "frames": ALLOC_FRAMES}]
+    return {"segments": segs, "device_traces": [dev0], "allocator_settings": settings(
+        PYTORCH_CUDA_ALLOC_CONF="", max_split_size=-1)}
+
+
+FIXTURES_OF = {"segment_rounding.pickle": (segment_rounding, 4), "annotations.pickle": (annotations, 4), "graph_pool.pickle": (graph_pool, 4), "full.pickle": (full, 4), "history.pickle": (history, 4),
                "bare_list.pickle": (bare_list, 2), "no_time.pickle": (no_time, 3),
                "expandable.pickle": (expandable, 5), "rebuilt_settings.pickle": (rebuilt_settings, 4)}
 

@@ -14,6 +14,14 @@ const char *fixture_path(const char *name)
     return path;
 }
 
+const char *torch_fixture_path(const char *name)
+{
+    static char path[4096];
+    const char *src = getenv("CMT_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/torch/fixtures/%s", src ? src : ".", name);
+    return path;
+}
+
 unsigned char *fixture_bytes(const char *name, size_t *len)
 {
     FILE *f = fopen(fixture_path(name), "rb");

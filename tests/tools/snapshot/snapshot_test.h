@@ -14,6 +14,8 @@ unsigned char *fixture_bytes(const char *name, size_t *len);
 void fixture_parse(const char *name, struct cmt_snapshot *s);
 /* The path of fixtures/NAME (static buffer). */
 const char *fixture_path(const char *name);
+/* The path of tests/torch/fixtures/NAME, a snapshot real torch wrote (static buffer). */
+const char *torch_fixture_path(const char *name);
 
 /* A pickle being written: pk_begin (PROTO 4), values, pk_end (STOP). Containers open with
  * pk_dict/pk_list (the empty container and a MARK) and close with pk_setitems/pk_appends. */

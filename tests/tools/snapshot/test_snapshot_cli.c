@@ -103,6 +103,87 @@ Test(snapshot_cli, oom_reports_the_snapshots_device_request_and_free_memory)
     captured_free(&c);
 }
 
+/* A snapshot's OOM is an allocator event (no driver call failed in it): report counts it. */
+Test(snapshot_cli, report_counts_the_snapshots_out_of_memory_events)
+{
+    const char *path = fixture_path("full.pickle"); /* one `oom` entry, on device 0 */
+    const char *text[] = {"report", path, NULL};
+    struct captured c = capture_run(cmt_cmd_report, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "failures   1 (out of memory 1)"), "%s", c.out);
+    captured_free(&c);
+    const char *json[] = {"report", "--json", path, NULL};
+    c = capture_run(cmt_cmd_report, json);
+    cr_expect(strstr(c.out, "\"failures\":{\"total\":1,\"out_of_memory\":1,"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"failures\":1,\"oom_failures\":1,"), "%s", c.out);
+    captured_free(&c);
+}
+
+/* `oom` on path: its --json verdict, a text its report must hold, and texts it must not. */
+static void expect_oom(const char *path, const char *verdict, const char *must,
+                       const char *const *must_not)
+{
+    const char *json[] = {"oom", "--json", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char want[96];
+    snprintf(want, sizeof want, "\"verdict\":\"%s\"", verdict);
+    cr_expect(strstr(c.out, want), "%s: %s", want, c.out);
+    captured_free(&c);
+    const char *text[] = {"oom", path, NULL};
+    c = capture_run(cmt_cmd_oom, text);
+    cr_expect(strstr(c.out, must), "%s: %s", must, c.out);
+    for (; *must_not; must_not++)
+        cr_expect(!strstr(c.out, *must_not), "%s: %s", *must_not, c.out);
+    captured_free(&c);
+}
+
+static const char *const no_fragmentation[] = {"max_split_size_mb", "fragment", NULL};
+
+/* Real torch's OOM with expandable segments on (tests/torch/fixtures/expandable_holes: 739 MiB
+ * reserved but unallocated in 19 MiB holes, none of them a whole page c10 could unmap, a
+ * 400 MiB request, 312 MiB free): no place in the cache holds the request, so it is not the
+ * cache's fragmentation, and neither max_split_size_mb nor expandable_segments (on) is the
+ * hint. */
+Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_are_no_fragmentation)
+{
+    expect_oom(torch_fixture_path("expandable_holes.pickle"), "exhausted_by_process",
+               "largest 19.00 MiB (request 400.00 MiB)", no_fragmentation);
+}
+
+/* The same run: without expandable segments c10 gives each 19 MiB tensor a whole 20 MiB
+ * segment it can release, and the defaults avoid the OOM. The run had set expandable segments:
+ * "nothing to set" would keep them. */
+Test(snapshot_cli, whatif_says_to_drop_the_runs_own_settings_when_the_defaults_avoid_its_oom)
+{
+    const char *text[] = {"whatif", torch_fixture_path("expandable_holes.pickle"), NULL};
+    struct captured c = capture_run(cmt_cmd_whatif, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "unset PYTORCH_CUDA_ALLOC_CONF"), "%s", c.out);
+    cr_expect(strstr(c.out, "(expandable_segments:True) ran out of memory"), "%s", c.out);
+    cr_expect(!strstr(c.out, "nothing to set"), "%s", c.out);
+    captured_free(&c);
+}
+
+/* Real torch under set_per_process_memory_fraction(0.5) (tests/torch/fixtures/fraction_oom:
+ * 800 MiB allocated, 0 B unallocated, a 600 MiB request, 992 MiB free, 1 GiB allowed): the
+ * device had the request free and the cache held nothing, so the allocator's own cap refused
+ * it: the process exhausted what it may use, no fragmentation and no max_split_size_mb. */
+Test(snapshot_cli, an_allocator_refusing_what_the_device_had_free_is_the_process_exhausting_its_cap)
+{
+    expect_oom(torch_fixture_path("fraction_oom.pickle"), "exhausted_by_process",
+               "set_per_process_memory_fraction", no_fragmentation);
+}
+
+/* segment_rounding.pickle: a 3 MiB request, 15 MiB free, but c10 asks the driver for a 20 MiB
+ * segment: no cap refused it, the process's own memory left too little. */
+Test(snapshot_cli, a_request_whose_segment_the_free_memory_cannot_hold_names_no_cap)
+{
+    static const char *const no_cap[] = {"set_per_process_memory_fraction", "fragment", NULL};
+    expect_oom(fixture_path("segment_rounding.pickle"), "exhausted_by_process",
+               "its own allocations exhausted the memory", no_cap);
+}
+
 Test(snapshot_cli, import_writes_a_trace)
 {
     char out[] = "/tmp/cmt-import-XXXXXX";

@@ -146,7 +146,8 @@ void cmt__oom_print_allocator(const cmt_reader *r, const struct cmt_oom_episode 
     if (e->verdict == CMT_VERDICT_FRAGMENTATION)
         printf("  hint       keep blocks as large as the request whole: export "
                "PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:%" PRIu64 "\n"
-               "             (below the %s request), or expandable_segments:True; "
-               "`cumemtrace whatif` checks both on this run\n",
-               cmt__oom_suggest_max_split_mb(v->request_bytes), cmt__bytes(v->request_bytes, a));
+               "             (below the %s request)%s; `cumemtrace whatif` checks %s on this "
+               "run\n",
+               cmt__oom_suggest_max_split_mb(v->request_bytes), cmt__bytes(v->request_bytes, a),
+               v->expandable ? "" : ", or expandable_segments:True", v->expandable ? "it" : "both");
 }

@@ -349,6 +349,12 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
         const struct cmt_whatif_result *best = &run->results[rec->best];
         if (cmt_whatif_setting_conf(&best->setting, conf, sizeof conf) > 0)
             fprintf(f, "\n  export PYTORCH_CUDA_ALLOC_CONF=%s\n", conf);
+        else if (run->check && run->check->conf[0] && run->stream->failed_allocs)
+            /* the run set something, and ran out of memory with it */
+            fprintf(f,
+                    "\n  PyTorch's defaults avoid out-of-memory here; the run's own settings (%s) "
+                    "ran out of memory:\n  unset PYTORCH_CUDA_ALLOC_CONF\n",
+                    cmt__text(run->check->conf, conf, sizeof conf));
         else
             fprintf(f,
                     "\n  PyTorch's defaults already avoid out-of-memory here; nothing to set.\n");
