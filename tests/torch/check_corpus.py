@@ -46,7 +46,6 @@ VIZ = os.path.join(TORCH_ROOT, "usr/lib/python3/dist-packages/torch/cuda/_memory
 ROUNDED = "export writes the rounded block size in alloc entries (c10 writes the request)"
 EXPANDABLE_EXPORT = "export writes one segment per map of an expandable segment"
 EXPANDABLE_SPLIT = "torch counts no inactive split bytes in expandable segments; report does"
-EXPANDABLE_EMPTY_CACHE = "the import keeps maps that the window's own unmaps (empty_cache) removed"
 NO_TOTAL = "a snapshot carries no device total: oom says total_bytes 0"
 NO_TOTAL_VERDICT = "without the total, over capacity / held by others is not told"
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
@@ -74,8 +73,6 @@ KNOWN_GAPS = {
     ('expandable_empty_cache', 'export: _memory_viz trace'): ROUNDED,
     ('expandable_empty_cache', 'inactive split at the end'): EXPANDABLE_SPLIT,
     ('expandable_empty_cache', 'peak inactive split'): EXPANDABLE_SPLIT,
-    ('expandable_empty_cache', 'peak reserved'): EXPANDABLE_EMPTY_CACHE,
-    ('expandable_empty_cache', 'reserved at the end'): EXPANDABLE_EMPTY_CACHE,
     ('expandable_empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
     ('expandable_empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
     ('expandable_oom', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
