@@ -45,7 +45,6 @@ VIZ = os.path.join(TORCH_ROOT, "usr/lib/python3/dist-packages/torch/cuda/_memory
 # Why each known gap disagrees (measured on the corpus; tests/torch/README.md has the counts).
 ROUNDED = "export writes the rounded block size in alloc entries (c10 writes the request)"
 EXPANDABLE_EXPORT = "export writes one segment per map of an expandable segment"
-EXPANDABLE_SPLIT = "torch counts no inactive split bytes in expandable segments; report does"
 NO_TOTAL = "a snapshot carries no device total: oom says total_bytes 0"
 NO_TOTAL_VERDICT = "without the total, over capacity / held by others is not told"
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
@@ -64,15 +63,11 @@ KNOWN_GAPS = {
     ('expandable', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
     ('expandable', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
     ('expandable', 'export: _memory_viz trace'): ROUNDED,
-    ('expandable', 'inactive split at the end'): EXPANDABLE_SPLIT,
-    ('expandable', 'peak inactive split'): EXPANDABLE_SPLIT,
     ('expandable_empty_cache', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
     ('expandable_empty_cache', 'export: _memory_viz memory'): EXPANDABLE_EXPORT,
     ('expandable_empty_cache', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
     ('expandable_empty_cache', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
     ('expandable_empty_cache', 'export: _memory_viz trace'): ROUNDED,
-    ('expandable_empty_cache', 'inactive split at the end'): EXPANDABLE_SPLIT,
-    ('expandable_empty_cache', 'peak inactive split'): EXPANDABLE_SPLIT,
     ('expandable_empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
     ('expandable_empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
     ('expandable_oom', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
@@ -80,9 +75,7 @@ KNOWN_GAPS = {
     ('expandable_oom', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
     ('expandable_oom', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
     ('expandable_oom', 'export: _memory_viz trace'): ROUNDED,
-    ('expandable_oom', 'inactive split at the end'): EXPANDABLE_SPLIT,
     ('expandable_oom', "oom total (the observer's)"): NO_TOTAL,
-    ('expandable_oom', 'peak inactive split'): EXPANDABLE_SPLIT,
     ('oom_capacity', 'export: _memory_viz trace'): ROUNDED,
     ('oom_capacity', "oom total (the observer's)"): NO_TOTAL,
     ('oom_capacity', 'oom verdict'): NO_TOTAL_VERDICT,

@@ -203,9 +203,21 @@ static struct cmt_alloc_segment *segment_at(const struct cmt_alloc_device *d, ui
     return addr - s->addr < s->size || (end && addr - s->addr == s->size) ? s : NULL;
 }
 
+/* A segment's inactive split bytes: as in c10, none in an expandable segment (its free pages
+ * can be unmapped whatever it holds). */
 static uint64_t split_part(const struct cmt_alloc_segment *s)
 {
-    return s->live_count && s->size > s->live_bytes ? s->size - s->live_bytes : 0;
+    return !s->expandable && s->live_count && s->size > s->live_bytes ? s->size - s->live_bytes : 0;
+}
+
+/* A segment first seen plain turns out expandable: it leaves `segments` and inactive split. */
+static void become_expandable(struct cmt_alloc_device *d, struct cmt_alloc_segment *s)
+{
+    if (s->expandable)
+        return;
+    d->now.inactive_split_bytes -= split_part(s);
+    s->expandable = 1;
+    d->now.segments--;
 }
 
 /* Changes a segment's live blocks or size, keeping the device's inactive split bytes. */
@@ -392,10 +404,7 @@ static int segment_map(struct cmt_alloc_device *d, const struct cmt_alloc_event 
         return segment_alloc(d, e, 1);
     segment_change(d, s, 0, 0, (int64_t)size);
     s->mapped_bytes += size;
-    if (!s->expandable) { /* a segment first seen plain turns out expandable */
-        s->expandable = 1;
-        d->now.segments--;
-    }
+    become_expandable(d, s); /* a segment first seen plain may turn out expandable */
     d->now.reserved_bytes += size;
     if (next && next != s && s->addr + s->size == next->addr) { /* it closes a hole */
         segment_change(d, s, 0, 0, (int64_t)next->size);
@@ -416,10 +425,7 @@ static int segment_unmap(struct cmt_alloc_device *d, const struct cmt_alloc_even
     uint64_t end = s->addr + s->size, stop = size > end - addr ? end : addr + size;
     size = stop - addr;
     d->now.reserved_bytes -= size;
-    if (!s->expandable) {
-        s->expandable = 1;
-        d->now.segments--;
-    }
+    become_expandable(d, s);
     if (addr == s->addr && stop == end) { /* all of it */
         unplace(d, s);
         d->now.inactive_split_bytes -= split_part(s);
