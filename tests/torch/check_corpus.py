@@ -45,8 +45,6 @@ VIZ = os.path.join(TORCH_ROOT, "usr/lib/python3/dist-packages/torch/cuda/_memory
 # Why each known gap disagrees (measured on the corpus; tests/torch/README.md has the counts).
 ROUNDED = "export writes the rounded block size in alloc entries (c10 writes the request)"
 EXPANDABLE_EXPORT = "export writes one segment per map of an expandable segment"
-NO_TOTAL = "a snapshot carries no device total: oom says total_bytes 0"
-NO_TOTAL_VERDICT = "without the total, over capacity / held by others is not told"
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
 RING_REPLAY = "the replay of a ring-limited window starts from the model's layout"
 RING_SPLIT = "a ring-limited window's peak inactive split above torch's own peak"
@@ -75,16 +73,9 @@ KNOWN_GAPS = {
     ('expandable_oom', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
     ('expandable_oom', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
     ('expandable_oom', 'export: _memory_viz trace'): ROUNDED,
-    ('expandable_oom', "oom total (the observer's)"): NO_TOTAL,
     ('oom_capacity', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_capacity', "oom total (the observer's)"): NO_TOTAL,
-    ('oom_capacity', 'oom verdict'): NO_TOTAL_VERDICT,
     ('oom_exhausted', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_exhausted', "oom total (the observer's)"): NO_TOTAL,
-    ('oom_fragmented', "oom total (the observer's)"): NO_TOTAL,
     ('oom_others', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_others', "oom total (the observer's)"): NO_TOTAL,
-    ('oom_others', 'oom verdict'): NO_TOTAL_VERDICT,
     ('pending', 'export: _memory_viz trace'): ROUNDED,
     ('random', 'export: _memory_viz trace'): ROUNDED,
     ('real', 'export: _memory_viz trace'): ROUNDED,
@@ -313,38 +304,60 @@ def expected_verdict(t, expandable):
 
 
 def check_oom(table, cls, name, path, snap, fig):
-    """oom's episode against torch: the verdict its message's figures call for, the free and
-    total the OOM observer was given, the reserved bytes memory_stats() gave at the OOM."""
+    """oom's episode against torch: the verdict its message's figures call for, the free the
+    OOM observer was given, the reserved bytes memory_stats() gave at the OOM. A snapshot
+    holds no device total: without --capacity the verdict says so (total_unknown) unless the
+    cache alone proves fragmentation; with the total torch reported (the observer's, else the
+    message's) through --capacity, the verdict is the figures' own."""
     t = torch_oom(fig["oom"])
     if not table.check(cls, "oom message is torch's OutOfMemoryError", t is not None,
                        "%s: %s" % (name, fig["oom"][:200])):
         return
-    got = cli_json(table, cls, "oom", "oom", "--json", path)
-    if got is None:
+    obs = fig.get("oom_observer") or {}
+    total = int(obs.get("total") or t["total"])
+    bare = oom_episode(table, cls, name, t, "oom", "--json", path)
+    given = oom_episode(table, cls, name, t, "oom", "--json", "--capacity", str(total), path)
+    if bare is None or given is None:
         return
-    eps = [e for e in got.get("episodes", []) if e.get("dev") == t["dev"]]
-    if not table.check(cls, "oom episode", len(eps) >= 1,
-                       "%s: %d episodes on device %d" % (name, len(eps), t["dev"])):
-        return
-    e = eps[-1]
     expandable = "expandable_segments:True" in fig["env"].get("PYTORCH_CUDA_ALLOC_CONF", "")
     want = expected_verdict(t, expandable)
-    table.check(cls, "oom verdict", e.get("verdict") == want,
-                "%s: %s, the figures say %s (torch: %s)" % (name, e.get("verdict"), want, t))
+    table.check(cls, "oom verdict (--capacity: torch's total)", given.get("verdict") == want,
+                "%s: %s, the figures say %s (torch: %s)" % (name, given.get("verdict"), want, t))
+    unknown = want if want == "fragmentation" else "total_unknown"
+    table.check(cls, "oom verdict without the total", bare.get("verdict") == unknown,
+                "%s: %s, the file proves %s" % (name, bare.get("verdict"), unknown))
+    table.check(cls, "oom total without --capacity: unknown",
+                bare.get("total_bytes") == 0 and bare.get("total_given") is False,
+                "%s: total_bytes %s given %s" % (name, bare.get("total_bytes"),
+                                                 bare.get("total_given")))
+    table.check(cls, "oom total with --capacity", given.get("total_bytes") == total and
+                given.get("total_given") is True, "%s: total_bytes %s, given %s" % (
+                    name, given.get("total_bytes"), total))
+    e = given
     entries = [x for x in (snap["device_traces"] or [[]])[t["dev"]] if x["action"] == "oom"]
     if entries:
         table.check(cls, "oom request (the file's oom entry)",
                     e.get("request_bytes") == entries[-1]["size"],
                     "%s: %s, file %s" % (name, e.get("request_bytes"), entries[-1]["size"]))
-    obs = fig.get("oom_observer") or {}
     for figure, key, want in (("oom free (the observer's)", "free_bytes", obs.get("free")),
-                              ("oom total (the observer's)", "total_bytes", obs.get("total")),
                               ("oom reserved (process_bytes)", "process_bytes",
                                fig["stats"][t["dev"]]["reserved_bytes.all.current"]
                                if fig["dumped_in_oom_observer"] else None)):
         if want is not None:
             table.check(cls, figure, e.get(key) == want,
                         "%s: %s, torch %s" % (name, e.get(key), want))
+
+
+def oom_episode(table, cls, name, t, *args):
+    """The last episode of `oom --json` on torch's failing device."""
+    got = cli_json(table, cls, "oom", *args)
+    if got is None:
+        return None
+    eps = [e for e in got.get("episodes", []) if e.get("dev") == t["dev"]]
+    if not table.check(cls, "oom episode", len(eps) >= 1,
+                       "%s: %d episodes on device %d" % (name, len(eps), t["dev"])):
+        return None
+    return eps[-1]
 
 
 def check_whatif(table, cls, name, path, snap, fig):

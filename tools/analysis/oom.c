@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "caching_model.h"
 #include "cmt_error.h"
 #include "sites.h"
 #include "cmt_grow.h"
@@ -68,6 +69,15 @@ const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i)
     return i < o->count ? &o->v[i] : NULL;
 }
 
+uint64_t cmt_oom_device_bytes_needed(const struct cmt_oom_episode *e)
+{
+    uint64_t r = e->request_bytes,
+             page = r <= CMT_MODEL_MIB ? 2 * CMT_MODEL_MIB : 20 * CMT_MODEL_MIB;
+    if (e->alloc && e->alloc->expandable)
+        return r > UINT64_MAX - page ? r : (r + page - 1) / page * page;
+    return cmt_model_segment_size((size_t)r);
+}
+
 static void verdict(struct cmt_oom_episode *e)
 {
     uint64_t used = e->total_bytes > e->free_bytes ? e->total_bytes - e->free_bytes : 0;
@@ -87,10 +97,24 @@ static void verdict(struct cmt_oom_episode *e)
         e->verdict = CMT_VERDICT_FRAGMENTATION;
     /* an allocator that refused what the device had free, with nothing cached to serve it,
      * asked the driver for nothing: a cap of its own (a memory fraction) stopped it */
+    else if (!e->total_bytes) /* a snapshot: the rest differ only by the device's size, */
+        e->verdict = a && e->op < 0 && cmt_oom_device_bytes_needed(e) <= e->free_bytes
+                         ? CMT_VERDICT_EXHAUSTED_BY_PROCESS /* but a cap of its own is told */
+                         : CMT_VERDICT_TOTAL_UNKNOWN;
     else if (e->others_bytes >= e->process_bytes)
         e->verdict = CMT_VERDICT_HELD_BY_OTHERS;
     else
         e->verdict = CMT_VERDICT_EXHAUSTED_BY_PROCESS;
+}
+
+void cmt_oom_set_capacity(cmt_oom *o, uint64_t total_bytes)
+{
+    for (uint32_t i = 0; i < o->count && total_bytes; i++)
+        if (!o->v[i].total_bytes) {
+            o->v[i].total_bytes = total_bytes;
+            o->v[i].total_given = 1;
+            verdict(&o->v[i]);
+        }
 }
 
 struct group_ctx {

@@ -13,11 +13,12 @@
 #include "allocator.h"
 #include "replay.h"
 
-#define CMT_VERDICTS(X)                 \
-    X(OVER_CAPACITY, "over_capacity")   \
-    X(FRAGMENTATION, "fragmentation")   \
-    X(HELD_BY_OTHERS, "held_by_others") \
-    X(EXHAUSTED_BY_PROCESS, "exhausted_by_process")
+#define CMT_VERDICTS(X)                             \
+    X(OVER_CAPACITY, "over_capacity")               \
+    X(FRAGMENTATION, "fragmentation")               \
+    X(HELD_BY_OTHERS, "held_by_others")             \
+    X(EXHAUSTED_BY_PROCESS, "exhausted_by_process") \
+    X(TOTAL_UNKNOWN, "total_unknown")
 
 enum cmt_verdict {
 #define CMT__VERDICT_ENUM(name, text) CMT_VERDICT_##name,
@@ -44,8 +45,9 @@ struct cmt_oom_episode {
     uint64_t attempts, frees_between, released_bytes;
     int fatal;
     int have_meminfo; /* free/total come from the OOM sample (else the last sample) */
-    uint64_t free_bytes, total_bytes;
-    uint64_t process_bytes; /* live bytes + pool retention of this process on dev */
+    uint64_t free_bytes, total_bytes; /* total_bytes 0: the trace gives none */
+    int total_given;                  /* total_bytes from cmt_oom_set_capacity */
+    uint64_t process_bytes;           /* live bytes + pool retention of this process on dev */
     uint64_t pool_retained_bytes;
     uint64_t others_bytes; /* total - free - process (0 when negative) */
     uint64_t shortfall_bytes;
@@ -76,6 +78,16 @@ void cmt_oom_finish(cmt_oom *o, const cmt_replay *rp);
 void cmt_oom_set_allocator(cmt_oom *o, const cmt_alloc *a);
 /* The analysis as a replay observer (cmt_replay_run): observe and finish as above. */
 struct cmt_observer cmt_oom_observer(cmt_oom *o);
+
+/* The device's total (the card's size, bytes) for the episodes whose trace gives none (a
+ * snapshot): their verdict is `total_unknown` until then, since over capacity, held by others
+ * and exhausted by the process differ only by it. Call after the run; total_given is set. */
+void cmt_oom_set_capacity(cmt_oom *o, uint64_t total_bytes);
+
+/* The device memory c10 asks for to serve the episode's request the cache cannot: a new
+ * segment (get_allocation_size), or with expandable segments the pages (2 MiB small, 20 MiB
+ * large). */
+uint64_t cmt_oom_device_bytes_needed(const struct cmt_oom_episode *e);
 
 uint32_t cmt_oom_count(const cmt_oom *o);
 const struct cmt_oom_episode *cmt_oom_episode(const cmt_oom *o, uint32_t i);

@@ -11,10 +11,11 @@
 #include "frames.h"
 #include "print/ledger_print.h"
 #include "print/oom_alloc.h"
+#include "print/whatif_cli.h"
 #include "output.h"
 
 static const char usage[] =
-    "usage: cumemtrace oom [--json] FILE\n"
+    "usage: cumemtrace oom [--json] [--capacity BYTES] FILE\n"
     "       cumemtrace oom [--json] [--jobs N] TRACE... | DIR   (several processes)\n"
     "\n"
     "Explains every out-of-memory failure in a trace: the request, the API, the device and its\n"
@@ -27,6 +28,8 @@ static const char usage[] =
     "\n"
     "  --json      one JSON object: {\"episodes\": [...]} (keys are a stable contract); over\n"
     "              several traces {\"traces\": [{..., \"episodes\": [...]}]}\n"
+    "  --capacity BYTES  the device's total, e.g. 80GiB, for a trace that does not give it (a\n"
+    "              PyTorch snapshot): without it such a failure's verdict is total_unknown\n"
     "  --jobs N    traces read at once (several traces; default: the processors)\n"
     "  -h, --help  this help\n";
 
@@ -69,6 +72,7 @@ static void json_episode(struct cmt__json *j, const struct cmt__pass *p,
     cmt__json_u64(j, "free_bytes", e->free_bytes);
     cmt__json_u64(j, "total_bytes", e->total_bytes);
     cmt__json_bool(j, "free_measured", e->have_meminfo);
+    cmt__json_bool(j, "total_given", e->total_given);
     cmt__json_u64(j, "process_bytes", e->process_bytes);
     cmt__json_u64(j, "pool_retained_bytes", e->pool_retained_bytes);
     cmt__json_u64(j, "others_bytes", e->others_bytes);
@@ -147,9 +151,10 @@ static int print_episode(const struct cmt__pass *p, const struct cmt_oom_episode
            thread ? cmt__text(thread, thread_text, sizeof thread_text) : "", thread ? ")" : "",
            e->seq);
     cmt__phase_oom_text(stdout, &p->phases, e->t_ns, e->tid);
-    printf("  device     total %s, free %s%s, shortfall %s\n",
-           e->total_bytes ? cmt__bytes(e->total_bytes, a) : "not recorded",
-           cmt__bytes(e->free_bytes, b), e->have_meminfo ? "" : " (last sample before the failure)",
+    printf("  device     total %s%s, free %s%s, shortfall %s\n",
+           e->total_bytes ? cmt__bytes(e->total_bytes, a) : "not recorded (--capacity gives it)",
+           e->total_given ? " (--capacity)" : "", cmt__bytes(e->free_bytes, b),
+           e->have_meminfo ? "" : " (last sample before the failure)",
            cmt__bytes(e->shortfall_bytes, c));
     printf("  held       this process %s (of which pool retention %s), others %s\n",
            cmt__bytes(e->process_bytes, a), cmt__bytes(e->pool_retained_bytes, b),
@@ -321,13 +326,37 @@ static int fleet_oom(int argc, char **argv)
     return rc;
 }
 
+/* Takes --capacity out of argv (one trace only). @return 0, or 2 after a usage error. */
+static int take_capacity(int *argc, char **argv, uint64_t *capacity)
+{
+    int n = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v;
+        if (cmt__value_option(*argc, argv, &i, "--capacity", NULL, &v)) {
+            if (!v || cmt_whatif_parse_bytes(v, capacity) != 0 || !*capacity)
+                return cmt__usage_error("oom", "--capacity: '%s' is not a size such as 80GiB",
+                                        v ? v : "");
+        } else
+            argv[n++] = argv[i];
+    }
+    *argc = n;
+    return 0;
+}
+
 int cmt_cmd_oom(int argc, char **argv)
 {
     int json, status;
     struct cmt__pass p;
     const char *path;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL))
+    uint64_t capacity = 0;
+    int given = argc;
+    if (take_capacity(&argc, argv, &capacity) != 0)
+        return 2;
+    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+        if (given != argc)
+            return cmt__usage_error("oom", "--capacity is for one trace");
         return fleet_oom(argc, argv);
+    }
     int rc = cmt__parse_json_file(argc, argv, "oom", usage, &json, &path);
     if (rc)
         return rc < 0 ? 0 : rc;
@@ -337,6 +366,7 @@ int cmt_cmd_oom(int argc, char **argv)
         cmt_ledger_destroy(ledger);
         return 1;
     }
+    cmt_oom_set_capacity(p.oom, capacity);
     uint32_t n = cmt_oom_count(p.oom);
     if (json) {
         struct cmt__json j;

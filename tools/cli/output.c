@@ -365,18 +365,6 @@ int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usa
     return *path ? 0 : cmt__usage_error(cmd, "missing trace FILE");
 }
 
-/* The device memory c10 asks for to serve a request the cache cannot: a new segment
- * (get_allocation_size), or with expandable segments the pages (2 MiB small, 20 MiB large). */
-static uint64_t device_bytes_needed(const struct cmt_oom_episode *e)
-{
-    uint64_t r = e->request_bytes,
-             page = r <= CMT_MODEL_MIB ? 2 * CMT_MODEL_MIB : 20 * CMT_MODEL_MIB;
-    if (e->alloc && e->alloc->expandable)
-        return r > UINT64_MAX - page ? r : (r + page - 1) / page * page;
-    return cmt_model_segment_size((size_t)r);
-}
-
-/* oom_sentence: output.h */
 void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
 {
     char req[32], proc[32], tot[32], fr[32], oth[32];
@@ -418,6 +406,14 @@ void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
                  "memory is fragmented (no contiguous range large enough)",
                  fr, req);
         break;
+    case CMT_VERDICT_TOTAL_UNKNOWN:
+        snprintf(buf, size,
+                 "this process held %s and the device had %s free, but the trace does not "
+                 "give the device's total, so whether the request exceeds the device, others "
+                 "held the memory or this process exhausted it cannot be told (give the card's "
+                 "size with `cumemtrace oom --capacity SIZE`)",
+                 proc, fr);
+        break;
     case CMT_VERDICT_HELD_BY_OTHERS:
         snprintf(buf, size,
                  "other processes or contexts held %s of the %s device, more than "
@@ -425,17 +421,12 @@ void cmt__oom_sentence(const struct cmt_oom_episode *e, char *buf, size_t size)
                  oth, tot, proc);
         break;
     default:
-        if (e->alloc && e->op < 0 && device_bytes_needed(e) <= e->free_bytes)
+        if (e->alloc && e->op < 0 && cmt_oom_device_bytes_needed(e) <= e->free_bytes)
             snprintf(buf, size,
                      "the allocator refused the %s request although the device had %s free: "
                      "a cap of its own (torch.cuda.set_per_process_memory_fraction) stopped it, "
                      "and this process's %s exhausted what it may use",
                      req, fr, proc);
-        else if (!e->total_bytes) /* the trace does not give the device's size (a snapshot) */
-            snprintf(buf, size,
-                     "this process itself held %s and the device had %s free (its total is "
-                     "not recorded): its own allocations exhausted the memory",
-                     proc, fr);
         else
             snprintf(buf, size,
                      "this process itself held %s of the %s device (others %s, free %s): "

@@ -316,6 +316,47 @@ Test(allocator, writeup_case_from_a_snapshot_starts_its_own_episode)
     done(&b);
 }
 
+/* A snapshot's `oom` gives the free bytes, no total: over capacity, held by others and
+ * exhausted by the process differ only by it, so the verdict says it is unknown until the
+ * card's size is given (oom --capacity). */
+static void snapshot_oom(struct tb *b, uint64_t request, uint64_t device_free)
+{
+    tb_begin(b, 0, 0);
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(b, seg, MIB(600), 0);
+    tb_block(b, seg, MIB(590), MIB(590), 0, 0);
+    uint64_t v[] = {request, device_free};
+    tb_alloc_event(b, CMT_AA_OOM, 0, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
+    tb_finish(b, 1);
+    analyse(b, 1);
+    cr_assert_eq(cmt_oom_count(oom), 1);
+}
+
+Test(allocator, a_snapshot_oom_without_the_total_is_total_unknown_until_given)
+{
+    struct tb b;
+    snapshot_oom(&b, MIB(100), MIB(50));
+    const struct cmt_oom_episode *e = cmt_oom_episode(oom, 0);
+    cr_expect_eq(e->total_bytes, 0);
+    cr_expect_eq(e->verdict, CMT_VERDICT_TOTAL_UNKNOWN);
+    cmt_oom_set_capacity(oom, MIB(2048)); /* 600 reserved, 50 free: others hold 1398 MiB */
+    cr_expect(e->total_given);
+    cr_expect_eq(e->total_bytes, MIB(2048));
+    cr_expect_eq(e->others_bytes, MIB(1398));
+    cr_expect_eq(e->verdict, CMT_VERDICT_HELD_BY_OTHERS);
+    done(&b);
+
+    snapshot_oom(&b, MIB(100), MIB(50));
+    cmt_oom_set_capacity(oom, MIB(700));
+    cr_expect_eq(cmt_oom_episode(oom, 0)->verdict, CMT_VERDICT_EXHAUSTED_BY_PROCESS);
+    done(&b);
+
+    snapshot_oom(&b, MIB(4096), MIB(50));
+    cmt_oom_set_capacity(oom, MIB(2048));
+    cr_expect_eq(cmt_oom_episode(oom, 0)->verdict, CMT_VERDICT_OVER_CAPACITY);
+    done(&b);
+}
+
 Test(allocator, a_free_block_large_enough_is_not_fragmentation)
 {
     struct tb b;

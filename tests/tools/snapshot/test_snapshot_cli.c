@@ -98,7 +98,8 @@ Test(snapshot_cli, oom_reports_the_snapshots_device_request_and_free_memory)
     captured_free(&c);
     const char *text[] = {"oom", path, NULL};
     c = capture_run(cmt_cmd_oom, text);
-    cr_expect(strstr(c.out, "total not recorded, free 10.00 MiB"), "%s", c.out);
+    cr_expect(strstr(c.out, "total not recorded (--capacity gives it), free 10.00 MiB"), "%s",
+              c.out);
     cr_expect(!strstr(c.out, "of the 0 B device"), "%s", c.out);
     captured_free(&c);
 }
@@ -144,10 +145,10 @@ static const char *const no_fragmentation[] = {"max_split_size_mb", "fragment", 
  * reserved but unallocated in 19 MiB holes, none of them a whole page c10 could unmap, a
  * 400 MiB request, 312 MiB free): no place in the cache holds the request, so it is not the
  * cache's fragmentation, and neither max_split_size_mb nor expandable_segments (on) is the
- * hint. */
+ * hint; the snapshot gives no device total, so the verdict is total_unknown. */
 Test(snapshot_cli, expandable_segments_without_a_block_as_large_as_the_request_are_no_fragmentation)
 {
-    expect_oom(torch_fixture_path("expandable_holes.pickle"), "exhausted_by_process",
+    expect_oom(torch_fixture_path("expandable_holes.pickle"), "total_unknown",
                "largest 19.00 MiB (request 400.00 MiB)", no_fragmentation);
 }
 
@@ -176,12 +177,25 @@ Test(snapshot_cli, an_allocator_refusing_what_the_device_had_free_is_the_process
 }
 
 /* segment_rounding.pickle: a 3 MiB request, 15 MiB free, but c10 asks the driver for a 20 MiB
- * segment: no cap refused it, the process's own memory left too little. */
+ * segment: no cap refused it; the snapshot gives no device total, so whether others or the
+ * process held the rest is not told until --capacity gives it. */
 Test(snapshot_cli, a_request_whose_segment_the_free_memory_cannot_hold_names_no_cap)
 {
     static const char *const no_cap[] = {"set_per_process_memory_fraction", "fragment", NULL};
-    expect_oom(fixture_path("segment_rounding.pickle"), "exhausted_by_process",
-               "its own allocations exhausted the memory", no_cap);
+    expect_oom(fixture_path("segment_rounding.pickle"), "total_unknown",
+               "cannot be told (give the card's size", no_cap);
+    const char *given[] = {"oom", "--capacity", "35MiB", fixture_path("segment_rounding.pickle"),
+                           NULL};
+    struct captured c = capture_run(cmt_cmd_oom, given); /* 20 MiB held, 15 MiB free: no others */
+    cr_expect(strstr(c.out, "verdict    exhausted_by_process"), "%s", c.out);
+    cr_expect(strstr(c.out, "total 35.00 MiB (--capacity)"), "%s", c.out);
+    captured_free(&c);
+    const char *bad[] = {"oom", "--capacity", "lots", fixture_path("segment_rounding.pickle"),
+                         NULL};
+    c = capture_run(cmt_cmd_oom, bad);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--capacity: 'lots' is not a size"), "%s", c.err);
+    captured_free(&c);
 }
 
 Test(snapshot_cli, import_writes_a_trace)
