@@ -481,6 +481,22 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
     free(c);
 }
 
+/* The device of the trace's first allocator `oom`, kept instead of the first device seen: a
+ * what-if is about the failure (a file with an OOM on cuda:1 replays cuda:1). */
+static void prefer_failing_device(struct cmt_whatif_block_collector *c, cmt_reader *reader)
+{
+    struct cmt_record rec;
+    cmt_reader_rewind(reader);
+    while (cmt_reader_next(reader, &rec) == 1)
+        if (rec.type == CMT_REC_ALLOC_EVENT && rec.u.alloc_event.action == CMT_AA_OOM) {
+            c->have_device = true;
+            c->s->device = rec.u.alloc_event.dev;
+            c->check->present = true;
+            break;
+        }
+    cmt_reader_rewind(reader);
+}
+
 int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
                            struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
 {
@@ -491,7 +507,7 @@ int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
     int rc = cmt_whatif_block_collector_create(&c, stream, check);
     if (rc)
         return rc;
-    cmt_reader_rewind(reader);
+    prefer_failing_device(c, reader);
     if (cmt_replay_create(&rp, reader) != 0) {
         cmt_whatif_block_collector_destroy(c);
         set_err(err, err_len, "out of host memory while reading the trace");
@@ -525,6 +541,8 @@ int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *s
     int rc = cmt_whatif_collector_create(&dc, &driver);
     if (!rc)
         rc = cmt_whatif_block_collector_create(&bc, stream, check);
+    if (!rc)
+        prefer_failing_device(bc, reader);
     cmt_reader_rewind(reader);
     if (!rc && cmt_replay_create(&rp, reader) != 0)
         rc = CMT_EMODEL_NOMEM;

@@ -166,6 +166,33 @@ Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_rec
     tb_free_builder(&b);
 }
 
+/* A what-if is about the failure: an OOM on device 1 after events on device 0 replays
+ * device 1, not the first device seen. */
+Test(whatif_blocks, an_oom_on_another_device_is_the_device_replayed)
+{
+    struct tb b;
+    tb_begin(&b, MIB(1024), MIB(768));
+    tb_allocator(&b, 1, "");
+    const uint32_t f = CMT_AF(ADDR) | CMT_AF(SIZE);
+    uint64_t seg0[] = {0x7f0000000000, MIB(20)}, seg1[] = {0x7f1000000000, MIB(600)};
+    uint64_t blk0[] = {0x7f0000000000, MIB(20)}, blk1[] = {0x7f1000000000, MIB(600)};
+    tb_alloc_event(&b, CMT_AA_SEGMENT_ALLOC, 0, 0, f, seg0);
+    tb_alloc_event(&b, CMT_AA_ALLOC, 0, 0, f, blk0);
+    tb_alloc_event(&b, CMT_AA_SEGMENT_ALLOC, 1, 0, f, seg1);
+    tb_alloc_event(&b, CMT_AA_ALLOC, 1, 0, f, blk1);
+    uint64_t v[] = {MIB(300), MIB(168)};
+    tb_alloc_event(&b, CMT_AA_OOM, 1, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
+    tb_finish(&b, 1);
+    struct cmt_whatif_stream s;
+    struct cmt_whatif_selfcheck c;
+    load(&b, &s, &c);
+    cr_expect_eq(s.device, 1);
+    cr_expect_eq(s.other_device_events, 2);
+    cmt_whatif_stream_free(&s);
+    cmt_whatif_selfcheck_free(&c);
+    tb_free_builder(&b);
+}
+
 /* Segments released with no new segment after them, then a tensor event: empty_cache(). */
 static void empty_cache_trace(struct tb *b, uint64_t next_segment)
 {
