@@ -44,13 +44,28 @@ struct cmt__map {
     size_t limit;        /* count past which the index doubles (3/4 of its capacity) */
     unsigned shift;      /* 64 - index_bits: Fibonacci hashing takes the product's top bits */
     unsigned index_bits; /* log2(slot capacity) */
+    int near;            /* keys are addresses: near ones get near homes (set before use) */
 };
 
 #define CMT__MAP_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
 
+/* Addresses (near set): the keys of one 64-KiB page share a window of 128 slots, at their
+ * 512-B offset in it, the window placed by the page's hash. An allocator hands out addresses
+ * near the ones before, so a run of inserts touches a few cache lines of the index instead of
+ * one random line each (issue 26: at 10M live objects the index is 64 MB and a random home is
+ * a cache and TLB miss per insert); keys 2 MiB apart, or random, hash as before. A page packed
+ * with more than 128 keys (sub-512-B allocations) probes longer but stays correct. */
+#define CMT__MAP_NEAR_PAGE 16 /* log2 bytes of a page */
+#define CMT__MAP_NEAR_GRAIN 9 /* log2 bytes of a slot's share of it */
+
 static inline size_t cmt__map_home(const struct cmt__map *m, uint64_t key)
 {
-    return (size_t)((key * CMT__MAP_GOLDEN) >> m->shift);
+    if (!m->near)
+        return (size_t)((key * CMT__MAP_GOLDEN) >> m->shift);
+    size_t window = (size_t)(((key >> CMT__MAP_NEAR_PAGE) * CMT__MAP_GOLDEN) >> m->shift);
+    size_t offset = (size_t)(key >> CMT__MAP_NEAR_GRAIN) &
+                    ((1u << (CMT__MAP_NEAR_PAGE - CMT__MAP_NEAR_GRAIN)) - 1);
+    return (window + offset) & m->mask;
 }
 
 /* The tag of key, in a slot's tag bits (the 32 - index_bits hash bits below the home's). */

@@ -47,6 +47,7 @@ int cmt_replay_create(cmt_replay **out, cmt_reader *r)
         return CMT_ENOMEM;
     rp->reader = r;
     rp->owner_dev = INT32_MIN; /* none */
+    rp->allocs.near = 1;       /* keyed by address */
     rp->sites = calloc(64, sizeof *rp->sites);
     if (!rp->sites) {
         cmt_replay_destroy(rp);
