@@ -280,7 +280,7 @@ static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
     l->dev = w->m.dev;
     l->cur = w;
     l->handle_count = 0;
-    cmt_replay_foreach_live(rp, collect_mapped, l);
+    cmt_replay_foreach_mapping(rp, collect_mapped, l); /* mappings alone: a walk of them */
     if (l->handle_count > 1)
         qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
     l->touched_count = 0;

@@ -161,3 +161,9 @@ void cmt_replay_foreach_live(const cmt_replay *rp,
     visit_map(&rp->mappings, fn, ctx);
     visit_map(&rp->pools, fn, ctx);
 }
+
+void cmt_replay_foreach_mapping(const cmt_replay *rp,
+                                void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
+{
+    visit_map(&rp->mappings, fn, ctx);
+}
