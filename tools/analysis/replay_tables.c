@@ -46,8 +46,8 @@ int cmt_replay_create(cmt_replay **out, cmt_reader *r)
     if (!rp)
         return CMT_ENOMEM;
     rp->reader = r;
-    rp->owner_dev = INT32_MIN; /* none */
-    rp->allocs.near = 1;       /* keyed by address */
+    rp->owner_dev = INT32_MIN;                /* none */
+    rp->allocs.near = CMT__MAP_NEAR_MIN_BITS; /* keyed by address */
     rp->sites = calloc(64, sizeof *rp->sites);
     if (!rp->sites) {
         cmt_replay_destroy(rp);

@@ -23,7 +23,7 @@ static uint64_t ref_size[KEYS];
 static int ref_live[KEYS];
 
 /* Random insert/find/remove steps over ref_key[], checked against the reference. */
-static void agrees_with_the_reference(int near)
+static void agrees_with_the_reference(unsigned near)
 {
     struct cmt__map m = {.near = near};
     memset(ref_live, 0, sizeof ref_live);
@@ -73,22 +73,33 @@ Test(replay_map, agrees_with_a_reference_on_random_sequences)
 }
 
 /* Keys by address (near): the allocations of a 256-KiB page, as an allocator hands them out,
- * land in one window of the index (a few cache lines), where hashed homes scatter them. */
+ * land in one window of the index (a few cache lines), where hashed homes scatter them; the
+ * replay's setting uses them only once the index is past the caches. */
 Test(replay_map, near_addresses_get_near_homes)
 {
-    for (int near = 0; near <= 1; near++) {
-        struct cmt__map m = {.near = near};
-        for (uint64_t k = 0; k < 100000; k++) /* a large index: homes could fall anywhere */
+    const struct {
+        unsigned near;
+        uint64_t keys;
+        int windowed;
+    } runs[] = {{0, 100000, 0},
+                {1, 100000, 1},
+                {CMT__MAP_NEAR_MIN_BITS, 100000, 0},  /* 2^18 slots: hashed */
+                {CMT__MAP_NEAR_MIN_BITS, 800000, 1}}; /* 2^20 slots: near */
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        struct cmt__map m = {.near = runs[r].near};
+        for (uint64_t k = 0; k < runs[r].keys; k++) /* homes could fall anywhere */
             cr_assert_not_null(cmt__map_insert(&m, 0x100000000000ull + (k << 21)));
         size_t first = cmt__map_home(&m, 0x7f0000040000ull), spread = 0; /* cyclic, from first */
         for (uint64_t a = 0x7f0000040000ull; a < 0x7f0000080000ull; a += 4608) {
             size_t d = (cmt__map_home(&m, a) - first) & m.mask;
             spread = d > spread ? d : spread;
         }
-        if (near) /* one window of 512 slots: 2 KiB of index */
-            cr_assert_lt(spread, 512, "%zu slots apart", spread);
+        if (runs[r].windowed) /* one window of 512 slots: 2 KiB of index */
+            cr_assert_lt(spread, 512, "run %zu: %zu slots apart", r, spread);
         else
-            cr_assert_gt(spread, 512, "hashed homes: %zu slots apart", spread);
+            cr_assert_gt(spread, 512, "run %zu: hashed homes %zu slots apart", r, spread);
+        for (uint64_t k = 0; k < runs[r].keys; k += 997) /* and every key is found */
+            cr_assert_not_null(cmt__map_find(&m, 0x100000000000ull + (k << 21)));
         cmt__map_free(&m);
     }
 }
