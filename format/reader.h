@@ -73,6 +73,11 @@ void cmt_reader_close(cmt_reader *r);
  * has been returned, cmt_reader_damage() says where, and later calls return the same code. */
 int cmt_reader_next(cmt_reader *r, struct cmt_record *rec);
 
+/* Ends this pass now: later calls of cmt_reader_next() return 0, as at the end of a sound
+ * file, until cmt_reader_rewind() (a caller that needs only the start of a trace stops reading
+ * there: nothing more is decompressed). */
+void cmt_reader_stop(cmt_reader *r);
+
 /* Restarts at the first chunk; tables read so far are kept. */
 void cmt_reader_rewind(cmt_reader *r);
 

@@ -327,6 +327,10 @@ struct cmt_replay_object {
 /* Calls fn for every live object (any order). */
 void cmt_replay_foreach_live(const cmt_replay *rp,
                              void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx);
+/* The same for the live mappings (CMT_KIND_MAPPING) alone: their number, not every object's. */
+void cmt_replay_foreach_mapping(const cmt_replay *rp,
+                                void (*fn)(void *ctx, const struct cmt_replay_object *o),
+                                void *ctx);
 
 /* Fragmentation of one device's state (docs/analysis.md defines each). */
 struct cmt_fragmentation {

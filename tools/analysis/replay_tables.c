@@ -46,7 +46,8 @@ int cmt_replay_create(cmt_replay **out, cmt_reader *r)
     if (!rp)
         return CMT_ENOMEM;
     rp->reader = r;
-    rp->owner_dev = INT32_MIN; /* none */
+    rp->owner_dev = INT32_MIN;                /* none */
+    rp->allocs.near = CMT__MAP_NEAR_MIN_BITS; /* keyed by address */
     rp->sites = calloc(64, sizeof *rp->sites);
     if (!rp->sites) {
         cmt_replay_destroy(rp);
@@ -159,4 +160,10 @@ void cmt_replay_foreach_live(const cmt_replay *rp,
     visit_map(&rp->vas, fn, ctx);
     visit_map(&rp->mappings, fn, ctx);
     visit_map(&rp->pools, fn, ctx);
+}
+
+void cmt_replay_foreach_mapping(const cmt_replay *rp,
+                                void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
+{
+    visit_map(&rp->mappings, fn, ctx);
 }
