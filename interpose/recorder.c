@@ -70,20 +70,37 @@ uint64_t cmt__ticks(void)
 }
 #endif
 
-void cmt__say(int fd, const char *fmt, ...)
+/* fmt formatted on the stack after prefix, written to fd with one write(2), errno kept. */
+static void write_line(int fd, const char *prefix, const char *fmt, va_list ap)
 {
     int saved = errno;
     char line[PATH_MAX + 1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof line - 1)
-        n = (int)sizeof line - 1;
-    if (n > 0 && write(fd, line, (size_t)n) != n) {
+    size_t at = (size_t)snprintf(line, sizeof line, "%s", prefix);
+    int n = vsnprintf(line + at, sizeof line - at, fmt, ap);
+    size_t len = n < 0 ? at : at + (size_t)n;
+    if (len > sizeof line - 2) /* cut: room for the newline */
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    if (write(fd, line, len) != (ssize_t)len) {
         /* nowhere else to say it */
     }
     errno = saved;
+}
+
+void cmt__say(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    write_line(fd, "", fmt, ap);
+    va_end(ap);
+}
+
+void cmt__warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    write_line(STDERR_FILENO, "cumemtrace: ", fmt, ap);
+    va_end(ap);
 }
 
 uint32_t cmt__gettid(void)
@@ -505,5 +522,5 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     note->level = warn ? CMT_NOTE_WARNING : CMT_NOTE_INFO;
     __atomic_store_n(&note->key, key, __ATOMIC_RELEASE); /* published last */
     if (warn)
-        cmt__say(2, "cumemtrace: %s\n", note->text);
+        cmt__warn("%s", note->text);
 }

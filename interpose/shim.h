@@ -98,10 +98,12 @@ int cmt__begin(struct cmt__call *c, uint32_t api);
 /* Ends a call: takes seq/time for the others, unwinds, queues the event, and handles
  * first use of a device and out-of-memory failures. Restores errno. */
 void cmt__finish(struct cmt__call *c, CUresult rc);
-/* Writes fmt, formatted on the stack, to fd with one write(2) (errno kept). Never stdio's
- * dprintf: it mallocs a buffer, and glibc gives a thread's first malloc an arena of its own
- * (64 MiB of address space, 128 MiB while it is set up) that a program under `ulimit -v`
- * may need. */
+/* The shim's one way to warn: "cumemtrace: " and fmt, formatted on the stack, and a newline,
+ * written to stderr with one write(2) (errno kept). Never stdio's fprintf or dprintf: they
+ * may malloc a buffer, and glibc gives a thread's first malloc an arena of its own (64 MiB of
+ * address space, 128 MiB while it is set up) that a program under `ulimit -v` may need. */
+void cmt__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line without the prefix to a file of the shim's own (the manifest), never stderr. */
 void cmt__say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Records a note once per `key` (a static string), on stderr too when `warn`. */
 void cmt__note_once(const char *key, int warn, const char *fmt, ...)
