@@ -1,6 +1,7 @@
 /* shim.h — internal interfaces of libcumemtrace.so (nothing here is exported).
  *
- * Split: wrappers.c (generated from calls.def) only wrap and call the recorder;
+ * Split: wrappers.c (generated from calls.def) only wrap and call the recorder, after the
+ * recording function of the call (rec_*.c, record.h);
  * recorder.c owns the per-thread rings, writer_thread.c the background writer and the trace
  * file, lifecycle.c start, fork, signals and exit; exec.c the exec family;
  * stack.c unwinds and interns stacks; real.c finds the real driver; routes.c handles
@@ -110,7 +111,7 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Current context's device (cached per thread), -1 when none. */
 int32_t cmt__current_device(void);
-/* Stream captures begun and not yet ended (wrappers.c), so that a stream-ordered allocation
+/* Stream captures begun and not yet ended (rec_graph.c), so that a stream-ordered allocation
  * asks the driver whether its stream captures only while some capture may be open. */
 extern atomic_int cmt__open_captures;
 
