@@ -180,12 +180,12 @@ struct cmt_replay_thread {
 typedef struct cmt_replay cmt_replay;
 
 /* Creates a replay over an open reader (not owned). @return 0 or CMT_ENOMEM. */
-int cmt_replay_create(cmt_replay **out, cmt_reader *r);
+CMT_MUST_USE int cmt_replay_create(cmt_replay **out, cmt_reader *r);
 void cmt_replay_destroy(cmt_replay *rp);
 
 /* Reads and applies the next record. @return 1 with *step filled; 0 at the end; a negative
  * CMT_E* code at damage (the state holds everything before it) or when memory runs out. */
-int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
+CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
 
 /* An analysis fed by a replay: one pass over a trace drives any number of them.
  *
@@ -238,7 +238,7 @@ struct cmt_observer {
  * (cmt_replay_finish) and calls each observer's finish. @return 0, or the code that stopped
  * the replay (damage: the state and the observers hold everything before it), or the first
  * observer's finish error. */
-int cmt_replay_run(cmt_replay *rp, struct cmt_observer *observers, size_t n);
+CMT_MUST_USE int cmt_replay_run(cmt_replay *rp, struct cmt_observer *observers, size_t n);
 
 /* Settles the values that are computed lazily (each site's bytes at the process peak).
  * Call once after the last cmt_replay_next() (cmt_replay_run does). */
@@ -301,8 +301,10 @@ struct cmt_fragmentation {
     uint64_t pool_retained_bytes;
 };
 /* Measures the current state of device dev. @return 0 or CMT_ENOMEM. */
-int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+CMT_MUST_USE int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev,
+                                          struct cmt_fragmentation *out);
 /* The same at the process-wide peak (exact; valid after cmt_replay_finish). */
-int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+CMT_MUST_USE int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev,
+                                               struct cmt_fragmentation *out);
 
 #endif
