@@ -90,19 +90,28 @@ static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
 /* ---- the handlers of CMT_REPLAY_OPS for the VMM calls (replay_ops.h); a failed call
  * changes nothing ---- */
 
+/* The live entry of map at key that a successful release names; NULL for a failed call, or
+ * for a key not live (counted as an unknown free). */
+static struct cmt__entry *released(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+                                   uint64_t key)
+{
+    if (st->rec.u.event.result != 0)
+        return NULL;
+    struct cmt__entry *h = cmt__map_find(map, key);
+    if (!h) {
+        st->unknown_free = 1;
+        rp->totals.unknown_frees++;
+    }
+    return h;
+}
+
 void cmt__apply_vmm_release(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
                             int kind)
 {
     (void)d, (void)kind;
-    const struct cmt_event *e = &st->rec.u.event;
-    struct cmt__entry *h;
-    if (e->result != 0)
+    struct cmt__entry *h = released(rp, st, &rp->handles, st->rec.u.event.v[CMT_FIELD_HANDLE]);
+    if (!h)
         return;
-    if (!(h = cmt__map_find(&rp->handles, e->v[CMT_FIELD_HANDLE]))) {
-        st->unknown_free = 1;
-        rp->totals.unknown_frees++;
-        return;
-    }
     if (h->refs)
         h->refs--;
     cmt__handle_unref(rp, st, h);
@@ -167,15 +176,9 @@ void cmt__apply_va_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_
                         int kind)
 {
     (void)d, (void)kind;
-    const struct cmt_event *e = &st->rec.u.event;
-    struct cmt__entry *h;
-    if (e->result != 0)
+    struct cmt__entry *h = released(rp, st, &rp->vas, st->rec.u.event.v[CMT_FIELD_PTR]);
+    if (!h)
         return;
-    if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
-        st->unknown_free = 1;
-        rp->totals.unknown_frees++;
-        return;
-    }
     st->kind = CMT_KIND_VA;
     cmt__drop(rp, h);
     cmt__map_remove(&rp->vas, h);
