@@ -18,27 +18,6 @@ const char *cmt_kind_name(int kind)
     return kind >= 0 && kind < CMT_KIND_COUNT ? names[kind] : "?";
 }
 
-/* The replay's columns of CMT_OPS, by op. */
-static const struct {
-    signed char kind;
-    unsigned char apply;
-} op_columns[CMT_OP_MAX] = {
-#define CMT__OP_COLUMNS(name, value, text, apply, kind, flags) \
-    [value] = {CMT_KIND_##kind, CMT_APPLY_##apply},
-    CMT_OPS(CMT__OP_COLUMNS)
-#undef CMT__OP_COLUMNS
-};
-
-int cmt_op_kind(uint32_t op)
-{
-    return op < CMT_OP_MAX ? op_columns[op].kind : CMT_KIND_NONE;
-}
-
-int cmt_op_apply(uint32_t op)
-{
-    return op < CMT_OP_MAX ? op_columns[op].apply : CMT_APPLY_NONE;
-}
-
 int cmt_replay_create(cmt_replay **out, cmt_reader *r)
 {
     *out = NULL;

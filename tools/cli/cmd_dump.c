@@ -172,8 +172,8 @@ int cmt_cmd_dump(int argc, char **argv)
     cmt_reader *r;
     if (cmt__open_trace("dump", path, &r))
         return 1;
-    if (stacks)
-        cmt_reader_preload(r); /* symbols are stored at the end */
+    /* symbols are stored at the end; damage preloading meets is met again, and named, below */
+    int preloaded = stacks ? cmt_reader_preload(r) : 0;
     struct cmt__json j;
     struct cmt_record rec;
     int rc;
@@ -190,7 +190,7 @@ int cmt_cmd_dump(int argc, char **argv)
                          rec.type == CMT_REC_END))
             dump_other(&j, &rec);
     }
-    int status = cmt__warn_damage("dump", path, r, rc);
+    int status = cmt__warn_damage("dump", path, r, rc < 0 ? rc : preloaded);
     cmt_reader_close(r);
     return status; /* like the analyses: what was readable was printed, the damage was named */
 }

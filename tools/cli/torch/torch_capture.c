@@ -16,6 +16,7 @@
 #include "cmt_grow.h"
 #include "output.h"
 #include "reader.h"
+#include "replay.h" /* cmt_op_attrs: which ops give memory back */
 #include "snapshot_trace.h"
 #include "writer.h"
 #include "torch_sitecustomize.h" /* generated: cmt__torch_hook[], the hook's bytes */
@@ -342,7 +343,7 @@ static void calibrate_shift(struct merge *m)
         if (rec.type != CMT_REC_EVENT || e->result != 0 || !(e->fields & CMT_F(PTR)))
             continue;
         const struct cmt_api *api = cmt_reader_api(m->drv, e->api);
-        if (!api || (cmt_op_flags(api->op) & CMT_OPF_RELEASES) || !(e->fields & CMT_F(SIZE)))
+        if (!api || (cmt_op_attrs(api->op) & CMT_OPA_RELEASES) || !(e->fields & CMT_F(SIZE)))
             continue; /* a free names the address too */
         for (size_t i = 0; i < m->seg_count; i++) {
             if (m->segs[i].addr != e->v[CMT_FIELD_PTR])
