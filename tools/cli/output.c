@@ -373,7 +373,13 @@ static uint64_t device_bytes_needed(const struct cmt_oom_episode *e)
              page = r <= CMT_MODEL_MIB ? 2 * CMT_MODEL_MIB : 20 * CMT_MODEL_MIB;
     if (e->alloc && e->alloc->expandable)
         return r > UINT64_MAX - page ? r : (r + page - 1) / page * page;
-    return cmt_model_segment_size((size_t)r);
+    struct cmt_model_config config; /* the run's settings where the trace names them */
+    char err[160];
+    cmt_model_config_default(&config, 0);
+    if (e->alloc && e->alloc->conf && *e->alloc->conf &&
+        cmt_model_config_parse(&config, e->alloc->conf, err, sizeof err) != CMT_EOK)
+        cmt_model_config_default(&config, 0);
+    return cmt_model_segment_size(&config, (size_t)r);
 }
 
 /* oom_sentence: output.h */
