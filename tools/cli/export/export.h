@@ -178,7 +178,8 @@ struct cmt__export_memory_viz {
     struct cmt__memviz_entry *entries;
     size_t count, cap;
     int failed;
-    char *conf; /* the last ALLOCATOR record's settings, or NULL */
+    char *conf;                       /* the last ALLOCATOR record's settings, or NULL */
+    uint64_t active[CMT_MAX_DEVICES]; /* per device: the allocator's active bytes so far */
 };
 struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x);
 int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cmt__pass *p,
