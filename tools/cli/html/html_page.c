@@ -8,6 +8,7 @@
 #include "frames.h"
 #include "html/html.h"
 #include "print/phase_print.h"
+#include "print/alloc_print.h"
 #include "print/ledger_print.h"
 #include "oom.h"
 #include "output.h"
@@ -21,7 +22,8 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
 {
     const struct cmt__pass *p = &run->pass;
     const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
-    char a[32], b[32], dev[160], why[320];
+    char a[32], b[32], dev[160], why[320], alloc_text[400];
+    const char *alloc = cmt__alloc_headline_text(p, alloc_text, sizeof alloc_text);
     uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
     if (n) {
         const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, 0);
@@ -33,8 +35,11 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
     } else if (t->peak_live_bytes) {
         snprintf(buf, size,
                  "No out-of-memory failure: device memory peaked at %s, %s into the run (%" PRIu64
-                 " allocation calls).",
-                 cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b), t->alloc_calls);
+                 " allocation calls)%s%s.",
+                 cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b), t->alloc_calls,
+                 alloc ? "; " : "", alloc ? alloc : "");
+    } else if (alloc) {
+        snprintf(buf, size, "No out-of-memory failure: %s (no driver calls recorded).", alloc);
     } else {
         snprintf(buf, size, "No device memory was allocated.");
     }
