@@ -180,6 +180,8 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     static struct cmt__export_events events;
     unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT;
     int status = 0;
+    if (o->format == CMT__EXPORT_COLLAPSED)
+        return cmt__export_collapsed_run(path, f, o->weight);
     if (o->format == CMT__EXPORT_PERFETTO || o->format == CMT__EXPORT_MEMORY_VIZ ||
         (o->table == CMT__EXPORT_TABLE_EVENTS &&
          (o->format == CMT__EXPORT_CSV || o->format == CMT__EXPORT_JSONL))) {
@@ -208,7 +210,6 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     }
     switch (o->format) {
     case CMT__EXPORT_PERFETTO: cmt__export_perfetto_end(&perfetto, &p); break;
-    case CMT__EXPORT_COLLAPSED: cmt__export_collapsed(&p, f, o->weight); break;
     case CMT__EXPORT_MEMORY_VIZ:
         if (cmt__export_memory_viz_end(&memviz, &p, f) != 0 && !ferror(f)) {
             fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);

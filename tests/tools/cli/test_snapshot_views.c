@@ -67,3 +67,50 @@ Test(snapshot_views, html_summary_speaks_the_allocator)
     free(page);
     unlink(out);
 }
+
+/* The weight of the folded line whose leaf frame is `leaf` (0 when none). */
+static unsigned long long folded_weight(const char *out, const char *leaf)
+{
+    for (const char *l = out; *l;) {
+        const char *nl = strchr(l, '\n'), *end = nl ? nl : l + strlen(l);
+        const char *sp = end;
+        while (sp > l && sp[-1] != ' ')
+            sp--;
+        const char *semi = sp;
+        while (semi > l && semi[-1] != ';')
+            semi--;
+        if (sp > semi && (size_t)(sp - 1 - semi) == strlen(leaf) &&
+            strncmp(semi, leaf, strlen(leaf)) == 0)
+            return strtoull(sp, NULL, 10);
+        l = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
+Test(snapshot_views, collapsed_stacks_from_a_snapshot_are_its_blocks_by_python_frame)
+{
+    /* history.pickle: its blocks' stacks are Python frames; 40 MiB live at the end */
+    const char *path = fixture_path("history.pickle");
+    const char *leaked[] = {"export", "-f", "collapsed", "--weight", "leaked", path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, leaked);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_assert(*c.out, "an empty export: %s", c.err);
+    unsigned long long sum = 0;
+    for (const char *l = c.out; (l = strchr(l, ' ')); l++)
+        if (!strchr(l + 1, ' ') || strchr(l + 1, '\n') < strchr(l + 1, ' '))
+            sum += strtoull(l + 1, NULL, 10);
+    cr_expect_eq(sum, 40ull << 20, "%s", c.out);
+    cr_expect(strstr(c.out, ".py:"), "Python frames: %s", c.out);
+    captured_free(&c);
+    const char *peak[] = {"export", "-f", "collapsed", path, NULL};
+    c = capture_run(cmt_cmd_export, peak);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(*c.out, "an empty export: %s", c.err);
+    captured_free(&c);
+    const char *count[] = {"export", "-f", "collapsed", "--weight", "count", path, NULL};
+    c = capture_run(cmt_cmd_export, count);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(*c.out, "an empty export: %s", c.err);
+    (void)folded_weight;
+    captured_free(&c);
+}

@@ -167,8 +167,11 @@ struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x
                                                   const cmt_reader *r, uint64_t min_slice_bytes);
 void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p);
 
-/* Folded stacks, one line per call site with a nonzero weight, root frame first. */
-void cmt__export_collapsed(const struct cmt__pass *p, FILE *f, enum cmt__export_weight weight);
+/* Folded stacks, one line per call site with a nonzero weight, root frame first: the driver's
+ * call sites; for a trace without driver allocation calls (a PyTorch snapshot), the allocator's
+ * blocks by their first Python frame and its callers (export_collapsed.c). Reads path in one
+ * pass, two for the allocator's peak. @return the exit status (1 after saying why). */
+int cmt__export_collapsed_run(const char *path, FILE *f, enum cmt__export_weight weight);
 
 /* PyTorch's memory snapshot: an observer that keeps the trace entries per device (driver calls,
  * and allocator events where the trace has them);
