@@ -195,8 +195,14 @@ static int export_one(const struct args *a, const char *path, FILE *f)
             if (cmt__open_trace("export", path, &p.reader) != 0)
                 return 1;
         }
+        if (o->format == CMT__EXPORT_PERFETTO && cmt_alloc_create(&p.alloc) != 0) {
+            fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
+            cmt__pass_close(&p);
+            return 1;
+        }
         if (o->format == CMT__EXPORT_PERFETTO)
-            extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes);
+            extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes,
+                                                       p.alloc);
         else if (o->format == CMT__EXPORT_MEMORY_VIZ)
             extra[n++] = cmt__export_memory_viz_observer(&memviz);
         else

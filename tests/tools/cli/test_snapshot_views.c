@@ -114,3 +114,21 @@ Test(snapshot_views, collapsed_stacks_from_a_snapshot_are_its_blocks_by_python_f
     (void)folded_weight;
     captured_free(&c);
 }
+
+Test(snapshot_views, perfetto_of_a_snapshot_has_the_allocators_counters)
+{
+    /* history.pickle: its state (42 MiB reserved, 40 MiB allocated) all comes at 0 ns, without
+     * figures recorded with its actions: one counter at that moment, as the pass rebuilt it */
+    const char *path = fixture_path("history.pickle");
+    const char *argv[] = {"export", "-f", "perfetto", path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\",\"pid\":0,\"tid\":0,\"ts\":0.000,"
+                            "\"args\":{\"allocated\":41943040,\"reserved\":44040192}"),
+              "%s", c.out);
+    int counters = 0;
+    for (const char *s = c.out; (s = strstr(s, "\"GPU 0 allocator\"")); s++)
+        counters++;
+    cr_expect_eq(counters, 1, "one counter per moment: %s", c.out);
+    captured_free(&c);
+}

@@ -162,9 +162,19 @@ struct cmt__export_perfetto {
     uint32_t site_name_count;
     uint32_t *kinds_seen; /* per device slot: kinds shown so far (a bit mask) */
     uint32_t kinds_seen_count;
+    /* the allocator's figures rebuilt by the pass (NULL: only those its events recorded), one
+     * counter per device and moment (a snapshot's starting state comes at one time) */
+    const cmt_alloc *alloc;
+    struct cmt__perfetto_figures {
+        int32_t dev;
+        uint64_t t_ns, allocated, reserved;
+    } pending[8];
+    uint32_t pending_count;
 };
+/* alloc: the state the pass keeps (cmt__pass's alloc, made before the replay), or NULL. */
 struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
-                                                  const cmt_reader *r, uint64_t min_slice_bytes);
+                                                  const cmt_reader *r, uint64_t min_slice_bytes,
+                                                  const cmt_alloc *alloc);
 void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p);
 
 /* Folded stacks, one line per call site with a nonzero weight, root frame first: the driver's
