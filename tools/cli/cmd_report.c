@@ -319,8 +319,8 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
     const struct cmt_process *proc = cmt_reader_process(r);
     char a[32], b[32], c[32], label[160], alloc[400];
-    struct cmt__alloc_headline ah;
-    int have_alloc = cmt__alloc_headline(p->alloc, &ah);
+    struct cmt_alloc_summary ah;
+    int have_alloc = cmt_alloc_summarize(p->alloc, &ah);
     const char *alloc_text = cmt__alloc_headline_text(p, alloc, sizeof alloc);
     if (t->alloc_calls || !alloc_text) /* driver figures where the trace has them */
         printf("%s: peak %s of device memory at %s, %s still allocated at the end%s%s\n", p->path,

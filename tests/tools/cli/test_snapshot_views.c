@@ -132,3 +132,16 @@ Test(snapshot_views, perfetto_of_a_snapshot_has_the_allocators_counters)
     cr_expect_eq(counters, 1, "one counter per moment: %s", c.out);
     captured_free(&c);
 }
+
+Test(snapshot_views, the_processes_table_has_the_allocators_columns)
+{
+    const char *path = fixture_path("full.pickle");
+    const char *argv[] = {"export", "-f", "jsonl", "--table", "processes", path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"allocator_peak_allocated_bytes\":14680064,"
+                            "\"allocator_peak_reserved_bytes\":41943040"),
+              "%s", c.out);
+    cr_expect(strstr(c.out, "\"allocator_allocated_bytes_at_end\":15728640"), "%s", c.out);
+    captured_free(&c);
+}

@@ -30,34 +30,10 @@ int cmt__alloc_totals(const cmt_alloc *a, int32_t dev, struct cmt_alloc_figures 
     return found;
 }
 
-int cmt__alloc_headline(const cmt_alloc *a, struct cmt__alloc_headline *h)
-{
-    memset(h, 0, sizeof *h);
-    for (size_t i = 0; a && i < cmt_alloc_device_count(a); i++) {
-        const struct cmt_alloc_device *d = cmt_alloc_device_at(a, i);
-        h->events += d->alloc_events + d->free_events + d->segment_allocs + d->segment_frees;
-        int seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = cmt_alloc_device_at(a, k)->dev == d->dev;
-        struct cmt_alloc_figures now, peak;
-        if (seen || !cmt__alloc_totals(a, d->dev, &now, &peak))
-            continue;
-        h->allocated_bytes_at_end += now.allocated_bytes;
-        h->reserved_bytes_at_end += now.reserved_bytes;
-        if (!h->devices++ || peak.allocated_bytes > h->peak_allocated_bytes) {
-            h->dev = d->dev;
-            h->peak_allocated_bytes = peak.allocated_bytes;
-            h->peak_reserved_bytes = peak.reserved_bytes;
-            h->peak_allocated_t_ns = d->peak_allocated_t_ns;
-        }
-    }
-    return h->devices > 0;
-}
-
 const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_t size)
 {
-    struct cmt__alloc_headline h;
-    if (!cmt__alloc_headline(p->alloc, &h))
+    struct cmt_alloc_summary h;
+    if (!cmt_alloc_summarize(p->alloc, &h))
         return NULL;
     char a[32], b[32], c[32], t[32], where[200] = "", label[160];
     if (h.devices > 1)
@@ -72,8 +48,8 @@ const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_
 
 void cmt__alloc_json_headline(struct cmt__json *j, const cmt_alloc *a)
 {
-    struct cmt__alloc_headline h;
-    if (!cmt__alloc_headline(a, &h))
+    struct cmt_alloc_summary h;
+    if (!cmt_alloc_summarize(a, &h))
         return;
     cmt__json_object(j, "allocator");
     cmt__json_u64(j, "peak_allocated_bytes", h.peak_allocated_bytes);

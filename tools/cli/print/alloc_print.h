@@ -26,19 +26,9 @@ void cmt__alloc_json_device(struct cmt__json *j, const cmt_alloc *a, int32_t dev
 /* "allocator_settings": [{id, name, version, conf, source}] (nothing without records). */
 void cmt__alloc_json_settings(struct cmt__json *j, const struct cmt__pass *p);
 
-/* The allocator's figures of a whole trace for a headline: the device with the largest
- * allocated peak (its allocated and reserved peaks, when allocated peaked), the bytes allocated
- * and reserved at the end over every device, the allocator events. */
-struct cmt__alloc_headline {
-    int32_t dev;      /* the device whose figures the peaks are */
-    uint32_t devices; /* devices with allocator state */
-    uint64_t peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns;
-    uint64_t allocated_bytes_at_end, reserved_bytes_at_end, events;
-};
-/* @return 0 when the trace has no allocator state (no figures to speak). */
-int cmt__alloc_headline(const cmt_alloc *a, struct cmt__alloc_headline *h);
-/* "allocator peak 14.00 MiB allocated, 40.00 MiB reserved at 5.00 us[ on GPU 0 (busiest of
- * 2)], 15.00 MiB allocated at the end". @return buf, or NULL without allocator state. */
+/* "allocator peak 14.00 MiB allocated, 40.00 MiB reserved at 5.00 us[ on GPU 0 (the largest
+ * of 2 devices)], 15.00 MiB allocated at the end" (cmt_alloc_summarize). @return buf, or NULL
+ * without allocator state. */
 const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_t size);
 /* "allocator": {peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns, dev,
  * allocated_bytes_at_end, reserved_bytes_at_end, events} (nothing without allocator state). */
