@@ -145,3 +145,38 @@ Test(snapshot_views, the_processes_table_has_the_allocators_columns)
     cr_expect(strstr(c.out, "\"allocator_allocated_bytes_at_end\":15728640"), "%s", c.out);
     captured_free(&c);
 }
+
+Test(snapshot_views, oom_and_diff_headlines_speak_the_allocator)
+{
+    const char *path = fixture_path("history.pickle"); /* no OOM; 40 MiB allocated at its peak */
+    const char *oom[] = {"oom", path, NULL};
+    struct captured c = capture_run(cmt_cmd_oom, oom);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(!strstr(c.out, "peak 0 B"), "%s", c.out);
+    cr_expect(strstr(c.out, "no out-of-memory failures (allocator peak 40.00 MiB allocated"), "%s",
+              c.out);
+    captured_free(&c);
+    char both[2][4096]; /* fixture_path's buffer is static */
+    snprintf(both[0], sizeof both[0], "%s", path);
+    snprintf(both[1], sizeof both[1], "%s", fixture_path("expandable.pickle")); /* 20 MiB */
+    const char *diff[] = {"diff", both[0], both[1], NULL};
+    c = capture_run(cmt_cmd_diff, diff);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    const char *nl = strchr(c.out, '\n');
+    cr_assert_not_null(nl);
+    cr_expect(!strstr(c.out, "peak 0 B -> 0 B"), "%.*s", (int)(nl - c.out), c.out);
+    cr_expect(strncmp(c.out, "allocator peak allocated 40.00 MiB -> 20.00 MiB (-50.0%)", 56) == 0,
+              "%.*s", (int)(nl - c.out), c.out);
+    cr_expect(!strstr(c.out, "peak live "), "no driver rows without driver calls: %s", c.out);
+    captured_free(&c);
+    /* the gate weighs the allocator's peak where there are no driver calls */
+    const char *gate[] = {"diff", "--fail-if-peak-grows", "0", both[1], both[0], NULL};
+    c = capture_run(cmt_cmd_diff, gate);
+    const char *gate_back[] = {"diff", "--fail-if-peak-grows", "0", both[0], both[1], NULL};
+    struct captured d = capture_run(cmt_cmd_diff, gate_back);
+    cr_expect_eq(c.status, 1, "20 MiB -> 40 MiB grows: %s", c.err);
+    cr_expect(strstr(c.err, "peak grew from 20.00 MiB to 40.00 MiB"), "%s", c.err);
+    cr_expect_eq(d.status, 0, "40 MiB -> 20 MiB does not: %s", d.err);
+    captured_free(&c);
+    captured_free(&d);
+}
