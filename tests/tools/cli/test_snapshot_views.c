@@ -180,3 +180,36 @@ Test(snapshot_views, oom_and_diff_headlines_speak_the_allocator)
     captured_free(&c);
     captured_free(&d);
 }
+
+Test(snapshot_views, import_recognises_what_it_was_given)
+{
+    /* a trace: import converts snapshots, a trace is read as it is */
+    char trace[128], text[128], out[128];
+    out_path("cmt", trace, sizeof trace);
+    out_path("txt", text, sizeof text);
+    out_path("out.cmt", out, sizeof out);
+    const char *imp[] = {"import", "-o", out, fixture_path("full.pickle"), NULL};
+    struct captured c = capture_run(cmt_cmd_import, imp);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    rename(out, trace);
+    const char *again[] = {"import", "-o", out, trace, NULL};
+    c = capture_run(cmt_cmd_import, again);
+    cr_expect_eq(c.status, 1);
+    cr_expect(strstr(c.err, "already a cumemtrace trace"), "%s", c.err);
+    cr_expect(!strstr(c.err, "pickle"), "%s", c.err);
+    cr_expect(access(out, F_OK) != 0, "nothing written");
+    captured_free(&c);
+    FILE *f = fopen(text, "w");
+    fputs("hello\n", f);
+    fclose(f);
+    const char *txt[] = {"import", "-o", out, text, NULL};
+    c = capture_run(cmt_cmd_import, txt);
+    cr_expect_eq(c.status, 1);
+    cr_expect(strstr(c.err, "not a PyTorch memory snapshot"), "%s", c.err);
+    cr_expect(!strstr(c.err, "memo key"), "%s", c.err);
+    captured_free(&c);
+    unlink(trace);
+    unlink(text);
+    unlink(out);
+}
