@@ -238,11 +238,19 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
     return rc;
 }
 
+/* A trace that ends cleanly at a chunk boundary with neither an event nor an end marker nor a
+ * PROCESS record: cut right after its file header (the process died before its first write). */
+static int nothing_written(const cmt_reader *r, int rc)
+{
+    return rc == 0 && !cmt_reader_event_count(r) && !cmt_reader_clean_exit(r) &&
+           !cmt_reader_process(r);
+}
+
 int cmt__damage_status(const cmt_reader *r, int rc)
 {
     if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)
         return cmt_reader_event_count(r) == 0; /* nothing salvaged: an error, not a warning */
-    return rc < 0;
+    return rc < 0 || nothing_written(r, rc);
 }
 
 int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc)
@@ -257,7 +265,12 @@ int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int
     if (cmt_reader_sequence_note(r, sequence, sizeof sequence))
         fprintf(stderr, "cumemtrace %s: warning: %s: %s\n", cmd, path, sequence);
     int status = cmt__damage_status(r, rc);
-    if ((rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) && status)
+    if (nothing_written(r, rc))
+        fprintf(stderr,
+                "cumemtrace %s: %s: the trace ends after its file header: no event salvaged (the "
+                "process died before its first write; `cumemtrace record` recovers such deaths)\n",
+                cmd, path);
+    else if ((rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) && status)
         fprintf(stderr, "cumemtrace %s: %s: %s; no event before it\n", cmd, path,
                 cmt_reader_damage(r));
     else if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)

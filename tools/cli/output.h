@@ -58,8 +58,9 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
                           struct cmt_snapshot_trace_stats *stats);
 
 /* The exit status a pass that ended with `rc` leaves its command: 1 when the reader failed on
- * its own (out of memory) or the damage left no event, 0 otherwise (sound, or damaged after
- * some events: those are analysed). */
+ * its own (out of memory), the damage left no event, or the trace ends after its file header
+ * (no event, no PROCESS record, no end marker: nothing salvaged), 0 otherwise (sound, or
+ * damaged after some events: those are analysed). */
 int cmt__damage_status(const cmt_reader *r, int rc);
 /* After a pass: one warning counting the repeated records folded, one naming what the chunk
  * sequence showed (cmt_reader_sequence_note; each none when none), and one
