@@ -202,6 +202,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     if (cmt__progress_wanted(stderr)) {
         cmt__progress_init(&progress, stderr, CMD, path, 1,
                            stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
+        progress.stage = 2;
+        progress.stages = 2;
         obs[n++] = cmt__progress_observer(&progress);
     }
     obs[n++] = cmt_site_timeline_observer(&run->series);
@@ -248,7 +250,11 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
 static int collect(const struct options *o, struct cmt__html_run *run, const char *path)
 {
     unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT | (o->npaths == 2 ? CMT__PASS_DIFF : 0);
-    if (cmt__pass_run(&run->pass, CMD, path, want, NULL) != 0)
+    if (cmt__pass_open(&run->pass, CMD, path) != 0)
+        return 1;
+    run->pass.stage = 1; /* second_pass follows */
+    run->pass.stages = 2;
+    if (cmt__pass_replay(&run->pass, want, NULL, NULL, 0) != 0)
         return 1;
     if (cmt_site_groups_choose(run->pass.replay, GROUPS, &run->groups) != 0) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);

@@ -464,8 +464,15 @@ int cmt_cmd_report(int argc, char **argv)
             return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);
     }
-    if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
-        return status;
+    const char *path;
+    if ((status = cmt__parse_json_file(argc, argv, "report", usage, &json, &path)) != 0)
+        return status < 0 ? 0 : status;
+    if (cmt__pass_open(&p, "report", path) != 0)
+        return 1;
+    p.stage = 1; /* the ledger's pass follows */
+    p.stages = 2;
+    if (cmt__pass_replay(&p, CMT__PASS_REPORT, NULL, NULL, 0) != 0)
+        return 1;
     run_ledger(&p, &l);
     if (json)
         json_report(&p, &l);

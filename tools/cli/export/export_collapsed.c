@@ -142,6 +142,10 @@ static int by_stack_pass(struct cmt__pass *p, const char *path, struct by_stack 
         return 1;
     }
     b->alloc = p->alloc;
+    if (b->take_event) { /* the second reading, for the peak */
+        p->stage = 2;
+        p->stages = 2;
+    }
     struct cmt_observer o = {.wants = CMT_OBSERVE_RECORD, .step = by_stack_step, .ctx = b};
     return cmt__pass_replay(p, 0, NULL, &o, 1) != 0;
 }
