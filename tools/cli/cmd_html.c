@@ -302,9 +302,10 @@ static int write_page(const char *out, struct cmt__html_run *runs, size_t nruns)
     }
     free(deltas);
     char a[32], summary[1024], text[1024];
-    printf(
-        "%s: %s\n", runs[nruns - 1].pass.path,
-        cmt__text(cmt__html_summary(&runs[nruns - 1], summary, sizeof summary), text, sizeof text));
+    for (size_t i = 0; i < nruns; i++) /* A, then B */
+        printf("%s%s: %s\n", nruns > 1 ? (i ? "B: " : "A: ") : "", runs[i].pass.path,
+               cmt__text(cmt__html_summary(&runs[i], summary, sizeof summary), text,
+                         sizeof text));
     printf("wrote %s (%s)\n", out, cmt__bytes((uint64_t)size, a));
     return 0;
 }

@@ -156,6 +156,7 @@ echo "diff.html: $r"
 expect "diff: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
 expect "diff: both runs drawn" "$(field "$r" diff_runs)" 2
 expect "diff: both runs named" "$(field "$r" diff_ok)" true
+expect "diff: A's summary before B's" "$(field "$r" summary_order)" '"AB"'
 expect "diff: every check" "$(field "$r" ok)" true
 
 if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
