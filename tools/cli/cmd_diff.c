@@ -39,7 +39,7 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
     cmt__json_string(j, "file", p->path);
     cmt__json_u64(j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(j, "peak_t_ns", t->peak_t_ns);
-    cmt__alloc_json_headline(j, p->alloc);
+    cmt__alloc_json_headline(j, "allocator", p->alloc);
     cmt__json_u64(j, "alloc_calls", t->alloc_calls);
     cmt__json_u64(j, "free_calls", t->free_calls);
     cmt__json_u64(j, "failures", t->failures);

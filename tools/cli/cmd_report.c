@@ -236,7 +236,7 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
     cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
-    cmt__alloc_json_headline(&j, p->alloc);
+    cmt__alloc_json_headline(&j, "allocator", p->alloc);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
     if (host)

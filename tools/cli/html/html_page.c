@@ -304,6 +304,7 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_object(j, NULL);
     cmt__json_string(j, "file", run->pass.path);
     cmt__json_string(j, "summary", cmt__html_summary(run, summary, sizeof summary));
+    cmt__alloc_json_headline(j, "allocator_figures", run->pass.alloc);
     cmt__json_u64(j, "events", t->events);
     cmt__json_u64(j, "alloc_calls", t->alloc_calls);
     cmt__json_u64(j, "peak_bytes", t->peak_live_bytes);

@@ -46,12 +46,12 @@ const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_
     return buf;
 }
 
-void cmt__alloc_json_headline(struct cmt__json *j, const cmt_alloc *a)
+void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_alloc *a)
 {
     struct cmt_alloc_summary h;
     if (!cmt_alloc_summarize(a, &h))
         return;
-    cmt__json_object(j, "allocator");
+    cmt__json_object(j, key);
     cmt__json_u64(j, "peak_allocated_bytes", h.peak_allocated_bytes);
     cmt__json_u64(j, "peak_reserved_bytes", h.peak_reserved_bytes);
     cmt__json_u64(j, "peak_allocated_t_ns", h.peak_allocated_t_ns);

@@ -30,8 +30,8 @@ void cmt__alloc_json_settings(struct cmt__json *j, const struct cmt__pass *p);
  * of 2 devices)], 15.00 MiB allocated at the end" (cmt_alloc_summarize). @return buf, or NULL
  * without allocator state. */
 const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_t size);
-/* "allocator": {peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns, dev,
+/* key: {peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns, dev,
  * allocated_bytes_at_end, reserved_bytes_at_end, events} (nothing without allocator state). */
-void cmt__alloc_json_headline(struct cmt__json *j, const cmt_alloc *a);
+void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_alloc *a);
 
 #endif
