@@ -180,8 +180,8 @@ static void driver_rows(const struct cmt__pass *pa, const struct cmt__pass *pb)
     struct cmt_fragmentation none = {0};
     struct cmt_fragmentation fa = pa->diff.have_frag ? pa->diff.frag_at_peak : none;
     struct cmt_fragmentation fb = pb->diff.have_frag ? pb->diff.frag_at_peak : none;
-    row("holes at peak", fa.hole_bytes, fb.hole_bytes, 1);
-    row("largest hole at peak", fa.largest_hole, fb.largest_hole, 1);
+    row("address gaps at peak", fa.hole_bytes, fb.hole_bytes, 1); /* address space, not memory */
+    row("largest gap at peak", fa.largest_hole, fb.largest_hole, 1);
     row("granularity waste", fa.waste_bytes, fb.waste_bytes, 1);
     row("pool retention", fa.pool_retained_bytes, fb.pool_retained_bytes, 1);
 }

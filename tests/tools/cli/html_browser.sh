@@ -99,6 +99,10 @@ check_whatif() { # name, trace, self-test results, capacity source wanted
 }
 check_whatif "demo" "$oom" "$r" trace
 expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
+# address-space gaps are named apart from the device's memory (they may exceed the card)
+expect "demo: the card names address gaps apart from device memory" \
+    "$(grep -o '"oom_gaps_row":"[^"]*"' <<<"$r" | grep -o 'address space, not device memory')" \
+    "address space, not device memory"
 
 # A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
 if command -v python3 >/dev/null; then
