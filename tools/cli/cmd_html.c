@@ -95,6 +95,14 @@ static int parse_args(int argc, char **argv, struct options *o)
     }
     if (!o->npaths)
         return cmt__usage_error(CMD, "missing trace FILE");
+    static char one[2][4096]; /* a directory's one trace */
+    for (size_t i = 0; i < o->npaths; i++)
+        if (!(o->paths[i] = cmt__one_trace(CMD, o->paths[i],
+                                           "the page draws one run, or compares two: name one "
+                                           "or two of them (`cumemtrace report DIR` for the "
+                                           "run's ranks)",
+                                           one[i], sizeof one[i])))
+            return 1;
     return 0;
 }
 
@@ -304,8 +312,7 @@ static int write_page(const char *out, struct cmt__html_run *runs, size_t nruns)
     char a[32], summary[1024], text[1024];
     for (size_t i = 0; i < nruns; i++) /* A, then B */
         printf("%s%s: %s\n", nruns > 1 ? (i ? "B: " : "A: ") : "", runs[i].pass.path,
-               cmt__text(cmt__html_summary(&runs[i], summary, sizeof summary), text,
-                         sizeof text));
+               cmt__text(cmt__html_summary(&runs[i], summary, sizeof summary), text, sizeof text));
     printf("wrote %s (%s)\n", out, cmt__bytes((uint64_t)size, a));
     return 0;
 }

@@ -533,7 +533,12 @@ int cmt_cmd_whatif(int argc, char **argv)
         goto out;
     }
     default_lists(o);
-
+    static char one[4096]; /* a directory's one trace */
+    if (!(o->path = cmt__one_trace(CMD, o->path,
+                                   "whatif replays one process's allocator: name one of them "
+                                   "(`cumemtrace report DIR` says which rank failed first)",
+                                   one, sizeof one)))
+        goto out;
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
     char err[256] = "";

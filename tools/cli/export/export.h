@@ -110,6 +110,9 @@ struct cmt__rows {
     unsigned ncolumns, column;
     uint64_t rows;
 };
+/* Whether the csv tables begun from now on write their header line (1, the default; 0 for the
+ * second and later traces of one export, whose rows follow the first's). */
+void cmt__rows_header(int write);
 /* Starts a table on f; csv writes the header line. cmt__rows_end() flushes it to f. */
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns);

@@ -62,6 +62,13 @@ void cmt__out_quote(struct cmt__out *o, const char *s)
     cmt__json_escape(s, 0, out_sink, o);
 }
 
+static int rows_without_header; /* the tables of the second and later traces of one export */
+
+void cmt__rows_header(int write)
+{
+    rows_without_header = !write;
+}
+
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns)
 {
@@ -71,7 +78,7 @@ void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const 
     t->ncolumns = ncolumns;
     t->column = 0;
     t->rows = 0;
-    if (jsonl)
+    if (jsonl || rows_without_header)
         return;
     for (unsigned i = 0; i < ncolumns; i++) {
         cmt__out_str(&t->out, i ? "," : "");
