@@ -121,6 +121,8 @@ static void whatif_sweep(const struct options *o, struct cmt__html_run *run,
     }
     struct cmt_whatif_capacity *cap = &run->whatif_capacity;
     cmt_whatif_capacity_choose(s, o->capacity, cap);
+    if (!o->capacity) /* a failure other processes caused: what the process had then */
+        cmt__whatif_capacity_at_failure(run->pass.oom, s->device, cap);
     struct cmt_whatif_device dev = cmt_whatif_capacity_device(cap);
     struct cmt_whatif_setting settings[CMT__HTML_WHATIF_MAX], base;
     cmt_whatif_setting_default(&base);
