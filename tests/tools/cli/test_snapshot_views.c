@@ -213,3 +213,25 @@ Test(snapshot_views, import_recognises_what_it_was_given)
     unlink(text);
     unlink(out);
 }
+
+Test(snapshot_views, the_runs_table_has_the_allocators_peaks)
+{
+    char dir[128], runs[256];
+    snprintf(dir, sizeof dir, "/tmp/cmt-test-snapviews-%d-parts", (int)getpid());
+    const char *argv[] = {"export", "-f",    "jsonl", "--partitioned",
+                          dir,      "--run", "r1",    fixture_path("full.pickle"),
+                          NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(runs, sizeof runs, "%s/runs/run=r1/part-0.jsonl", dir);
+    char *text = capture_file(runs, NULL);
+    cr_assert_not_null(text, "%s", runs);
+    cr_expect(strstr(text, "\"max_allocator_peak_allocated_bytes\":14680064,"
+                           "\"sum_allocator_peak_allocated_bytes\":14680064"),
+              "%s", text);
+    free(text);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+}
