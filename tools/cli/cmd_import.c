@@ -94,7 +94,10 @@ int cmt_cmd_import(int argc, char **argv)
     }
     if (!in)
         return cmt__usage_error("import", "missing SNAPSHOT");
-    const char *why = cmt__not_a_file(in);
+    const char *why = cmt__is_dir(in) ? "a directory: import converts one snapshot into one "
+                                        "trace (every command reads a snapshot, and a "
+                                        "directory of traces, as it is)"
+                                      : cmt__not_a_file(in);
     if (why) {
         fprintf(stderr, "cumemtrace import: %s: %s\n", in, why);
         return 1;

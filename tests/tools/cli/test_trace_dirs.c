@@ -119,3 +119,20 @@ Test(trace_dirs, whatif_and_html_take_a_directorys_one_trace_and_refuse_several_
     remove_dir(3);
     unlink(out);
 }
+
+Test(trace_dirs, symbolize_goes_through_a_directory_and_import_says_why_not)
+{
+    const char *d = make_dir(2);
+    const char *sym[] = {"symbolize", d, NULL};
+    struct captured c = capture_run(cmt_cmd_symbolize, sym);
+    cr_expect(!strstr(c.err, "not a regular file"), "%s", c.err);
+    cr_expect(strstr(c.out, "a.cmt") && strstr(c.out, "b.cmt"), "%s%s", c.out, c.err);
+    captured_free(&c);
+    const char *imp[] = {"import", d, NULL};
+    c = capture_run(cmt_cmd_import, imp);
+    cr_expect_eq(c.status, 1);
+    cr_expect_eq(count(c.err, "\n"), 1, "one line: %s", c.err);
+    cr_expect(strstr(c.err, "import converts one snapshot"), "%s", c.err);
+    captured_free(&c);
+    remove_dir(2);
+}
