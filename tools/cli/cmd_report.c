@@ -315,6 +315,7 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
     cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
+    cmt__alloc_json_headline(&j, "allocator", p->alloc);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
     if (host)
@@ -398,10 +399,16 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     const cmt_reader *r = p->reader;
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
     const struct cmt_process *proc = cmt_reader_process(r);
-    char a[32], b[32], c[32], label[160];
-    printf("%s: peak %s of device memory at %s", p->path, cmt__bytes(t->peak_live_bytes, a),
-           cmt__duration(t->peak_t_ns, b));
-    printf(", %s still allocated at the end\n", cmt__bytes(t->live_bytes, c));
+    char a[32], b[32], c[32], label[160], alloc[400];
+    struct cmt_alloc_summary ah;
+    int have_alloc = cmt_alloc_summarize(p->alloc, &ah);
+    const char *alloc_text = cmt__alloc_headline_text(p, alloc, sizeof alloc);
+    if (t->alloc_calls || !alloc_text) /* driver figures where the trace has them */
+        printf("%s: peak %s of device memory at %s, %s still allocated at the end%s%s\n", p->path,
+               cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b),
+               cmt__bytes(t->live_bytes, c), alloc_text ? "; " : "", alloc_text ? alloc_text : "");
+    else
+        printf("%s: %s (no driver calls recorded)\n", p->path, alloc_text);
     if (proc) {
         char text[1024];
         printf("process    pid %" PRIu64 " on %s:", proc->pid,
@@ -413,7 +420,11 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     printf("exit       %s\n", t->ended      ? "clean"
                               : t->signaled ? "killed by a signal"
                                             : "no end marker (crashed or killed)");
-    printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
+    if (have_alloc)
+        printf("events     %" PRIu64 " driver events, %" PRIu64 " allocator events over %s\n",
+               t->events, ah.events, cmt__duration(t->last_t_ns, a));
+    else
+        printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
     for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
         const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
         if (!d || (!d->alloc_calls && !d->total_bytes))

@@ -234,6 +234,10 @@ int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, uns
     if (cmt__pass_open(p, cmd, path) != 0)
         return 1;
     p->quiet_damage = second;
+    if (second) { /* the command's second reading of the trace */
+        p->stage = 2;
+        p->stages = 2;
+    }
     struct cmt_observer obs;
     int have = 0;
     if (cmt_alloc_create(&p->alloc) != 0 || cmt_ledger_create(ledger, p->alloc, o) != 0)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oom.h"
 #include "output.h"
 #include "print/whatif_cli.h"
 
@@ -46,6 +47,21 @@ static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
     return site < s->site_count ? s->sites[site] : "";
 }
 
+int cmt__whatif_capacity_at_failure(const struct cmt_oom *oom, int32_t dev,
+                                    struct cmt_whatif_capacity *cap)
+{
+    for (uint32_t i = 0; oom && i < cmt_oom_count(oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(oom, i);
+        if (e->dev != dev)
+            continue;
+        if (e->verdict != CMT_VERDICT_HELD_BY_OTHERS || !e->total_bytes)
+            return 0; /* the first failure is what the sweep answers */
+        cmt_whatif_capacity_held(cap, e->process_bytes, e->free_bytes);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- text ------------------------------------------------------------- */
 
 int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *cap,
@@ -62,6 +78,18 @@ int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *cap,
         return snprintf(buf, len, "%s = %s total - %s in use before the first allocation",
                         cmt__bytes(cap->capacity, a), cmt__bytes(s->device_total, b),
                         cmt__bytes(s->device_total - s->device_free, c));
+    case CMT_WHATIF_CAPACITY_OOM: {
+        char d[32], e[32];
+        uint64_t held = cap->oom_own_bytes + cap->oom_free_bytes;
+        return snprintf(buf, len,
+                        "%s = %s this process held + %s free at its out-of-memory failure (held "
+                        "by other processes: they had %s of the %s total then, so the replay "
+                        "runs on what was actually left to it)",
+                        cmt__bytes(cap->capacity, a), cmt__bytes(cap->oom_own_bytes, b),
+                        cmt__bytes(cap->oom_free_bytes, c),
+                        cmt__bytes(s->device_total > held ? s->device_total - held : 0, d),
+                        cmt__bytes(s->device_total, e));
+    }
     case CMT_WHATIF_CAPACITY_GIVEN: break;
     }
     return snprintf(buf, len, "%s (--capacity) of %s", cmt__bytes(cap->capacity, a),
@@ -113,7 +141,11 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
         fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
                 s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
-    struct cmt_whatif_capacity cap = {run->capacity, run->device_total, run->capacity_source};
+    struct cmt_whatif_capacity cap = {.capacity = run->capacity,
+                                      .device_total = run->device_total,
+                                      .source = run->capacity_source,
+                                      .oom_own_bytes = run->oom_own_bytes,
+                                      .oom_free_bytes = run->oom_free_bytes};
     char text[512];
     cmt__whatif_capacity_text(&cap, s, text, sizeof text);
     print_wrapped(f, "  capacity  ", 12, text);
@@ -314,6 +346,14 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
     const struct cmt_whatif_recommendation *rec = &run->rec;
     char buf[160], conf[160], a[32], b[32];
     fprintf(f, "\nRecommendation\n");
+    if (rec->best < 0 && run->capacity_source == CMT_WHATIF_CAPACITY_OOM) {
+        print_wrapped(f, "  ", 2,
+                      "No allocator setting avoids this OOM: its memory was held by other "
+                      "processes, and no PYTORCH_CUDA_ALLOC_CONF gives it back. Stop or wait "
+                      "for them (nvidia-smi lists them), run where the GPU is not shared, or "
+                      "lower the memory the program needs (batch size, resolution).");
+        return;
+    }
     if (rec->best < 0) {
         fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
                    "size, resolution), or try more settings (--expandable-segments true,false).\n");
