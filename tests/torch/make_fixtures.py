@@ -3,7 +3,7 @@ small snapshots from torch's own _dump_snapshot, each with the figures torch.cud
 gave at that moment beside it (NAME.json), into tests/torch/fixtures/. check_fixtures.py checks
 `cumemtrace report` against them in every build.
 
-    scripts/torch-run.sh --no-record --bind tests/torch -- python3 tests/torch/make_fixtures.py
+    scripts/torch-run.sh --no-record --bind tests/torch -- python3 tests/torch/make_fixtures.py [NAME...]
 """
 import json
 import os
@@ -19,6 +19,8 @@ FIXTURES = [
     ("pending_free", "pending_free", [], None, 1,
      "a free pending on another stream (record_stream)"),
     ("cache_emptied", "cache_emptied", [], None, 1, "segments released by empty_cache()"),
+    ("emptied_between", "emptied_between", [], None, 1,
+     "empty_cache() between a free and a larger allocation (its segment free compared)"),
     ("ring", "ring", ["--max-entries", "16"], None, 1,
      "a ring-limited history (max_entries=16 of 40 allocations)"),
     ("oom", "oom", ["--request-mib", "4096"], None, 1,
@@ -30,7 +32,10 @@ FIXTURES = [
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    only = sys.argv[1:]  # names to write again (default: all)
     for name, scenario, args, conf, devices, covers in FIXTURES:
+        if only and name not in only:
+            continue
         snap = os.path.join(OUT, name + ".pickle")
         res, _, _ = tc.workload("out", name, scenario, args + ["--snapshot", snap], conf=conf,
                                 gpu="2GiB", devices=devices)

@@ -151,6 +151,14 @@ def cache_emptied(args, state):
     return keep
 
 
+def emptied_between(args, state):
+    """The four lines: 100 MiB, freed, empty_cache(), then 200 MiB (peak reserved 200 MiB)."""
+    t = empty(100 * MIB)
+    del t
+    torch.cuda.empty_cache()
+    return [empty(200 * MIB)]
+
+
 def ring(args, state):
     """More events than max_entries: the snapshot's trace keeps the last ones only."""
     keep = []
@@ -176,6 +184,7 @@ SCENARIOS = {
     "two_devices": two_devices,
     "pending_free": pending_free,
     "cache_emptied": cache_emptied,
+    "emptied_between": emptied_between,
     "ring": ring,
     "oom": oom,
 }

@@ -118,6 +118,7 @@ struct cmt_whatif_block_collector {
      * request's new segment, or its OOM, follows). */
     bool released;
     uint64_t released_t_ns, released_seq;
+    uint32_t released_stack;          /* the call stack of the first release (0: none recorded) */
     uint64_t reserved_before_release; /* what the allocator held when the releases began */
     uint64_t device_free_hint;        /* what it could hold, as far as the trace says yet */
     int failed;
@@ -225,9 +226,11 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
     switch (e->action) {
     case CMT_AA_SEGMENT_ALLOC:
         /* An OOM retry's releases (or garbage collection's) come before the new segment of
-         * the request that needed them; when that segment fit beside everything held before
-         * the releases, no allocation failed: the program emptied the cache. */
-        if (c->released &&
+         * the request that needed them, in the same allocator call: with the same stack.
+         * Releases from another stack, or (no stacks recorded) when that segment fit beside
+         * everything held before them, were no failed allocation: the program emptied the
+         * cache. */
+        if (c->released && !(c->released_stack && e->stack && c->released_stack != e->stack) &&
             !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint))
             c->released = false;
         if (emptied(c) != 0)
@@ -248,12 +251,20 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
         k->recorded[k->recorded_segments++] = (struct cmt_whatif_segment){size, c->s->event_count};
         return 0;
     case CMT_AA_SEGMENT_FREE:
+        if (!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE)) {
+            if (CMT_GROW(k->recorded_free, k->recorded_free_cap, k->recorded_frees + 1, 64) != 0)
+                return -1;
+            k->recorded_free[k->recorded_frees++] = (struct cmt_whatif_segment){size,
+                                                                                c->s->event_count};
+        }
+        /* fall through */
     case CMT_AA_SEGMENT_UNMAP:
         if (!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE) && !c->released) {
             c->released = true;
             c->reserved_before_release = c->reserved;
             c->released_t_ns = e->t_ns;
             c->released_seq = field(e, CMT_AFIELD_SEQ);
+            c->released_stack = e->stack;
         }
         c->reserved -= size < c->reserved ? size : c->reserved;
         return 0;
@@ -568,6 +579,7 @@ void cmt_whatif_selfcheck_free(struct cmt_whatif_selfcheck *check)
     if (!check)
         return;
     free(check->recorded);
-    check->recorded = NULL;
-    check->recorded_cap = 0;
+    free(check->recorded_free);
+    check->recorded = check->recorded_free = NULL;
+    check->recorded_cap = check->recorded_free_cap = 0;
 }

@@ -36,13 +36,19 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                 "  self-check  with the run's settings (%s): the run recorded no segment "
                 "allocation in its window; the model made %" PRIu64 "\n",
                 conf, c->model_segments);
-    else
+    else {
+        char frees[96] = ""; /* named when either side freed a segment */
+        if (c->recorded_frees || c->model_frees)
+            snprintf(frees, sizeof frees, " and %" PRIu64 " of %" PRIu64 " segment frees",
+                     c->agreeing_frees, c->recorded_frees);
         fprintf(f,
                 "  self-check  with the run's settings (%s) the model reproduces %" PRIu64
-                " of %" PRIu64 " segment allocations of this run%s\n",
-                conf, c->agreeing, c->recorded_segments,
-                c->model_segments != c->recorded_segments ? " (the model made a different number)"
-                                                          : "");
+                " of %" PRIu64 " segment allocations%s of this run%s\n",
+                conf, c->agreeing, c->recorded_segments, frees,
+                c->model_segments != c->recorded_segments || c->model_frees != c->recorded_frees
+                    ? " (the model made a different number)"
+                    : "");
+    }
     if (!c->expandable)
         fprintf(f,
                 "              peak reserved %s (run %s), out-of-memory failures %" PRIu64
@@ -56,15 +62,19 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
         char r[32], m[32], q[32], t[32], text[512];
         const char *site = site_text(run, d->site);
-        fprintf(f, "    segment #%zu: run %s, model %s, for a %s request at %s%s%s%s\n",
-                d->index + 1, d->recorded.size ? cmt__bytes(d->recorded.size, r) : "none",
+        fprintf(f, "    segment %s#%zu: run %s, model %s, for a %s request at %s%s%s%s\n",
+                d->is_free ? "free " : "", d->index + 1,
+                d->recorded.size ? cmt__bytes(d->recorded.size, r) : "none",
                 d->model.size ? cmt__bytes(d->model.size, m) : "none",
                 cmt__bytes(d->request_bytes, q), cmt__duration(d->t_ns, t), site ? " (" : "",
                 site ? cmt__text(site, text, sizeof text) : "", site ? ")" : "");
     }
-    uint64_t shown = c->diff_count, all = c->recorded_segments > c->model_segments
-                                              ? c->recorded_segments - c->agreeing
-                                              : c->model_segments - c->agreeing;
+    uint64_t shown = c->diff_count,
+             all = (c->recorded_segments > c->model_segments ? c->recorded_segments
+                                                             : c->model_segments) -
+                   c->agreeing +
+                   (c->recorded_frees > c->model_frees ? c->recorded_frees : c->model_frees) -
+                   c->agreeing_frees;
     if (all > shown)
         fprintf(f, "    ... and %" PRIu64 " more disagreements (--json lists the first %d)\n",
                 all - shown, CMT_WHATIF_CHECK_DIFFS);
@@ -95,6 +105,9 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_u64(j, "recorded_segments", c->recorded_segments);
     cmt__json_u64(j, "model_segments", c->model_segments);
     cmt__json_u64(j, "agreeing_segments", c->agreeing);
+    cmt__json_u64(j, "recorded_segment_frees", c->recorded_frees);
+    cmt__json_u64(j, "model_segment_frees", c->model_frees);
+    cmt__json_u64(j, "agreeing_segment_frees", c->agreeing_frees);
     cmt__json_u64(j, "segments_before_window", c->before_segments);
     cmt__json_u64(j, "recorded_ooms", c->recorded_ooms);
     cmt__json_u64(j, "model_ooms", c->model_ooms);
@@ -114,6 +127,7 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
             cmt__json_string(j, "site", site);
         else
             cmt__json_null(j, "site");
+        cmt__json_string(j, "kind", d->is_free ? "segment_free" : "segment_alloc");
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
