@@ -49,7 +49,14 @@ struct cmt_whatif_selfcheck {
     char error[256];          /* why the conf could not be replayed ("" when it could) */
     bool expandable;          /* the run used expandable segments: segments are not compared */
     uint64_t before_segments; /* segments that predate the window: not compared */
-    size_t prelude_events;    /* stream events that rebuild that state (their segments are the
+    /* The state at the window's start (a ring-limited snapshot's): its segments, and the
+     * blocks held in them, are rebuilt in c10's own layout under the run's settings (each
+     * segment carved in address order into its blocks and free gaps), exactly unless
+     * before_inexact counts blocks that could not be placed so (blocks outside the held
+     * segments, or the settings round them to other blocks). Expandable segments are
+     * rebuilt as tensors placed where the model puts them (not counted here). */
+    uint64_t before_blocks, before_inexact;
+    size_t prelude_events; /* stream events that rebuild that state (their segments are the
                                  model's, not compared) */
     uint64_t recorded_segments, model_segments, agreeing;
     /* segment frees (cudaFree of a whole segment: empty_cache(), an OOM retry, garbage

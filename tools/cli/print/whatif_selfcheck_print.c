@@ -12,6 +12,34 @@ static const char *site_text(const struct cmt_whatif_run_out *run, uint32_t site
     return site && site < s->site_count && s->sites[site][0] ? s->sites[site] : NULL;
 }
 
+/* A history that starts late: what the file proves, what the model rebuilt from it. */
+static void print_window(FILE *f, const struct cmt_whatif_selfcheck *c)
+{
+    if (!c->before_segments && !c->before_blocks)
+        return;
+    fprintf(f,
+            "  window    the history starts late (a ring-limited snapshot); the file proves the "
+            "state at its\n"
+            "            start: %" PRIu64 " segment%s and %" PRIu64 " block%s held, ",
+            c->before_segments, c->before_segments == 1 ? "" : "s", c->before_blocks,
+            c->before_blocks == 1 ? "" : "s");
+    if (c->expandable)
+        fprintf(f, "placed where the model puts them\n"
+                   "            (expandable segments): an approximation under every setting\n");
+    else if (c->before_inexact)
+        fprintf(f,
+                "rebuilt in c10's layout except %" PRIu64 " block%s\n"
+                "            placed where the model puts them: an approximation under every "
+                "setting\n",
+                c->before_inexact, c->before_inexact == 1 ? "" : "s");
+    else
+        fprintf(f, "rebuilt exactly in c10's layout under the run's\n"
+                   "            settings; another setting starts from that same layout, an "
+                   "approximation (how\n"
+                   "            it would have laid out memory before the window is not in the "
+                   "file)\n");
+}
+
 void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
 {
     const struct cmt_whatif_selfcheck *c = run->check;
@@ -51,13 +79,11 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
     }
     if (!c->expandable)
         fprintf(f,
-                "              peak reserved %s (run %s), out-of-memory failures %" PRIu64
-                " (run %" PRIu64 ")%s\n",
-                cmt__bytes(c->model_peak_reserved, a), cmt__bytes(c->recorded_peak_reserved, b),
-                c->model_ooms, c->recorded_ooms,
-                c->before_segments ? "; the state before the window is rebuilt first (its "
-                                     "layout is the model's, so agreement can be lower)"
-                                   : "");
+                "              peak reserved%s %s (run %s), out-of-memory failures %" PRIu64
+                " (run %" PRIu64 ")\n",
+                c->before_segments ? " in the window" : "", cmt__bytes(c->model_peak_reserved, a),
+                cmt__bytes(c->recorded_peak_reserved, b), c->model_ooms, c->recorded_ooms);
+    print_window(f, c);
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
         char r[32], m[32], q[32], t[32], text[512];
@@ -109,6 +135,11 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_u64(j, "model_segment_frees", c->model_frees);
     cmt__json_u64(j, "agreeing_segment_frees", c->agreeing_frees);
     cmt__json_u64(j, "segments_before_window", c->before_segments);
+    cmt__json_u64(j, "blocks_before_window", c->before_blocks);
+    cmt__json_u64(j, "blocks_before_window_approximated", c->before_inexact);
+    cmt__json_bool(j, "window_start_exact",
+                   (c->before_segments || c->before_blocks) && !c->expandable &&
+                       !c->before_inexact);
     cmt__json_u64(j, "recorded_ooms", c->recorded_ooms);
     cmt__json_u64(j, "model_ooms", c->model_ooms);
     cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
