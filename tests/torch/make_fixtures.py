@@ -23,6 +23,8 @@ FIXTURES = [
      "empty_cache() between a free and a larger allocation (its segment free compared)"),
     ("ring", "ring", ["--max-entries", "16"], None, 1,
      "a ring-limited history (max_entries=16 of 40 allocations)"),
+    ("ring_emptied", "mixed", ["--seed", "100", "--empty-cache", "--max-entries", "40"], None, 1,
+     "a ring-limited history (max_entries=40) of a seeded run with empty_cache() calls"),
     ("oom", "oom", ["--request-mib", "4096"], None, 1,
      "an OOM caught by the observer, which dumped the snapshot"),
     ("two_devices", "two_devices", ["--seed", "22", "--steps", "24"], None, 2,
