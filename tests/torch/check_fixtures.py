@@ -33,6 +33,10 @@ def check_selfcheck(f, snap, figures):
             sc["model_peak_reserved_bytes"] == sc["recorded_peak_reserved_bytes"],
             "%s: model %s, run %s" % (name, tc.fmt(sc["model_peak_reserved_bytes"]),
                                       tc.fmt(sc["recorded_peak_reserved_bytes"])))
+    f.check("whatif self-check: reserved at the end",
+            sc["model_end_reserved_bytes"] == sc["recorded_end_reserved_bytes"],
+            "%s: model %s, run %s" % (name, tc.fmt(sc["model_end_reserved_bytes"]),
+                                      tc.fmt(sc["recorded_end_reserved_bytes"])))
     if figures["devices"] == 1 and not figures["oom"] and \
             figures["kind"] not in snapshot_figures.PEAKS_NOT_IN_WINDOW:  # torch's own peak
         peak = figures["stats"][0]["reserved_bytes.all.peak"]

@@ -565,6 +565,7 @@ static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
         return c->failed = 1, CMT_EMODEL_NOMEM;
     if (c->in_prelude)
         c->prelude_end = s->event_count;
+    c->check->recorded_end_reserved = c->reserved;
     const struct cmt_replay_device *d = cmt_replay_device(rp, s->device);
     if (d && d->name)
         snprintf(s->device_name, sizeof s->device_name, "%s", d->name);

@@ -64,6 +64,7 @@ struct cmt_whatif_selfcheck {
     uint64_t recorded_frees, model_frees, agreeing_frees;
     uint64_t recorded_ooms, model_ooms;
     uint64_t recorded_peak_reserved, model_peak_reserved;
+    uint64_t recorded_end_reserved, model_end_reserved; /* at the end (a snapshot's dump) */
     struct cmt_whatif_check_diff diffs[CMT_WHATIF_CHECK_DIFFS];
     size_t diff_count; /* kept; disagreements = recorded/model segments - agreeing */
     /* the recorded segment allocations and frees, in order */

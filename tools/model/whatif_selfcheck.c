@@ -161,6 +161,7 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     cmt_model_get_stats(model, &stats);
     cmt_model_destroy(model);
     c->model_peak_reserved = stats.peak_reserved;
+    c->model_end_reserved = stats.reserved_bytes;
     c->agreeing = c->agreeing_frees = 0;
     c->diff_count = 0;
     if (!rc && m.failed)

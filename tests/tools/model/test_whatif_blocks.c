@@ -142,16 +142,23 @@ Test(whatif_blocks, failed_requests_are_requests_and_ooms_agree)
     tb_free_builder(&g.b);
 }
 
+/* A trace whose allocator holds one 600 MiB segment, taken whole by a block. @return it. */
+static uint64_t one_segment(struct tb *b, uint64_t total, uint64_t free)
+{
+    tb_begin(b, total, free);
+    tb_allocator(b, 1, "");
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(b, seg, MIB(600), 0);
+    tb_block(b, seg, MIB(600), MIB(600), 0, 0);
+    return seg;
+}
+
 Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_records)
 {
     /* A PyTorch snapshot's oom entry (merged by record --torch) has the device's free memory
      * but not its total; PyTorch's message calls the total "total capacity". */
     struct tb b;
-    tb_begin(&b, MIB(1024), MIB(768));
-    tb_allocator(&b, 1, "");
-    const uint64_t seg = 0x7f0000000000;
-    tb_segment(&b, seg, MIB(600), 0);
-    tb_block(&b, seg, MIB(600), MIB(600), 0, 0);
+    one_segment(&b, MIB(1024), MIB(768));
     uint64_t v[] = {MIB(300), MIB(168)};
     tb_alloc_event(&b, CMT_AA_OOM, 0, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
     tb_finish(&b, 1);
@@ -169,11 +176,7 @@ Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_rec
 /* Segments released with no new segment after them, then a tensor event: empty_cache(). */
 static void empty_cache_trace(struct tb *b, uint64_t next_segment)
 {
-    tb_begin(b, MIB(1024), MIB(1000));
-    tb_allocator(b, 1, "");
-    const uint64_t seg = 0x7f0000000000;
-    tb_segment(b, seg, MIB(600), 0);
-    tb_block(b, seg, MIB(600), MIB(600), 0, 0);
+    const uint64_t seg = one_segment(b, MIB(1024), MIB(1000));
     tb_block_free(b, seg, MIB(600));
     uint64_t v[] = {seg, MIB(600)};
     tb_alloc_event(b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
@@ -216,11 +219,7 @@ Test(whatif_blocks, releases_from_another_stack_than_the_next_segment_are_an_emp
 {
     for (int same = 0; same < 2; same++) {
         struct tb b;
-        tb_begin(&b, MIB(1024), MIB(1000));
-        tb_allocator(&b, 1, "");
-        const uint64_t seg = 0x7f0000000000;
-        tb_segment(&b, seg, MIB(600), 0);
-        tb_block(&b, seg, MIB(600), MIB(600), 0, 0);
+        const uint64_t seg = one_segment(&b, MIB(1024), MIB(1000));
         tb_block_free(&b, seg, MIB(600));
         uint64_t v[] = {seg, MIB(600)}, w[] = {seg + MIB(600), MIB(700)};
         tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 7, CMT_AF(ADDR) | CMT_AF(SIZE), v);

@@ -77,12 +77,15 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                     ? " (the model made a different number)"
                     : "");
     }
-    if (!c->expandable)
+    if (!c->expandable) {
+        char e[32], g[32];
         fprintf(f,
-                "              peak reserved%s %s (run %s), out-of-memory failures %" PRIu64
-                " (run %" PRIu64 ")\n",
+                "              peak reserved%s %s (run %s), at the end %s (run %s), "
+                "out-of-memory failures %" PRIu64 " (run %" PRIu64 ")\n",
                 c->before_segments ? " in the window" : "", cmt__bytes(c->model_peak_reserved, a),
-                cmt__bytes(c->recorded_peak_reserved, b), c->model_ooms, c->recorded_ooms);
+                cmt__bytes(c->recorded_peak_reserved, b), cmt__bytes(c->model_end_reserved, e),
+                cmt__bytes(c->recorded_end_reserved, g), c->model_ooms, c->recorded_ooms);
+    }
     print_window(f, c);
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
@@ -144,6 +147,8 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_u64(j, "model_ooms", c->model_ooms);
     cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
     cmt__json_u64(j, "model_peak_reserved_bytes", c->model_peak_reserved);
+    cmt__json_u64(j, "recorded_end_reserved_bytes", c->recorded_end_reserved);
+    cmt__json_u64(j, "model_end_reserved_bytes", c->model_end_reserved);
     cmt__json_array(j, "disagreements");
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
