@@ -3,7 +3,7 @@ prints counts for a commit message or a closing note). Run in the torch root:
 
     scripts/torch-run.sh --no-record --bind tests/torch -- \
         python3 -B tests/torch/measure_selfcheck.py OUT_DIR [--empty-cache N] [--ring N] \
-        [--before BUILD]
+        [--before BUILD] [--gpu 2GiB] [--ring-entries 40] [--seed-base 0]
 
 --before BUILD also runs another build's CLI on every snapshot (before/after in one pass).
 
@@ -21,7 +21,9 @@ import sys
 
 import torchcheck as tc
 
-RING = 40
+RING = 40  # --ring-entries
+GPU = "2GiB"  # --gpu: a smaller card runs out of memory
+SEED_BASE = 0  # --seed-base
 
 
 CLIS = {}  # label -> the CLI measured
@@ -40,11 +42,12 @@ def agrees(sc):
 
 
 def empty_cache_runs(out, n, fs):
-    for seed in range(1, n + 1):
+    for seed in range(SEED_BASE + 1, SEED_BASE + n + 1):
         name = "ec%d" % seed
         snap = os.path.join(out, name + ".pickle")
         res, _, _ = tc.workload(out, name, "mixed", ["--seed", str(seed), "--streams", "2",
-                                                      "--empty-cache", "--snapshot", snap])
+                                                      "--empty-cache", "--snapshot", snap],
+                                gpu=GPU)
         st = res["stats"][0]
         for label, sc in selfchecks(snap).items():
             f = fs[label]
@@ -83,15 +86,16 @@ def window_truth(full):
 
 def ring_runs(out, n, fs):
     for k in range(n):
-        seed = 100 + k
+        seed = SEED_BASE + 100 + k
         streams = "2" if k % 2 else "1"
         args = ["--seed", str(seed), "--streams", streams] + (["--empty-cache"] if k % 3 == 0
                                                                else [])
         name = "ring%d" % seed
         snap = os.path.join(out, name + ".pickle")
         full = os.path.join(out, name + "-full.pickle")
-        tc.workload(out, name, "mixed", args + ["--snapshot", snap, "--max-entries", str(RING)])
-        tc.workload(out, name + "-full", "mixed", args + ["--snapshot", full])
+        tc.workload(out, name, "mixed", args + ["--snapshot", snap, "--max-entries", str(RING)],
+                    gpu=GPU)
+        tc.workload(out, name + "-full", "mixed", args + ["--snapshot", full], gpu=GPU)
         start, peak, entries = window_truth(full)
         if entries <= RING:
             continue
@@ -103,12 +107,17 @@ def ring_runs(out, n, fs):
 
 
 def main():
+    global RING, GPU, SEED_BASE
     p = argparse.ArgumentParser()
     p.add_argument("out")
     p.add_argument("--empty-cache", type=int, default=25)
     p.add_argument("--ring", type=int, default=60)
     p.add_argument("--before", default=None)
+    p.add_argument("--gpu", default=GPU)
+    p.add_argument("--ring-entries", type=int, default=RING)
+    p.add_argument("--seed-base", type=int, default=SEED_BASE)
     a = p.parse_args()
+    RING, GPU, SEED_BASE = a.ring_entries, a.gpu, a.seed_base
     if a.before:
         CLIS["before"] = os.path.join(a.before, "bin", "cumemtrace")
     CLIS["after"] = tc.CLI
