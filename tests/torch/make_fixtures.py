@@ -21,6 +21,8 @@ FIXTURES = [
     ("cache_emptied", "cache_emptied", [], None, 1, "segments released by empty_cache()"),
     ("emptied_between", "emptied_between", [], None, 1,
      "empty_cache() between a free and a larger allocation (its segment free compared)"),
+    ("retried", "retried", [], None, 1,
+     "an out-of-memory retry that succeeded (no oom entry: the retry bounds the capacity)"),
     ("ring", "ring", ["--max-entries", "16"], None, 1,
      "a ring-limited history (max_entries=16 of 40 allocations)"),
     ("ring_emptied", "mixed", ["--seed", "100", "--empty-cache", "--max-entries", "40"], None, 1,

@@ -159,6 +159,14 @@ def emptied_between(args, state):
     return [empty(200 * MIB)]
 
 
+def retried(args, state):
+    """An OOM retry that succeeds: 900 MiB cached, then 1200 MiB on a 2 GiB card (torch frees
+    the cache and tries again: num_alloc_retries 1, no OOM)."""
+    t = empty(900 * MIB)
+    del t
+    return [empty(1200 * MIB)]
+
+
 def ring(args, state):
     """More events than max_entries: the snapshot's trace keeps the last ones only."""
     keep = []
@@ -185,6 +193,7 @@ SCENARIOS = {
     "pending_free": pending_free,
     "cache_emptied": cache_emptied,
     "emptied_between": emptied_between,
+    "retried": retried,
     "ring": ring,
     "oom": oom,
 }

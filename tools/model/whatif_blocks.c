@@ -242,8 +242,14 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
          * everything held before them, were no failed allocation: the program emptied the
          * cache. */
         if (c->released && !(c->released_stack && e->stack && c->released_stack != e->stack) &&
-            !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint))
+            !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint)) {
             c->released = false;
+            /* the retry's first device allocation failed: the capacity was below this */
+            uint64_t bound = c->reserved_before_release + size - 1;
+            if (!strstr(k->conf, "garbage_collection_threshold") &&
+                (!k->capacity_bound || bound < k->capacity_bound))
+                k->capacity_bound = bound;
+        }
         if (emptied(c) != 0)
             return -1;
         c->reserved += size;

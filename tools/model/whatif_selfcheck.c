@@ -142,6 +142,9 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     if (!s || !c || !capacity)
         return CMT_EINVALID;
     struct cmt_model_config config;
+    c->capacity_bounded = c->capacity_bound && c->capacity_bound < capacity;
+    if (c->capacity_bounded)
+        capacity = c->capacity_bound;
     cmt_model_config_default(&config, capacity);
     config.device_total = device_total > capacity ? device_total : capacity;
     config.device_index = s->device;

@@ -86,6 +86,11 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                 cmt__bytes(c->recorded_peak_reserved, b), cmt__bytes(c->model_end_reserved, e),
                 cmt__bytes(c->recorded_end_reserved, g), c->model_ooms, c->recorded_ooms);
     }
+    if (c->capacity_bounded)
+        fprintf(f,
+                "              replayed with a capacity of at most %s: the run's out-of-memory "
+                "retries prove it\n",
+                cmt__bytes(c->capacity_bound, a));
     print_window(f, c);
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
@@ -147,6 +152,10 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_u64(j, "model_ooms", c->model_ooms);
     cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
     cmt__json_u64(j, "model_peak_reserved_bytes", c->model_peak_reserved);
+    if (c->capacity_bounded)
+        cmt__json_u64(j, "capacity_bound_bytes", c->capacity_bound);
+    else
+        cmt__json_null(j, "capacity_bound_bytes");
     cmt__json_u64(j, "recorded_end_reserved_bytes", c->recorded_end_reserved);
     cmt__json_u64(j, "model_end_reserved_bytes", c->model_end_reserved);
     cmt__json_array(j, "disagreements");
