@@ -359,6 +359,10 @@ struct fillers {
 static int gap(struct cmt_whatif_block_collector *c, uint64_t size, uint64_t stream, bool small,
                struct fillers *f)
 {
+    if (!small && size &&
+        (size <= CMT_MODEL_MIB || /* a small-pool request: not a layout c10 makes */
+         cmt_model_round_size(&c->config, (size_t)size) != size))
+        c->check->before_inexact++;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = small && size - done > CMT_MODEL_MIB ? CMT_MODEL_MIB : size - done;
         uint32_t id;

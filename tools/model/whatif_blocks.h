@@ -52,8 +52,9 @@ struct cmt_whatif_selfcheck {
     /* The state at the window's start (a ring-limited snapshot's): its segments, and the
      * blocks held in them, are rebuilt in c10's own layout under the run's settings (each
      * segment carved in address order into its blocks and free gaps), exactly unless
-     * before_inexact counts blocks that could not be placed so (blocks outside the held
-     * segments, or the settings round them to other blocks). Expandable segments are
+     * before_inexact counts blocks or gaps that could not be placed so (outside the held
+     * segments, overlapping, a gap no free block can be, or sizes the settings round to
+     * other blocks). Expandable segments are
      * rebuilt as tensors placed where the model puts them (not counted here). */
     uint64_t before_blocks, before_inexact;
     size_t prelude_events; /* stream events that rebuild that state (their segments are the
