@@ -136,6 +136,31 @@ static uint64_t compare(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_
     return n_model;
 }
 
+/* The segment frees of each request as sets of sizes (one release frees its segments in the
+ * allocator's own order): both sorted by (request, size), walked together; a free on one side
+ * only is a disagreement. @return the modelled ones compared. */
+static uint64_t compare_frees(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
+                              const struct segments *m)
+{
+    size_t i = 0, j = 0, index = 0;
+    while (j < m->count && m->v[j].request < c->prelude_events)
+        j++;
+    uint64_t n_model = m->count - j;
+    while (i < c->recorded_frees || j < m->count) {
+        const struct cmt_whatif_segment *rec = i < c->recorded_frees ? &c->recorded_free[i] : NULL;
+        const struct cmt_whatif_segment *mod = j < m->count ? &m->v[j] : NULL;
+        int order = !rec ? 1 : !mod ? -1 : by_request(rec, mod);
+        if (order == 0)
+            c->agreeing_frees++;
+        else
+            keep_diff(c, s, index, true, order < 0 ? rec : NULL, order > 0 ? mod : NULL);
+        i += order <= 0;
+        j += order >= 0;
+        index++;
+    }
+    return n_model;
+}
+
 int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacity,
                              uint64_t device_total, struct cmt_whatif_selfcheck *c)
 {
@@ -176,8 +201,7 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
             qsort(m.frees.v, m.frees.count, sizeof *m.frees.v, by_request);
         if (c->recorded_frees)
             qsort(c->recorded_free, c->recorded_frees, sizeof *c->recorded_free, by_request);
-        c->model_frees = compare(c, s, c->recorded_free, c->recorded_frees, &m.frees, true,
-                                 &c->agreeing_frees);
+        c->model_frees = compare_frees(c, s, &m.frees);
     }
     free(m.allocs.v);
     free(m.frees.v);
