@@ -350,7 +350,7 @@ static int uncarve(struct cmt_whatif_block_collector *c, uint32_t id)
 }
 
 /* The fillers of a free gap, freed once every segment is carved (small-pool ones at most
- * 1 MiB, as small-pool requests are). */
+ * 1 MiB, as small-pool requests are, and of sizes the settings do not round up). */
 struct fillers {
     uint32_t *ids;
     size_t count, cap;
@@ -365,6 +365,8 @@ static int gap(struct cmt_whatif_block_collector *c, uint64_t size, uint64_t str
         c->check->before_inexact++;
     for (uint64_t done = 0; done < size;) {
         uint64_t n = small && size - done > CMT_MODEL_MIB ? CMT_MODEL_MIB : size - done;
+        while (small && n > 512 && cmt_model_round_size(&c->config, (size_t)n) != n)
+            n &= n - 1; /* down to a power of two, which every rounding keeps */
         uint32_t id;
         if (carve(c, n, stream, &id) != 0 || CMT_GROW(f->ids, f->cap, f->count + 1, 64) != 0)
             return -1;
@@ -391,6 +393,8 @@ static int rebuild_segment(struct cmt_whatif_block_collector *c, const struct he
             return -1;
     } else if (carve(c, g->size, g->stream, &id[0]) || uncarve(c, id[0])) {
         return -1;
+    } else if (cmt_model_round_size(&c->config, (size_t)g->size) != g->size) {
+        c->check->before_inexact++; /* the settings round it to a larger segment */
     }
     uint64_t at = g->addr, end = g->addr + g->size;
     for (size_t k = 0; k < n; k++) {
