@@ -198,6 +198,10 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
     X(PAST_OOM, "past_recorded_oom",                                                           \
       "these settings get past the recorded run's out-of-memory failure: what the program\n"   \
       "  did after it is not in the trace, so their figures cover the trace only")             \
+    X(BEFORE_WINDOW, "before_window",                                                          \
+      "the history starts late (a ring-limited snapshot): these settings start from the\n"     \
+      "  state at the window's start as the run's settings laid it out (how they would have\n" \
+      "  laid it out is not in the file), and their peaks are the window's")                   \
     X(NO_STREAMS, "no_streams",                                                                \
       "the driver's allocation calls carry no stream: the model replays them as one stream\n"  \
       "  (record with --torch for the streams PyTorch used)")
@@ -207,6 +211,24 @@ enum {
     CMT__WHATIF_LIMITS(CMT__LIMIT_BIT)
 #undef CMT__LIMIT_BIT
 };
+
+/* Whether a result starts from the state the file proves: the whole run, or a late start
+ * rebuilt exactly (whatif_blocks.h) under the run's own settings. */
+static bool starts_exactly(const struct cmt_whatif_selfcheck *c, const struct cmt_whatif_result *r)
+{
+    if (!c->before_segments && !c->before_blocks)
+        return true;
+    if (c->expandable || c->before_inexact)
+        return false;
+    struct cmt_model_config run_config;
+    char run_conf[160], conf[160], err[8];
+    cmt_model_config_default(&run_config, 1);
+    if (cmt_model_config_parse(&run_config, c->conf, err, sizeof err) != 0 ||
+        cmt_model_config_format(&run_config, run_conf, sizeof run_conf) < 0 ||
+        cmt_whatif_setting_conf(&r->setting, conf, sizeof conf) < 0)
+        return false;
+    return strcmp(run_conf, conf) == 0;
+}
 
 /* The limits of a result, one bit each (1u << CMT__LIMIT_BIT_name). */
 static unsigned result_limits(const struct cmt_whatif_run_out *run,
@@ -218,6 +240,8 @@ static unsigned result_limits(const struct cmt_whatif_run_out *run,
         limits |= 1u << CMT__LIMIT_BIT_EMPTY_CACHE;
     if (s->failed_allocs && !r->oom)
         limits |= 1u << CMT__LIMIT_BIT_PAST_OOM;
+    if (run->check && !starts_exactly(run->check, r))
+        limits |= 1u << CMT__LIMIT_BIT_BEFORE_WINDOW;
     if (!run->check) { /* driver calls: cuMemAlloc has no stream, async ones have theirs */
         struct cmt_whatif_cursor c;
         struct cmt_whatif_event e;
