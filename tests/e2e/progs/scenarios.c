@@ -20,7 +20,8 @@
  *   scenarios cache-oom     a caching allocator's OOM: fill with segments, fail 4 GiB, free
  *                           two cached 512 MiB segments, fail again, exit 1
  *   scenarios retry-oom     the same, but the retry comes with no frees between
- *   scenarios sleepy        alloc, sleep 300 ms, alloc (timestamps against real time)
+ *   scenarios sleepy        alloc, sleep 300 ms, alloc (timestamps against real time); prints
+ *                           "outer_ns N": CLOCK_MONOTONIC from before the first to after the last
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -532,6 +533,9 @@ static int all_apis(void)
     CHECK(cuMemAlloc(&p, 7 << 20)); /* freed implicitly by the destroy below */
     CHECK(cuCtxDestroy(own));
     CHECK(cuCtxSetCurrent(ctx));
+    CUcontext again; /* a second reference to the primary context, given back */
+    CHECK(cuDevicePrimaryCtxRetain(&again, dev));
+    CHECK(cuDevicePrimaryCtxRelease(dev));
     if (cuMemFree(0xdead0000) == CUDA_SUCCESS) /* unknown pointer: passed through, failing */
         return 11;
     return 0;
@@ -624,10 +628,14 @@ int main(int argc, char **argv)
         return cache_oom(0);
     if (!strcmp(mode, "sleepy")) {
         init_cuda();
+        struct timespec t0, t1, nap = {0, 300 * 1000000L};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         alloc(1 << 20);
-        struct timespec nap = {0, 300 * 1000000L};
         nanosleep(&nap, NULL);
         alloc(2 << 20);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("outer_ns %lld\n",
+               (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
         return 0;
     }
     if (!strcmp(mode, "none"))
