@@ -82,3 +82,42 @@ Test(apis, every_memory_entry_point_is_recorded)
     }
     trace_free(&t);
 }
+
+/* A CUDA array's bytes are width × its element size; the sizes here are this test's own
+ * (CUDA's programming guide), not the tracer's or simcuda's table, so a wrong size in either
+ * shows. In scenarios.c's array_formats order. */
+Test(apis, array_sizes_are_width_times_the_element_size)
+{
+    static struct run r;
+    const char *args[] = {"array-formats", NULL};
+    char path[NAME_MAX + 1];
+    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
+    struct trace t;
+    trace_load(&t, path);
+    cr_assert_eq(t.rc, 0);
+    static const uint64_t element[] = {
+        1,  /* UNSIGNED_INT8 × 1 */
+        2,  /* SIGNED_INT8 × 2 */
+        8,  /* UNSIGNED_INT16 × 4 */
+        2,  /* HALF × 1 */
+        8,  /* FLOAT × 2 */
+        16, /* SIGNED_INT32 × 4 */
+        1,  /* UNORM_INT8X1 */
+        2,  /* SNORM_INT8X2 */
+        2,  /* UNORM_INT16X1 */
+        4,  /* UNORM_INT8X4 */
+        4,  /* UNORM_INT_101010_2 */
+        8,  /* SNORM_INT16X4 */
+    };
+    size_t k = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        if (strcmp(api_of(&t, &t.ev[i]), "cuArrayCreate_v2") || t.ev[i].result != 0)
+            continue;
+        cr_assert_lt(k, sizeof element / sizeof *element, "more arrays than formats");
+        cr_expect_eq(t.ev[i].v[CMT_FIELD_SIZE], 1000 * element[k], "array %zu: %llu bytes", k,
+                     (unsigned long long)t.ev[i].v[CMT_FIELD_SIZE]);
+        k++;
+    }
+    cr_assert_eq(k, sizeof element / sizeof *element, "one array per format");
+    trace_free(&t);
+}
