@@ -5,15 +5,21 @@
 
 TestSuite(apis, .init = e2e_setup, .fini = e2e_teardown);
 
-Test(apis, every_memory_entry_point_is_recorded)
+/* Records `scenarios MODE` and loads its trace into t. */
+static void record_mode(const char *mode, struct trace *t)
 {
     static struct run r;
-    const char *args[] = {"all-apis", NULL};
+    const char *args[] = {mode, NULL};
     char path[NAME_MAX + 1];
     e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
+    trace_load(t, path);
+    cr_assert_eq(t->rc, 0);
+}
+
+Test(apis, every_memory_entry_point_is_recorded)
+{
     struct trace t;
-    trace_load(&t, path);
-    cr_assert_eq(t.rc, 0);
+    record_mode("all-apis", &t);
     const struct e2e_api *want = e2e_apis;
     for (size_t k = 0; k < sizeof e2e_apis / sizeof *e2e_apis; k++) {
         const struct cmt_event *hit = NULL;
@@ -88,13 +94,8 @@ Test(apis, every_memory_entry_point_is_recorded)
  * shows. In scenarios.c's array_formats order. */
 Test(apis, array_sizes_are_width_times_the_element_size)
 {
-    static struct run r;
-    const char *args[] = {"array-formats", NULL};
-    char path[NAME_MAX + 1];
-    e2e_record_one(&r, path, NULL, "tests/progs/scenarios", args, 0);
     struct trace t;
-    trace_load(&t, path);
-    cr_assert_eq(t.rc, 0);
+    record_mode("array-formats", &t);
     static const uint64_t element[] = {
         1,  /* UNSIGNED_INT8 × 1 */
         2,  /* SIGNED_INT8 × 2 */
