@@ -4,9 +4,13 @@
  * builder's second table of APIs agrees with calls.def. A step of the recipe left out fails
  * one of these tests, by name. */
 #include <criterion/criterion.h>
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../e2e/api_fields.h"
+#include "capture.h"
 #include "cmt_format.h"
 #include "trace_builder.h"
 
@@ -26,11 +30,11 @@ static const struct call calls[] = {
 
 struct op {
     enum cmt_op op;
-    const char *name;
+    const char *name, *text;
 };
 
 static const struct op ops[] = {
-#define OP(name, value, text, ...) {CMT_OP_##name, #name},
+#define OP(name, value, text, ...) {CMT_OP_##name, #name, text},
     CMT_OPS(OP)
 #undef OP
 };
@@ -167,4 +171,30 @@ Test(recipes, trace_builder_apis_are_calls_def_entries)
             cr_expect_eq((uint32_t)c->op, apis[i].op, "%s: op %u in the builder, %u in calls.def",
                          apis[i].name, apis[i].op, (unsigned)c->op);
     }
+}
+
+/* Recipe "a new op", step 1: docs/trace-format.md lists it as "VALUE text". */
+Test(recipes, every_op_is_in_the_format_spec)
+{
+    const char *src = getenv("CMT_SOURCE_DIR");
+    cr_assert_not_null(src, "CMT_SOURCE_DIR is not set (ctest sets it)");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/trace-format.md", src);
+    char *spec = capture_file(path, NULL);
+    cr_assert_not_null(spec, "cannot read %s", path);
+    char *o = spec; /* every run of white space as one space: a list wraps anywhere */
+    for (const char *p = spec; *p; p++)
+        if (!isspace((unsigned char)*p) || (o > spec && o[-1] != ' '))
+            *o++ = isspace((unsigned char)*p) ? ' ' : *p;
+    *o = '\0';
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        char want[96];
+        int n = snprintf(want, sizeof want, " %u %s", (unsigned)ops[k].op, ops[k].text);
+        bool found = false;
+        for (const char *p = spec; !found && (p = strstr(p, want)); p++)
+            found = !isalnum((unsigned char)p[n]) && p[n] != '_';
+        cr_expect(found, "docs/trace-format.md does not list op %u %s", (unsigned)ops[k].op,
+                  ops[k].text);
+    }
+    free(spec);
 }
