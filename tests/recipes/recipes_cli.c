@@ -86,9 +86,8 @@ static int man_entries(const char *man, const char *name, char *out, size_t n)
         const char *stop = strstr(e + 1, "\n.TP\n");
         if (!stop || stop > end)
             stop = end;
-        strncat(out, e,
-                n - strlen(out) - 1 < (size_t)(stop - e) ? n - strlen(out) - 1
-                                                         : (size_t)(stop - e));
+        size_t room = n - strlen(out) - 1, take = (size_t)(stop - e);
+        strncat(out, e, take < room ? take : room);
     }
     return count;
 }
@@ -187,6 +186,8 @@ Test(recipes, every_option_of_each_command_is_in_the_man_page_and_the_completion
             memcpy(opt, p, n);
             opt[n] = '\0';
             if (p[n] == '=' || !strcmp(opt, "--help")) /* "--option=value": the syntax */
+                continue;
+            if (has_word(text, (size_t)(p - text), opt)) /* said once already */
                 continue;
             if (p - text >= 4 && p[-4] == '-' && p[-2] == ',' && p[-1] == ' ')
                 snprintf(alias, sizeof alias, "-%c", p[-3]);
