@@ -5,6 +5,7 @@
  * one of these tests, by name. */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,4 +198,58 @@ Test(recipes, every_op_is_in_the_format_spec)
                   ops[k].text);
     }
     free(spec);
+}
+
+/* The text of every .c file under DIR (but trace_builder.c) appended to *all (malloc'ed). */
+static void read_sources(const char *dir, char **all, size_t *len)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "cannot open %s", dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t n = strlen(e->d_name);
+        if (e->d_type == DT_DIR) {
+            read_sources(path, all, len);
+        } else if (n > 2 && !strcmp(e->d_name + n - 2, ".c") &&
+                   strcmp(e->d_name, "trace_builder.c")) {
+            unsigned long got;
+            char *text = capture_file(path, &got);
+            cr_assert_not_null(text, "cannot read %s", path);
+            *all = realloc(*all, *len + got + 2);
+            cr_assert_not_null(*all);
+            memcpy(*all + *len, text, got);
+            *len += got;
+            (*all)[(*len)++] = '\n';
+            (*all)[*len] = '\0';
+            free(text);
+        }
+    }
+    closedir(d);
+}
+
+/* Recipe "a new op", step 4: a TB_APIS row is used by some test under tests/tools/ (a replay
+ * test, or a golden trace's generator), so its op is replayed somewhere. */
+Test(recipes, every_trace_builder_api_is_used_by_a_test)
+{
+    const char *src = getenv("CMT_SOURCE_DIR");
+    cr_assert_not_null(src, "CMT_SOURCE_DIR is not set (ctest sets it)");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/tools", src);
+    char *all = NULL;
+    size_t len = 0;
+    read_sources(dir, &all, &len);
+    cr_assert_not_null(all);
+    for (int id = 1; id < TB_API_COUNT; id++) {
+        const char *name = tb_api_id_name((enum tb_api)id);
+        size_t n = strlen(name);
+        bool used = false;
+        for (const char *p = all; !used && (p = strstr(p, name)); p++)
+            used = (p == all || !(isalnum((unsigned char)p[-1]) || p[-1] == '_')) &&
+                   !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        cr_expect(used, "%s (TB_APIS) is used by no test under tests/tools/", name);
+    }
+    free(all);
 }

@@ -257,6 +257,54 @@ Test(replay, host_pinned_memory_is_not_device_memory)
     done(&b);
 }
 
+Test(replay, freed_pinned_host_memory_is_no_longer_held)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    uint32_t s = tb_stack(&b, "staging", 2);
+    tb_event(&b, TB_HOST, 0, 0, s, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS),
+             (uint64_t[]){0x9000, 64 * TB_MIB, 0});
+    tb_event(&b, TB_HOST, 0, 0, s, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS),
+             (uint64_t[]){0x9000000, 16 * TB_MIB, 0});
+    tb_event(&b, TB_FREE_HOST, 0, 0, 0, CMT_F(PTR), (uint64_t[]){0x9000});
+    tb_finish(&b, 1);
+    replay(&b);
+    cr_expect_eq(cmt_replay_totals(rp)->host_bytes, 16 * TB_MIB, "the freed block let go");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    const struct cmt_replay_site *site = NULL;
+    for (uint32_t i = 1; i < cmt_replay_site_count(rp); i++)
+        if (cmt_replay_site(rp, i)->stack == s)
+            site = cmt_replay_site(rp, i);
+    cr_assert_not_null(site);
+    cr_expect_eq(site->host_live_bytes, 16 * TB_MIB);
+    cr_expect_eq(site->host_live_count, 1);
+    cr_expect_eq(site->host_alloc_count, 2);
+    done(&b);
+}
+
+Test(replay, a_freed_reservation_is_no_longer_address_space)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB, 0});
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN),
+             (uint64_t[]){0x7100000000, 32 * TB_MIB, 0});
+    tb_event(&b, TB_VA_FREE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_VA], 32 * TB_MIB);
+    cr_expect_eq(d->kind_count[CMT_KIND_VA], 1);
+    cr_expect_eq(d->live_bytes, 0, "address space is no device memory");
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.reserved_va_bytes, 32 * TB_MIB);
+    done(&b);
+}
+
 Test(replay, call_sites_at_the_peak_are_exact)
 {
     struct tb b;
