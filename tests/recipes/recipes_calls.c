@@ -44,26 +44,12 @@ static const struct op ops[] = {
  * may only shrink: a new op gets a TB_APIS row (trace_builder.h) and a test in test_replay.c. */
 static const char *const not_in_the_builder[] = {
     "OTHER", /* what an older reader calls an op it does not know */
-    "POOL_DESTROY",
-    "POOL_SET",
-    "VMM_SET_ACCESS",
-    "VMM_RETAIN",
-    "VMM_IMPORT",
-    "VMM_EXPORT",
-    "IPC_OPEN",
-    "IPC_CLOSE",
-    "CTX_CREATE",
-    "CTX_DESTROY",
-    "PRIMARY_RETAIN",
-    "PRIMARY_RELEASE",
-    "GET_PROC",
-    "GRAPH_MEM_ATTR",
-    "POOL_EXPORT",
-    "POOL_IMPORT",
-    "POOL_EXPORT_PTR",
-    "MEM_RANGE_HANDLE",
-    "MULTICAST_ADD_DEVICE",
-    "CAPTURE_BEGIN",
+    "POOL_DESTROY",    "POOL_SET",         "VMM_SET_ACCESS",       "VMM_RETAIN",
+    "VMM_IMPORT",      "VMM_EXPORT",
+
+    "CTX_CREATE",      "CTX_DESTROY",      "PRIMARY_RETAIN",       "PRIMARY_RELEASE",
+    "GET_PROC",        "GRAPH_MEM_ATTR",   "POOL_EXPORT",          "POOL_IMPORT",
+    "POOL_EXPORT_PTR", "MEM_RANGE_HANDLE", "MULTICAST_ADD_DEVICE", "CAPTURE_BEGIN",
     "CAPTURE_END", /* all of these: the e2e scenarios (test_apis.c, test_ledger.c, ...) */
 };
 

@@ -305,6 +305,32 @@ Test(replay, a_freed_reservation_is_no_longer_address_space)
     done(&b);
 }
 
+/* cuIpcOpenMemHandle maps another process's allocation: a live object of kind ipc that costs
+ * this process nothing, until cuIpcCloseMemHandle. */
+Test(replay, an_opened_ipc_handle_is_held_until_closed)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 4 * TB_MIB, 0);
+    tb_event(&b, TB_IPC_OPEN, 0, 0, 0, CMT_F(PTR) | CMT_F(FLAGS), (uint64_t[]){0x7e0000000000, 1});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 4 * TB_MIB, "the open adds no bytes");
+    cr_expect_eq(d->kind_count[CMT_KIND_IPC], 1);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_IPC_OPEN, 0, 0, 0, CMT_F(PTR) | CMT_F(FLAGS), (uint64_t[]){0x7e0000000000, 1});
+    tb_event(&b, TB_IPC_CLOSE, 0, 0, 0, CMT_F(PTR), (uint64_t[]){0x7e0000000000});
+    tb_finish(&b, 0);
+    replay(&b);
+    d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_IPC], 0, "the close ends it");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
 Test(replay, call_sites_at_the_peak_are_exact)
 {
     struct tb b;

@@ -47,7 +47,9 @@
     X(MC_CREATE, MULTICAST_CREATE, "cuMulticastCreate")                    \
     X(MC_BIND_MEM, MULTICAST_BIND_MEM, "cuMulticastBindMem")               \
     X(MC_BIND_ADDR, MULTICAST_BIND_ADDR, "cuMulticastBindAddr")            \
-    X(MC_UNBIND, MULTICAST_UNBIND, "cuMulticastUnbind")
+    X(MC_UNBIND, MULTICAST_UNBIND, "cuMulticastUnbind")                    \
+    X(IPC_OPEN, IPC_OPEN, "cuIpcOpenMemHandle_v2")                         \
+    X(IPC_CLOSE, IPC_CLOSE, "cuIpcCloseMemHandle")
 
 enum tb_api {
     TB__NONE, /* ids start at 1 */
