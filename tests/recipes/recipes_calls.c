@@ -44,8 +44,7 @@ static const struct op ops[] = {
  * may only shrink: a new op gets a TB_APIS row (trace_builder.h) and a test in test_replay.c. */
 static const char *const not_in_the_builder[] = {
     "OTHER", /* what an older reader calls an op it does not know */
-    "POOL_DESTROY",    "POOL_SET",         "VMM_SET_ACCESS",       "VMM_RETAIN",
-    "VMM_IMPORT",      "VMM_EXPORT",
+    "VMM_SET_ACCESS",  "VMM_RETAIN",       "VMM_IMPORT",           "VMM_EXPORT",
 
     "CTX_CREATE",      "CTX_DESTROY",      "PRIMARY_RETAIN",       "PRIMARY_RELEASE",
     "GET_PROC",        "GRAPH_MEM_ATTR",   "POOL_EXPORT",          "POOL_IMPORT",

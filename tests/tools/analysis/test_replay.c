@@ -331,6 +331,49 @@ Test(replay, an_opened_ipc_handle_is_held_until_closed)
     done(&b);
 }
 
+/* Device 0's pool 0x77000 keeps up to 64 MiB at a sync; 8 MiB allocated on stream 1 (from
+ * the device's current pool, or from 0x77000 by name) and freed, then `then` (a TB_ id, 0 for
+ * none) on the pool, then a sync. @return the bytes pools keep. */
+static uint64_t pool_kept(enum tb_api then, int by_name)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_POOL_CREATE, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS),
+             (uint64_t[]){64 * TB_MIB, 0x77000, 4}); /* RELEASE_THRESHOLD */
+    if (then == TB_POOL_SET)
+        tb_event(&b, TB_POOL_SET, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    if (by_name)
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0,
+                 CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM) | CMT_F(POOL),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1, 0x77000});
+    else
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1});
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), (uint64_t[]){0x5000, 1});
+    if (then == TB_POOL_DESTROY)
+        tb_event(&b, TB_POOL_DESTROY, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), (uint64_t[]){1});
+    tb_finish(&b, 0);
+    replay(&b);
+    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
+    done(&b);
+    return kept;
+}
+
+Test(replay, a_destroyed_pool_keeps_nothing)
+{
+    cr_expect_eq(pool_kept(0, 1), 8 * TB_MIB, "its threshold keeps the freed block");
+    cr_expect_eq(pool_kept(TB_POOL_DESTROY, 1), 0, "destroyed: its memory is released");
+}
+
+Test(replay, allocations_come_from_the_pool_set_as_current)
+{
+    cr_expect_eq(pool_kept(0, 0), 0, "the default pool has no threshold: trimmed at the sync");
+    cr_expect_eq(pool_kept(TB_POOL_SET, 0), 8 * TB_MIB, "the pool set keeps it: its threshold");
+}
+
 Test(replay, call_sites_at_the_peak_are_exact)
 {
     struct tb b;

@@ -49,7 +49,9 @@
     X(MC_BIND_ADDR, MULTICAST_BIND_ADDR, "cuMulticastBindAddr")            \
     X(MC_UNBIND, MULTICAST_UNBIND, "cuMulticastUnbind")                    \
     X(IPC_OPEN, IPC_OPEN, "cuIpcOpenMemHandle_v2")                         \
-    X(IPC_CLOSE, IPC_CLOSE, "cuIpcCloseMemHandle")
+    X(IPC_CLOSE, IPC_CLOSE, "cuIpcCloseMemHandle")                         \
+    X(POOL_DESTROY, POOL_DESTROY, "cuMemPoolDestroy")                      \
+    X(POOL_SET, POOL_SET, "cuDeviceSetMemPool")
 
 enum tb_api {
     TB__NONE, /* ids start at 1 */
