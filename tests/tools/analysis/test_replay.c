@@ -374,6 +374,81 @@ Test(replay, allocations_come_from_the_pool_set_as_current)
     cr_expect_eq(pool_kept(TB_POOL_SET, 0), 8 * TB_MIB, "the pool set keeps it: its threshold");
 }
 
+/* cuMemRetainAllocationHandle takes a reference: the memory lives until every reference is
+ * released. */
+Test(replay, a_retained_handle_needs_one_more_release)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){4 * TB_MIB, 0x77});
+    tb_event(&b, TB_VMM_RETAIN, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 4 * TB_MIB, "one reference left");
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){4 * TB_MIB, 0x77});
+    tb_event(&b, TB_VMM_RETAIN, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 0, "both references released");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* cuMemImportFromShareableHandle: another process's memory, a handle of kind vmm with no bytes
+ * here, until released. */
+Test(replay, an_imported_handle_is_held_without_bytes_until_released)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_VMM_IMPORT, 0, 0, 0, CMT_F(HANDLE) | CMT_F(FLAGS), (uint64_t[]){0x99, 1});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_VMM], 1);
+    cr_expect_eq(d->live_bytes, 0);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_VMM_IMPORT, 0, 0, 0, CMT_F(HANDLE) | CMT_F(FLAGS), (uint64_t[]){0x99, 1});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x99});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->kind_count[CMT_KIND_VMM], 0);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* cuCtxDestroy synchronises every device: pools trim as at a sync (on device 1 here, the
+ * destroyed context's, which a plain sync on device 1 would not do for device 0). */
+Test(replay, a_context_destroy_trims_the_pools_of_every_device)
+{
+    for (int destroy = 0; destroy < 2; destroy++) {
+        struct tb b;
+        tb_begin(&b, TB_GIB, TB_GIB);
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1});
+        tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), (uint64_t[]){0x5000, 1});
+        if (destroy)
+            tb_event(&b, TB_CTX_DESTROY, 0, 1, 0, CMT_F(CTX), (uint64_t[]){0xc0});
+        else
+            tb_event(&b, TB_SYNC, 0, 1, 0, CMT_F(STREAM), (uint64_t[]){2});
+        tb_finish(&b, 0);
+        replay(&b);
+        uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+        cr_expect_eq(kept, destroy ? 0 : 8 * TB_MIB, "%s: %llu kept",
+                     destroy ? "destroyed" : "synced elsewhere", (unsigned long long)kept);
+        done(&b);
+    }
+}
+
 Test(replay, call_sites_at_the_peak_are_exact)
 {
     struct tb b;

@@ -51,7 +51,10 @@
     X(IPC_OPEN, IPC_OPEN, "cuIpcOpenMemHandle_v2")                         \
     X(IPC_CLOSE, IPC_CLOSE, "cuIpcCloseMemHandle")                         \
     X(POOL_DESTROY, POOL_DESTROY, "cuMemPoolDestroy")                      \
-    X(POOL_SET, POOL_SET, "cuDeviceSetMemPool")
+    X(POOL_SET, POOL_SET, "cuDeviceSetMemPool")                            \
+    X(VMM_RETAIN, VMM_RETAIN, "cuMemRetainAllocationHandle")               \
+    X(VMM_IMPORT, VMM_IMPORT, "cuMemImportFromShareableHandle")            \
+    X(CTX_DESTROY, CTX_DESTROY, "cuCtxDestroy_v2")
 
 enum tb_api {
     TB__NONE, /* ids start at 1 */
