@@ -4,10 +4,10 @@
  *   ranks step FAIL_RANKS   rank r (from RANK or OMPI_COMM_WORLD_RANK) allocates (r + 1) ×
  *                           64 MiB in four steps; a rank in the comma list FAIL_RANKS then
  *                           waits (at most 30 s) for the file "failed.K" of the rank before
- *                           it in the list (K = its place - 1), asks for more than the device
- *                           has (out of memory, retried once), creates "failed.PLACE" and
- *                           exits 1: the failures come in the list's order, however loaded
- *                           the machine
+ *                           it in the list (K = its place - 1) and 1 s more, asks for more
+ *                           than the device has (out of memory, retried once), creates
+ *                           "failed.PLACE" and exits 1: the failures come in the list's order
+ *                           at least 1 s apart, however loaded the machine
  *   ranks hold MIB          allocates MIB, creates the file "held", waits (at most 30 s) for
  *                           the file "done", frees, exits 0
  *   ranks take MIB          waits (at most 30 s) for "held", asks for MIB twice (a retry, as
@@ -80,6 +80,8 @@ static int step(const char *fail_ranks)
     snprintf(mine, sizeof mine, "failed.%d", place);
     if (place > 0 && wait_for(before))
         return 13;
+    if (place > 0)    /* and a second more: each trace's clock is placed by its start time, */
+        nap_ms(1000); /* which a loaded machine can get a little wrong */
     size_t free_bytes, total;
     cuMemGetInfo(&free_bytes, &total);
     for (int attempt = 0; attempt < 2; attempt++)
