@@ -126,6 +126,18 @@ Test(replay, pools_retain_async_frees_until_sync)
     done(&b);
 }
 
+/* Finishes b and replays it. @return the bytes device 0's pools keep at the end (the totals
+ * agreeing). */
+static uint64_t pool_bytes_kept(struct tb *b)
+{
+    tb_finish(b, 0);
+    replay(b);
+    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
+    done(b);
+    return kept;
+}
+
 /* A pool given a release threshold keeps up to that many bytes at a synchronisation. */
 static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
 {
@@ -150,12 +162,7 @@ static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
         uint64_t s[] = {1};
         tb_event(&b, TB_SYNC, 0, sync_dev, 0, CMT_F(STREAM), s);
     }
-    tb_finish(&b, 0);
-    replay(&b);
-    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
-    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
-    done(&b);
-    return kept;
+    return pool_bytes_kept(&b);
 }
 
 Test(replay, a_release_threshold_keeps_pool_memory_at_sync)
@@ -332,12 +339,7 @@ static uint64_t pool_kept(enum tb_api then, int by_name)
     if (then == TB_POOL_DESTROY)
         tb_event(&b, TB_POOL_DESTROY, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
     tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), (uint64_t[]){1});
-    tb_finish(&b, 0);
-    replay(&b);
-    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
-    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
-    done(&b);
-    return kept;
+    return pool_bytes_kept(&b);
 }
 
 Test(replay, a_destroyed_pool_keeps_nothing)
