@@ -294,6 +294,28 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
     return 0;
 }
 
+/* An out-of-memory failure proves that the allocator could not hold what it held then and the
+ * segment the request needed (its device allocation failed, or a memory fraction refused it;
+ * c10 had released its cache first): the replay's capacity is below that. Not with expandable
+ * segments (pages, not segments) nor garbage collection (it frees on its own schedule). */
+static void oom_bound(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_selfcheck *k = c->check;
+    struct cmt_model_config config;
+    char err[160];
+    if (k->expandable || strstr(k->conf, "expandable_segments:True") ||
+        strstr(k->conf, "garbage_collection_threshold"))
+        return;
+    cmt_model_config_default(&config, 0);
+    if (k->conf[0] && cmt_model_config_parse(&config, k->conf, err, sizeof err) != 0)
+        return;
+    size_t size = (size_t)field(e, CMT_AFIELD_SIZE);
+    uint64_t bound = c->reserved +
+                     cmt_model_segment_size(&config, cmt_model_round_size(&config, size)) - 1;
+    if (size && (!k->capacity_bound || bound < k->capacity_bound))
+        k->capacity_bound = bound;
+}
+
 static int request_failed(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
 {
     struct cmt_whatif_stream *s = c->s;
@@ -511,6 +533,7 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
     case CMT_AA_FREE_COMPLETED: rc = emptied(c) ? -1 : tensor_free(c, e, true); break;
     case CMT_AA_OOM:
         c->released = false;
+        oom_bound(c, e);
         rc = request_failed(c, e);
         break;
     default: rc = segment(c, e);

@@ -68,7 +68,8 @@ struct cmt_whatif_selfcheck {
     uint64_t recorded_end_reserved, model_end_reserved; /* at the end (a snapshot's dump) */
     /* 0, or the most the allocator could reserve, as the run's out-of-memory retries prove
      * (releases, then a new segment for the request they were made for: its first device
-     * allocation had failed); the replay's capacity is at most this */
+     * allocation had failed) and its out-of-memory failures (what it held then and the
+     * request's segment did not fit); the replay's capacity is at most this */
     uint64_t capacity_bound;
     bool capacity_bounded; /* the replay ran with capacity_bound (below the capacity given) */
     struct cmt_whatif_check_diff diffs[CMT_WHATIF_CHECK_DIFFS];
