@@ -44,6 +44,10 @@ enum cmt_error {
 #undef CMT__ERR_ENUM
 };
 
+/* On a function whose result must be read (an error code that says whether its outputs are
+ * valid): a caller that ignores it is a compile warning, an error with CMT_WERROR. */
+#define CMT_MUST_USE __attribute__((warn_unused_result))
+
 /* @return a static message for a code from CMT_ERRORS ("unknown error" otherwise). */
 const char *cmt_strerror(int code);
 

@@ -59,101 +59,81 @@ enum cmt_record_type {
 /* What an intercepted entry point does: stored per API in the trace (API record), so the
  * tools classify calls without knowing the shim's table. Values are part of the format.
  *
- * This table is the one source of what every layer asks of an op:
- *   name, value, text  the op (the value is in the trace; the text in dumps)
- *   apply              how the replay applies it (CMT_APPLY_* in tools/analysis/replay.h)
- *   kind               the kind of memory it creates or gives back (CMT_KIND_* in replay.h,
- *                      NONE for none)
- *   flags              CMT_OPF_* below: what the shim does around the call
- * An op whose semantics an existing `apply` already covers needs no code in the replay. */
-#define CMT_OPF_RELEASES 1u    /* gives memory back: no stack unless CUMEMTRACE_FREE_STACKS */
-#define CMT_OPF_CURRENT_DEV 2u /* acts on the calling thread's current device */
-#define CMT_OPF_CAN_OOM 4u     /* may fail with out-of-memory: sample free/total, flush at once */
-#define CMT__CD CMT_OPF_CURRENT_DEV
-#define CMT__OOM (CMT_OPF_CURRENT_DEV | CMT_OPF_CAN_OOM)
-#define CMT__REL CMT_OPF_RELEASES
-#define CMT__RELCD (CMT_OPF_RELEASES | CMT_OPF_CURRENT_DEV)
+ * name, value, text: the op (the value is in the trace; the text in dumps), and in the comment
+ * the fields its events carry. That is all the format says of an op: what each layer does
+ * with it is that layer's own table, keyed by op and checked at compile time to have one line
+ * per op here (the replay's CMT_REPLAY_OPS, tools/analysis/replay_ops.h; the shim's
+ * CMT_SHIM_OPS, interpose/shim_ops.h). */
 /* clang-format off */
 #define CMT_OPS(X)                                                                               \
-    X(OTHER, 0, "other", NONE, NONE, 0)                                                          \
-    X(ALLOC, 1, "alloc", ALLOC, DEVICE, CMT__OOM)                  /* ptr, size */               \
-    X(ALLOC_PITCH, 2, "alloc_pitch", ALLOC, PITCHED, CMT__OOM)     /* ptr, size, pitch, width */ \
-    X(ALLOC_MANAGED, 3, "alloc_managed", ALLOC, MANAGED, CMT__OOM) /* ptr, size, flags */        \
-    X(FREE, 4, "free", FREE, DEVICE, CMT__RELCD)                   /* ptr */                     \
-    X(ALLOC_ASYNC, 5, "alloc_async", ALLOC, ASYNC, CMT__OOM)       /* ptr, size, stream, [pool], [handle = graph captured into] */ \
-    X(FREE_ASYNC, 6, "free_async", FREE_TO_POOL, ASYNC, CMT__RELCD) /* ptr, stream, [handle = graph captured into] */ \
-    X(ALLOC_HOST, 7, "alloc_host", ALLOC, HOST, 0)                 /* ptr, size, flags */        \
-    X(FREE_HOST, 8, "free_host", FREE, HOST, CMT__REL)             /* ptr */                     \
-    X(MEM_INFO, 9, "mem_info", MEM_INFO, NONE, CMT__CD)            /* free, total */             \
-    X(POOL_CREATE, 10, "pool_create", POOL_CREATE, POOL, 0)        /* pool, dev */               \
-    X(POOL_DESTROY, 11, "pool_destroy", POOL_DESTROY, POOL, CMT__REL) /* pool */                 \
-    X(POOL_TRIM, 12, "pool_trim", POOL_TRIM, POOL, CMT__REL)       /* pool, size = bytes kept */ \
-    X(POOL_SET, 13, "pool_set", POOL_SET, NONE, 0)                 /* dev, pool */               \
-    X(VMM_CREATE, 14, "vmm_create", ALLOC, VMM, CMT__OOM)          /* handle, size, dev */       \
-    X(VMM_RELEASE, 15, "vmm_release", VMM_RELEASE, VMM, CMT__REL)  /* handle */                  \
-    X(VMM_MAP, 16, "vmm_map", VMM_MAP, MAPPING, 0)                 /* ptr, size, offset, handle */ \
-    X(VMM_UNMAP, 17, "vmm_unmap", VMM_UNMAP, MAPPING, CMT__REL)    /* ptr, size */               \
-    X(VA_RESERVE, 18, "va_reserve", VA_RESERVE, VA, 0)             /* ptr, size, align */        \
-    X(VA_FREE, 19, "va_free", VA_FREE, VA, CMT__REL)               /* ptr, size */               \
-    X(VMM_SET_ACCESS, 20, "vmm_set_access", NONE, NONE, 0)         /* ptr, size, count */        \
-    X(VMM_RETAIN, 21, "vmm_retain", VMM_RETAIN, VMM, 0)            /* handle, ptr */             \
-    X(VMM_IMPORT, 22, "vmm_import", VMM_IMPORT, VMM, 0)            /* handle, flags */           \
-    X(VMM_EXPORT, 23, "vmm_export", NONE, NONE, 0)                 /* handle, flags */           \
-    X(IPC_OPEN, 24, "ipc_open", IPC_OPEN, IPC, CMT__CD)            /* ptr, flags */              \
-    X(IPC_CLOSE, 25, "ipc_close", FREE, IPC, CMT__RELCD)           /* ptr */                     \
-    X(CTX_CREATE, 26, "ctx_create", NONE, NONE, 0)                 /* ctx, dev, flags */         \
-    X(CTX_DESTROY, 27, "ctx_destroy", SYNC_ALL, NONE, CMT__REL)    /* ctx */                     \
-    X(PRIMARY_RETAIN, 28, "primary_retain", NONE, NONE, 0)         /* ctx, dev */                \
-    X(PRIMARY_RELEASE, 29, "primary_release", NONE, NONE, CMT__REL) /* dev */                    \
-    X(PRIMARY_RESET, 30, "primary_reset", RESET, NONE, CMT__REL)   /* dev */                     \
-    X(GET_PROC, 31, "get_proc", NONE, NONE, 0)                     /* version, flags, target */  \
-    X(SYNC, 32, "sync", SYNC, NONE, CMT__RELCD)                    /* stream (pools trim here) */ \
-    X(HOST_REGISTER, 33, "host_register", ALLOC, HOST, 0)          /* ptr, size, flags */        \
-    X(HOST_UNREGISTER, 34, "host_unregister", FREE, HOST, CMT__REL) /* ptr */                    \
-    X(ARRAY_CREATE, 35, "array_create", ALLOC, ARRAY, CMT__OOM)    /* ptr = handle, size, width, height, count */ \
-    X(ARRAY_DESTROY, 36, "array_destroy", FREE, ARRAY, CMT__RELCD)  /* ptr = handle */ \
-    X(POOL_ATTR, 37, "pool_attr", POOL_ATTR, NONE, 0)              /* pool, flags = attr, [size = release threshold] */ \
-    X(GRAPH_ALLOC_NODE, 38, "graph_alloc_node", GRAPH_ALLOC_NODE, GRAPH, CMT__CD) /* ptr, size, handle = graph */ \
-    X(GRAPH_FREE_NODE, 39, "graph_free_node", GRAPH_FREE_NODE, GRAPH, CMT__CD) /* ptr, handle = graph */ \
-    X(GRAPH_INSTANTIATE, 40, "graph_instantiate", GRAPH_INSTANTIATE, NONE, CMT__CD) /* ptr = exec, handle = graph, flags */ \
-    X(GRAPH_LAUNCH, 41, "graph_launch", GRAPH_LAUNCH, GRAPH, CMT__OOM) /* ptr = exec, stream */ \
-    X(GRAPH_EXEC_DESTROY, 42, "graph_exec_destroy", GRAPH_EXEC_DESTROY, NONE, CMT__REL) /* ptr = exec */ \
-    X(GRAPH_DESTROY, 43, "graph_destroy", GRAPH_DESTROY, NONE, CMT__REL) /* handle = graph */ \
-    X(GRAPH_MEM_TRIM, 44, "graph_mem_trim", GRAPH_MEM_TRIM, POOL, CMT__REL) /* dev */ \
-    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr", NONE, NONE, 0)         /* dev, flags = attr, size = value */ \
-    X(POOL_EXPORT, 46, "pool_export", NONE, NONE, 0)               /* pool, flags = handle type, [handle = fd] */ \
-    X(POOL_IMPORT, 47, "pool_import", NONE, NONE, 0)               /* pool = the imported pool, flags = handle type */ \
-    X(POOL_EXPORT_PTR, 48, "pool_export_ptr", NONE, NONE, 0)       /* ptr */                     \
-    X(POOL_IMPORT_PTR, 49, "pool_import_ptr", IPC_OPEN, IPC, CMT__CD) /* ptr, pool (another process's memory) */ \
-    X(POOL_DEFAULT, 50, "pool_default", POOL_DEFAULT, NONE, 0)     /* dev, pool = its default pool */ \
-    X(POOL_CURRENT, 51, "pool_current", POOL_CURRENT, NONE, 0)     /* dev, pool = its current pool */ \
-    X(MEM_RANGE_HANDLE, 52, "mem_range_handle", NONE, NONE, 0)     /* ptr, size, flags = handle type, [handle = fd] */ \
-    X(MULTICAST_CREATE, 53, "multicast_create", MULTICAST_CREATE, MULTICAST, CMT__CD) /* handle, size, count = devices, flags = handle types */ \
-    X(MULTICAST_ADD_DEVICE, 54, "multicast_add_device", NONE, NONE, 0) /* handle, dev = the device added */ \
-    X(MULTICAST_BIND_MEM, 55, "multicast_bind_mem", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the physical handle, offset, size */ \
-    X(MULTICAST_BIND_ADDR, 56, "multicast_bind_addr", MULTICAST_BIND, MULTICAST, CMT__CD) /* handle, ptr = the memory's address, offset, size */ \
-    X(MULTICAST_UNBIND, 57, "multicast_unbind", MULTICAST_UNBIND, MULTICAST, CMT__REL) /* handle, dev, offset, size */ \
-    X(CAPTURE_BEGIN, 58, "capture_begin", NONE, NONE, 0)           /* stream, [flags = mode] */  \
-    X(CAPTURE_END, 59, "capture_end", NONE, NONE, 0)               /* stream, [handle = graph] */
+    X(OTHER, 0, "other")                                                                       \
+    X(ALLOC, 1, "alloc")                             /* ptr, size */                           \
+    X(ALLOC_PITCH, 2, "alloc_pitch")                 /* ptr, size, pitch, width */             \
+    X(ALLOC_MANAGED, 3, "alloc_managed")             /* ptr, size, flags */                    \
+    X(FREE, 4, "free")                               /* ptr */                                 \
+    X(ALLOC_ASYNC, 5, "alloc_async")                 /* ptr, size, stream, [pool], [handle = graph captured into] */ \
+    X(FREE_ASYNC, 6, "free_async")                   /* ptr, stream, [handle = graph captured into] */ \
+    X(ALLOC_HOST, 7, "alloc_host")                   /* ptr, size, flags */                    \
+    X(FREE_HOST, 8, "free_host")                     /* ptr */                                 \
+    X(MEM_INFO, 9, "mem_info")                       /* free, total */                         \
+    X(POOL_CREATE, 10, "pool_create")                /* pool, dev */                           \
+    X(POOL_DESTROY, 11, "pool_destroy")              /* pool */                                \
+    X(POOL_TRIM, 12, "pool_trim")                    /* pool, size = bytes kept */             \
+    X(POOL_SET, 13, "pool_set")                      /* dev, pool */                           \
+    X(VMM_CREATE, 14, "vmm_create")                  /* handle, size, dev */                   \
+    X(VMM_RELEASE, 15, "vmm_release")                /* handle */                              \
+    X(VMM_MAP, 16, "vmm_map")                        /* ptr, size, offset, handle */           \
+    X(VMM_UNMAP, 17, "vmm_unmap")                    /* ptr, size */                           \
+    X(VA_RESERVE, 18, "va_reserve")                  /* ptr, size, align */                    \
+    X(VA_FREE, 19, "va_free")                        /* ptr, size */                           \
+    X(VMM_SET_ACCESS, 20, "vmm_set_access")          /* ptr, size, count */                    \
+    X(VMM_RETAIN, 21, "vmm_retain")                  /* handle, ptr */                         \
+    X(VMM_IMPORT, 22, "vmm_import")                  /* handle, flags */                       \
+    X(VMM_EXPORT, 23, "vmm_export")                  /* handle, flags */                       \
+    X(IPC_OPEN, 24, "ipc_open")                      /* ptr, flags */                          \
+    X(IPC_CLOSE, 25, "ipc_close")                    /* ptr */                                 \
+    X(CTX_CREATE, 26, "ctx_create")                  /* ctx, dev, flags */                     \
+    X(CTX_DESTROY, 27, "ctx_destroy")                /* ctx */                                 \
+    X(PRIMARY_RETAIN, 28, "primary_retain")          /* ctx, dev */                            \
+    X(PRIMARY_RELEASE, 29, "primary_release")        /* dev */                                 \
+    X(PRIMARY_RESET, 30, "primary_reset")            /* dev */                                 \
+    X(GET_PROC, 31, "get_proc")                      /* version, flags, target */              \
+    X(SYNC, 32, "sync")                              /* stream (pools trim here) */            \
+    X(HOST_REGISTER, 33, "host_register")            /* ptr, size, flags */                    \
+    X(HOST_UNREGISTER, 34, "host_unregister")        /* ptr */                                 \
+    X(ARRAY_CREATE, 35, "array_create")              /* ptr = handle, size, width, height, count */ \
+    X(ARRAY_DESTROY, 36, "array_destroy")            /* ptr = handle */                        \
+    X(POOL_ATTR, 37, "pool_attr")                    /* pool, flags = attr, [size = release threshold] */ \
+    X(GRAPH_ALLOC_NODE, 38, "graph_alloc_node")      /* ptr, size, handle = graph */           \
+    X(GRAPH_FREE_NODE, 39, "graph_free_node")        /* ptr, handle = graph */                 \
+    X(GRAPH_INSTANTIATE, 40, "graph_instantiate")    /* ptr = exec, handle = graph, flags */   \
+    X(GRAPH_LAUNCH, 41, "graph_launch")              /* ptr = exec, stream */                  \
+    X(GRAPH_EXEC_DESTROY, 42, "graph_exec_destroy")  /* ptr = exec */                          \
+    X(GRAPH_DESTROY, 43, "graph_destroy")            /* handle = graph */                      \
+    X(GRAPH_MEM_TRIM, 44, "graph_mem_trim")          /* dev */                                 \
+    X(GRAPH_MEM_ATTR, 45, "graph_mem_attr")          /* dev, flags = attr, size = value */     \
+    X(POOL_EXPORT, 46, "pool_export")                /* pool, flags = handle type, [handle = fd] */ \
+    X(POOL_IMPORT, 47, "pool_import")                /* pool = the imported pool, flags = handle type */ \
+    X(POOL_EXPORT_PTR, 48, "pool_export_ptr")        /* ptr */                                 \
+    X(POOL_IMPORT_PTR, 49, "pool_import_ptr")        /* ptr, pool (another process's memory) */ \
+    X(POOL_DEFAULT, 50, "pool_default")              /* dev, pool = its default pool */        \
+    X(POOL_CURRENT, 51, "pool_current")              /* dev, pool = its current pool */        \
+    X(MEM_RANGE_HANDLE, 52, "mem_range_handle")      /* ptr, size, flags = handle type, [handle = fd] */ \
+    X(MULTICAST_CREATE, 53, "multicast_create")      /* handle, size, count = devices, flags = handle types */ \
+    X(MULTICAST_ADD_DEVICE, 54, "multicast_add_device") /* handle, dev = the device added */   \
+    X(MULTICAST_BIND_MEM, 55, "multicast_bind_mem")  /* handle, ptr = the physical handle, offset, size */ \
+    X(MULTICAST_BIND_ADDR, 56, "multicast_bind_addr") /* handle, ptr = the memory's address, offset, size */ \
+    X(MULTICAST_UNBIND, 57, "multicast_unbind")      /* handle, dev, offset, size */           \
+    X(CAPTURE_BEGIN, 58, "capture_begin")            /* stream, [flags = mode] */              \
+    X(CAPTURE_END, 59, "capture_end")                /* stream, [handle = graph] */
 /* clang-format on */
 
 enum cmt_op {
-#define CMT__OP_ENUM(name, value, text, apply, kind, flags) CMT_OP_##name = value,
+#define CMT__OP_ENUM(name, value, text) CMT_OP_##name = value,
     CMT_OPS(CMT__OP_ENUM)
 #undef CMT__OP_ENUM
         CMT_OP_MAX
 };
-
-/* @return the op's CMT_OPF_* flags (0 for an unknown op). */
-static inline unsigned cmt_op_flags(uint32_t op)
-{
-    static const unsigned char flags[CMT_OP_MAX] = {
-#define CMT__OP_FLAGS(name, value, text, apply, kind, fl) [value] = (fl),
-        CMT_OPS(CMT__OP_FLAGS)
-#undef CMT__OP_FLAGS
-    };
-    return op < CMT_OP_MAX ? flags[op] : 0;
-}
 
 /* Optional event fields, in bit order: an event's field mask says which follow. */
 #define CMT_FIELDS(X)       \

@@ -4,7 +4,7 @@
 const char *cmt_op_name(uint32_t op)
 {
     switch (op) {
-#define CMT__OP_CASE(name, value, text, apply, kind, flags) \
+#define CMT__OP_CASE(name, value, text) \
     case value: return text;
         CMT_OPS(CMT__OP_CASE)
 #undef CMT__OP_CASE

@@ -161,12 +161,14 @@ void cmt_reader_rewind(cmt_reader *r)
     r->pos = CMT_FILE_HEADER_SIZE;
     r->released = 0;
     r->cur = r->end = NULL;
+    r->cut = 0; /* a chunk cut short is cut when it is loaded again */
     r->block_left = 0;
     r->chunk_records = r->records_seen = 0;
     r->events = 0;
     r->gaps = 0;
     r->last_seq = 0;
     r->error = 0;
+    r->stopped = 0;
     r->damage_offset = UINT64_MAX;
     r->damage[0] = 0;
     r->ordinal = 0;
@@ -603,6 +605,8 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
     for (;;) {
         if (r->error)
             return r->error;
+        if (__builtin_expect(r->stopped, 0))
+            return 0;
         if (r->cur == r->end) {
             if (r->cut) /* the decoded part of a chunk cut short ends here */
                 return set_damage(r, CMT_ETRUNCATED, r->chunk_offset, "chunk cut short");
@@ -673,6 +677,13 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
         rc = next_record(r, rec);
     }
     return rc;
+}
+
+void cmt_reader_stop(cmt_reader *r)
+{
+    r->stopped = 1;
+    r->cur = r->end;   /* the fast path sees no event left in the chunk: next_slow says 0 */
+    r->block_left = 0; /* nor in an EVENTS block */
 }
 
 int cmt_reader_preload(cmt_reader *r)

@@ -13,6 +13,7 @@
 #ifndef CMT_READER_H
 #define CMT_READER_H
 
+#include "cmt_error.h"
 #include "cmt_format.h"
 
 typedef struct cmt_reader cmt_reader;
@@ -56,11 +57,11 @@ struct cmt_record {
  * CMT_ENOT_REGULAR (a directory, a device, a FIFO or a socket; a FIFO is not waited on), CMT_EEMPTY,
  * CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED (shorter than the file header),
  * CMT_ENOMEM. On failure *out is NULL. */
-int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno);
+CMT_MUST_USE int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno);
 
 /* Reads from a caller-owned buffer that must outlive the reader.
  * @return as cmt_reader_open_file, except CMT_EIO. */
-int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len);
+CMT_MUST_USE int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len);
 
 /* A one-line message for a failed open: strerror(sys_errno) for CMT_EIO, cmt_strerror(code)
  * otherwise. @return a static string. */
@@ -71,7 +72,12 @@ void cmt_reader_close(cmt_reader *r);
 /* Next record in file order. @return 1 with *rec filled; 0 at the end of a sound file;
  * a negative code (CMT_ETRUNCATED, CMT_ECORRUPT, CMT_ENOMEM) at damage: everything before it
  * has been returned, cmt_reader_damage() says where, and later calls return the same code. */
-int cmt_reader_next(cmt_reader *r, struct cmt_record *rec);
+CMT_MUST_USE int cmt_reader_next(cmt_reader *r, struct cmt_record *rec);
+
+/* Ends this pass now: later calls of cmt_reader_next() return 0, as at the end of a sound
+ * file, until cmt_reader_rewind() (a caller that needs only the start of a trace stops reading
+ * there: nothing more is decompressed). */
+void cmt_reader_stop(cmt_reader *r);
 
 /* Restarts at the first chunk; tables read so far are kept. */
 void cmt_reader_rewind(cmt_reader *r);
@@ -79,7 +85,7 @@ void cmt_reader_rewind(cmt_reader *r);
 /* Reads the whole file once to fill the tables (symbols come at the end), then rewinds;
  * cmt_reader_damage() and cmt_reader_damage_offset() still describe the damage it met.
  * @return 0, or the damage code (tables before the damage are kept). */
-int cmt_reader_preload(cmt_reader *r);
+CMT_MUST_USE int cmt_reader_preload(cmt_reader *r);
 
 /* Damage: byte offset of the first damaged chunk (or UINT64_MAX when none seen) and a
  * one-line description ("" when none). */

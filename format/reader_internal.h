@@ -80,7 +80,8 @@ struct cmt_reader {
     int drop_event;                          /* the event just decoded is one of them */
     uint64_t chunk_first_event;              /* r->events when the current chunk was loaded */
 
-    int error; /* sticky damage code */
+    int error;   /* sticky damage code */
+    int stopped; /* cmt_reader_stop: the pass ends here (until a rewind) */
     uint64_t damage_offset;
     char damage[160];
 

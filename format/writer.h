@@ -8,6 +8,7 @@
 #ifndef CMT_WRITER_H
 #define CMT_WRITER_H
 
+#include "cmt_error.h"
 #include "cmt_format.h"
 
 typedef struct cmt_writer cmt_writer;
@@ -37,8 +38,8 @@ struct cmt_writer_options {
 
 /* Creates a writer and writes the file header through the sink.
  * @return 0; CMT_ENOMEM; CMT_ESINK when the sink refuses the header. */
-int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
-                      const struct cmt_writer_options *options);
+CMT_MUST_USE int cmt_writer_create(cmt_writer **out, cmt_sink_fn sink, void *ctx,
+                                   const struct cmt_writer_options *options);
 
 /* Frees the writer without flushing (a forked child drops its parent's writer this way). */
 void cmt_writer_destroy(cmt_writer *w);

@@ -17,7 +17,7 @@ static int env_int(const char *name, int fallback, int lo, int hi)
     char *end;
     long v = strtol(s, &end, 10);
     if (*end || v < lo || v > hi) {
-        fprintf(stderr, "cumemtrace: ignoring %s=%s (expected %d..%d)\n", name, s, lo, hi);
+        cmt__warn("ignoring %s=%s (expected %d..%d)", name, s, lo, hi);
         return fallback;
     }
     return (int)v;
@@ -37,8 +37,7 @@ static int env_bool(const char *name, int fallback)
         if (!strcasecmp(s, no[i]))
             return 0;
     }
-    fprintf(stderr, "cumemtrace: ignoring %s=%s (expected 1/true/yes/on or 0/false/no/off)\n", name,
-            s);
+    cmt__warn("ignoring %s=%s (expected 1/true/yes/on or 0/false/no/off)", name, s);
     return fallback;
 }
 
@@ -50,10 +49,8 @@ static int env_path(const char *name, const char *fallback, char *out, size_t si
     int n = snprintf(out, size, "%s", s && *s ? s : fallback);
     if (n >= 0 && (size_t)n < size)
         return 0;
-    fprintf(stderr,
-            "cumemtrace: %s is %d bytes, longer than the %zu it may be; tracing off, "
-            "the program continues\n",
-            name, n, size - 1);
+    cmt__warn("%s is %d bytes, longer than the %zu it may be; tracing off, the program continues",
+              name, n, size - 1);
     out[0] = 0;
     return -1;
 }
@@ -69,10 +66,7 @@ void cmt__config_load(void)
     const char *clock = getenv("CUMEMTRACE_CLOCK");
     cmt__cfg.monotonic_clock = clock && !strcmp(clock, "monotonic");
     if (clock && *clock && strcmp(clock, "monotonic") && strcmp(clock, "auto"))
-        fprintf(stderr,
-                "cumemtrace: ignoring CUMEMTRACE_CLOCK=%s (expected auto or monotonic); "
-                "using auto\n",
-                clock);
+        cmt__warn("ignoring CUMEMTRACE_CLOCK=%s (expected auto or monotonic); using auto", clock);
     cmt__cfg.disabled = env_bool("CUMEMTRACE_DISABLE", 0) || too_long;
     cmt__launch_load();
 }

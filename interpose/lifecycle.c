@@ -156,7 +156,7 @@ int cmt__start(void)
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 1 << 20);
         if (pthread_create(&cmt__rec.writer, &attr, cmt__writer_main, NULL) != 0) {
-            cmt__say(2, "cumemtrace: cannot start the writer thread; tracing stopped\n");
+            cmt__warn("cannot start the writer thread; tracing stopped");
             atomic_store(&cmt__rec.state, CMT__OFF);
         } else {
             install_signal_handlers();

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "recorder.h"
+#include "shim_ops.h"
 
 struct cmt__recorder cmt__rec = {.trace = {.fd = -1}, .devices = cmt__private_devices};
 struct cmt__note cmt__notes[CMT__MAX_NOTES];
@@ -69,20 +70,37 @@ uint64_t cmt__ticks(void)
 }
 #endif
 
-void cmt__say(int fd, const char *fmt, ...)
+/* fmt formatted on the stack after prefix, written to fd with one write(2), errno kept. */
+static void write_line(int fd, const char *prefix, const char *fmt, va_list ap)
 {
     int saved = errno;
     char line[PATH_MAX + 1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof line - 1)
-        n = (int)sizeof line - 1;
-    if (n > 0 && write(fd, line, (size_t)n) != n) {
+    size_t at = (size_t)snprintf(line, sizeof line, "%s", prefix);
+    int n = vsnprintf(line + at, sizeof line - at, fmt, ap);
+    size_t len = n < 0 ? at : at + (size_t)n;
+    if (len > sizeof line - 2) /* cut: room for the newline */
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    if (write(fd, line, len) != (ssize_t)len) {
         /* nowhere else to say it */
     }
     errno = saved;
+}
+
+void cmt__say(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    write_line(fd, "", fmt, ap);
+    va_end(ap);
+}
+
+void cmt__warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    write_line(STDERR_FILENO, "cumemtrace: ", fmt, ap);
+    va_end(ap);
 }
 
 uint32_t cmt__gettid(void)
@@ -300,7 +318,7 @@ static int device_named_by_call(const struct cmt_event *ev, CUresult rc)
     int current = cmt__current_device() == ev->dev;
     /* A call that allocates nothing there (cuDevicePrimaryCtxRetain) leaves an unmeasured device
      * to the first call made in its context, which measures free before it runs. */
-    if (!current && !(cmt_op_flags(cmt__api_op[ev->api]) & CMT_OPF_CAN_OOM))
+    if (!current && !(cmt__op_flags(cmt__api_op[ev->api]) & CMT__OPF_OOM))
         return 0;
     struct cmt__device_info *d = device_claim(ev->dev);
     if (!d)
@@ -362,14 +380,14 @@ int cmt__begin(struct cmt__call *c, uint32_t api)
     ev->stack = 0;
     ev->fields = 0;
     ev->result = 0;
-    unsigned flags = cmt_op_flags(cmt__api_op[api]);
+    unsigned flags = cmt__op_flags(cmt__api_op[api]);
     c->new_device = 0;
-    if (flags & CMT_OPF_CURRENT_DEV) {
+    if (flags & CMT__OPF_CUR) {
         ev->dev = cmt__current_device();
         c->new_device = device_first_use(ev->dev);
         c->current_dev = ev->dev;
     }
-    if (flags & CMT_OPF_RELEASES)
+    if (flags & CMT__OPF_REL)
         take_seq(t, ev);
     return 1;
 }
@@ -378,9 +396,9 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
 {
     struct cmt__thread *t = c->thread;
     struct cmt_event *ev = &c->ev;
-    unsigned flags = cmt_op_flags(cmt__api_op[ev->api]);
+    unsigned flags = cmt__op_flags(cmt__api_op[ev->api]);
     ev->result = (int32_t)rc;
-    if (flags & CMT_OPF_RELEASES) { /* like heaptrack, frees are not unwound unless asked for */
+    if (flags & CMT__OPF_REL) { /* like heaptrack, frees are not unwound unless asked for */
         ev->stack = cmt__cfg.free_stacks ? cmt__stack_capture(cmt__cfg.stack_depth) : 0;
     } else {
         ev->stack = cmt__stack_capture(cmt__cfg.stack_depth);
@@ -391,7 +409,7 @@ void cmt__finish(struct cmt__call *c, CUresult rc)
     if (ev->dev >= 0 && device_named_by_call(ev, rc)) /* by an argument: prop.location, dev */
         push_device(t, ev, ev->dev);
     push(t, CMT__ENTRY_EVENT, ev);
-    int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CMT_OPF_CAN_OOM);
+    int oom = rc == CUDA_ERROR_OUT_OF_MEMORY && (flags & CMT__OPF_OOM);
     if (oom) { /* the process may be about to die: keep free/total and flush now */
         size_t free = 0, total = 0;
         if (cmt__real.cuMemGetInfo_v2 && cmt__real.cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS)
@@ -504,5 +522,5 @@ void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     note->level = warn ? CMT_NOTE_WARNING : CMT_NOTE_INFO;
     __atomic_store_n(&note->key, key, __ATOMIC_RELEASE); /* published last */
     if (warn)
-        cmt__say(2, "cumemtrace: %s\n", note->text);
+        cmt__warn("%s", note->text);
 }

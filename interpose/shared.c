@@ -56,7 +56,7 @@ static int adopt(void *addr, uint64_t len, uint64_t copy, uint64_t off)
 
 static void give_up(const char *why)
 {
-    cmt__say(2, "cumemtrace: %s: %s; events of a killed process may be lost\n", shared_path, why);
+    cmt__warn("%s: %s; events of a killed process may be lost", shared_path, why);
     cmt__own_fd_close(&shared_fd);
     unlink(shared_path);
     shared_broken = 1;

@@ -1,6 +1,7 @@
 /* shim.h — internal interfaces of libcumemtrace.so (nothing here is exported).
  *
- * Split: wrappers.c (generated from calls.def) only wrap and call the recorder;
+ * Split: wrappers.c (generated from calls.def) only wrap and call the recorder, after the
+ * recording function of the call (rec_*.c, record.h);
  * recorder.c owns the per-thread rings, writer_thread.c the background writer and the trace
  * file, lifecycle.c start, fork, signals and exit; exec.c the exec family;
  * stack.c unwinds and interns stacks; real.c finds the real driver; routes.c handles
@@ -98,17 +99,19 @@ int cmt__begin(struct cmt__call *c, uint32_t api);
 /* Ends a call: takes seq/time for the others, unwinds, queues the event, and handles
  * first use of a device and out-of-memory failures. Restores errno. */
 void cmt__finish(struct cmt__call *c, CUresult rc);
-/* Writes fmt, formatted on the stack, to fd with one write(2) (errno kept). Never stdio's
- * dprintf: it mallocs a buffer, and glibc gives a thread's first malloc an arena of its own
- * (64 MiB of address space, 128 MiB while it is set up) that a program under `ulimit -v`
- * may need. */
+/* The shim's one way to warn: "cumemtrace: " and fmt, formatted on the stack, and a newline,
+ * written to stderr with one write(2) (errno kept). Never stdio's fprintf or dprintf: they
+ * may malloc a buffer, and glibc gives a thread's first malloc an arena of its own (64 MiB of
+ * address space, 128 MiB while it is set up) that a program under `ulimit -v` may need. */
+void cmt__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same line without the prefix to a file of the shim's own (the manifest), never stderr. */
 void cmt__say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Records a note once per `key` (a static string), on stderr too when `warn`. */
 void cmt__note_once(const char *key, int warn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Current context's device (cached per thread), -1 when none. */
 int32_t cmt__current_device(void);
-/* Stream captures begun and not yet ended (wrappers.c), so that a stream-ordered allocation
+/* Stream captures begun and not yet ended (rec_graph.c), so that a stream-ordered allocation
  * asks the driver whether its stream captures only while some capture may be open. */
 extern atomic_int cmt__open_captures;
 

@@ -109,7 +109,7 @@ static void manifest_line(const char *prefix, const char *text)
         return;
     int m = open(cmt__cfg.manifest, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (m >= 0) {
-        cmt__say(m, "%s%s\n", prefix, text);
+        cmt__say(m, "%s%s", prefix, text);
         close(m);
     }
 }
@@ -117,7 +117,7 @@ static void manifest_line(const char *prefix, const char *text)
 static int fail(const char *what)
 {
     cmt__shared_done(); /* nothing more will reach the file: no salvage either */
-    cmt__say(2, "cumemtrace: %s; tracing stopped, the program continues\n", what);
+    cmt__warn("%s; tracing stopped, the program continues", what);
     manifest_line("!", what);
     atomic_store(&cmt__rec.state, CMT__OFF);
     return -1;
@@ -209,8 +209,7 @@ static int open_trace(char *path, size_t size)
                 fd = create_new(path);
         }
         if (fd >= 0)
-            cmt__say(2, "cumemtrace: %s exists and is kept; this process's trace is %s\n", wanted,
-                     path);
+            cmt__warn("%s exists and is kept; this process's trace is %s", wanted, path);
     }
     if (fd < 0 || cmt__own_fd_take(&cmt__rec.trace, fd, path, TRACE_REOPEN) != 0) {
         char msg[PATH_MAX + 64];

@@ -104,8 +104,13 @@ CUresult simcuda__log(const char *entry, CUresult result, uint64_t address, uint
                      "simcuda pid=%ld entry=%s result=%d address=0x%llx size=%llu handle=0x%llx\n",
                      (long)getpid(), entry, (int)result, (unsigned long long)address,
                      (unsigned long long)size, (unsigned long long)handle);
-    if (fd >= 0 && n > 0 && (size_t)n < sizeof line && write(fd, line, (size_t)n) != n) {
-        /* A short write leaves a cut line the comparison will name; nothing else to do. */
+    /* A program's thread may close the descriptor between the check and the write (a
+     * close_range of every fd, test_hostile_fds): EBADF, so check (and reopen) once more. A
+     * short write leaves a cut line the comparison will name; nothing else to do. */
+    for (int attempt = 0; fd >= 0 && n > 0 && (size_t)n < sizeof line; attempt++) {
+        if (write(fd, line, (size_t)n) == n || errno != EBADF || attempt)
+            break;
+        fd = checked_fd();
     }
     errno = saved;
     return result;

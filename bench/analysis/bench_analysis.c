@@ -138,11 +138,12 @@ static double paired(uint64_t events, const double *t, uint64_t ref_events, cons
     return median(ratio, rounds);
 }
 
-/* One row: best and median CPU time, events/s at the best, peak RSS (rss < 0: none), and
- * with an anchor the median over rounds of the paired speed ratio. */
+/* One row: best and median CPU time, events/s at the best, peak RSS (rss < 0: none), with an
+ * anchor the median over rounds of the paired speed ratio, and with t_reader (the reader's
+ * runs of the same rounds) the run's speed as a share of the reader's (issue 26: >= 75%). */
 static void line(const char *name, uint64_t events, const double *t, const double *t_anchor,
                  uint64_t anchor_events, const double *t_twin, uint64_t twin_events, int rounds,
-                 long rss)
+                 long rss, const double *t_reader)
 {
     double b = best_of(t, rounds);
     printf("  %-32s best %.3f s (%5.1f M events/s)  median %.3f s", name, b, events / b / 1e6,
@@ -155,6 +156,8 @@ static void line(const char *name, uint64_t events, const double *t, const doubl
         printf("  x%.2f anchor", paired(events, t, anchor_events, t_anchor, rounds));
     if (t_twin)
         printf("  x%.2f same-workload anchor", paired(events, t, twin_events, t_twin, rounds));
+    if (t_reader)
+        printf("  %3.0f%% of the reader", 100 * paired(events, t, events, t_reader, rounds));
     printf("\n");
 }
 
@@ -271,11 +274,13 @@ int main(int argc, char **argv)
         for (size_t j = 0; j <= NRUNS; j++)
             line(j ? runs[j - 1].name : "reader alone (in process)", events[i], t[i][j],
                  anchor ? ta[i][j] : NULL, anchor_events, twin[i] ? tw[i][j] : NULL, twin_events[i],
-                 rounds, rss[i][j]);
+                 rounds, rss[i][j], j ? t[i][0] : NULL);
     }
     if (anchor)
         printf("\nx anchor: median over rounds of (events/s of the run) / (events/s of the "
                "heaptrack_print run just before it);\nx same-workload anchor: the same, with "
                "heaptrack_print over the trace's malloc/free twin\n");
+    printf("%% of the reader: median over rounds of (events/s of the run) / (events/s of the "
+           "reader alone in the same round)\n");
     return 0;
 }

@@ -66,7 +66,8 @@ echo "cumemtrace analysis benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut
     "$churn_arg" "$work/synthetic.cmt"
 echo
 echo "target (issue 4): >= 20 M events/s where heaptrack_print reads about 16 M/s, i.e. at"
-echo "least x1.25 anchor for report, oom and timeline"
+echo "least x1.25 anchor for report, oom and timeline; issue 26: x1.5 anchor on every trace and"
+echo "at least 75% of the reader's own speed"
 # issue 26's live objects (1M and 10M allocations never freed): live.sh prints them
 [[ ${BENCH_SKIP_LIVE:-0} == 1 ]] || { echo; "$here/live.sh" "$build"; }
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"

@@ -108,7 +108,10 @@ static size_t build(struct cmt_whatif_event *ev, size_t n, uint32_t *id_count)
 static void write_trace(const struct cmt_whatif_stream *s, struct cmt_membuf *buf)
 {
     cmt_writer *w;
-    cmt_writer_create(&w, cmt_membuf_sink, buf, NULL);
+    if (cmt_writer_create(&w, cmt_membuf_sink, buf, NULL) != 0) {
+        fprintf(stderr, "bench_whatif: out of memory\n");
+        exit(1);
+    }
     const char *argv[] = {"bench"};
     struct cmt_process p = {.pid = 1,
                             .hostname = "h",

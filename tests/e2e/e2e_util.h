@@ -230,7 +230,7 @@ static inline void trace_load(struct trace *t, const char *path)
 {
     memset(t, 0, sizeof *t);
     cr_assert_eq(cmt_reader_open_file(&t->r, path, NULL), 0, "cannot open %s", path);
-    cmt_reader_preload(t->r);
+    int preloaded = cmt_reader_preload(t->r); /* damage: the reads below meet it again */
     size_t cap = 1024;
     t->ev = malloc(cap * sizeof *t->ev);
     struct cmt_record rec;
@@ -247,6 +247,8 @@ static inline void trace_load(struct trace *t, const char *path)
             t->signo = (int)rec.u.signal.signo;
         }
     }
+    cr_assert(preloaded == 0 || preloaded == t->rc,
+              "%s: the preload met damage (%d) the read did not (%d)", path, preloaded, t->rc);
     t->process = cmt_reader_process(t->r);
 }
 

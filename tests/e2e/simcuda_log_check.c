@@ -161,8 +161,12 @@ static long read_trace(const char *cli, const char *path, struct calls *recorded
         fprintf(stderr, "simcuda_log_check: cannot open trace %s\n", path);
         exit(2);
     }
-    cmt_reader_preload(reader); /* reads up to the process record */
+    /* the PROCESS record comes first: a damaged trace (a killed process's) still names it */
+    int damage = cmt_reader_preload(reader);
     const struct cmt_process *process = cmt_reader_process(reader);
+    if (!process && damage < 0)
+        fprintf(stderr, "simcuda_log_check: %s: no PROCESS record before the damage: %s\n", path,
+                cmt_reader_damage(reader));
     long pid = process ? (long)process->pid : -1;
     cmt_reader_close(reader);
     char command[4200];

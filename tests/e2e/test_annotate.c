@@ -46,7 +46,7 @@ static void load_allocs(struct alloc_trace *t, const char *path)
     memset(t, 0, sizeof *t);
     t->alloc_seq = t->free_seq = UINT64_MAX;
     cr_assert_eq(cmt_reader_open_file(&t->r, path, NULL), 0, "cannot open %s", path);
-    cmt_reader_preload(t->r);
+    cr_assert_eq(cmt_reader_preload(t->r), 0, "%s is damaged", path);
     struct cmt_record rec;
     int rc;
     while ((rc = cmt_reader_next(t->r, &rec)) > 0) {
@@ -224,7 +224,7 @@ Test(annotate, threads_keep_their_order_among_the_driver_events)
     cr_assert_eq(sscanf(strstr(r.out, "threads "), "threads %d cycles %d", &nthreads, &cycles), 2);
     cmt_reader *rd;
     cr_assert_eq(cmt_reader_open_file(&rd, path, NULL), 0);
-    cmt_reader_preload(rd);
+    cr_assert_eq(cmt_reader_preload(rd), 0, "%s is damaged", path);
     struct {
         uint32_t tid;
         int step;

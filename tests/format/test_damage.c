@@ -81,6 +81,26 @@ Test(damage, truncation_anywhere_keeps_every_event_before_it)
     cr_assert_gt(prev_events, FIXTURE_EVENTS / 2);
 }
 
+/* A rewind after damage reads the same again (a chunk cut short once left the reader "cut",
+ * so a second pass, as after cmt_reader_preload, stopped at its very start). */
+Test(damage, a_rewind_after_truncation_reads_the_same_events_again)
+{
+    int cut_short = 0;
+    for (size_t cut = CMT_FILE_HEADER_SIZE; cut < good.len; cut += 7) {
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, good.data, cut), 0);
+        uint64_t first[CMT_REC_MAX], second[CMT_REC_MAX];
+        int rc = fixture_read_all(r, first);
+        cut_short += rc == CMT_ETRUNCATED;
+        cmt_reader_rewind(r);
+        cr_assert_eq(fixture_read_all(r, second), rc, "cut %zu", cut);
+        cr_assert_eq(second[CMT_REC_EVENT], first[CMT_REC_EVENT], "cut %zu", cut);
+        cr_assert_eq(cmt_reader_event_count(r), first[CMT_REC_EVENT], "cut %zu", cut);
+        cmt_reader_close(r);
+    }
+    cr_assert_gt(cut_short, 0);
+}
+
 /* A flip is reported as damage at or before its offset, or it changed nothing that is read
  * (zstd frames have bits that do not affect what they decode to, such as padding; the
  * checksum over the decoded bytes catches every flip that does). */

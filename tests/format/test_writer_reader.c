@@ -546,3 +546,31 @@ Test(writer_reader, an_id_past_32_bits_is_a_malformed_record_not_out_of_memory)
         cmt_membuf_free(&buf);
     }
 }
+
+/* cmt_reader_stop ends the pass at once, mid-chunk (the fast path included), as a sound end;
+ * a rewind reads the whole trace again. */
+Test(writer_reader, stop_ends_the_pass_until_a_rewind)
+{
+    struct cmt_membuf buf = {0};
+    fixture_write(&buf, 1 << 20);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    uint64_t events = 0;
+    int rc = 1;
+    while (events < FIXTURE_EVENTS / 2 && (rc = cmt_reader_next(r, &rec)) > 0)
+        events += rec.type == CMT_REC_EVENT;
+    cr_assert_eq(rc, 1);
+    cmt_reader_stop(r);
+    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+    cr_assert_eq(cmt_reader_next(r, &rec), 0);
+    cr_assert_eq(cmt_reader_event_count(r), FIXTURE_EVENTS / 2);
+    cmt_reader_rewind(r);
+    while ((rc = cmt_reader_next(r, &rec)) > 0)
+        ;
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(cmt_reader_event_count(r), FIXTURE_EVENTS);
+    cr_assert(cmt_reader_clean_exit(r));
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+}

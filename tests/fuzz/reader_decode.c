@@ -81,8 +81,10 @@ static void analyses(cmt_reader *r)
             const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
             struct cmt_fragmentation f;
             if (d) {
-                cmt_replay_fragmentation(rp, d->dev, &f);
-                cmt_replay_peak_fragmentation(rp, d->dev, &f);
+                int now = cmt_replay_fragmentation(rp, d->dev, &f);
+                int peak = cmt_replay_peak_fragmentation(rp, d->dev, &f);
+                if ((now && now != CMT_ENOMEM) || (peak && peak != CMT_ENOMEM))
+                    abort(); /* the measures fail only when memory runs out */
             }
         }
         struct cmt_site_delta *sites = NULL;

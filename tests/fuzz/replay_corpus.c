@@ -56,6 +56,10 @@ int main(int argc, char **argv)
         if (d)
             closedir(d);
     }
+    if (files == 0) { /* an empty corpus would pass having run nothing */
+        fprintf(stderr, "replay_corpus: no input in the folders given: nothing replayed\n");
+        return 1;
+    }
     printf("replay_corpus: %d inputs, no crash\n", files);
     return bad;
 }

@@ -43,53 +43,18 @@ TORCH_ROOT = os.environ.get("CUMEMTRACE_TORCH_ROOT", "/var/cache/cumemtrace/torc
 VIZ = os.path.join(TORCH_ROOT, "usr/lib/python3/dist-packages/torch/cuda/_memory_viz.py")
 
 # Why each known gap disagrees (measured on the corpus; tests/torch/README.md has the counts).
-ROUNDED = "export writes the rounded block size in alloc entries (c10 writes the request)"
-EXPANDABLE_EXPORT = "export writes one segment per map of an expandable segment"
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
-RING_REPLAY = "the replay of a ring-limited window starts from the model's layout"
 RING_SPLIT = "a ring-limited window's peak inactive split above torch's own peak"
 REAL_REPLAY = "the replay of a real file starts from another state than its segments show"
 
 # The (class, figure) pairs that disagree today. The other helpers of issue 22 fix them: a
 # fixed one must leave this list, a new one fails.
 KNOWN_GAPS = {
-    ('empty_cache', 'export: _memory_viz trace'): ROUNDED,
-    ('empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
-    ('empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
-    ('expandable', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
-    ('expandable', 'export: _memory_viz memory'): EXPANDABLE_EXPORT,
-    ('expandable', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
-    ('expandable', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
-    ('expandable', 'export: _memory_viz trace'): ROUNDED,
-    ('expandable_empty_cache', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
-    ('expandable_empty_cache', 'export: _memory_viz memory'): EXPANDABLE_EXPORT,
-    ('expandable_empty_cache', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
-    ('expandable_empty_cache', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
-    ('expandable_empty_cache', 'export: _memory_viz trace'): ROUNDED,
     ('expandable_empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
     ('expandable_empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
-    ('expandable_oom', 'export: _memory_viz compare'): EXPANDABLE_EXPORT,
-    ('expandable_oom', 'export: _memory_viz memory'): EXPANDABLE_EXPORT,
-    ('expandable_oom', 'export: _memory_viz segments'): EXPANDABLE_EXPORT,
-    ('expandable_oom', 'export: _memory_viz segsum'): EXPANDABLE_EXPORT,
-    ('expandable_oom', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_capacity', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_exhausted', 'export: _memory_viz trace'): ROUNDED,
-    ('oom_others', 'export: _memory_viz trace'): ROUNDED,
-    ('pending', 'export: _memory_viz trace'): ROUNDED,
-    ('random', 'export: _memory_viz trace'): ROUNDED,
-    ('real', 'export: _memory_viz trace'): ROUNDED,
     ('real', "whatif self-check peak reserved (the window's)"): REAL_REPLAY,
-    ('real', 'whatif flags what differs'): REAL_REPLAY,
-    ('ring120', 'export: _memory_viz trace'): ROUNDED,
     ('ring120', "peak inactive split (window: at most torch's)"): RING_SPLIT,
-    ('ring120', 'whatif flags what differs'): RING_REPLAY,
-    ('ring120', "whatif self-check peak reserved (the window's)"): RING_REPLAY,
-    ('ring40', 'export: _memory_viz trace'): ROUNDED,
     ('ring40', "peak inactive split (window: at most torch's)"): RING_SPLIT,
-    ('ring40', 'whatif flags what differs'): RING_REPLAY,
-    ('ring40', "whatif self-check peak reserved (the window's)"): RING_REPLAY,
-    ('two_devices', 'export: _memory_viz trace'): ROUNDED,
 }
 
 # (figure, memory_stats key, report's allocator key): snapshot_figures.py's table, and blocks

@@ -21,8 +21,14 @@ FIXTURES = [
     ("pending_free", "pending_free", [], None, 1,
      "a free pending on another stream (record_stream)"),
     ("cache_emptied", "cache_emptied", [], None, 1, "segments released by empty_cache()"),
+    ("emptied_between", "emptied_between", [], None, 1,
+     "empty_cache() between a free and a larger allocation (its segment free compared)"),
+    ("retried", "retried", [], None, 1,
+     "an out-of-memory retry that succeeded (no oom entry: the retry bounds the capacity)"),
     ("ring", "ring", ["--max-entries", "16"], None, 1,
      "a ring-limited history (max_entries=16 of 40 allocations)"),
+    ("ring_emptied", "mixed", ["--seed", "100", "--empty-cache", "--max-entries", "40"], None, 1,
+     "a ring-limited history (max_entries=40) of a seeded run with empty_cache() calls"),
     ("oom", "oom", ["--request-mib", "4096"], None, 1,
      "an OOM caught by the observer, which dumped the snapshot"),
     ("two_devices", "two_devices", ["--seed", "22", "--steps", "24"], None, 2,
@@ -40,8 +46,9 @@ FIXTURES = [
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    only = sys.argv[1:]  # names to write again (default: all)
     for name, scenario, args, conf, devices, covers in FIXTURES:
-        if sys.argv[1:] and name not in sys.argv[1:]:
+        if only and name not in only:
             continue
         snap = os.path.join(OUT, name + ".pickle")
         res, _, _ = tc.workload("out", name, scenario, args + ["--snapshot", snap], conf=conf,

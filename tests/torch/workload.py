@@ -151,6 +151,22 @@ def cache_emptied(args, state):
     return keep
 
 
+def emptied_between(args, state):
+    """The four lines: 100 MiB, freed, empty_cache(), then 200 MiB (peak reserved 200 MiB)."""
+    t = empty(100 * MIB)
+    del t
+    torch.cuda.empty_cache()
+    return [empty(200 * MIB)]
+
+
+def retried(args, state):
+    """An OOM retry that succeeds: 900 MiB cached, then 1200 MiB on a 2 GiB card (torch frees
+    the cache and tries again: num_alloc_retries 1, no OOM)."""
+    t = empty(900 * MIB)
+    del t
+    return [empty(1200 * MIB)]
+
+
 def ring(args, state):
     """More events than max_entries: the snapshot's trace keeps the last ones only."""
     keep = []
@@ -225,6 +241,8 @@ SCENARIOS = {
     "two_devices": two_devices,
     "pending_free": pending_free,
     "cache_emptied": cache_emptied,
+    "emptied_between": emptied_between,
+    "retried": retried,
     "ring": ring,
     "oom": oom,
     "expandable_oom": expandable_oom,

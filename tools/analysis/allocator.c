@@ -84,6 +84,38 @@ struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t de
     return f;
 }
 
+int cmt_alloc_summarize(const cmt_alloc *a, struct cmt_alloc_summary *h)
+{
+    memset(h, 0, sizeof *h);
+    for (size_t i = 0; a && i < a->dev_count; i++) {
+        const struct cmt_alloc_device *d = &a->devs[i];
+        h->events += d->alloc_events + d->free_events + d->segment_allocs + d->segment_frees;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = a->devs[k].dev == d->dev;
+        if (seen)
+            continue;
+        uint64_t peak_allocated = 0, peak_reserved = 0, t = 0;
+        for (size_t k = i; k < a->dev_count; k++) /* every allocator on this device */
+            if (a->devs[k].dev == d->dev) {
+                peak_allocated += a->devs[k].peak.allocated_bytes;
+                peak_reserved += a->devs[k].peak.reserved_bytes;
+                if (a->devs[k].peak_allocated_t_ns > t)
+                    t = a->devs[k].peak_allocated_t_ns;
+            }
+        struct cmt_alloc_figures now = cmt_alloc_device_figures(a, d->dev);
+        h->allocated_bytes_at_end += now.allocated_bytes;
+        h->reserved_bytes_at_end += now.reserved_bytes;
+        if (!h->devices++ || peak_allocated > h->peak_allocated_bytes) {
+            h->dev = d->dev;
+            h->peak_allocated_bytes = peak_allocated;
+            h->peak_reserved_bytes = peak_reserved;
+            h->peak_allocated_t_ns = t;
+        }
+    }
+    return h->devices > 0;
+}
+
 size_t cmt_alloc_settings_count(const cmt_alloc *a)
 {
     return a->settings_count;

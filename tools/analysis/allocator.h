@@ -113,6 +113,19 @@ int cmt_alloc_holds(const cmt_alloc *a, int32_t dev, uint64_t addr);
 /* The figures of every allocator on dev summed (all zero when none). */
 struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t dev);
 
+/* The allocator figures of a whole trace, for a headline or a row: the device whose allocated
+ * peak (every allocator on it summed) is the largest, with its allocated and reserved peaks and
+ * when allocated peaked; the bytes allocated and reserved at the end over every device; the
+ * allocator's block and segment actions. */
+struct cmt_alloc_summary {
+    int32_t dev;      /* the device the peaks are of */
+    uint32_t devices; /* devices with allocator state */
+    uint64_t peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns;
+    uint64_t allocated_bytes_at_end, reserved_bytes_at_end, events;
+};
+/* @return 0 when a has no allocator state (*out zeroed), else 1. */
+int cmt_alloc_summarize(const cmt_alloc *a, struct cmt_alloc_summary *out);
+
 /* An allocator's declaration, as its ALLOCATOR records say. */
 struct cmt_alloc_settings {
     uint32_t id;

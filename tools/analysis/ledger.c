@@ -156,12 +156,19 @@ static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_devic
 
 /* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
  * with the figures of the one before). @return 1 when it was. */
+/* d's sample is not the one kept (inline: every event asks). */
+static inline int sample_moved(const cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    const struct sample *s = &l->samples[slot_of(d->dev)];
+    return d->have_sample && d->total_bytes &&
+           !(s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
+             s->total == d->total_bytes);
+}
+
 static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
 {
     struct sample *s = &l->samples[slot_of(d->dev)];
-    if (!d->have_sample || !d->total_bytes ||
-        (!fresh && s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
-         s->total == d->total_bytes))
+    if (!d->have_sample || !d->total_bytes || (!fresh && !sample_moved(l, d)))
         return 0;
     *s = (struct sample){
         1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
@@ -273,7 +280,7 @@ static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
     l->dev = w->m.dev;
     l->cur = w;
     l->handle_count = 0;
-    cmt_replay_foreach_live(rp, collect_mapped, l);
+    cmt_replay_foreach_mapping(rp, collect_mapped, l); /* mappings alone: a walk of them */
     if (l->handle_count > 1)
         qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
     l->touched_count = 0;
@@ -387,7 +394,7 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
     l->events++;
     l->last_seq = st->rec.u.event.seq;
     l->pending_oom = 0;
-    if (st->device)
+    if (st->device && sample_moved(l, st->device))
         note_sample(l, st->device, 0);
     if (st->oom && st->device && (l->at & CMT_LEDGER_AT_OOM)) {
         size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);

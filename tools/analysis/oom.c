@@ -36,6 +36,7 @@ struct cmt_oom {
     size_t *cand_first; /* per episode (same capacity as v) */
     uint32_t *cand_n;
     const cmt_alloc *alloc; /* the allocator-level view, or NULL */
+    int failed;             /* out of memory measuring an episode's fragmentation */
 };
 
 int cmt_oom_create(cmt_oom **out)
@@ -75,7 +76,13 @@ uint64_t cmt_oom_device_bytes_needed(const struct cmt_oom_episode *e)
              page = r <= CMT_MODEL_MIB ? 2 * CMT_MODEL_MIB : 20 * CMT_MODEL_MIB;
     if (e->alloc && e->alloc->expandable)
         return r > UINT64_MAX - page ? r : (r + page - 1) / page * page;
-    return cmt_model_segment_size((size_t)r);
+    struct cmt_model_config config; /* the run's settings where the trace names them */
+    char err[160];
+    cmt_model_config_default(&config, 0);
+    if (e->alloc && e->alloc->conf && *e->alloc->conf &&
+        cmt_model_config_parse(&config, e->alloc->conf, err, sizeof err) != CMT_EOK)
+        cmt_model_config_default(&config, 0);
+    return cmt_model_segment_size(&config, (size_t)r);
 }
 
 static void verdict(struct cmt_oom_episode *e)
@@ -247,7 +254,8 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
     }
     verdict(e);
     holders(o, rp, e);
-    cmt_replay_fragmentation(rp, ev->dev, &e->frag);
+    if (cmt_replay_fragmentation(rp, ev->dev, &e->frag) != 0)
+        o->failed = 1;
     o->open = 1;
 }
 
@@ -359,7 +367,8 @@ static void alloc_oom(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_
             e->process_bytes = d->live_bytes + e->pool_retained_bytes;
         }
         holders(o, rp, e);
-        cmt_replay_fragmentation(rp, ae->dev, &e->frag);
+        if (cmt_replay_fragmentation(rp, ae->dev, &e->frag) != 0)
+            o->failed = 1;
     }
     attach_view(o, rp, e, ae);
     o->open = 0; /* the allocator gave up: the program sees the error now */
@@ -434,8 +443,9 @@ static unsigned oom_step(struct cmt_observer *self, const cmt_replay *rp,
 
 static int oom_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
-    cmt_oom_finish(self->ctx, rp);
-    return 0;
+    cmt_oom *o = self->ctx;
+    cmt_oom_finish(o, rp);
+    return o->failed ? CMT_ENOMEM : 0;
 }
 
 struct cmt_observer cmt_oom_observer(cmt_oom *o)

@@ -308,24 +308,24 @@ static inline __attribute__((always_inline)) void drop_on(cmt_replay *rp,
         site_add(rp, e->site, kind, e->size, -1);
     if (e->object != CMT_NO_OBJECT)
         rp->free_objects[rp->free_object_count++] = e->object;
-    log_freed(rp, e);
+    cmt__log_freed(rp, e);
 }
 
 __attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry *e)
 {
-    drop_on(rp, device_slot(rp, e->dev), e);
+    drop_on(rp, cmt__device_slot(rp, e->dev), e);
 }
 
 /* ---- applying events ---- */
 
 static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
 {
-    struct cmt__entry *p = pool_find(rp, key);
+    struct cmt__entry *p = cmt__pool_find(rp, key);
     if (!p || !p->size)
         return;
     uint64_t reuse = p->size < size ? p->size : size;
     p->size -= reuse;
-    struct cmt_replay_device *pd = device_slot(rp, p->dev);
+    struct cmt_replay_device *pd = cmt__device_slot(rp, p->dev);
     pd->kind_bytes[CMT_KIND_POOL] -= reuse;
     rp->totals.pool_retained_bytes -= reuse;
 }
@@ -334,7 +334,7 @@ static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
                          const struct cmt_event *e)
 {
     if (e->fields & CMT_F(POOL))
-        return pool_canon(rp, e->v[CMT_FIELD_POOL]);
+        return cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]);
     uint32_t slot = (uint32_t)(d - rp->devices);
     return rp->current_pool[slot] ? rp->current_pool[slot] : CMT__DEFAULT_POOL(slot);
 }
@@ -384,7 +384,7 @@ __attribute__((noinline)) void cmt__add_object(cmt_replay *rp, struct cmt_replay
 {
     if ((unsigned)kind >= CMT_KIND_COUNT) /* a table's kind column: NONE creates nothing */
         return;
-    add_object_on(rp, device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
+    add_object_on(rp, cmt__device_slot(rp, st->rec.u.event.dev), st, map, key, kind, size, aux);
 }
 
 static inline __attribute__((always_inline)) void apply_alloc(cmt_replay *rp,
@@ -471,42 +471,67 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         rp->totals.temporary_bytes += a->size;
     }
     if ((kind == CMT_KIND_ASYNC && to_pool) || kind == CMT_KIND_GRAPH) /* graph: any free */
-        pool_retain(rp, a->aux, a->dev, a->size);
-    note_owner(rp, st, a->dev);
-    drop_on(rp, a->dev == e->dev ? d : device_slot(rp, a->dev), a);
+        cmt__pool_retain(rp, a->aux, a->dev, a->size);
+    cmt__note_owner(rp, st, a->dev);
+    drop_on(rp, a->dev == e->dev ? d : cmt__device_slot(rp, a->dev), a);
     cmt__map_remove(&rp->allocs, a);
 }
 
-/* The events other than allocations and frees. */
-static __attribute__((noinline)) void apply_other(cmt_replay *rp, struct cmt_replay_device *d,
-                                                  struct cmt_replay_step *st, int apply, int kind)
+/* The handlers of CMT_REPLAY_OPS for allocations and frees (replay_ops.h). An allocation
+ * creates an object of the op's kind (a line without one creates nothing). */
+static inline __attribute__((always_inline)) void alloc_of_kind(cmt_replay *rp,
+                                                                struct cmt_replay_device *d,
+                                                                struct cmt_replay_step *st,
+                                                                int kind)
 {
-    const struct cmt_event *e = &st->rec.u.event;
-    switch (apply) {
-    case CMT_APPLY_NONE: break;
-    case CMT_APPLY_IPC_OPEN:
-        if (e->result == 0 && (e->fields & CMT_F(PTR)))
-            cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
-        break;
-    case CMT_APPLY_MEM_INFO:
-        if (e->result == 0 && (e->fields & CMT_F(FREE))) {
-            d->have_sample = 1;
-            d->free_bytes = e->v[CMT_FIELD_FREE];
-            d->total_bytes = e->v[CMT_FIELD_TOTAL];
-            d->sample_t_ns = e->t_ns;
-        }
-        break;
-    default: cmt__apply_pool_or_context(rp, d, st, apply); break;
-    }
+    if (__builtin_expect((unsigned)kind < CMT_KIND_COUNT, 1))
+        apply_alloc(rp, d, st, kind);
+}
+
+void cmt__apply_alloc(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                      int kind)
+{
+    alloc_of_kind(rp, d, st, kind);
+}
+
+void cmt__apply_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                     int kind)
+{
+    apply_free(rp, d, st, kind, 0);
 }
 
 /* A stream-ordered allocation or free made on a capturing stream (its handle is the capture's
  * graph) is a node of that graph, as cuGraphAddMemAllocNode / cuGraphAddMemFreeNode make:
  * no memory until the graph is instantiated and launched (docs/analysis.md "Graph memory"). */
-static int captured(int *kind, int apply)
+void cmt__apply_alloc_async(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                            int kind)
 {
-    *kind = CMT_KIND_GRAPH;
-    return apply == CMT_APPLY_ALLOC ? CMT_APPLY_GRAPH_ALLOC_NODE : CMT_APPLY_GRAPH_FREE_NODE;
+    (void)kind; /* ASYNC */
+    if (__builtin_expect(st->rec.u.event.fields & CMT_F(HANDLE), 0))
+        cmt__apply_graph_alloc_node(rp, d, st, CMT_KIND_GRAPH);
+    else
+        apply_alloc(rp, d, st, CMT_KIND_ASYNC);
+}
+
+/* The same for a free: a stream-ordered allocation's bytes stay in its pool. */
+void cmt__apply_free_async(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                           int kind)
+{
+    if (__builtin_expect(st->rec.u.event.fields & CMT_F(HANDLE), 0))
+        cmt__apply_graph_free_node(rp, d, st, CMT_KIND_GRAPH);
+    else
+        apply_free(rp, d, st, kind, 1);
+}
+
+/* Another process's memory (an IPC handle opened, a pool pointer imported): an object of no
+ * bytes. */
+void cmt__apply_ipc_open(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                         int kind)
+{
+    (void)d;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(PTR)))
+        cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
 }
 
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
@@ -517,7 +542,8 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
     uint32_t code = 0;
-    int apply = CMT_APPLY_NONE, kind = CMT_KIND_NONE;
+    int kind = CMT_KIND_NONE;
+    cmt__apply_fn *apply = cmt__apply_none;
     const char *name = NULL;
     if (__builtin_expect(e->api < rp->api_cap, 1)) {
         struct cmt__replay_api *a = &rp->apis[e->api];
@@ -533,22 +559,20 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         name = api ? api->name : "?";
     }
     st->api = name;
-    struct cmt_replay_device *d = device_slot(rp, e->dev);
-    if (__builtin_expect(kind == CMT_KIND_ASYNC && (e->fields & CMT_F(HANDLE)), 0))
-        apply = captured(&kind, apply);
-    if (__builtin_expect(apply == CMT_APPLY_ALLOC, 1))
-        apply_alloc(rp, d, st, kind);
-    else if (__builtin_expect(apply == CMT_APPLY_FREE || apply == CMT_APPLY_FREE_TO_POOL, 1))
-        apply_free(rp, d, st, kind, apply == CMT_APPLY_FREE_TO_POOL);
+    struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
+    /* the op's handler (replay_ops.h); those of most events, allocations and frees, inline */
+    if (__builtin_expect(apply == cmt__apply_alloc, 1))
+        alloc_of_kind(rp, d, st, kind);
+    else if (__builtin_expect(apply == cmt__apply_free, 1))
+        apply_free(rp, d, st, kind, 0);
     else
-        apply_other(rp, d, st, apply, kind);
+        apply(rp, d, st, kind);
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
         uint32_t owner = (uint32_t)rp->owner_dev + 1;
-        st->owner = owner < MAX_DEVICE_SLOTS ? device_slot(rp, rp->owner_dev) : NULL;
+        st->owner = owner < MAX_DEVICE_SLOTS ? cmt__device_slot(rp, rp->owner_dev) : NULL;
         rp->owner_dev = INT32_MIN;
-        d = device_slot(rp, e->dev); /* the table may have moved */
+        d = cmt__device_slot(rp, e->dev); /* the table may have moved */
     }
-    st->all_devices = apply == CMT_APPLY_SYNC_ALL;
     if (st->delta > 0) {
         if (d->live_bytes > d->peak_live_bytes) {
             d->peak_live_bytes = d->live_bytes;
@@ -560,72 +584,6 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     }
     /* as cmt_replay_device(): an ordinal outside the table was folded into slot 0 */
     st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS ? d : NULL;
-}
-
-static void baseline(struct cmt_replay_device *d, uint64_t free_bytes, uint64_t total_bytes)
-{
-    if (d->have_baseline)
-        return;
-    d->have_baseline = 1;
-    d->baseline_free_bytes = free_bytes;
-    d->baseline_total_bytes = total_bytes;
-}
-
-/* Every record but an EVENT (cmt_replay_next applies those itself). */
-static __attribute__((noinline)) void apply_record(cmt_replay *rp, struct cmt_replay_step *st)
-{
-    struct cmt_record *rec = &st->rec;
-    switch (rec->type) {
-    case CMT_REC_API:
-        if (rec->u.api.id >= 65536)
-            break;
-        if (rec->u.api.id >= rp->api_cap) {
-            uint32_t cap = rec->u.api.id + 64;
-            struct cmt__replay_api *a = realloc(rp->apis, cap * sizeof *a);
-            if (!a) {
-                rp->failed = 1;
-                break;
-            }
-            memset(a + rp->api_cap, 0, (cap - rp->api_cap) * sizeof *a);
-            rp->apis = a;
-            rp->api_cap = cap;
-        }
-        struct cmt__replay_api *ra = &rp->apis[rec->u.api.id];
-        ra->name = rec->u.api.name;
-        ra->op = rec->u.api.op < CMT_OP_MAX ? rec->u.api.op + 1 : 0;
-        ra->apply = (uint8_t)cmt_op_apply(rec->u.api.op);
-        ra->kind = (int8_t)cmt_op_kind(rec->u.api.op);
-        break;
-    case CMT_REC_DEVICE: {
-        struct cmt_replay_device *d = device_slot(rp, rec->u.device.dev);
-        d->name = rec->u.device.name;
-        d->have_sample = 1;
-        d->total_bytes = rec->u.device.total_bytes;
-        d->free_bytes = rec->u.device.free_bytes;
-        d->sample_t_ns = rec->u.device.t_ns;
-        baseline(d, d->free_bytes, d->total_bytes);
-        break;
-    }
-    case CMT_REC_MEMINFO: {
-        struct cmt_replay_device *d = device_slot(rp, rec->u.meminfo.dev);
-        d->have_sample = 1;
-        d->total_bytes = rec->u.meminfo.total_bytes;
-        d->free_bytes = rec->u.meminfo.free_bytes;
-        d->sample_t_ns = rec->u.meminfo.t_ns;
-        if (rec->u.meminfo.reason == CMT_MEMINFO_BASELINE)
-            baseline(d, d->free_bytes, d->total_bytes);
-        break;
-    }
-    case CMT_REC_END:
-        rp->totals.ended = 1;
-        if (rec->u.end.t_ns > rp->totals.last_t_ns)
-            rp->totals.last_t_ns = rec->u.end.t_ns;
-        break;
-    case CMT_REC_SIGNAL:
-        rp->totals.signaled = 1;
-        rp->totals.signo = rec->u.signal.signo;
-        break;
-    }
 }
 
 /* ---- driving ---- */
@@ -657,7 +615,7 @@ static inline __attribute__((always_inline)) int read_step(cmt_replay *rp,
         if (__builtin_expect((step)->rec.type == CMT_REC_EVENT, 1)) \
             apply_event((rp), (step));                              \
         else                                                        \
-            apply_record((rp), (step));                             \
+            cmt__apply_record((rp), (step));                        \
     } while (0)
 
 int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)

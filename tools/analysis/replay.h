@@ -87,54 +87,16 @@ const char *cmt_kind_name(int kind);
 /* Kinds that count as this process's device memory (live_bytes). */
 #define CMT_KIND_IS_DEVICE_MEMORY(k) CMT_KIND_HAS(k, DEVICE_MEMORY)
 
-/* How the replay applies an op: the `apply` column of CMT_OPS (format/cmt_format.h). */
-/* clang-format off */
-#define CMT_APPLIES(X)                                                                   \
-    X(NONE)         /* nothing to apply */                                               \
-    X(ALLOC)        /* creates an object of the op's kind (ptr, or handle for VMM) */    \
-    X(FREE)         /* ends the allocation at ptr, whatever its kind */                  \
-    X(FREE_TO_POOL) /* the same; a stream-ordered allocation's bytes stay in its pool */ \
-    X(MEM_INFO)     /* a free/total sample */                                            \
-    X(POOL_CREATE)                                                                       \
-    X(POOL_DESTROY)                                                                      \
-    X(POOL_TRIM)                                                                         \
-    X(POOL_SET)                                                                          \
-    X(POOL_ATTR)    /* a pool attribute; the release threshold is kept per pool */       \
-    X(VMM_RELEASE)                                                                       \
-    X(VMM_RETAIN)                                                                        \
-    X(VMM_IMPORT)                                                                        \
-    X(VMM_MAP)                                                                           \
-    X(VMM_UNMAP)                                                                         \
-    X(VA_RESERVE)                                                                        \
-    X(VA_FREE)                                                                           \
-    X(IPC_OPEN)     /* another process's memory: an object of no bytes */                \
-    X(SYNC)         /* pools of the event's device release what they retain */           \
-    X(SYNC_ALL)     /* the same for every device (a context destroyed) */                \
-    X(RESET)        /* the device's primary context reset: everything on it is freed */  \
-    X(POOL_DEFAULT) /* the handle of a device's default pool (a query) */                \
-    X(POOL_CURRENT) /* the handle of a device's current pool (a query) */                \
-    X(MULTICAST_CREATE) /* a multicast object: a handle (in the handles' map) of no bytes */ \
-    X(MULTICAST_BIND)   /* physical memory bound into it: held, counted under its handle */ \
-    X(MULTICAST_UNBIND) /* the device's bindings in the range let their memory go */ \
-    X(GRAPH_ALLOC_NODE)   /* a graph's allocation node: an address, no memory yet */     \
-    X(GRAPH_FREE_NODE)    /* a graph's free node */                                       \
-    X(GRAPH_INSTANTIATE)  /* an exec gets its graph's memory nodes */                    \
-    X(GRAPH_LAUNCH)       /* the exec's allocations become live, its frees run */        \
-    X(GRAPH_EXEC_DESTROY)                                                                 \
-    X(GRAPH_DESTROY)                                                                      \
-    X(GRAPH_MEM_TRIM)     /* the device's graph pool releases what it retains */
-/* clang-format on */
-
-enum cmt_apply {
-#define CMT__APPLY_ENUM(name) CMT_APPLY_##name,
-    CMT_APPLIES(CMT__APPLY_ENUM)
-#undef CMT__APPLY_ENUM
-};
+/* What the replay makes of each op (its table, CMT_REPLAY_OPS in replay_ops.h, gives every op
+ * of format/cmt_format.h's CMT_OPS its handler, its kind and these attributes). */
+#define CMT_OPA_FREE 1u     /* ends the allocation at ptr, whatever its kind (a free) */
+#define CMT_OPA_SAMPLE 2u   /* a free/total sample of the event's device */
+#define CMT_OPA_RELEASES 4u /* gives memory back (a free, release, unmap, trim, destroy, sync) */
 
 /* @return the op's kind column (CMT_KIND_NONE when it has none, or the op is unknown). */
 int cmt_op_kind(uint32_t op);
-/* @return the op's apply column (CMT_APPLY_NONE for an unknown op). */
-int cmt_op_apply(uint32_t op);
+/* @return the op's CMT_OPA_* attributes (0 for an unknown op). */
+unsigned cmt_op_attrs(uint32_t op);
 
 #define CMT_GRANULARITY (UINT64_C(2) << 20) /* the driver's allocation granularity */
 
@@ -218,12 +180,12 @@ struct cmt_replay_thread {
 typedef struct cmt_replay cmt_replay;
 
 /* Creates a replay over an open reader (not owned). @return 0 or CMT_ENOMEM. */
-int cmt_replay_create(cmt_replay **out, cmt_reader *r);
+CMT_MUST_USE int cmt_replay_create(cmt_replay **out, cmt_reader *r);
 void cmt_replay_destroy(cmt_replay *rp);
 
 /* Reads and applies the next record. @return 1 with *step filled; 0 at the end; a negative
  * CMT_E* code at damage (the state holds everything before it) or when memory runs out. */
-int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
+CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
 
 /* An analysis fed by a replay: one pass over a trace drives any number of them.
  *
@@ -276,7 +238,7 @@ struct cmt_observer {
  * (cmt_replay_finish) and calls each observer's finish. @return 0, or the code that stopped
  * the replay (damage: the state and the observers hold everything before it), or the first
  * observer's finish error. */
-int cmt_replay_run(cmt_replay *rp, struct cmt_observer *observers, size_t n);
+CMT_MUST_USE int cmt_replay_run(cmt_replay *rp, struct cmt_observer *observers, size_t n);
 
 /* Settles the values that are computed lazily (each site's bytes at the process peak).
  * Call once after the last cmt_replay_next() (cmt_replay_run does). */
@@ -327,6 +289,10 @@ struct cmt_replay_object {
 /* Calls fn for every live object (any order). */
 void cmt_replay_foreach_live(const cmt_replay *rp,
                              void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx);
+/* The same for the live mappings (CMT_KIND_MAPPING) alone: their number, not every object's. */
+void cmt_replay_foreach_mapping(const cmt_replay *rp,
+                                void (*fn)(void *ctx, const struct cmt_replay_object *o),
+                                void *ctx);
 
 /* Fragmentation of one device's state (docs/analysis.md defines each). */
 struct cmt_fragmentation {
@@ -339,8 +305,10 @@ struct cmt_fragmentation {
     uint64_t pool_retained_bytes;
 };
 /* Measures the current state of device dev. @return 0 or CMT_ENOMEM. */
-int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+CMT_MUST_USE int cmt_replay_fragmentation(const cmt_replay *rp, int32_t dev,
+                                          struct cmt_fragmentation *out);
 /* The same at the process-wide peak (exact; valid after cmt_replay_finish). */
-int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev, struct cmt_fragmentation *out);
+CMT_MUST_USE int cmt_replay_peak_fragmentation(const cmt_replay *rp, int32_t dev,
+                                               struct cmt_fragmentation *out);
 
 #endif

@@ -1,6 +1,7 @@
-/* replay_books.h — internal: the replay engine's bookkeeping shared by replay.c (allocations
- * and frees, the hot path), replay_pools.c (pools, contexts) and replay_vmm.c (the VMM calls):
- * the inline fast paths and the out-of-line functions behind them. */
+/* replay_books.h — internal: the replay engine's bookkeeping shared by the files of its
+ * handlers (replay_ops.h): replay.c (allocations and frees, the hot path), replay_pools.c
+ * (pools, contexts), replay_vmm.c (the VMM calls), replay_multicast.c, replay_graph.c and
+ * replay_records.c: the inline fast paths and the out-of-line functions behind them. */
 #ifndef CMT__REPLAY_BOOKS_H
 #define CMT__REPLAY_BOOKS_H
 
@@ -22,29 +23,23 @@ void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p);
 uint64_t cmt__pool_canon_slow(const cmt_replay *rp, uint64_t handle);
 /* The replay's key for a pool handle: a handle a query returned for a device's default pool
  * is that device's default pool (CMT__DEFAULT_POOL), any other handle is itself. */
-static inline uint64_t pool_canon(const cmt_replay *rp, uint64_t handle)
+static inline uint64_t cmt__pool_canon(const cmt_replay *rp, uint64_t handle)
 {
     return __builtin_expect(!rp->default_pool_count, 1) ? handle : cmt__pool_canon_slow(rp, handle);
 }
-/* Pools, contexts and the VMM calls (CMT_APPLY_* other than ALLOC, FREE, IPC_OPEN, MEM_INFO):
- * rare next to allocations and frees. */
-void cmt__apply_pool_or_context(cmt_replay *rp, struct cmt_replay_device *d,
-                                struct cmt_replay_step *st, int apply);
-void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply);
-/* The graph memory calls (CMT_APPLY_GRAPH_*), replay_graph.c. */
-void cmt__apply_graph(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+/* Every record but an EVENT (replay_records.c; cmt_replay_next applies events itself). */
+void cmt__apply_record(cmt_replay *rp, struct cmt_replay_step *st);
 void cmt__reset_device(cmt_replay *rp, int32_t dev);
 /* A VMM handle (physical or multicast) lost a reference or a mapping: it is dropped when it
  * has neither left (a multicast object's bindings with it). */
 void cmt__handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__entry *h);
-/* replay_multicast.c: binds and unbinds; a multicast object dropped lets its bindings go; a
- * device reset forgets the bindings of its memory or of objects it held. */
-void cmt__apply_multicast(cmt_replay *rp, struct cmt_replay_step *st, int apply);
+/* replay_multicast.c: a multicast object dropped lets its bindings go; a device reset forgets
+ * the bindings of its memory or of objects it held. */
 void cmt__multicast_forget(cmt_replay *rp, struct cmt_replay_step *st, uint64_t multicast);
 void cmt__multicast_reset(cmt_replay *rp, struct cmt_replay_step *st, int32_t dev);
 
 /* The device's state, marked seen. Almost every event names a device already seen. */
-static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
+static inline struct cmt_replay_device *cmt__device_slot(cmt_replay *rp, int32_t dev)
 {
     uint32_t slot = (uint32_t)dev + 1; /* dev -1 -> 0; out of range -> slow path */
     if (__builtin_expect(slot < rp->device_count && rp->devices[slot].seen, 1))
@@ -53,14 +48,14 @@ static inline struct cmt_replay_device *device_slot(cmt_replay *rp, int32_t dev)
 }
 
 /* An object of device dev was released by the event (see cmt_replay_step.owner). */
-static inline void note_owner(cmt_replay *rp, const struct cmt_replay_step *st, int32_t dev)
+static inline void cmt__note_owner(cmt_replay *rp, const struct cmt_replay_step *st, int32_t dev)
 {
     if (dev != st->rec.u.event.dev)
         rp->owner_dev = dev;
 }
 
 /* Keeps an object freed after the process peak that was alive at it. */
-static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
+static inline void cmt__log_freed(cmt_replay *rp, const struct cmt__entry *e)
 {
     if (e->seq <= rp->peak_tick) /* else born after the peak: not part of it */
         cmt__log_freed_slow(rp, e);
@@ -69,29 +64,29 @@ static inline void log_freed(cmt_replay *rp, const struct cmt__entry *e)
 /* The pool entry used last when it is key's, else NULL. A program allocates from one or two
  * pools; the entry stays valid while it holds the key (a removal shifts entries within the
  * table; pool_add forgets it before an insert that may move the table). */
-static inline struct cmt__entry *pool_cached(const cmt_replay *rp, uint64_t key)
+static inline struct cmt__entry *cmt__pool_cached(const cmt_replay *rp, uint64_t key)
 {
     struct cmt__entry *p = rp->pool_hit;
     return __builtin_expect(p && p->key == key && p->kind, 1) ? p : NULL;
 }
 
 /* A pool's entry, or NULL. */
-static inline struct cmt__entry *pool_find(cmt_replay *rp, uint64_t key)
+static inline struct cmt__entry *cmt__pool_find(cmt_replay *rp, uint64_t key)
 {
-    struct cmt__entry *p = pool_cached(rp, key);
+    struct cmt__entry *p = cmt__pool_cached(rp, key);
     if (!p && (p = cmt__map_find(&rp->pools, key)))
         rp->pool_hit = p;
     return p;
 }
 
 /* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
-static inline void pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+static inline void cmt__pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
 {
-    struct cmt__entry *p = pool_cached(rp, key);
+    struct cmt__entry *p = cmt__pool_cached(rp, key);
     if (__builtin_expect(!p, 0) && !(p = cmt__pool_add(rp, key, dev)))
         return;
     p->size += size;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
+    cmt__device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
     rp->totals.pool_retained_bytes += size;
 }
 

@@ -37,12 +37,12 @@ static uint64_t graph_pool_of(int32_t dev)
 /* The graph pool gives up to size retained bytes to a new allocation. */
 static void pool_take(cmt_replay *rp, int32_t dev, uint64_t size)
 {
-    struct cmt__entry *p = pool_find(rp, graph_pool_of(dev));
+    struct cmt__entry *p = cmt__pool_find(rp, graph_pool_of(dev));
     if (!p || !p->size)
         return;
     uint64_t reuse = p->size < size ? p->size : size;
     p->size -= reuse;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= reuse;
+    cmt__device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= reuse;
     rp->totals.pool_retained_bytes -= reuse;
 }
 
@@ -54,8 +54,8 @@ static uint64_t free_to_pool(cmt_replay *rp, struct cmt_replay_step *st, uint64_
     if (!a || a->kind != CMT_KIND_GRAPH + 1)
         return 0;
     uint64_t size = a->size;
-    pool_retain(rp, a->aux, a->dev, size);
-    note_owner(rp, st, a->dev);
+    cmt__pool_retain(rp, a->aux, a->dev, size);
+    cmt__note_owner(rp, st, a->dev);
     cmt__drop(rp, a);
     cmt__map_remove(&rp->allocs, a);
     return size;
@@ -96,7 +96,7 @@ static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
     struct cmt_event *e = &st->rec.u.event;
     int32_t event_dev = e->dev;
     uint32_t event_stack = e->stack;
-    uint64_t before = device_slot(rp, event_dev)->live_bytes;
+    uint64_t before = cmt__device_slot(rp, event_dev)->live_bytes;
     size_t end, start = exec_nodes(rp, exec, &end);
     for (size_t i = start; i < end && !rp->failed; i++) {
         struct cmt__graph_node n = rp->graph_nodes[i];
@@ -117,7 +117,7 @@ static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
     for (size_t i = start; i < end; i++) {
         struct cmt__graph_node n = rp->graph_nodes[i];
         if (!n.is_free && frees(rp, start, end, n.ptr))
-            pool_retain(rp, graph_pool_of(n.dev), n.dev, n.size);
+            cmt__pool_retain(rp, graph_pool_of(n.dev), n.dev, n.size);
         else if (n.is_free)
             released += free_to_pool(rp, st, n.ptr);
     }
@@ -126,60 +126,98 @@ static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
     st->key = st->bytes = 0;
     st->object = st->replaced = CMT_NO_OBJECT;
     st->released = released;
-    st->delta = (int64_t)(device_slot(rp, event_dev)->live_bytes - before);
+    st->delta = (int64_t)(cmt__device_slot(rp, event_dev)->live_bytes - before);
 }
 
-void cmt__apply_graph(cmt_replay *rp, struct cmt_replay_step *st, int apply)
+/* ---- the handlers of CMT_REPLAY_OPS for graph memory (replay_ops.h); a failed call changes
+ * nothing ---- */
+
+/* An allocation node (a free node: is_free) of a graph: an address, no memory yet. */
+static void add_node(cmt_replay *rp, const struct cmt_event *e, int is_free)
 {
+    struct cmt__graph_node *n = e->result == 0 && (e->fields & CMT_F(PTR)) &&
+                                        (e->fields & CMT_F(HANDLE))
+                                    ? node_add(rp)
+                                    : NULL;
+    if (n)
+        *n = (struct cmt__graph_node){.owner = e->v[CMT_FIELD_HANDLE],
+                                      .ptr = e->v[CMT_FIELD_PTR],
+                                      .size = e->v[CMT_FIELD_SIZE],
+                                      .stack = e->stack,
+                                      .dev = e->dev,
+                                      .is_free = (uint8_t)is_free};
+}
+
+void cmt__apply_graph_alloc_node(cmt_replay *rp, struct cmt_replay_device *d,
+                                 struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    add_node(rp, &st->rec.u.event, 0);
+}
+
+void cmt__apply_graph_free_node(cmt_replay *rp, struct cmt_replay_device *d,
+                                struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    add_node(rp, &st->rec.u.event, 1);
+}
+
+/* An exec gets its graph's memory nodes. */
+void cmt__apply_graph_instantiate(cmt_replay *rp, struct cmt_replay_device *d,
+                                  struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
     const struct cmt_event *e = &st->rec.u.event;
-    uint64_t ptr = e->v[CMT_FIELD_PTR], graph = e->v[CMT_FIELD_HANDLE];
-    int has_ptr = (e->fields & CMT_F(PTR)) != 0, has_graph = (e->fields & CMT_F(HANDLE)) != 0;
-    switch (apply) {
-    case CMT_APPLY_GRAPH_ALLOC_NODE:
-    case CMT_APPLY_GRAPH_FREE_NODE: {
-        struct cmt__graph_node *n = has_ptr && has_graph ? node_add(rp) : NULL;
-        if (n)
-            *n = (struct cmt__graph_node){.owner = graph,
-                                          .ptr = ptr,
-                                          .size = e->v[CMT_FIELD_SIZE],
-                                          .stack = e->stack,
-                                          .dev = e->dev,
-                                          .is_free = apply == CMT_APPLY_GRAPH_FREE_NODE};
-        break;
-    }
-    case CMT_APPLY_GRAPH_INSTANTIATE:
-        if (!has_ptr || !has_graph)
+    uint64_t exec = e->v[CMT_FIELD_PTR], graph = e->v[CMT_FIELD_HANDLE];
+    if (e->result != 0 || !(e->fields & CMT_F(PTR)) || !(e->fields & CMT_F(HANDLE)))
+        return;
+    nodes_forget(rp, exec, 1); /* an exec handle reused after a destroy we did not see */
+    for (size_t i = 0, count = rp->graph_node_count; i < count; i++) {
+        if (rp->graph_nodes[i].in_exec || rp->graph_nodes[i].owner != graph)
+            continue;
+        struct cmt__graph_node *n = node_add(rp);
+        if (!n)
             break;
-        nodes_forget(rp, ptr, 1); /* an exec handle reused after a destroy we did not see */
-        for (size_t i = 0, count = rp->graph_node_count; i < count; i++) {
-            if (rp->graph_nodes[i].in_exec || rp->graph_nodes[i].owner != graph)
-                continue;
-            struct cmt__graph_node *n = node_add(rp);
-            if (!n)
-                break;
-            *n = rp->graph_nodes[i];
-            n->owner = ptr;
-            n->in_exec = 1;
-        }
-        break;
-    case CMT_APPLY_GRAPH_LAUNCH:
-        if (has_ptr)
-            launch(rp, st, ptr);
-        break;
-    case CMT_APPLY_GRAPH_EXEC_DESTROY:
-        if (has_ptr)
-            nodes_forget(rp, ptr, 1);
-        break;
-    case CMT_APPLY_GRAPH_DESTROY:
-        if (has_graph)
-            nodes_forget(rp, graph, 0);
-        break;
-    case CMT_APPLY_GRAPH_MEM_TRIM: {
-        struct cmt__entry *p = cmt__map_find(&rp->pools, graph_pool_of(e->dev));
-        if (p)
-            cmt__pool_trim(rp, p, 0);
-        break;
+        *n = rp->graph_nodes[i];
+        n->owner = exec;
+        n->in_exec = 1;
     }
-    default: break;
-    }
+}
+
+void cmt__apply_graph_launch(cmt_replay *rp, struct cmt_replay_device *d,
+                             struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(PTR)))
+        launch(rp, st, e->v[CMT_FIELD_PTR]);
+}
+
+void cmt__apply_graph_exec_destroy(cmt_replay *rp, struct cmt_replay_device *d,
+                                   struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(PTR)))
+        nodes_forget(rp, e->v[CMT_FIELD_PTR], 1);
+}
+
+void cmt__apply_graph_destroy(cmt_replay *rp, struct cmt_replay_device *d,
+                              struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(HANDLE)))
+        nodes_forget(rp, e->v[CMT_FIELD_HANDLE], 0);
+}
+
+/* The device's graph pool releases what it retains. */
+void cmt__apply_graph_mem_trim(cmt_replay *rp, struct cmt_replay_device *d,
+                               struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt__entry *p = e->result == 0 ? cmt__map_find(&rp->pools, graph_pool_of(e->dev)) : NULL;
+    if (p)
+        cmt__pool_trim(rp, p, 0);
 }

@@ -5,6 +5,7 @@
 
 #include "replay.h"
 #include "replay_map.h"
+#include "replay_ops.h"
 
 #define MAX_DEVICE_SLOTS (CMT_MAX_DEVICES + 1) /* dev -1 .. max - 1; others fold into slot 0 */
 
@@ -19,9 +20,9 @@ struct cmt__logged {
 struct cmt__replay_api {
     const char *name; /* NULL until the API record is replayed */
     uint64_t calls;
-    uint32_t op;   /* enum cmt_op + 1; 0 = unknown */
-    uint8_t apply; /* the op's enum cmt_apply (CMT_APPLY_NONE when unknown) */
-    int8_t kind;   /* the op's kind column */
+    uint32_t op;          /* enum cmt_op + 1; 0 = unknown */
+    int8_t kind;          /* the op's kind column */
+    cmt__apply_fn *apply; /* the op's handler (OTHER's when unknown) */
 };
 
 struct cmt_replay {

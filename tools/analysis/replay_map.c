@@ -31,7 +31,9 @@ int cmt__map_grow(struct cmt__map *m)
     uint32_t *slots = calloc(cap, sizeof *slots);
     if (!slots)
         return -1;
-    struct cmt__map n = {entries, slots, cap - 1, m->count, limit, 64 - bits, bits};
+    struct cmt__map n = {entries,  slots,   cap - 1,
+                         m->count, limit,   64 - bits,
+                         bits,     m->near, m->near && bits >= m->near};
     for (size_t k = 0; k < m->count; k++) { /* keys are unique: no entry is read but its own */
         size_t i = cmt__map_home(&n, entries[k].key);
         while (slots[i])

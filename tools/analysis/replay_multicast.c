@@ -91,18 +91,33 @@ static void unbind(cmt_replay *rp, struct cmt_replay_step *st)
     }
 }
 
-void cmt__apply_multicast(cmt_replay *rp, struct cmt_replay_step *st, int apply)
+/* ---- the handlers of CMT_REPLAY_OPS for multicast objects (replay_ops.h); a failed call
+ * changes nothing ---- */
+
+void cmt__apply_multicast_create(cmt_replay *rp, struct cmt_replay_device *d,
+                                 struct cmt_replay_step *st, int kind)
 {
+    (void)d, (void)kind;
     const struct cmt_event *e = &st->rec.u.event;
-    switch (apply) {
-    case CMT_APPLY_MULTICAST_CREATE:
-        if (e->fields & CMT_F(HANDLE))
-            cmt__add_object(rp, st, &rp->handles, e->v[CMT_FIELD_HANDLE], CMT_KIND_MULTICAST,
-                            e->v[CMT_FIELD_SIZE], 0);
-        break;
-    case CMT_APPLY_MULTICAST_BIND: bind(rp, st); break;
-    case CMT_APPLY_MULTICAST_UNBIND: unbind(rp, st); break;
-    }
+    if (e->result == 0 && (e->fields & CMT_F(HANDLE)))
+        cmt__add_object(rp, st, &rp->handles, e->v[CMT_FIELD_HANDLE], CMT_KIND_MULTICAST,
+                        e->v[CMT_FIELD_SIZE], 0);
+}
+
+void cmt__apply_multicast_bind(cmt_replay *rp, struct cmt_replay_device *d,
+                               struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    if (st->rec.u.event.result == 0)
+        bind(rp, st);
+}
+
+void cmt__apply_multicast_unbind(cmt_replay *rp, struct cmt_replay_device *d,
+                                 struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    if (st->rec.u.event.result == 0)
+        unbind(rp, st);
 }
 
 void cmt__multicast_forget(cmt_replay *rp, struct cmt_replay_step *st, uint64_t multicast)

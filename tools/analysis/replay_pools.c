@@ -14,7 +14,7 @@
 __attribute__((noinline)) struct cmt__entry *cmt__pool_add(cmt_replay *rp, uint64_t key,
                                                            int32_t dev)
 {
-    struct cmt__entry *p = pool_find(rp, key);
+    struct cmt__entry *p = cmt__pool_find(rp, key);
     if (p)
         return p;
     rp->pool_hit = NULL;
@@ -41,7 +41,7 @@ void cmt__pool_trim(cmt_replay *rp, struct cmt__entry *p, uint64_t keep)
         return;
     uint64_t cut = p->size - keep;
     p->size = keep;
-    device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= cut;
+    cmt__device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] -= cut;
     rp->totals.pool_retained_bytes -= cut;
 }
 
@@ -114,13 +114,13 @@ static void alias_default_pool(cmt_replay *rp, uint64_t handle, uint32_t slot)
 /* cuDeviceGetDefaultMemPool and friends (POOL_DEFAULT) name the default pool's handle; the
  * current pool's query (POOL_CURRENT) does too while no other pool was made current. */
 static void apply_pool_query(cmt_replay *rp, struct cmt_replay_device *d, const struct cmt_event *e,
-                             int apply)
+                             int is_default)
 {
     if (e->result != 0 || !(e->fields & CMT_F(POOL)) || e->dev < 0 || rp->failed)
         return;
     uint32_t slot = (uint32_t)(d - rp->devices);
     uint64_t handle = e->v[CMT_FIELD_POOL], current = rp->current_pool[slot];
-    if (apply == CMT_APPLY_POOL_DEFAULT ||
+    if (is_default ||
         ((!current || current == CMT__DEFAULT_POOL(slot)) && !cmt__map_find(&rp->pools, handle)))
         alias_default_pool(rp, handle, slot);
 }
@@ -135,64 +135,102 @@ void cmt__pool_forget(cmt_replay *rp, struct cmt__entry *p)
     cmt__map_remove(&rp->pools, p);
 }
 
-/* Pools, contexts and the VMM calls: rare next to allocations and frees. */
-__attribute__((noinline)) void cmt__apply_pool_or_context(cmt_replay *rp,
-                                                          struct cmt_replay_device *d,
-                                                          struct cmt_replay_step *st, int apply)
+/* ---- the handlers of CMT_REPLAY_OPS for pools and contexts (replay_ops.h) ---- */
+
+void cmt__apply_pool_create(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                            int kind)
 {
+    (void)d, (void)kind;
     const struct cmt_event *e = &st->rec.u.event;
-    switch (apply) {
-    case CMT_APPLY_POOL_CREATE:
-        if (e->result == 0 && (e->fields & CMT_F(POOL)))
-            pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
-        break;
-    case CMT_APPLY_POOL_DESTROY:
-    case CMT_APPLY_POOL_TRIM: {
-        struct cmt__entry *p = cmt__map_find(&rp->pools, pool_canon(rp, e->v[CMT_FIELD_POOL]));
-        if (p && e->result == 0) {
-            cmt__pool_trim(rp, p, apply == CMT_APPLY_POOL_TRIM ? e->v[CMT_FIELD_SIZE] : 0);
-            if (apply == CMT_APPLY_POOL_DESTROY) {
-                set_threshold(rp, p->key, 0);
-                cmt__pool_forget(rp, p);
-            }
-        }
-        break;
+    if (e->result == 0 && (e->fields & CMT_F(POOL)))
+        cmt__pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
+}
+
+/* cuMemPoolTrimTo keeps at most its size; a destroyed pool keeps nothing and is forgotten. */
+static void trim_or_destroy(cmt_replay *rp, const struct cmt_event *e, int destroy)
+{
+    struct cmt__entry *p = cmt__map_find(&rp->pools, cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]));
+    if (!p || e->result != 0)
+        return;
+    cmt__pool_trim(rp, p, destroy ? 0 : e->v[CMT_FIELD_SIZE]);
+    if (destroy) {
+        set_threshold(rp, p->key, 0);
+        cmt__pool_forget(rp, p);
     }
-    case CMT_APPLY_POOL_SET:
-        if (e->result == 0) {
-            uint32_t slot = (uint32_t)(d - rp->devices);
-            if (!rp->failed)
-                rp->current_pool[slot] = pool_canon(rp, e->v[CMT_FIELD_POOL]);
-        }
-        break;
-    case CMT_APPLY_POOL_ATTR:
-        if (e->result == 0 && (e->fields & CMT_F(POOL)) && (e->fields & CMT_F(SIZE)) &&
-            (e->fields & CMT_F(FLAGS)) && e->v[CMT_FIELD_FLAGS] == CMT_POOL_ATTR_RELEASE_THRESHOLD)
-            set_threshold(rp, pool_canon(rp, e->v[CMT_FIELD_POOL]), e->v[CMT_FIELD_SIZE]);
-        break;
-    case CMT_APPLY_POOL_DEFAULT:
-    case CMT_APPLY_POOL_CURRENT: apply_pool_query(rp, d, &st->rec.u.event, apply); break;
-    case CMT_APPLY_SYNC:
-    case CMT_APPLY_SYNC_ALL:
-        cmt__sync_pools(rp, apply == CMT_APPLY_SYNC ? e->dev : -1, apply == CMT_APPLY_SYNC);
-        break;
-    case CMT_APPLY_RESET:
-        if (e->result == 0)
-            cmt__reset_device(rp, e->dev);
-        break;
-    case CMT_APPLY_GRAPH_ALLOC_NODE:
-    case CMT_APPLY_GRAPH_FREE_NODE:
-    case CMT_APPLY_GRAPH_INSTANTIATE:
-    case CMT_APPLY_GRAPH_LAUNCH:
-    case CMT_APPLY_GRAPH_EXEC_DESTROY:
-    case CMT_APPLY_GRAPH_DESTROY:
-    case CMT_APPLY_GRAPH_MEM_TRIM:
-        if (e->result == 0)
-            cmt__apply_graph(rp, st, apply);
-        break;
-    default:
-        if (e->result == 0)
-            cmt__apply_vmm(rp, st, apply);
-        break;
+}
+
+void cmt__apply_pool_destroy(cmt_replay *rp, struct cmt_replay_device *d,
+                             struct cmt_replay_step *st, int kind)
+{
+    (void)d, (void)kind;
+    trim_or_destroy(rp, &st->rec.u.event, 1);
+}
+
+void cmt__apply_pool_trim(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                          int kind)
+{
+    (void)d, (void)kind;
+    trim_or_destroy(rp, &st->rec.u.event, 0);
+}
+
+void cmt__apply_pool_set(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                         int kind)
+{
+    (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0) {
+        uint32_t slot = (uint32_t)(d - rp->devices);
+        if (!rp->failed)
+            rp->current_pool[slot] = cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]);
     }
+}
+
+void cmt__apply_pool_attr(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                          int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(POOL)) && (e->fields & CMT_F(SIZE)) &&
+        (e->fields & CMT_F(FLAGS)) && e->v[CMT_FIELD_FLAGS] == CMT_POOL_ATTR_RELEASE_THRESHOLD)
+        set_threshold(rp, cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]), e->v[CMT_FIELD_SIZE]);
+}
+
+void cmt__apply_pool_default(cmt_replay *rp, struct cmt_replay_device *d,
+                             struct cmt_replay_step *st, int kind)
+{
+    (void)kind;
+    apply_pool_query(rp, d, &st->rec.u.event, 1);
+}
+
+void cmt__apply_pool_current(cmt_replay *rp, struct cmt_replay_device *d,
+                             struct cmt_replay_step *st, int kind)
+{
+    (void)kind;
+    apply_pool_query(rp, d, &st->rec.u.event, 0);
+}
+
+/* A synchronisation: the pools of the event's device release what exceeds their threshold. */
+void cmt__apply_sync(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                     int kind)
+{
+    (void)d, (void)kind;
+    cmt__sync_pools(rp, st->rec.u.event.dev, 1);
+}
+
+/* A context destroyed: the pools of every device release what they retain. */
+void cmt__apply_sync_all(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                         int kind)
+{
+    (void)d, (void)kind;
+    cmt__sync_pools(rp, -1, 0);
+    st->all_devices = 1;
+}
+
+/* The device's primary context reset: everything on it is freed. */
+void cmt__apply_reset(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                      int kind)
+{
+    (void)d, (void)kind;
+    if (st->rec.u.event.result == 0)
+        cmt__reset_device(rp, st->rec.u.event.dev);
 }

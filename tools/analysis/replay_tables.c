@@ -18,27 +18,6 @@ const char *cmt_kind_name(int kind)
     return kind >= 0 && kind < CMT_KIND_COUNT ? names[kind] : "?";
 }
 
-/* The replay's columns of CMT_OPS, by op. */
-static const struct {
-    signed char kind;
-    unsigned char apply;
-} op_columns[CMT_OP_MAX] = {
-#define CMT__OP_COLUMNS(name, value, text, apply, kind, flags) \
-    [value] = {CMT_KIND_##kind, CMT_APPLY_##apply},
-    CMT_OPS(CMT__OP_COLUMNS)
-#undef CMT__OP_COLUMNS
-};
-
-int cmt_op_kind(uint32_t op)
-{
-    return op < CMT_OP_MAX ? op_columns[op].kind : CMT_KIND_NONE;
-}
-
-int cmt_op_apply(uint32_t op)
-{
-    return op < CMT_OP_MAX ? op_columns[op].apply : CMT_APPLY_NONE;
-}
-
 int cmt_replay_create(cmt_replay **out, cmt_reader *r)
 {
     *out = NULL;
@@ -46,7 +25,8 @@ int cmt_replay_create(cmt_replay **out, cmt_reader *r)
     if (!rp)
         return CMT_ENOMEM;
     rp->reader = r;
-    rp->owner_dev = INT32_MIN; /* none */
+    rp->owner_dev = INT32_MIN;                /* none */
+    rp->allocs.near = CMT__MAP_NEAR_MIN_BITS; /* keyed by address */
     rp->sites = calloc(64, sizeof *rp->sites);
     if (!rp->sites) {
         cmt_replay_destroy(rp);
@@ -159,4 +139,10 @@ void cmt_replay_foreach_live(const cmt_replay *rp,
     visit_map(&rp->vas, fn, ctx);
     visit_map(&rp->mappings, fn, ctx);
     visit_map(&rp->pools, fn, ctx);
+}
+
+void cmt_replay_foreach_mapping(const cmt_replay *rp,
+                                void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
+{
+    visit_map(&rp->mappings, fn, ctx);
 }

@@ -17,7 +17,7 @@ void cmt__handle_unref(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__e
         st->delta = -(int64_t)h->size;
     }
     st->site = h->site;
-    note_owner(rp, st, h->dev);
+    cmt__note_owner(rp, st, h->dev);
     cmt__drop(rp, h);
     cmt__map_remove(&rp->handles, h);
     if (kind == CMT_KIND_MULTICAST)
@@ -35,10 +35,10 @@ static void apply_unmap(cmt_replay *rp, struct cmt_replay_step *st)
             break;
         found = 1;
         uint64_t size = m->size ? m->size : 1, handle = m->aux;
-        struct cmt_replay_device *d = device_slot(rp, m->dev);
-        note_owner(rp, st, m->dev);
+        struct cmt_replay_device *d = cmt__device_slot(rp, m->dev);
+        cmt__note_owner(rp, st, m->dev);
         d->mapped_bytes -= m->size;
-        log_freed(rp, m);
+        cmt__log_freed(rp, m);
         d->kind_bytes[CMT_KIND_MAPPING] -= m->size;
         d->kind_count[CMT_KIND_MAPPING]--;
         cmt__map_remove(&rp->mappings, m);
@@ -66,7 +66,7 @@ static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
         h->maps++;
     struct cmt__entry *m = cmt__map_find(&rp->mappings, ptr);
     if (m) { /* remapped without an unmap */
-        struct cmt_replay_device *od = device_slot(rp, m->dev);
+        struct cmt_replay_device *od = cmt__device_slot(rp, m->dev);
         od->mapped_bytes -= m->size;
         od->kind_bytes[CMT_KIND_MAPPING] -= m->size;
         od->kind_count[CMT_KIND_MAPPING]--;
@@ -80,63 +80,108 @@ static void apply_map(cmt_replay *rp, struct cmt_replay_step *st)
                              .seq = rp->tick,
                              .dev = dev,
                              .kind = CMT_KIND_MAPPING + 1};
-    struct cmt_replay_device *d = device_slot(rp, dev);
+    struct cmt_replay_device *d = cmt__device_slot(rp, dev);
     d->mapped_bytes += size;
     d->kind_bytes[CMT_KIND_MAPPING] += size;
     d->kind_count[CMT_KIND_MAPPING]++;
     st->kind = CMT_KIND_MAPPING;
 }
 
-void cmt__apply_vmm(cmt_replay *rp, struct cmt_replay_step *st, int apply)
+/* ---- the handlers of CMT_REPLAY_OPS for the VMM calls (replay_ops.h); a failed call
+ * changes nothing ---- */
+
+/* The live entry of map at key that a successful release names; NULL for a failed call, or
+ * for a key not live (counted as an unknown free). */
+static struct cmt__entry *released(cmt_replay *rp, struct cmt_replay_step *st, struct cmt__map *map,
+                                   uint64_t key)
 {
+    if (st->rec.u.event.result != 0)
+        return NULL;
+    struct cmt__entry *h = cmt__map_find(map, key);
+    if (!h) {
+        st->unknown_free = 1;
+        rp->totals.unknown_frees++;
+    }
+    return h;
+}
+
+void cmt__apply_vmm_release(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                            int kind)
+{
+    (void)d, (void)kind;
+    struct cmt__entry *h = released(rp, st, &rp->handles, st->rec.u.event.v[CMT_FIELD_HANDLE]);
+    if (!h)
+        return;
+    if (h->refs)
+        h->refs--;
+    cmt__handle_unref(rp, st, h);
+}
+
+void cmt__apply_vmm_retain(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                           int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    struct cmt__entry *h;
+    if (e->result == 0 && (h = cmt__map_find(&rp->handles, e->v[CMT_FIELD_HANDLE])) &&
+        h->refs != UINT16_MAX)
+        h->refs++;
+}
+
+/* Memory exported by someone else: a reference, no bytes. */
+void cmt__apply_vmm_import(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                           int kind)
+{
+    (void)d, (void)kind;
     const struct cmt_event *e = &st->rec.u.event;
     uint64_t handle = e->v[CMT_FIELD_HANDLE];
     struct cmt__entry *h;
-    switch (apply) {
-    case CMT_APPLY_VMM_RELEASE:
-        if (!(h = cmt__map_find(&rp->handles, handle))) {
-            st->unknown_free = 1;
-            rp->totals.unknown_frees++;
-        } else {
-            if (h->refs)
-                h->refs--;
-            cmt__handle_unref(rp, st, h);
-        }
-        break;
-    case CMT_APPLY_VMM_RETAIN:
-        if ((h = cmt__map_find(&rp->handles, handle)) && h->refs != UINT16_MAX)
+    if (e->result != 0)
+        return;
+    if ((h = cmt__map_find(&rp->handles, handle))) {
+        if (h->refs != UINT16_MAX)
             h->refs++;
-        break;
-    case CMT_APPLY_VMM_IMPORT: /* memory exported by someone else: a reference, no bytes */
-        if ((h = cmt__map_find(&rp->handles, handle))) {
-            if (h->refs != UINT16_MAX)
-                h->refs++;
-        } else if (e->fields & CMT_F(HANDLE)) {
-            cmt__add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
-        }
-        break;
-    case CMT_APPLY_VMM_MAP: apply_map(rp, st); break;
-    case CMT_APPLY_VMM_UNMAP: apply_unmap(rp, st); break;
-    case CMT_APPLY_MULTICAST_CREATE:
-    case CMT_APPLY_MULTICAST_BIND:
-    case CMT_APPLY_MULTICAST_UNBIND: cmt__apply_multicast(rp, st, apply); break;
-    case CMT_APPLY_VA_RESERVE:
-        if (e->fields & CMT_F(PTR)) {
-            cmt__add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA,
-                            e->v[CMT_FIELD_SIZE], 0);
-        }
-        break;
-    case CMT_APPLY_VA_FREE:
-        if (!(h = cmt__map_find(&rp->vas, e->v[CMT_FIELD_PTR]))) {
-            st->unknown_free = 1;
-            rp->totals.unknown_frees++;
-        } else {
-            st->kind = CMT_KIND_VA;
-            cmt__drop(rp, h);
-            cmt__map_remove(&rp->vas, h);
-        }
-        break;
+    } else if (e->fields & CMT_F(HANDLE)) {
+        cmt__add_object(rp, st, &rp->handles, handle, CMT_KIND_VMM, 0, 0);
     }
+}
+
+void cmt__apply_vmm_map(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                        int kind)
+{
+    (void)d, (void)kind;
+    if (st->rec.u.event.result == 0)
+        apply_map(rp, st);
+}
+
+void cmt__apply_vmm_unmap(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                          int kind)
+{
+    (void)d, (void)kind;
+    if (st->rec.u.event.result == 0)
+        apply_unmap(rp, st);
+}
+
+void cmt__apply_va_reserve(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                           int kind)
+{
+    (void)d, (void)kind;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(PTR)))
+        cmt__add_object(rp, st, &rp->vas, e->v[CMT_FIELD_PTR], CMT_KIND_VA, e->v[CMT_FIELD_SIZE],
+                        0);
+}
+
+void cmt__apply_va_free(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                        int kind)
+{
+    (void)d, (void)kind;
+    struct cmt__entry *h = released(rp, st, &rp->vas, st->rec.u.event.v[CMT_FIELD_PTR]);
+    if (!h)
+        return;
+    st->kind = CMT_KIND_VA;
+    cmt__drop(rp, h);
+    cmt__map_remove(&rp->vas, h);
 }
 
 /* cuDevicePrimaryCtxReset frees everything the device's primary context held. */
@@ -153,7 +198,7 @@ void cmt__reset_device(cmt_replay *rp, int32_t dev)
                 continue;
             }
             if (e->kind == CMT_KIND_MAPPING + 1) {
-                struct cmt_replay_device *d = device_slot(rp, e->dev);
+                struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
                 d->mapped_bytes -= e->size;
                 d->kind_bytes[CMT_KIND_MAPPING] -= e->size;
                 d->kind_count[CMT_KIND_MAPPING]--;

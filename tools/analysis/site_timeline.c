@@ -433,7 +433,7 @@ static unsigned site_timeline_step(struct cmt_observer *self, const cmt_replay *
         apply_on(tl, rp, st, rd, changed == rd ? st->delta : 0, st->oom);
     if (changed != rd)
         apply_on(tl, rp, st, changed, st->delta, 0);
-    if (cmt_op_apply((uint32_t)st->op) == CMT_APPLY_MEM_INFO)
+    if (cmt_op_attrs((uint32_t)st->op) & CMT_OPA_SAMPLE)
         sample(tl, rd);
     return CMT_OBSERVE_ALL;
 }

@@ -39,6 +39,7 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
     cmt__json_string(j, "file", p->path);
     cmt__json_u64(j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(j, "peak_t_ns", t->peak_t_ns);
+    cmt__alloc_json_headline(j, "allocator", p->alloc);
     cmt__json_u64(j, "alloc_calls", t->alloc_calls);
     cmt__json_u64(j, "free_calls", t->free_calls);
     cmt__json_u64(j, "failures", t->failures);
@@ -163,17 +164,13 @@ static void allocator_rows(const struct cmt__pass *pa, const struct cmt__pass *p
     printf("  settings B: %s\n", tb ? tb : "no allocator-level records");
 }
 
-static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
-                        const struct cmt_site_delta *sites, size_t nsites)
+/* The driver's rows: peak, calls, failures, fragmentation at the peak. */
+static void driver_rows(const struct cmt__pass *pa, const struct cmt__pass *pb)
 {
     const struct cmt_replay_totals *a = cmt_replay_totals(pa->replay);
     const struct cmt_replay_totals *b = cmt_replay_totals(pb->replay);
-    char x[32], y[32], frame[512], text[512];
     uint64_t ea = cmt_oom_count(pa->oom), eb = cmt_oom_count(pb->oom);
-    printf("peak %s -> %s (%+.1f%%); out-of-memory episodes %" PRIu64 " -> %" PRIu64 "\n",
-           cmt__bytes(a->peak_live_bytes, x), cmt__bytes(b->peak_live_bytes, y),
-           pct(a->peak_live_bytes, b->peak_live_bytes), ea, eb);
-    printf("  %-22s %14s %14s\n", "", "A", "B");
+    char x[32], y[32];
     row("peak live", a->peak_live_bytes, b->peak_live_bytes, 1);
     printf("  %-22s %14s %14s\n", "time to peak", cmt__duration(a->peak_t_ns, x),
            cmt__duration(b->peak_t_ns, y));
@@ -183,10 +180,34 @@ static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
     struct cmt_fragmentation none = {0};
     struct cmt_fragmentation fa = pa->diff.have_frag ? pa->diff.frag_at_peak : none;
     struct cmt_fragmentation fb = pb->diff.have_frag ? pb->diff.frag_at_peak : none;
-    row("holes at peak", fa.hole_bytes, fb.hole_bytes, 1);
-    row("largest hole at peak", fa.largest_hole, fb.largest_hole, 1);
+    row("address gaps at peak", fa.hole_bytes, fb.hole_bytes, 1); /* address space, not memory */
+    row("largest gap at peak", fa.largest_hole, fb.largest_hole, 1);
     row("granularity waste", fa.waste_bytes, fb.waste_bytes, 1);
     row("pool retention", fa.pool_retained_bytes, fb.pool_retained_bytes, 1);
+}
+
+static void output_text(const struct cmt__pass *pa, const struct cmt__pass *pb,
+                        const struct cmt_site_delta *sites, size_t nsites)
+{
+    const struct cmt_replay_totals *a = cmt_replay_totals(pa->replay);
+    const struct cmt_replay_totals *b = cmt_replay_totals(pb->replay);
+    char x[32], y[32], frame[512], text[512];
+    uint64_t ea = cmt_oom_count(pa->oom), eb = cmt_oom_count(pb->oom);
+    struct cmt_alloc_summary sa, sb;
+    int alloc = cmt_alloc_summarize(pa->alloc, &sa) | cmt_alloc_summarize(pb->alloc, &sb);
+    int driver = a->alloc_calls || b->alloc_calls || !alloc;
+    if (driver) /* driver figures where the traces have them, the allocator's beside them */
+        printf("peak %s -> %s (%+.1f%%); ", cmt__bytes(a->peak_live_bytes, x),
+               cmt__bytes(b->peak_live_bytes, y), pct(a->peak_live_bytes, b->peak_live_bytes));
+    if (alloc)
+        printf("allocator peak allocated %s -> %s (%+.1f%%); ",
+               cmt__bytes(sa.peak_allocated_bytes, x), cmt__bytes(sb.peak_allocated_bytes, y),
+               pct(sa.peak_allocated_bytes, sb.peak_allocated_bytes));
+    printf("out-of-memory episodes %" PRIu64 " -> %" PRIu64 "%s\n", ea, eb,
+           driver ? "" : " (no driver calls recorded)");
+    printf("  %-22s %14s %14s\n", "", "A", "B");
+    if (driver)
+        driver_rows(pa, pb);
     allocator_rows(pa, pb);
     for (int side = 0; side < 2; side++) {
         const struct cmt__pass *p = side ? pb : pa;
@@ -286,6 +307,12 @@ int cmt_cmd_diff(int argc, char **argv)
     int rc = 0;
     uint64_t a = cmt_replay_totals(pa.replay)->peak_live_bytes;
     uint64_t b = cmt_replay_totals(pb.replay)->peak_live_bytes;
+    struct cmt_alloc_summary sa, sb;
+    if (!cmt_replay_totals(pa.replay)->alloc_calls && !cmt_replay_totals(pb.replay)->alloc_calls &&
+        (cmt_alloc_summarize(pa.alloc, &sa) | cmt_alloc_summarize(pb.alloc, &sb))) {
+        a = sa.peak_allocated_bytes; /* snapshots: the allocator's peak is the run's */
+        b = sb.peak_allocated_bytes;
+    }
     if (o.gate && (double)b > (double)a * (1.0 + o.limit / 100.0)) {
         char x[32], y[32];
         fprintf(stderr,

@@ -9,6 +9,7 @@
  * category, id, message, seq when it follows a driver event).
  * --all adds the other records (device, meminfo, note, signal, end), keyed the same way. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -16,8 +17,10 @@
 #include "reader.h"
 
 static const char usage[] =
-    "usage: cumemtrace dump [--stacks] [--all] FILE\n\n"
-    "Prints each recorded call as one JSON object per line.\n\n"
+    "usage: cumemtrace dump [--stacks] [--all] FILE\n"
+    "       cumemtrace dump [--stacks] [--all] TRACE... | DIR\n\n"
+    "Prints each recorded call as one JSON object per line. Several traces (or a directory's\n"
+    "*.cmt, in name order): each after a line {\"record\":\"file\",\"path\":...} naming it.\n\n"
     "  --stacks   add \"frames\": the call stack, innermost first\n"
     "  --all      also print device, meminfo, note, signal and end records\n";
 
@@ -147,33 +150,14 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
     cmt__json_finish(j);
 }
 
-int cmt_cmd_dump(int argc, char **argv)
+/* Dumps one trace. @return its exit status. */
+static int dump_one(const char *path, int stacks, int all)
 {
-    int stacks = 0, all = 0;
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cmt__is(argv[i], "-h", "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--stacks")) {
-            stacks = 1;
-        } else if (!strcmp(argv[i], "--all")) {
-            all = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error("dump", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return cmt__usage_error("dump", "one trace file expected, got '%s' too", argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path)
-        return cmt__usage_error("dump", "missing trace FILE");
     cmt_reader *r;
     if (cmt__open_trace("dump", path, &r))
         return 1;
-    if (stacks)
-        cmt_reader_preload(r); /* symbols are stored at the end */
+    /* symbols are stored at the end; damage preloading meets is met again, and named, below */
+    int preloaded = stacks ? cmt_reader_preload(r) : 0;
     struct cmt__json j;
     struct cmt_record rec;
     int rc;
@@ -190,7 +174,67 @@ int cmt_cmd_dump(int argc, char **argv)
                          rec.type == CMT_REC_END))
             dump_other(&j, &rec);
     }
-    int status = cmt__warn_damage("dump", path, r, rc);
+    int status = cmt__warn_damage("dump", path, r, rc < 0 ? rc : preloaded);
     cmt_reader_close(r);
     return status; /* like the analyses: what was readable was printed, the damage was named */
+}
+
+int cmt_cmd_dump(int argc, char **argv)
+{
+    int stacks = 0, all = 0;
+    const char **inputs = calloc((size_t)argc, sizeof *inputs);
+    size_t ninputs = 0;
+    if (!inputs) {
+        fprintf(stderr, "cumemtrace dump: out of memory\n");
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        int rc = -1;
+        if (cmt__is(argv[i], "-h", "--help")) {
+            fputs(usage, stdout);
+            rc = 0;
+        } else if (!strcmp(argv[i], "--stacks")) {
+            stacks = 1;
+        } else if (!strcmp(argv[i], "--all")) {
+            all = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = cmt__usage_error("dump", "unknown option '%s'", argv[i]);
+        } else {
+            inputs[ninputs++] = argv[i];
+        }
+        if (rc >= 0) {
+            free(inputs);
+            return rc;
+        }
+    }
+    if (!ninputs) {
+        free(inputs);
+        return cmt__usage_error("dump", "missing trace FILE");
+    }
+    int status = 0;
+    if (ninputs == 1 && !cmt__is_dir(inputs[0])) {
+        status = dump_one(inputs[0], stacks, all);
+        free(inputs);
+        return status;
+    }
+    char **paths;
+    size_t n;
+    if (cmt__trace_paths("dump", inputs, ninputs, &paths, &n) != 0) {
+        free(inputs);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) { /* each trace after a line naming it */
+        struct cmt__json j;
+        cmt__json_init(&j, stdout);
+        cmt__json_object(&j, NULL);
+        cmt__json_string(&j, "record", "file");
+        cmt__json_string(&j, "path", paths[i]);
+        cmt__json_end_object(&j);
+        cmt__json_finish(&j);
+        fflush(stdout);
+        status |= dump_one(paths[i], stacks, all);
+    }
+    cmt__trace_paths_free(paths, n);
+    free(inputs);
+    return status;
 }

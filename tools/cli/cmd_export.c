@@ -11,7 +11,7 @@
 #include "pass.h"
 
 static const char usage[] =
-    "usage: cumemtrace export --format F [options] [-o OUT] FILE\n"
+    "usage: cumemtrace export --format F [options] [-o OUT] FILE | TRACE... | DIR\n"
     "       cumemtrace export --format csv|jsonl --partitioned DIR [--run ID] [--events] "
     "TRACES...\n"
     "\n"
@@ -22,6 +22,8 @@ static const char usage[] =
     "  collapsed   folded stacks, root first, for flamegraph.pl, inferno, speedscope\n"
     "  memory-viz  a PyTorch memory snapshot pickle (pytorch.org/memory_viz)\n"
     "  csv, jsonl  a table: events, sites, episodes or processes (--table)\n"
+    "Several traces (or a directory's *.cmt): csv, jsonl and collapsed give each one's rows\n"
+    "in turn (csv: one header); perfetto and memory-viz are one trace's view.\n"
     "\n"
     "  -f, --format F       perfetto, collapsed, memory-viz, csv or jsonl\n"
     "  -o, --output OUT     write to OUT (default: standard output)\n"
@@ -158,11 +160,6 @@ static int check(const struct args *a)
                                 a->o.run ? "--run" : "--events");
     if (!a->nfiles)
         return cmt__usage_error("export", "missing trace FILE");
-    if (a->nfiles > 1)
-        return cmt__usage_error("export",
-                                "one trace file expected, got '%s' too (several "
-                                "traces: --partitioned DIR)",
-                                a->files[1]);
     if (f == CMT__EXPORT_MEMORY_VIZ && !a->out && isatty(STDOUT_FILENO))
         return cmt__usage_error("export", "memory-viz writes a binary pickle: give -o OUT.pickle");
     return 0;
@@ -180,6 +177,8 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     static struct cmt__export_events events;
     unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT;
     int status = 0;
+    if (o->format == CMT__EXPORT_COLLAPSED)
+        return cmt__export_collapsed_run(path, f, o->weight);
     if (o->format == CMT__EXPORT_PERFETTO || o->format == CMT__EXPORT_MEMORY_VIZ ||
         (o->table == CMT__EXPORT_TABLE_EVENTS &&
          (o->format == CMT__EXPORT_CSV || o->format == CMT__EXPORT_JSONL))) {
@@ -193,8 +192,14 @@ static int export_one(const struct args *a, const char *path, FILE *f)
             if (cmt__open_trace("export", path, &p.reader) != 0)
                 return 1;
         }
+        if (o->format == CMT__EXPORT_PERFETTO && cmt_alloc_create(&p.alloc) != 0) {
+            fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
+            cmt__pass_close(&p);
+            return 1;
+        }
         if (o->format == CMT__EXPORT_PERFETTO)
-            extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes);
+            extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes,
+                                                       p.alloc);
         else if (o->format == CMT__EXPORT_MEMORY_VIZ)
             extra[n++] = cmt__export_memory_viz_observer(&memviz);
         else
@@ -208,7 +213,6 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     }
     switch (o->format) {
     case CMT__EXPORT_PERFETTO: cmt__export_perfetto_end(&perfetto, &p); break;
-    case CMT__EXPORT_COLLAPSED: cmt__export_collapsed(&p, f, o->weight); break;
     case CMT__EXPORT_MEMORY_VIZ:
         if (cmt__export_memory_viz_end(&memviz, &p, f) != 0 && !ferror(f)) {
             fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
@@ -237,6 +241,38 @@ static int export_one(const struct args *a, const char *path, FILE *f)
     return status;
 }
 
+/* The traces given (a directory: its *.cmt in name order) into f: the tables' rows and the
+ * folded stacks of each in turn (csv: one header); perfetto and memory-viz are one process's
+ * view. @return the exit status. */
+static int export_all(const struct args *a, FILE *f)
+{
+    if (a->nfiles == 1 && !cmt__is_dir(a->files[0]))
+        return export_one(a, a->files[0], f);
+    char **paths;
+    size_t n;
+    if (cmt__trace_paths("export", (const char *const *)a->files, (size_t)a->nfiles, &paths, &n) !=
+        0)
+        return 1;
+    int rc = 0;
+    if (n > 1 && (a->o.format == CMT__EXPORT_PERFETTO || a->o.format == CMT__EXPORT_MEMORY_VIZ)) {
+        fprintf(stderr,
+                "cumemtrace export: %s is one trace's view and %zu traces were given: export "
+                "each (%s), or csv/jsonl tables of all (--partitioned DIR)\n",
+                a->o.format == CMT__EXPORT_PERFETTO ? "perfetto" : "memory-viz", n,
+                a->o.format == CMT__EXPORT_PERFETTO
+                    ? "their pids keep them apart when their traceEvents are joined"
+                    : "one process's snapshot per pickle");
+        rc = 1;
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        cmt__rows_header(i == 0);
+        rc |= export_one(a, paths[i], f);
+    }
+    cmt__rows_header(1);
+    cmt__trace_paths_free(paths, n);
+    return rc;
+}
+
 int cmt_cmd_export(int argc, char **argv)
 {
     struct args a;
@@ -260,7 +296,7 @@ int cmt_cmd_export(int argc, char **argv)
     }
     static char buffer[1 << 20]; /* fewer writes: the exports are written in small pieces */
     setvbuf(f, buffer, _IOFBF, sizeof buffer);
-    rc = export_one(&a, a.files[0], f);
+    rc = export_all(&a, f);
     int bad = fflush(f) != 0 || ferror(f);
     if (a.out && fclose(f) != 0)
         bad = 1;

@@ -95,6 +95,14 @@ static int parse_args(int argc, char **argv, struct options *o)
     }
     if (!o->npaths)
         return cmt__usage_error(CMD, "missing trace FILE");
+    static char one[2][4096]; /* a directory's one trace */
+    for (size_t i = 0; i < o->npaths; i++)
+        if (!(o->paths[i] = cmt__one_trace(CMD, o->paths[i],
+                                           "the page draws one run, or compares two: name one "
+                                           "or two of them (`cumemtrace report DIR` for the "
+                                           "run's ranks)",
+                                           one[i], sizeof one[i])))
+            return 1;
     return 0;
 }
 
@@ -113,6 +121,8 @@ static void whatif_sweep(const struct options *o, struct cmt__html_run *run,
     }
     struct cmt_whatif_capacity *cap = &run->whatif_capacity;
     cmt_whatif_capacity_choose(s, o->capacity, cap);
+    if (!o->capacity) /* a failure other processes caused: what the process had then */
+        cmt__whatif_capacity_at_failure(run->pass.oom, s->device, cap);
     struct cmt_whatif_device dev = cmt_whatif_capacity_device(cap);
     struct cmt_whatif_setting settings[CMT__HTML_WHATIF_MAX], base;
     cmt_whatif_setting_default(&base);
@@ -202,6 +212,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     if (cmt__progress_wanted(stderr)) {
         cmt__progress_init(&progress, stderr, CMD, path, 1,
                            stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
+        progress.stage = 2;
+        progress.stages = 2;
         obs[n++] = cmt__progress_observer(&progress);
     }
     obs[n++] = cmt_site_timeline_observer(&run->series);
@@ -248,7 +260,11 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
 static int collect(const struct options *o, struct cmt__html_run *run, const char *path)
 {
     unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT | (o->npaths == 2 ? CMT__PASS_DIFF : 0);
-    if (cmt__pass_run(&run->pass, CMD, path, want, NULL) != 0)
+    if (cmt__pass_open(&run->pass, CMD, path) != 0)
+        return 1;
+    run->pass.stage = 1; /* second_pass follows */
+    run->pass.stages = 2;
+    if (cmt__pass_replay(&run->pass, want, NULL, NULL, 0) != 0)
         return 1;
     if (cmt_site_groups_choose(run->pass.replay, GROUPS, &run->groups) != 0) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
@@ -296,9 +312,9 @@ static int write_page(const char *out, struct cmt__html_run *runs, size_t nruns)
     }
     free(deltas);
     char a[32], summary[1024], text[1024];
-    printf(
-        "%s: %s\n", runs[nruns - 1].pass.path,
-        cmt__text(cmt__html_summary(&runs[nruns - 1], summary, sizeof summary), text, sizeof text));
+    for (size_t i = 0; i < nruns; i++) /* A, then B */
+        printf("%s%s: %s\n", nruns > 1 ? (i ? "B: " : "A: ") : "", runs[i].pass.path,
+               cmt__text(cmt__html_summary(&runs[i], summary, sizeof summary), text, sizeof text));
     printf("wrote %s (%s)\n", out, cmt__bytes((uint64_t)size, a));
     return 0;
 }

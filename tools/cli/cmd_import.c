@@ -9,8 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmt_format.h"
 #include "commands.h"
 #include "output.h"
+#include "snapshot.h"
 #include "snapshot_trace.h"
 
 static const char usage[] =
@@ -40,6 +42,36 @@ static void default_output(const char *snapshot, char *out, size_t size)
     snprintf(out, size, "%.*s.cmt", (int)n, base);
 }
 
+/* What the file is when it is not a snapshot, from its first bytes. @return NULL when it
+ * starts like one (a pickle of protocol 2 to 5), else the reason, for one line. */
+static const char *not_a_snapshot(const char *path)
+{
+    unsigned char head[CMT_MAGIC_SIZE] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, head, sizeof head) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        return NULL; /* unreadable: the conversion says why */
+    if (cmt_snapshot_sniff(head, (size_t)n))
+        return NULL;
+    if ((size_t)n == CMT_MAGIC_SIZE && memcmp(head, CMT_MAGIC, CMT_MAGIC_SIZE) == 0)
+        return "already a cumemtrace trace: every command reads it as it is (import converts "
+               "PyTorch memory snapshots)";
+    if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+        return "not a PyTorch memory snapshot: a gzip file (gunzip it first)";
+    if (n >= 4 && memcmp(head, "PK\3\4", 4) == 0)
+        return "not a PyTorch memory snapshot: a zip archive (torch.save's format, not "
+               "torch.cuda.memory._dump_snapshot()'s pickle)";
+    if (n >= 1 && (head[0] == '{' || head[0] == '['))
+        return "not a PyTorch memory snapshot: text that looks like JSON (the snapshot is the "
+               "pickle torch.cuda.memory._dump_snapshot() writes)";
+    if (n == 0)
+        return "not a PyTorch memory snapshot: the file is empty";
+    return "not a PyTorch memory snapshot: it does not start like a pickle (byte 0x80, then the "
+           "protocol 2 to 5)";
+}
+
 int cmt_cmd_import(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
@@ -62,8 +94,15 @@ int cmt_cmd_import(int argc, char **argv)
     }
     if (!in)
         return cmt__usage_error("import", "missing SNAPSHOT");
-    const char *why = cmt__not_a_file(in);
+    const char *why = cmt__is_dir(in) ? "a directory: import converts one snapshot into one "
+                                        "trace (every command reads a snapshot, and a "
+                                        "directory of traces, as it is)"
+                                      : cmt__not_a_file(in);
     if (why) {
+        fprintf(stderr, "cumemtrace import: %s: %s\n", in, why);
+        return 1;
+    }
+    if ((why = not_a_snapshot(in)) != NULL) {
         fprintf(stderr, "cumemtrace import: %s: %s\n", in, why);
         return 1;
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pass.h"
+#include "print/alloc_print.h"
 #include "print/phase_print.h"
 #include "commands.h"
 #include "fleet/fleet_cli.h"
@@ -382,9 +383,14 @@ int cmt_cmd_oom(int argc, char **argv)
         cmt__json_finish(&j);
     } else if (n == 0) {
         const struct cmt_replay_totals *t = cmt_replay_totals(p.replay);
-        char a[32];
-        printf("%s: no out-of-memory failures (%" PRIu64 " allocation calls, peak %s).\n", path,
-               t->alloc_calls, cmt__bytes(t->peak_live_bytes, a));
+        char a[32], alloc[400];
+        const char *at = cmt__alloc_headline_text(&p, alloc, sizeof alloc);
+        if (t->alloc_calls || !at) /* driver figures where the trace has them, both with both */
+            printf("%s: no out-of-memory failures (%" PRIu64 " allocation calls, peak %s%s%s).\n",
+                   path, t->alloc_calls, cmt__bytes(t->peak_live_bytes, a), at ? "; " : "",
+                   at ? at : "");
+        else
+            printf("%s: no out-of-memory failures (%s; no driver calls recorded).\n", path, at);
     } else {
         int raw = 0;
         for (uint32_t i = 0; i < n; i++) {

@@ -175,69 +175,130 @@ static void json_threads(struct cmt__json *j, const cmt_replay *rp, const cmt_re
 
 #define MAX_AT 16 /* --at times */
 
-/* The ledger of a report: taken in a second pass, at the peak, the --at times and the end. */
+/* The ledger of a report: the --at times and the end taken in the pass itself; the peak, known
+ * only at its end, is one of those moments when it falls on one (an --at time, or the last
+ * event: nothing after it changed the state), else a second replay up to the peak takes it. */
 struct report_ledger {
-    struct cmt__pass pass;
-    cmt_ledger *ledger;
+    cmt_ledger *ledger;  /* the pass's: the --at times and the end */
+    cmt_ledger *rerun;   /* the second replay's: the peak (NULL when ledger holds it) */
+    unsigned peak_in;    /* the moments of ledger that are the peak's: CMT_LEDGER_AT_* */
     uint64_t at[MAX_AT]; /* the --at times, ascending (take_at sorts them) */
     size_t at_count;
-    uint64_t times[MAX_AT + 1]; /* the ledger's times: the --at times and the peak */
-    size_t time_count;
     uint64_t peak_t;
     int ran;
 };
 
+/* @return m as the peak's moment (at the peak's time), or NULL when it is not one. */
+static const struct cmt_ledger_moment *peak_moment(const struct report_ledger *l,
+                                                   const cmt_ledger *from,
+                                                   const struct cmt_ledger_moment *m,
+                                                   struct cmt_ledger_moment *copy)
+{
+    if (from == l->rerun)
+        return m;
+    if (!(m->why & l->peak_in) || ((l->peak_in & CMT_LEDGER_AT_TIME) && m->t_ns != l->peak_t))
+        return NULL;
+    *copy = *m; /* the end's moment keeps the state of the peak, not its time */
+    copy->t_ns = l->peak_t;
+    return copy;
+}
+
+/* The peak's moments of every device, in device order. */
+static void json_ledger_peak(struct cmt__json *j, const struct cmt__pass *p,
+                             const struct report_ledger *l)
+{
+    const cmt_ledger *from = l->rerun ? l->rerun : l->ledger;
+    struct cmt_ledger_moment copy;
+    cmt__json_array(j, "peak");
+    for (size_t i = 0; i < cmt_ledger_count(from); i++) {
+        const struct cmt_ledger_moment *m = peak_moment(l, from, cmt_ledger_moment(from, i), &copy);
+        if (m)
+            cmt__ledger_json(j, NULL, p, m);
+    }
+    cmt__json_end_array(j);
+}
+
 /* Moments of every device for `why` (for CMT_LEDGER_AT_TIME: taken at time t), in device
  * order. */
-static void json_ledger_list(struct cmt__json *j, const char *key, const struct report_ledger *l,
-                             unsigned why, uint64_t t)
+static void json_ledger_list(struct cmt__json *j, const char *key, const struct cmt__pass *p,
+                             const struct report_ledger *l, unsigned why, uint64_t t)
 {
     cmt__json_array(j, key);
     for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
         const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
         if ((m->why & why) && (!(why & CMT_LEDGER_AT_TIME) || m->t_ns == t))
-            cmt__ledger_json(j, NULL, &l->pass, m);
+            cmt__ledger_json(j, NULL, p, m);
     }
     cmt__json_end_array(j);
 }
 
-static void json_ledger(struct cmt__json *j, const struct report_ledger *l)
+static void json_ledger(struct cmt__json *j, const struct cmt__pass *p,
+                        const struct report_ledger *l)
 {
     if (!l->ran || !l->ledger)
         return;
     cmt__json_object(j, "ledger");
-    json_ledger_list(j, "peak", l, CMT_LEDGER_AT_TIME, l->peak_t);
-    json_ledger_list(j, "end", l, CMT_LEDGER_AT_END, 0);
+    json_ledger_peak(j, p, l);
+    json_ledger_list(j, "end", p, l, CMT_LEDGER_AT_END, 0);
     cmt__json_array(j, "at");
     for (size_t t = 0; t < l->at_count; t++) {
         cmt__json_object(j, NULL);
         cmt__json_u64(j, "t_ns", l->at[t]);
-        json_ledger_list(j, "devices", l, CMT_LEDGER_AT_TIME, l->at[t]);
+        json_ledger_list(j, "devices", p, l, CMT_LEDGER_AT_TIME, l->at[t]);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
     cmt__json_end_object(j);
 }
 
+static void text_moment(const struct cmt__pass *p, const struct report_ledger *l,
+                        const struct cmt_ledger_moment *m, int peak)
+{
+    char when[64], a[32];
+    if (!m->total_bytes && !m->process_bytes)
+        return; /* a device nothing was measured or held on */
+    if (peak)
+        snprintf(when, sizeof when, "the peak (%s)", cmt__duration(l->peak_t, a));
+    else if (m->why & CMT_LEDGER_AT_END)
+        snprintf(when, sizeof when, "the end");
+    else
+        snprintf(when, sizeof when, "%s", cmt__duration(m->t_ns, a));
+    putchar('\n');
+    cmt__ledger_print(p, m, when, "");
+}
+
+/* The peak's moments, every device's (text_moment). */
+static void text_peak(const struct cmt__pass *p, const struct report_ledger *l)
+{
+    const cmt_ledger *from = l->rerun ? l->rerun : l->ledger;
+    struct cmt_ledger_moment copy;
+    for (size_t i = 0; i < cmt_ledger_count(from); i++) {
+        const struct cmt_ledger_moment *m = peak_moment(l, from, cmt_ledger_moment(from, i), &copy);
+        if (m)
+            text_moment(p, l, m, 1);
+    }
+}
+
 /* The moments in time order (the peak among the --at times), then the end. */
-static void text_ledger(const struct report_ledger *l)
+static void text_ledger(const struct cmt__pass *p, const struct report_ledger *l)
 {
     if (!l->ran || !l->ledger)
         return;
-    char when[64], a[32];
+    int peak_shown = 0;
     for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
         const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
-        if (!m->total_bytes && !m->process_bytes)
-            continue; /* a device nothing was measured or held on */
-        if (m->why & CMT_LEDGER_AT_END)
-            snprintf(when, sizeof when, "the end");
-        else if (m->t_ns == l->peak_t)
-            snprintf(when, sizeof when, "the peak (%s)", cmt__duration(m->t_ns, a));
-        else
-            snprintf(when, sizeof when, "%s", cmt__duration(m->t_ns, a));
-        putchar('\n');
-        cmt__ledger_print(&l->pass, m, when, "");
+        int past = (m->why & CMT_LEDGER_AT_END) || m->t_ns > l->peak_t;
+        if (past && !peak_shown) {
+            text_peak(p, l);
+            peak_shown = 1;
+        }
+        if (!l->rerun && l->peak_in == CMT_LEDGER_AT_TIME && (m->why & CMT_LEDGER_AT_TIME) &&
+            m->t_ns == l->peak_t)
+            continue; /* the peak itself, shown as the peak */
+        text_moment(p, l, m, 0);
     }
+    if (!peak_shown)
+        text_peak(p, l);
 }
 
 static void json_report(const struct cmt__pass *p, const struct report_ledger *l)
@@ -254,6 +315,7 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
     cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
+    cmt__alloc_json_headline(&j, "allocator", p->alloc);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
     if (host)
@@ -279,7 +341,7 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__json_end_object(&j);
     json_threads(&j, rp, p->reader);
     cmt__phases_json(&j, &p->phases);
-    json_ledger(&j, l);
+    json_ledger(&j, p, l);
     cmt__json_end_object(&j);
     cmt__json_finish(&j);
 }
@@ -337,10 +399,16 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     const cmt_reader *r = p->reader;
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
     const struct cmt_process *proc = cmt_reader_process(r);
-    char a[32], b[32], c[32], label[160];
-    printf("%s: peak %s of device memory at %s", p->path, cmt__bytes(t->peak_live_bytes, a),
-           cmt__duration(t->peak_t_ns, b));
-    printf(", %s still allocated at the end\n", cmt__bytes(t->live_bytes, c));
+    char a[32], b[32], c[32], label[160], alloc[400];
+    struct cmt_alloc_summary ah;
+    int have_alloc = cmt_alloc_summarize(p->alloc, &ah);
+    const char *alloc_text = cmt__alloc_headline_text(p, alloc, sizeof alloc);
+    if (t->alloc_calls || !alloc_text) /* driver figures where the trace has them */
+        printf("%s: peak %s of device memory at %s, %s still allocated at the end%s%s\n", p->path,
+               cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b),
+               cmt__bytes(t->live_bytes, c), alloc_text ? "; " : "", alloc_text ? alloc_text : "");
+    else
+        printf("%s: %s (no driver calls recorded)\n", p->path, alloc_text);
     if (proc) {
         char text[1024];
         printf("process    pid %" PRIu64 " on %s:", proc->pid,
@@ -352,7 +420,11 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     printf("exit       %s\n", t->ended      ? "clean"
                               : t->signaled ? "killed by a signal"
                                             : "no end marker (crashed or killed)");
-    printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
+    if (have_alloc)
+        printf("events     %" PRIu64 " driver events, %" PRIu64 " allocator events over %s\n",
+               t->events, ah.events, cmt__duration(t->last_t_ns, a));
+    else
+        printf("events     %" PRIu64 " over %s\n", t->events, cmt__duration(t->last_t_ns, a));
     for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
         const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
         if (!d || (!d->alloc_calls && !d->total_bytes))
@@ -365,7 +437,7 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
                cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
     }
     text_allocator(p);
-    text_ledger(l);
+    text_ledger(p, l);
     printf("\ncalls by API\n");
     for (uint32_t id = 0; id < 65536; id++) {
         const struct cmt_api *api = cmt_reader_api(r, id);
@@ -442,24 +514,22 @@ static int take_at(int *argc, char **argv, struct report_ledger *l)
     return 0;
 }
 
-/* The second pass: the ledger at the peak of pass p, the --at times and the end. */
-static void run_ledger(const struct cmt__pass *p, struct report_ledger *l)
+/* Where the peak's moment is, once pass p is over: one of the ledger's (an --at time, or the
+ * end when the peak was the last event), else the second replay takes it. */
+static void ledger_peak(const struct cmt__pass *p, struct report_ledger *l)
 {
-    l->peak_t = cmt_replay_totals(p->replay)->peak_t_ns;
-    size_t n = 0, a = 0;
-    for (int peak = 1; a < l->at_count || peak;) { /* merge the peak into the sorted times */
-        uint64_t t = peak && (a == l->at_count || l->peak_t <= l->at[a]) ? l->peak_t : l->at[a];
-        if (peak && t == l->peak_t)
-            peak = 0;
-        else
-            a++;
-        if (!n || l->times[n - 1] != t)
-            l->times[n++] = t;
+    const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
+    l->peak_t = t->peak_t_ns;
+    for (size_t a = 0; a < l->at_count; a++)
+        if (l->at[a] == l->peak_t)
+            l->peak_in = CMT_LEDGER_AT_TIME;
+    for (size_t i = 0; !l->peak_in && i < cmt_ledger_count(l->ledger); i++) {
+        const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
+        if ((m->why & CMT_LEDGER_AT_END) && m->seq == t->peak_seq)
+            l->peak_in = CMT_LEDGER_AT_END; /* nothing after the peak: the end is its state */
     }
-    l->time_count = n;
-    struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_END, .times = l->times, .time_count = n};
-    if (cmt__ledger_pass(&l->pass, "report", p->path, 0, &o, 1, &l->ledger) == 0)
-        l->ran = 1;
+    if (!l->peak_in && cmt__ledger_rerun_to(p, l->peak_t, &l->rerun) != 0)
+        fprintf(stderr, "cumemtrace report: %s: out of memory (no ledger at the peak)\n", p->path);
 }
 
 int cmt_cmd_report(int argc, char **argv)
@@ -467,6 +537,7 @@ int cmt_cmd_report(int argc, char **argv)
     int json, status;
     struct cmt__pass p;
     struct report_ledger l;
+    const char *path;
     memset(&l, 0, sizeof l);
     if ((status = take_at(&argc, argv, &l)) != 0)
         return status;
@@ -475,16 +546,25 @@ int cmt_cmd_report(int argc, char **argv)
             return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);
     }
-    if (!cmt__pass_from_args(&p, argc, argv, "report", usage, CMT__PASS_REPORT, &json, &status))
-        return status;
-    run_ledger(&p, &l);
+    int rc = cmt__parse_json_file(argc, argv, "report", usage, &json, &path);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    struct cmt_ledger_options o = {
+        .at = CMT_LEDGER_AT_END, .times = l.at, .time_count = l.at_count};
+    if (cmt__ledger_pass(&p, "report", path, CMT__PASS_REPORT, &o, 0, &l.ledger) != 0) {
+        cmt_ledger_destroy(l.ledger);
+        return 1;
+    }
+    status = cmt__pass_status(&p); /* of this pass: the second replay reads the reader again */
+    if (l.ledger) {
+        l.ran = 1;
+        ledger_peak(&p, &l);
+    }
     if (json)
         json_report(&p, &l);
     else
         text_report(&p, &l);
-    status = cmt__pass_status(&p);
-    if (l.ran)
-        cmt__pass_close(&l.pass);
+    cmt_ledger_destroy(l.rerun);
     cmt_ledger_destroy(l.ledger);
     cmt__pass_close(&p);
     return status;

@@ -11,7 +11,7 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: cumemtrace symbolize [--quiet] FILE...\n"
+    fputs("usage: cumemtrace symbolize [--quiet] FILE... | DIR\n"
           "Adds function names and file:line to the stacks of each trace, in place (appended\n"
           "records; nothing already in the file changes). Run it on the machine that has the\n"
           "traced binaries; the result reads the same anywhere. Running it again adds only what\n"
@@ -67,24 +67,30 @@ int cmt_cmd_symbolize(int argc, char **argv)
     if (first == argc) {
         return cmt__usage_error("symbolize", "missing trace FILE");
     }
-    for (int i = first; i < argc; i++) {
+    char **paths; /* a directory: its *.cmt, in name order */
+    size_t n;
+    if (cmt__trace_paths("symbolize", (const char *const *)argv + first, (size_t)(argc - first),
+                         &paths, &n) != 0)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
         struct cmt_symbolize_stats stats;
         char err[512];
-        const char *why = cmt__not_a_file(argv[i]);
+        const char *why = cmt__not_a_file(paths[i]);
         if (why) {
-            fprintf(stderr, "cumemtrace symbolize: %s: %s\n", argv[i], why);
+            fprintf(stderr, "cumemtrace symbolize: %s: %s\n", paths[i], why);
             status = 1;
-        } else if (is_snapshot(argv[i])) {
+        } else if (is_snapshot(paths[i])) {
             if (!quiet)
                 printf("cumemtrace: %s is a PyTorch memory snapshot: its frames are already "
                        "symbolic (Python file:line); nothing to do\n",
-                       argv[i]);
-        } else if (cmt_symbolize_file(argv[i], &stats, err, sizeof err) != 0) {
+                       paths[i]);
+        } else if (cmt_symbolize_file(paths[i], &stats, err, sizeof err) != 0) {
             fprintf(stderr, "cumemtrace symbolize: %s\n", err);
             status = 1;
         } else if (!quiet) {
-            report(argv[i], &stats);
+            report(paths[i], &stats);
         }
     }
+    cmt__trace_paths_free(paths, n);
     return status;
 }

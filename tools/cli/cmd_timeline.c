@@ -271,7 +271,8 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         cmt__phase_band_text(stdout, &pass->phases, tl->width, drawn, 0);
         struct cmt_fragmentation f;
         if (cmt_replay_peak_fragmentation(pass->replay, d->dev, &f) == 0)
-            printf("  at the peak: holes %s (largest %s, fragmentation %.2f), granularity "
+            printf("  at the peak: address gaps %s (largest %s, fragmentation %.2f; address "
+                   "space between allocations, not device memory), granularity "
                    "waste %s, pool retention %s\n",
                    cmt__bytes(f.hole_bytes, a), cmt__bytes(f.largest_hole, b), f.hole_fragmentation,
                    cmt__bytes(f.waste_bytes, c), cmt__bytes(f.pool_retained_bytes, label));

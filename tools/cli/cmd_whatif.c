@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "pass.h"
 #include "progress.h"
 #include "whatif.h"
 #include "print/whatif_cli.h"
@@ -514,6 +515,20 @@ static int replay_failed(const struct options *o, const struct cmt_whatif_run_ou
     return 0;
 }
 
+/* A failure other processes caused replays on what the process had then: the OOM analysis's
+ * first failure on dev (a pass of its own; the stream does not keep the verdict). */
+static void held_capacity(const char *path, int32_t dev, struct cmt_whatif_capacity *cap)
+{
+    struct cmt__pass p;
+    if (cmt__pass_open(&p, CMD, path) != 0)
+        return;
+    p.quiet_damage = 1; /* said once, by the stream's reading */
+    if (cmt__pass_replay(&p, CMT__PASS_OOM, NULL, NULL, 0) != 0)
+        return;
+    cmt__whatif_capacity_at_failure(p.oom, dev, cap);
+    cmt__pass_close(&p);
+}
+
 int cmt_cmd_whatif(int argc, char **argv)
 {
     struct options *o = calloc(1, sizeof *o);
@@ -533,7 +548,12 @@ int cmt_cmd_whatif(int argc, char **argv)
         goto out;
     }
     default_lists(o);
-
+    static char one[4096]; /* a directory's one trace */
+    if (!(o->path = cmt__one_trace(CMD, o->path,
+                                   "whatif replays one process's allocator: name one of them "
+                                   "(`cumemtrace report DIR` says which rank failed first)",
+                                   one, sizeof one)))
+        goto out;
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
     char err[256] = "";
@@ -563,7 +583,11 @@ int cmt_cmd_whatif(int argc, char **argv)
     struct cmt_whatif_capacity cap;
     if (cmt_whatif_capacity_choose(&s, o->capacity, &cap) != 0)
         goto out;
+    if (!o->capacity && s.failed_allocs)
+        held_capacity(o->path, s.device, &cap);
     run.capacity = cap.capacity;
+    run.oom_own_bytes = cap.oom_own_bytes;
+    run.oom_free_bytes = cap.oom_free_bytes;
     run.device_total = cap.device_total;
     run.capacity_source = cap.source;
     run.dev = cmt_whatif_capacity_device(&cap);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 
 #include "cmt_error.h"
 #include "escape.h"
+#include "fleet.h"
 #include "frames.h"
 #include "snapshot_trace.h"
 
@@ -239,11 +241,71 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
     return rc;
 }
 
+/* A trace that ends cleanly at a chunk boundary with neither an event nor an end marker nor a
+ * PROCESS record: cut right after its file header (the process died before its first write). */
+static int nothing_written(const cmt_reader *r, int rc)
+{
+    return rc == 0 && !cmt_reader_event_count(r) && !cmt_reader_clean_exit(r) &&
+           !cmt_reader_process(r);
+}
+
+int cmt__is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *cmt__one_trace(const char *cmd, const char *path, const char *why, char *buf,
+                           size_t size)
+{
+    if (!cmt__is_dir(path))
+        return path;
+    char **paths;
+    size_t n;
+    if (cmt__trace_paths(cmd, &path, 1, &paths, &n) != 0)
+        return NULL;
+    const char *one = NULL;
+    if (n == 1 && strlen(paths[0]) < size)
+        one = strcpy(buf, paths[0]);
+    else
+        fprintf(stderr, "cumemtrace %s: %s holds %zu traces: %s\n", cmd, path, n, why);
+    cmt__trace_paths_free(paths, n);
+    return one;
+}
+
+int cmt__trace_paths(const char *cmd, const char *const *inputs, size_t n, char ***paths,
+                     size_t *count)
+{
+    const char *bad = NULL;
+    int rc = cmt_fleet_paths(inputs, n, paths, count, &bad);
+    if (rc == 0 && *count)
+        return 0;
+    if (rc == CMT_EIO)
+        fprintf(stderr, "cumemtrace %s: %s: cannot list the directory: %s\n", cmd, bad,
+                strerror(errno));
+    else if (rc)
+        fprintf(stderr, "cumemtrace %s: out of memory\n", cmd);
+    else
+        fprintf(stderr, "cumemtrace %s: no trace (*.cmt) in %s\n", cmd, n ? inputs[0] : "");
+    if (rc == 0)
+        cmt__trace_paths_free(*paths, *count);
+    *paths = NULL;
+    *count = 0;
+    return 1;
+}
+
+void cmt__trace_paths_free(char **paths, size_t count)
+{
+    for (size_t i = 0; paths && i < count; i++)
+        free(paths[i]);
+    free(paths);
+}
+
 int cmt__damage_status(const cmt_reader *r, int rc)
 {
     if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)
         return cmt_reader_event_count(r) == 0; /* nothing salvaged: an error, not a warning */
-    return rc < 0;
+    return rc < 0 || nothing_written(r, rc);
 }
 
 int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int rc)
@@ -258,7 +320,12 @@ int cmt__warn_damage(const char *cmd, const char *path, const cmt_reader *r, int
     if (cmt_reader_sequence_note(r, sequence, sizeof sequence))
         fprintf(stderr, "cumemtrace %s: warning: %s: %s\n", cmd, path, sequence);
     int status = cmt__damage_status(r, rc);
-    if ((rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) && status)
+    if (nothing_written(r, rc))
+        fprintf(stderr,
+                "cumemtrace %s: %s: the trace ends after its file header: no event salvaged (the "
+                "process died before its first write; `cumemtrace record` recovers such deaths)\n",
+                cmd, path);
+    else if ((rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT) && status)
         fprintf(stderr, "cumemtrace %s: %s: %s; no event before it\n", cmd, path,
                 cmt_reader_damage(r));
     else if (rc == CMT_ETRUNCATED || rc == CMT_ECORRUPT)

@@ -50,6 +50,21 @@ const char *cmt__not_a_file(const char *path);
  * "cumemtrace CMD: PATH: reason" to stderr. @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
 
+/* A command's trace arguments expanded: a directory gives its *.cmt files in name order
+ * (cmt_fleet_paths), a file is taken as it is. @return 0 with *paths and *count set (free them
+ * with cmt__trace_paths_free); 1 after one line saying why there is none (a directory that
+ * cannot be listed or holds no trace; out of memory). */
+int cmt__trace_paths(const char *cmd, const char *const *inputs, size_t n, char ***paths,
+                     size_t *count);
+void cmt__trace_paths_free(char **paths, size_t count);
+/* @return 1 when path names a directory. */
+int cmt__is_dir(const char *path);
+/* For a command that reads one trace: a directory given for it stands for its one trace.
+ * @return path itself (not a directory), the directory's one *.cmt (in buf), or NULL after
+ * one line: that it holds several traces and `why` the command reads one. */
+const char *cmt__one_trace(const char *cmd, const char *path, const char *why, char *buf,
+                           size_t size);
+
 /* Converts the PyTorch memory snapshot at `path` into a whole trace written to `out_fd`
  * (cmt_snapshot_import); `stats` may be NULL. On failure prints "cumemtrace CMD: PATH: reason:
  * where" to stderr. @return 0 or the error code. */
@@ -58,8 +73,9 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
                           struct cmt_snapshot_trace_stats *stats);
 
 /* The exit status a pass that ended with `rc` leaves its command: 1 when the reader failed on
- * its own (out of memory) or the damage left no event, 0 otherwise (sound, or damaged after
- * some events: those are analysed). */
+ * its own (out of memory), the damage left no event, or the trace ends after its file header
+ * (no event, no PROCESS record, no end marker: nothing salvaged), 0 otherwise (sound, or
+ * damaged after some events: those are analysed). */
 int cmt__damage_status(const cmt_reader *r, int rc);
 /* After a pass: one warning counting the repeated records folded, one naming what the chunk
  * sequence showed (cmt_reader_sequence_note; each none when none), and one

@@ -45,6 +45,8 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
     if (cmt__progress_wanted(stderr)) {
         cmt__progress_init(&progress, stderr, cmd, path, 1,
                            stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
+        progress.stage = p->stage;
+        progress.stages = p->stages;
         obs[n++] = cmt__progress_observer(&progress);
     }
     obs[n++] = cmt_alloc_observer(p->alloc);    /* before the observers that query it */

@@ -22,12 +22,17 @@ void cmt__progress_init(struct cmt__progress *p, FILE *f, const char *cmd, const
     p->countdown = 1;
 }
 
-const char *cmt__progress_text(char *buf, size_t size, const char *cmd, const char *path,
-                               uint64_t done, uint64_t total, uint64_t elapsed_ns)
+const char *cmt__progress_text(char *buf, size_t size, const char *cmd, const char *path, int stage,
+                               int stages, uint64_t done, uint64_t total, uint64_t elapsed_ns)
 {
-    char a[32], b[32], bar[24];
+    char a[32], b[32], bar[24], name[48];
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
+    if (stages > 1)
+        snprintf(name, sizeof name, "%.20s pass %d of %d", base, stage, stages);
+    else
+        snprintf(name, sizeof name, "%.20s", base);
+    base = name;
     if (size > 101)
         size = 101; /* 100 columns and the NUL */
     if (total) {
@@ -37,10 +42,10 @@ const char *cmt__progress_text(char *buf, size_t size, const char *cmd, const ch
         memset(bar, '#', (size_t)filled);
         memset(bar + filled, ' ', (size_t)(20 - filled));
         bar[20] = 0;
-        snprintf(buf, size, "cumemtrace %s: %.20s %3d%% [%s] %s of %s, %.1f s", cmd, base, percent,
+        snprintf(buf, size, "cumemtrace %s: %.34s %3d%% [%s] %s of %s, %.1f s", cmd, base, percent,
                  bar, cmt__bytes(done, a), cmt__bytes(total, b), (double)elapsed_ns / 1e9);
     } else {
-        snprintf(buf, size, "cumemtrace %s: %.20s %s read, %.1f s", cmd, base, cmt__bytes(done, a),
+        snprintf(buf, size, "cumemtrace %s: %.34s %s read, %.1f s", cmd, base, cmt__bytes(done, a),
                  (double)elapsed_ns / 1e9);
     }
     return buf;
@@ -51,7 +56,8 @@ int cmt__progress_update(struct cmt__progress *p, uint64_t done, uint64_t now_ns
     if (!p->terminal || now_ns < p->next_ns)
         return 0;
     char line[128];
-    cmt__progress_text(line, sizeof line, p->cmd, p->path, done, p->total, now_ns - p->start_ns);
+    cmt__progress_text(line, sizeof line, p->cmd, p->path, p->stage, p->stages, done, p->total,
+                       now_ns - p->start_ns);
     fprintf(p->f, "\r%s\033[K", line); /* over the last line, the rest of it cleared */
     fflush(p->f);
     p->shown = 1;

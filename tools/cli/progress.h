@@ -23,6 +23,7 @@ struct cmt__progress {
     uint64_t next_ns;   /* the earliest time of the next line */
     uint32_t countdown; /* steps until the observer next reads the clock */
     int shown;          /* a line is on the terminal (done() erases it) */
+    int stage, stages;  /* of a command that reads the trace several times: "pass 2 of 2" */
 };
 
 void cmt__progress_init(struct cmt__progress *p, FILE *f, const char *cmd, const char *path,
@@ -33,9 +34,10 @@ int cmt__progress_update(struct cmt__progress *p, uint64_t done, uint64_t now_ns
 /* Erases a line that was drawn. */
 void cmt__progress_done(struct cmt__progress *p);
 /* "cumemtrace whatif: big.cmt  42% [########            ] 1.20 GiB of 2.86 GiB, 3.1 s", cut
- * to fit `size` (at most 100 columns). @return buf. */
-const char *cmt__progress_text(char *buf, size_t size, const char *cmd, const char *path,
-                               uint64_t done, uint64_t total, uint64_t elapsed_ns);
+ * to fit `size` (at most 100 columns); with stages > 1, "big.cmt pass 2 of 2  42% ...", so the
+ * second reading of the trace does not look like the first going back. @return buf. */
+const char *cmt__progress_text(char *buf, size_t size, const char *cmd, const char *path, int stage,
+                               int stages, uint64_t done, uint64_t total, uint64_t elapsed_ns);
 /* An observer that feeds p from each step's file offset (the clock is read every 4096 steps). */
 struct cmt_observer cmt__progress_observer(struct cmt__progress *p);
 /* @return 1 when a progress line may be shown on f: a terminal, and CUMEMTRACE_PROGRESS is not 0. */

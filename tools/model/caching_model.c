@@ -268,8 +268,9 @@ size_t cmt_model_round_size(const struct cmt_model_config *config, size_t size)
     return CMT__MIN_BLOCK_SIZE * ((size + CMT__MIN_BLOCK_SIZE - 1) / CMT__MIN_BLOCK_SIZE);
 }
 
-size_t cmt_model_segment_size(size_t rounded_size)
+size_t cmt_model_segment_size(const struct cmt_model_config *config, size_t rounded_size)
 {
+    (void)config;
     if (rounded_size <= CMT__SMALL_SIZE)
         return CMT__SMALL_BUFFER;
     if (rounded_size < CMT__MIN_LARGE_ALLOC)
@@ -680,7 +681,7 @@ int cmt_model_alloc(struct cmt_model *m, size_t size, uint64_t stream, cmt_model
     struct cmt__request r = {.stream = stream, .block = CMT__NIL};
     r.size = cmt_model_round_size(&m->config, size);
     r.pool = r.size <= CMT__SMALL_SIZE ? CMT__POOL_SMALL : CMT__POOL_LARGE;
-    r.alloc_size = cmt_model_segment_size(r.size);
+    r.alloc_size = cmt_model_segment_size(&m->config, r.size);
 
     bool found = get_free_block(m, &r);
     if (!found) {

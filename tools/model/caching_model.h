@@ -162,11 +162,12 @@ size_t cmt_model_round_size(const struct cmt_model_config *config, size_t size);
 
 /**
  * PyTorch's get_allocation_size(): the segment size cudaMalloc'd for a
- * rounded request: <= 1 MiB -> 2 MiB; < 10 MiB -> 20 MiB; else rounded up to
- * a multiple of 2 MiB.
+ * rounded request under `config` (NULL: the defaults; no setting changes it
+ * today, a setting that does is read here): <= 1 MiB -> 2 MiB; < 10 MiB ->
+ * 20 MiB; else rounded up to a multiple of 2 MiB.
  * @return the segment size.
  */
-size_t cmt_model_segment_size(size_t rounded_size);
+size_t cmt_model_segment_size(const struct cmt_model_config *config, size_t rounded_size);
 
 /* PyTorch's DeviceStats (aggregate pool), current values unless "peak". */
 struct cmt_model_stats {

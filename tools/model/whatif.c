@@ -159,9 +159,8 @@ static int on_free(struct cmt_whatif_collector *b, const struct cmt_replay_step 
         return 0;
     }
     /* a free of device memory that is not a tensor of the stream */
-    int apply = cmt_op_apply((uint32_t)st->op);
     if (st->failed || !ev->v[CMT_FIELD_PTR] || !modelled_kind(cmt_op_kind((uint32_t)st->op)) ||
-        (apply != CMT_APPLY_FREE && apply != CMT_APPLY_FREE_TO_POOL))
+        !(cmt_op_attrs((uint32_t)st->op) & CMT_OPA_FREE))
         return 0;
     if (s->allocs && ev->dev != s->device && ev->dev >= 0)
         s->other_device_events++;

@@ -98,6 +98,11 @@ struct site {
     uint32_t stack, index;
 };
 
+/* A segment or a block held before the window, as the file proves it. */
+struct held {
+    uint64_t addr, size, requested, stream;
+};
+
 struct cmt_whatif_block_collector {
     struct cmt_whatif_stream *s;
     struct cmt_whatif_selfcheck *check;
@@ -118,8 +123,15 @@ struct cmt_whatif_block_collector {
      * request's new segment, or its OOM, follows). */
     bool released;
     uint64_t released_t_ns, released_seq;
+    uint32_t released_stack;          /* the call stack of the first release (0: none recorded) */
     uint64_t reserved_before_release; /* what the allocator held when the releases began */
     uint64_t device_free_hint;        /* what it could hold, as far as the trace says yet */
+    /* The state before the window (records flagged before, not expandable), kept until the
+     * window's first event and then rebuilt in c10's own layout (rebuild_before). */
+    struct held *held_segments, *held_blocks;
+    struct cmt_model_config config; /* the run's settings, for the rebuild */
+    uint64_t split_limit;
+    size_t held_segment_count, held_segment_cap, held_block_count, held_block_cap;
     int failed;
 };
 
@@ -225,11 +237,19 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
     switch (e->action) {
     case CMT_AA_SEGMENT_ALLOC:
         /* An OOM retry's releases (or garbage collection's) come before the new segment of
-         * the request that needed them; when that segment fit beside everything held before
-         * the releases, no allocation failed: the program emptied the cache. */
-        if (c->released &&
-            !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint))
+         * the request that needed them, in the same allocator call: with the same stack.
+         * Releases from another stack, or (no stacks recorded) when that segment fit beside
+         * everything held before them, were no failed allocation: the program emptied the
+         * cache. */
+        if (c->released && !(c->released_stack && e->stack && c->released_stack != e->stack) &&
+            !(c->device_free_hint && c->reserved_before_release + size <= c->device_free_hint)) {
             c->released = false;
+            /* the retry's first device allocation failed: the capacity was below this */
+            uint64_t bound = c->reserved_before_release + size - 1;
+            if (!strstr(k->conf, "garbage_collection_threshold") &&
+                (!k->capacity_bound || bound < k->capacity_bound))
+                k->capacity_bound = bound;
+        }
         if (emptied(c) != 0)
             return -1;
         c->reserved += size;
@@ -248,12 +268,20 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
         k->recorded[k->recorded_segments++] = (struct cmt_whatif_segment){size, c->s->event_count};
         return 0;
     case CMT_AA_SEGMENT_FREE:
+        if (!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE)) {
+            if (CMT_GROW(k->recorded_free, k->recorded_free_cap, k->recorded_frees + 1, 64) != 0)
+                return -1;
+            k->recorded_free[k->recorded_frees++] = (struct cmt_whatif_segment){size,
+                                                                                c->s->event_count};
+        }
+        /* fall through */
     case CMT_AA_SEGMENT_UNMAP:
         if (!(field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE) && !c->released) {
             c->released = true;
             c->reserved_before_release = c->reserved;
             c->released_t_ns = e->t_ns;
             c->released_seq = field(e, CMT_AFIELD_SEQ);
+            c->released_stack = e->stack;
         }
         c->reserved -= size < c->reserved ? size : c->reserved;
         return 0;
@@ -264,6 +292,28 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
         return 0;
     }
     return 0;
+}
+
+/* An out-of-memory failure proves that the allocator could not hold what it held then and the
+ * segment the request needed (its device allocation failed, or a memory fraction refused it;
+ * c10 had released its cache first): the replay's capacity is below that. Not with expandable
+ * segments (pages, not segments) nor garbage collection (it frees on its own schedule). */
+static void oom_bound(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    struct cmt_whatif_selfcheck *k = c->check;
+    struct cmt_model_config config;
+    char err[160];
+    if (k->expandable || strstr(k->conf, "expandable_segments:True") ||
+        strstr(k->conf, "garbage_collection_threshold"))
+        return;
+    cmt_model_config_default(&config, 0);
+    if (k->conf[0] && cmt_model_config_parse(&config, k->conf, err, sizeof err) != 0)
+        return;
+    size_t size = (size_t)field(e, CMT_AFIELD_SIZE);
+    uint64_t bound = c->reserved +
+                     cmt_model_segment_size(&config, cmt_model_round_size(&config, size)) - 1;
+    if (size && (!k->capacity_bound || bound < k->capacity_bound))
+        k->capacity_bound = bound;
 }
 
 static int request_failed(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
@@ -288,6 +338,167 @@ static int request_failed(struct cmt_whatif_block_collector *c, const struct cmt
     return push(c, &a);
 }
 
+static int hold(struct held **v, size_t *count, size_t *cap, const struct cmt_alloc_event *e)
+{
+    if (CMT_GROW(*v, *cap, *count + 1, 64) != 0)
+        return -1;
+    uint64_t req = e->fields & CMT_AF(REQUESTED) ? e->v[CMT_AFIELD_REQUESTED] : 0;
+    (*v)[(*count)++] = (struct held){field(e, CMT_AFIELD_ADDR), field(e, CMT_AFIELD_SIZE), req,
+                                     field(e, CMT_AFIELD_STREAM)};
+    return 0;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+    const struct held *x = a, *y = b;
+    return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* A tensor of the rebuild: pushed as allocated (its id returned), or freed. */
+static int carve(struct cmt_whatif_block_collector *c, uint64_t size, uint64_t stream, uint32_t *id)
+{
+    *id = c->free_id_count ? c->free_ids[--c->free_id_count] : c->s->id_count++;
+    struct cmt_whatif_event a = {.size = size, .stream = stream, .id = *id};
+    return push(c, &a);
+}
+
+static int uncarve(struct cmt_whatif_block_collector *c, uint32_t id)
+{
+    struct cmt_whatif_event f = {.id = id, .is_free = 1};
+    if (push(c, &f) != 0 || CMT_GROW(c->free_ids, c->free_id_cap, c->free_id_count + 1, 64))
+        return -1;
+    c->free_ids[c->free_id_count++] = id;
+    return 0;
+}
+
+/* The fillers of a free gap, freed once every segment is carved (small-pool ones at most
+ * 1 MiB, as small-pool requests are, and of sizes the settings do not round up). */
+struct fillers {
+    uint32_t *ids;
+    size_t count, cap;
+};
+
+static int gap(struct cmt_whatif_block_collector *c, uint64_t size, uint64_t stream, bool small,
+               struct fillers *f)
+{
+    if (!small && size &&
+        (size <= CMT_MODEL_MIB || /* a small-pool request: not a layout c10 makes */
+         cmt_model_round_size(&c->config, (size_t)size) != size))
+        c->check->before_inexact++;
+    for (uint64_t done = 0; done < size;) {
+        uint64_t n = small && size - done > CMT_MODEL_MIB ? CMT_MODEL_MIB : size - done;
+        while (small && n > 512 && cmt_model_round_size(&c->config, (size_t)n) != n)
+            n &= n - 1; /* down to a power of two, which every rounding keeps */
+        uint32_t id;
+        if (carve(c, n, stream, &id) != 0 || CMT_GROW(f->ids, f->cap, f->count + 1, 64) != 0)
+            return -1;
+        f->ids[f->count++] = id;
+        done += n;
+    }
+    return 0;
+}
+
+/* One held segment and its held blocks b[0 .. n-1] (by address): a tensor of the whole
+ * segment (two of 1 MiB in the small pool) makes it, freed; then its pieces in address order,
+ * each taking the front of the segment's free rest, the only free block of its stream and
+ * pool while every earlier segment is full. A block's extent runs to the next block when the
+ * gap between is one no free block can be (at most 1 MiB in the large pool: c10 did not split
+ * it), or when the block was too large to split (at least max_split_size). @return 0, -1. */
+static int rebuild_segment(struct cmt_whatif_block_collector *c, const struct held *g,
+                           const struct held *b, size_t n, struct fillers *f)
+{
+    bool small = g->size <= 2 * CMT_MODEL_MIB;
+    uint32_t id[2];
+    if (small) {
+        if (carve(c, CMT_MODEL_MIB, g->stream, &id[0]) ||
+            carve(c, CMT_MODEL_MIB, g->stream, &id[1]) || uncarve(c, id[0]) || uncarve(c, id[1]))
+            return -1;
+    } else if (carve(c, g->size, g->stream, &id[0]) || uncarve(c, id[0])) {
+        return -1;
+    } else if (cmt_model_round_size(&c->config, (size_t)g->size) != g->size) {
+        c->check->before_inexact++; /* the settings round it to a larger segment */
+    }
+    uint64_t at = g->addr, end = g->addr + g->size;
+    for (size_t k = 0; k < n; k++) {
+        uint64_t next = k + 1 < n ? b[k + 1].addr : end, size = b[k].size;
+        if (b[k].addr < at || b[k].addr + size > next) {
+            c->check->before_inexact++; /* blocks that overlap: not a layout c10 makes */
+            continue;
+        }
+        if (!small && (next - (b[k].addr + size) <= CMT_MODEL_MIB ||
+                       cmt_model_round_size(&c->config, (size_t)b[k].requested) >= c->split_limit))
+            size = next - b[k].addr;
+        if (cmt_model_round_size(&c->config, (size_t)size) != size ||
+            (small && size > CMT_MODEL_MIB))
+            c->check->before_inexact++; /* the model rounds it to another block */
+        uint32_t t;
+        if (gap(c, b[k].addr - at, g->stream, small, f) || carve(c, size, g->stream, &t) ||
+            !live_insert(&c->live, b[k].addr, t))
+            return -1;
+        c->check->before_blocks++;
+        at = b[k].addr + size;
+    }
+    return gap(c, end - at, g->stream, small, f);
+}
+
+/* The state at the window's start, in c10's layout: the held segments in address order (the
+ * model's addresses rise in the same order), each carved into its blocks and free gaps.
+ * Blocks in no held segment are placed where the model puts them. @return 0, -1. */
+static int rebuild_before(struct cmt_whatif_block_collector *c)
+{
+    struct held *g = c->held_segments, *b = c->held_blocks;
+    size_t ng = c->held_segment_count, nb = c->held_block_count, k = 0;
+    struct fillers f = {0};
+    int rc = 0;
+    char err[8];
+    cmt_model_config_default(&c->config, 1); /* the run's settings: round_size, the split */
+    if (c->check->conf[0] && cmt_model_config_parse(&c->config, c->check->conf, err, sizeof err))
+        c->check->before_inexact += nb; /* settings the model cannot read */
+    c->split_limit = c->config.max_split_size ? c->config.max_split_size : UINT64_MAX;
+    if (ng)
+        qsort(g, ng, sizeof *g, by_addr);
+    if (nb)
+        qsort(b, nb, sizeof *b, by_addr);
+    for (size_t i = 0; i < ng && !rc; i++) {
+        for (; k < nb && b[k].addr < g[i].addr; k++) { /* in no held segment */
+            c->check->before_inexact++;
+            uint32_t t;
+            rc = carve(c, b[k].requested ? b[k].requested : b[k].size, b[k].stream, &t) ||
+                 !live_insert(&c->live, b[k].addr, t);
+        }
+        size_t first = k;
+        while (k < nb && b[k].addr < g[i].addr + g[i].size)
+            k++;
+        if (!rc)
+            rc = rebuild_segment(c, &g[i], &b[first], k - first, &f);
+    }
+    for (; k < nb && !rc; k++) {
+        c->check->before_inexact++;
+        uint32_t t;
+        rc = carve(c, b[k].requested ? b[k].requested : b[k].size, b[k].stream, &t) ||
+             !live_insert(&c->live, b[k].addr, t);
+    }
+    for (size_t i = 0; i < f.count && !rc; i++)
+        rc = uncarve(c, f.ids[i]);
+    free(f.ids);
+    c->held_segment_count = c->held_block_count = 0;
+    return rc ? -1 : 0;
+}
+
+/* A segment or block held before the window: kept for rebuild_before. */
+static int hold_before(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
+{
+    if (e->action == CMT_AA_ALLOC) {
+        c->s->allocs++;
+        return hold(&c->held_blocks, &c->held_block_count, &c->held_block_cap, e);
+    }
+    c->reserved += field(e, CMT_AFIELD_SIZE);
+    c->check->before_segments++;
+    if (c->reserved > c->check->recorded_peak_reserved)
+        c->check->recorded_peak_reserved = c->reserved;
+    return hold(&c->held_segments, &c->held_segment_count, &c->held_segment_cap, e);
+}
+
 static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
 {
     struct cmt_whatif_stream *s = c->s;
@@ -304,9 +515,15 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
         return 0;
     }
     c->conf_fixed = true; /* the settings before the first event are the run's */
-    bool before = field(e, CMT_AFIELD_FLAGS) & CMT_AFLAG_BEFORE;
+    uint64_t flags = field(e, CMT_AFIELD_FLAGS);
+    bool before = flags & CMT_AFLAG_BEFORE;
+    if (before && !(flags & CMT_AFLAG_EXPANDABLE) &&
+        (e->action == CMT_AA_ALLOC || e->action == CMT_AA_SEGMENT_ALLOC))
+        return hold_before(c, e);
     if (!before && c->in_prelude) {
         c->in_prelude = false;
+        if (rebuild_before(c) != 0)
+            return -1;
         c->prelude_end = s->event_count;
     }
     int rc = 0;
@@ -316,6 +533,7 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
     case CMT_AA_FREE_COMPLETED: rc = emptied(c) ? -1 : tensor_free(c, e, true); break;
     case CMT_AA_OOM:
         c->released = false;
+        oom_bound(c, e);
         rc = request_failed(c, e);
         break;
     default: rc = segment(c, e);
@@ -379,10 +597,12 @@ static int block_finish(struct cmt_observer *self, const cmt_replay *rp)
     struct cmt_whatif_stream *s = c->s;
     if (!c->check->present)
         return 0;
-    if (c->failed || emptied(c) || name_sites(c, cmt_replay_reader(rp)))
+    if (c->failed || emptied(c) || name_sites(c, cmt_replay_reader(rp)) ||
+        (c->in_prelude && rebuild_before(c) != 0))
         return c->failed = 1, CMT_EMODEL_NOMEM;
     if (c->in_prelude)
         c->prelude_end = s->event_count;
+    c->check->recorded_end_reserved = c->reserved;
     const struct cmt_replay_device *d = cmt_replay_device(rp, s->device);
     if (d && d->name)
         snprintf(s->device_name, sizeof s->device_name, "%s", d->name);
@@ -478,6 +698,8 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
     free(c->free_ids);
     free(c->sites);
     free(c->site_stacks);
+    free(c->held_segments);
+    free(c->held_blocks);
     free(c);
 }
 
@@ -586,6 +808,7 @@ void cmt_whatif_selfcheck_free(struct cmt_whatif_selfcheck *check)
     if (!check)
         return;
     free(check->recorded);
-    check->recorded = NULL;
-    check->recorded_cap = 0;
+    free(check->recorded_free);
+    check->recorded = check->recorded_free = NULL;
+    check->recorded_cap = check->recorded_free_cap = 0;
 }

@@ -12,7 +12,8 @@
  * The self-check replays the stream once with the settings the run used (the ALLOCATOR
  * record's conf) and compares the segments the model asks the device for with the
  * `segment_alloc` events the allocator recorded: in order, a segment agrees when it has the
- * same size and is made for the same request. */
+ * same size and is made for the same request; and the segments it gives back with the
+ * recorded `segment_free` events, the same way. */
 #ifndef CMT_WHATIF_BLOCKS_H
 #define CMT_WHATIF_BLOCKS_H
 
@@ -30,9 +31,11 @@ struct cmt_whatif_segment {
     size_t request; /* index in the stream of the allocation it was made for */
 };
 
-/* One disagreement: the index-th segment allocation differs (size 0: there is none). */
+/* One disagreement: the index-th segment allocation (or free) differs (size 0: there is
+ * none). */
 struct cmt_whatif_check_diff {
     size_t index;
+    bool is_free; /* a segment free (cudaFree), not an allocation */
     struct cmt_whatif_segment recorded, model;
     uint64_t request_bytes; /* the recorded segment's request (or the model's) */
     uint64_t t_ns;          /* of that request */
@@ -46,16 +49,34 @@ struct cmt_whatif_selfcheck {
     char error[256];          /* why the conf could not be replayed ("" when it could) */
     bool expandable;          /* the run used expandable segments: segments are not compared */
     uint64_t before_segments; /* segments that predate the window: not compared */
-    size_t prelude_events;    /* stream events that rebuild that state (their segments are the
+    /* The state at the window's start (a ring-limited snapshot's): its segments, and the
+     * blocks held in them, are rebuilt in c10's own layout under the run's settings (each
+     * segment carved in address order into its blocks and free gaps), exactly unless
+     * before_inexact counts blocks or gaps that could not be placed so (outside the held
+     * segments, overlapping, a gap no free block can be, or sizes the settings round to
+     * other blocks). Expandable segments are
+     * rebuilt as tensors placed where the model puts them (not counted here). */
+    uint64_t before_blocks, before_inexact;
+    size_t prelude_events; /* stream events that rebuild that state (their segments are the
                                  model's, not compared) */
     uint64_t recorded_segments, model_segments, agreeing;
+    /* segment frees (cudaFree of a whole segment: empty_cache(), an OOM retry, garbage
+     * collection), compared as the allocations are, those of the same request by size */
+    uint64_t recorded_frees, model_frees, agreeing_frees;
     uint64_t recorded_ooms, model_ooms;
     uint64_t recorded_peak_reserved, model_peak_reserved;
+    uint64_t recorded_end_reserved, model_end_reserved; /* at the end (a snapshot's dump) */
+    /* 0, or the most the allocator could reserve, as the run's out-of-memory retries prove
+     * (releases, then a new segment for the request they were made for: its first device
+     * allocation had failed) and its out-of-memory failures (what it held then and the
+     * request's segment did not fit); the replay's capacity is at most this */
+    uint64_t capacity_bound;
+    bool capacity_bounded; /* the replay ran with capacity_bound (below the capacity given) */
     struct cmt_whatif_check_diff diffs[CMT_WHATIF_CHECK_DIFFS];
     size_t diff_count; /* kept; disagreements = recorded/model segments - agreeing */
-    /* the recorded segment allocations, in order */
-    struct cmt_whatif_segment *recorded;
-    size_t recorded_cap;
+    /* the recorded segment allocations and frees, in order */
+    struct cmt_whatif_segment *recorded, *recorded_free;
+    size_t recorded_cap, recorded_free_cap;
 };
 
 struct cmt_whatif_block_collector;

@@ -21,7 +21,19 @@ int cmt_whatif_capacity_choose(const struct cmt_whatif_stream *s, uint64_t given
         out->source = CMT_WHATIF_CAPACITY_UNKNOWN;
     }
     out->device_total = s->device_total > out->capacity ? s->device_total : out->capacity;
+    out->oom_own_bytes = out->oom_free_bytes = 0;
     return 0;
+}
+
+void cmt_whatif_capacity_held(struct cmt_whatif_capacity *out, uint64_t own_bytes,
+                              uint64_t free_bytes)
+{
+    out->capacity = own_bytes + free_bytes;
+    out->source = CMT_WHATIF_CAPACITY_OOM;
+    out->oom_own_bytes = own_bytes;
+    out->oom_free_bytes = free_bytes;
+    if (out->device_total < out->capacity)
+        out->device_total = out->capacity;
 }
 
 struct cmt_whatif_device cmt_whatif_capacity_device(const struct cmt_whatif_capacity *c)

@@ -20,9 +20,10 @@ extern "C" {
 
 /* Where a sweep's capacity came from. X(name, json): the value, and its name in JSON output
  * ("capacity_source"). */
-#define CMT_WHATIF_CAPACITY_SOURCES(X)                                                   \
-    X(GIVEN, "option")    /* the caller's (--capacity) */                                \
-    X(TRACE, "trace")     /* what the trace says was free before the first allocation */ \
+#define CMT_WHATIF_CAPACITY_SOURCES(X)                                                    \
+    X(GIVEN, "option")    /* the caller's (--capacity) */                                 \
+    X(TRACE, "trace")     /* what the trace says was free before the first allocation */  \
+    X(OOM, "oom")         /* other processes held the memory at a failure: what it had */ \
     X(UNKNOWN, "unknown") /* neither: replayed with CMT_WHATIF_NO_LIMIT */
 
 enum cmt_whatif_capacity_source {
@@ -35,6 +36,8 @@ struct cmt_whatif_capacity {
     uint64_t capacity;     /* bytes the allocator may reserve (> 0) */
     uint64_t device_total; /* the device's memory: the trace's, at least capacity */
     enum cmt_whatif_capacity_source source;
+    /* source OOM: the process's own bytes and the free bytes at that failure */
+    uint64_t oom_own_bytes, oom_free_bytes;
 };
 
 /**
@@ -45,6 +48,16 @@ struct cmt_whatif_capacity {
  */
 int cmt_whatif_capacity_choose(const struct cmt_whatif_stream *stream, uint64_t given,
                                struct cmt_whatif_capacity *out);
+
+/**
+ * The capacity of a trace whose failure came from memory other processes held (the OOM
+ * verdict held_by_others): what the process could have had then, its own bytes and the free
+ * bytes measured at the failure, not the card's free memory at first use (which the others
+ * took later). Sets out's capacity and source (OOM) and keeps both figures; device_total is
+ * kept (raised to the capacity when smaller).
+ */
+void cmt_whatif_capacity_held(struct cmt_whatif_capacity *out, uint64_t own_bytes,
+                              uint64_t free_bytes);
 
 /**
  * The device a sweep replays on when the caller sets nothing else: the chosen capacity, no

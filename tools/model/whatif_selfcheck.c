@@ -9,30 +9,39 @@
 #include "cmt_grow.h"
 #include "whatif_blocks.h"
 
-struct modelled {
+struct segments {
     struct cmt_whatif_segment *v;
     size_t count, cap;
+};
+
+struct modelled {
+    struct segments allocs, frees;
     size_t request; /* the stream event being replayed */
     int failed;
 };
+
+static void add(struct modelled *m, struct segments *to, uint64_t size)
+{
+    if (CMT_GROW(to->v, to->cap, to->count + 1, 64) != 0) {
+        m->failed = 1; /* the model goes on; the comparison is given up */
+        return;
+    }
+    to->v[to->count++] = (struct cmt_whatif_segment){size, m->request};
+}
 
 static int on_device_alloc(void *ctx, uint64_t address, uint64_t size)
 {
     (void)address;
     struct modelled *m = ctx;
-    if (CMT_GROW(m->v, m->cap, m->count + 1, 64) != 0) {
-        m->failed = 1;
-        return 0; /* the model goes on; the comparison is given up */
-    }
-    m->v[m->count++] = (struct cmt_whatif_segment){size, m->request};
+    add(m, &m->allocs, size);
     return 0;
 }
 
 static void on_device_free(void *ctx, uint64_t address, uint64_t size)
 {
-    (void)ctx;
     (void)address;
-    (void)size;
+    struct modelled *m = ctx;
+    add(m, &m->frees, size);
 }
 
 /* Replays every event, past failures. @return 0 or a CMT_E* code that stopped it. */
@@ -74,7 +83,7 @@ static int replay(struct cmt_model *model, const struct cmt_whatif_stream *s, st
 }
 
 static void keep_diff(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
-                      size_t index, const struct cmt_whatif_segment *rec,
+                      size_t index, bool is_free, const struct cmt_whatif_segment *rec,
                       const struct cmt_whatif_segment *mod)
 {
     if (c->diff_count >= CMT_WHATIF_CHECK_DIFFS)
@@ -82,6 +91,7 @@ static void keep_diff(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_st
     struct cmt_whatif_check_diff *d = &c->diffs[c->diff_count++];
     memset(d, 0, sizeof *d);
     d->index = index;
+    d->is_free = is_free;
     if (rec)
         d->recorded = *rec;
     if (mod)
@@ -95,24 +105,60 @@ static void keep_diff(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_st
     }
 }
 
-/* In order: the i-th recorded segment against the i-th modelled one (after the prelude). */
-static void compare(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
-                    const struct modelled *m)
+/* By request, then size: one release frees its segments in the allocator's own order. */
+static int by_request(const void *a, const void *b)
+{
+    const struct cmt_whatif_segment *x = a, *y = b;
+    if (x->request != y->request)
+        return (x->request > y->request) - (x->request < y->request);
+    return (x->size > y->size) - (x->size < y->size);
+}
+
+/* In order: the i-th recorded segment against the i-th modelled one (after the prelude).
+ * @return the modelled ones compared. */
+static uint64_t compare(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
+                        const struct cmt_whatif_segment *recorded, size_t n_recorded,
+                        const struct segments *m, bool is_free, uint64_t *agreeing)
 {
     size_t first = 0;
     while (first < m->count && m->v[first].request < c->prelude_events)
         first++;
     size_t n_model = m->count - first;
-    c->model_segments = n_model;
-    size_t n = c->recorded_segments > n_model ? c->recorded_segments : n_model;
+    size_t n = n_recorded > n_model ? n_recorded : n_model;
     for (size_t i = 0; i < n; i++) {
-        const struct cmt_whatif_segment *rec = i < c->recorded_segments ? &c->recorded[i] : NULL;
+        const struct cmt_whatif_segment *rec = i < n_recorded ? &recorded[i] : NULL;
         const struct cmt_whatif_segment *mod = i < n_model ? &m->v[first + i] : NULL;
         if (rec && mod && rec->size == mod->size && rec->request == mod->request)
-            c->agreeing++;
+            ++*agreeing;
         else
-            keep_diff(c, s, i, rec, mod);
+            keep_diff(c, s, i, is_free, rec, mod);
     }
+    return n_model;
+}
+
+/* The segment frees of each request as sets of sizes (one release frees its segments in the
+ * allocator's own order): both sorted by (request, size), walked together; a free on one side
+ * only is a disagreement. @return the modelled ones compared. */
+static uint64_t compare_frees(struct cmt_whatif_selfcheck *c, const struct cmt_whatif_stream *s,
+                              const struct segments *m)
+{
+    size_t i = 0, j = 0, index = 0;
+    while (j < m->count && m->v[j].request < c->prelude_events)
+        j++;
+    uint64_t n_model = m->count - j;
+    while (i < c->recorded_frees || j < m->count) {
+        const struct cmt_whatif_segment *rec = i < c->recorded_frees ? &c->recorded_free[i] : NULL;
+        const struct cmt_whatif_segment *mod = j < m->count ? &m->v[j] : NULL;
+        int order = !rec ? 1 : !mod ? -1 : by_request(rec, mod);
+        if (order == 0)
+            c->agreeing_frees++;
+        else
+            keep_diff(c, s, index, true, order < 0 ? rec : NULL, order > 0 ? mod : NULL);
+        i += order <= 0;
+        j += order >= 0;
+        index++;
+    }
+    return n_model;
 }
 
 int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacity,
@@ -121,6 +167,9 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     if (!s || !c || !capacity)
         return CMT_EINVALID;
     struct cmt_model_config config;
+    c->capacity_bounded = c->capacity_bound && c->capacity_bound < capacity;
+    if (c->capacity_bounded)
+        capacity = c->capacity_bound;
     cmt_model_config_default(&config, capacity);
     config.device_total = device_total > capacity ? device_total : capacity;
     config.device_index = s->device;
@@ -140,13 +189,22 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     cmt_model_get_stats(model, &stats);
     cmt_model_destroy(model);
     c->model_peak_reserved = stats.peak_reserved;
-    c->agreeing = 0;
+    c->model_end_reserved = stats.reserved_bytes;
+    c->agreeing = c->agreeing_frees = 0;
     c->diff_count = 0;
     if (!rc && m.failed)
         rc = CMT_EMODEL_NOMEM;
-    if (!rc && !c->expandable)
-        compare(c, s, &m);
-    free(m.v);
+    if (!rc && !c->expandable) {
+        c->model_segments = compare(c, s, c->recorded, c->recorded_segments, &m.allocs, false,
+                                    &c->agreeing);
+        if (m.frees.count) /* (qsort wants an array, even of none) */
+            qsort(m.frees.v, m.frees.count, sizeof *m.frees.v, by_request);
+        if (c->recorded_frees)
+            qsort(c->recorded_free, c->recorded_frees, sizeof *c->recorded_free, by_request);
+        c->model_frees = compare_frees(c, s, &m.frees);
+    }
+    free(m.allocs.v);
+    free(m.frees.v);
     c->ran = rc == 0;
     return rc;
 }

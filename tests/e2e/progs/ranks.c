@@ -3,8 +3,11 @@
  * Each uses device LOCAL_RANK (or OMPI_COMM_WORLD_LOCAL_RANK; 0) modulo the device count.
  *   ranks step FAIL_RANKS   rank r (from RANK or OMPI_COMM_WORLD_RANK) allocates (r + 1) ×
  *                           64 MiB in four steps; a rank in the comma list FAIL_RANKS then
- *                           waits 1 s × its place in the list and asks for more than the
- *                           device has (out of memory, retried once), and exits 1
+ *                           waits (at most 30 s) for the file "failed.K" of the rank before
+ *                           it in the list (K = its place - 1) and 1 s more, asks for more
+ *                           than the device has (out of memory, retried once), creates
+ *                           "failed.PLACE" and exits 1: the failures come in the list's order
+ *                           at least 1 s apart, however loaded the machine
  *   ranks hold MIB          allocates MIB, creates the file "held", waits (at most 30 s) for
  *                           the file "done", frees, exits 0
  *   ranks take MIB          waits (at most 30 s) for "held", asks for MIB twice (a retry, as
@@ -71,12 +74,20 @@ static int step(const char *fail_ranks)
             return 11;
     if (!fails)
         return 0;
-    nap_ms(1000L * place);
+    place--; /* (the loop counted past the rank's own place) */
+    char before[32], mine[32];
+    snprintf(before, sizeof before, "failed.%d", place - 1);
+    snprintf(mine, sizeof mine, "failed.%d", place);
+    if (place > 0 && wait_for(before))
+        return 13;
+    if (place > 0)    /* and a second more: each trace's clock is placed by its start time, */
+        nap_ms(1000); /* which a loaded machine can get a little wrong */
     size_t free_bytes, total;
     cuMemGetInfo(&free_bytes, &total);
     for (int attempt = 0; attempt < 2; attempt++)
         if (cuMemAlloc(&p, total) == CUDA_SUCCESS)
             return 12;
+    touch(mine);
     return 1;
 }
 

@@ -20,7 +20,9 @@
  *   scenarios cache-oom     a caching allocator's OOM: fill with segments, fail 4 GiB, free
  *                           two cached 512 MiB segments, fail again, exit 1
  *   scenarios retry-oom     the same, but the retry comes with no frees between
- *   scenarios sleepy        alloc, sleep 300 ms, alloc (timestamps against real time)
+ *   scenarios array-formats one 1000-element 1D array of each format in array_formats[], freed
+ *   scenarios sleepy        alloc, sleep 300 ms, alloc (timestamps against real time); prints
+ *                           "outer_ns N": CLOCK_MONOTONIC from before the first to after the last
  *   scenarios none          no CUDA at all */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -351,6 +353,40 @@ static int vmm_no_context(void)
     return rc == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 5;
 }
 
+/* Formats and channel counts whose element sizes test_apis.c states as its own literals. */
+static const struct {
+    CUarray_format format;
+    unsigned channels;
+} array_formats[] = {
+    {CU_AD_FORMAT_UNSIGNED_INT8, 1},
+    {CU_AD_FORMAT_SIGNED_INT8, 2},
+    {CU_AD_FORMAT_UNSIGNED_INT16, 4},
+    {CU_AD_FORMAT_HALF, 1},
+    {CU_AD_FORMAT_FLOAT, 2},
+    {CU_AD_FORMAT_SIGNED_INT32, 4},
+    {CU_AD_FORMAT_UNORM_INT8X1, 1},
+    {CU_AD_FORMAT_SNORM_INT8X2, 2},
+    {CU_AD_FORMAT_UNORM_INT16X1, 1},
+    {CU_AD_FORMAT_UNORM_INT8X4, 4},
+    {CU_AD_FORMAT_UNORM_INT_101010_2, 4},
+    {CU_AD_FORMAT_SNORM_INT16X4, 4},
+};
+
+static int array_format_sizes(void)
+{
+    init_cuda();
+    for (size_t i = 0; i < sizeof array_formats / sizeof *array_formats; i++) {
+        CUarray array;
+        CUDA_ARRAY_DESCRIPTOR d = {.Width = 1000,
+                                   .Height = 0,
+                                   .Format = array_formats[i].format,
+                                   .NumChannels = array_formats[i].channels};
+        CHECK(cuArrayCreate(&array, &d));
+        CHECK(cuArrayDestroy(array));
+    }
+    return 0;
+}
+
 static int all_apis(void)
 {
     init_cuda();
@@ -532,6 +568,9 @@ static int all_apis(void)
     CHECK(cuMemAlloc(&p, 7 << 20)); /* freed implicitly by the destroy below */
     CHECK(cuCtxDestroy(own));
     CHECK(cuCtxSetCurrent(ctx));
+    CUcontext again; /* a second reference to the primary context, given back */
+    CHECK(cuDevicePrimaryCtxRetain(&again, dev));
+    CHECK(cuDevicePrimaryCtxRelease(dev));
     if (cuMemFree(0xdead0000) == CUDA_SUCCESS) /* unknown pointer: passed through, failing */
         return 11;
     return 0;
@@ -614,6 +653,8 @@ int main(int argc, char **argv)
         return oom();
     if (!strcmp(mode, "vmm-no-context"))
         return vmm_no_context();
+    if (!strcmp(mode, "array-formats"))
+        return array_format_sizes();
     if (!strcmp(mode, "all-apis"))
         return all_apis();
     if (!strcmp(mode, "deepbind") && argc > 2)
@@ -624,10 +665,14 @@ int main(int argc, char **argv)
         return cache_oom(0);
     if (!strcmp(mode, "sleepy")) {
         init_cuda();
+        struct timespec t0, t1, nap = {0, 300 * 1000000L};
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         alloc(1 << 20);
-        struct timespec nap = {0, 300 * 1000000L};
         nanosleep(&nap, NULL);
         alloc(2 << 20);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("outer_ns %lld\n",
+               (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
         return 0;
     }
     if (!strcmp(mode, "none"))

@@ -126,6 +126,18 @@ Test(replay, pools_retain_async_frees_until_sync)
     done(&b);
 }
 
+/* Finishes b and replays it. @return the bytes device 0's pools keep at the end (the totals
+ * agreeing). */
+static uint64_t pool_bytes_kept(struct tb *b)
+{
+    tb_finish(b, 0);
+    replay(b);
+    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
+    done(b);
+    return kept;
+}
+
 /* A pool given a release threshold keeps up to that many bytes at a synchronisation. */
 static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
 {
@@ -150,12 +162,7 @@ static uint64_t pool_after_sync(uint64_t threshold, int32_t sync_dev)
         uint64_t s[] = {1};
         tb_event(&b, TB_SYNC, 0, sync_dev, 0, CMT_F(STREAM), s);
     }
-    tb_finish(&b, 0);
-    replay(&b);
-    uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
-    cr_expect_eq(cmt_replay_totals(rp)->pool_retained_bytes, kept);
-    done(&b);
-    return kept;
+    return pool_bytes_kept(&b);
 }
 
 Test(replay, a_release_threshold_keeps_pool_memory_at_sync)
@@ -242,19 +249,184 @@ Test(replay, host_pinned_memory_is_not_device_memory)
 {
     struct tb b;
     tb_begin(&b, TB_GIB, TB_GIB);
-    uint64_t h[] = {0x9000, 64 * TB_MIB, 0};
+    uint64_t h[] = {0x9000, 64 * TB_MIB, 0}, h2[] = {0x9000000, 16 * TB_MIB, 0};
     tb_event(&b, TB_HOST, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS), h);
+    tb_event(&b, TB_HOST, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(FLAGS), h2);
+    tb_event(&b, TB_FREE_HOST, 0, 0, 0, CMT_F(PTR), h); /* cuMemFreeHost lets the first go */
     tb_finish(&b, 1);
     replay(&b);
     cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 0);
-    cr_expect_eq(cmt_replay_totals(rp)->host_bytes, 64 * TB_MIB);
+    cr_expect_eq(cmt_replay_totals(rp)->host_bytes, 16 * TB_MIB);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
     const struct cmt_replay_site *s = cmt_replay_site(rp, 0);
     cr_expect_eq(s->live_bytes + s->live_count + s->alloc_count + s->at_peak_bytes, 0,
                  "a site's device figures hold no host memory");
-    cr_expect_eq(s->host_live_bytes, 64 * TB_MIB);
+    cr_expect_eq(s->host_live_bytes, 16 * TB_MIB);
     cr_expect_eq(s->host_live_count, 1);
-    cr_expect_eq(s->host_alloc_count, 1);
+    cr_expect_eq(s->host_alloc_count, 2);
     done(&b);
+}
+
+Test(replay, a_freed_reservation_is_no_longer_address_space)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB, 0});
+    tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN),
+             (uint64_t[]){0x7100000000, 32 * TB_MIB, 0});
+    tb_event(&b, TB_VA_FREE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE),
+             (uint64_t[]){0x7000000000, 64 * TB_MIB});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->kind_bytes[CMT_KIND_VA], 32 * TB_MIB);
+    cr_expect_eq(d->kind_count[CMT_KIND_VA], 1);
+    cr_expect_eq(d->live_bytes, 0, "address space is no device memory");
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.reserved_va_bytes, 32 * TB_MIB);
+    done(&b);
+}
+
+/* cuIpcOpenMemHandle maps another process's allocation: a live object of kind ipc that costs
+ * this process nothing, until cuIpcCloseMemHandle. */
+Test(replay, an_opened_ipc_handle_is_held_until_closed)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 4 * TB_MIB, 0);
+    tb_event(&b, TB_IPC_OPEN, 0, 0, 0, CMT_F(PTR) | CMT_F(FLAGS), (uint64_t[]){0x7e0000000000, 1});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->live_bytes, 4 * TB_MIB, "the open adds no bytes");
+    cr_expect_eq(d->kind_count[CMT_KIND_IPC], 1);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_IPC_OPEN, 0, 0, 0, CMT_F(PTR) | CMT_F(FLAGS), (uint64_t[]){0x7e0000000000, 1});
+    tb_event(&b, TB_IPC_CLOSE, 0, 0, 0, CMT_F(PTR), (uint64_t[]){0x7e0000000000});
+    tb_finish(&b, 0);
+    replay(&b);
+    d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_IPC], 0, "the close ends it");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* Device 0's pool 0x77000 keeps up to 64 MiB at a sync; 8 MiB allocated on stream 1 (from
+ * the device's current pool, or from 0x77000 by name) and freed, then `then` (a TB_ id, 0 for
+ * none) on the pool, then a sync. @return the bytes pools keep. */
+static uint64_t pool_kept(enum tb_api then, int by_name)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_POOL_CREATE, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    tb_event(&b, TB_POOL_ATTR, 0, 0, 0, CMT_F(SIZE) | CMT_F(POOL) | CMT_F(FLAGS),
+             (uint64_t[]){64 * TB_MIB, 0x77000, 4}); /* RELEASE_THRESHOLD */
+    if (then == TB_POOL_SET)
+        tb_event(&b, TB_POOL_SET, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    if (by_name)
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0,
+                 CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM) | CMT_F(POOL),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1, 0x77000});
+    else
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1});
+    tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), (uint64_t[]){0x5000, 1});
+    if (then == TB_POOL_DESTROY)
+        tb_event(&b, TB_POOL_DESTROY, 0, 0, 0, CMT_F(POOL), (uint64_t[]){0x77000});
+    tb_event(&b, TB_SYNC, 0, 0, 0, CMT_F(STREAM), (uint64_t[]){1});
+    return pool_bytes_kept(&b);
+}
+
+Test(replay, a_destroyed_pool_keeps_nothing)
+{
+    cr_expect_eq(pool_kept(0, 1), 8 * TB_MIB, "its threshold keeps the freed block");
+    cr_expect_eq(pool_kept(TB_POOL_DESTROY, 1), 0, "destroyed: its memory is released");
+}
+
+Test(replay, allocations_come_from_the_pool_set_as_current)
+{
+    cr_expect_eq(pool_kept(0, 0), 0, "the default pool has no threshold: trimmed at the sync");
+    cr_expect_eq(pool_kept(TB_POOL_SET, 0), 8 * TB_MIB, "the pool set keeps it: its threshold");
+}
+
+/* cuMemRetainAllocationHandle takes a reference: the memory lives until every reference is
+ * released. */
+Test(replay, a_retained_handle_needs_one_more_release)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){4 * TB_MIB, 0x77});
+    tb_event(&b, TB_VMM_RETAIN, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 4 * TB_MIB, "one reference left");
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), (uint64_t[]){4 * TB_MIB, 0x77});
+    tb_event(&b, TB_VMM_RETAIN, 0, 0, 0, CMT_F(PTR) | CMT_F(HANDLE),
+             (uint64_t[]){0x7000000000, 0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x77});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->live_bytes, 0, "both references released");
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* cuMemImportFromShareableHandle: another process's memory, a handle of kind vmm with no bytes
+ * here, until released. */
+Test(replay, an_imported_handle_is_held_without_bytes_until_released)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_VMM_IMPORT, 0, 0, 0, CMT_F(HANDLE) | CMT_F(FLAGS), (uint64_t[]){0x99, 1});
+    tb_finish(&b, 0);
+    replay(&b);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_expect_eq(d->kind_count[CMT_KIND_VMM], 1);
+    cr_expect_eq(d->live_bytes, 0);
+    done(&b);
+
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_event(&b, TB_VMM_IMPORT, 0, 0, 0, CMT_F(HANDLE) | CMT_F(FLAGS), (uint64_t[]){0x99, 1});
+    tb_event(&b, TB_RELEASE, 0, 0, 0, CMT_F(HANDLE), (uint64_t[]){0x99});
+    tb_finish(&b, 0);
+    replay(&b);
+    cr_expect_eq(cmt_replay_device(rp, 0)->kind_count[CMT_KIND_VMM], 0);
+    cr_expect_eq(cmt_replay_totals(rp)->unknown_frees, 0);
+    done(&b);
+}
+
+/* cuCtxDestroy synchronises every device: pools trim as at a sync (on device 1 here, the
+ * destroyed context's, which a plain sync on device 1 would not do for device 0). */
+Test(replay, a_context_destroy_trims_the_pools_of_every_device)
+{
+    for (int destroy = 0; destroy < 2; destroy++) {
+        struct tb b;
+        tb_begin(&b, TB_GIB, TB_GIB);
+        tb_event(&b, TB_ALLOC_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM),
+                 (uint64_t[]){0x5000, 8 * TB_MIB, 1});
+        tb_event(&b, TB_FREE_ASYNC, 0, 0, 0, CMT_F(PTR) | CMT_F(STREAM), (uint64_t[]){0x5000, 1});
+        if (destroy)
+            tb_event(&b, TB_CTX_DESTROY, 0, 1, 0, CMT_F(CTX), (uint64_t[]){0xc0});
+        else
+            tb_event(&b, TB_SYNC, 0, 1, 0, CMT_F(STREAM), (uint64_t[]){2});
+        tb_finish(&b, 0);
+        replay(&b);
+        uint64_t kept = cmt_replay_device(rp, 0)->kind_bytes[CMT_KIND_POOL];
+        cr_expect_eq(kept, destroy ? 0 : 8 * TB_MIB, "%s: %llu kept",
+                     destroy ? "destroyed" : "synced elsewhere", (unsigned long long)kept);
+        done(&b);
+    }
 }
 
 Test(replay, call_sites_at_the_peak_are_exact)

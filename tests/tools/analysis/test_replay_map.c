@@ -1,7 +1,9 @@
 /* Tests of the replay's object map (tools/analysis/replay_map.c): a reference model on random
  * insert/find/remove sequences, the dense entries, and the layout's bytes per live object. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "replay_map.h"
 
@@ -20,11 +22,11 @@ static uint64_t ref_key[KEYS];
 static uint64_t ref_size[KEYS];
 static int ref_live[KEYS];
 
-Test(replay_map, agrees_with_a_reference_on_random_sequences)
+/* Random insert/find/remove steps over ref_key[], checked against the reference. */
+static void agrees_with_the_reference(unsigned near)
 {
-    struct cmt__map m = {0};
-    for (int k = 0; k < KEYS; k++) /* clustered, aligned addresses and a few small handles */
-        ref_key[k] = k % 7 ? 0x7f0000000000ull + (uint64_t)k * 512 : (uint64_t)k + 1;
+    struct cmt__map m = {.near = near};
+    memset(ref_live, 0, sizeof ref_live);
     size_t live = 0;
     for (int step = 0; step < 400000; step++) {
         int k = (int)(next() % KEYS);
@@ -55,6 +57,51 @@ Test(replay_map, agrees_with_a_reference_on_random_sequences)
     for (int k = 0; k < KEYS; k++)
         cr_assert_eq(cmt__map_find(&m, ref_key[k]) != NULL, ref_live[k]);
     cmt__map_free(&m);
+}
+
+Test(replay_map, agrees_with_a_reference_on_random_sequences)
+{
+    for (int k = 0; k < KEYS; k++) /* clustered, aligned addresses and a few small handles */
+        ref_key[k] = k % 7 ? 0x7f0000000000ull + (uint64_t)k * 512 : (uint64_t)k + 1;
+    agrees_with_the_reference(0);
+    agrees_with_the_reference(1);
+    for (int k = 0; k < KEYS; k++) /* worst for near homes: keys a byte apart, 2 MiB apart */
+        ref_key[k] = k % 2 ? 0x7f0000000000ull + (uint64_t)k
+                           : 0x7e0000000000ull + ((uint64_t)k << 21);
+    agrees_with_the_reference(0);
+    agrees_with_the_reference(1);
+}
+
+/* Keys by address (near): the allocations of a 256-KiB page, as an allocator hands them out,
+ * land in one window of the index (a few cache lines), where hashed homes scatter them; the
+ * replay's setting uses them only once the index is past the caches. */
+Test(replay_map, near_addresses_get_near_homes)
+{
+    const struct {
+        unsigned near;
+        uint64_t keys;
+        int windowed;
+    } runs[] = {{0, 100000, 0},
+                {1, 100000, 1},
+                {CMT__MAP_NEAR_MIN_BITS, 100000, 0},  /* 2^18 slots: hashed */
+                {CMT__MAP_NEAR_MIN_BITS, 800000, 1}}; /* 2^20 slots: near */
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        struct cmt__map m = {.near = runs[r].near};
+        for (uint64_t k = 0; k < runs[r].keys; k++) /* homes could fall anywhere */
+            cr_assert_not_null(cmt__map_insert(&m, 0x100000000000ull + (k << 21)));
+        size_t first = cmt__map_home(&m, 0x7f0000040000ull), spread = 0; /* cyclic, from first */
+        for (uint64_t a = 0x7f0000040000ull; a < 0x7f0000080000ull; a += 4608) {
+            size_t d = (cmt__map_home(&m, a) - first) & m.mask;
+            spread = d > spread ? d : spread;
+        }
+        if (runs[r].windowed) /* one window of 512 slots: 2 KiB of index */
+            cr_assert_lt(spread, 512, "run %zu: %zu slots apart", r, spread);
+        else
+            cr_assert_gt(spread, 512, "run %zu: hashed homes %zu slots apart", r, spread);
+        for (uint64_t k = 0; k < runs[r].keys; k += 997) /* and every key is found */
+            cr_assert_not_null(cmt__map_find(&m, 0x100000000000ull + (k << 21)));
+        cmt__map_free(&m);
+    }
 }
 
 Test(replay_map, removal_while_iterating_stays_at_the_index)

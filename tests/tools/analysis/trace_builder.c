@@ -6,45 +6,26 @@
 #include <string.h>
 
 static const struct cmt_api apis[] = {
-    {TB_ALLOC, CMT_OP_ALLOC, "cuMemAlloc_v2"},
-    {TB_FREE, CMT_OP_FREE, "cuMemFree_v2"},
-    {TB_PITCH, CMT_OP_ALLOC_PITCH, "cuMemAllocPitch_v2"},
-    {TB_MANAGED, CMT_OP_ALLOC_MANAGED, "cuMemAllocManaged"},
-    {TB_ALLOC_ASYNC, CMT_OP_ALLOC_ASYNC, "cuMemAllocAsync"},
-    {TB_FREE_ASYNC, CMT_OP_FREE_ASYNC, "cuMemFreeAsync"},
-    {TB_HOST, CMT_OP_ALLOC_HOST, "cuMemAllocHost_v2"},
-    {TB_FREE_HOST, CMT_OP_FREE_HOST, "cuMemFreeHost"},
-    {TB_INFO, CMT_OP_MEM_INFO, "cuMemGetInfo_v2"},
-    {TB_CREATE, CMT_OP_VMM_CREATE, "cuMemCreate"},
-    {TB_RELEASE, CMT_OP_VMM_RELEASE, "cuMemRelease"},
-    {TB_MAP, CMT_OP_VMM_MAP, "cuMemMap"},
-    {TB_UNMAP, CMT_OP_VMM_UNMAP, "cuMemUnmap"},
-    {TB_RESERVE, CMT_OP_VA_RESERVE, "cuMemAddressReserve"},
-    {TB_VA_FREE, CMT_OP_VA_FREE, "cuMemAddressFree"},
-    {TB_POOL_TRIM, CMT_OP_POOL_TRIM, "cuMemPoolTrimTo"},
-    {TB_SYNC, CMT_OP_SYNC, "cuStreamSynchronize"},
-    {TB_POOL_CREATE, CMT_OP_POOL_CREATE, "cuMemPoolCreate"},
-    {TB_RESET, CMT_OP_PRIMARY_RESET, "cuDevicePrimaryCtxReset_v2"},
-    {TB_HOST_REGISTER, CMT_OP_HOST_REGISTER, "cuMemHostRegister_v2"},
-    {TB_HOST_UNREGISTER, CMT_OP_HOST_UNREGISTER, "cuMemHostUnregister"},
-    {TB_ARRAY_CREATE, CMT_OP_ARRAY_CREATE, "cuArray3DCreate_v2"},
-    {TB_ARRAY_DESTROY, CMT_OP_ARRAY_DESTROY, "cuArrayDestroy"},
-    {TB_POOL_ATTR, CMT_OP_POOL_ATTR, "cuMemPoolSetAttribute"},
-    {TB_GRAPH_ALLOC_NODE, CMT_OP_GRAPH_ALLOC_NODE, "cuGraphAddMemAllocNode"},
-    {TB_GRAPH_FREE_NODE, CMT_OP_GRAPH_FREE_NODE, "cuGraphAddMemFreeNode"},
-    {TB_GRAPH_INSTANTIATE, CMT_OP_GRAPH_INSTANTIATE, "cuGraphInstantiateWithFlags"},
-    {TB_GRAPH_LAUNCH, CMT_OP_GRAPH_LAUNCH, "cuGraphLaunch"},
-    {TB_GRAPH_EXEC_DESTROY, CMT_OP_GRAPH_EXEC_DESTROY, "cuGraphExecDestroy"},
-    {TB_GRAPH_DESTROY, CMT_OP_GRAPH_DESTROY, "cuGraphDestroy"},
-    {TB_GRAPH_MEM_TRIM, CMT_OP_GRAPH_MEM_TRIM, "cuDeviceGraphMemTrim"},
-    {TB_POOL_IMPORT_PTR, CMT_OP_POOL_IMPORT_PTR, "cuMemPoolImportPointer"},
-    {TB_POOL_DEFAULT, CMT_OP_POOL_DEFAULT, "cuDeviceGetDefaultMemPool"},
-    {TB_POOL_CURRENT, CMT_OP_POOL_CURRENT, "cuDeviceGetMemPool"},
-    {TB_MC_CREATE, CMT_OP_MULTICAST_CREATE, "cuMulticastCreate"},
-    {TB_MC_BIND_MEM, CMT_OP_MULTICAST_BIND_MEM, "cuMulticastBindMem"},
-    {TB_MC_BIND_ADDR, CMT_OP_MULTICAST_BIND_ADDR, "cuMulticastBindAddr"},
-    {TB_MC_UNBIND, CMT_OP_MULTICAST_UNBIND, "cuMulticastUnbind"},
+#define TB__ROW(id, op, name) {TB_##id, CMT_OP_##op, name},
+    TB_APIS(TB__ROW)
+#undef TB__ROW
 };
+
+const struct cmt_api *tb_apis(size_t *n)
+{
+    *n = sizeof apis / sizeof *apis;
+    return apis;
+}
+
+const char *tb_api_id_name(enum tb_api api)
+{
+    static const char *const names[] = {
+#define TB__NAME(id, op, name) [TB_##id] = "TB_" #id,
+        TB_APIS(TB__NAME)
+#undef TB__NAME
+    };
+    return api > 0 && api < TB_API_COUNT ? names[api] : NULL;
+}
 
 #define MAX_NODES 4096
 static char node_names[MAX_NODES][64];

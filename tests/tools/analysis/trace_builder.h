@@ -7,47 +7,67 @@
 
 #include "writer.h"
 
+/* TB_APIS(X): X(id suffix, op suffix, API name): the APIs every builder trace declares, as the
+ * shim records them (ids from 1; tests/recipes checks each against interpose/calls.def). */
+#define TB_APIS(X)                                                         \
+    X(ALLOC, ALLOC, "cuMemAlloc_v2")                                       \
+    X(FREE, FREE, "cuMemFree_v2")                                          \
+    X(PITCH, ALLOC_PITCH, "cuMemAllocPitch_v2")                            \
+    X(MANAGED, ALLOC_MANAGED, "cuMemAllocManaged")                         \
+    X(ALLOC_ASYNC, ALLOC_ASYNC, "cuMemAllocAsync")                         \
+    X(FREE_ASYNC, FREE_ASYNC, "cuMemFreeAsync")                            \
+    X(HOST, ALLOC_HOST, "cuMemAllocHost_v2")                               \
+    X(FREE_HOST, FREE_HOST, "cuMemFreeHost")                               \
+    X(INFO, MEM_INFO, "cuMemGetInfo_v2")                                   \
+    X(CREATE, VMM_CREATE, "cuMemCreate")                                   \
+    X(RELEASE, VMM_RELEASE, "cuMemRelease")                                \
+    X(MAP, VMM_MAP, "cuMemMap")                                            \
+    X(UNMAP, VMM_UNMAP, "cuMemUnmap")                                      \
+    X(RESERVE, VA_RESERVE, "cuMemAddressReserve")                          \
+    X(VA_FREE, VA_FREE, "cuMemAddressFree")                                \
+    X(POOL_TRIM, POOL_TRIM, "cuMemPoolTrimTo")                             \
+    X(SYNC, SYNC, "cuStreamSynchronize")                                   \
+    X(POOL_CREATE, POOL_CREATE, "cuMemPoolCreate")                         \
+    X(RESET, PRIMARY_RESET, "cuDevicePrimaryCtxReset_v2")                  \
+    X(HOST_REGISTER, HOST_REGISTER, "cuMemHostRegister_v2")                \
+    X(HOST_UNREGISTER, HOST_UNREGISTER, "cuMemHostUnregister")             \
+    X(ARRAY_CREATE, ARRAY_CREATE, "cuArray3DCreate_v2")                    \
+    X(ARRAY_DESTROY, ARRAY_DESTROY, "cuArrayDestroy")                      \
+    X(POOL_ATTR, POOL_ATTR, "cuMemPoolSetAttribute")                       \
+    X(GRAPH_ALLOC_NODE, GRAPH_ALLOC_NODE, "cuGraphAddMemAllocNode")        \
+    X(GRAPH_FREE_NODE, GRAPH_FREE_NODE, "cuGraphAddMemFreeNode")           \
+    X(GRAPH_INSTANTIATE, GRAPH_INSTANTIATE, "cuGraphInstantiateWithFlags") \
+    X(GRAPH_LAUNCH, GRAPH_LAUNCH, "cuGraphLaunch")                         \
+    X(GRAPH_EXEC_DESTROY, GRAPH_EXEC_DESTROY, "cuGraphExecDestroy")        \
+    X(GRAPH_DESTROY, GRAPH_DESTROY, "cuGraphDestroy")                      \
+    X(GRAPH_MEM_TRIM, GRAPH_MEM_TRIM, "cuDeviceGraphMemTrim")              \
+    X(POOL_IMPORT_PTR, POOL_IMPORT_PTR, "cuMemPoolImportPointer")          \
+    X(POOL_DEFAULT, POOL_DEFAULT, "cuDeviceGetDefaultMemPool")             \
+    X(POOL_CURRENT, POOL_CURRENT, "cuDeviceGetMemPool")                    \
+    X(MC_CREATE, MULTICAST_CREATE, "cuMulticastCreate")                    \
+    X(MC_BIND_MEM, MULTICAST_BIND_MEM, "cuMulticastBindMem")               \
+    X(MC_BIND_ADDR, MULTICAST_BIND_ADDR, "cuMulticastBindAddr")            \
+    X(MC_UNBIND, MULTICAST_UNBIND, "cuMulticastUnbind")                    \
+    X(IPC_OPEN, IPC_OPEN, "cuIpcOpenMemHandle_v2")                         \
+    X(IPC_CLOSE, IPC_CLOSE, "cuIpcCloseMemHandle")                         \
+    X(POOL_DESTROY, POOL_DESTROY, "cuMemPoolDestroy")                      \
+    X(POOL_SET, POOL_SET, "cuDeviceSetMemPool")                            \
+    X(VMM_RETAIN, VMM_RETAIN, "cuMemRetainAllocationHandle")               \
+    X(VMM_IMPORT, VMM_IMPORT, "cuMemImportFromShareableHandle")            \
+    X(CTX_DESTROY, CTX_DESTROY, "cuCtxDestroy_v2")
+
 enum tb_api {
-    TB_ALLOC = 1,
-    TB_FREE,
-    TB_PITCH,
-    TB_MANAGED,
-    TB_ALLOC_ASYNC,
-    TB_FREE_ASYNC,
-    TB_HOST,
-    TB_FREE_HOST,
-    TB_INFO,
-    TB_CREATE,
-    TB_RELEASE,
-    TB_MAP,
-    TB_UNMAP,
-    TB_RESERVE,
-    TB_VA_FREE,
-    TB_POOL_TRIM,
-    TB_SYNC,
-    TB_POOL_CREATE,
-    TB_RESET,
-    TB_HOST_REGISTER,
-    TB_HOST_UNREGISTER,
-    TB_ARRAY_CREATE,
-    TB_ARRAY_DESTROY,
-    TB_POOL_ATTR,
-    TB_GRAPH_ALLOC_NODE,
-    TB_GRAPH_FREE_NODE,
-    TB_GRAPH_INSTANTIATE,
-    TB_GRAPH_LAUNCH,
-    TB_GRAPH_EXEC_DESTROY,
-    TB_GRAPH_DESTROY,
-    TB_GRAPH_MEM_TRIM,
-    TB_POOL_IMPORT_PTR,
-    TB_POOL_DEFAULT,
-    TB_POOL_CURRENT,
-    TB_MC_CREATE,
-    TB_MC_BIND_MEM,
-    TB_MC_BIND_ADDR,
-    TB_MC_UNBIND,
-    TB_API_COUNT
+    TB__NONE, /* ids start at 1 */
+#define TB__ENUM(id, op, name) TB_##id,
+    TB_APIS(TB__ENUM)
+#undef TB__ENUM
+        TB_API_COUNT
 };
+
+/* @return the builder's API table (*n entries, in id order). */
+const struct cmt_api *tb_apis(size_t *n);
+/* @return the name of an id ("TB_ALLOC"), NULL for none. */
+const char *tb_api_id_name(enum tb_api api);
 
 struct tb {
     struct cmt_membuf buf;

@@ -99,6 +99,10 @@ check_whatif() { # name, trace, self-test results, capacity source wanted
 }
 check_whatif "demo" "$oom" "$r" trace
 expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
+# address-space gaps are named apart from the device's memory (they may exceed the card)
+expect "demo: the card names address gaps apart from device memory" \
+    "$(grep -o '"oom_gaps_row":"[^"]*"' <<<"$r" | grep -o 'address space, not device memory')" \
+    "address space, not device memory"
 
 # A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
 if command -v python3 >/dev/null; then
@@ -139,6 +143,9 @@ PY
     check_allocator "snapshot" "$work/snap.pickle" "$r"
     check_whatif "snapshot" "$work/snap.pickle" "$r" trace
     expect "snapshot: every check" "$(field "$r" ok)" true
+    expect "snapshot: the run's line gives the allocator's figures" \
+        "$(grep -o '"run_line":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
+        "allocator peak 80.00 MiB allocated, 80.00 MiB reserved at 5.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
     "$cli" html -o "$work/snap-nofree.html" "$work/snap-nofree.pickle" >/dev/null
     r=$(selftest "$work/snap-nofree.html")
     echo "snap-nofree.html: $r"
@@ -156,6 +163,7 @@ echo "diff.html: $r"
 expect "diff: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
 expect "diff: both runs drawn" "$(field "$r" diff_runs)" 2
 expect "diff: both runs named" "$(field "$r" diff_ok)" true
+expect "diff: A's summary before B's" "$(field "$r" summary_order)" '"AB"'
 expect "diff: every check" "$(field "$r" ok)" true
 
 if [[ -n ${CMT_HTML_SHOTS:-} ]]; then

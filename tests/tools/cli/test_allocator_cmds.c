@@ -192,8 +192,10 @@ Test(allocator_cmds, whatif_replays_the_block_events_and_checks_itself)
         "capacity  21.05 GiB", /* free at the failure + reserved: the write-up's 3.43 + 17.62 */
         "stream    the allocator's own block events",
         "self-check  with the run's settings (max_split_size_mb:8192) the model reproduces 0 of 2 "
-        "segment allocations of this run",
+        "segment allocations and 0 of 0 segment frees of this run",
         "segment #1: run 6.40 GiB, model 2.90 GiB, for a 2.90 GiB request",
+        /* the model's OOM path gave back a segment the run never did */
+        "segment free #1: run none, model 3.50 GiB, for a 6.18 GiB request",
         "(forward unet.py:412)"};
     expect_in(c.out, want, sizeof want / sizeof *want);
     cr_expect_null(strstr(c.out, "WARNING"), "%s", c.out); /* not a caching-on stream */

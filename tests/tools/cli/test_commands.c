@@ -403,6 +403,50 @@ Test(commands, raw_frames_come_with_a_symbolize_hint)
     captured_free(&c);
 }
 
+/* @return the process_bytes of the first moment under "key":[ in report's JSON ledger, or -1. */
+static long long ledger_bytes(const char *json, const char *key)
+{
+    char want[64];
+    snprintf(want, sizeof want, "\"%s\":[{", key);
+    const char *ledger = strstr(json, "\"ledger\":{\"peak\":");
+    const char *at = ledger ? strstr(ledger, want) : NULL;
+    const char *bytes = at ? strstr(at, "\"process_bytes\":") : NULL;
+    return bytes ? atoll(bytes + strlen("\"process_bytes\":")) : -1;
+}
+
+/* report's ledger at the peak is the state at the peak, taken in one pass when nothing follows
+ * the peak and by a second replay up to it when memory was freed after it. */
+Test(commands, report_takes_the_ledger_at_the_peak_and_the_end)
+{
+    const char *freed = oom_trace(7, TB_GIB); /* 20 GiB at the peak, one freed after it */
+    const char *argv[] = {"report", "--json", freed, NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect_eq(ledger_bytes(c.out, "peak"), 20 * (long long)TB_GIB, "%s", c.out);
+    cr_expect_eq(ledger_bytes(c.out, "end"), 19 * (long long)TB_GIB, "%s", c.out);
+    captured_free(&c);
+    struct tb b; /* only allocations: the peak is the end */
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB - 300 * TB_MIB);
+    uint32_t s = tb_stack(&b, "grow", 2);
+    for (int i = 0; i < 3; i++)
+        tb_alloc(&b, 0x700000000000 + (uint64_t)i * 2 * TB_GIB, TB_GIB, s);
+    tb_finish(&b, 0);
+    const char *rising = temp_trace(b.buf.data, b.buf.len, 8);
+    tb_free_builder(&b);
+    const char *rargv[] = {"report", "--json", rising, NULL};
+    c = capture_run(cmt_cmd_report, rargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect_eq(ledger_bytes(c.out, "peak"), 3 * (long long)TB_GIB, "%s", c.out);
+    cr_expect_eq(ledger_bytes(c.out, "end"), 3 * (long long)TB_GIB, "%s", c.out);
+    captured_free(&c);
+    const char *targv[] = {"report", rising, NULL}; /* text: the peak, then the end */
+    c = capture_run(cmt_cmd_report, targv);
+    const char *peak = strstr(c.out, "ledger of GPU 0 (Simulated GPU) at the peak (");
+    const char *end = strstr(c.out, "ledger of GPU 0 (Simulated GPU) at the end");
+    cr_expect(peak && end && peak < end, "%s", c.out);
+    captured_free(&c);
+}
+
 /* The ledger in oom and report (tools/cli/print/ledger_print.c): its JSON keys, the rows adding up
  * with the other processes of the OOM's sample, report --at, and a bad --at refused. */
 Test(commands, oom_and_report_give_the_ledger)

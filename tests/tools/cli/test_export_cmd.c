@@ -210,8 +210,9 @@ Test(export_cmd, memory_viz_pickle_loads_as_a_snapshot_whose_segments_hold_the_l
     cleanup(path, out);
 }
 
-static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack,
-                        uint32_t flags)
+/* An allocator's event; requested 0: the event has no REQUESTED field. */
+static void alloc_event_requested(struct tb *b, uint32_t action, uint64_t addr, uint64_t size,
+                                  uint64_t requested, uint32_t stack, uint32_t flags)
 {
     b->t_ns += 1000;
     struct cmt_alloc_event e = {.allocator = 1,
@@ -224,12 +225,47 @@ static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t s
     e.v[CMT_AFIELD_ADDR] = addr;
     e.v[CMT_AFIELD_SIZE] = size;
     e.v[CMT_AFIELD_FLAGS] = flags;
+    if (requested) {
+        e.fields |= CMT_AF(REQUESTED);
+        e.v[CMT_AFIELD_REQUESTED] = requested;
+    }
     if (action == CMT_AA_FREE_REQUESTED) { /* the allocator's figures after it */
         e.fields |= CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
         e.v[CMT_AFIELD_ALLOCATED] = 5 * TB_MIB + addr % TB_MIB;
         e.v[CMT_AFIELD_RESERVED] = 20 * TB_MIB;
     }
     cr_assert_eq(cmt_writer_alloc_event(b->w, &e), 0);
+}
+
+static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack,
+                        uint32_t flags)
+{
+    alloc_event_requested(b, action, addr, size, 0, stack, flags);
+}
+
+/* Exports the trace at path as memory-viz and checks the pickle against `report --json` and
+ * the segments, actions (and where given sizes, unframed actions) of the JSON `expected`. */
+static void export_as_expected(const char *path, const char *expected)
+{
+    char out[160], report[160], expect[160], args[600];
+    snprintf(out, sizeof out, "%s.pickle", path);
+    snprintf(report, sizeof report, "%s.report.json", path);
+    snprintf(expect, sizeof expect, "%s.expect.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report);
+    FILE *f = fopen(expect, "w");
+    cr_assert_not_null(f);
+    fputs(expected, f);
+    fclose(f);
+    const char *argv[] = {"export", "-f", "memory-viz", "-o", out, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "memory-viz-expect %s %s %s", out, report, expect);
+    cr_expect_eq(check(args), 0);
+    remove(expect);
+    remove(report);
+    remove(out);
 }
 
 /* A caching allocator's own events beside its driver calls: a 20 MiB segment with a block
@@ -259,46 +295,84 @@ Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_eve
     tb_finish(&b, 1);
     const char *path = temp_trace(b.buf.data, b.buf.len, 6);
     tb_free_builder(&b);
-    char out[160], report[160], expect[160], args[600];
-    snprintf(out, sizeof out, "%s.pickle", path);
-    snprintf(report, sizeof report, "%s.report.json", path);
-    snprintf(expect, sizeof expect, "%s.expect.json", path);
-    const char *rargv[] = {"report", "--json", path, NULL};
-    run_to(cmt_cmd_report, rargv, report);
-    FILE *f = fopen(expect, "w");
-    cr_assert_not_null(f);
+    char expected[2048];
     const uint64_t M = TB_MIB;
-    fprintf(f,
-            "{\"segments\": [{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": "
-            "%llu, \"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
-            "[0, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"], "
-            "[%llu, %llu, \"active_pending_free\"], [%llu, %llu, \"inactive\"], "
-            "[%llu, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"]]}], "
-            "\"actions\": [\"segment_alloc\", \"alloc\", \"alloc\", \"free_requested\", "
-            "\"free_completed\", \"alloc\", \"free_requested\", \"segment_alloc\", "
-            "\"segment_free\"], \"conf\": \"max_split_size_mb:64\"}\n",
-            (unsigned long long)S, (unsigned long long)(20 * M), (unsigned long long)(5 * M),
-            (unsigned long long)(6 * M), (unsigned long long)(4 * M), (unsigned long long)(4 * M),
-            (unsigned long long)(4 * M), (unsigned long long)(8 * M), (unsigned long long)M,
-            (unsigned long long)(9 * M), (unsigned long long)(3 * M), (unsigned long long)(12 * M),
-            (unsigned long long)M, (unsigned long long)(13 * M), (unsigned long long)(7 * M));
-    fclose(f);
-    const char *argv[] = {"export", "-f", "memory-viz", "-o", out, path, NULL};
-    struct captured c = capture_run(cmt_cmd_export, argv);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    captured_free(&c);
-    snprintf(args, sizeof args, "memory-viz-expect %s %s %s", out, report, expect);
-    cr_expect_eq(check(args), 0);
+    snprintf(expected, sizeof expected,
+             "{\"segments\": [{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": "
+             "%llu, \"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
+             "[0, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"], "
+             "[%llu, %llu, \"active_pending_free\"], [%llu, %llu, \"inactive\"], "
+             "[%llu, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"]]}], "
+             "\"actions\": [\"segment_alloc\", \"alloc\", \"alloc\", \"free_requested\", "
+             "\"free_completed\", \"alloc\", \"free_requested\", \"segment_alloc\", "
+             "\"segment_free\"], \"conf\": \"max_split_size_mb:64\"}\n",
+             (unsigned long long)S, (unsigned long long)(20 * M), (unsigned long long)(5 * M),
+             (unsigned long long)(6 * M), (unsigned long long)(4 * M), (unsigned long long)(4 * M),
+             (unsigned long long)(4 * M), (unsigned long long)(8 * M), (unsigned long long)M,
+             (unsigned long long)(9 * M), (unsigned long long)(3 * M), (unsigned long long)(12 * M),
+             (unsigned long long)M, (unsigned long long)(13 * M), (unsigned long long)(7 * M));
+    export_as_expected(path, expected);
     /* perfetto: the allocator's figures as a counter track beside the driver's */
     const char *pargv[] = {"export", "-f", "perfetto", path, NULL};
-    c = capture_run(cmt_cmd_export, pargv);
+    struct captured c = capture_run(cmt_cmd_export, pargv);
     cr_expect_eq(c.status, 0, "%s", c.err);
     cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\""), "%s", c.out);
     cr_expect(strstr(c.out, "\"args\":{\"allocated\":5242880,\"reserved\":20971520}"), "%s", c.out);
     captured_free(&c);
-    remove(expect);
-    remove(report);
-    remove(out);
+    remove(path);
+}
+
+/* An expandable segment as c10 reports it: one segment per contiguous mapped range, its size
+ * the bytes mapped, a block spanning two maps inside it, an unmap splitting the range in two;
+ * the trace's alloc and free entries carry the request (c10's), not the block's size; a
+ * snapshot entry the bytes active then, and no frames. */
+Test(export_cmd, memory_viz_writes_mapped_ranges_as_segments_and_requests_in_the_trace)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "tensor", 2);
+    struct cmt_alloc_info info = {
+        1, 0, 0, "pytorch-cuda-caching", "2.6.0", "expandable_segments:True"};
+    cr_assert_eq(cmt_writer_alloc_info(b.w, &info), 0);
+    const uint64_t A = P0, M = TB_MIB, X = CMT_AFLAG_EXPANDABLE;
+    tb_alloc(&b, A, 40 * M, s);
+    alloc_event(&b, CMT_AA_SEGMENT_MAP, A, 20 * M, s, X);
+    alloc_event_requested(&b, CMT_AA_ALLOC, A, 4 * M, 3 * M + 5, s, X);
+    alloc_event(&b, CMT_AA_SEGMENT_MAP, A + 20 * M, 20 * M, s, X);
+    alloc_event_requested(&b, CMT_AA_ALLOC, A + 10 * M, 20 * M, 20 * M - 100, s, X);
+    alloc_event(&b, CMT_AA_SEGMENT_MAP, A + 40 * M, 20 * M, s, X);
+    alloc_event(&b, CMT_AA_SEGMENT_MAP, A + 60 * M, 20 * M, s, X);
+    alloc_event(&b, CMT_AA_SEGMENT_UNMAP, A + 40 * M, 20 * M, s, X);
+    tb_alloc(&b, A + 60 * M, 20 * M, s);
+    alloc_event_requested(&b, CMT_AA_ALLOC, A + 60 * M, 2 * M, 2 * M, s, X);
+    alloc_event_requested(&b, CMT_AA_FREE_REQUESTED, A, 4 * M, 3 * M + 5, s, X);
+    alloc_event_requested(&b, CMT_AA_FREE_COMPLETED, A, 4 * M, 3 * M + 5, s, X);
+    b.t_ns += 1000; /* a snapshot taken: no size of its own, no stack */
+    struct cmt_alloc_event snap = {.allocator = 1, .action = CMT_AA_SNAPSHOT, .t_ns = b.t_ns};
+    cr_assert_eq(cmt_writer_alloc_event(b.w, &snap), 0);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 7);
+    tb_free_builder(&b);
+    char expected[2048];
+    unsigned long long m = M;
+    snprintf(expected, sizeof expected,
+             "{\"segments\": [{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": "
+             "%llu, \"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
+             "[0, %llu, \"inactive\"], [%llu, %llu, \"active_allocated\"], "
+             "[%llu, %llu, \"inactive\"]]}, "
+             "{\"address\": %llu, \"total_size\": %llu, \"allocated_size\": %llu, "
+             "\"active_size\": %llu, \"segment_type\": \"large\", \"blocks\": ["
+             "[0, %llu, \"active_allocated\"], [%llu, %llu, \"inactive\"]]}], "
+             "\"actions\": [\"segment_map\", \"alloc\", \"segment_map\", \"alloc\", "
+             "\"segment_map\", \"segment_map\", \"segment_unmap\", \"alloc\", "
+             "\"free_requested\", \"free_completed\", \"snapshot\"], \"unframed\": [\"snapshot\"], "
+             "\"sizes\": [%llu, %llu, %llu, %llu, %llu, %llu, %llu, %llu, %llu, %llu, %llu], "
+             "\"conf\": \"expandable_segments:True\"}\n",
+             (unsigned long long)A, 40 * m, 20 * m, 20 * m, 10 * m, 10 * m, 20 * m, 30 * m, 10 * m,
+             (unsigned long long)A + 60 * m, 20 * m, 2 * m, 2 * m, 2 * m, 2 * m, 18 * m, 20 * m,
+             3 * m + 5, 20 * m, 20 * m - 100, 20 * m, 20 * m, 20 * m, 2 * m, 3 * m + 5, 3 * m + 5,
+             22 * m);
+    export_as_expected(path, expected);
     remove(path);
 }
 
@@ -375,8 +449,7 @@ Test(export_cmd, bad_options_give_one_line_and_exit_2)
         {"export", "-f", "perfetto", "--table", "sites", path, NULL},
         {"export", "-f", "csv", "--table", "runs", path, NULL},
         {"export", "-f", "perfetto", "--partitioned", "/tmp/x", path, NULL},
-        {"export", "-f", "csv", path, path, NULL},
-    };
+    }; /* several traces are taken (test_trace_dirs.c) */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct captured c = capture_run(cmt_cmd_export, cases[i]);
         cr_expect_eq(c.status, 2, "case %zu: %s", i, c.err);

@@ -319,10 +319,11 @@ static const char *no_capacity_trace(int index)
 
 Test(html_cmd, the_what_if_has_whatifs_rows_capacity_and_wording)
 {
-    /* one capacity choice: a trace that says what was free, one that does not (whatif then
-     * replays without a limit, "capacity unknown"), and --capacity given to both commands */
+    /* one capacity choice: a trace whose failure other processes caused (what it had then),
+     * one that does not say what was free (whatif then replays without a limit, "capacity
+     * unknown"), and --capacity given to both commands */
     const char *traces[] = {oom_trace(0, "f"), no_capacity_trace(1), no_capacity_trace(2)};
-    const char *sources[] = {"trace", "unknown", "option"};
+    const char *sources[] = {"oom", "unknown", "option"};
     for (int t = 0; t < 3; t++) {
         char out[128];
         const char *given = t == 2 ? "--capacity" : "--points", *value = t == 2 ? "2GiB" : "100";

@@ -6,12 +6,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
+#include "cmt_format.h"
 #include "commands.h"
 #include "trace_builder.h"
 
 #include "malloc_failure.h"
+
+/* A trace cut right after its file header (the process died before its first write): no
+ * event salvaged is an error in every command, with one line saying so. */
+Test(partial, a_trace_with_no_event_salvaged_exits_non_zero)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_alloc(&b, 0x100000000, TB_GIB, tb_stack(&b, "main", 1));
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, CMT_FILE_HEADER_SIZE, 0); /* the header alone */
+    tb_free_builder(&b);
+    char html[96];
+    snprintf(html, sizeof html, "%s.html", path);
+    struct {
+        int (*fn)(int, char **);
+        const char *argv[6];
+    } runs[] = {{cmt_cmd_report, {"report", path, NULL}},
+                {cmt_cmd_oom, {"oom", path, NULL}},
+                {cmt_cmd_timeline, {"timeline", path, NULL}},
+                {cmt_cmd_dump, {"dump", path, NULL}},
+                {cmt_cmd_html, {"html", "-o", html, path, NULL}},
+                {cmt_cmd_export, {"export", "-f", "csv", path, NULL}}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct captured c = capture_run(runs[i].fn, runs[i].argv);
+        cr_expect_neq(c.status, 0, "%s exits non-zero: %s", runs[i].argv[0], c.err);
+        cr_expect(strstr(c.err, "no event"), "%s: %s", runs[i].argv[0], c.err);
+        captured_free(&c);
+    }
+    unlink(html);
+}
 
 #ifndef CMT_TEST_NO_MALLOC_HOOK
 /* 200k live allocations: the replay's tables grow past 1 MiB, the reader's buffers do not. */

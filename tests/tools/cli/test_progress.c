@@ -51,12 +51,33 @@ Test(progress, text_fits_100_columns_and_handles_unknown_size)
     char buf[256], path[300];
     memset(path, 'x', sizeof path - 1);
     path[sizeof path - 1] = 0;
-    cmt__progress_text(buf, sizeof buf, "whatif", path, (uint64_t)3 << 30, (uint64_t)7 << 30,
+    cmt__progress_text(buf, sizeof buf, "whatif", path, 0, 0, (uint64_t)3 << 30, (uint64_t)7 << 30,
                        75 * S);
     cr_expect_leq(strlen(buf), 100, "%s", buf);
     cr_expect(strstr(buf, "3.00 GiB of 7.00 GiB, 75.0 s"), "%s", buf);
-    cmt__progress_text(buf, sizeof buf, "oom", "a.cmt", 2048, 0, S);
+    cmt__progress_text(buf, sizeof buf, "oom", "a.cmt", 0, 0, 2048, 0, S);
     cr_expect_str_eq(buf, "cumemtrace oom: a.cmt 2.00 KiB read, 1.0 s");
-    cmt__progress_text(buf, sizeof buf, "oom", "a.cmt", 5000, 1000, S);
+    cmt__progress_text(buf, sizeof buf, "oom", "a.cmt", 0, 0, 5000, 1000, S);
     cr_expect(strstr(buf, "100% [####################]"), "done is capped at the total: %s", buf);
+}
+
+Test(progress, a_second_reading_of_the_trace_says_which_pass)
+{
+    char buf[256];
+    cmt__progress_text(buf, sizeof buf, "report", "/data/big.cmt", 2, 2, 420, 1000, S);
+    cr_expect(strstr(buf, "cumemtrace report: big.cmt pass 2 of 2  42% ["), "%s", buf);
+    cmt__progress_text(buf, sizeof buf, "report", "/data/big.cmt", 1, 2, 970, 1000, S);
+    cr_expect(strstr(buf, "big.cmt pass 1 of 2  97% ["), "%s", buf);
+    cr_expect_leq(strlen(buf), 100, "%s", buf);
+    /* the pass the command is in reaches the line through the pass */
+    struct cmt__progress p;
+    FILE *f = tmpfile();
+    cmt__progress_init(&p, f, "html", "big.cmt", 1, 1000, 0);
+    p.stage = 2;
+    p.stages = 2;
+    cr_expect_eq(cmt__progress_update(&p, 500, 2 * S), 1);
+    char *out = slurp(f);
+    cr_expect(strstr(out, "big.cmt pass 2 of 2  50%"), "%s", out);
+    free(out);
+    fclose(f);
 }

@@ -1,9 +1,20 @@
 /* Tests of the `cumemtrace whatif` command: output, JSON keys, capacity,
  * bad arguments. */
 #include "commands.h"
+#include "json_query.h"
 #include "whatif_fixture.h"
 
 static struct captured c;
+
+/* The JSON value at `path` in c.out (json_query.h) is `want`: a string's contents, or a
+ * number's, true's, false's or null's text. Keys are found wherever they are. */
+static void expect_json(const char *path, const char *want)
+{
+    char got[512];
+    cr_assert(jq_valid(c.out), "not one JSON value:\n%s", c.out);
+    cr_assert(jq_text(c.out, path, got, sizeof got), "no %s in\n%s", path, c.out);
+    cr_assert_str_eq(got, want, "%s", path);
+}
 
 /* The closed trace b as a temporary file (b's buffer freed). @return its path (malloc'ed). */
 static char *file_of(struct tb *b)
@@ -96,8 +107,8 @@ Test(whatif_cmd, capacity_override)
     cr_assert(strstr(c.out, "\"capacity_bytes\":32212254720"), "%s", c.out);
     cr_assert(strstr(c.out, "\"capacity_source\":\"option\""), "%s", c.out);
     cr_assert(strstr(c.out, "\"oom\":false"), "%s", c.out);
-    cr_assert(strstr(c.out, "\"recommendation\":{\"result_index\":0,\"setting\":\"\""), "%s",
-              c.out);
+    expect_json("recommendation.result_index", "0");
+    expect_json("recommendation.setting", "");
     unlink(path);
     free(path);
 }
@@ -296,11 +307,10 @@ Test(whatif_cmd, max_non_split_rounding_is_swept)
     for (const char *p = c.out; (p = strstr(p, "\"events_replayed\"")); p++)
         results++;
     cr_assert_eq(results, 2);
-    cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096\""), "%s", c.out);
-    cr_assert(strstr(c.out, "\"setting\":\"max_split_size_mb:4096,max_non_split_rounding_mb:64\""),
-              "%s", c.out);
-    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":20,\"address_policy\""), "%s", c.out);
-    cr_assert(strstr(c.out, "\"max_non_split_rounding_mb\":64,\"address_policy\""), "%s", c.out);
+    expect_json("results.0.setting", "max_split_size_mb:4096");
+    expect_json("results.1.setting", "max_split_size_mb:4096,max_non_split_rounding_mb:64");
+    expect_json("results.0.max_non_split_rounding_mb", "20");
+    expect_json("results.1.max_non_split_rounding_mb", "64");
     const char *bad[] = {"whatif", "--max-non-split-rounding-mb", "19", path, NULL};
     capture(&c, cmt_cmd_whatif, bad);
     cr_assert_eq(c.status, 2, "%s", c.err);
@@ -346,18 +356,26 @@ Test(whatif_cmd, json_has_memory_stats_names_and_the_address_check)
     char *path = writeup_file();
     const char *argv[] = {"whatif", "--json", "--max-split-size-mb", "inf,6144", path, NULL};
     whatif_ok(argv);
-    const char *keys[] = {"\"address_policy\":\"never-reuse\",\"borderline_settings\":0",
-                          "\"pytorch_version\":null",
-                          "\"oom_message_style\":\"2.x\"",
-                          "\"memory_fraction\":null",
-                          "\"addresses_diverged\":false,\"other_address_policy\":null,"
-                          "\"borderline\":false,\"memory_stats\":{",
-                          "\"allocated_bytes.all.peak\":",
-                          "\"reserved_bytes.all.peak\":",
-                          "\"num_alloc_retries\":1",
-                          "\"num_ooms\":1",
-                          "\"num_device_alloc\":",
-                          "\"num_device_free\":"};
+    expect_json("address_policy", "never-reuse");
+    expect_json("borderline_settings", "0");
+    expect_json("pytorch_version", "null");
+    expect_json("oom_message_style", "2.x");
+    expect_json("memory_fraction", "null");
+    for (int r = 0; r < 2; r++) {
+        char key[64];
+        snprintf(key, sizeof key, "results.%d.addresses_diverged", r);
+        expect_json(key, "false");
+        snprintf(key, sizeof key, "results.%d.other_address_policy", r);
+        expect_json(key, "null");
+        snprintf(key, sizeof key, "results.%d.borderline", r);
+        expect_json(key, "false");
+        snprintf(key, sizeof key, "results.%d.memory_stats", r);
+        cr_assert_gt(jq_count(c.out, key), 0, "%s", key);
+    }
+    /* memory_stats' keys have dots in them (PyTorch's names): found as text */
+    const char *keys[] = {"\"allocated_bytes.all.peak\":", "\"reserved_bytes.all.peak\":",
+                          "\"num_alloc_retries\":1",       "\"num_ooms\":1",
+                          "\"num_device_alloc\":",         "\"num_device_free\":"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         cr_assert(strstr(c.out, keys[i]), "missing %s in %s", keys[i], c.out);
     unlink(path);
@@ -392,9 +410,9 @@ Test(whatif_cmd, an_older_pytorch_in_the_trace_gets_the_1x_message)
               "%s", c.out);
     const char *json[] = {"whatif", "--json", path, NULL};
     capture(&c, cmt_cmd_whatif, json);
-    cr_assert(strstr(c.out, "\"pytorch_version\":\"1.13.1\",\"pytorch_version_source\":"
-                            "\"PYTORCH_VERSION\",\"oom_message_style\":\"1.x\""),
-              "%s", c.out);
+    expect_json("pytorch_version", "1.13.1");
+    expect_json("pytorch_version_source", "PYTORCH_VERSION");
+    expect_json("oom_message_style", "1.x");
     /* The option wins. */
     const char *forced[] = {"whatif", "--oom-message", "2.x", path, NULL};
     capture(&c, cmt_cmd_whatif, forced);
@@ -439,13 +457,12 @@ Test(whatif_cmd, a_setting_whose_verdict_depends_on_the_addresses_is_borderline)
     const char *json[] = {
         "whatif", "--json", "--address-policy=first-fit", "--max-split-size-mb", "inf", path, NULL};
     whatif_ok(json);
-    cr_assert(strstr(c.out, "\"address_policy\":\"first-fit\",\"borderline_settings\":1"), "%s",
-              c.out);
-    cr_assert(strstr(c.out, "\"oom\":true"), "%s", c.out);
-    cr_assert(strstr(c.out, "\"other_address_policy\":{\"address_policy\":\"never-reuse\","
-                            "\"oom\":false"),
-              "%s", c.out);
-    cr_assert(strstr(c.out, "\"borderline\":true"), "%s", c.out);
+    expect_json("address_policy", "first-fit");
+    expect_json("borderline_settings", "1");
+    expect_json("results.0.oom", "true");
+    expect_json("results.0.other_address_policy.address_policy", "never-reuse");
+    expect_json("results.0.other_address_policy.oom", "false");
+    expect_json("results.0.borderline", "true");
     unlink(path);
     free(path);
 }

@@ -88,12 +88,14 @@ Test(caching_model, round_size_with_power2_divisions)
 
 Test(caching_model, segment_sizes)
 {
-    cr_assert_eq(cmt_model_segment_size(512), 2 * MiB);
-    cr_assert_eq(cmt_model_segment_size(MiB), 2 * MiB);
-    cr_assert_eq(cmt_model_segment_size(MiB + 512), 20 * MiB);
-    cr_assert_eq(cmt_model_segment_size(10 * MiB - 512), 20 * MiB);
-    cr_assert_eq(cmt_model_segment_size(10 * MiB), 10 * MiB);
-    cr_assert_eq(cmt_model_segment_size(11 * MiB + 512), 12 * MiB);
+    struct cmt_model_config c;
+    cmt_model_config_default(&c, GiB);
+    cr_assert_eq(cmt_model_segment_size(&c, 512), 2 * MiB);
+    cr_assert_eq(cmt_model_segment_size(&c, MiB), 2 * MiB);
+    cr_assert_eq(cmt_model_segment_size(&c, MiB + 512), 20 * MiB);
+    cr_assert_eq(cmt_model_segment_size(&c, 10 * MiB - 512), 20 * MiB);
+    cr_assert_eq(cmt_model_segment_size(&c, 10 * MiB), 10 * MiB);
+    cr_assert_eq(cmt_model_segment_size(&c, 11 * MiB + 512), 12 * MiB);
 }
 
 Test(caching_model, small_and_large_pools)

@@ -142,16 +142,23 @@ Test(whatif_blocks, failed_requests_are_requests_and_ooms_agree)
     tb_free_builder(&g.b);
 }
 
+/* A trace whose allocator holds one 600 MiB segment, taken whole by a block. @return it. */
+static uint64_t one_segment(struct tb *b, uint64_t total, uint64_t free)
+{
+    tb_begin(b, total, free);
+    tb_allocator(b, 1, "");
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(b, seg, MIB(600), 0);
+    tb_block(b, seg, MIB(600), MIB(600), 0, 0);
+    return seg;
+}
+
 Test(whatif_blocks, an_oom_without_the_device_total_takes_it_from_the_driver_records)
 {
     /* A PyTorch snapshot's oom entry (merged by record --torch) has the device's free memory
      * but not its total; PyTorch's message calls the total "total capacity". */
     struct tb b;
-    tb_begin(&b, MIB(1024), MIB(768));
-    tb_allocator(&b, 1, "");
-    const uint64_t seg = 0x7f0000000000;
-    tb_segment(&b, seg, MIB(600), 0);
-    tb_block(&b, seg, MIB(600), MIB(600), 0, 0);
+    one_segment(&b, MIB(1024), MIB(768));
     uint64_t v[] = {MIB(300), MIB(168)};
     tb_alloc_event(&b, CMT_AA_OOM, 0, 0, CMT_AF(SIZE) | CMT_AF(DEVICE_FREE), v);
     tb_finish(&b, 1);
@@ -196,11 +203,7 @@ Test(whatif_blocks, an_oom_on_another_device_is_the_device_replayed)
 /* Segments released with no new segment after them, then a tensor event: empty_cache(). */
 static void empty_cache_trace(struct tb *b, uint64_t next_segment)
 {
-    tb_begin(b, MIB(1024), MIB(1000));
-    tb_allocator(b, 1, "");
-    const uint64_t seg = 0x7f0000000000;
-    tb_segment(b, seg, MIB(600), 0);
-    tb_block(b, seg, MIB(600), MIB(600), 0, 0);
+    const uint64_t seg = one_segment(b, MIB(1024), MIB(1000));
     tb_block_free(b, seg, MIB(600));
     uint64_t v[] = {seg, MIB(600)};
     tb_alloc_event(b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
@@ -236,6 +239,36 @@ Test(whatif_blocks, segments_released_outside_an_oom_retry_are_an_empty_cache)
     tb_free_builder(&b);
 }
 
+/* Real torch 2.6: an OOM retry's releases carry the stack of the request that needed them;
+ * empty_cache()'s carry its own. Releases from another stack than the next segment's are an
+ * empty_cache() even where that segment does not fit beside what was held before them. */
+Test(whatif_blocks, releases_from_another_stack_than_the_next_segment_are_an_empty_cache)
+{
+    for (int same = 0; same < 2; same++) {
+        struct tb b;
+        const uint64_t seg = one_segment(&b, MIB(1024), MIB(1000));
+        tb_block_free(&b, seg, MIB(600));
+        uint64_t v[] = {seg, MIB(600)}, w[] = {seg + MIB(600), MIB(700)};
+        tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 7, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+        tb_alloc_event(&b, CMT_AA_SEGMENT_ALLOC, 0, same ? 7 : 9, CMT_AF(ADDR) | CMT_AF(SIZE), w);
+        tb_block(&b, seg + MIB(600), MIB(700), MIB(700), 0, 0);
+        tb_finish(&b, 1);
+        struct cmt_whatif_stream s;
+        struct cmt_whatif_selfcheck c;
+        load(&b, &s, &c);
+        cr_expect_eq(s.empty_caches, same ? 0 : 1, "same stack: %d", same);
+        cr_expect_eq(c.recorded_frees, 1);
+        cr_assert_eq(cmt_whatif_selfcheck_run(&s, MIB(1000), MIB(1024), &c), 0);
+        /* the model frees the segment where the run did: at empty_cache(), or in its own
+         * OOM retry for the 700 MiB request */
+        cr_expect_eq(c.model_frees, 1, "same stack: %d", same);
+        cr_expect_eq(c.agreeing_frees, 1, "same stack: %d", same);
+        cmt_whatif_stream_free(&s);
+        cmt_whatif_selfcheck_free(&c);
+        tb_free_builder(&b);
+    }
+}
+
 Test(whatif_blocks, disagreements_are_listed_with_their_request)
 {
     struct tb b;
@@ -269,7 +302,10 @@ Test(whatif_blocks, a_snapshot_starts_from_its_state_before_the_window)
     cr_expect_eq(c.before_segments, 2);
     cr_expect_eq(c.recorded_segments, 0);
     cr_expect_eq(s.unmatched_frees, 1);
-    cr_expect_eq(c.prelude_events, 7); /* 2 x (alloc + free) for the segments, 3 blocks */
+    /* each segment made and freed, then carved into its blocks and gaps (fillers freed) */
+    cr_expect_eq(c.before_blocks, 3);
+    cr_expect_eq(c.before_inexact, 0);
+    cr_expect_geq(c.prelude_events, 7);
     cr_assert_eq(cmt_whatif_selfcheck_run(&s, s.device_free, s.device_total, &c), 0);
     cr_expect_eq(c.model_segments, 0); /* the request fits in neither: it fails */
     cr_expect_eq(c.model_ooms, 1);

@@ -53,7 +53,8 @@ Test(whatif_capacity, else_no_limit_and_unknown)
 
 Test(whatif_capacity, the_default_device_checks_the_other_address_policy)
 {
-    struct cmt_whatif_capacity c = {3 * GIB, 4 * GIB, CMT_WHATIF_CAPACITY_TRACE};
+    struct cmt_whatif_capacity c = {
+        .capacity = 3 * GIB, .device_total = 4 * GIB, .source = CMT_WHATIF_CAPACITY_TRACE};
     struct cmt_whatif_device d = cmt_whatif_capacity_device(&c);
     cr_expect_eq(d.capacity, 3 * GIB);
     cr_expect_eq(d.device_total, 4 * GIB);

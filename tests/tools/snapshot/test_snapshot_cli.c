@@ -264,11 +264,12 @@ Test(snapshot_cli, a_broken_snapshot_is_one_clear_line)
 }
 
 /* snapshot -> trace -> `export -f memory-viz` -> snapshot again: PyTorch's accounting (active
- * blocks, reserved segments) and the trace entries survive the round trip. */
+ * blocks, reserved segments) and the trace entries survive the round trip, with times only
+ * where the snapshot had them (no_time.pickle: none). */
 Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
 {
     static const char *const names[] = {"full.pickle", "history.pickle", "bare_list.pickle",
-                                        "expandable.pickle"};
+                                        "expandable.pickle", "no_time.pickle"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char out[] = "/tmp/cmt-memviz-XXXXXX";
         int fd = mkstemp(out);
@@ -301,6 +302,9 @@ Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
         cr_expect_eq(sum[1][0], sum[0][0], "%s: reserved", names[i]);
         cr_expect_eq(sum[1][1], sum[0][1], "%s: active", names[i]);
         cr_expect_eq(b.nentries, a.nentries, "%s: entries", names[i]);
+        for (size_t j = 0; j < a.nentries && j < b.nentries; j++)
+            cr_expect_eq(b.entries[j].has_time, a.entries[j].has_time, "%s: entry %zu time",
+                         names[i], j);
         cmt_snapshot_free(&a);
         cmt_snapshot_free(&b);
     }

@@ -110,6 +110,9 @@ struct cmt__rows {
     unsigned ncolumns, column;
     uint64_t rows;
 };
+/* Whether the csv tables begun from now on write their header line (1, the default; 0 for the
+ * second and later traces of one export, whose rows follow the first's). */
+void cmt__rows_header(int write);
 /* Starts a table on f; csv writes the header line. cmt__rows_end() flushes it to f. */
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns);
@@ -162,13 +165,26 @@ struct cmt__export_perfetto {
     uint32_t site_name_count;
     uint32_t *kinds_seen; /* per device slot: kinds shown so far (a bit mask) */
     uint32_t kinds_seen_count;
+    /* the allocator's figures rebuilt by the pass (NULL: only those its events recorded), one
+     * counter per device and moment (a snapshot's starting state comes at one time) */
+    const cmt_alloc *alloc;
+    struct cmt__perfetto_figures {
+        int32_t dev;
+        uint64_t t_ns, allocated, reserved;
+    } pending[8];
+    uint32_t pending_count;
 };
+/* alloc: the state the pass keeps (cmt__pass's alloc, made before the replay), or NULL. */
 struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
-                                                  const cmt_reader *r, uint64_t min_slice_bytes);
+                                                  const cmt_reader *r, uint64_t min_slice_bytes,
+                                                  const cmt_alloc *alloc);
 void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p);
 
-/* Folded stacks, one line per call site with a nonzero weight, root frame first. */
-void cmt__export_collapsed(const struct cmt__pass *p, FILE *f, enum cmt__export_weight weight);
+/* Folded stacks, one line per call site with a nonzero weight, root frame first: the driver's
+ * call sites; for a trace without driver allocation calls (a PyTorch snapshot), the allocator's
+ * blocks by their first Python frame and its callers (export_collapsed.c). Reads path in one
+ * pass, two for the allocator's peak. @return the exit status (1 after saying why). */
+int cmt__export_collapsed_run(const char *path, FILE *f, enum cmt__export_weight weight);
 
 /* PyTorch's memory snapshot: an observer that keeps the trace entries per device (driver calls,
  * and allocator events where the trace has them);
@@ -178,7 +194,8 @@ struct cmt__export_memory_viz {
     struct cmt__memviz_entry *entries;
     size_t count, cap;
     int failed;
-    char *conf; /* the last ALLOCATOR record's settings, or NULL */
+    char *conf;                       /* the last ALLOCATOR record's settings, or NULL */
+    uint64_t active[CMT_MAX_DEVICES]; /* per device: the allocator's active bytes so far */
 };
 struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x);
 int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cmt__pass *p,

@@ -3,10 +3,11 @@
  *
  * A device whose allocator recorded its actions (ALLOC_EVENT records: a PyTorch snapshot
  * imported, or an instrumented allocator) is shown as that allocator saw it: its trace entries
- * are those actions under their snapshot names (except the ones that only describe the state
- * before the recorded window, CMT_AFLAG_BEFORE), its segments are the allocator's segments live
- * at the end with their blocks (allocated, pending free) and the free extents between them as
- * inactive blocks. Any other device is shown from its driver calls: each allocation of device
+ * are those actions under their snapshot names with c10's figures (except the ones that only
+ * describe the state before the recorded window, CMT_AFLAG_BEFORE), its segments are the
+ * allocator's segments live at the end (an expandable one: each contiguous mapped range) with
+ * their blocks (allocated, pending free) and the free extents between them as inactive blocks.
+ * Any other device is shown from its driver calls: each allocation of device
  * memory is a segment holding one block of its size, the trace entries are segment_alloc +
  * alloc at the allocation, free_requested + free_completed + segment_free at its free, oom at
  * an out-of-memory failure, the segments what is still live at the end. VMM handles are
@@ -28,10 +29,10 @@ enum { ACT_ALLOC, ACT_FREE, ACT_OOM, ACT_ALLOCATOR };
 
 struct cmt__memviz_entry {
     uint64_t addr, size, stream, t_ns, device_free;
-    uint64_t requested, pool, segment; /* ACT_ALLOCATOR */
+    uint64_t requested, pool; /* ACT_ALLOCATOR */
     uint32_t stack, flags;
     int32_t dev;
-    uint8_t action, aa, have_segment;
+    uint8_t action, aa;
 };
 
 static int device_kind(int kind)
@@ -79,14 +80,21 @@ static void add_alloc_event(struct cmt__export_memory_viz *x, const struct cmt_a
         .device_free = CMT__AV(DEVICE_FREE),
         .requested = (a->fields & CMT_AF(REQUESTED)) ? v[CMT_AFIELD_REQUESTED] : CMT__AV(SIZE),
         .pool = CMT__AV(POOL),
-        .segment = CMT__AV(SEGMENT),
         .stack = a->stack,
         .flags = (uint32_t)CMT__AV(FLAGS),
         .dev = shown_device(a->dev),
         .action = ACT_ALLOCATOR,
-        .aa = (uint8_t)a->action,
-        .have_segment = (a->fields & CMT_AF(SEGMENT)) != 0};
+        .aa = (uint8_t)a->action};
 #undef CMT__AV
+    /* c10's snapshot entry carries the bytes active when it was taken (the allocator's blocks
+     * allocated or pending free): the event's own figure where it has one */
+    uint64_t *active = &x->active[e.dev];
+    if (a->action == CMT_AA_ALLOC)
+        *active += e.size;
+    else if (a->action == CMT_AA_FREE_COMPLETED)
+        *active -= e.size < *active ? e.size : *active;
+    else if (a->action == CMT_AA_SNAPSHOT && !(a->fields & CMT_AF(SIZE)))
+        e.size = *active;
     if (a->action >= 1 && a->action < CMT_AA_MAX)
         add(x, &e);
 }
@@ -290,6 +298,11 @@ static void frames(struct writer *w, uint32_t leaf)
         w->stack_memo[leaf] = idx + 1;
 }
 
+static int is_block_action(unsigned aa)
+{
+    return aa == CMT_AA_ALLOC || aa == CMT_AA_FREE_REQUESTED || aa == CMT_AA_FREE_COMPLETED;
+}
+
 static void trace_entry(struct writer *w, int action, const struct cmt__memviz_entry *e)
 {
     cmt__pickle_dict(&w->pk);
@@ -299,11 +312,17 @@ static void trace_entry(struct writer *w, int action, const struct cmt__memviz_e
     } else {
         key_uint(w, S_ADDR, e->addr);
     }
-    key_uint(w, S_SIZE, e->size);
+    /* c10 writes a block's request in its alloc and free entries (a 4 B tensor's block is
+     * 512 B), and the rounded request in an oom entry (which is what the event's size says) */
+    key_uint(w, S_SIZE,
+             e->action == ACT_ALLOCATOR && is_block_action(e->aa) ? e->requested : e->size);
     key_uint(w, S_STREAM, e->stream);
-    key_uint(w, S_TIME_US, w->t0_us + e->t_ns / 1000);
-    konst(w, S_FRAMES);
-    frames(w, e->stack);
+    if (w->t0_us) /* else a snapshot without times: c10 wrote none */
+        key_uint(w, S_TIME_US, w->t0_us + e->t_ns / 1000);
+    if (!(e->action == ACT_ALLOCATOR && e->aa == CMT_AA_SNAPSHOT)) { /* c10 gives it no stack */
+        konst(w, S_FRAMES);
+        frames(w, e->stack);
+    }
     cmt__pickle_end_dict(&w->pk);
 }
 
@@ -432,17 +451,10 @@ struct allocator_state {
 
 static int is_segment_action(unsigned aa)
 {
-    return aa == CMT_AA_SEGMENT_ALLOC || aa == CMT_AA_SEGMENT_FREE || aa == CMT_AA_SEGMENT_MAP ||
-           aa == CMT_AA_SEGMENT_UNMAP;
+    return aa == CMT_AA_SEGMENT_ALLOC || aa == CMT_AA_SEGMENT_FREE;
 }
 
-static int is_block_action(unsigned aa)
-{
-    return aa == CMT_AA_ALLOC || aa == CMT_AA_FREE_REQUESTED || aa == CMT_AA_FREE_COMPLETED;
-}
-
-/* One segment's events, in file order: live at the end with its size, or not. A mapping of an
- * expandable segment is keyed by its segment's base (SEGMENT) and grows it. */
+/* One segment's events, in file order: live at the end with its size, or not. */
 static void settle_segment(struct allocator_state *s, const struct cmt__memviz_entry *all,
                            const struct keyed *k, size_t n)
 {
@@ -450,24 +462,114 @@ static void settle_segment(struct allocator_state *s, const struct cmt__memviz_e
     int live = 0;
     for (size_t i = 0; i < n; i++) {
         const struct cmt__memviz_entry *e = &all[k[i].index];
-        if (e->aa == CMT_AA_SEGMENT_ALLOC) {
-            live = 1;
-            seg.e = e;
-            seg.size = e->size;
-        } else if (e->aa == CMT_AA_SEGMENT_FREE) {
-            live = 0;
-        } else if (e->aa == CMT_AA_SEGMENT_MAP) {
-            if (!live)
-                seg.size = 0, seg.e = e;
-            live = 1;
-            seg.size += e->size;
-        } else if (live) { /* SEGMENT_UNMAP */
-            seg.size -= e->size < seg.size ? e->size : seg.size;
-            live = seg.size > 0;
-        }
+        live = e->aa == CMT_AA_SEGMENT_ALLOC;
+        if (live)
+            seg.e = e, seg.size = e->size;
     }
     if (live && seg.size)
         s->segs[s->nsegs++] = seg;
+}
+
+/* ---- expandable segments: the mapped ranges ---- */
+
+/* Disjoint mapped ranges, sorted by device and address; each keeps the map that made it. */
+struct ranges {
+    struct segment_state *r;
+    size_t n, cap;
+};
+
+/* @return the index of the first range of dev (or of a later device) that ends above addr. */
+static size_t range_lower(const struct ranges *m, int32_t dev, uint64_t addr)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct segment_state *g = &m->r[mid];
+        if (g->dev < dev || (g->dev == dev && g->addr + g->size <= addr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Takes [lo, hi) of dev out of the ranges: those inside go, those across an end are cut, one
+ * across both is split in two. @return 0 or -1 (memory). */
+static int ranges_remove(struct ranges *m, int32_t dev, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = range_lower(m, dev, lo); i < m->n && m->r[i].dev == dev;) {
+        struct segment_state *g = &m->r[i];
+        uint64_t end = g->addr + g->size;
+        if (g->addr >= hi)
+            break;
+        if (g->addr < lo && end > hi) { /* the middle goes: the part above becomes a range */
+            if (CMT_GROW(m->r, m->cap, m->n + 1, 64) != 0)
+                return -1;
+            g = &m->r[i];
+            memmove(g + 2, g + 1, (m->n - i - 1) * sizeof *g);
+            m->n++;
+            g[1] = *g;
+            g[1].addr = hi;
+            g[1].size = end - hi;
+            g->size = lo - g->addr;
+            break;
+        }
+        if (g->addr < lo) { /* its top goes */
+            g->size = lo - g->addr;
+            i++;
+        } else if (end > hi) { /* its bottom goes */
+            g->addr = hi;
+            g->size = end - hi;
+            break;
+        } else { /* all of it */
+            memmove(g, g + 1, (m->n - i - 1) * sizeof *g);
+            m->n--;
+        }
+    }
+    return 0;
+}
+
+/* A map or unmap, in file order. A map over what is mapped already (the import's state
+ * before the window may overlap the window's own maps) maps it once. @return 0 or -1. */
+static int ranges_apply(struct ranges *m, const struct cmt__memviz_entry *e)
+{
+    uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+    if (ranges_remove(m, e->dev, e->addr, end) != 0)
+        return -1;
+    if (e->aa == CMT_AA_SEGMENT_UNMAP || end == e->addr)
+        return 0;
+    if (CMT_GROW(m->r, m->cap, m->n + 1, 64) != 0)
+        return -1;
+    size_t i = range_lower(m, e->dev, e->addr);
+    memmove(m->r + i + 1, m->r + i, (m->n - i) * sizeof *m->r);
+    m->n++;
+    m->r[i] = (struct segment_state){e, e->dev, e->addr, end - e->addr};
+    return 0;
+}
+
+/* The expandable segments at the end, as c10 reports them: one per contiguous mapped range
+ * of one stream (its expandable segment), named by the map at its start. @return 0 or -1. */
+static int settle_mappings(struct allocator_state *s, const struct cmt__export_memory_viz *x)
+{
+    struct ranges m = {0};
+    int rc = 0;
+    for (size_t i = 0; i < x->count && rc == 0; i++) {
+        const struct cmt__memviz_entry *e = &x->entries[i];
+        if (e->action == ACT_ALLOCATOR &&
+            (e->aa == CMT_AA_SEGMENT_MAP || e->aa == CMT_AA_SEGMENT_UNMAP))
+            rc = ranges_apply(&m, e);
+    }
+    for (size_t i = 0; i < m.n && rc == 0; i++) {
+        struct segment_state *last = s->nsegs ? &s->segs[s->nsegs - 1] : NULL;
+        const struct segment_state *g = &m.r[i];
+        if (i && last && last->dev == g->dev && last->addr + last->size == g->addr &&
+            last->e->stream == g->e->stream)
+            last->size += g->size;
+        else
+            s->segs[s->nsegs++] = *g;
+    }
+    free(m.r);
+    return rc;
 }
 
 static void settle_block(struct allocator_state *s, const struct cmt__memviz_entry *all,
@@ -515,8 +617,7 @@ static int settle(struct allocator_state *s, const struct cmt__export_memory_viz
         if (e->action != ACT_ALLOCATOR ||
             !(segments ? is_segment_action(e->aa) : is_block_action(e->aa)))
             continue;
-        int mapping = e->aa == CMT_AA_SEGMENT_MAP || e->aa == CMT_AA_SEGMENT_UNMAP;
-        k[n++] = (struct keyed){e->dev, mapping && e->have_segment ? e->segment : e->addr, i};
+        k[n++] = (struct keyed){e->dev, e->addr, i};
     }
     qsort(k, n, sizeof *k, by_key);
     for (size_t i = 0, j; i < n; i = j) {
@@ -536,7 +637,8 @@ static int allocator_state(struct allocator_state *s, const struct cmt__export_m
     memset(s, 0, sizeof *s);
     s->segs = malloc((x->count ? x->count : 1) * sizeof *s->segs);
     s->blocks = malloc((x->count ? x->count : 1) * sizeof *s->blocks);
-    if (!s->segs || !s->blocks || settle(s, x, 1) != 0 || settle(s, x, 0) != 0)
+    if (!s->segs || !s->blocks || settle(s, x, 1) != 0 || settle_mappings(s, x) != 0 ||
+        settle(s, x, 0) != 0)
         return -1;
     qsort(s->segs, s->nsegs, sizeof *s->segs, by_address);
     qsort(s->blocks, s->nblocks, sizeof *s->blocks, block_by_address);

@@ -234,6 +234,7 @@ struct part_name {
 struct run {
     char id[256];
     uint64_t traces, events, max_peak, sum_peak, episodes, fatal, failing;
+    uint64_t alloc_traces, max_alloc_peak, sum_alloc_peak; /* allocator-level records */
     struct cmt_first_failure first; /* as `report` over the same traces chooses it */
     char first_host[256];
 };
@@ -249,7 +250,9 @@ static const char *const run_columns[] = {"traces",
                                           "first_failure",
                                           "first_failing_pid",
                                           "first_failing_host",
-                                          "first_failing_rank"};
+                                          "first_failing_rank",
+                                          "max_allocator_peak_allocated_bytes",
+                                          "sum_allocator_peak_allocated_bytes"};
 
 /* Adds one trace's figures; whether and when it failed, and which failed first, by the one
  * definition (first_failure.h) that `report` over several traces uses. */
@@ -264,6 +267,13 @@ static void add_to_run(struct run *run, const struct cmt__pass *p,
     run->sum_peak += t->peak_live_bytes;
     if (t->peak_live_bytes > run->max_peak)
         run->max_peak = t->peak_live_bytes;
+    struct cmt_alloc_summary as;
+    if (cmt_alloc_summarize(p->alloc, &as)) {
+        run->alloc_traces++;
+        run->sum_alloc_peak += as.peak_allocated_bytes;
+        if (as.peak_allocated_bytes > run->max_alloc_peak)
+            run->max_alloc_peak = as.peak_allocated_bytes;
+    }
     run->episodes += n;
     for (uint32_t i = 0; i < n; i++)
         run->fatal += (uint64_t)cmt_oom_episode(p->oom, i)->fatal;
@@ -309,6 +319,13 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
         cmt__row_i64(&t, first->rank);
     else
         cmt__row_null(&t);
+    if (run->alloc_traces) {
+        cmt__row_u64(&t, run->max_alloc_peak);
+        cmt__row_u64(&t, run->sum_alloc_peak);
+    } else {
+        cmt__row_null(&t);
+        cmt__row_null(&t);
+    }
     cmt__row_end(&t);
     cmt__rows_end(&t);
     return close_part(o, f);

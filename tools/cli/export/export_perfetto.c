@@ -149,13 +149,62 @@ static int sliced(const struct cmt__export_perfetto *x, int kind, uint64_t bytes
            bytes;
 }
 
-/* An allocator's figures after one of its actions (ALLOC_EVENT with ALLOCATED or RESERVED):
- * a counter track "GPU N allocator" with allocated and reserved bytes. */
+static void write_allocator_counter(struct cmt__export_perfetto *x,
+                                    const struct cmt_alloc_event *a);
+
+static void flush_figures(struct cmt__export_perfetto *x, uint32_t i)
+{
+    struct cmt__perfetto_figures *f = &x->pending[i];
+    struct cmt_alloc_event a = {
+        .dev = f->dev, .t_ns = f->t_ns, .fields = CMT_AF(ALLOCATED) | CMT_AF(RESERVED)};
+    a.v[CMT_AFIELD_ALLOCATED] = f->allocated;
+    a.v[CMT_AFIELD_RESERVED] = f->reserved;
+    write_allocator_counter(x, &a);
+    x->pending[i] = x->pending[--x->pending_count];
+}
+
+/* The figures the pass rebuilt after an action that recorded none, written once its moment
+ * (device and time) is over. */
+static void rebuilt_counter(struct cmt__export_perfetto *x, const struct cmt_alloc_event *a)
+{
+    uint32_t i = 0;
+    while (i < x->pending_count && x->pending[i].dev != a->dev)
+        i++;
+    if (i < x->pending_count && x->pending[i].t_ns != a->t_ns)
+        flush_figures(x, i), i = x->pending_count;
+    if (i == x->pending_count && i == sizeof x->pending / sizeof *x->pending)
+        flush_figures(x, 0), i = x->pending_count;
+    struct cmt_alloc_figures f = cmt_alloc_device_figures(x->alloc, a->dev);
+    x->pending[i] = (struct cmt__perfetto_figures){.dev = a->dev,
+                                                   .t_ns = a->t_ns,
+                                                   .allocated = f.allocated_bytes,
+                                                   .reserved = f.reserved_bytes};
+    if (i == x->pending_count)
+        x->pending_count++;
+}
+
+/* An allocator's figures after one of its actions (ALLOC_EVENT with ALLOCATED or RESERVED, or
+ * else as the pass rebuilt them): a counter track "GPU N allocator" with allocated and
+ * reserved bytes. */
 static void allocator_counter(struct cmt__export_perfetto *x, const struct cmt_alloc_event *a)
 {
     const uint32_t both = CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
-    if (!(a->fields & both))
+    if (!(a->fields & both)) {
+        if (x->alloc && a->action != CMT_AA_SNAPSHOT && a->action != CMT_AA_OOM)
+            rebuilt_counter(x, a);
         return;
+    }
+    for (uint32_t i = 0; i < x->pending_count; i++)
+        if (x->pending[i].dev == a->dev) {
+            flush_figures(x, i);
+            break;
+        }
+    write_allocator_counter(x, a);
+}
+
+static void write_allocator_counter(struct cmt__export_perfetto *x, const struct cmt_alloc_event *a)
+{
+    const uint32_t both = CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
     char name[64];
     struct cmt__out *o = &x->out;
     if (a->dev < 0)
@@ -228,9 +277,11 @@ static void metadata(struct cmt__export_perfetto *x, const char *what, uint32_t 
 }
 
 struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
-                                                  const cmt_reader *r, uint64_t min_slice_bytes)
+                                                  const cmt_reader *r, uint64_t min_slice_bytes,
+                                                  const cmt_alloc *alloc)
 {
     memset(x, 0, sizeof *x);
+    x->alloc = alloc;
     x->f = f;
     x->reader = r;
     x->min_slice_bytes = min_slice_bytes;
@@ -301,6 +352,8 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
 {
     const cmt_replay *rp = p->replay;
     uint64_t end = cmt_replay_totals(rp)->last_t_ns;
+    while (x->pending_count)
+        flush_figures(x, 0);
     struct leak_ctx l = {x, rp, end};
     cmt_replay_foreach_live(rp, close_leak, &l);
     phase_slices(x, &p->phases);

@@ -62,6 +62,13 @@ void cmt__out_quote(struct cmt__out *o, const char *s)
     cmt__json_escape(s, 0, out_sink, o);
 }
 
+static int rows_without_header; /* the tables of the second and later traces of one export */
+
+void cmt__rows_header(int write)
+{
+    rows_without_header = !write;
+}
+
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
                      unsigned ncolumns)
 {
@@ -71,7 +78,7 @@ void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const 
     t->ncolumns = ncolumns;
     t->column = 0;
     t->rows = 0;
-    if (jsonl)
+    if (jsonl || rows_without_header)
         return;
     for (unsigned i = 0; i < ncolumns; i++) {
         cmt__out_str(&t->out, i ? "," : "");
@@ -436,7 +443,13 @@ static const char *const process_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                               "peak_largest_hole_bytes",
                                               "peak_hole_fragmentation",
                                               "clean_exit",
-                                              "damaged"};
+                                              "damaged",
+                                              "allocator_peak_allocated_bytes",
+                                              "allocator_peak_reserved_bytes",
+                                              "allocator_peak_dev",
+                                              "allocator_allocated_bytes_at_end",
+                                              "allocator_reserved_bytes_at_end",
+                                              "allocator_events"};
 
 /* The device of the process peak (the one whose own peak is the highest), or slot 0. */
 static const struct cmt_replay_device *peak_device(const cmt_replay *rp)
@@ -516,6 +529,18 @@ void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
     }
     cmt__row_bool(&t, tot->ended);
     cmt__row_bool(&t, p->damage < 0);
+    struct cmt_alloc_summary as;
+    if (cmt_alloc_summarize(p->alloc, &as)) { /* allocator-level records (a snapshot, --torch) */
+        cmt__row_u64(&t, as.peak_allocated_bytes);
+        cmt__row_u64(&t, as.peak_reserved_bytes);
+        cmt__row_i64(&t, as.dev);
+        cmt__row_u64(&t, as.allocated_bytes_at_end);
+        cmt__row_u64(&t, as.reserved_bytes_at_end);
+        cmt__row_u64(&t, as.events);
+    } else {
+        for (int k = 0; k < 6; k++)
+            cmt__row_null(&t);
+    }
     cmt__row_end(&t);
     cmt__rows_end(&t);
 }

@@ -46,6 +46,12 @@ struct cmt__html_alloc {
     size_t line_count;
     struct cmt__html_alloc_snap snaps[CMT__HTML_ALLOC_SNAPS];
     size_t snap_count;
+    /* reserved peaks reached, viewed once the blocks placed after them are in */
+    struct cmt__html_alloc_pending {
+        uint32_t allocator;
+        int32_t dev;
+    } pending[CMT__HTML_ALLOC_DEVICES];
+    size_t pending_count;
     int failed; /* out of memory: parts are missing */
 };
 /* @return 0 or CMT_ENOMEM (cmt__html_alloc_free it either way). */

@@ -101,6 +101,30 @@ static int taken(const struct cmt__html_alloc *h, uint32_t allocator, int32_t de
     return 0;
 }
 
+/* Takes the pending peak view of allocator on dev (every one when all), if any. */
+static void take_pending(struct cmt__html_alloc *h, uint32_t allocator, int32_t dev, int all)
+{
+    for (size_t i = 0; i < h->pending_count;) {
+        if (!all && (h->pending[i].allocator != allocator || h->pending[i].dev != dev)) {
+            i++;
+            continue;
+        }
+        const struct cmt_alloc_device *d = cmt_alloc_device(h->state, h->pending[i].allocator,
+                                                            h->pending[i].dev);
+        if (d)
+            snapshot(h, d, CMT__HTML_AT_PEAK, d->last_t_ns);
+        h->pending[i] = h->pending[--h->pending_count];
+    }
+}
+
+static int pending(const struct cmt__html_alloc *h, uint32_t allocator, int32_t dev)
+{
+    for (size_t i = 0; i < h->pending_count; i++)
+        if (h->pending[i].allocator == allocator && h->pending[i].dev == dev)
+            return 1;
+    return 0;
+}
+
 static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
                      const struct cmt_replay_step *st)
 {
@@ -108,6 +132,12 @@ static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
     struct cmt__html_alloc *h = self->ctx;
     if (st->rec.type != CMT_REC_ALLOC_EVENT && st->rec.type != CMT_REC_ALLOCATOR)
         return CMT_OBSERVE_RECORD;
+    /* the reserved peak's view holds the blocks handed out after the segment that made it
+     * (a snapshot's segments all come at its start, their blocks after them): taken before
+     * the first event that is not such a block */
+    if (h->pending_count && st->rec.type == CMT_REC_ALLOC_EVENT &&
+        st->rec.u.alloc_event.action != CMT_AA_ALLOC)
+        take_pending(h, st->rec.u.alloc_event.allocator, st->rec.u.alloc_event.dev, 0);
     if (cmt_alloc_observe(h->state, st) != 0)
         h->failed = 1;
     if (st->rec.type != CMT_REC_ALLOC_EVENT)
@@ -122,8 +152,10 @@ static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
         snapshot(h, d, CMT__HTML_AT_OOM, ae->t_ns);
     else if (f && !f->ooms && ae->t_ns == f->peak_reserved_t_ns &&
              d->now.reserved_bytes == f->peak.reserved_bytes &&
-             !taken(h, d->allocator, d->dev, CMT__HTML_AT_PEAK))
-        snapshot(h, d, CMT__HTML_AT_PEAK, ae->t_ns);
+             !taken(h, d->allocator, d->dev, CMT__HTML_AT_PEAK) &&
+             !pending(h, d->allocator, d->dev) && h->pending_count < CMT__HTML_ALLOC_DEVICES)
+        h->pending[h->pending_count++] = (struct cmt__html_alloc_pending){.allocator = d->allocator,
+                                                                          .dev = d->dev};
     return CMT_OBSERVE_RECORD;
 }
 
@@ -131,6 +163,7 @@ static int finish(struct cmt_observer *self, const cmt_replay *rp)
 {
     (void)rp;
     struct cmt__html_alloc *h = self->ctx;
+    take_pending(h, 0, 0, 1);
     for (size_t i = 0; i < cmt_alloc_device_count(h->state); i++) {
         const struct cmt_alloc_device *d = cmt_alloc_device_at(h->state, i);
         int same = 0; /* the last view of it is already the end's state */

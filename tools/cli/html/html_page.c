@@ -8,6 +8,7 @@
 #include "frames.h"
 #include "html/html.h"
 #include "print/phase_print.h"
+#include "print/alloc_print.h"
 #include "print/ledger_print.h"
 #include "oom.h"
 #include "output.h"
@@ -21,7 +22,8 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
 {
     const struct cmt__pass *p = &run->pass;
     const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
-    char a[32], b[32], dev[160], why[320];
+    char a[32], b[32], dev[160], why[320], alloc_text[400];
+    const char *alloc = cmt__alloc_headline_text(p, alloc_text, sizeof alloc_text);
     uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
     if (n) {
         const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, 0);
@@ -33,8 +35,11 @@ const char *cmt__html_summary(const struct cmt__html_run *run, char *buf, size_t
     } else if (t->peak_live_bytes) {
         snprintf(buf, size,
                  "No out-of-memory failure: device memory peaked at %s, %s into the run (%" PRIu64
-                 " allocation calls).",
-                 cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b), t->alloc_calls);
+                 " allocation calls)%s%s.",
+                 cmt__bytes(t->peak_live_bytes, a), cmt__duration(t->peak_t_ns, b), t->alloc_calls,
+                 alloc ? "; " : "", alloc ? alloc : "");
+    } else if (alloc) {
+        snprintf(buf, size, "No out-of-memory failure: %s (no driver calls recorded).", alloc);
     } else {
         snprintf(buf, size, "No device memory was allocated.");
     }
@@ -292,13 +297,31 @@ static void whatif_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_end_object(j);
 }
 
+/* The run's figures under its name: the driver's where it has them, the allocator's beside
+ * them, or alone with "no driver calls recorded". @return buf. */
+static const char *run_line(const struct cmt__html_run *run, char *buf, size_t size)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(run->pass.replay);
+    char a[32], b[32], alloc[400];
+    const char *at = cmt__alloc_headline_text(&run->pass, alloc, sizeof alloc);
+    if (t->alloc_calls || !at)
+        snprintf(buf, size, "%" PRIu64 " events, %" PRIu64 " allocation calls, peak %s at %s%s%s",
+                 t->events, t->alloc_calls, cmt__bytes(t->peak_live_bytes, a),
+                 cmt__duration(t->peak_t_ns, b), at ? "; " : "", at ? at : "");
+    else
+        snprintf(buf, size, "%s (no driver calls recorded)", at);
+    return buf;
+}
+
 static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
 {
     const struct cmt_replay_totals *t = cmt_replay_totals(run->pass.replay);
-    char summary[1024];
+    char summary[1024], line[600];
     cmt__json_object(j, NULL);
     cmt__json_string(j, "file", run->pass.path);
     cmt__json_string(j, "summary", cmt__html_summary(run, summary, sizeof summary));
+    cmt__alloc_json_headline(j, "allocator_figures", run->pass.alloc);
+    cmt__json_string(j, "line", run_line(run, line, sizeof line));
     cmt__json_u64(j, "events", t->events);
     cmt__json_u64(j, "alloc_calls", t->alloc_calls);
     cmt__json_u64(j, "peak_bytes", t->peak_live_bytes);

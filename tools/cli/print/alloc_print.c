@@ -30,6 +30,38 @@ int cmt__alloc_totals(const cmt_alloc *a, int32_t dev, struct cmt_alloc_figures 
     return found;
 }
 
+const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_t size)
+{
+    struct cmt_alloc_summary h;
+    if (!cmt_alloc_summarize(p->alloc, &h))
+        return NULL;
+    char a[32], b[32], c[32], t[32], where[200] = "", label[160];
+    if (h.devices > 1)
+        snprintf(where, sizeof where, " on %s (the largest of %u devices)",
+                 cmt__device_label(p->replay, h.dev, label, sizeof label), h.devices);
+    snprintf(buf, size, "allocator peak %s allocated, %s reserved at %s%s, %s allocated at the end",
+             cmt__bytes(h.peak_allocated_bytes, a), cmt__bytes(h.peak_reserved_bytes, b),
+             cmt__duration(h.peak_allocated_t_ns, t), where,
+             cmt__bytes(h.allocated_bytes_at_end, c));
+    return buf;
+}
+
+void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_alloc *a)
+{
+    struct cmt_alloc_summary h;
+    if (!cmt_alloc_summarize(a, &h))
+        return;
+    cmt__json_object(j, key);
+    cmt__json_u64(j, "peak_allocated_bytes", h.peak_allocated_bytes);
+    cmt__json_u64(j, "peak_reserved_bytes", h.peak_reserved_bytes);
+    cmt__json_u64(j, "peak_allocated_t_ns", h.peak_allocated_t_ns);
+    cmt__json_i64(j, "dev", h.dev);
+    cmt__json_u64(j, "allocated_bytes_at_end", h.allocated_bytes_at_end);
+    cmt__json_u64(j, "reserved_bytes_at_end", h.reserved_bytes_at_end);
+    cmt__json_u64(j, "events", h.events);
+    cmt__json_end_object(j);
+}
+
 /* The ENV record naming the allocator's settings, or NULL. */
 static const struct cmt_env *conf_env(const cmt_reader *r)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_error.h"
 #include "frames.h"
 
 static const char *allocator_name(const cmt_alloc *a, uint32_t id)
@@ -233,6 +234,10 @@ int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, uns
     if (cmt__pass_open(p, cmd, path) != 0)
         return 1;
     p->quiet_damage = second;
+    if (second) { /* the command's second reading of the trace */
+        p->stage = 2;
+        p->stages = 2;
+    }
     struct cmt_observer obs;
     int have = 0;
     if (cmt_alloc_create(&p->alloc) != 0 || cmt_ledger_create(ledger, p->alloc, o) != 0)
@@ -242,4 +247,39 @@ int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, uns
         have = 1;
     }
     return cmt__pass_replay(p, want, NULL, have ? &obs : NULL, have ? 1 : 0);
+}
+
+/* Stops the replay's reader at its moment (after the ledger's, which comes before it). */
+static void stop_reading(struct cmt_observer *self, const cmt_replay *rp)
+{
+    cmt_reader_stop(cmt_replay_reader(rp));
+    self->before_t = UINT64_MAX;
+}
+
+int cmt__ledger_rerun_to(const struct cmt__pass *p, uint64_t t, cmt_ledger **ledger)
+{
+    *ledger = NULL;
+    cmt_replay *rp = NULL;
+    cmt_alloc *a = NULL;
+    const struct cmt_ledger_options o = {.times = &t, .time_count = 1};
+    cmt_reader_rewind(p->reader);
+    int rc = cmt_replay_create(&rp, p->reader);
+    if (rc == 0)
+        rc = cmt_alloc_create(&a);
+    if (rc == 0)
+        rc = cmt_ledger_create(ledger, a, &o);
+    if (rc == 0) {
+        struct cmt_observer obs[] = {cmt_alloc_observer(a),
+                                     cmt_ledger_observer(*ledger),
+                                     {.before_t = t, .before = stop_reading}};
+        rc = cmt_replay_run(rp, obs, sizeof obs / sizeof *obs);
+        rc = rc == CMT_ENOMEM ? rc : 0; /* damage past t was said by the first pass */
+    }
+    if (rc != 0) {
+        cmt_ledger_destroy(*ledger);
+        *ledger = NULL;
+    }
+    cmt_alloc_destroy(a);
+    cmt_replay_destroy(rp);
+    return rc;
 }

@@ -48,4 +48,11 @@ const struct cmt_ledger_moment *cmt__ledger_at_oom(const cmt_ledger *l, int32_t 
 int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                      const struct cmt_ledger_options *o, int second, cmt_ledger **ledger);
 
+/* The ledger of every device at time t (the state after every event at or before it) of the
+ * trace of the finished pass p, replayed again from its start and only up to t: p's reader is
+ * rewound (its tables are kept) and stopped after the moment, p's replay and views are left
+ * as they are. For a moment known only after a first pass (report's peak). *ledger is NULL
+ * when it could not be made. @return 0, or CMT_ENOMEM. */
+int cmt__ledger_rerun_to(const struct cmt__pass *p, uint64_t t, cmt_ledger **ledger);
+
 #endif

@@ -14,6 +14,7 @@ struct cmt_whatif_run_out {
     const char *path;
     uint64_t capacity, device_total;
     enum cmt_whatif_capacity_source capacity_source; /* cmt_whatif_capacity_choose's */
+    uint64_t oom_own_bytes, oom_free_bytes;          /* source OOM: at the failure */
     enum cmt_model_oom_style oom_style;              /* the wording of the OOM messages */
     bool oom_style_from_trace;    /* chosen by the PyTorch version the trace names */
     struct cmt_whatif_device dev; /* what every replay ran on */
@@ -42,6 +43,13 @@ int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *capacity,
  * the same in `whatif` and `html`. @return as snprintf. */
 int cmt__whatif_unknown_capacity_advice(const struct cmt_whatif_result *best, char *buf,
                                         size_t len);
+
+/* When the first out-of-memory failure on dev came from memory other processes held (verdict
+ * held_by_others), the capacity becomes what the process had then (cmt_whatif_capacity_held),
+ * the same in `whatif` and `html`. @return 1 when it changed cap, else 0. */
+struct cmt_oom;
+int cmt__whatif_capacity_at_failure(const struct cmt_oom *oom, int32_t dev,
+                                    struct cmt_whatif_capacity *cap);
 
 void cmt_whatif_print_text(FILE *f, const struct cmt_whatif_run_out *run);
 void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oom.h"
 #include "output.h"
 #include "print/whatif_cli.h"
 
@@ -46,6 +47,21 @@ static const char *site_of(const struct cmt_whatif_run_out *run, size_t event)
     return site < s->site_count ? s->sites[site] : "";
 }
 
+int cmt__whatif_capacity_at_failure(const struct cmt_oom *oom, int32_t dev,
+                                    struct cmt_whatif_capacity *cap)
+{
+    for (uint32_t i = 0; oom && i < cmt_oom_count(oom); i++) {
+        const struct cmt_oom_episode *e = cmt_oom_episode(oom, i);
+        if (e->dev != dev)
+            continue;
+        if (e->verdict != CMT_VERDICT_HELD_BY_OTHERS || !e->total_bytes)
+            return 0; /* the first failure is what the sweep answers */
+        cmt_whatif_capacity_held(cap, e->process_bytes, e->free_bytes);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- text ------------------------------------------------------------- */
 
 int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *cap,
@@ -62,6 +78,18 @@ int cmt__whatif_capacity_text(const struct cmt_whatif_capacity *cap,
         return snprintf(buf, len, "%s = %s total - %s in use before the first allocation",
                         cmt__bytes(cap->capacity, a), cmt__bytes(s->device_total, b),
                         cmt__bytes(s->device_total - s->device_free, c));
+    case CMT_WHATIF_CAPACITY_OOM: {
+        char d[32], e[32];
+        uint64_t held = cap->oom_own_bytes + cap->oom_free_bytes;
+        return snprintf(buf, len,
+                        "%s = %s this process held + %s free at its out-of-memory failure (held "
+                        "by other processes: they had %s of the %s total then, so the replay "
+                        "runs on what was actually left to it)",
+                        cmt__bytes(cap->capacity, a), cmt__bytes(cap->oom_own_bytes, b),
+                        cmt__bytes(cap->oom_free_bytes, c),
+                        cmt__bytes(s->device_total > held ? s->device_total - held : 0, d),
+                        cmt__bytes(s->device_total, e));
+    }
     case CMT_WHATIF_CAPACITY_GIVEN: break;
     }
     return snprintf(buf, len, "%s (--capacity) of %s", cmt__bytes(cap->capacity, a),
@@ -113,7 +141,11 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
         fprintf(f, "; %" PRIu64 " failed allocation%s replayed as request%s", s->failed_allocs,
                 s->failed_allocs == 1 ? "" : "s", s->failed_allocs == 1 ? "" : "s");
     fputc('\n', f);
-    struct cmt_whatif_capacity cap = {run->capacity, run->device_total, run->capacity_source};
+    struct cmt_whatif_capacity cap = {.capacity = run->capacity,
+                                      .device_total = run->device_total,
+                                      .source = run->capacity_source,
+                                      .oom_own_bytes = run->oom_own_bytes,
+                                      .oom_free_bytes = run->oom_free_bytes};
     char text[512];
     cmt__whatif_capacity_text(&cap, s, text, sizeof text);
     print_wrapped(f, "  capacity  ", 12, text);
@@ -166,6 +198,10 @@ static void print_header(FILE *f, const struct cmt_whatif_run_out *run)
     X(PAST_OOM, "past_recorded_oom",                                                           \
       "these settings get past the recorded run's out-of-memory failure: what the program\n"   \
       "  did after it is not in the trace, so their figures cover the trace only")             \
+    X(BEFORE_WINDOW, "before_window",                                                          \
+      "the history starts late (a ring-limited snapshot): these settings start from the\n"     \
+      "  state at the window's start as the run's settings laid it out (how they would have\n" \
+      "  laid it out is not in the file), and their peaks are the window's")                   \
     X(NO_STREAMS, "no_streams",                                                                \
       "the driver's allocation calls carry no stream: the model replays them as one stream\n"  \
       "  (record with --torch for the streams PyTorch used)")
@@ -175,6 +211,24 @@ enum {
     CMT__WHATIF_LIMITS(CMT__LIMIT_BIT)
 #undef CMT__LIMIT_BIT
 };
+
+/* Whether a result starts from the state the file proves: the whole run, or a late start
+ * rebuilt exactly (whatif_blocks.h) under the run's own settings. */
+static bool starts_exactly(const struct cmt_whatif_selfcheck *c, const struct cmt_whatif_result *r)
+{
+    if (!c->before_segments && !c->before_blocks)
+        return true;
+    if (c->expandable || c->before_inexact)
+        return false;
+    struct cmt_model_config run_config;
+    char run_conf[160], conf[160], err[8];
+    cmt_model_config_default(&run_config, 1);
+    if (cmt_model_config_parse(&run_config, c->conf, err, sizeof err) != 0 ||
+        cmt_model_config_format(&run_config, run_conf, sizeof run_conf) < 0 ||
+        cmt_whatif_setting_conf(&r->setting, conf, sizeof conf) < 0)
+        return false;
+    return strcmp(run_conf, conf) == 0;
+}
 
 /* The limits of a result, one bit each (1u << CMT__LIMIT_BIT_name). */
 static unsigned result_limits(const struct cmt_whatif_run_out *run,
@@ -186,6 +240,8 @@ static unsigned result_limits(const struct cmt_whatif_run_out *run,
         limits |= 1u << CMT__LIMIT_BIT_EMPTY_CACHE;
     if (s->failed_allocs && !r->oom)
         limits |= 1u << CMT__LIMIT_BIT_PAST_OOM;
+    if (run->check && !starts_exactly(run->check, r))
+        limits |= 1u << CMT__LIMIT_BIT_BEFORE_WINDOW;
     if (!run->check) { /* driver calls: cuMemAlloc has no stream, async ones have theirs */
         struct cmt_whatif_cursor c;
         struct cmt_whatif_event e;
@@ -314,6 +370,14 @@ static void print_recommendation(FILE *f, const struct cmt_whatif_run_out *run)
     const struct cmt_whatif_recommendation *rec = &run->rec;
     char buf[160], conf[160], a[32], b[32];
     fprintf(f, "\nRecommendation\n");
+    if (rec->best < 0 && run->capacity_source == CMT_WHATIF_CAPACITY_OOM) {
+        print_wrapped(f, "  ", 2,
+                      "No allocator setting avoids this OOM: its memory was held by other "
+                      "processes, and no PYTORCH_CUDA_ALLOC_CONF gives it back. Stop or wait "
+                      "for them (nvidia-smi lists them), run where the GPU is not shared, or "
+                      "lower the memory the program needs (batch size, resolution).");
+        return;
+    }
     if (rec->best < 0) {
         fprintf(f, "  No setting tried avoids the OOM. Lower the memory the program needs (batch "
                    "size, resolution), or try more settings (--expandable-segments true,false).\n");

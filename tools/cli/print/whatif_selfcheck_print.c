@@ -12,6 +12,34 @@ static const char *site_text(const struct cmt_whatif_run_out *run, uint32_t site
     return site && site < s->site_count && s->sites[site][0] ? s->sites[site] : NULL;
 }
 
+/* A history that starts late: what the file proves, what the model rebuilt from it. */
+static void print_window(FILE *f, const struct cmt_whatif_selfcheck *c)
+{
+    if (!c->before_segments && !c->before_blocks)
+        return;
+    fprintf(f,
+            "  window    the history starts late (a ring-limited snapshot); the file proves the "
+            "state at its\n"
+            "            start: %" PRIu64 " segment%s and %" PRIu64 " block%s held, ",
+            c->before_segments, c->before_segments == 1 ? "" : "s", c->before_blocks,
+            c->before_blocks == 1 ? "" : "s");
+    if (c->expandable)
+        fprintf(f, "placed where the model puts them\n"
+                   "            (expandable segments): an approximation under every setting\n");
+    else if (c->before_inexact)
+        fprintf(f,
+                "rebuilt in c10's layout except %" PRIu64 " block%s\n"
+                "            placed where the model puts them: an approximation under every "
+                "setting\n",
+                c->before_inexact, c->before_inexact == 1 ? "" : "s");
+    else
+        fprintf(f, "rebuilt exactly in c10's layout under the run's\n"
+                   "            settings; another setting starts from that same layout, an "
+                   "approximation (how\n"
+                   "            it would have laid out memory before the window is not in the "
+                   "file)\n");
+}
+
 void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
 {
     const struct cmt_whatif_selfcheck *c = run->check;
@@ -36,35 +64,51 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                 "  self-check  with the run's settings (%s): the run recorded no segment "
                 "allocation in its window; the model made %" PRIu64 "\n",
                 conf, c->model_segments);
-    else
+    else {
+        char frees[96] = ""; /* named when either side freed a segment */
+        if (c->recorded_frees || c->model_frees)
+            snprintf(frees, sizeof frees, " and %" PRIu64 " of %" PRIu64 " segment frees",
+                     c->agreeing_frees, c->recorded_frees);
         fprintf(f,
                 "  self-check  with the run's settings (%s) the model reproduces %" PRIu64
-                " of %" PRIu64 " segment allocations of this run%s\n",
-                conf, c->agreeing, c->recorded_segments,
-                c->model_segments != c->recorded_segments ? " (the model made a different number)"
-                                                          : "");
-    if (!c->expandable)
+                " of %" PRIu64 " segment allocations%s of this run%s\n",
+                conf, c->agreeing, c->recorded_segments, frees,
+                c->model_segments != c->recorded_segments || c->model_frees != c->recorded_frees
+                    ? " (the model made a different number)"
+                    : "");
+    }
+    if (!c->expandable) {
+        char e[32], g[32];
         fprintf(f,
-                "              peak reserved %s (run %s), out-of-memory failures %" PRIu64
-                " (run %" PRIu64 ")%s\n",
-                cmt__bytes(c->model_peak_reserved, a), cmt__bytes(c->recorded_peak_reserved, b),
-                c->model_ooms, c->recorded_ooms,
-                c->before_segments ? "; the state before the window is rebuilt first (its "
-                                     "layout is the model's, so agreement can be lower)"
-                                   : "");
+                "              peak reserved%s %s (run %s), at the end %s (run %s), "
+                "out-of-memory failures %" PRIu64 " (run %" PRIu64 ")\n",
+                c->before_segments ? " in the window" : "", cmt__bytes(c->model_peak_reserved, a),
+                cmt__bytes(c->recorded_peak_reserved, b), cmt__bytes(c->model_end_reserved, e),
+                cmt__bytes(c->recorded_end_reserved, g), c->model_ooms, c->recorded_ooms);
+    }
+    if (c->capacity_bounded)
+        fprintf(f,
+                "              replayed with a capacity of at most %s: the run's out-of-memory "
+                "retries prove it\n",
+                cmt__bytes(c->capacity_bound, a));
+    print_window(f, c);
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
         char r[32], m[32], q[32], t[32], text[512];
         const char *site = site_text(run, d->site);
-        fprintf(f, "    segment #%zu: run %s, model %s, for a %s request at %s%s%s%s\n",
-                d->index + 1, d->recorded.size ? cmt__bytes(d->recorded.size, r) : "none",
+        fprintf(f, "    segment %s#%zu: run %s, model %s, for a %s request at %s%s%s%s\n",
+                d->is_free ? "free " : "", d->index + 1,
+                d->recorded.size ? cmt__bytes(d->recorded.size, r) : "none",
                 d->model.size ? cmt__bytes(d->model.size, m) : "none",
                 cmt__bytes(d->request_bytes, q), cmt__duration(d->t_ns, t), site ? " (" : "",
                 site ? cmt__text(site, text, sizeof text) : "", site ? ")" : "");
     }
-    uint64_t shown = c->diff_count, all = c->recorded_segments > c->model_segments
-                                              ? c->recorded_segments - c->agreeing
-                                              : c->model_segments - c->agreeing;
+    uint64_t shown = c->diff_count,
+             all = (c->recorded_segments > c->model_segments ? c->recorded_segments
+                                                             : c->model_segments) -
+                   c->agreeing +
+                   (c->recorded_frees > c->model_frees ? c->recorded_frees : c->model_frees) -
+                   c->agreeing_frees;
     if (all > shown)
         fprintf(f, "    ... and %" PRIu64 " more disagreements (--json lists the first %d)\n",
                 all - shown, CMT_WHATIF_CHECK_DIFFS);
@@ -95,11 +139,25 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     cmt__json_u64(j, "recorded_segments", c->recorded_segments);
     cmt__json_u64(j, "model_segments", c->model_segments);
     cmt__json_u64(j, "agreeing_segments", c->agreeing);
+    cmt__json_u64(j, "recorded_segment_frees", c->recorded_frees);
+    cmt__json_u64(j, "model_segment_frees", c->model_frees);
+    cmt__json_u64(j, "agreeing_segment_frees", c->agreeing_frees);
     cmt__json_u64(j, "segments_before_window", c->before_segments);
+    cmt__json_u64(j, "blocks_before_window", c->before_blocks);
+    cmt__json_u64(j, "blocks_before_window_approximated", c->before_inexact);
+    cmt__json_bool(j, "window_start_exact",
+                   (c->before_segments || c->before_blocks) && !c->expandable &&
+                       !c->before_inexact);
     cmt__json_u64(j, "recorded_ooms", c->recorded_ooms);
     cmt__json_u64(j, "model_ooms", c->model_ooms);
     cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
     cmt__json_u64(j, "model_peak_reserved_bytes", c->model_peak_reserved);
+    if (c->capacity_bounded)
+        cmt__json_u64(j, "capacity_bound_bytes", c->capacity_bound);
+    else
+        cmt__json_null(j, "capacity_bound_bytes");
+    cmt__json_u64(j, "recorded_end_reserved_bytes", c->recorded_end_reserved);
+    cmt__json_u64(j, "model_end_reserved_bytes", c->model_end_reserved);
     cmt__json_array(j, "disagreements");
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
@@ -114,6 +172,7 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
             cmt__json_string(j, "site", site);
         else
             cmt__json_null(j, "site");
+        cmt__json_string(j, "kind", d->is_free ? "segment_free" : "segment_alloc");
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);

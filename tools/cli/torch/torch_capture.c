@@ -16,6 +16,7 @@
 #include "cmt_grow.h"
 #include "output.h"
 #include "reader.h"
+#include "replay.h" /* cmt_op_attrs: which ops give memory back */
 #include "snapshot_trace.h"
 #include "writer.h"
 #include "torch_sitecustomize.h" /* generated: cmt__torch_hook[], the hook's bytes */
@@ -342,7 +343,7 @@ static void calibrate_shift(struct merge *m)
         if (rec.type != CMT_REC_EVENT || e->result != 0 || !(e->fields & CMT_F(PTR)))
             continue;
         const struct cmt_api *api = cmt_reader_api(m->drv, e->api);
-        if (!api || (cmt_op_flags(api->op) & CMT_OPF_RELEASES) || !(e->fields & CMT_F(SIZE)))
+        if (!api || (cmt_op_attrs(api->op) & CMT_OPA_RELEASES) || !(e->fields & CMT_F(SIZE)))
             continue; /* a free names the address too */
         for (size_t i = 0; i < m->seg_count; i++) {
             if (m->segs[i].addr != e->v[CMT_FIELD_PTR])
@@ -560,6 +561,66 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
     return failures;
 }
 
+/* Why processes left no snapshot, from the hook's notes (torch-PID.note): the most telling
+ * one, and how many Python processes left a note. */
+struct notes {
+    char text[320];
+    int rank; /* of text: 0 none */
+    unsigned processes;
+};
+
+static int note_rank(const char *text)
+{
+    static const char *const order[] = {"Python ran but never imported torch",
+                                        "memory history was on", "torch ", /* imported, no CUDA */
+                                        "the hook failed", "import torch failed"};
+    for (int i = (int)(sizeof order / sizeof *order) - 1; i >= 0; i--)
+        if (!strncmp(text, order[i], strlen(order[i])))
+            return i + 1;
+    return 1;
+}
+
+static void read_note(const char *hook_dir, const char *name, struct notes *n)
+{
+    long pid;
+    int end = 0;
+    size_t len = strlen(name);
+    if (sscanf(name, "torch-%ld.note%n", &pid, &end) != 1 || (size_t)end != len)
+        return;
+    char path[PATH_MAX + NAME_MAX + 2], text[sizeof n->text];
+    snprintf(path, sizeof path, "%s/%s", hook_dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    ssize_t got = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got <= 0)
+        return;
+    text[got] = 0;
+    for (ssize_t i = 0; i < got; i++) /* one line of text */
+        if ((unsigned char)text[i] < 0x20 || (unsigned char)text[i] == 0x7f)
+            text[i] = ' ';
+    n->processes++;
+    int rank = note_rank(text);
+    if (rank > n->rank) {
+        n->rank = rank;
+        snprintf(n->text, sizeof n->text, "%s", text);
+    }
+}
+
+/* One line when no process left a snapshot, saying why (shown even when quiet). */
+static void say_no_snapshot(const struct notes *n)
+{
+    if (!n->processes)
+        fprintf(stderr, "cumemtrace record: --torch: no PyTorch memory snapshot was taken: no "
+                        "Python process loaded the hook (the program ran no Python, or "
+                        "python -S / -I / a cleared PYTHONPATH kept it out)\n");
+    else
+        fprintf(stderr,
+                "cumemtrace record: --torch: no PyTorch memory snapshot was taken: %s (%u "
+                "Python process%s)\n",
+                n->text, n->processes, n->processes == 1 ? "" : "es");
+}
+
 static int by_pid_then_last(const void *a, const void *b)
 {
     const struct dump *x = a, *y = b;
@@ -576,9 +637,12 @@ int cmt__torch_collect(const char *dir, const char *manifest, const char *patter
     struct dump *dumps = NULL, one;
     size_t count = 0, cap = 0;
     struct dirent *de;
+    struct notes notes = {0};
     int failures = 0;
     while (d && (de = readdir(d)))
-        if (parse_dump(de->d_name, &one)) {
+        if (!parse_dump(de->d_name, &one))
+            read_note(hook_dir, de->d_name, &notes);
+        else {
             if (CMT_GROW(dumps, cap, count + 1, 16) != 0) {
                 failures++;
                 break;
@@ -589,6 +653,8 @@ int cmt__torch_collect(const char *dir, const char *manifest, const char *patter
         closedir(d);
     if (count)
         qsort(dumps, count, sizeof *dumps, by_pid_then_last);
+    else
+        say_no_snapshot(&notes);
     for (size_t i = 0, j; i < count; i = j) {
         for (j = i + 1; j < count && dumps[j].pid == dumps[i].pid; j++)
             ;

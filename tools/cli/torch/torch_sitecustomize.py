@@ -30,6 +30,19 @@ def _cumemtrace_torch_hook():
         max_entries = 100000
     state = {"off": False, "dumps": 0, "armed": False, "version_pid": 0}
 
+    def note(text):
+        """CUMEMTRACE_TORCH_DIR/torch-PID.note: why this process has no snapshot yet (the last
+        word wins); `record` says it in one line when no process left a snapshot."""
+        if not out_dir:
+            return
+        try:
+            final = os.path.join(out_dir, "torch-%d.note" % os.getpid())
+            with open(final + ".partial", "w") as f:
+                f.write(" ".join(str(text).split())[:300])
+            os.replace(final + ".partial", final)
+        except Exception:
+            pass
+
     def warn(what, err=None):
         if state["off"]:
             return
@@ -37,8 +50,11 @@ def _cumemtrace_torch_hook():
         try:
             detail = ": %s: %s" % (type(err).__name__, err) if err is not None else ""
             sys.stderr.write("cumemtrace: torch hook: %s%s\n" % (what, detail))
+            note("the hook failed: %s%s" % (what, detail))
         except Exception:
             pass
+
+    note("Python ran but never imported torch")
 
     def note_version(torch):
         """torch-PID.version, once per process (a forked child dumps under its own pid)."""
@@ -77,6 +93,8 @@ def _cumemtrace_torch_hook():
         if state["armed"] or state["off"]:
             return
         state["armed"] = True
+        note("memory history was on, but the process ended before its snapshot was dumped at "
+             "exit (killed, or os._exit)")
         try:
             record = torch.cuda.memory._record_memory_history
             try:  # 2.1 onward: per-event history with Python stacks
@@ -96,6 +114,8 @@ def _cumemtrace_torch_hook():
             warn("cannot turn on PyTorch's memory history", err)
 
     def torch_imported(torch):
+        note("torch %s was imported but the program never initialised CUDA"
+             % getattr(torch, "__version__", ""))
         try:
             cuda = getattr(torch, "cuda", None)
             if cuda is None:
@@ -124,13 +144,20 @@ def _cumemtrace_torch_hook():
                 spec = None
             finally:
                 self.busy = False
+            if spec is None:
+                note("import torch failed: ModuleNotFoundError: No module named 'torch' (on "
+                     "this Python, %s)" % sys.executable)
             if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
                 return spec
             loader = spec.loader
             run = loader.exec_module
 
             def exec_module(module):
-                run(module)  # torch's own errors are the program's
+                try:
+                    run(module)  # torch's own errors are the program's
+                except BaseException as err:
+                    note("import torch failed: %s: %s" % (type(err).__name__, err))
+                    raise
                 try:
                     sys.meta_path.remove(watcher)
                 except ValueError:

@@ -147,8 +147,9 @@ else:  # 2.0: the legacy signature only, no _dump_snapshot
 TRAIN = """
 import json, sys
 if "notorch" not in sys.argv:
-    import torch
-    torch.cuda.init()
+    import os, torch
+    if not os.environ.get("FAKE_TORCH_NO_INIT"):
+        torch.cuda.init()
     print("trained")
     if "oom" in sys.argv:
         try:
@@ -334,11 +335,39 @@ def case_sys_path_and_status_unchanged(root):
         os.unlink(f)
 
 
+def no_snapshot_lines(stderr):
+    return [l for l in stderr.splitlines()
+            if l.startswith("cumemtrace record: --torch: no PyTorch memory snapshot")]
+
+
 def case_no_torch_no_snapshot(root):
     p, calls = run(root, ["notorch"])
-    check(p.returncode == 0 and "torch hook" not in p.stderr, "quiet without torch: " + p.stderr)
+    check(p.returncode == 0 and "torch hook" not in p.stderr, "no hook failure: " + p.stderr)
     check(not glob.glob(os.path.join(root, "*.pickle")), "no snapshot without torch")
     check(named(calls, "user_sitecustomize"), "the user's sitecustomize ran")
+    lines = no_snapshot_lines(p.stderr)
+    check(len(lines) == 1 and "never imported torch" in lines[0],
+          "one line says no snapshot was taken and why: " + p.stderr)
+
+
+def case_torch_absent_says_why(root):
+    """torch cannot be imported (absent here: the fake package is off the path)."""
+    p, calls = run(root, [], env_extra={"PYTHONPATH": os.path.join(root, "usersite")})
+    check(p.returncode != 0, "the program's own import error stays its own")
+    lines = no_snapshot_lines(p.stderr)
+    check(len(lines) == 1 and "import torch failed" in lines[0] and
+          "ModuleNotFoundError" in lines[0], "one line says torch failed to import: " + p.stderr)
+    for f in glob.glob(os.path.join(root, "cumemtrace.*")):
+        os.unlink(f)
+
+
+def case_torch_without_cuda_says_why(root):
+    p, calls = run(root, [], env_extra={"FAKE_TORCH_NO_INIT": "1"})
+    lines = no_snapshot_lines(p.stderr)
+    check(len(lines) == 1 and "never initialised CUDA" in lines[0],
+          "one line says CUDA was never initialised: " + p.stderr)
+    for f in glob.glob(os.path.join(root, "cumemtrace.*")):
+        os.unlink(f)
 
 
 def case_a_failure_inside_is_one_line(root):
@@ -395,7 +424,8 @@ root = tempfile.mkdtemp(prefix="cmt-torch-hook.")
 try:
     setup(root)
     for case in (case_training_with_a_survived_oom, case_sys_path_and_status_unchanged,
-                 case_no_torch_no_snapshot, case_a_failure_inside_is_one_line,
+                 case_no_torch_no_snapshot, case_torch_absent_says_why,
+                 case_torch_without_cuda_says_why, case_a_failure_inside_is_one_line,
                  case_torch_2_0_api, case_a_corrupt_snapshot_leaves_the_trace):
         before = len(failures)
         case(root)
