@@ -47,15 +47,12 @@ EXPANDABLE_SPLIT = "torch counts no inactive split bytes in expandable segments;
 NO_TOTAL = "a snapshot carries no device total: oom says total_bytes 0"
 NO_TOTAL_VERDICT = "without the total, over capacity / held by others is not told"
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
-RING_REPLAY = "the replay of a ring-limited window starts from the model's layout"
 RING_SPLIT = "a ring-limited window's peak inactive split above torch's own peak"
 REAL_REPLAY = "the replay of a real file starts from another state than its segments show"
 
 # The (class, figure) pairs that disagree today. The other helpers of issue 22 fix them: a
 # fixed one must leave this list, a new one fails.
 KNOWN_GAPS = {
-    ('empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
-    ('empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
     ('expandable', 'inactive split at the end'): EXPANDABLE_SPLIT,
     ('expandable', 'peak inactive split'): EXPANDABLE_SPLIT,
     ('expandable_empty_cache', 'inactive split at the end'): EXPANDABLE_SPLIT,
@@ -72,13 +69,8 @@ KNOWN_GAPS = {
     ('oom_others', "oom total (the observer's)"): NO_TOTAL,
     ('oom_others', 'oom verdict'): NO_TOTAL_VERDICT,
     ('real', "whatif self-check peak reserved (the window's)"): REAL_REPLAY,
-    ('real', 'whatif flags what differs'): REAL_REPLAY,
     ('ring120', "peak inactive split (window: at most torch's)"): RING_SPLIT,
-    ('ring120', 'whatif flags what differs'): RING_REPLAY,
-    ('ring120', "whatif self-check peak reserved (the window's)"): RING_REPLAY,
     ('ring40', "peak inactive split (window: at most torch's)"): RING_SPLIT,
-    ('ring40', 'whatif flags what differs'): RING_REPLAY,
-    ('ring40', "whatif self-check peak reserved (the window's)"): RING_REPLAY,
 }
 
 # (figure, memory_stats key, report's allocator key): snapshot_figures.py's table, and blocks
