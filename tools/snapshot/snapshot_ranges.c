@@ -84,8 +84,10 @@ int cmt__ranges_remove(struct cmt__ranges *r, uint64_t start, uint64_t end, cmt_
         j++;
     if (j < r->n && r->v[j].start < end) /* the one above keeps its end */
         r->v[j].start = end;
-    memmove(r->v + i, r->v + j, (r->n - j) * sizeof *r->v);
-    r->n -= j - i;
+    if (j > i) { /* none may be left out: r->v may still be NULL */
+        memmove(r->v + i, r->v + j, (r->n - j) * sizeof *r->v);
+        r->n -= j - i;
+    }
     return 0;
 }
 
