@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "caching_model.h"
+#include "cmt_format.h"
 #include "snapshot.h"
 
 /* @return the index of the first of v[0 .. n-1] (sorted) at or above key. */
@@ -25,5 +26,13 @@ size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key);
  * the allocator settings in config. @return 0, or CMT_ENOMEM. */
 int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
                               uint64_t *entry_size);
+
+/* The state before a ring-limited window (its events flagged before, ev[0 .. n-1]) knows
+ * every block then in use, but sizes those the window frees from their requests. A large-pool
+ * free block of c10 is over 1 MiB (it splits no smaller remainder off), so a gap of at most
+ * 1 MiB after such a block, up to the next block or its segment's end, is the block's: this
+ * widens the block to it. @return 0, or CMT_ENOMEM. */
+int cmt__snapshot_before_sizes(struct cmt_alloc_event *ev, size_t n,
+                               const struct cmt_model_config *config);
 
 #endif

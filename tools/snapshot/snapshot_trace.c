@@ -342,6 +342,8 @@ static int scan(struct conv *c)
         rc = cmt__snapshot_block_sizes(c->s, &c->config, c->entry_size);
     if (!rc)
         rc = scan_segments(c, &live, &segs, &mapped);
+    if (!rc) /* the blocks the window frees, where c10 did not split them */
+        rc = cmt__snapshot_before_sizes(c->before, c->nbefore, &c->config);
     map_free(&live);
     map_free(&segs);
     cmt__ranges_free(&mapped);
