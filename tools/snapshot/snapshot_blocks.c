@@ -93,10 +93,18 @@ static uint64_t block_size(const struct cmt_model_config *config, const struct r
 }
 
 int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
+                              const struct cmt_alloc_event *before, size_t nbefore,
                               uint64_t *entry_size)
 {
     struct ranges used = {0}, segments = {0};
     int rc = 0;
+    for (size_t i = 0; i < nbefore && !rc; i++) {
+        const uint64_t *v = before[i].v;
+        if (before[i].action == CMT_AA_SEGMENT_ALLOC)
+            rc = insert(&segments, v[CMT_AFIELD_ADDR], v[CMT_AFIELD_ADDR] + v[CMT_AFIELD_SIZE], 1);
+        else if (before[i].action == CMT_AA_ALLOC)
+            rc = insert(&used, v[CMT_AFIELD_ADDR], 0, 0);
+    }
     for (size_t i = 0; i < s->nentries && !rc; i++) {
         const struct cmt_snapshot_entry *e = &s->entries[i];
         switch (e->action) {

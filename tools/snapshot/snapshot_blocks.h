@@ -23,8 +23,10 @@
 size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key);
 
 /* Sets entry_size[i] for every alloc entry i of s (the others are left as they are), under
- * the allocator settings in config. @return 0, or CMT_ENOMEM. */
+ * the allocator settings in config, from the state before the window: its segments and blocks
+ * in before[0 .. nbefore-1] (none: a window that starts empty). @return 0, or CMT_ENOMEM. */
 int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
+                              const struct cmt_alloc_event *before, size_t nbefore,
                               uint64_t *entry_size);
 
 /* The state before a ring-limited window (its events flagged before, ev[0 .. n-1]) knows
