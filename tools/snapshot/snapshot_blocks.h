@@ -8,7 +8,8 @@
  * merges a free block with its free neighbours, so the free block an allocation at address A
  * takes runs from A to the next block still in use (allocated, or freed while a stream may
  * use it) or the end of its segment. This replays the entries in order to find it. Blocks of
- * expandable segments and of segments the window does not show being made are rounded only. */
+ * expandable segments, and of segments neither made in the window nor in the state before it
+ * that a ring-limited window rebuilds, are rounded only. */
 #ifndef CMT_SNAPSHOT_BLOCKS_H
 #define CMT_SNAPSHOT_BLOCKS_H
 
