@@ -44,7 +44,6 @@ VIZ = os.path.join(TORCH_ROOT, "usr/lib/python3/dist-packages/torch/cuda/_memory
 
 # Why each known gap disagrees (measured on the corpus; tests/torch/README.md has the counts).
 EMPTY_CACHE_REPLAY = "the self-check's replay of empty_cache() keeps other segments"
-RING_SPLIT = "a ring-limited window's peak inactive split above torch's own peak"
 REAL_REPLAY = "the replay of a real file starts from another state than its segments show"
 
 # The (class, figure) pairs that disagree today. The other helpers of issue 22 fix them: a
@@ -53,8 +52,6 @@ KNOWN_GAPS = {
     ('expandable_empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
     ('expandable_empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
     ('real', "whatif self-check peak reserved (the window's)"): REAL_REPLAY,
-    ('ring120', "peak inactive split (window: at most torch's)"): RING_SPLIT,
-    ('ring40', "peak inactive split (window: at most torch's)"): RING_SPLIT,
 }
 
 # (figure, memory_stats key, report's allocator key): snapshot_figures.py's table, and blocks

@@ -652,6 +652,8 @@ int cmt_alloc_observe(cmt_alloc *a, const struct cmt_replay_step *st)
     }
     d->last_t_ns = e->t_ns;
     peaks(d, e->t_ns);
+    if (before) /* the state before the window, rebuilt one block at a time: only its end counts */
+        d->peak.inactive_split_bytes = d->now.inactive_split_bytes;
     return rc;
 }
 

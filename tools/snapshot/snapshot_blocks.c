@@ -93,10 +93,18 @@ static uint64_t block_size(const struct cmt_model_config *config, const struct r
 }
 
 int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_model_config *config,
+                              const struct cmt_alloc_event *before, size_t nbefore,
                               uint64_t *entry_size)
 {
     struct ranges used = {0}, segments = {0};
     int rc = 0;
+    for (size_t i = 0; i < nbefore && !rc; i++) {
+        const uint64_t *v = before[i].v;
+        if (before[i].action == CMT_AA_SEGMENT_ALLOC)
+            rc = insert(&segments, v[CMT_AFIELD_ADDR], v[CMT_AFIELD_ADDR] + v[CMT_AFIELD_SIZE], 1);
+        else if (before[i].action == CMT_AA_ALLOC)
+            rc = insert(&used, v[CMT_AFIELD_ADDR], 0, 0);
+    }
     for (size_t i = 0; i < s->nentries && !rc; i++) {
         const struct cmt_snapshot_entry *e = &s->entries[i];
         switch (e->action) {
@@ -117,4 +125,74 @@ int cmt__snapshot_block_sizes(const struct cmt_snapshot *s, const struct cmt_mod
     free(segments.start);
     free(segments.end);
     return rc;
+}
+
+/* A before-state segment or block start of one device, sorted by (dev, start). */
+struct place {
+    int32_t dev;
+    uint64_t start, end;
+};
+
+static int cmp_place(const void *a, const void *b)
+{
+    const struct place *x = a, *y = b;
+    if (x->dev != y->dev)
+        return (x->dev > y->dev) - (x->dev < y->dev);
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The first of p[0 .. n-1] above (dev, addr). */
+static size_t above(const struct place *p, size_t n, int32_t dev, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p[mid].dev < dev || (p[mid].dev == dev && p[mid].start <= addr))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int cmt__snapshot_before_sizes(struct cmt_alloc_event *ev, size_t n,
+                               const struct cmt_model_config *config)
+{
+    if (config->expandable_segments || !n)
+        return 0;
+    struct place *segs = malloc(n * sizeof *segs), *blocks = malloc(n * sizeof *blocks);
+    if (!segs || !blocks) {
+        free(segs);
+        free(blocks);
+        return CMT_ENOMEM;
+    }
+    size_t ns = 0, nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *v = ev[i].v;
+        if (ev[i].action == CMT_AA_SEGMENT_ALLOC)
+            segs[ns++] = (struct place){ev[i].dev, v[CMT_AFIELD_ADDR],
+                                        v[CMT_AFIELD_ADDR] + v[CMT_AFIELD_SIZE]};
+        else if (ev[i].action == CMT_AA_ALLOC)
+            blocks[nb++] = (struct place){ev[i].dev, v[CMT_AFIELD_ADDR], 0};
+    }
+    qsort(segs, ns, sizeof *segs, cmp_place);
+    qsort(blocks, nb, sizeof *blocks, cmp_place);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *v = ev[i].v, addr = v[CMT_AFIELD_ADDR];
+        if (ev[i].action != CMT_AA_ALLOC || v[CMT_AFIELD_SIZE] <= SMALL_SIZE ||
+            (v[CMT_AFIELD_FLAGS] & CMT_AFLAG_EXPANDABLE))
+            continue;
+        size_t s = above(segs, ns, ev[i].dev, addr);
+        if (!s || segs[s - 1].dev != ev[i].dev || segs[s - 1].end <= addr)
+            continue; /* in no segment known */
+        uint64_t end = segs[s - 1].end;
+        size_t next = above(blocks, nb, ev[i].dev, addr);
+        if (next < nb && blocks[next].dev == ev[i].dev && blocks[next].start < end)
+            end = blocks[next].start;
+        if (end > addr + v[CMT_AFIELD_SIZE] && end - addr - v[CMT_AFIELD_SIZE] <= SMALL_SIZE)
+            v[CMT_AFIELD_SIZE] = end - addr;
+    }
+    free(segs);
+    free(blocks);
+    return 0;
 }

@@ -333,15 +333,36 @@ static int cmp_before(const void *a, const void *b)
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
+/* The blocks of the window's allocations gone by the dump (the others have their sizes from
+ * it), found again from the state before the window. */
+static int window_sizes(struct conv *c, const struct u64_map *live)
+{
+    uint64_t *size = malloc((c->s->nentries + 1) * sizeof *size);
+    int rc = size ? cmt__snapshot_block_sizes(c->s, &c->config, c->before, c->nbefore, size)
+                  : CMT_ENOMEM;
+    for (size_t i = 0; i < c->s->nentries && !rc; i++) {
+        const struct cmt_snapshot_entry *e = &c->s->entries[i];
+        const uint64_t *v = map_slot(live, e->addr);
+        if (e->action == CMT_SNAPSHOT_ALLOC && !(v && *v == i + 1))
+            c->entry_size[i] = size[i];
+    }
+    free(size);
+    return rc;
+}
+
 static int scan(struct conv *c)
 {
     struct u64_map live = {0}, segs = {0};
     struct cmt__ranges mapped = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
     if (!rc) /* the blocks allocations took, where c10 did not split them */
-        rc = cmt__snapshot_block_sizes(c->s, &c->config, c->entry_size);
+        rc = cmt__snapshot_block_sizes(c->s, &c->config, NULL, 0, c->entry_size);
     if (!rc)
         rc = scan_segments(c, &live, &segs, &mapped);
+    if (!rc) /* the blocks the window frees, where c10 did not split them */
+        rc = cmt__snapshot_before_sizes(c->before, c->nbefore, &c->config);
+    if (!rc && c->nbefore) /* those gone by the dump: also in the segments made before */
+        rc = window_sizes(c, &live);
     map_free(&live);
     map_free(&segs);
     cmt__ranges_free(&mapped);

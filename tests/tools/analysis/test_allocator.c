@@ -453,6 +453,27 @@ Test(allocator, blocks_recorded_before_their_segment_are_placed_when_it_comes)
     done(&b);
 }
 
+/* A ring-limited window's state before it is rebuilt one block at a time: the segment with
+ * its first block only shows 18 MiB of inactive split that the state never had. */
+Test(allocator, the_rebuilt_state_before_a_window_counts_at_its_end_only)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    const uint64_t seg = 0x7f0000000000;
+    tb_segment(&b, seg, MIB(20), CMT_AFLAG_BEFORE);
+    tb_block(&b, seg, MIB(2), MIB(2), 0, CMT_AFLAG_BEFORE);
+    tb_block(&b, seg + MIB(2), MIB(16), MIB(16), 0, CMT_AFLAG_BEFORE);
+    tb_block(&b, seg + MIB(18), MIB(2), MIB(2), 0, 0);
+    tb_finish(&b, 1);
+    analyse(&b, 0);
+    const struct cmt_alloc_device *d = cmt_alloc_device(alloc, 1, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->peak.inactive_split_bytes, MIB(2));
+    cr_expect_eq(d->now.inactive_split_bytes, 0);
+    cr_expect_eq(d->peak.allocated_bytes, MIB(20));
+    done(&b);
+}
+
 /* max_split_size_mb:400: a cached 900 MiB block is oversize. PyTorch refuses it to a request
  * below 400 MiB, and to one at or above it unless it is within 20 MiB of the request. */
 Test(allocator, oversize_cached_blocks_serve_only_requests_they_fit_closely)

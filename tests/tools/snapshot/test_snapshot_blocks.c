@@ -23,7 +23,7 @@ static void sizes(const struct cmt_snapshot_entry *e, size_t n, const char *conf
     char err[128];
     cr_assert_eq(cmt_model_config_parse(&config, conf, err, sizeof err), 0, "%s", err);
     memset(out, 0, n * sizeof *out);
-    cr_assert_eq(cmt__snapshot_block_sizes(&s, &config, out), 0);
+    cr_assert_eq(cmt__snapshot_block_sizes(&s, &config, NULL, 0, out), 0);
 }
 
 Test(snapshot_blocks, a_large_remainder_of_at_most_1_mib_stays_in_the_block)
@@ -78,4 +78,56 @@ Test(snapshot_blocks, a_request_at_max_split_size_takes_the_whole_block)
     cr_expect_eq(out[1], MIB(64));
     sizes(e, 2, "max_split_size_mb:64", out);
     cr_expect_eq(out[1], MIB(100));
+}
+
+static struct cmt_alloc_event before(uint32_t action, int32_t dev, uint64_t addr, uint64_t size)
+{
+    struct cmt_alloc_event e = {.action = action, .dev = dev};
+    e.fields = CMT_AF(ADDR) | CMT_AF(SIZE) | CMT_AF(FLAGS);
+    e.v[CMT_AFIELD_ADDR] = addr;
+    e.v[CMT_AFIELD_SIZE] = size;
+    e.v[CMT_AFIELD_FLAGS] = CMT_AFLAG_BEFORE;
+    return e;
+}
+
+Test(snapshot_blocks, a_before_block_takes_a_gap_of_at_most_1_mib_after_it)
+{
+    struct cmt_alloc_event e[] = {
+        before(CMT_AA_SEGMENT_ALLOC, 0, SEG, MIB(20)),
+        before(CMT_AA_SEGMENT_ALLOC, 1, SEG, MIB(20)),
+        before(CMT_AA_ALLOC, 0, SEG, MIB(5)),               /* 0.5 MiB to the next: widened */
+        before(CMT_AA_ALLOC, 0, SEG + MIB(11) / 2, MIB(4)), /* 2.5 MiB to the next: kept */
+        before(CMT_AA_ALLOC, 0, SEG + MIB(12), MIB(7)),     /* 1 MiB to the end: widened */
+        before(CMT_AA_ALLOC, 1, SEG, MIB(19)),              /* its own device's segment: widened */
+        before(CMT_AA_ALLOC, 0, SEG + MIB(30), MIB(4)),     /* in no segment: kept */
+        before(CMT_AA_ALLOC, 1, 0x10000, MIB(1) / 2),       /* small pool: kept */
+    };
+    struct cmt_model_config config;
+    cmt_model_config_default(&config, MIB(1) << 20);
+    cr_assert_eq(cmt__snapshot_before_sizes(e, 8, &config), 0);
+    const uint64_t want[] = {MIB(20), MIB(20), MIB(11) / 2, MIB(4),
+                             MIB(8),  MIB(20), MIB(4),      MIB(1) / 2};
+    for (size_t i = 0; i < 8; i++)
+        cr_expect_eq(e[i].v[CMT_AFIELD_SIZE], want[i], "event %zu: %llu", i,
+                     (unsigned long long)e[i].v[CMT_AFIELD_SIZE]);
+}
+
+Test(snapshot_blocks, an_allocation_in_a_segment_made_before_the_window_is_not_split_either)
+{
+    const struct cmt_alloc_event b[] = {
+        before(CMT_AA_SEGMENT_ALLOC, 0, SEG, MIB(20)),
+        before(CMT_AA_ALLOC, 0, SEG + MIB(10), MIB(10)), /* in use: ends the free run */
+    };
+    const struct cmt_snapshot_entry e[] = {
+        entry(CMT_SNAPSHOT_ALLOC, SEG, MIB(9) + MIB(1) / 2), /* 0.5 MiB left: not split */
+    };
+    struct cmt_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.entries = (struct cmt_snapshot_entry *)e;
+    s.nentries = 1;
+    struct cmt_model_config config;
+    cmt_model_config_default(&config, MIB(1) << 20);
+    uint64_t out[1] = {0};
+    cr_assert_eq(cmt__snapshot_block_sizes(&s, &config, b, 2, out), 0);
+    cr_expect_eq(out[0], MIB(10));
 }
