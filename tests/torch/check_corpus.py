@@ -49,7 +49,6 @@ REAL_REPLAY = "the replay of a real file starts from another state than its segm
 # The (class, figure) pairs that disagree today. The other helpers of issue 22 fix them: a
 # fixed one must leave this list, a new one fails.
 KNOWN_GAPS = {
-    ('expandable_empty_cache', 'whatif flags what differs'): EMPTY_CACHE_REPLAY,
     ('expandable_empty_cache', 'whatif self-check peak reserved'): EMPTY_CACHE_REPLAY,
     ('real', "whatif self-check peak reserved (the window's)"): REAL_REPLAY,
 }
@@ -345,8 +344,11 @@ def check_whatif(table, cls, name, path, snap, fig):
     table.check(cls, "whatif self-check peak reserved" + (" (the window's)" if window else ""),
                 peak_ok, detail)
     table.check(cls, "whatif self-check OOMs", ooms_ok, detail)
+    table.check(cls, "whatif agrees only where torch's figures agree",
+                not (sc.get("agrees") and not (peak_ok and ooms_ok)), detail)
     table.check(cls, "whatif flags what differs",
-                (peak_ok and ooms_ok) or bool(sc.get("disagreements")), detail)
+                (peak_ok and ooms_ok) or bool(sc.get("disagreements")) or sc.get("agrees") is False,
+                detail)
 
 
 def check_export(table, cls, name, path, snap, viz):

@@ -77,7 +77,8 @@ void cmt__whatif_print_selfcheck(FILE *f, const struct cmt_whatif_run_out *run)
                     ? " (the model made a different number)"
                     : "");
     }
-    if (!c->expandable) {
+    if (!c->expandable || c->model_end_reserved != c->recorded_end_reserved ||
+        c->model_ooms != c->recorded_ooms) {
         char e[32], g[32];
         fprintf(f,
                 "              peak reserved%s %s (run %s), at the end %s (run %s), "
@@ -158,6 +159,15 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
         cmt__json_null(j, "capacity_bound_bytes");
     cmt__json_u64(j, "recorded_end_reserved_bytes", c->recorded_end_reserved);
     cmt__json_u64(j, "model_end_reserved_bytes", c->model_end_reserved);
+    /* the one verdict: every figure the run recorded reproduced (with expandable segments,
+     * where segments are not compared, the peak, the end and the OOMs alone say it) */
+    cmt__json_bool(j, "agrees",
+                   c->ran && !c->error[0] && c->agreeing == c->recorded_segments &&
+                       c->model_segments == c->recorded_segments &&
+                       c->agreeing_frees == c->recorded_frees &&
+                       c->model_frees == c->recorded_frees && c->model_ooms == c->recorded_ooms &&
+                       c->model_peak_reserved == c->recorded_peak_reserved &&
+                       c->model_end_reserved == c->recorded_end_reserved);
     cmt__json_array(j, "disagreements");
     for (size_t i = 0; i < c->diff_count; i++) {
         const struct cmt_whatif_check_diff *d = &c->diffs[i];
