@@ -79,9 +79,8 @@ uint64_t cmt_oom_device_bytes_needed(const struct cmt_oom_episode *e)
     struct cmt_model_config config; /* the run's settings where the trace names them */
     char err[160];
     cmt_model_config_default(&config, 0);
-    if (e->alloc && e->alloc->conf && *e->alloc->conf &&
-        cmt_model_config_parse(&config, e->alloc->conf, err, sizeof err) != CMT_EOK)
-        cmt_model_config_default(&config, 0);
+    if (e->alloc && e->alloc->conf && *e->alloc->conf) /* unreadable: parse keeps the defaults */
+        (void)cmt_model_config_parse(&config, e->alloc->conf, err, sizeof err);
     return cmt_model_segment_size(&config, (size_t)r);
 }
 

@@ -129,7 +129,8 @@ struct cmt_whatif_block_collector {
     /* The state before the window (records flagged before, not expandable), kept until the
      * window's first event and then rebuilt in c10's own layout (rebuild_before). */
     struct held *held_segments, *held_blocks;
-    struct cmt_model_config config; /* the run's settings, for the rebuild */
+    struct cmt_model_config config; /* the run's settings, read when the first event fixes them */
+    bool config_read;               /* they parsed (else config holds PyTorch's defaults) */
     uint64_t split_limit;
     size_t held_segment_count, held_segment_cap, held_block_count, held_block_cap;
     int failed;
@@ -301,17 +302,12 @@ static int segment(struct cmt_whatif_block_collector *c, const struct cmt_alloc_
 static void oom_bound(struct cmt_whatif_block_collector *c, const struct cmt_alloc_event *e)
 {
     struct cmt_whatif_selfcheck *k = c->check;
-    struct cmt_model_config config;
-    char err[160];
-    if (k->expandable || strstr(k->conf, "expandable_segments:True") ||
+    if (!c->config_read || k->expandable || strstr(k->conf, "expandable_segments:True") ||
         strstr(k->conf, "garbage_collection_threshold"))
-        return;
-    cmt_model_config_default(&config, 0);
-    if (k->conf[0] && cmt_model_config_parse(&config, k->conf, err, sizeof err) != 0)
         return;
     size_t size = (size_t)field(e, CMT_AFIELD_SIZE);
     uint64_t bound = c->reserved +
-                     cmt_model_segment_size(&config, cmt_model_round_size(&config, size)) - 1;
+                     cmt_model_segment_size(&c->config, cmt_model_round_size(&c->config, size)) - 1;
     if (size && (!k->capacity_bound || bound < k->capacity_bound))
         k->capacity_bound = bound;
 }
@@ -450,11 +446,8 @@ static int rebuild_before(struct cmt_whatif_block_collector *c)
     size_t ng = c->held_segment_count, nb = c->held_block_count, k = 0;
     struct fillers f = {0};
     int rc = 0;
-    char err[8];
-    cmt_model_config_default(&c->config, 1); /* the run's settings: round_size, the split */
-    if (c->check->conf[0] && cmt_model_config_parse(&c->config, c->check->conf, err, sizeof err))
+    if (!c->config_read)
         c->check->before_inexact += nb; /* settings the model cannot read */
-    c->split_limit = c->config.max_split_size ? c->config.max_split_size : UINT64_MAX;
     if (ng)
         qsort(g, ng, sizeof *g, by_addr);
     if (nb)
@@ -514,7 +507,14 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
         s->other_device_events++;
         return 0;
     }
-    c->conf_fixed = true; /* the settings before the first event are the run's */
+    if (!c->conf_fixed) { /* the settings before the first event are the run's */
+        char err[8];
+        c->conf_fixed = true;
+        cmt_model_config_default(&c->config, 1);
+        c->config_read = !c->check->conf[0] ||
+                         cmt_model_config_parse(&c->config, c->check->conf, err, sizeof err) == 0;
+        c->split_limit = c->config.max_split_size ? c->config.max_split_size : UINT64_MAX;
+    }
     uint64_t flags = field(e, CMT_AFIELD_FLAGS);
     bool before = flags & CMT_AFLAG_BEFORE;
     if (before && !(flags & CMT_AFLAG_EXPANDABLE) &&
