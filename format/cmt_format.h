@@ -15,7 +15,7 @@
 #define CMT_MAGIC_SIZE 8
 #define CMT_FILE_HEADER_SIZE 16
 #define CMT_VERSION_MAJOR 3 /* readers also read majors 1 and 2 (docs/trace-format.md) */
-#define CMT_VERSION_MINOR 2
+#define CMT_VERSION_MINOR 3
 
 /* Chunk header: u32 chunk magic, u32 compressed size, u32 raw size, u32 record count. */
 #define CMT_CHUNK_MAGIC 0x4b544d43u /* "CMTK" read as a little-endian u32 */
@@ -47,7 +47,8 @@
     X(EVENTS, 15)           \
     X(ALLOCATOR, 16)        \
     X(ALLOC_EVENT, 17)      \
-    X(RANGE, 18)
+    X(RANGE, 18)            \
+    X(ALLOC_EVENTS, 19)
 
 enum cmt_record_type {
 #define CMT__REC_ENUM(name, value) CMT_REC_##name = value,
@@ -341,6 +342,17 @@ enum cmt_alloc_field {
         CMT_NAFIELDS
 };
 #define CMT_AF(name) (UINT32_C(1) << CMT_AFIELD_##name)
+
+/* ALLOC_EVENTS (3.3): consecutive ALLOC_EVENTs column by column, as EVENTS holds EVENTs. The
+ * head column holds each one's allocator, action, tid, zigzag dev, stack and fields mask; the
+ * time column its t_ns as a zigzag delta from the previous one's in the chunk; column
+ * CMT_ACOL_VALUES + f the values of field f, each a zigzag delta from the previous value of f in
+ * the chunk. A sub-allocator's reports repeat their shape and their blocks' sizes, so all but
+ * the time column compress to almost nothing. */
+#define CMT_ACOL_HEAD 0
+#define CMT_ACOL_TIME 1
+#define CMT_ACOL_VALUES 2
+#define CMT_NACOLS (CMT_ACOL_VALUES + CMT_NAFIELDS)
 
 /* Bits of the FLAGS field. */
 #define CMT_AFLAG_BEFORE 1u     /* existed before the recorded window (time unknown) */

@@ -23,7 +23,7 @@ static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what
     if (!r->error) {
         r->error = code;
         r->cur = r->end; /* nothing more is decoded: the fast path of cmt_reader_next stops */
-        r->block_left = 0;
+        r->block_left = r->ablock_left = 0;
         r->damage_offset = offset;
         if (code == CMT_ENOMEM) /* the reader's own failure: the file may be sound */
             snprintf(r->damage, sizeof r->damage,
@@ -162,7 +162,7 @@ void cmt_reader_rewind(cmt_reader *r)
     r->released = 0;
     r->cur = r->end = NULL;
     r->cut = 0; /* a chunk cut short is cut when it is loaded again */
-    r->block_left = 0;
+    r->block_left = r->ablock_left = 0;
     r->chunk_records = r->records_seen = 0;
     r->events = 0;
     r->gaps = 0;
@@ -274,7 +274,9 @@ static int load_chunk_at(cmt_reader *r, uint64_t at)
     r->prev_dev = 0;
     r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
-    r->block_left = 0;
+    r->block_left = r->ablock_left = 0;
+    r->prev_at = 0;
+    memset(r->prev_av, 0, sizeof r->prev_av);
     r->chunk_first_event = r->events;
     return 1;
 }
@@ -553,6 +555,16 @@ static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
     return 1;
 }
 
+/* Returns the current ALLOC_EVENTS block's next report, or the damage it shows. */
+static __attribute__((noinline)) int next_alloc_block_event(cmt_reader *r, struct cmt_record *rec)
+{
+    if (cmt__reader_alloc_block_next(r, &rec->u.alloc_event) != 0)
+        return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed allocator event block");
+    rec->type = CMT_REC_ALLOC_EVENT;
+    rec->offset = r->chunk_offset;
+    return 1;
+}
+
 /* The list families (docs/trace-format.md, rule 6): a record of one of them whose bytes
  * repeat an earlier record of the file is folded, so that memory follows distinct content. */
 #define CMT__FOLDED_TYPES (1u << CMT_REC_ENV | 1u << CMT_REC_NOTE | 1u << CMT_REC_THREAD)
@@ -639,6 +651,12 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
             return next_block_event(r, rec);
         }
+        if (type == CMT_REC_ALLOC_EVENTS) {
+            if (cmt__reader_alloc_block(r, &d) != 0)
+                return set_damage(r, CMT_ECORRUPT, r->chunk_offset,
+                                  "malformed allocator event block");
+            return next_alloc_block_event(r, rec);
+        }
         if (type == 0 || type >= CMT_REC_MAX)
             continue; /* unknown record types are skipped (MUST) */
         int rc = known_record(r, (uint32_t)type, start, &d, rec);
@@ -651,6 +669,8 @@ static inline __attribute__((always_inline)) int next_record(cmt_reader *r, stru
 {
     if (__builtin_expect(r->block_left != 0, 1)) /* the next event of an EVENTS block */
         return next_block_event(r, rec);
+    if (__builtin_expect(r->ablock_left != 0, 0)) /* an ALLOC_EVENTS block's next report */
+        return next_alloc_block_event(r, rec);
     /* the hot path: an event with a two-byte header, whole inside the current chunk (a
      * damaged reader has cur == end, so it always takes the slow path) */
     const uint8_t *cur = r->cur;
@@ -682,8 +702,8 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
 void cmt_reader_stop(cmt_reader *r)
 {
     r->stopped = 1;
-    r->cur = r->end;   /* the fast path sees no event left in the chunk: next_slow says 0 */
-    r->block_left = 0; /* nor in an EVENTS block */
+    r->cur = r->end; /* the fast path sees no event left in the chunk: next_slow says 0 */
+    r->block_left = r->ablock_left = 0; /* nor in a block */
 }
 
 int cmt_reader_preload(cmt_reader *r)

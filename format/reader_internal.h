@@ -16,6 +16,12 @@
  * keeps every read within 10 * (9 + CMT_NFIELDS) bytes past its end. */
 #define CMT__CHUNK_PAD 320
 
+/* A checked decoder over [p, end): reads past the end set bad (reader_records.c). */
+struct cmt__dec {
+    const uint8_t *p, *end;
+    int bad, nomem;
+};
+
 struct cmt__arena_block {
     struct cmt__arena_block *next;
     size_t used, cap;
@@ -65,6 +71,11 @@ struct cmt_reader {
      * absent column is empty: a cursor at the chunk's zeroed padding) */
     uint32_t block_left;
     const uint8_t *col[CMT_NCOLS], *col_end[CMT_NCOLS];
+    /* the ALLOC_EVENTS block being read (3.3): reports left, a decoder per column (an absent
+     * column reads as damage), and its delta bases, reset per chunk */
+    uint32_t ablock_left;
+    struct cmt__dec acol[CMT_NACOLS];
+    uint64_t prev_at, prev_av[CMT_NAFIELDS];
 
     /* the chunk sequence (reader_chunks.c): the whole chunks found at the first load, in the
      * order they are read (seq order; a chunk repeated byte for byte left out), then the rest
@@ -174,12 +185,14 @@ int cmt__reader_chunk_header_ok(const cmt_reader *r, uint64_t at, uint32_t *csiz
 
 /* A record's payload being decoded: absent trailing fields read as 0, damage sets bad, a
  * failed allocation nomem. */
-struct cmt__dec {
-    const uint8_t *p, *end;
-    int bad, nomem;
-};
 /* Decodes one known record's payload (any type but EVENTS; reader_records.c).
  * @return 0, -1 when the payload is malformed, or CMT_ENOMEM. */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec);
+/* An ALLOC_EVENTS block's payload d: sets up its columns and r->ablock_left.
+ * @return 0, or -1 when its header is malformed. */
+int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d);
+/* The block's next report (after its last, every column must have ended there).
+ * @return 0, or -1 when the block is malformed. */
+int cmt__reader_alloc_block_next(cmt_reader *r, struct cmt_alloc_event *e);
 
 #endif

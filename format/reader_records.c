@@ -239,6 +239,85 @@ static int decode_range(cmt_reader *r, struct cmt__dec *d, struct cmt_range *g)
     return d->bad ? CMT_ECORRUPT : 0;
 }
 
+/* ---- ALLOC_EVENTS blocks (3.3) ---- */
+
+/* A column's next varint: a column read past its end is damage (unlike a record's absent
+ * trailing fields). */
+static inline uint64_t col_u64(struct cmt__dec *d)
+{
+    if (d->p >= d->end)
+        d->bad = 1;
+    return d->bad ? 0 : u64(d);
+}
+
+static inline uint32_t col_u32(struct cmt__dec *d)
+{
+    uint64_t v = col_u64(d);
+    if (v > UINT32_MAX)
+        d->bad = 1;
+    return (uint32_t)v;
+}
+
+int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d)
+{
+    uint64_t count = u64(d), mask = u64(d), len[64];
+    if (d->bad || count == 0 || count > UINT32_MAX || (mask & 3) != 3)
+        return -1;
+    uint64_t total = 0;
+    for (uint64_t m = mask; m; m &= m - 1) {
+        int k = __builtin_ctzll(m);
+        len[k] = col_u64(d);
+        if (d->bad || len[k] > (uint64_t)(d->end - d->p))
+            return -1;
+        total += len[k];
+    }
+    if (total != (uint64_t)(d->end - d->p))
+        return -1;
+    for (int k = 0; k < CMT_NACOLS; k++)
+        r->acol[k] = (struct cmt__dec){d->end, d->end, 0, 0}; /* absent: empty */
+    const uint8_t *p = d->p;
+    for (uint64_t m = mask; m; m &= m - 1) { /* columns of fields this reader does not know:
+                                              * skipped, as in EVENTS */
+        int k = __builtin_ctzll(m);
+        if (k < CMT_NACOLS)
+            r->acol[k] = (struct cmt__dec){p, p + len[k], 0, 0};
+        p += len[k];
+    }
+    r->ablock_left = (uint32_t)count;
+    return 0;
+}
+
+int cmt__reader_alloc_block_next(cmt_reader *r, struct cmt_alloc_event *e)
+{
+    struct cmt__dec *h = &r->acol[CMT_ACOL_HEAD], *t = &r->acol[CMT_ACOL_TIME];
+    e->allocator = col_u32(h);
+    e->action = col_u32(h);
+    e->tid = col_u32(h);
+    int64_t dev = cmt__unzigzag(col_u64(h));
+    e->dev = (int32_t)dev;
+    e->stack = col_u32(h);
+    uint64_t fields = col_u64(h);
+    e->fields = (uint32_t)(fields & ((UINT32_C(1) << CMT_NAFIELDS) - 1)); /* newer: skipped */
+    e->t_ns = r->prev_at += (uint64_t)cmt__unzigzag(col_u64(t));
+    int bad = h->bad | t->bad | (dev < INT32_MIN || dev > INT32_MAX);
+    for (unsigned f = 0; f < CMT_NAFIELDS; f++) {
+        if (!(e->fields >> f & 1)) {
+            e->v[f] = 0;
+            continue;
+        }
+        struct cmt__dec *c = &r->acol[CMT_ACOL_VALUES + f];
+        e->v[f] = r->prev_av[f] += (uint64_t)cmt__unzigzag(col_u64(c));
+        bad |= c->bad;
+    }
+    if (bad)
+        return -1;
+    if (--r->ablock_left == 0)
+        for (int k = 0; k < CMT_NACOLS; k++)
+            if (r->acol[k].p != r->acol[k].end)
+                return -1; /* a column longer than its reports */
+    return 0;
+}
+
 /* every record type but EVENTS: reader_internal.h */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec)
 {

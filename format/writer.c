@@ -25,12 +25,13 @@ struct cmt_writer {
     uint8_t *scratch; /* one record's payload while it is encoded */
     size_t scratch_cap;
     uint32_t records; /* in the current chunk */
-    /* the EVENTS block being built: its columns (CMT_COL_*), events and bytes */
+    /* the block being built, EVENTS or ALLOC_EVENTS (block_type): its columns (CMT_COL_* or
+     * CMT_ACOL_*), events and bytes */
     struct {
         uint8_t *buf;
         size_t len, cap;
     } col[CMT_NCOLS];
-    uint32_t block_events;
+    uint32_t block_type, block_events;
     size_t block_bytes;
     /* the chunk's groups of events: raw offsets where a zstd block ends, and the events since
      * the last one (CMT_GROUP_EVENTS_MAX) */
@@ -40,9 +41,12 @@ struct cmt_writer {
     uint64_t prev_t, prev_seq, prev_v[CMT_NFIELDS];
     uint32_t prev_tid, prev_stack;
     int32_t prev_dev;
+    uint64_t prev_at, prev_av[CMT_NAFIELDS]; /* ALLOC_EVENTS' */
     uint64_t events;
     int failed;
 };
+
+_Static_assert(CMT_NACOLS <= CMT_NCOLS, "an ALLOC_EVENTS block uses the EVENTS block's columns");
 
 static void *default_alloc(void *ctx, size_t size)
 {
@@ -149,8 +153,8 @@ uint64_t cmt_writer_event_count(const cmt_writer *w)
     return w->events;
 }
 
-/* Appends the EVENTS block being built as one record: varint count, varint mask of the columns
- * present, a varint length per column, then the columns, in column order. */
+/* Appends the block being built as one EVENTS or ALLOC_EVENTS record: varint count, varint mask
+ * of the columns present, a varint length per column, then the columns, in column order. */
 static int close_block(cmt_writer *w)
 {
     if (!w->block_events)
@@ -167,7 +171,7 @@ static int close_block(cmt_writer *w)
     size_t len = (size_t)(p - head) + w->block_bytes;
     if (reserve(&w->raw, &w->raw_cap, w->raw_len + len + 2 * CMT__VARINT_MAX))
         return CMT_ENOMEM;
-    uint8_t *q = cmt__put_varint(w->raw + w->raw_len, CMT_REC_EVENTS);
+    uint8_t *q = cmt__put_varint(w->raw + w->raw_len, w->block_type);
     q = cmt__put_varint(q, len);
     memcpy(q, head, (size_t)(p - head));
     q += p - head;
@@ -243,10 +247,12 @@ int cmt_writer_flush(cmt_writer *w)
     memset(w->prev_v, 0, sizeof w->prev_v);
     w->prev_tid = w->prev_stack = 0;
     w->prev_dev = 0;
+    w->prev_at = 0;
+    memset(w->prev_av, 0, sizeof w->prev_av);
     return 0;
 }
 
-/* After the event that completes a group: the EVENTS block closes and a zstd block ends. */
+/* After the event that completes a group: the block closes and a zstd block ends. */
 static int end_group(cmt_writer *w)
 {
     int rc = close_block(w);
@@ -417,6 +423,31 @@ int cmt_writer_device(cmt_writer *w, const struct cmt_device *d)
     return emit(w, CMT_REC_DEVICE, p);
 }
 
+/* Before an event of a block of `type`: a block of the other type closes first (file order is
+ * event order). */
+static int begin_block(cmt_writer *w, uint32_t type)
+{
+    if (w->block_events && w->block_type != type) {
+        int rc = close_block(w);
+        if (rc)
+            return rc;
+    }
+    w->block_type = type;
+    return 0;
+}
+
+/* After an event of the block: the group it completes ends, the chunk it fills is flushed. */
+static int end_block_event(cmt_writer *w)
+{
+    w->block_events++;
+    if (++w->group_events == CMT_GROUP_EVENTS_MAX) {
+        int rc = end_group(w);
+        if (rc)
+            return rc;
+    }
+    return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
+}
+
 /* Room for `n` more bytes in column k. @return its end, or NULL when out of memory. */
 static uint8_t *col_room(cmt_writer *w, int k, size_t n)
 {
@@ -439,6 +470,9 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     if (w->failed)
         return CMT_ESINK;
     uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NFIELDS) - 1);
+    int rc = begin_block(w, CMT_REC_EVENTS);
+    if (rc)
+        return rc;
     if (!col_room(w, CMT_COL_HEAD, 8 * CMT__VARINT_MAX) ||
         !col_room(w, CMT_COL_TIME, CMT__VARINT_MAX))
         return CMT_ENOMEM;
@@ -487,13 +521,7 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
         }
     }
     w->events++;
-    w->block_events++;
-    if (++w->group_events == CMT_GROUP_EVENTS_MAX) {
-        int rc = end_group(w);
-        if (rc)
-            return rc;
-    }
-    return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
+    return end_block_event(w);
 }
 
 int cmt_writer_meminfo(cmt_writer *w, const struct cmt_meminfo *m)
@@ -604,21 +632,32 @@ int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a)
 
 int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
 {
-    int rc = scratch(w, CMT_NAFIELDS * CMT__VARINT_MAX);
+    if (w->failed)
+        return CMT_ESINK;
+    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NAFIELDS) - 1);
+    int rc = begin_block(w, CMT_REC_ALLOC_EVENTS);
     if (rc)
         return rc;
-    uint32_t mask = e->fields & ((UINT32_C(1) << CMT_NAFIELDS) - 1);
-    uint8_t *p = cmt__put_varint(w->scratch, e->allocator);
-    p = cmt__put_varint(p, e->action);
-    p = cmt__put_varint(p, e->t_ns);
-    p = cmt__put_varint(p, e->tid);
-    p = cmt__put_varint(p, cmt__zigzag(e->dev));
-    p = cmt__put_varint(p, e->stack);
-    p = cmt__put_varint(p, mask);
-    for (unsigned f = 0; f < CMT_NAFIELDS; f++)
-        if (mask & (UINT32_C(1) << f))
-            p = cmt__put_varint(p, e->v[f]);
-    return emit(w, CMT_REC_ALLOC_EVENT, p);
+    if (!col_room(w, CMT_ACOL_HEAD, 6 * CMT__VARINT_MAX) ||
+        !col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX))
+        return CMT_ENOMEM;
+    for (uint32_t m = mask; m; m &= m - 1)
+        if (!col_room(w, CMT_ACOL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
+            return CMT_ENOMEM;
+    col_put(w, CMT_ACOL_HEAD, e->allocator);
+    col_put(w, CMT_ACOL_HEAD, e->action);
+    col_put(w, CMT_ACOL_HEAD, e->tid);
+    col_put(w, CMT_ACOL_HEAD, cmt__zigzag(e->dev));
+    col_put(w, CMT_ACOL_HEAD, e->stack);
+    col_put(w, CMT_ACOL_HEAD, mask);
+    col_put(w, CMT_ACOL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_at)));
+    w->prev_at = e->t_ns;
+    for (uint32_t m = mask; m; m &= m - 1) {
+        int f = __builtin_ctz(m);
+        col_put(w, CMT_ACOL_VALUES + f, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f])));
+        w->prev_av[f] = e->v[f];
+    }
+    return end_block_event(w);
 }
 
 int cmt_writer_range(cmt_writer *w, const struct cmt_range *g)
