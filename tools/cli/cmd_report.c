@@ -10,6 +10,7 @@
 #include "print/alloc_print.h"
 #include "fleet/fleet_cli.h"
 #include "print/ledger_print.h"
+#include "options.h"
 #include "output.h"
 #include "sites.h"
 
@@ -490,15 +491,30 @@ static int by_time(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+enum { OPT_HELP = 1, OPT_JSON, OPT_AT, OPT_JOBS };
+
+/* --at is taken out of argv first (take_at); --json and --help are then cmt__parse_json_file's,
+ * --jobs the several-trace form's (fleet_report.c). */
+const struct cmt__option cmt_cmd_report_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--at", 1, OPT_AT, NULL},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {0},
+};
+
 /* Takes --at TIME options out of argv (into l->at, sorted). @return 0, or 2 after a usage
  * error. */
 static int take_at(int *argc, char **argv, struct report_ledger *l)
 {
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *v;
-        if (!cmt__value_option(*argc, argv, &i, "--at", NULL, &v)) {
-            argv[kept++] = argv[i];
+    int kept = 1, opt;
+    struct cmt__opts p;
+    cmt__opts_init(&p, "report", *argc, argv, cmt_cmd_report_options, CMT__OPTS_KEEP_UNKNOWN);
+    p.only = OPT_AT;
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        const char *v = p.value;
+        if (opt == CMT__OPT_ARG) {
+            argv[kept++] = argv[p.index];
             continue;
         }
         if (l->at_count == MAX_AT)
@@ -541,7 +557,7 @@ int cmt_cmd_report(int argc, char **argv)
     memset(&l, 0, sizeof l);
     if ((status = take_at(&argc, argv, &l)) != 0)
         return status;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+    if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_report_options)) {
         if (l.at_count) /* each GPU has its own moment there */
             return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);
