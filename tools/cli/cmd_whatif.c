@@ -327,12 +327,12 @@ const struct cmt__option cmt_cmd_whatif_options[] = {
         {0},
 };
 
-/* The list option of a setting.
+/* The list option `arg` of setting CMT_MODEL_SETTING_field `setting`.
  * @return 0 or a usage error. */
-static int parse_setting(const char *arg, const char *value, struct options *o)
+static int parse_setting(size_t setting, const char *arg, const char *value, struct options *o)
 {
 #define CMT__SETTING_OPTION(field, type, key, def, flag, json, rank, lo, hi, help)   \
-    if (cmt__is(arg, flag, NULL)) {                                                  \
+    if (setting == CMT_MODEL_SETTING_##field) {                                      \
         struct list_ctx ctx = {lo, hi, o->field.values};                             \
         char expected[64];                                                           \
         expected_##type(expected, sizeof expected, lo, hi);                          \
@@ -394,7 +394,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                 return cmt__usage_error(CMD, "one trace file expected, got '%s' too", p.value);
             o->path = p.value;
         } else if (opt >= OPT_SETTING) {
-            rc = parse_setting(p.name, p.value, o);
+            rc = parse_setting((size_t)(opt - OPT_SETTING), p.name, p.value, o);
         } else {
             rc = parse_value(opt, p.value, o);
         }
