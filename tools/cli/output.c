@@ -369,37 +369,6 @@ void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, 
     cmt__json_end_array(j);
 }
 
-int cmt__is(const char *arg, const char *a, const char *b)
-{
-    return (a && strcmp(arg, a) == 0) || (b && strcmp(arg, b) == 0);
-}
-
-static int value_form(const char *arg, const char *name, const char **value)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (!name || strncmp(arg, name, n) != 0)
-        return 0;
-    if (!arg[n])
-        return 1;                                            /* NAME VALUE */
-    if (arg[n] == '=' && name[0] == '-' && name[1] == '-') { /* --NAME=VALUE */
-        *value = arg + n + 1;
-        return 2;
-    }
-    return 0;
-}
-
-int cmt__value_option(int argc, char **argv, int *i, const char *a, const char *b,
-                      const char **value)
-{
-    *value = NULL;
-    int form = value_form(argv[*i], a, value);
-    if (!form)
-        form = value_form(argv[*i], b, value);
-    if (form == 1 && *i + 1 < argc)
-        *value = argv[++*i];
-    return form != 0;
-}
-
 int cmt__usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
