@@ -330,7 +330,7 @@ static int fleet_oom(int argc, char **argv)
 
 enum { OPT_HELP = 1, OPT_JSON, OPT_CAPACITY, OPT_JOBS };
 
-/* --capacity is taken out of argv first (take_capacity); --json and --help are then
+/* --capacity is taken out of argv first (cmt__opts_take); --json and --help are then
  * cmt__parse_json_file's, or with --jobs the several-trace form's (fleet_oom). */
 const struct cmt__option cmt_cmd_oom_options[] = {
     CMT__OPTION_HELP(OPT_HELP),
@@ -340,22 +340,11 @@ const struct cmt__option cmt_cmd_oom_options[] = {
     {0},
 };
 
-/* Takes --capacity out of argv (one trace only). @return 0, or 2 after a usage error. */
-static int take_capacity(int *argc, char **argv, uint64_t *capacity)
+/* --capacity's value into *(uint64_t *)capacity. @return 0, or 2 after a usage error. */
+static int take_capacity(const char *v, void *capacity)
 {
-    int n = 1, opt;
-    struct cmt__opts p;
-    cmt__opts_init(&p, "oom", *argc, argv, cmt_cmd_oom_options, CMT__OPTS_KEEP_UNKNOWN);
-    p.only = OPT_CAPACITY;
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        const char *v = p.value;
-        if (opt == CMT__OPT_ARG)
-            argv[n++] = argv[p.index];
-        else if (!v || cmt_whatif_parse_bytes(v, capacity) != 0 || !*capacity)
-            return cmt__usage_error("oom", "--capacity: '%s' is not a size such as 80GiB",
-                                    v ? v : "");
-    }
-    *argc = n;
+    if (!v || cmt_whatif_parse_bytes(v, capacity) != 0 || !*(uint64_t *)capacity)
+        return cmt__usage_error("oom", "--capacity: '%s' is not a size such as 80GiB", v ? v : "");
     return 0;
 }
 
@@ -366,7 +355,8 @@ int cmt_cmd_oom(int argc, char **argv)
     const char *path;
     uint64_t capacity = 0;
     int given = argc;
-    if (take_capacity(&argc, argv, &capacity) != 0)
+    if (cmt__opts_take("oom", &argc, argv, cmt_cmd_oom_options, OPT_CAPACITY, take_capacity,
+                       &capacity) != 0) /* one trace only */
         return 2;
     if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_oom_options)) {
         if (given != argc)

@@ -493,8 +493,8 @@ static int by_time(const void *a, const void *b)
 
 enum { OPT_HELP = 1, OPT_JSON, OPT_AT, OPT_JOBS };
 
-/* --at is taken out of argv first (take_at); --json and --help are then cmt__parse_json_file's,
- * --jobs the several-trace form's (fleet_report.c). */
+/* --at is taken out of argv first (cmt__opts_take); --json and --help are then
+ * cmt__parse_json_file's, --jobs the several-trace form's (fleet_report.c). */
 const struct cmt__option cmt_cmd_report_options[] = {
     CMT__OPTION_HELP(OPT_HELP),
     {NULL, "--json", 0, OPT_JSON, NULL},
@@ -503,30 +503,16 @@ const struct cmt__option cmt_cmd_report_options[] = {
     {0},
 };
 
-/* Takes --at TIME options out of argv (into l->at, sorted). @return 0, or 2 after a usage
- * error. */
-static int take_at(int *argc, char **argv, struct report_ledger *l)
+/* One --at TIME into l->at. @return 0, or 2 after a usage error. */
+static int take_at(const char *v, void *ctx)
 {
-    int kept = 1, opt;
-    struct cmt__opts p;
-    cmt__opts_init(&p, "report", *argc, argv, cmt_cmd_report_options, CMT__OPTS_KEEP_UNKNOWN);
-    p.only = OPT_AT;
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        const char *v = p.value;
-        if (opt == CMT__OPT_ARG) {
-            argv[kept++] = argv[p.index];
-            continue;
-        }
-        if (l->at_count == MAX_AT)
-            return cmt__usage_error("report", "at most %d --at times", MAX_AT);
-        if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
-            return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
-                                    v ? v : "");
-        l->at_count++;
-    }
-    *argc = kept;
-    if (l->at_count > 1)
-        qsort(l->at, l->at_count, sizeof *l->at, by_time);
+    struct report_ledger *l = ctx;
+    if (l->at_count == MAX_AT)
+        return cmt__usage_error("report", "at most %d --at times", MAX_AT);
+    if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
+        return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
+                                v ? v : "");
+    l->at_count++;
     return 0;
 }
 
@@ -555,8 +541,11 @@ int cmt_cmd_report(int argc, char **argv)
     struct report_ledger l;
     const char *path;
     memset(&l, 0, sizeof l);
-    if ((status = take_at(&argc, argv, &l)) != 0)
+    if ((status = cmt__opts_take("report", &argc, argv, cmt_cmd_report_options, OPT_AT, take_at,
+                                 &l)) != 0)
         return status;
+    if (l.at_count > 1)
+        qsort(l.at, l.at_count, sizeof *l.at, by_time);
     if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_report_options)) {
         if (l.at_count) /* each GPU has its own moment there */
             return cmt__usage_error("report", "--at reads one trace, not several");

@@ -88,6 +88,24 @@ int cmt__opts_next(struct cmt__opts *p)
     return o->id;
 }
 
+int cmt__opts_take(const char *cmd, int *argc, char **argv, const struct cmt__option *table, int id,
+                   int (*take)(const char *value, void *ctx), void *ctx)
+{
+    struct cmt__opts p;
+    int kept = 1, opt, rc = 0;
+    cmt__opts_init(&p, cmd, *argc, argv, table, CMT__OPTS_KEEP_UNKNOWN);
+    p.only = id;
+    while (!rc && (opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == CMT__OPT_ARG)
+            argv[kept++] = argv[p.index]; /* p reads argv past p.index only */
+        else
+            rc = take(p.value, ctx);
+    }
+    if (!rc)
+        *argc = kept;
+    return rc;
+}
+
 int cmt__opts_needs(const struct cmt__opts *p)
 {
     return cmt__usage_error(p->cmd, "%s needs %s", p->name,

@@ -83,6 +83,13 @@ int cmt__opts_next(struct cmt__opts *p);
  * @return 2 (usage). */
 int cmt__opts_needs(const struct cmt__opts *p);
 
+/* Takes every occurrence of option `id` of table out of argv, for a command that reads it before
+ * parsing the rest: take(value, ctx) for each, in order (value NULL when missing); what is left
+ * keeps its order, *argc its new count. "--" is left as it is.
+ * @return 0, or the first non-zero result of take (2 after a usage error). */
+int cmt__opts_take(const char *cmd, int *argc, char **argv, const struct cmt__option *table, int id,
+                   int (*take)(const char *value, void *ctx), void *ctx);
+
 /* @return 1 when arg is, exactly, a spelling of a value option of table. */
 int cmt__opts_takes_value(const struct cmt__option *table, const char *arg);
 
