@@ -42,7 +42,7 @@ static const char usage[] =
     "With allocator-level records (PyTorch's caching allocator, or a snapshot .pickle as FILE):\n"
     "the allocated and reserved lines, and the allocator's segments and blocks at each OOM.\n"
     "\n"
-    "  -o OUT        the page (default: FILE without .cmt, plus .html)\n"
+    "  -o, --output OUT  the page (default: FILE without .cmt, plus .html)\n"
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
     "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
     "  --no-whatif   never run it\n"

@@ -30,11 +30,11 @@ static void usage(FILE *out)
           "shortened to ~ in module paths, file names, notes and range names. Events, stacks,\n"
           "devices, allocator records and phases are kept: every command reads the copy as it\n"
           "read the original. A line per trace says what was removed.\n"
-          "  -o OUT    one input: the copy's path (default: the input's name with .redacted.cmt\n"
-          "            for its extension); several or a directory: a directory for the copies\n"
-          "            (made if absent), each named as its input. An existing file is never\n"
-          "            overwritten.\n"
-          "  --quiet   print nothing unless something fails\n",
+          "  -o, --output OUT  one input: the copy's path (default: the input's name with\n"
+          "                    .redacted.cmt for its extension); several or a directory: a\n"
+          "                    directory for the copies (made if absent), each named as its\n"
+          "                    input. An existing file is never overwritten.\n"
+          "  -q, --quiet       print nothing unless something fails\n",
           out);
 }
 

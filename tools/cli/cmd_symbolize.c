@@ -19,7 +19,7 @@ static void usage(FILE *out)
           "was missing. A damaged trace is refused and left as it is. A PyTorch memory snapshot\n"
           "needs nothing (its frames are Python and C++ names with file:line): it is left as it\n"
           "is, with a line that says so, and counts as done.\n"
-          "  --quiet   print nothing unless something fails\n",
+          "  -q, --quiet   print nothing unless something fails\n",
           out);
 }
 
