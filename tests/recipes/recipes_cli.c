@@ -2,11 +2,13 @@
  * entry in the man page (docs/cumemtrace.1) and its branch in the bash completion
  * (share/bash-completion/cumemtrace), and each option its --help lists is in both; every
  * allocator setting of CMT_MODEL_SETTINGS has its whatif flag in both and its key in every
- * `whatif --json` result. */
+ * `whatif --json` result; every spelling of every option table (tools/cli/options.h) is in its
+ * command's --help, man page entry and completion branch. */
 #include <ctype.h>
 #include <string.h>
 
 #include "commands.h"
+#include "options.h"
 #include "json_query.h"
 #include "model_settings.h"
 #include "whatif_fixture.h"
@@ -14,10 +16,11 @@
 struct command {
     const char *name;
     int (*fn)(int, char **);
+    const struct cmt__option *options; /* the table the command parses with */
 };
 
 static const struct command commands[] = {
-#define X(name, fn, summary) {#name, fn},
+#define X(name, fn, summary) {#name, fn, fn##_options},
 #include "commands.def"
 #undef X
 };
@@ -137,6 +140,17 @@ static void completion_commands(const char *comp, char *out, size_t n)
     out[q - p] = '\0';
 }
 
+/* Command i's three descriptions: its man page entries into entry, its completion branch into
+ * branch (each 64 KiB). @return its `--help` run (free it with captured_free). */
+static struct captured command_docs(size_t i, const char *man, const char *comp, char *entry,
+                                    char *branch)
+{
+    const char *argv[] = {commands[i].name, "--help", NULL};
+    man_entries(man, commands[i].name, entry, 1 << 16);
+    completion_branch(comp, commands[i].name, branch, 1 << 16);
+    return capture_run(commands[i].fn, argv);
+}
+
 /* Recipe "a new analysis command": its commands.def line needs the man page and completion. */
 Test(recipes, every_command_is_in_the_man_page_and_the_completion)
 {
@@ -170,11 +184,8 @@ Test(recipes, every_option_of_each_command_is_in_the_man_page_and_the_completion
     char *man = man_page(), *comp = source_file("share/bash-completion/cumemtrace");
     static char entry[1 << 16], branch[1 << 16];
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        const char *argv[] = {commands[i].name, "--help", NULL};
-        struct captured h = capture_run(commands[i].fn, argv);
+        struct captured h = command_docs(i, man, comp, entry, branch);
         cr_expect_eq(h.status, 0, "%s --help: status %d", commands[i].name, h.status);
-        man_entries(man, commands[i].name, entry, sizeof entry);
-        completion_branch(comp, commands[i].name, branch, sizeof branch);
         const char *text = h.out[0] ? h.out : h.err;
         for (const char *p = text; (p = strstr(p, "--")); p += 2) {
             if ((p > text && word_char(p[-1])) || !islower((unsigned char)p[2]))
@@ -197,6 +208,41 @@ Test(recipes, every_option_of_each_command_is_in_the_man_page_and_the_completion
                           (alias[0] && has_word(entry, strlen(entry), alias)),
                       "%s %s: not in docs/cumemtrace.1's entry", commands[i].name, opt);
         }
+        captured_free(&h);
+    }
+    free(man);
+    free(comp);
+}
+
+/* Recipe "a new option": its line in the command's option table (options.h) needs its words in
+ * the --help text (written by hand), the man page entry and the completion branch. Each
+ * spelling ("-o" and "--output") is in the help (-h and --help excepted: asking for the help
+ * is how one reads it) and the completion; the man page names the option by one of them. */
+Test(recipes, every_option_of_each_table_is_in_the_help_the_man_page_and_the_completion)
+{
+    char *man = man_page(), *comp = source_file("share/bash-completion/cumemtrace");
+    static char entry[1 << 16], branch[1 << 16];
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        struct captured h = command_docs(i, man, comp, entry, branch);
+        int options = 0;
+        for (const struct cmt__option *o = commands[i].options; o->id; o++, options++) {
+            const char *spellings[] = {o->short_name, o->long_name};
+            bool in_man = false, help = o->long_name && !strcmp(o->long_name, "--help");
+            for (size_t k = 0; k < 2; k++) {
+                const char *w = spellings[k];
+                if (!w)
+                    continue;
+                cr_expect(has_word(h.out, strlen(h.out), w) || help, /* `CMD --help` itself */
+                          "%s %s: not in `%s --help`", commands[i].name, w, commands[i].name);
+                cr_expect(has_word(branch, strlen(branch), w),
+                          "%s %s: not in share/bash-completion/cumemtrace", commands[i].name, w);
+                in_man |= has_word(entry, strlen(entry), w);
+            }
+            cr_expect(in_man || help, /* the man page says --help once, for every command */
+                      "%s %s: not in docs/cumemtrace.1's entry", commands[i].name,
+                      o->long_name ? o->long_name : o->short_name);
+        }
+        cr_expect_gt(options, 1, "%s: its table has no option but --help", commands[i].name);
         captured_free(&h);
     }
     free(man);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "shim_path.h"
 #include "whatif.h"
@@ -299,21 +300,34 @@ static int story(struct demo_ctx *d)
     return strcmp(off_conf, conf) != 0;
 }
 
+enum { OPT_HELP = 1, OPT_DIR };
+
+const struct cmt__option cmt_cmd_demo_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--dir", 1, OPT_DIR, "a folder"},
+    {0},
+};
+
 int cmt_cmd_demo(int argc, char **argv)
 {
-    const char *dir = "cumemtrace-demo", *value;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    const char *dir = "cumemtrace-demo";
+    struct cmt__opts p;
+    int opt;
+    cmt__opts_init(&p, "demo", argc, argv, cmt_cmd_demo_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return 0;
-        } else if (cmt__value_option(argc, argv, &i, "--dir", NULL, &value)) {
-            if (!value || !*value)
-                return cmt__usage_error("demo", "--dir needs a folder");
-            dir = value;
+        } else if (opt == OPT_DIR) {
+            if (!*p.value)
+                return cmt__opts_needs(&p);
+            dir = p.value;
         } else {
+            if (opt == CMT__OPT_ERROR)
+                return 2;
             return cmt__usage_error(
-                "demo", argv[i][0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
-                argv[i]);
+                "demo", p.value[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
+                p.value);
         }
     }
     struct demo_ctx d = {.steps = 5};

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "print/alloc_print.h"
 #include "fleet/fleet_cli.h"
+#include "options.h"
 #include "output.h"
 #include "sites.h"
 
@@ -245,34 +246,54 @@ struct diff_args {
     const char *paths[2];
 };
 
+enum { OPT_HELP = 1, OPT_JSON, OPT_FAIL_IF_PEAK_GROWS, OPT_JOBS };
+
+/* --jobs is the several-trace form's (fleet_cli.c parses that form). */
+const struct cmt__option cmt_cmd_diff_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--fail-if-peak-grows", 1, OPT_FAIL_IF_PEAK_GROWS, "a percentage"},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {0},
+};
+
+/* --fail-if-peak-grows's value. @return 0, or 2 after a usage error. */
+static int fail_limit(const char *v, struct diff_args *o)
+{
+    char *end;
+    o->limit = strtod(v, &end);
+    if (end == v || (*end && strcmp(end, "%") != 0) || o->limit < 0)
+        return cmt__usage_error("diff",
+                                "--fail-if-peak-grows wants a percentage >= 0, "
+                                "got '%s'",
+                                v);
+    o->gate = 1;
+    return 0;
+}
+
 /* @return 0 with *o filled; -1 after printing help (exit 0); 2 after a usage error. */
 static int parse_args(int argc, char **argv, struct diff_args *o)
 {
-    int npaths = 0;
-    const char *v;
-    for (int i = 1; i < argc; i++) {
-        if (cmt__is(argv[i], "-h", "--help")) {
+    int npaths = 0, opt;
+    struct cmt__opts p;
+    cmt__opts_init(&p, "diff", argc, argv, cmt_cmd_diff_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return -1;
-        } else if (cmt__is(argv[i], "--json", NULL)) {
+        } else if (opt == OPT_JSON) {
             o->json = 1;
-        } else if (cmt__value_option(argc, argv, &i, "--fail-if-peak-grows", NULL, &v)) {
-            char *end;
-            if (!v)
-                return cmt__usage_error("diff", "--fail-if-peak-grows needs a percentage");
-            o->limit = strtod(v, &end);
-            if (end == v || (*end && strcmp(end, "%") != 0) || o->limit < 0)
-                return cmt__usage_error("diff",
-                                        "--fail-if-peak-grows wants a percentage >= 0, "
-                                        "got '%s'",
-                                        v);
-            o->gate = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error("diff", "unknown option '%s'", argv[i]);
+        } else if (opt == OPT_FAIL_IF_PEAK_GROWS) {
+            if (fail_limit(p.value, o) != 0)
+                return 2;
+        } else if (opt == OPT_JOBS) { /* the several-trace form's (cmt__fleet_wanted) */
+            return cmt__usage_error("diff", "unknown option '%s'", p.arg);
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
         } else if (npaths == 2) {
-            return cmt__usage_error("diff", "two trace files expected, got '%s' too", argv[i]);
+            return cmt__usage_error("diff", "two trace files expected, got '%s' too", p.value);
         } else {
-            o->paths[npaths++] = argv[i];
+            o->paths[npaths++] = p.value;
         }
     }
     if (npaths != 2)
@@ -283,8 +304,7 @@ static int parse_args(int argc, char **argv, struct diff_args *o)
 int cmt_cmd_diff(int argc, char **argv)
 {
     struct diff_args o = {0};
-    static const char *const value_options[] = {"--fail-if-peak-grows", NULL};
-    if (cmt__fleet_wanted(argc, argv, 2, value_options))
+    if (cmt__fleet_wanted(argc, argv, 2, cmt_cmd_diff_options))
         return cmt__fleet_diff(argc, argv, usage);
     int prc = parse_args(argc, argv, &o);
     if (prc)

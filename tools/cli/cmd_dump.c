@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "reader.h"
 
@@ -179,32 +180,38 @@ static int dump_one(const char *path, int stacks, int all)
     return status; /* like the analyses: what was readable was printed, the damage was named */
 }
 
+enum { OPT_HELP = 1, OPT_STACKS, OPT_ALL };
+
+const struct cmt__option cmt_cmd_dump_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--stacks", 0, OPT_STACKS, NULL},
+    {NULL, "--all", 0, OPT_ALL, NULL},
+    {0},
+};
+
 int cmt_cmd_dump(int argc, char **argv)
 {
-    int stacks = 0, all = 0;
+    int stacks = 0, all = 0, opt;
     const char **inputs = calloc((size_t)argc, sizeof *inputs);
     size_t ninputs = 0;
     if (!inputs) {
         fprintf(stderr, "cumemtrace dump: out of memory\n");
         return 1;
     }
-    for (int i = 1; i < argc; i++) {
-        int rc = -1;
-        if (cmt__is(argv[i], "-h", "--help")) {
-            fputs(usage, stdout);
-            rc = 0;
-        } else if (!strcmp(argv[i], "--stacks")) {
+    struct cmt__opts p;
+    cmt__opts_init(&p, "dump", argc, argv, cmt_cmd_dump_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_STACKS) {
             stacks = 1;
-        } else if (!strcmp(argv[i], "--all")) {
+        } else if (opt == OPT_ALL) {
             all = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = cmt__usage_error("dump", "unknown option '%s'", argv[i]);
+        } else if (opt == CMT__OPT_ARG) {
+            inputs[ninputs++] = p.value;
         } else {
-            inputs[ninputs++] = argv[i];
-        }
-        if (rc >= 0) {
+            if (opt == OPT_HELP)
+                fputs(usage, stdout);
             free(inputs);
-            return rc;
+            return opt == OPT_HELP ? 0 : 2;
         }
     }
     if (!ninputs) {

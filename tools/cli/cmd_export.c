@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "export/export.h"
+#include "options.h"
 #include "output.h"
 #include "pass.h"
 
@@ -63,67 +64,115 @@ struct args {
     int nfiles;
 };
 
+enum {
+    OPT_HELP = 1,
+    OPT_FORMAT,
+    OPT_OUTPUT,
+    OPT_WEIGHT,
+    OPT_TABLE,
+    OPT_MIN_SLICE,
+    OPT_PARTITIONED,
+    OPT_RUN,
+    OPT_EVENTS
+};
+
+const struct cmt__option cmt_cmd_export_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-f", "--format", 1, OPT_FORMAT, NULL},
+    {"-o", "--output", 1, OPT_OUTPUT, NULL},
+    {NULL, "--weight", 1, OPT_WEIGHT, NULL},
+    {NULL, "--table", 1, OPT_TABLE, NULL},
+    {NULL, "--min-slice", 1, OPT_MIN_SLICE, NULL},
+    {NULL, "--partitioned", 1, OPT_PARTITIONED, "an output directory"},
+    {NULL, "--run", 1, OPT_RUN, "an id"},
+    {NULL, "--events", 0, OPT_EVENTS, NULL},
+    {0},
+};
+
+/* "WANTS, got 'V'", or WANTS alone when the value is missing. @return 2 (usage). */
+static int bad_value(const char *wants, const char *v)
+{
+    if (!v)
+        return cmt__usage_error("export", "%s", wants);
+    return cmt__usage_error("export", "%s, got '%s'", wants, v);
+}
+
+/* A name option's value (--format, --weight, --table) into a->o. @return 0, or 2 after a
+ * usage error. */
+static int name_option(int opt, const char *v, struct args *a)
+{
+    int k;
+    if (opt == OPT_FORMAT) {
+        if (!v || (k = lookup(format_names, CMT__EXPORT_FORMAT_COUNT, v)) < 0)
+            return bad_value("--format wants perfetto, collapsed, memory-viz, csv or jsonl", v);
+        a->o.format = (enum cmt__export_format)k;
+        a->have_format = 1;
+    } else if (opt == OPT_WEIGHT) {
+        if (!v || (k = lookup(weight_names, 3, v)) < 0)
+            return bad_value("--weight wants peak, leaked or count", v);
+        a->o.weight = (enum cmt__export_weight)k;
+        a->have_weight = 1;
+    } else {
+        if (!v || (k = lookup(table_names, CMT__EXPORT_TABLE_COUNT, v)) < 0 ||
+            k == CMT__EXPORT_TABLE_RUNS)
+            return bad_value("--table wants events, sites, episodes or processes", v);
+        a->o.table = (enum cmt__export_table)k;
+        a->have_table = 1;
+    }
+    return 0;
+}
+
+/* One option (not --help) into *a. @return 0, or 2 after a usage error. */
+static int option(const struct cmt__opts *p, int opt, struct args *a)
+{
+    const char *v = p->value;
+    char *end;
+    switch (opt) {
+    case OPT_OUTPUT:
+        if (!v || !*v)
+            return cmt__usage_error("export", "-o needs an output file");
+        a->out = v;
+        return 0;
+    case OPT_MIN_SLICE:
+        if (!v || !*v || (a->o.min_slice_bytes = strtoull(v, &end, 10), *end) || *v == '-')
+            return bad_value("--min-slice wants a number of bytes", v);
+        a->have_slice = 1;
+        return 0;
+    case OPT_PARTITIONED:
+    case OPT_RUN:
+        if (!*v)
+            return cmt__opts_needs(p);
+        if (opt == OPT_RUN)
+            a->o.run = v;
+        else
+            a->partitioned = v;
+        return 0;
+    case OPT_EVENTS: a->o.with_events = 1; return 0;
+    default: return name_option(opt, v, a);
+    }
+}
+
 /* @return 0 with *a filled, -1 after help, 2 after a usage error. */
 static int parse(int argc, char **argv, struct args *a)
 {
-    const char *v;
     memset(a, 0, sizeof *a);
     a->o.min_slice_bytes = UINT64_C(1) << 20;
     a->files = calloc((size_t)argc, sizeof *a->files);
     if (!a->files)
         return cmt__usage_error("export", "out of memory");
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        int k;
-        if (cmt__is(arg, "-h", "--help")) {
+    struct cmt__opts p;
+    int opt;
+    cmt__opts_init(&p, "export", argc, argv, cmt_cmd_export_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return -1;
-        } else if (cmt__value_option(argc, argv, &i, "-f", "--format", &v)) {
-            if (!v || (k = lookup(format_names, CMT__EXPORT_FORMAT_COUNT, v)) < 0)
-                return cmt__usage_error("export",
-                                        "--format wants perfetto, collapsed, memory-viz, "
-                                        "csv or jsonl%s%s%s",
-                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
-            a->o.format = (enum cmt__export_format)k;
-            a->have_format = 1;
-        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
-            if (!v || !*v)
-                return cmt__usage_error("export", "-o needs an output file");
-            a->out = v;
-        } else if (cmt__value_option(argc, argv, &i, "--weight", NULL, &v)) {
-            if (!v || (k = lookup(weight_names, 3, v)) < 0)
-                return cmt__usage_error("export", "--weight wants peak, leaked or count%s%s%s",
-                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
-            a->o.weight = (enum cmt__export_weight)k;
-            a->have_weight = 1;
-        } else if (cmt__value_option(argc, argv, &i, "--table", NULL, &v)) {
-            if (!v || (k = lookup(table_names, CMT__EXPORT_TABLE_COUNT, v)) < 0 ||
-                k == CMT__EXPORT_TABLE_RUNS)
-                return cmt__usage_error("export",
-                                        "--table wants events, sites, episodes or processes%s%s%s",
-                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
-            a->o.table = (enum cmt__export_table)k;
-            a->have_table = 1;
-        } else if (cmt__value_option(argc, argv, &i, "--min-slice", NULL, &v)) {
-            char *end;
-            if (!v || !*v || (a->o.min_slice_bytes = strtoull(v, &end, 10), *end) || *v == '-')
-                return cmt__usage_error("export", "--min-slice wants a number of bytes%s%s%s",
-                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
-            a->have_slice = 1;
-        } else if (cmt__value_option(argc, argv, &i, "--partitioned", NULL, &v)) {
-            if (!v || !*v)
-                return cmt__usage_error("export", "--partitioned needs an output directory");
-            a->partitioned = v;
-        } else if (cmt__value_option(argc, argv, &i, "--run", NULL, &v)) {
-            if (!v || !*v)
-                return cmt__usage_error("export", "--run needs an id");
-            a->o.run = v;
-        } else if (cmt__is(arg, "--events", NULL)) {
-            a->o.with_events = 1;
-        } else if (arg[0] == '-' && arg[1]) {
-            return cmt__usage_error("export", "unknown option '%s'", arg);
-        } else {
-            a->files[a->nfiles++] = argv[i];
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
+        } else if (opt == CMT__OPT_ARG) {
+            a->files[a->nfiles++] = argv[p.index];
+        } else if (option(&p, opt, a) != 0) {
+            return 2;
         }
     }
     return 0;

@@ -17,6 +17,7 @@
 #include "print/ledger_print.h"
 #include "whatif_blocks.h"
 #include "print/whatif_cli.h"
+#include "options.h"
 #include "output.h"
 #include "progress.h"
 
@@ -41,7 +42,7 @@ static const char usage[] =
     "With allocator-level records (PyTorch's caching allocator, or a snapshot .pickle as FILE):\n"
     "the allocated and reserved lines, and the allocator's segments and blocks at each OOM.\n"
     "\n"
-    "  -o OUT        the page (default: FILE without .cmt, plus .html)\n"
+    "  -o, --output OUT  the page (default: FILE without .cmt, plus .html)\n"
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
     "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
     "  --no-whatif   never run it\n"
@@ -57,40 +58,68 @@ struct options {
     uint64_t capacity; /* --capacity; 0: cmt_whatif_capacity_choose's default */
 };
 
+enum { OPT_HELP = 1, OPT_OUTPUT, OPT_POINTS, OPT_CAPACITY, OPT_WHATIF, OPT_NO_WHATIF };
+
+const struct cmt__option cmt_cmd_html_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-o", "--output", 1, OPT_OUTPUT, NULL},
+    {NULL, "--points", 1, OPT_POINTS, NULL},
+    {NULL, "--capacity", 1, OPT_CAPACITY, NULL},
+    {NULL, "--whatif", 0, OPT_WHATIF, NULL},
+    {NULL, "--no-whatif", 0, OPT_NO_WHATIF, NULL},
+    {0},
+};
+
+/* One option's value into *o. @return 0, or 2 after a usage error. */
+static int option(int opt, const char *v, struct options *o)
+{
+    char *end;
+    long n;
+    switch (opt) {
+    case OPT_OUTPUT:
+        if (!v || !*v)
+            return cmt__usage_error(CMD, "-o needs an output file");
+        o->out = v;
+        return 0;
+    case OPT_POINTS:
+        n = v ? strtol(v, &end, 10) : 0;
+        if (!v || end == v || *end || n < 2 || n > 100000)
+            return cmt__usage_error(CMD, "--points wants 2..100000, got '%s'", v ? v : "");
+        o->points = (uint32_t)n;
+        return 0;
+    case OPT_CAPACITY:
+        if (!v || cmt_whatif_parse_bytes(v, &o->capacity) != 0)
+            return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB",
+                                    v ? v : "");
+        return 0;
+    default: /* --whatif, --no-whatif */
+        if (o->whatif >= 0 && o->whatif != (opt == OPT_WHATIF))
+            return cmt__usage_error(CMD, "--whatif and --no-whatif conflict: choose one");
+        o->whatif = opt == OPT_WHATIF;
+        return 0;
+    }
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     o->points = DEFAULT_POINTS;
     o->whatif = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i], *v;
-        if (cmt__is(arg, "-h", "--help")) {
+    struct cmt__opts p;
+    int opt;
+    cmt__opts_init(&p, CMD, argc, argv, cmt_cmd_html_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return -1;
-        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
-            if (!v || !*v)
-                return cmt__usage_error(CMD, "-o needs an output file");
-            o->out = v;
-        } else if (cmt__value_option(argc, argv, &i, "--points", NULL, &v)) {
-            char *end;
-            long n = v ? strtol(v, &end, 10) : 0;
-            if (!v || end == v || *end || n < 2 || n > 100000)
-                return cmt__usage_error(CMD, "--points wants 2..100000, got '%s'", v ? v : "");
-            o->points = (uint32_t)n;
-        } else if (cmt__value_option(argc, argv, &i, "--capacity", NULL, &v)) {
-            if (!v || cmt_whatif_parse_bytes(v, &o->capacity) != 0)
-                return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB",
-                                        v ? v : "");
-        } else if (cmt__is(arg, "--whatif", "--no-whatif")) {
-            int want = strcmp(arg, "--whatif") == 0;
-            if (o->whatif >= 0 && o->whatif != want)
-                return cmt__usage_error(CMD, "--whatif and --no-whatif conflict: choose one");
-            o->whatif = want;
-        } else if (arg[0] == '-' && arg[1]) {
-            return cmt__usage_error(CMD, "unknown option '%s'", arg);
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
+        } else if (opt != CMT__OPT_ARG) {
+            if (option(opt, p.value, o) != 0)
+                return 2;
         } else if (o->npaths == 2) {
-            return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", arg);
+            return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", p.value);
         } else {
-            o->paths[o->npaths++] = arg;
+            o->paths[o->npaths++] = p.value;
         }
     }
     if (!o->npaths)

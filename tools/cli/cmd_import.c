@@ -11,6 +11,7 @@
 
 #include "cmt_format.h"
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "snapshot.h"
 #include "snapshot_trace.h"
@@ -72,24 +73,33 @@ static const char *not_a_snapshot(const char *path)
            "protocol 2 to 5)";
 }
 
+enum { OPT_HELP = 1, OPT_OUTPUT };
+
+const struct cmt__option cmt_cmd_import_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-o", "--output", 1, OPT_OUTPUT, "a file name"},
+    {0},
+};
+
 int cmt_cmd_import(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cmt__is(argv[i], "-h", "--help")) {
+    struct cmt__opts p;
+    int opt;
+    cmt__opts_init(&p, "import", argc, argv, cmt_cmd_import_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return 0;
-        } else if (cmt__is(argv[i], "-o", "--output")) {
-            if (++i == argc)
-                return cmt__usage_error("import", "%s needs a file name", argv[i - 1]);
-            out = argv[i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error("import", "unknown option '%s'", argv[i]);
+        } else if (opt == OPT_OUTPUT) {
+            out = p.value;
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
         } else if (in) {
             return cmt__usage_error("import", "one SNAPSHOT at a time ('%s' and '%s')", in,
-                                    argv[i]);
+                                    p.value);
         } else {
-            in = argv[i];
+            in = p.value;
         }
     }
     if (!in)

@@ -13,6 +13,7 @@
 #include "print/ledger_print.h"
 #include "print/oom_alloc.h"
 #include "print/whatif_cli.h"
+#include "options.h"
 #include "output.h"
 
 static const char usage[] =
@@ -327,20 +328,23 @@ static int fleet_oom(int argc, char **argv)
     return rc;
 }
 
-/* Takes --capacity out of argv (one trace only). @return 0, or 2 after a usage error. */
-static int take_capacity(int *argc, char **argv, uint64_t *capacity)
+enum { OPT_HELP = 1, OPT_JSON, OPT_CAPACITY, OPT_JOBS };
+
+/* --capacity is taken out of argv first (cmt__opts_take); --json and --help are then
+ * cmt__parse_json_file's, or with --jobs the several-trace form's (fleet_oom). */
+const struct cmt__option cmt_cmd_oom_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--capacity", 1, OPT_CAPACITY, NULL},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {0},
+};
+
+/* --capacity's value into *(uint64_t *)capacity. @return 0, or 2 after a usage error. */
+static int take_capacity(const char *v, void *capacity)
 {
-    int n = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *v;
-        if (cmt__value_option(*argc, argv, &i, "--capacity", NULL, &v)) {
-            if (!v || cmt_whatif_parse_bytes(v, capacity) != 0 || !*capacity)
-                return cmt__usage_error("oom", "--capacity: '%s' is not a size such as 80GiB",
-                                        v ? v : "");
-        } else
-            argv[n++] = argv[i];
-    }
-    *argc = n;
+    if (!v || cmt_whatif_parse_bytes(v, capacity) != 0 || !*(uint64_t *)capacity)
+        return cmt__usage_error("oom", "--capacity: '%s' is not a size such as 80GiB", v ? v : "");
     return 0;
 }
 
@@ -351,9 +355,10 @@ int cmt_cmd_oom(int argc, char **argv)
     const char *path;
     uint64_t capacity = 0;
     int given = argc;
-    if (take_capacity(&argc, argv, &capacity) != 0)
+    if (cmt__opts_take("oom", &argc, argv, cmt_cmd_oom_options, OPT_CAPACITY, take_capacity,
+                       &capacity) != 0) /* one trace only */
         return 2;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+    if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_oom_options)) {
         if (given != argc)
             return cmt__usage_error("oom", "--capacity is for one trace");
         return fleet_oom(argc, argv);

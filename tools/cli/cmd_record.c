@@ -21,6 +21,7 @@
 
 #include "cmt_format.h"
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "reader.h"
 #include "salvage.h"
@@ -70,57 +71,83 @@ static int numeric(const char *s)
     return 1;
 }
 
+enum {
+    OPT_HELP = 1,
+    OPT_QUIET,
+    OPT_FORCE,
+    OPT_TORCH,
+    OPT_NO_SYMBOLIZE,
+    OPT_OUTPUT,
+    OPT_STACK_DEPTH,
+    OPT_FLUSH_MS
+};
+
+const struct cmt__option cmt_cmd_record_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-q", "--quiet", 0, OPT_QUIET, NULL},
+    {NULL, "--force", 0, OPT_FORCE, NULL},
+    {NULL, "--torch", 0, OPT_TORCH, NULL},
+    {NULL, "--no-symbolize", 0, OPT_NO_SYMBOLIZE, NULL},
+    {"-o", "--output", 1, OPT_OUTPUT, "a PATTERN"},
+    {NULL, "--stack-depth", 1, OPT_STACK_DEPTH, "a number"},
+    {NULL, "--flush-ms", 1, OPT_FLUSH_MS, "a number"},
+    {0},
+};
+
+/* --stack-depth or --flush-ms's value. @return 0 or 2 after a usage error. */
+static int number_option(const struct cmt__opts *p, struct options *o)
+{
+    const char *v = p->value, *name = p->option->long_name;
+    int depth = p->option->id == OPT_STACK_DEPTH;
+    if (!numeric(v))
+        return cmt__usage_error("record", "%s expects a number, got '%s'", name, v);
+    if (depth && (strlen(v) > 9 || atoi(v) > CMT_MAX_STACK_DEPTH))
+        return cmt__usage_error("record",
+                                "--stack-depth %s is more than the tracer's cap of %d "
+                                "frames",
+                                v, CMT_MAX_STACK_DEPTH);
+    if (depth)
+        o->stack_depth = v;
+    else
+        o->flush_ms = v;
+    return 0;
+}
+
 /* @return -1 with *first the index of COMMAND in argv; otherwise the exit status: 0 after
  * printing --help, 2 after a usage error. */
 static int parse(int argc, char **argv, struct options *o, int *first)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "--")) {
-            if (i + 1 < argc)
-                return *first = i + 1, -1;
-            return cmt__usage_error("record", "nothing after '--': give the COMMAND to run, "
-                                              "e.g. record -- ./my_program args");
-        }
-        if (cmt__is(a, "-h", "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (cmt__is(a, "-q", "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "--force")) {
-            o->force = 1;
-        } else if (!strcmp(a, "--torch")) {
-            o->torch = 1;
-        } else if (!strcmp(a, "--no-symbolize")) {
-            o->symbolize = 0;
-        } else if (cmt__value_option(argc, argv, &i, "-o", "--output", &v)) {
-            if (!v || !*v)
-                return cmt__usage_error("record", "%s needs a PATTERN", a);
-            o->output = v;
-        } else if (cmt__value_option(argc, argv, &i, "--stack-depth", NULL, &v) ||
-                   cmt__value_option(argc, argv, &i, "--flush-ms", NULL, &v)) {
-            int depth = !strncmp(a, "--stack-depth", 13);
-            const char *name = depth ? "--stack-depth" : "--flush-ms";
-            if (!v)
-                return cmt__usage_error("record", "%s needs a number", name);
-            if (!numeric(v))
-                return cmt__usage_error("record", "%s expects a number, got '%s'", name, v);
-            if (depth && (strlen(v) > 9 || atoi(v) > CMT_MAX_STACK_DEPTH))
-                return cmt__usage_error("record",
-                                        "--stack-depth %s is more than the tracer's cap of %d "
-                                        "frames",
-                                        v, CMT_MAX_STACK_DEPTH);
-            if (depth)
-                o->stack_depth = v;
-            else
-                o->flush_ms = v;
-        } else if (a[0] == '-') {
-            return cmt__usage_error("record", "unknown option '%s'", a);
-        } else {
-            return *first = i, -1; /* COMMAND without "--" */
+    struct cmt__opts p; /* COMMAND, or "--", ends the options */
+    int opt;
+    cmt__opts_init(&p, "record", argc, argv, cmt_cmd_record_options,
+                   CMT__OPTS_IN_ORDER | CMT__OPTS_DASHDASH);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        switch (opt) {
+        case OPT_HELP: fputs(usage, stdout); return 0;
+        case OPT_QUIET: o->quiet = 1; break;
+        case OPT_FORCE: o->force = 1; break;
+        case OPT_TORCH: o->torch = 1; break;
+        case OPT_NO_SYMBOLIZE: o->symbolize = 0; break;
+        case OPT_OUTPUT:
+            if (!*p.value)
+                return cmt__opts_needs(&p);
+            o->output = p.value;
+            break;
+        case OPT_STACK_DEPTH:
+        case OPT_FLUSH_MS:
+            if (number_option(&p, o) != 0)
+                return 2;
+            break;
+        case CMT__OPT_ARG:
+            if (!p.dashdash && !strcmp(p.value, "-"))
+                return cmt__usage_error("record", "unknown option '%s'", p.value);
+            return *first = p.index, -1; /* COMMAND, after "--" or without it */
+        default: return 2;
         }
     }
+    if (p.dashdash)
+        return cmt__usage_error("record", "nothing after '--': give the COMMAND to run, "
+                                          "e.g. record -- ./my_program args");
     return cmt__usage_error("record", "no COMMAND given: cumemtrace record [OPTIONS] -- COMMAND "
                                       "[ARGS...]");
 }

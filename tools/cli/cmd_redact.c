@@ -13,6 +13,7 @@
 #include "cmt_error.h"
 #include "commands.h"
 #include "fleet.h"
+#include "options.h"
 #include "output.h"
 #include "redact.h"
 #include "writer.h"
@@ -29,11 +30,11 @@ static void usage(FILE *out)
           "shortened to ~ in module paths, file names, notes and range names. Events, stacks,\n"
           "devices, allocator records and phases are kept: every command reads the copy as it\n"
           "read the original. A line per trace says what was removed.\n"
-          "  -o OUT    one input: the copy's path (default: the input's name with .redacted.cmt\n"
-          "            for its extension); several or a directory: a directory for the copies\n"
-          "            (made if absent), each named as its input. An existing file is never\n"
-          "            overwritten.\n"
-          "  --quiet   print nothing unless something fails\n",
+          "  -o, --output OUT  one input: the copy's path (default: the input's name with\n"
+          "                    .redacted.cmt for its extension); several or a directory: a\n"
+          "                    directory for the copies (made if absent), each named as its\n"
+          "                    input. An existing file is never overwritten.\n"
+          "  -q, --quiet       print nothing unless something fails\n",
           out);
 }
 
@@ -115,34 +116,38 @@ static int redact_one(cmt_redact *x, const char *in, const char *out, int quiet)
     return status;
 }
 
+enum { OPT_HELP = 1, OPT_QUIET, OPT_OUTPUT };
+
+const struct cmt__option cmt_cmd_redact_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-q", "--quiet", 0, OPT_QUIET, NULL},
+    {"-o", "--output", 1, OPT_OUTPUT, "a path"},
+    {0},
+};
+
 int cmt_cmd_redact(int argc, char **argv)
 {
     const char *out = NULL;
-    int quiet = 0, n = 0, options = 1;
+    int quiet = 0, n = 0, opt;
     char **inputs = calloc((size_t)argc, sizeof *inputs);
     if (!inputs) {
         fprintf(stderr, "cumemtrace redact: %s\n", cmt_strerror(CMT_ENOMEM));
         return 1;
     }
-    for (int i = 1; i < argc; i++) { /* options before or after the inputs, up to "--" */
-        const char *a = argv[i];
-        if (!options || a[0] != '-' || !a[1]) {
-            inputs[n++] = argv[i];
-        } else if (strcmp(a, "--") == 0) {
-            options = 0;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            free(inputs);
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+    struct cmt__opts p; /* options before or after the inputs, up to "--" */
+    cmt__opts_init(&p, "redact", argc, argv, cmt_cmd_redact_options, CMT__OPTS_DASHDASH);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == CMT__OPT_ARG) {
+            inputs[n++] = argv[p.index];
+        } else if (opt == OPT_QUIET) {
             quiet = 1;
-        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc) {
-            out = argv[++i];
+        } else if (opt == OPT_OUTPUT) {
+            out = p.value;
         } else {
+            if (opt == OPT_HELP)
+                usage(stdout);
             free(inputs);
-            return strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0
-                       ? cmt__usage_error("redact", "%s needs a path", a)
-                       : cmt__usage_error("redact", "unknown option '%s'", a);
+            return opt == OPT_HELP ? 0 : 2;
         }
     }
     if (!n) {

@@ -10,6 +10,7 @@
 #include "print/alloc_print.h"
 #include "fleet/fleet_cli.h"
 #include "print/ledger_print.h"
+#include "options.h"
 #include "output.h"
 #include "sites.h"
 
@@ -490,27 +491,28 @@ static int by_time(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Takes --at TIME options out of argv (into l->at, sorted). @return 0, or 2 after a usage
- * error. */
-static int take_at(int *argc, char **argv, struct report_ledger *l)
+enum { OPT_HELP = 1, OPT_JSON, OPT_AT, OPT_JOBS };
+
+/* --at is taken out of argv first (cmt__opts_take); --json and --help are then
+ * cmt__parse_json_file's, --jobs the several-trace form's (fleet_report.c). */
+const struct cmt__option cmt_cmd_report_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--at", 1, OPT_AT, NULL},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {0},
+};
+
+/* One --at TIME into l->at. @return 0, or 2 after a usage error. */
+static int take_at(const char *v, void *ctx)
 {
-    int kept = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *v;
-        if (!cmt__value_option(*argc, argv, &i, "--at", NULL, &v)) {
-            argv[kept++] = argv[i];
-            continue;
-        }
-        if (l->at_count == MAX_AT)
-            return cmt__usage_error("report", "at most %d --at times", MAX_AT);
-        if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
-            return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
-                                    v ? v : "");
-        l->at_count++;
-    }
-    *argc = kept;
-    if (l->at_count > 1)
-        qsort(l->at, l->at_count, sizeof *l->at, by_time);
+    struct report_ledger *l = ctx;
+    if (l->at_count == MAX_AT)
+        return cmt__usage_error("report", "at most %d --at times", MAX_AT);
+    if (!v || cmt__parse_time(v, &l->at[l->at_count]) != 0)
+        return cmt__usage_error("report", "--at wants a time such as 12.5s or 800ms, got '%s'",
+                                v ? v : "");
+    l->at_count++;
     return 0;
 }
 
@@ -539,9 +541,12 @@ int cmt_cmd_report(int argc, char **argv)
     struct report_ledger l;
     const char *path;
     memset(&l, 0, sizeof l);
-    if ((status = take_at(&argc, argv, &l)) != 0)
+    if ((status = cmt__opts_take("report", &argc, argv, cmt_cmd_report_options, OPT_AT, take_at,
+                                 &l)) != 0)
         return status;
-    if (cmt__fleet_wanted(argc, argv, 1, NULL)) {
+    if (l.at_count > 1)
+        qsort(l.at, l.at_count, sizeof *l.at, by_time);
+    if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_report_options)) {
         if (l.at_count) /* each GPU has its own moment there */
             return cmt__usage_error("report", "--at reads one trace, not several");
         return cmt__fleet_report(argc, argv, usage);

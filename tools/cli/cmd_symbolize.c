@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "snapshot.h"
 #include "symbolize.h"
@@ -18,7 +19,7 @@ static void usage(FILE *out)
           "was missing. A damaged trace is refused and left as it is. A PyTorch memory snapshot\n"
           "needs nothing (its frames are Python and C++ names with file:line): it is left as it\n"
           "is, with a line that says so, and counts as done.\n"
-          "  --quiet   print nothing unless something fails\n",
+          "  -q, --quiet   print nothing unless something fails\n",
           out);
 }
 
@@ -46,24 +47,30 @@ static void report(const char *path, const struct cmt_symbolize_stats *s)
     putchar('\n');
 }
 
+enum { OPT_HELP = 1, OPT_QUIET };
+
+const struct cmt__option cmt_cmd_symbolize_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {"-q", "--quiet", 0, OPT_QUIET, NULL},
+    {0},
+};
+
 int cmt_cmd_symbolize(int argc, char **argv)
 {
-    int quiet = 0, first = 1, status = 0;
-    for (; first < argc && argv[first][0] == '-' && argv[first][1]; first++) {
-        if (strcmp(argv[first], "--") == 0) {
-            first++;
-            break;
-        }
-        if (strcmp(argv[first], "--help") == 0 || strcmp(argv[first], "-h") == 0) {
+    int quiet = 0, status = 0, opt;
+    struct cmt__opts p; /* the options come before the files */
+    cmt__opts_init(&p, "symbolize", argc, argv, cmt_cmd_symbolize_options,
+                   CMT__OPTS_IN_ORDER | CMT__OPTS_DASHDASH);
+    while ((opt = cmt__opts_next(&p)) > 0) {
+        if (opt == OPT_HELP) {
             usage(stdout);
             return 0;
         }
-        if (strcmp(argv[first], "--quiet") == 0 || strcmp(argv[first], "-q") == 0) {
-            quiet = 1;
-            continue;
-        }
-        return cmt__usage_error("symbolize", "unknown option '%s'", argv[first]);
+        quiet = 1;
     }
+    if (opt == CMT__OPT_ERROR)
+        return 2;
+    int first = opt == CMT__OPT_ARG ? p.index : argc;
     if (first == argc) {
         return cmt__usage_error("symbolize", "missing trace FILE");
     }

@@ -11,6 +11,7 @@
 #include "export/export.h"
 #include "print/alloc_print.h"
 #include "fleet/fleet_cli.h"
+#include "options.h"
 #include "output.h"
 #include "site_timeline.h"
 #include "timeline.h"
@@ -283,55 +284,91 @@ static void text(const struct cmt__pass *pass, const struct cmt_timeline *tl)
         printf("%s: no device memory was allocated.\n", pass->path);
 }
 
+enum { OPT_HELP = 1, OPT_CSV, OPT_JSON, OPT_SVG, OPT_POINTS, OPT_JOBS };
+
+/* --jobs is the several-trace form's (fleet_cli.c parses that form). */
+const struct cmt__option cmt_cmd_timeline_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--csv", 0, OPT_CSV, NULL},
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--svg", 1, OPT_SVG, "an output file"},
+    {NULL, "--points", 1, OPT_POINTS, "a number"},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {0},
+};
+
+struct timeline_args {
+    enum format fmt;
+    const char *path, *svg_path;
+    long points;
+    const char *chosen; /* the output option given */
+};
+
+/* One option (not --help) into *t. @return 0, or 2 after a usage error. */
+static int timeline_option(const struct cmt__opts *p, int opt, struct timeline_args *t)
+{
+    static const enum format formats[] = {[OPT_CSV] = CSV, [OPT_JSON] = JSON, [OPT_SVG] = SVG};
+    const char *v = p->value;
+    if (opt == OPT_SVG) {
+        if (!*v)
+            return cmt__opts_needs(p);
+        t->svg_path = v;
+    } else if (opt == OPT_POINTS) {
+        char *end;
+        t->points = strtol(v, &end, 10);
+        if (end == v || *end || t->points < 2 || t->points > 1000000)
+            return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'", v);
+        return 0;
+    } else if (opt != OPT_CSV && opt != OPT_JSON) { /* --jobs: cmt__fleet_wanted took it */
+        return cmt__usage_error("timeline", "unknown option '%s'", p->arg);
+    }
+    enum format want = formats[opt];
+    static const char *const names[] = {"", "--csv", "--json", "--svg"};
+    if (t->fmt != TEXT && t->fmt != want)
+        return cmt__usage_error("timeline", "%s and %s conflict: choose one output", t->chosen,
+                                names[want]);
+    t->fmt = want;
+    t->chosen = names[want];
+    return 0;
+}
+
+/* @return 0 with *t filled; -1 after printing help (exit 0); 2 after a usage error. */
+static int timeline_args(int argc, char **argv, struct timeline_args *t)
+{
+    struct cmt__opts p;
+    int opt;
+    cmt__opts_init(&p, "timeline", argc, argv, cmt_cmd_timeline_options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
+            fputs(usage, stdout);
+            return -1;
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
+        } else if (opt != CMT__OPT_ARG) {
+            if (timeline_option(&p, opt, t) != 0)
+                return 2;
+        } else if (t->path) {
+            return cmt__usage_error("timeline", "one trace file expected, got '%s' too", p.value);
+        } else {
+            t->path = p.value;
+        }
+    }
+    if (!t->path)
+        return cmt__usage_error("timeline", "missing trace FILE");
+    return 0;
+}
+
 int cmt_cmd_timeline(int argc, char **argv)
 {
-    enum format fmt = TEXT;
-    const char *path = NULL, *svg_path = NULL;
-    long points = 0;
-    const char *v, *chosen = NULL; /* the output option given */
-    static const char *const value_options[] = {"--svg", "--points", NULL};
-    if (cmt__fleet_wanted(argc, argv, 1, value_options))
+    struct timeline_args t = {TEXT, NULL, NULL, 0, NULL};
+    if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_timeline_options))
         return cmt__fleet_timeline(argc, argv, usage);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        enum format want = TEXT;
-        if (cmt__is(arg, "-h", "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (cmt__is(arg, "--csv", NULL)) {
-            want = CSV;
-        } else if (cmt__is(arg, "--json", NULL)) {
-            want = JSON;
-        } else if (cmt__value_option(argc, argv, &i, "--svg", NULL, &v)) {
-            if (!v || !*v)
-                return cmt__usage_error("timeline", "--svg needs an output file");
-            want = SVG;
-            svg_path = v;
-        } else if (cmt__value_option(argc, argv, &i, "--points", NULL, &v)) {
-            char *end;
-            if (!v)
-                return cmt__usage_error("timeline", "--points needs a number");
-            points = strtol(v, &end, 10);
-            if (end == v || *end || points < 2 || points > 1000000)
-                return cmt__usage_error("timeline", "--points wants 2..1000000, got '%s'", v);
-        } else if (arg[0] == '-' && arg[1]) {
-            return cmt__usage_error("timeline", "unknown option '%s'", arg);
-        } else if (path) {
-            return cmt__usage_error("timeline", "one trace file expected, got '%s' too", arg);
-        } else {
-            path = arg;
-        }
-        if (want == TEXT)
-            continue;
-        static const char *const names[] = {"", "--csv", "--json", "--svg"};
-        if (fmt != TEXT && fmt != want)
-            return cmt__usage_error("timeline", "%s and %s conflict: choose one output", chosen,
-                                    names[want]);
-        fmt = want;
-        chosen = names[want];
-    }
-    if (!path)
-        return cmt__usage_error("timeline", "missing trace FILE");
+    int prc = timeline_args(argc, argv, &t);
+    if (prc)
+        return prc < 0 ? 0 : prc;
+    enum format fmt = t.fmt;
+    const char *path = t.path, *svg_path = t.svg_path;
+    long points = t.points;
     struct cmt_timeline tl;
     cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
     /* the SVG's capacity line and others band come from the free/total samples */

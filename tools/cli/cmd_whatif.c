@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "options.h"
 #include "output.h"
 #include "pass.h"
 #include "progress.h"
@@ -300,26 +301,38 @@ static void expected_fraction(char *buf, size_t len, double lo, double hi)
     snprintf(buf, len, "0 or a fraction in (%g,%g)", lo, hi);
 }
 
-/* Whether arg is an option that takes a value. */
-static bool takes_value(const char *arg)
-{
-    if (cmt__is(arg, "--capacity", "--jobs") || cmt__is(arg, "--oom-message", NULL) ||
-        cmt__is(arg, "--memory-fraction", "--address-policy"))
-        return true;
-#define CMT__SETTING_FLAG(field, type, key, def, flag, ...) \
-    if (cmt__is(arg, flag, NULL))                           \
-        return true;
-    CMT_MODEL_SETTINGS(CMT__SETTING_FLAG)
-#undef CMT__SETTING_FLAG
-    return false;
-}
+enum {
+    OPT_HELP = 1,
+    OPT_JSON,
+    OPT_CAPACITY,
+    OPT_JOBS,
+    OPT_OOM_MESSAGE,
+    OPT_MEMORY_FRACTION,
+    OPT_ADDRESS_POLICY,
+    OPT_SETTING /* + CMT_MODEL_SETTING_field: the settings' list options */
+};
 
-/* The list option of a setting (takes_value(arg) holds).
+const struct cmt__option cmt_cmd_whatif_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--capacity", 1, OPT_CAPACITY, "a value"},
+    {NULL, "--jobs", 1, OPT_JOBS, "a value"},
+    {NULL, "--oom-message", 1, OPT_OOM_MESSAGE, "a value"},
+    {NULL, "--memory-fraction", 1, OPT_MEMORY_FRACTION, "a value"},
+    {NULL, "--address-policy", 1, OPT_ADDRESS_POLICY, "a value"},
+#define CMT__SETTING_ENTRY(field, type, key, def, flag, ...) \
+    {NULL, flag, 1, OPT_SETTING + CMT_MODEL_SETTING_##field, "a value"},
+    CMT_MODEL_SETTINGS(CMT__SETTING_ENTRY)
+#undef CMT__SETTING_ENTRY
+        {0},
+};
+
+/* The list option `arg` of setting CMT_MODEL_SETTING_field `setting`.
  * @return 0 or a usage error. */
-static int parse_setting(const char *arg, const char *value, struct options *o)
+static int parse_setting(size_t setting, const char *arg, const char *value, struct options *o)
 {
 #define CMT__SETTING_OPTION(field, type, key, def, flag, json, rank, lo, hi, help)   \
-    if (cmt__is(arg, flag, NULL)) {                                                  \
+    if (setting == CMT_MODEL_SETTING_##field) {                                      \
         struct list_ctx ctx = {lo, hi, o->field.values};                             \
         char expected[64];                                                           \
         expected_##type(expected, sizeof expected, lo, hi);                          \
@@ -330,74 +343,64 @@ static int parse_setting(const char *arg, const char *value, struct options *o)
     return cmt__usage_error(CMD, "unknown option '%s'", arg);
 }
 
+/* One option's value (not a setting's) into *o. @return 0, or 2 after a usage error. */
+static int parse_value(int opt, const char *value, struct options *o)
+{
+    char *end;
+    if (opt == OPT_CAPACITY) {
+        if (cmt_whatif_parse_bytes(value, &o->capacity) != 0)
+            return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB", value);
+    } else if (opt == OPT_JOBS) {
+        long n = strtol(value, &end, 10);
+        if (*end || n < 1 || n > 64)
+            return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
+        o->jobs = (unsigned)n;
+    } else if (opt == OPT_OOM_MESSAGE) {
+        if (strcmp(value, "2.x") == 0 || strcmp(value, "2") == 0)
+            o->oom_style = CMT_MODEL_OOM_2X;
+        else if (strcmp(value, "1.x") == 0 || strcmp(value, "1") == 0)
+            o->oom_style = CMT_MODEL_OOM_1X;
+        else
+            return cmt__usage_error(CMD, "--oom-message wants 2.x or 1.x, got '%s'", value);
+        o->oom_style_given = true;
+    } else if (opt == OPT_MEMORY_FRACTION) {
+        double f = strtod(value, &end);
+        if (end == value || *end || !(f > 0.0 && f <= 1.0))
+            return cmt__usage_error(CMD, "--memory-fraction wants a fraction in (0,1], got '%s'",
+                                    value);
+        o->memory_fraction = f;
+    } else if (cmt_model_address_policy_parse(value, &o->address_policy) != CMT_EOK) {
+        return cmt__usage_error(CMD, "--address-policy wants never-reuse or first-fit, got '%s'",
+                                value);
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
-    char name[64];
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        /* --NAME=VALUE is --NAME VALUE */
-        const char *eq = arg[0] == '-' && arg[1] == '-' ? strchr(arg, '=') : NULL;
-        if (eq && (size_t)(eq - arg) < sizeof name) {
-            snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
-            if (!takes_value(name))
-                return cmt__usage_error(CMD, "%s takes no value", name);
-            arg = name;
-            value = eq + 1;
-        }
-        int rc = 0;
-        if (cmt__is(arg, "-h", "--help")) {
+    struct cmt__opts p;
+    int opt, rc = 0;
+    cmt__opts_init(&p, CMD, argc, argv, cmt_cmd_whatif_options, 0);
+    while (!rc && (opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             print_usage(stdout);
             return -1;
-        } else if (cmt__is(arg, "--json", NULL)) {
+        } else if (opt == OPT_JSON) {
             o->json = 1;
-            continue;
-        } else if (arg[0] != '-' || !arg[1]) {
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
+        } else if (opt == CMT__OPT_ARG) {
             if (o->path)
-                return cmt__usage_error(CMD, "one trace file expected, got '%s' too", arg);
-            o->path = arg;
-            continue;
-        } else if (!takes_value(arg)) {
-            return cmt__usage_error(CMD, "unknown option '%s'", arg);
-        }
-        if (!value)
-            return cmt__usage_error(CMD, "%s needs a value", arg);
-        if (!eq)
-            i++;
-        if (cmt__is(arg, "--capacity", NULL)) {
-            if (cmt_whatif_parse_bytes(value, &o->capacity) != 0)
-                return cmt__usage_error(CMD, "--capacity: '%s' is not a size such as 20GiB", value);
-        } else if (cmt__is(arg, "--jobs", NULL)) {
-            char *end;
-            long n = strtol(value, &end, 10);
-            if (*end || n < 1 || n > 64)
-                return cmt__usage_error(CMD, "--jobs wants 1..64, got '%s'", value);
-            o->jobs = (unsigned)n;
-        } else if (cmt__is(arg, "--oom-message", NULL)) {
-            if (strcmp(value, "2.x") == 0 || strcmp(value, "2") == 0)
-                o->oom_style = CMT_MODEL_OOM_2X;
-            else if (strcmp(value, "1.x") == 0 || strcmp(value, "1") == 0)
-                o->oom_style = CMT_MODEL_OOM_1X;
-            else
-                return cmt__usage_error(CMD, "--oom-message wants 2.x or 1.x, got '%s'", value);
-            o->oom_style_given = true;
-        } else if (cmt__is(arg, "--memory-fraction", NULL)) {
-            char *end;
-            double f = strtod(value, &end);
-            if (end == value || *end || !(f > 0.0 && f <= 1.0))
-                return cmt__usage_error(
-                    CMD, "--memory-fraction wants a fraction in (0,1], got '%s'", value);
-            o->memory_fraction = f;
-        } else if (cmt__is(arg, "--address-policy", NULL)) {
-            if (cmt_model_address_policy_parse(value, &o->address_policy) != CMT_EOK)
-                return cmt__usage_error(
-                    CMD, "--address-policy wants never-reuse or first-fit, got '%s'", value);
+                return cmt__usage_error(CMD, "one trace file expected, got '%s' too", p.value);
+            o->path = p.value;
+        } else if (opt >= OPT_SETTING) {
+            rc = parse_setting((size_t)(opt - OPT_SETTING), p.name, p.value, o);
         } else {
-            rc = parse_setting(arg, value, o);
+            rc = parse_value(opt, p.value, o);
         }
-        if (rc)
-            return rc;
     }
+    if (rc)
+        return rc;
     if (!o->path)
         return cmt__usage_error(CMD, "missing trace FILE");
     return 0;

@@ -2,6 +2,7 @@
 #include "caching_model.h"
 #include "oom.h"
 #include "output.h"
+#include "options.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -368,37 +369,6 @@ void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, 
     cmt__json_end_array(j);
 }
 
-int cmt__is(const char *arg, const char *a, const char *b)
-{
-    return (a && strcmp(arg, a) == 0) || (b && strcmp(arg, b) == 0);
-}
-
-static int value_form(const char *arg, const char *name, const char **value)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (!name || strncmp(arg, name, n) != 0)
-        return 0;
-    if (!arg[n])
-        return 1;                                            /* NAME VALUE */
-    if (arg[n] == '=' && name[0] == '-' && name[1] == '-') { /* --NAME=VALUE */
-        *value = arg + n + 1;
-        return 2;
-    }
-    return 0;
-}
-
-int cmt__value_option(int argc, char **argv, int *i, const char *a, const char *b,
-                      const char **value)
-{
-    *value = NULL;
-    int form = value_form(argv[*i], a, value);
-    if (!form)
-        form = value_form(argv[*i], b, value);
-    if (form == 1 && *i + 1 < argc)
-        *value = argv[++*i];
-    return form != 0;
-}
-
 int cmt__usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
@@ -413,20 +383,26 @@ int cmt__usage_error(const char *cmd, const char *fmt, ...)
 int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,
                          const char **path)
 {
+    enum { OPT_HELP = 1, OPT_JSON };
+    static const struct cmt__option options[] = {
+        CMT__OPTION_HELP(OPT_HELP), {NULL, "--json", 0, OPT_JSON, NULL}, {0}};
+    struct cmt__opts p;
+    int opt;
     *json = 0;
     *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cmt__is(argv[i], "-h", "--help")) {
+    cmt__opts_init(&p, cmd, argc, argv, options, 0);
+    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (opt == OPT_HELP) {
             fputs(usage, stdout);
             return -1;
-        } else if (cmt__is(argv[i], "--json", NULL)) {
+        } else if (opt == OPT_JSON) {
             *json = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cmt__usage_error(cmd, "unknown option '%s'", argv[i]);
+        } else if (opt == CMT__OPT_ERROR) {
+            return 2;
         } else if (*path) {
-            return cmt__usage_error(cmd, "one trace file expected, got '%s' too", argv[i]);
+            return cmt__usage_error(cmd, "one trace file expected, got '%s' too", p.value);
         } else {
-            *path = argv[i];
+            *path = p.value;
         }
     }
     return *path ? 0 : cmt__usage_error(cmd, "missing trace FILE");

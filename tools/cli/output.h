@@ -93,14 +93,7 @@ void cmt__hint_symbolize(const char *cmd, const char *path, int raw);
 /* Writes a stack as a JSON array of frame strings under key. */
 void cmt__json_stack(struct cmt__json *j, const char *key, const cmt_reader *r, uint32_t leaf);
 
-/* Argument parsing: @return 1 when arg is exactly one of the names. */
-int cmt__is(const char *arg, const char *a, const char *b);
-/* An option that takes a value, given as "NAME VALUE" or, for a long NAME, "NAME=VALUE".
- * @return 1 when argv[*i] is option a or b, with *value its value (NULL when it is missing)
- * and *i on the last argument used; 0 when it is neither. */
-int cmt__value_option(int argc, char **argv, int *i, const char *a, const char *b,
-                      const char **value);
-/* Parses `cumemtrace CMD [--json] FILE` (with -h/--help printing `usage`).
+/* Parses `cumemtrace CMD [--json] FILE` (with -h/--help printing `usage`) with options.h.
  * @return 0 with *json and *path set; -1 after printing help (exit 0); 2 after a usage error. */
 int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,
                          const char **path);

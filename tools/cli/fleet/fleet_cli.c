@@ -10,17 +10,10 @@
 #include <time.h>
 
 #include "cmt_error.h"
+#include "options.h"
 #include "output.h"
 
-static int takes_value(const char *arg, const char *const *value_options)
-{
-    for (int k = 0; value_options && value_options[k]; k++)
-        if (!strcmp(arg, value_options[k]))
-            return 1;
-    return 0;
-}
-
-int cmt__fleet_wanted(int argc, char **argv, int alone, const char *const *value_options)
+int cmt__fleet_wanted(int argc, char **argv, int alone, const struct cmt__option *options)
 {
     int positional = 0, dir = 0;
     for (int i = 1; i < argc; i++) {
@@ -29,7 +22,7 @@ int cmt__fleet_wanted(int argc, char **argv, int alone, const char *const *value
         if (!strcmp(a, "--jobs") || !strncmp(a, "--jobs=", 7))
             return 1;
         if (a[0] == '-' && a[1]) {
-            i += takes_value(a, value_options) && i + 1 < argc;
+            i += cmt__opts_takes_value(options, a) && i + 1 < argc;
             continue;
         }
         positional++;
@@ -50,22 +43,33 @@ static int number(const char *cmd, const char *name, const char *v, unsigned lon
     return 0;
 }
 
-/* @return -1 when argv[*i] was an option this form takes (handled), else the exit status. */
-static int option(int argc, char **argv, int *i, const char *cmd, unsigned allowed,
-                  struct cmt__fleet_args *a)
+enum { OPT_HELP = 1, OPT_JSON, OPT_CSV, OPT_JOBS, OPT_POINTS, OPT_FAIL_PCT };
+
+/* Every option of the several-trace forms; `allowed` says which a command takes. */
+static const struct cmt__option fleet_options[] = {
+    CMT__OPTION_HELP(OPT_HELP),
+    {NULL, "--json", 0, OPT_JSON, NULL},
+    {NULL, "--csv", 0, OPT_CSV, NULL},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {NULL, "--points", 1, OPT_POINTS, NULL},
+    {NULL, "--fail-if-peak-grows", 1, OPT_FAIL_PCT, NULL},
+    {0},
+};
+
+/* @return -1 when the option was one this form takes (handled), else the exit status. */
+static int option(const struct cmt__opts *p, int opt, unsigned allowed, struct cmt__fleet_args *a)
 {
-    const char *v;
+    const char *cmd = p->cmd, *v = p->value;
     unsigned long n;
-    if ((allowed & CMT__FA_JSON) && cmt__is(argv[*i], "--json", NULL))
-        return a->json = 1, -1;
-    if ((allowed & CMT__FA_CSV) && cmt__is(argv[*i], "--csv", NULL))
-        return a->csv = 1, -1;
-    if (cmt__value_option(argc, argv, i, "--jobs", NULL, &v))
+    if (opt == OPT_JOBS)
         return number(cmd, "--jobs", v, 64, &n) ? 2 : (a->jobs = (unsigned)n, -1);
-    if ((allowed & CMT__FA_POINTS) && cmt__value_option(argc, argv, i, "--points", NULL, &v))
+    if (opt == OPT_JSON && (allowed & CMT__FA_JSON))
+        return a->json = 1, -1;
+    if (opt == OPT_CSV && (allowed & CMT__FA_CSV))
+        return a->csv = 1, -1;
+    if (opt == OPT_POINTS && (allowed & CMT__FA_POINTS))
         return number(cmd, "--points", v, 100000, &n) || n < 2 ? 2 : (a->points = (uint32_t)n, -1);
-    if ((allowed & CMT__FA_FAIL_PCT) &&
-        cmt__value_option(argc, argv, i, "--fail-if-peak-grows", NULL, &v)) {
+    if (opt == OPT_FAIL_PCT && (allowed & CMT__FA_FAIL_PCT)) {
         char *end;
         a->fail_pct = v ? strtod(v, &end) : 0;
         if (!v || !*v || *end || a->fail_pct < 0)
@@ -73,7 +77,30 @@ static int option(int argc, char **argv, int *i, const char *cmd, unsigned allow
                                     v ? v : "");
         return a->have_fail = 1, -1;
     }
-    return cmt__usage_error(cmd, "unknown option '%s'", argv[*i]);
+    return cmt__usage_error(cmd, "unknown option '%s'", p->arg);
+}
+
+/* @return -1 to go on, or the exit status. */
+static int parse(struct cmt__opts *p, const char *usage, unsigned allowed,
+                 struct cmt__fleet_args *a)
+{
+    int opt;
+    while ((opt = cmt__opts_next(p)) != CMT__OPT_END) {
+        int rc = -1;
+        if (opt == OPT_HELP) {
+            fputs(usage, stdout);
+            rc = 0;
+        } else if (opt == CMT__OPT_ERROR) {
+            rc = 2;
+        } else if (opt == CMT__OPT_ARG) {
+            a->inputs[a->ninputs++] = p->value;
+        } else {
+            rc = option(p, opt, allowed, a);
+        }
+        if (rc >= 0)
+            return rc;
+    }
+    return -1;
 }
 
 int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, unsigned allowed,
@@ -85,27 +112,14 @@ int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, 
         fprintf(stderr, "cumemtrace %s: out of memory\n", cmd);
         return 1;
     }
-    for (int i = 1; i < argc; i++) {
-        int rc = -1;
-        if (cmt__is(argv[i], "-h", "--help")) {
-            fputs(usage, stdout);
-            rc = 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = option(argc, argv, &i, cmd, allowed, a);
-        } else {
-            a->inputs[a->ninputs++] = argv[i];
-        }
-        if (rc >= 0) {
-            free(a->inputs);
-            a->inputs = NULL;
-            return rc;
-        }
-    }
-    if (a->ninputs)
+    struct cmt__opts p;
+    cmt__opts_init(&p, cmd, argc, argv, fleet_options, 0);
+    int rc = parse(&p, usage, allowed, a);
+    if (rc < 0 && a->ninputs)
         return -1;
     free(a->inputs);
     a->inputs = NULL;
-    return cmt__usage_error(cmd, "missing trace FILE or DIRECTORY");
+    return rc >= 0 ? rc : cmt__usage_error(cmd, "missing trace FILE or DIRECTORY");
 }
 
 int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *usage,

@@ -21,9 +21,10 @@ struct cmt__fleet_args {
 };
 
 /* Whether argv asks for the several-trace form: more positional arguments than `alone`
- * (1, or 2 for diff), a directory among them, or --jobs. `value_options` (NULL-terminated)
- * are the options that take a value. */
-int cmt__fleet_wanted(int argc, char **argv, int alone, const char *const *value_options);
+ * (1, or 2 for diff), a directory among them, or --jobs. `options` (the command's table,
+ * options.h) says which options take a value. */
+struct cmt__option;
+int cmt__fleet_wanted(int argc, char **argv, int alone, const struct cmt__option *options);
 
 /* Parses the several-trace form. @return -1 to go on with *a set (free a->inputs); otherwise
  * the exit status (0 after --help, 2 after a usage error). */
