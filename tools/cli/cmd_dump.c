@@ -29,9 +29,7 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
 {
     const struct cmt_api *api = cmt_reader_api(r, e->api);
     cmt__json_object(j, NULL);
-    cmt__json_u64(j, "seq", e->seq);
-    cmt__json_u64(j, "t_ns", e->t_ns);
-    cmt__json_u64(j, "tid", e->tid);
+    CMT__JSON_U64S(j, {"seq", e->seq}, {"t_ns", e->t_ns}, {"tid", e->tid});
     if (api)
         cmt__json_string(j, "api", api->name);
     else
@@ -95,11 +93,8 @@ static void dump_range(struct cmt__json *j, const struct cmt_range *g)
     cmt__json_object(j, NULL);
     cmt__json_string(j, "record", "range");
     json_action(j, cmt_range_action_name(g->action), g->action);
-    cmt__json_u64(j, "t_ns", g->t_ns);
-    cmt__json_u64(j, "tid", g->tid);
-    cmt__json_u64(j, "domain", g->domain);
-    cmt__json_u64(j, "category", g->category);
-    cmt__json_u64(j, "id", g->id);
+    CMT__JSON_U64S(j, {"t_ns", g->t_ns}, {"tid", g->tid}, {"domain", g->domain},
+                   {"category", g->category}, {"id", g->id});
     cmt__json_string(j, "message", g->message);
     if (g->have_seq)
         cmt__json_u64(j, "seq", g->seq);
@@ -126,9 +121,8 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
                          rec->u.meminfo.reason == CMT_MEMINFO_OOM    ? "oom"
                          : rec->u.meminfo.reason == CMT_MEMINFO_EXIT ? "exit"
                                                                      : "baseline");
-        cmt__json_u64(j, "free", rec->u.meminfo.free_bytes);
-        cmt__json_u64(j, "total", rec->u.meminfo.total_bytes);
-        cmt__json_u64(j, "seq", rec->u.meminfo.seq);
+        CMT__JSON_U64S(j, {"free", rec->u.meminfo.free_bytes},
+                       {"total", rec->u.meminfo.total_bytes}, {"seq", rec->u.meminfo.seq});
         break;
     case CMT_REC_NOTE:
         cmt__json_string(j, "record", "note");
@@ -136,9 +130,8 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
         break;
     case CMT_REC_SIGNAL:
         cmt__json_string(j, "record", "signal");
-        cmt__json_u64(j, "t_ns", rec->u.signal.t_ns);
-        cmt__json_u64(j, "signo", rec->u.signal.signo);
-        cmt__json_u64(j, "tid", rec->u.signal.tid);
+        CMT__JSON_U64S(j, {"t_ns", rec->u.signal.t_ns}, {"signo", rec->u.signal.signo},
+                       {"tid", rec->u.signal.tid});
         break;
     case CMT_REC_END:
         cmt__json_string(j, "record", "end");

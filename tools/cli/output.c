@@ -155,6 +155,28 @@ void cmt__json_finish(struct cmt__json *j)
     fputc('\n', j->f);
 }
 
+void cmt__json_string_or_null(struct cmt__json *j, const char *key, const char *s)
+{
+    if (s)
+        cmt__json_string(j, key, s);
+    else
+        cmt__json_null(j, key);
+}
+
+void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v)
+{
+    if (v)
+        cmt__json_u64(j, key, v);
+    else
+        cmt__json_null(j, key);
+}
+
+void cmt__json_u64s(struct cmt__json *j, const struct cmt__json_u64_member *members, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cmt__json_u64(j, members[i].key, members[i].value);
+}
+
 /* ---- traces ---- */
 
 const char *cmt__not_a_file(const char *path)

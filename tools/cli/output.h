@@ -40,6 +40,22 @@ void cmt__json_bool(struct cmt__json *j, const char *key, int v);
 void cmt__json_string(struct cmt__json *j, const char *key, const char *s);
 void cmt__json_null(struct cmt__json *j, const char *key);
 void cmt__json_finish(struct cmt__json *j); /* newline */
+/* s as a string, or null when s is NULL. */
+void cmt__json_string_or_null(struct cmt__json *j, const char *key, const char *s);
+/* v as a whole number, or null when v is 0 (a figure that 0 means unknown or none). */
+void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v);
+
+/* Whole-number members written in a row: CMT__JSON_U64S(j, {"alloc_calls", t->alloc_calls},
+ * {"free_calls", t->free_calls}) writes what a cmt__json_u64 call per member would. */
+struct cmt__json_u64_member {
+    const char *key;
+    uint64_t value;
+};
+void cmt__json_u64s(struct cmt__json *j, const struct cmt__json_u64_member *members, size_t n);
+#define CMT__JSON_U64S(j, ...)                                                  \
+    cmt__json_u64s((j), (const struct cmt__json_u64_member[]){__VA_ARGS__},     \
+                   sizeof((const struct cmt__json_u64_member[]){__VA_ARGS__}) / \
+                       sizeof(struct cmt__json_u64_member))
 
 /* For commands that look before they open: the reader's message (CMT_ENOT_REGULAR's, "not a
  * regular file") when path exists but is a directory, a device, a FIFO or a socket.

@@ -203,13 +203,7 @@ void cmt__fleet_json_who(struct cmt__json *j, const struct cmt_fleet_process *p)
         cmt__json_i64(j, "world_size", p->world_size);
     else
         cmt__json_null(j, "world_size");
-    if (p->host)
-        cmt__json_string(j, "host", p->host);
-    else
-        cmt__json_null(j, "host");
-    if (p->job_id)
-        cmt__json_string(j, "job_id", p->job_id);
-    else
-        cmt__json_null(j, "job_id");
+    cmt__json_string_or_null(j, "host", p->host);
+    cmt__json_string_or_null(j, "job_id", p->job_id);
     cmt__json_string(j, "command", p->command ? p->command : "");
 }
