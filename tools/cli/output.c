@@ -242,7 +242,7 @@ static int open_snapshot(const char *cmd, const char *path, cmt_reader **out)
     return rc;
 }
 
-static int starts_like_snapshot(const char *path)
+int cmt__is_snapshot(const char *path)
 {
     unsigned char head[2];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -256,7 +256,7 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
     int sys_errno;
     int rc = cmt_reader_open_file(out, path, &sys_errno);
-    if (rc == CMT_EBAD_MAGIC && starts_like_snapshot(path))
+    if (rc == CMT_EBAD_MAGIC && cmt__is_snapshot(path))
         return open_snapshot(cmd, path, out);
     if (rc)
         fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));

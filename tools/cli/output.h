@@ -65,6 +65,9 @@ const char *cmt__not_a_file(const char *path);
  * header) is converted to a trace in memory and opened instead. On failure prints
  * "cumemtrace CMD: PATH: reason" to stderr. @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
+/* @return 1 when the file at path starts as a PyTorch memory snapshot does (a pickle's header),
+ * 0 otherwise or when it cannot be read. */
+int cmt__is_snapshot(const char *path);
 
 /* A command's trace arguments expanded: a directory gives its *.cmt files in name order
  * (cmt_fleet_paths), a file is taken as it is. @return 0 with *paths and *count set (free them
