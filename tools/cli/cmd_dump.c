@@ -24,6 +24,24 @@ static const char usage[] =
     "  --stacks   add \"frames\": the call stack, innermost first\n"
     "  --all      also print device, meminfo, note, signal and end records\n";
 
+/* The values a record carries, under their field names: v[f] as name(f) where bit f of
+ * `fields` is set. */
+static void json_values(struct cmt__json *j, const uint64_t *v, uint32_t fields, uint32_t n,
+                        const char *(*name)(uint32_t))
+{
+    for (uint32_t f = 0; f < n; f++)
+        if (fields & (UINT32_C(1) << f))
+            cmt__json_u64(j, name(f), v[f]);
+}
+
+/* "stack": the leaf node id, and with --stacks "frames": the call stack, innermost first. */
+static void json_stack(struct cmt__json *j, const cmt_reader *r, uint32_t stack, int stacks)
+{
+    cmt__json_u64(j, "stack", stack);
+    if (stacks)
+        cmt__json_stack(j, "frames", r, stack);
+}
+
 static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cmt_event *e,
                        int stacks)
 {
@@ -37,12 +55,8 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
     cmt__json_string(j, "op", api && cmt_op_name(api->op) ? cmt_op_name(api->op) : "other");
     cmt__json_i64(j, "result", e->result);
     cmt__json_i64(j, "dev", e->dev);
-    for (uint32_t f = 0; f < CMT_NFIELDS; f++)
-        if (e->fields & (UINT32_C(1) << f))
-            cmt__json_u64(j, cmt_field_name(f), e->v[f]);
-    cmt__json_u64(j, "stack", e->stack);
-    if (stacks)
-        cmt__json_stack(j, "frames", r, e->stack);
+    json_values(j, e->v, e->fields, CMT_NFIELDS, cmt_field_name);
+    json_stack(j, r, e->stack, stacks);
     cmt__json_end_object(j);
     cmt__json_finish(j);
 }
@@ -77,12 +91,8 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         cmt__json_u64(j, "t_ns", e->t_ns);
         cmt__json_u64(j, "tid", e->tid);
         cmt__json_i64(j, "dev", e->dev);
-        for (uint32_t f = 0; f < CMT_NAFIELDS; f++)
-            if (e->fields & (UINT32_C(1) << f))
-                cmt__json_u64(j, cmt_alloc_field_name(f), e->v[f]);
-        cmt__json_u64(j, "stack", e->stack);
-        if (stacks)
-            cmt__json_stack(j, "frames", r, e->stack);
+        json_values(j, e->v, e->fields, CMT_NAFIELDS, cmt_alloc_field_name);
+        json_stack(j, r, e->stack, stacks);
     }
     cmt__json_end_object(j);
     cmt__json_finish(j);
