@@ -171,6 +171,14 @@ void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v)
         cmt__json_null(j, key);
 }
 
+void cmt__json_i64_or_null(struct cmt__json *j, const char *key, int64_t v)
+{
+    if (v >= 0)
+        cmt__json_i64(j, key, v);
+    else
+        cmt__json_null(j, key);
+}
+
 void cmt__json_u64s(struct cmt__json *j, const struct cmt__json_u64_member *members, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -44,6 +44,8 @@ void cmt__json_finish(struct cmt__json *j); /* newline */
 void cmt__json_string_or_null(struct cmt__json *j, const char *key, const char *s);
 /* v as a whole number, or null when v is 0 (a figure that 0 means unknown or none). */
 void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v);
+/* v, or null when v is negative (a rank or a count that -1 means unknown). */
+void cmt__json_i64_or_null(struct cmt__json *j, const char *key, int64_t v);
 
 /* Whole-number members written in a row: CMT__JSON_U64S(j, {"alloc_calls", t->alloc_calls},
  * {"free_calls", t->free_calls}) writes what a cmt__json_u64 call per member would. */

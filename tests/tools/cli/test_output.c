@@ -65,7 +65,7 @@ Test(output, json_u64s_as_the_first_members_of_an_array_element)
     free(d.text);
 }
 
-Test(output, or_null_writes_null_for_a_missing_string_and_for_zero)
+Test(output, or_null_writes_null_for_a_missing_string_a_zero_count_and_a_negative_rank)
 {
     struct doc d;
     doc_open(&d);
@@ -73,7 +73,9 @@ Test(output, or_null_writes_null_for_a_missing_string_and_for_zero)
     cmt__json_string_or_null(&d.j, "job_id", NULL);
     cmt__json_u64_or_null(&d.j, "exact_mb", 4096);
     cmt__json_u64_or_null(&d.j, "smallest_bytes", 0);
+    cmt__json_i64_or_null(&d.j, "rank", 0);
+    cmt__json_i64_or_null(&d.j, "world_size", -1);
     cr_expect_str_eq(doc_close(&d), "{\"host\":\"node-1\",\"job_id\":null,\"exact_mb\":4096,"
-                                    "\"smallest_bytes\":null}");
+                                    "\"smallest_bytes\":null,\"rank\":0,\"world_size\":null}");
     free(d.text);
 }

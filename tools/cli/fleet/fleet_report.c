@@ -192,10 +192,7 @@ static void json_report(const struct cmt_fleet *f)
     cmt__json_end_array(&j);
     const struct cmt_fleet_process *first = f->first_failure >= 0 ? &f->processes[f->first_failure]
                                                                   : NULL;
-    if (first && first->rank >= 0)
-        cmt__json_i64(&j, "first_failing_rank", first->rank);
-    else
-        cmt__json_null(&j, "first_failing_rank");
+    cmt__json_i64_or_null(&j, "first_failing_rank", first ? first->rank : -1);
     if (first) {
         cmt__json_object(&j, "first_failure");
         cmt__fleet_json_who(&j, first);

@@ -153,10 +153,7 @@ static void json_side(struct cmt__json *j, const char *key, const char *input,
         cmt__json_null(j, "imbalance");
     const struct cmt_fleet_process *first = f->first_failure >= 0 ? &f->processes[f->first_failure]
                                                                   : NULL;
-    if (first && first->rank >= 0)
-        cmt__json_i64(j, "first_failing_rank", first->rank);
-    else
-        cmt__json_null(j, "first_failing_rank");
+    cmt__json_i64_or_null(j, "first_failing_rank", first ? first->rank : -1);
     cmt__json_end_object(j);
 }
 
