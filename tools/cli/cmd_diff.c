@@ -41,10 +41,8 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
     cmt__json_u64(j, "peak_live_bytes", t->peak_live_bytes);
     cmt__json_u64(j, "peak_t_ns", t->peak_t_ns);
     cmt__alloc_json_headline(j, "allocator", p->alloc);
-    cmt__json_u64(j, "alloc_calls", t->alloc_calls);
-    cmt__json_u64(j, "free_calls", t->free_calls);
-    cmt__json_u64(j, "failures", t->failures);
-    cmt__json_u64(j, "oom_episodes", cmt_oom_count(p->oom));
+    CMT__JSON_U64S(j, {"alloc_calls", t->alloc_calls}, {"free_calls", t->free_calls},
+                   {"failures", t->failures}, {"oom_episodes", cmt_oom_count(p->oom)});
     cmt__json_array(j, "verdicts");
     for (uint32_t i = 0; i < cmt_oom_count(p->oom); i++)
         cmt__json_string(j, NULL, cmt_verdict_name(cmt_oom_episode(p->oom, i)->verdict));
@@ -69,9 +67,9 @@ static void json_side(struct cmt__json *j, const char *key, const struct cmt__pa
         cmt__json_u64(j, "hole_bytes", f.hole_bytes);
         cmt__json_u64(j, "largest_hole_bytes", f.largest_hole);
         cmt__json_double(j, "hole_fragmentation", f.hole_fragmentation);
-        cmt__json_u64(j, "granularity_waste_bytes", f.waste_bytes);
-        cmt__json_u64(j, "pool_retained_bytes", f.pool_retained_bytes);
-        cmt__json_u64(j, "reserved_va_bytes", f.reserved_va_bytes);
+        CMT__JSON_U64S(j, {"granularity_waste_bytes", f.waste_bytes},
+                       {"pool_retained_bytes", f.pool_retained_bytes},
+                       {"reserved_va_bytes", f.reserved_va_bytes});
         cmt__json_end_object(j);
     }
     cmt__json_end_object(j);

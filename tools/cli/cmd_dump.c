@@ -25,14 +25,30 @@ static const char usage[] =
     "  --stacks   add \"frames\": the call stack, innermost first\n"
     "  --all      also print device, meminfo, note, signal and end records\n";
 
+/* The values a record carries, under their field names: v[f] as name(f) where bit f of
+ * `fields` is set. */
+static void json_values(struct cmt__json *j, const uint64_t *v, uint32_t fields, uint32_t n,
+                        const char *(*name)(uint32_t))
+{
+    for (uint32_t f = 0; f < n; f++)
+        if (fields & (UINT32_C(1) << f))
+            cmt__json_u64(j, name(f), v[f]);
+}
+
+/* "stack": the leaf node id, and with --stacks "frames": the call stack, innermost first. */
+static void json_stack(struct cmt__json *j, const cmt_reader *r, uint32_t stack, int stacks)
+{
+    cmt__json_u64(j, "stack", stack);
+    if (stacks)
+        cmt__json_stack(j, "frames", r, stack);
+}
+
 static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cmt_event *e,
                        int stacks)
 {
     const struct cmt_api *api = cmt_reader_api(r, e->api);
     cmt__json_object(j, NULL);
-    cmt__json_u64(j, "seq", e->seq);
-    cmt__json_u64(j, "t_ns", e->t_ns);
-    cmt__json_u64(j, "tid", e->tid);
+    CMT__JSON_U64S(j, {"seq", e->seq}, {"t_ns", e->t_ns}, {"tid", e->tid});
     if (api)
         cmt__json_string(j, "api", api->name);
     else
@@ -40,12 +56,8 @@ static void dump_event(struct cmt__json *j, const cmt_reader *r, const struct cm
     cmt__json_string(j, "op", api && cmt_op_name(api->op) ? cmt_op_name(api->op) : "other");
     cmt__json_i64(j, "result", e->result);
     cmt__json_i64(j, "dev", e->dev);
-    for (uint32_t f = 0; f < CMT_NFIELDS; f++)
-        if (e->fields & (UINT32_C(1) << f))
-            cmt__json_u64(j, cmt_field_name(f), e->v[f]);
-    cmt__json_u64(j, "stack", e->stack);
-    if (stacks)
-        cmt__json_stack(j, "frames", r, e->stack);
+    json_values(j, e->v, e->fields, CMT_NFIELDS, cmt_field_name);
+    json_stack(j, r, e->stack, stacks);
     cmt__json_end_object(j);
     cmt__json_finish(j);
 }
@@ -80,12 +92,8 @@ static void dump_alloc(struct cmt__json *j, const cmt_reader *r, const struct cm
         cmt__json_u64(j, "t_ns", e->t_ns);
         cmt__json_u64(j, "tid", e->tid);
         cmt__json_i64(j, "dev", e->dev);
-        for (uint32_t f = 0; f < CMT_NAFIELDS; f++)
-            if (e->fields & (UINT32_C(1) << f))
-                cmt__json_u64(j, cmt_alloc_field_name(f), e->v[f]);
-        cmt__json_u64(j, "stack", e->stack);
-        if (stacks)
-            cmt__json_stack(j, "frames", r, e->stack);
+        json_values(j, e->v, e->fields, CMT_NAFIELDS, cmt_alloc_field_name);
+        json_stack(j, r, e->stack, stacks);
     }
     cmt__json_end_object(j);
     cmt__json_finish(j);
@@ -96,11 +104,8 @@ static void dump_range(struct cmt__json *j, const struct cmt_range *g)
     cmt__json_object(j, NULL);
     cmt__json_string(j, "record", "range");
     json_action(j, cmt_range_action_name(g->action), g->action);
-    cmt__json_u64(j, "t_ns", g->t_ns);
-    cmt__json_u64(j, "tid", g->tid);
-    cmt__json_u64(j, "domain", g->domain);
-    cmt__json_u64(j, "category", g->category);
-    cmt__json_u64(j, "id", g->id);
+    CMT__JSON_U64S(j, {"t_ns", g->t_ns}, {"tid", g->tid}, {"domain", g->domain},
+                   {"category", g->category}, {"id", g->id});
     cmt__json_string(j, "message", g->message);
     if (g->have_seq)
         cmt__json_u64(j, "seq", g->seq);
@@ -127,9 +132,8 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
                          rec->u.meminfo.reason == CMT_MEMINFO_OOM    ? "oom"
                          : rec->u.meminfo.reason == CMT_MEMINFO_EXIT ? "exit"
                                                                      : "baseline");
-        cmt__json_u64(j, "free", rec->u.meminfo.free_bytes);
-        cmt__json_u64(j, "total", rec->u.meminfo.total_bytes);
-        cmt__json_u64(j, "seq", rec->u.meminfo.seq);
+        CMT__JSON_U64S(j, {"free", rec->u.meminfo.free_bytes},
+                       {"total", rec->u.meminfo.total_bytes}, {"seq", rec->u.meminfo.seq});
         break;
     case CMT_REC_NOTE:
         cmt__json_string(j, "record", "note");
@@ -137,9 +141,8 @@ static void dump_other(struct cmt__json *j, const struct cmt_record *rec)
         break;
     case CMT_REC_SIGNAL:
         cmt__json_string(j, "record", "signal");
-        cmt__json_u64(j, "t_ns", rec->u.signal.t_ns);
-        cmt__json_u64(j, "signo", rec->u.signal.signo);
-        cmt__json_u64(j, "tid", rec->u.signal.tid);
+        CMT__JSON_U64S(j, {"t_ns", rec->u.signal.t_ns}, {"signo", rec->u.signal.signo},
+                       {"tid", rec->u.signal.tid});
         break;
     case CMT_REC_END:
         cmt__json_string(j, "record", "end");

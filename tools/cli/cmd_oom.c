@@ -64,21 +64,17 @@ static void json_episode(struct cmt__json *j, const struct cmt__pass *p,
     cmt__json_u64(j, "request_bytes", e->request_bytes);
     cmt__json_string(j, "api", e->api);
     cmt__json_i64(j, "dev", e->dev);
-    cmt__json_u64(j, "t_ns", e->t_ns);
-    cmt__json_u64(j, "seq", e->seq);
-    cmt__json_u64(j, "tid", e->tid);
-    cmt__json_u64(j, "attempts", e->attempts);
-    cmt__json_u64(j, "frees_between", e->frees_between);
-    cmt__json_u64(j, "released_bytes", e->released_bytes);
+    CMT__JSON_U64S(j, {"t_ns", e->t_ns}, {"seq", e->seq}, {"tid", e->tid},
+                   {"attempts", e->attempts}, {"frees_between", e->frees_between},
+                   {"released_bytes", e->released_bytes});
     cmt__json_bool(j, "fatal", e->fatal);
     cmt__json_u64(j, "free_bytes", e->free_bytes);
     cmt__json_u64(j, "total_bytes", e->total_bytes);
     cmt__json_bool(j, "free_measured", e->have_meminfo);
     cmt__json_bool(j, "total_given", e->total_given);
-    cmt__json_u64(j, "process_bytes", e->process_bytes);
-    cmt__json_u64(j, "pool_retained_bytes", e->pool_retained_bytes);
-    cmt__json_u64(j, "others_bytes", e->others_bytes);
-    cmt__json_u64(j, "shortfall_bytes", e->shortfall_bytes);
+    CMT__JSON_U64S(j, {"process_bytes", e->process_bytes},
+                   {"pool_retained_bytes", e->pool_retained_bytes},
+                   {"others_bytes", e->others_bytes}, {"shortfall_bytes", e->shortfall_bytes});
     cmt__json_string(j, "verdict", cmt_verdict_name(e->verdict));
     cmt__phase_oom_json(j, phases, e->t_ns, e->tid);
     cmt__json_array(j, "hints");

@@ -98,12 +98,9 @@ static void json_devices(struct cmt__json *j, const cmt_replay *rp, const cmt_al
         cmt__json_i64(j, "dev", d->dev);
         if (d->name)
             cmt__json_string(j, "name", d->name);
-        cmt__json_u64(j, "total_bytes", d->total_bytes);
-        cmt__json_u64(j, "peak_live_bytes", d->peak_live_bytes);
-        cmt__json_u64(j, "peak_t_ns", d->peak_t_ns);
-        cmt__json_u64(j, "live_bytes_at_end", d->live_bytes);
-        cmt__json_u64(j, "alloc_calls", d->alloc_calls);
-        cmt__json_u64(j, "free_calls", d->free_calls);
+        CMT__JSON_U64S(j, {"total_bytes", d->total_bytes}, {"peak_live_bytes", d->peak_live_bytes},
+                       {"peak_t_ns", d->peak_t_ns}, {"live_bytes_at_end", d->live_bytes},
+                       {"alloc_calls", d->alloc_calls}, {"free_calls", d->free_calls});
         uint64_t failures = d->failures, oom = d->oom_failures;
         allocator_ooms(a, 0, d->dev, &failures, &oom);
         cmt__json_u64(j, "failures", failures);
@@ -164,11 +161,9 @@ static void json_threads(struct cmt__json *j, const cmt_replay *rp, const cmt_re
         cmt__json_u64(j, "tid", th->tid);
         if (name)
             cmt__json_string(j, "name", name);
-        cmt__json_u64(j, "alloc_count", th->alloc_count);
-        cmt__json_u64(j, "alloc_bytes", th->alloc_bytes);
-        cmt__json_u64(j, "free_count", th->free_count);
-        cmt__json_u64(j, "freed_bytes", th->freed_bytes);
-        cmt__json_u64(j, "failures", th->failures);
+        CMT__JSON_U64S(j, {"alloc_count", th->alloc_count}, {"alloc_bytes", th->alloc_bytes},
+                       {"free_count", th->free_count}, {"freed_bytes", th->freed_bytes},
+                       {"failures", th->failures});
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -311,11 +306,9 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__json_object(&j, NULL);
     cmt__json_string(&j, "file", p->path);
     json_process(&j, p);
-    cmt__json_u64(&j, "events", t->events);
-    cmt__json_u64(&j, "duration_ns", t->last_t_ns);
-    cmt__json_u64(&j, "peak_live_bytes", t->peak_live_bytes);
-    cmt__json_u64(&j, "peak_t_ns", t->peak_t_ns);
-    cmt__json_u64(&j, "live_bytes_at_end", t->live_bytes);
+    CMT__JSON_U64S(&j, {"events", t->events}, {"duration_ns", t->last_t_ns},
+                   {"peak_live_bytes", t->peak_live_bytes}, {"peak_t_ns", t->peak_t_ns},
+                   {"live_bytes_at_end", t->live_bytes});
     cmt__alloc_json_headline(&j, "allocator", p->alloc);
     cmt__json_u64(&j, "host_pinned_bytes_at_end", t->host_bytes);
     int host = t->host_peak_bytes || p->report.host_site_count; /* keys of traces with it */
@@ -331,9 +324,8 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     uint64_t failures = t->failures, oom = t->oom_failures;
     allocator_ooms(p->alloc, 1, 0, &failures, &oom);
     cmt__json_object(&j, "failures");
-    cmt__json_u64(&j, "total", failures);
-    cmt__json_u64(&j, "out_of_memory", oom);
-    cmt__json_u64(&j, "unknown_frees", t->unknown_frees);
+    CMT__JSON_U64S(&j, {"total", failures}, {"out_of_memory", oom},
+                   {"unknown_frees", t->unknown_frees});
     cmt__json_end_object(&j);
     json_histogram(&j, t);
     cmt__json_object(&j, "temporary");

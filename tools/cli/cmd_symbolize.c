@@ -1,13 +1,10 @@
 /* cmd_symbolize.c — `cumemtrace symbolize [--quiet] FILE...`. */
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "options.h"
 #include "output.h"
-#include "snapshot.h"
 #include "symbolize.h"
 
 static void usage(FILE *out)
@@ -21,17 +18,6 @@ static void usage(FILE *out)
           "is, with a line that says so, and counts as done.\n"
           "  -q, --quiet   print nothing unless something fails\n",
           out);
-}
-
-/* A PyTorch memory snapshot (a pickle, by its first bytes), whose frames are symbolic. */
-static int is_snapshot(const char *path)
-{
-    unsigned char head[2];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int yes = fd >= 0 && read(fd, head, 2) == 2 && cmt_snapshot_sniff(head, 2);
-    if (fd >= 0)
-        close(fd);
-    return yes;
 }
 
 static void report(const char *path, const struct cmt_symbolize_stats *s)
@@ -86,7 +72,7 @@ int cmt_cmd_symbolize(int argc, char **argv)
         if (why) {
             fprintf(stderr, "cumemtrace symbolize: %s: %s\n", paths[i], why);
             status = 1;
-        } else if (is_snapshot(paths[i])) {
+        } else if (cmt__is_snapshot(paths[i])) { /* its frames are symbolic */
             if (!quiet)
                 printf("cumemtrace: %s is a PyTorch memory snapshot: its frames are already "
                        "symbolic (Python file:line); nothing to do\n",

@@ -149,26 +149,24 @@ static void json(const struct cmt__pass *pass, const struct cmt_timeline *tl)
                 snprintf(key, sizeof key, "%s_bytes", cmt_kind_name(chart[k]));
                 cmt__json_u64(&j, key, p->kind_bytes[chart[k]]);
             }
-            cmt__json_u64(&j, "host_pinned_bytes", p->kind_bytes[CMT_KIND_HOST]);
-            cmt__json_u64(&j, "reserved_va_bytes", p->kind_bytes[CMT_KIND_VA]);
-            cmt__json_u64(&j, "mapped_bytes", p->mapped_bytes);
-            cmt__json_u64(&j, "pool_retained_bytes", p->kind_bytes[CMT_KIND_POOL]);
-            cmt__json_u64(&j, "allocations", p->allocations);
-            cmt__json_u64(&j, "hole_bytes", p->hole_bytes);
-            cmt__json_u64(&j, "largest_hole_bytes", p->largest_hole);
+            CMT__JSON_U64S(&j, {"host_pinned_bytes", p->kind_bytes[CMT_KIND_HOST]},
+                           {"reserved_va_bytes", p->kind_bytes[CMT_KIND_VA]},
+                           {"mapped_bytes", p->mapped_bytes},
+                           {"pool_retained_bytes", p->kind_bytes[CMT_KIND_POOL]},
+                           {"allocations", p->allocations}, {"hole_bytes", p->hole_bytes},
+                           {"largest_hole_bytes", p->largest_hole});
             cmt__json_double(&j, "hole_fragmentation", p->hole_fragmentation);
-            cmt__json_u64(&j, "largest_unmapped_bytes", p->largest_unmapped);
-            cmt__json_u64(&j, "granularity_waste_bytes", p->waste_bytes);
-            cmt__json_u64(&j, "oom", p->oom);
+            CMT__JSON_U64S(&j, {"largest_unmapped_bytes", p->largest_unmapped},
+                           {"granularity_waste_bytes", p->waste_bytes}, {"oom", p->oom});
             cmt__json_bool(&j, "peak", p->peak);
             cmt__json_u64(&j, "last_t_ns", p->last_t_ns);
             cmt__json_u64(&j, "last_live_bytes", p->last_live_bytes);
             if (tl->alloc_seen) {
-                cmt__json_u64(&j, "allocated_bytes", ap.alloc_allocated);
-                cmt__json_u64(&j, "reserved_bytes", ap.alloc_reserved);
-                cmt__json_u64(&j, "inactive_split_bytes", ap.alloc_inactive_split);
-                cmt__json_u64(&j, "last_allocated_bytes", ap.last_alloc_allocated);
-                cmt__json_u64(&j, "last_reserved_bytes", ap.last_alloc_reserved);
+                CMT__JSON_U64S(&j, {"allocated_bytes", ap.alloc_allocated},
+                               {"reserved_bytes", ap.alloc_reserved},
+                               {"inactive_split_bytes", ap.alloc_inactive_split},
+                               {"last_allocated_bytes", ap.last_alloc_allocated},
+                               {"last_reserved_bytes", ap.last_alloc_reserved});
             }
             cmt__json_end_object(&j);
         }

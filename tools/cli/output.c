@@ -156,6 +156,36 @@ void cmt__json_finish(struct cmt__json *j)
     fputc('\n', j->f);
 }
 
+void cmt__json_string_or_null(struct cmt__json *j, const char *key, const char *s)
+{
+    if (s)
+        cmt__json_string(j, key, s);
+    else
+        cmt__json_null(j, key);
+}
+
+void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v)
+{
+    if (v)
+        cmt__json_u64(j, key, v);
+    else
+        cmt__json_null(j, key);
+}
+
+void cmt__json_i64_or_null(struct cmt__json *j, const char *key, int64_t v)
+{
+    if (v >= 0)
+        cmt__json_i64(j, key, v);
+    else
+        cmt__json_null(j, key);
+}
+
+void cmt__json_u64s(struct cmt__json *j, const struct cmt__json_u64_member *members, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cmt__json_u64(j, members[i].key, members[i].value);
+}
+
 /* ---- traces ---- */
 
 const char *cmt__not_a_file(const char *path)
@@ -221,7 +251,7 @@ static int open_snapshot(const char *cmd, const char *path, cmt_reader **out)
     return rc;
 }
 
-static int starts_like_snapshot(const char *path)
+int cmt__is_snapshot(const char *path)
 {
     unsigned char head[2];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -235,7 +265,7 @@ int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
     int sys_errno;
     int rc = cmt_reader_open_file(out, path, &sys_errno);
-    if (rc == CMT_EBAD_MAGIC && starts_like_snapshot(path))
+    if (rc == CMT_EBAD_MAGIC && cmt__is_snapshot(path))
         return open_snapshot(cmd, path, out);
     if (rc)
         fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));

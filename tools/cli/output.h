@@ -40,6 +40,24 @@ void cmt__json_bool(struct cmt__json *j, const char *key, int v);
 void cmt__json_string(struct cmt__json *j, const char *key, const char *s);
 void cmt__json_null(struct cmt__json *j, const char *key);
 void cmt__json_finish(struct cmt__json *j); /* newline */
+/* s as a string, or null when s is NULL. */
+void cmt__json_string_or_null(struct cmt__json *j, const char *key, const char *s);
+/* v as a whole number, or null when v is 0 (a figure that 0 means unknown or none). */
+void cmt__json_u64_or_null(struct cmt__json *j, const char *key, uint64_t v);
+/* v, or null when v is negative (a rank or a count that -1 means unknown). */
+void cmt__json_i64_or_null(struct cmt__json *j, const char *key, int64_t v);
+
+/* Whole-number members written in a row: CMT__JSON_U64S(j, {"alloc_calls", t->alloc_calls},
+ * {"free_calls", t->free_calls}) writes what a cmt__json_u64 call per member would. */
+struct cmt__json_u64_member {
+    const char *key;
+    uint64_t value;
+};
+void cmt__json_u64s(struct cmt__json *j, const struct cmt__json_u64_member *members, size_t n);
+#define CMT__JSON_U64S(j, ...)                                                  \
+    cmt__json_u64s((j), (const struct cmt__json_u64_member[]){__VA_ARGS__},     \
+                   sizeof((const struct cmt__json_u64_member[]){__VA_ARGS__}) / \
+                       sizeof(struct cmt__json_u64_member))
 
 /* For commands that look before they open: the reader's message (CMT_ENOT_REGULAR's, "not a
  * regular file") when path exists but is a directory, a device, a FIFO or a socket.
@@ -49,6 +67,9 @@ const char *cmt__not_a_file(const char *path);
  * header) is converted to a trace in memory and opened instead. On failure prints
  * "cumemtrace CMD: PATH: reason" to stderr. @return 0 or the error code. */
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out);
+/* @return 1 when the file at path starts as a PyTorch memory snapshot does (a pickle's header),
+ * 0 otherwise or when it cannot be read. */
+int cmt__is_snapshot(const char *path);
 
 /* A command's trace arguments expanded: a directory gives its *.cmt files in name order
  * (cmt_fleet_paths), a file is taken as it is. @return 0 with *paths and *count set (free them

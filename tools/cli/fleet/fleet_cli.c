@@ -205,25 +205,10 @@ void cmt__fleet_json_who(struct cmt__json *j, const struct cmt_fleet_process *p)
 {
     cmt__json_string(j, "file", p->path);
     cmt__json_u64(j, "pid", p->pid);
-    if (p->rank >= 0)
-        cmt__json_i64(j, "rank", p->rank);
-    else
-        cmt__json_null(j, "rank");
-    if (p->local_rank >= 0)
-        cmt__json_i64(j, "local_rank", p->local_rank);
-    else
-        cmt__json_null(j, "local_rank");
-    if (p->world_size >= 0)
-        cmt__json_i64(j, "world_size", p->world_size);
-    else
-        cmt__json_null(j, "world_size");
-    if (p->host)
-        cmt__json_string(j, "host", p->host);
-    else
-        cmt__json_null(j, "host");
-    if (p->job_id)
-        cmt__json_string(j, "job_id", p->job_id);
-    else
-        cmt__json_null(j, "job_id");
+    cmt__json_i64_or_null(j, "rank", p->rank);
+    cmt__json_i64_or_null(j, "local_rank", p->local_rank);
+    cmt__json_i64_or_null(j, "world_size", p->world_size);
+    cmt__json_string_or_null(j, "host", p->host);
+    cmt__json_string_or_null(j, "job_id", p->job_id);
     cmt__json_string(j, "command", p->command ? p->command : "");
 }

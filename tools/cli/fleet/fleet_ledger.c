@@ -74,10 +74,8 @@ static void json_combined(struct cmt__json *j, const struct cmt_fleet *f,
     }
     cmt__json_end_array(j);
     cmt__json_object(j, "combined");
-    cmt__json_u64(j, "total_bytes", c->total_bytes);
-    cmt__json_u64(j, "processes_bytes", c->processes_bytes);
-    cmt__json_u64(j, "contexts_and_untraced_bytes", c->shared_bytes);
-    cmt__json_u64(j, "free_bytes", c->free_bytes);
+    CMT__JSON_U64S(j, {"total_bytes", c->total_bytes}, {"processes_bytes", c->processes_bytes},
+                   {"contexts_and_untraced_bytes", c->shared_bytes}, {"free_bytes", c->free_bytes});
     cmt__json_bool(j, "free_measured", c->free_measured);
     cmt__json_i64(j, "residual_bytes", c->residual_bytes);
     cmt__json_end_object(j);

@@ -134,14 +134,10 @@ static void json_process(struct cmt__json *j, const struct cmt_fleet *f, uint32_
     const struct cmt_fleet_process *pr = &f->processes[p];
     cmt__json_object(j, NULL);
     cmt__fleet_json_who(j, pr);
-    cmt__json_u64(j, "start_wall_ns", pr->start_wall_ns);
-    cmt__json_u64(j, "duration_ns", pr->duration_ns);
-    cmt__json_u64(j, "events", pr->events);
-    cmt__json_u64(j, "peak_live_bytes", pr->peak_live_bytes);
-    cmt__json_u64(j, "peak_t_ns", pr->peak_t_ns);
-    cmt__json_u64(j, "failures", pr->failures);
-    cmt__json_u64(j, "oom_failures", pr->oom_failures);
-    cmt__json_u64(j, "oom_episodes", pr->episode_count);
+    CMT__JSON_U64S(j, {"start_wall_ns", pr->start_wall_ns}, {"duration_ns", pr->duration_ns},
+                   {"events", pr->events}, {"peak_live_bytes", pr->peak_live_bytes},
+                   {"peak_t_ns", pr->peak_t_ns}, {"failures", pr->failures},
+                   {"oom_failures", pr->oom_failures}, {"oom_episodes", pr->episode_count});
     if (pr->failure) {
         cmt__json_string(j, "failed", cmt_fleet_failure_name(pr->failure));
         cmt__json_u64(j, "failure_wall_ns", pr->start_wall_ns + pr->failure_t_ns);
@@ -159,10 +155,9 @@ static void json_process(struct cmt__json *j, const struct cmt_fleet *f, uint32_
             cmt__json_string(j, "gpu", fd->gpu);
         if (fd->name)
             cmt__json_string(j, "name", fd->name);
-        cmt__json_u64(j, "total_bytes", fd->total_bytes);
-        cmt__json_u64(j, "peak_live_bytes", fd->peak_live_bytes);
-        cmt__json_u64(j, "peak_t_ns", fd->peak_t_ns);
-        cmt__json_u64(j, "oom_failures", fd->oom_failures);
+        CMT__JSON_U64S(j, {"total_bytes", fd->total_bytes},
+                       {"peak_live_bytes", fd->peak_live_bytes}, {"peak_t_ns", fd->peak_t_ns},
+                       {"oom_failures", fd->oom_failures});
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -189,18 +184,15 @@ static void json_report(const struct cmt_fleet *f)
     for (uint32_t r = 0; r < f->rank_count; r++) {
         cmt__json_object(&j, NULL);
         cmt__json_i64(&j, "rank", f->ranks[r].rank);
-        cmt__json_u64(&j, "peak_live_bytes", f->ranks[r].peak_live_bytes);
-        cmt__json_u64(&j, "pid", f->processes[f->ranks[r].process].pid);
-        cmt__json_u64(&j, "processes", f->ranks[r].process_count);
+        CMT__JSON_U64S(&j, {"peak_live_bytes", f->ranks[r].peak_live_bytes},
+                       {"pid", f->processes[f->ranks[r].process].pid},
+                       {"processes", f->ranks[r].process_count});
         cmt__json_end_object(&j);
     }
     cmt__json_end_array(&j);
     const struct cmt_fleet_process *first = f->first_failure >= 0 ? &f->processes[f->first_failure]
                                                                   : NULL;
-    if (first && first->rank >= 0)
-        cmt__json_i64(&j, "first_failing_rank", first->rank);
-    else
-        cmt__json_null(&j, "first_failing_rank");
+    cmt__json_i64_or_null(&j, "first_failing_rank", first ? first->rank : -1);
     if (first) {
         cmt__json_object(&j, "first_failure");
         cmt__fleet_json_who(&j, first);
@@ -234,9 +226,9 @@ static void json_report(const struct cmt_fleet *f)
         for (uint32_t m = 0; m < gpu->member_count; m++)
             cmt__json_u64(&j, NULL, f->processes[gpu->members[m]].pid);
         cmt__json_end_array(&j);
-        cmt__json_u64(&j, "sum_of_peaks_bytes", gpu->sum_of_peaks_bytes);
-        cmt__json_u64(&j, "combined_peak_bytes_at_most", gpu->combined_peak_bytes);
-        cmt__json_u64(&j, "oom_failures", gpu->oom_failures);
+        CMT__JSON_U64S(&j, {"sum_of_peaks_bytes", gpu->sum_of_peaks_bytes},
+                       {"combined_peak_bytes_at_most", gpu->combined_peak_bytes},
+                       {"oom_failures", gpu->oom_failures});
         cmt__json_end_object(&j);
     }
     cmt__json_end_array(&j);

@@ -40,9 +40,7 @@ static void timeline_json(const struct cmt_fleet *f, const uint64_t *v, uint32_t
     struct cmt__json j;
     cmt__json_init(&j, stdout);
     cmt__json_object(&j, NULL);
-    cmt__json_u64(&j, "start_wall_ns", f->start_wall_ns);
-    cmt__json_u64(&j, "width_ns", w);
-    cmt__json_u64(&j, "points", n);
+    CMT__JSON_U64S(&j, {"start_wall_ns", f->start_wall_ns}, {"width_ns", w}, {"points", n});
     cmt__json_array(&j, "processes");
     for (uint32_t p = 0; p < f->count; p++) {
         const struct cmt_fleet_process *pr = &f->processes[p];
@@ -147,19 +145,15 @@ static void json_side(struct cmt__json *j, const char *key, const char *input,
 {
     cmt__json_object(j, key);
     cmt__json_string(j, "input", input);
-    cmt__json_u64(j, "processes", f->count);
-    cmt__json_u64(j, "max_peak_bytes", f->peak_max_bytes);
-    cmt__json_u64(j, "median_peak_bytes", f->peak_median_bytes);
+    CMT__JSON_U64S(j, {"processes", f->count}, {"max_peak_bytes", f->peak_max_bytes},
+                   {"median_peak_bytes", f->peak_median_bytes});
     if (f->peak_median_bytes)
         cmt__json_double(j, "imbalance", f->imbalance);
     else
         cmt__json_null(j, "imbalance");
     const struct cmt_fleet_process *first = f->first_failure >= 0 ? &f->processes[f->first_failure]
                                                                   : NULL;
-    if (first && first->rank >= 0)
-        cmt__json_i64(j, "first_failing_rank", first->rank);
-    else
-        cmt__json_null(j, "first_failing_rank");
+    cmt__json_i64_or_null(j, "first_failing_rank", first ? first->rank : -1);
     cmt__json_end_object(j);
 }
 

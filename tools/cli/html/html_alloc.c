@@ -319,10 +319,8 @@ static void segments_json(struct view_writer *w, const struct cmt__html_alloc_sn
         const struct cmt_alloc_segment *s = &v->segments[i];
         uint64_t end = s->addr + s->size, at = s->addr;
         cmt__json_object(j, NULL);
-        cmt__json_u64(j, "addr", s->addr);
-        cmt__json_u64(j, "bytes", s->size);
-        cmt__json_u64(j, "stream", s->stream);
-        cmt__json_u64(j, "pool", s->pool);
+        CMT__JSON_U64S(j, {"addr", s->addr}, {"bytes", s->size}, {"stream", s->stream},
+                       {"pool", s->pool});
         cmt__json_bool(j, "expandable", s->expandable);
         cmt__json_bool(j, "small", s->small);
         cmt__json_bool(j, "before", s->before);
@@ -380,12 +378,11 @@ static void view_json(struct view_writer *w, const struct cmt__html_run *run, si
     cmt__json_string(j, "at", at[v->at]);
     cmt__json_u64(j, "t_ns", v->t_ns);
     cmt__json_i64(j, "oom", v->at == CMT__HTML_AT_OOM ? episode_of(run, i) : -1);
-    cmt__json_u64(j, "max_split_size_bytes", w->max_split);
-    cmt__json_u64(j, "allocated_bytes", v->fig.allocated_bytes);
-    cmt__json_u64(j, "reserved_bytes", v->fig.reserved_bytes);
-    cmt__json_u64(j, "inactive_split_bytes", v->fig.inactive_split_bytes);
-    cmt__json_u64(j, "segment_count", v->segment_count);
-    cmt__json_u64(j, "block_count", v->block_count);
+    CMT__JSON_U64S(j, {"max_split_size_bytes", w->max_split},
+                   {"allocated_bytes", v->fig.allocated_bytes},
+                   {"reserved_bytes", v->fig.reserved_bytes},
+                   {"inactive_split_bytes", v->fig.inactive_split_bytes},
+                   {"segment_count", v->segment_count}, {"block_count", v->block_count});
     segments_json(w, v);
     cmt__json_u64(j, "blocks_left_out", w->left_out);
     cmt__json_end_object(j);

@@ -158,10 +158,8 @@ static void device_json(struct cmt__json *j, const struct cmt__html_run *run, in
     cmt__json_i64(j, "dev", dev);
     cmt__json_string(j, "label", cmt__device_label(run->pass.replay, dev, label, sizeof label));
     uint64_t total = !rd ? 0 : rd->total_bytes ? rd->total_bytes : rd->baseline_total_bytes;
-    cmt__json_u64(j, "total_bytes", total);
-    cmt__json_u64(j, "peak_bytes", rd ? rd->peak_live_bytes : 0);
-    cmt__json_u64(j, "peak_t_ns", rd ? rd->peak_t_ns : 0);
-    cmt__json_u64(j, "bucket_ns", tl->width);
+    CMT__JSON_U64S(j, {"total_bytes", total}, {"peak_bytes", rd ? rd->peak_live_bytes : 0},
+                   {"peak_t_ns", rd ? rd->peak_t_ns : 0}, {"bucket_ns", tl->width});
     if (d) {
         points_json(j, tl, d);
     } else { /* no bucket used */
@@ -218,14 +216,11 @@ static void oom_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_u64(j, "released_bytes", e->released_bytes);
         cmt__json_bool(j, "fatal", e->fatal);
         cmt__json_bool(j, "free_measured", e->have_meminfo);
-        cmt__json_u64(j, "free_bytes", e->free_bytes);
-        cmt__json_u64(j, "total_bytes", e->total_bytes);
-        cmt__json_u64(j, "process_bytes", e->process_bytes);
-        cmt__json_u64(j, "pool_retained_bytes", e->pool_retained_bytes);
-        cmt__json_u64(j, "others_bytes", e->others_bytes);
-        cmt__json_u64(j, "shortfall_bytes", e->shortfall_bytes);
-        cmt__json_u64(j, "hole_bytes", e->frag.hole_bytes);
-        cmt__json_u64(j, "largest_hole_bytes", e->frag.largest_hole);
+        CMT__JSON_U64S(
+            j, {"free_bytes", e->free_bytes}, {"total_bytes", e->total_bytes},
+            {"process_bytes", e->process_bytes}, {"pool_retained_bytes", e->pool_retained_bytes},
+            {"others_bytes", e->others_bytes}, {"shortfall_bytes", e->shortfall_bytes},
+            {"hole_bytes", e->frag.hole_bytes}, {"largest_hole_bytes", e->frag.largest_hole});
         cmt__json_stack(j, "stack", p->reader, e->stack);
         cmt__json_array(j, "holders");
         for (uint32_t h = 0; h < e->holder_count; h++) {
@@ -286,11 +281,11 @@ static void whatif_json(struct cmt__json *j, const struct cmt__html_run *run)
         cmt__json_object(j, NULL);
         cmt__json_string(j, "conf", conf);
         cmt__json_bool(j, "oom", res->oom);
-        cmt__json_u64(j, "peak_reserved_bytes", res->peak_reserved);
-        cmt__json_u64(j, "peak_allocated_bytes", res->peak_allocated);
-        cmt__json_u64(j, "inactive_split_at_peak_bytes", res->inactive_split_at_peak);
-        cmt__json_u64(j, "alloc_retries", res->alloc_retries);
-        cmt__json_u64(j, "device_alloc_calls", res->device_alloc_calls);
+        CMT__JSON_U64S(j, {"peak_reserved_bytes", res->peak_reserved},
+                       {"peak_allocated_bytes", res->peak_allocated},
+                       {"inactive_split_at_peak_bytes", res->inactive_split_at_peak},
+                       {"alloc_retries", res->alloc_retries},
+                       {"device_alloc_calls", res->device_alloc_calls});
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);
@@ -322,11 +317,9 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_string(j, "summary", cmt__html_summary(run, summary, sizeof summary));
     cmt__alloc_json_headline(j, "allocator_figures", run->pass.alloc);
     cmt__json_string(j, "line", run_line(run, line, sizeof line));
-    cmt__json_u64(j, "events", t->events);
-    cmt__json_u64(j, "alloc_calls", t->alloc_calls);
-    cmt__json_u64(j, "peak_bytes", t->peak_live_bytes);
-    cmt__json_u64(j, "peak_t_ns", t->peak_t_ns);
-    cmt__json_u64(j, "end_t_ns", t->last_t_ns);
+    CMT__JSON_U64S(j, {"events", t->events}, {"alloc_calls", t->alloc_calls},
+                   {"peak_bytes", t->peak_live_bytes}, {"peak_t_ns", t->peak_t_ns},
+                   {"end_t_ns", t->last_t_ns});
     cmt__json_bool(j, "damaged", run->pass.damage < 0);
     groups_json(j, run);
     devices_json(j, run);

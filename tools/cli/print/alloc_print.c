@@ -52,13 +52,12 @@ void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_al
     if (!cmt_alloc_summarize(a, &h))
         return;
     cmt__json_object(j, key);
-    cmt__json_u64(j, "peak_allocated_bytes", h.peak_allocated_bytes);
-    cmt__json_u64(j, "peak_reserved_bytes", h.peak_reserved_bytes);
-    cmt__json_u64(j, "peak_allocated_t_ns", h.peak_allocated_t_ns);
+    CMT__JSON_U64S(j, {"peak_allocated_bytes", h.peak_allocated_bytes},
+                   {"peak_reserved_bytes", h.peak_reserved_bytes},
+                   {"peak_allocated_t_ns", h.peak_allocated_t_ns});
     cmt__json_i64(j, "dev", h.dev);
-    cmt__json_u64(j, "allocated_bytes_at_end", h.allocated_bytes_at_end);
-    cmt__json_u64(j, "reserved_bytes_at_end", h.reserved_bytes_at_end);
-    cmt__json_u64(j, "events", h.events);
+    CMT__JSON_U64S(j, {"allocated_bytes_at_end", h.allocated_bytes_at_end},
+                   {"reserved_bytes_at_end", h.reserved_bytes_at_end}, {"events", h.events});
     cmt__json_end_object(j);
 }
 
@@ -112,20 +111,17 @@ void cmt__alloc_json_device(struct cmt__json *j, const cmt_alloc *a, int32_t dev
         if (cmt_alloc_device_at(a, i)->dev == dev)
             unknown += cmt_alloc_device_at(a, i)->unknown_frees;
     cmt__json_object(j, "allocator");
-    cmt__json_u64(j, "allocated_bytes_at_end", now.allocated_bytes);
-    cmt__json_u64(j, "reserved_bytes_at_end", now.reserved_bytes);
-    cmt__json_u64(j, "active_bytes_at_end", now.active_bytes);
-    cmt__json_u64(j, "requested_bytes_at_end", now.requested_bytes);
-    cmt__json_u64(j, "inactive_split_bytes_at_end", now.inactive_split_bytes);
-    cmt__json_u64(j, "segments_at_end", now.segments);
-    cmt__json_u64(j, "blocks_at_end", now.blocks);
-    cmt__json_u64(j, "peak_allocated_bytes", peak.allocated_bytes);
-    cmt__json_u64(j, "peak_reserved_bytes", peak.reserved_bytes);
-    cmt__json_u64(j, "peak_active_bytes", peak.active_bytes);
-    cmt__json_u64(j, "peak_requested_bytes", peak.requested_bytes);
-    cmt__json_u64(j, "peak_inactive_split_bytes", peak.inactive_split_bytes);
-    cmt__json_u64(j, "peak_segments", peak.segments);
-    cmt__json_u64(j, "unknown_frees", unknown);
+    CMT__JSON_U64S(
+        j, {"allocated_bytes_at_end", now.allocated_bytes},
+        {"reserved_bytes_at_end", now.reserved_bytes}, {"active_bytes_at_end", now.active_bytes},
+        {"requested_bytes_at_end", now.requested_bytes},
+        {"inactive_split_bytes_at_end", now.inactive_split_bytes},
+        {"segments_at_end", now.segments}, {"blocks_at_end", now.blocks},
+        {"peak_allocated_bytes", peak.allocated_bytes},
+        {"peak_reserved_bytes", peak.reserved_bytes}, {"peak_active_bytes", peak.active_bytes},
+        {"peak_requested_bytes", peak.requested_bytes},
+        {"peak_inactive_split_bytes", peak.inactive_split_bytes}, {"peak_segments", peak.segments},
+        {"unknown_frees", unknown});
     cmt__json_end_object(j);
 }
 

@@ -84,14 +84,10 @@ void cmt__ledger_json(struct cmt__json *j, const char *key, const struct cmt__pa
     char label[600];
     cmt__json_object(j, key);
     cmt__json_i64(j, "dev", m->dev);
-    cmt__json_u64(j, "t_ns", m->t_ns);
-    cmt__json_u64(j, "seq", m->seq);
-    cmt__json_u64(j, "total_bytes", m->total_bytes);
+    CMT__JSON_U64S(j, {"t_ns", m->t_ns}, {"seq", m->seq}, {"total_bytes", m->total_bytes});
     cmt__json_bool(j, "free_measured", m->free_measured);
-    cmt__json_u64(j, "process_bytes", m->process_bytes);
-    cmt__json_u64(j, "context_bytes", m->context_bytes);
-    cmt__json_u64(j, "others_bytes", m->others_bytes);
-    cmt__json_u64(j, "free_bytes", m->free_bytes);
+    CMT__JSON_U64S(j, {"process_bytes", m->process_bytes}, {"context_bytes", m->context_bytes},
+                   {"others_bytes", m->others_bytes}, {"free_bytes", m->free_bytes});
     cmt__json_i64(j, "residual_bytes", m->residual_bytes);
     cmt__json_array(j, "rows");
     for (size_t i = 0; i < m->row_count; i++) {

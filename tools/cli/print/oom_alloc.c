@@ -38,43 +38,32 @@ void cmt__oom_json_allocator(struct cmt__json *j, const cmt_reader *r,
     const struct cmt_alloc_view *v = e->alloc;
     cmt__json_object(j, "allocator");
     cmt__json_u64(j, "id", v->allocator);
-    if (v->name)
-        cmt__json_string(j, "name", v->name);
-    else
-        cmt__json_null(j, "name");
-    if (v->conf)
-        cmt__json_string(j, "conf", v->conf);
-    else
-        cmt__json_null(j, "conf");
-    cmt__json_u64(j, "request_bytes", v->request_bytes);
-    cmt__json_u64(j, "allocated_bytes", v->fig.allocated_bytes);
-    cmt__json_u64(j, "active_bytes", v->fig.active_bytes);
-    cmt__json_u64(j, "reserved_bytes", v->fig.reserved_bytes);
-    cmt__json_u64(j, "unallocated_bytes", v->unallocated_bytes);
-    cmt__json_u64(j, "inactive_split_bytes", v->fig.inactive_split_bytes);
-    cmt__json_u64(j, "segments", v->fig.segments);
-    cmt__json_u64(j, "largest_free_block_bytes", v->largest_free_block);
-    cmt__json_u64(j, "max_split_size_bytes", v->max_split_size);
-    cmt__json_u64(j, "servable_cached_blocks", v->servable_blocks);
+    cmt__json_string_or_null(j, "name", v->name);
+    cmt__json_string_or_null(j, "conf", v->conf);
+    CMT__JSON_U64S(
+        j, {"request_bytes", v->request_bytes}, {"allocated_bytes", v->fig.allocated_bytes},
+        {"active_bytes", v->fig.active_bytes}, {"reserved_bytes", v->fig.reserved_bytes},
+        {"unallocated_bytes", v->unallocated_bytes},
+        {"inactive_split_bytes", v->fig.inactive_split_bytes}, {"segments", v->fig.segments},
+        {"largest_free_block_bytes", v->largest_free_block},
+        {"max_split_size_bytes", v->max_split_size},
+        {"servable_cached_blocks", v->servable_blocks});
     cmt__json_bool(j, "recorded", v->have_recorded);
     if (v->have_recorded) {
         cmt__json_u64(j, "recorded_allocated_bytes", v->recorded_allocated);
         cmt__json_u64(j, "recorded_reserved_bytes", v->recorded_reserved);
     }
-    cmt__json_u64(j, "cached_blocks", v->free_block_count);
-    cmt__json_u64(j, "split_cached_blocks", v->split_free_count);
-    cmt__json_u64(j, "split_cached_bytes", v->split_free_bytes);
-    cmt__json_u64(j, "oversize_cached_blocks", v->oversize_free_count);
-    cmt__json_u64(j, "oversize_cached_bytes", v->oversize_free_bytes);
+    CMT__JSON_U64S(j, {"cached_blocks", v->free_block_count},
+                   {"split_cached_blocks", v->split_free_count},
+                   {"split_cached_bytes", v->split_free_bytes},
+                   {"oversize_cached_blocks", v->oversize_free_count},
+                   {"oversize_cached_bytes", v->oversize_free_bytes});
     cmt__json_array(j, "largest_cached_blocks");
     for (uint32_t i = 0; i < v->free_shown; i++) {
         const struct cmt_alloc_free_block *f = &v->free_blocks[i];
         cmt__json_object(j, NULL);
-        cmt__json_u64(j, "addr", f->addr);
-        cmt__json_u64(j, "bytes", f->size);
-        cmt__json_u64(j, "segment", f->segment);
-        cmt__json_u64(j, "segment_bytes", f->segment_size);
-        cmt__json_u64(j, "stream", f->stream);
+        CMT__JSON_U64S(j, {"addr", f->addr}, {"bytes", f->size}, {"segment", f->segment},
+                       {"segment_bytes", f->segment_size}, {"stream", f->stream});
         cmt__json_bool(j, "split", f->split);
         cmt__json_bool(j, "oversize", f->oversize);
         cmt__json_end_object(j);

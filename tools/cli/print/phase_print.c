@@ -49,14 +49,10 @@ void cmt__phases_text(FILE *f, const struct cmt_phases *ph)
 
 static void json_stats(struct cmt__json *j, const struct cmt_phase_stats *st)
 {
-    cmt__json_u64(j, "alloc_count", st->alloc_count);
-    cmt__json_u64(j, "alloc_bytes", st->alloc_bytes);
-    cmt__json_u64(j, "free_count", st->free_count);
-    cmt__json_u64(j, "freed_bytes", st->freed_bytes);
-    cmt__json_u64(j, "peak_bytes", st->peak_bytes);
-    cmt__json_u64(j, "leaked_bytes", st->live_bytes);
-    cmt__json_u64(j, "leaked_count", st->live_count);
-    cmt__json_u64(j, "failures", st->failures);
+    CMT__JSON_U64S(j, {"alloc_count", st->alloc_count}, {"alloc_bytes", st->alloc_bytes},
+                   {"free_count", st->free_count}, {"freed_bytes", st->freed_bytes},
+                   {"peak_bytes", st->peak_bytes}, {"leaked_bytes", st->live_bytes},
+                   {"leaked_count", st->live_count}, {"failures", st->failures});
 }
 
 void cmt__phases_json(struct cmt__json *j, const struct cmt_phases *ph)
@@ -86,11 +82,8 @@ void cmt__phases_json(struct cmt__json *j, const struct cmt_phases *ph)
                          r->action == CMT_RA_PUSH    ? "push"
                          : r->action == CMT_RA_START ? "start"
                                                      : "mark");
-        cmt__json_u64(j, "tid", r->tid);
-        cmt__json_u64(j, "depth", r->depth);
-        cmt__json_u64(j, "category", r->category);
-        cmt__json_u64(j, "start_ns", r->start_ns);
-        cmt__json_u64(j, "end_ns", r->end_ns);
+        CMT__JSON_U64S(j, {"tid", r->tid}, {"depth", r->depth}, {"category", r->category},
+                       {"start_ns", r->start_ns}, {"end_ns", r->end_ns});
         cmt__json_bool(j, "open", r->open);
         cmt__json_end_object(j);
     }

@@ -499,14 +499,10 @@ static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
     cmt__json_u64(j, "seq", e.seq);
     cmt__json_u64(j, "t_ns", e.t_ns);
     cmt__json_string(j, "call_site", site_of(run, r->oom_event));
-    cmt__json_u64(j, "requested_bytes", o->requested);
-    cmt__json_u64(j, "rounded_bytes", o->rounded);
-    cmt__json_u64(j, "alloc_size_bytes", o->alloc_size);
-    cmt__json_u64(j, "stream", o->stream);
-    cmt__json_u64(j, "allocated_bytes", o->allocated);
-    cmt__json_u64(j, "reserved_bytes", o->reserved);
-    cmt__json_u64(j, "free_bytes", o->device_free);
-    cmt__json_u64(j, "total_bytes", o->device_total);
+    CMT__JSON_U64S(j, {"requested_bytes", o->requested}, {"rounded_bytes", o->rounded},
+                   {"alloc_size_bytes", o->alloc_size}, {"stream", o->stream},
+                   {"allocated_bytes", o->allocated}, {"reserved_bytes", o->reserved},
+                   {"free_bytes", o->device_free}, {"total_bytes", o->device_total});
     oom_message(run, r, msg, sizeof msg);
     cmt__json_string(j, "message", msg);
     cmt__json_end_object(j);
@@ -517,24 +513,21 @@ static void json_oom(struct cmt__json *j, const struct cmt_whatif_run_out *run,
 static void json_memory_stats(struct cmt__json *j, const struct cmt_model_stats *st)
 {
     cmt__json_object(j, "memory_stats");
-    cmt__json_u64(j, "allocated_bytes.all.current", st->allocated_bytes);
-    cmt__json_u64(j, "allocated_bytes.all.peak", st->peak_allocated);
-    cmt__json_u64(j, "reserved_bytes.all.current", st->reserved_bytes);
-    cmt__json_u64(j, "reserved_bytes.all.peak", st->peak_reserved);
-    cmt__json_u64(j, "active_bytes.all.current", st->active_bytes);
-    cmt__json_u64(j, "active_bytes.all.peak", st->peak_allocated);
-    cmt__json_u64(j, "inactive_split_bytes.all.current", st->inactive_split_bytes);
-    cmt__json_u64(j, "requested_bytes.all.current", st->requested_bytes);
-    cmt__json_u64(j, "allocation.all.current", st->allocation);
-    cmt__json_u64(j, "active.all.current", st->active);
-    cmt__json_u64(j, "inactive_split.all.current", st->inactive_split);
-    cmt__json_u64(j, "segment.all.current", st->segment);
-    cmt__json_u64(j, "oversize_allocations.current", st->oversize_allocations);
-    cmt__json_u64(j, "oversize_segments.current", st->oversize_segments);
-    cmt__json_u64(j, "num_alloc_retries", st->num_alloc_retries);
-    cmt__json_u64(j, "num_ooms", st->num_ooms);
-    cmt__json_u64(j, "num_device_alloc", st->num_device_alloc);
-    cmt__json_u64(j, "num_device_free", st->device_free_calls);
+    CMT__JSON_U64S(
+        j, {"allocated_bytes.all.current", st->allocated_bytes},
+        {"allocated_bytes.all.peak", st->peak_allocated},
+        {"reserved_bytes.all.current", st->reserved_bytes},
+        {"reserved_bytes.all.peak", st->peak_reserved},
+        {"active_bytes.all.current", st->active_bytes},
+        {"active_bytes.all.peak", st->peak_allocated},
+        {"inactive_split_bytes.all.current", st->inactive_split_bytes},
+        {"requested_bytes.all.current", st->requested_bytes},
+        {"allocation.all.current", st->allocation}, {"active.all.current", st->active},
+        {"inactive_split.all.current", st->inactive_split}, {"segment.all.current", st->segment},
+        {"oversize_allocations.current", st->oversize_allocations},
+        {"oversize_segments.current", st->oversize_segments},
+        {"num_alloc_retries", st->num_alloc_retries}, {"num_ooms", st->num_ooms},
+        {"num_device_alloc", st->num_device_alloc}, {"num_device_free", st->device_free_calls});
     cmt__json_end_object(j);
 }
 
@@ -547,14 +540,12 @@ static void json_result(struct cmt__json *j, const struct cmt_whatif_run_out *ru
     cmt__json_string(j, "setting", conf);
     json_settings(j, &r->setting, true);
     cmt__json_bool(j, "oom", r->oom);
-    cmt__json_u64(j, "peak_reserved_bytes", r->peak_reserved);
-    cmt__json_u64(j, "peak_allocated_bytes", r->peak_allocated);
-    cmt__json_u64(j, "reserved_minus_allocated_at_peak_bytes",
-                  r->peak_reserved - r->allocated_at_peak);
-    cmt__json_u64(j, "inactive_split_at_peak_bytes", r->inactive_split_at_peak);
-    cmt__json_u64(j, "alloc_retries", r->alloc_retries);
-    cmt__json_u64(j, "device_alloc_calls", r->device_alloc_calls);
-    cmt__json_u64(j, "events_replayed", r->events_replayed);
+    CMT__JSON_U64S(
+        j, {"peak_reserved_bytes", r->peak_reserved}, {"peak_allocated_bytes", r->peak_allocated},
+        {"reserved_minus_allocated_at_peak_bytes", r->peak_reserved - r->allocated_at_peak},
+        {"inactive_split_at_peak_bytes", r->inactive_split_at_peak},
+        {"alloc_retries", r->alloc_retries}, {"device_alloc_calls", r->device_alloc_calls},
+        {"events_replayed", r->events_replayed});
     cmt__json_double(j, "replay_seconds", r->seconds);
     if (r->oom)
         json_oom(j, run, r);
@@ -609,18 +600,12 @@ static void json_recommendation(struct cmt__json *j, const struct cmt_whatif_run
         cmt__json_end_object(j);
     }
     cmt__json_object(j, "split_rule");
-    if (rec->smallest_failing_request)
-        cmt__json_u64(j, "smallest_failing_request_bytes", rec->smallest_failing_request);
-    else
-        cmt__json_null(j, "smallest_failing_request_bytes");
+    cmt__json_u64_or_null(j, "smallest_failing_request_bytes", rec->smallest_failing_request);
     if (rec->rule >= 0)
         json_limit_mb(j, "max_split_size_mb", run->results[rec->rule].setting.max_split_size);
     else
         cmt__json_null(j, "max_split_size_mb");
-    if (rec->exact_max_split_mb)
-        cmt__json_u64(j, "exact_max_split_size_mb", rec->exact_max_split_mb);
-    else
-        cmt__json_null(j, "exact_max_split_size_mb");
+    cmt__json_u64_or_null(j, "exact_max_split_size_mb", rec->exact_max_split_mb);
     if (run->has_exact)
         cmt__json_bool(j, "exact_oom", run->exact.oom);
     else
@@ -640,11 +625,9 @@ void cmt_whatif_print_json(FILE *f, const struct cmt_whatif_run_out *run)
     cmt__json_u64(&j, "device_total_bytes", run->device_total);
     cmt__json_u64(&j, "capacity_bytes", run->capacity);
     cmt__json_string(&j, "capacity_source", cmt_whatif_capacity_source_name(run->capacity_source));
-    cmt__json_u64(&j, "events", s->event_count);
-    cmt__json_u64(&j, "allocations", s->allocs);
-    cmt__json_u64(&j, "frees", s->frees);
-    cmt__json_u64(&j, "failed_allocations", s->failed_allocs);
-    cmt__json_u64(&j, "empty_cache_calls", s->empty_caches);
+    CMT__JSON_U64S(&j, {"events", s->event_count}, {"allocations", s->allocs}, {"frees", s->frees},
+                   {"failed_allocations", s->failed_allocs},
+                   {"empty_cache_calls", s->empty_caches});
     cmt__json_bool(&j, "caching_allocator_detected", s->caching_detected);
     if (s->caching_detected)
         cmt__json_string(&j, "caching_allocator_reason", s->caching_reason);

@@ -137,22 +137,18 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
     if (c->error[0])
         cmt__json_string(j, "error", c->error);
     cmt__json_bool(j, "expandable_segments", c->expandable);
-    cmt__json_u64(j, "recorded_segments", c->recorded_segments);
-    cmt__json_u64(j, "model_segments", c->model_segments);
-    cmt__json_u64(j, "agreeing_segments", c->agreeing);
-    cmt__json_u64(j, "recorded_segment_frees", c->recorded_frees);
-    cmt__json_u64(j, "model_segment_frees", c->model_frees);
-    cmt__json_u64(j, "agreeing_segment_frees", c->agreeing_frees);
-    cmt__json_u64(j, "segments_before_window", c->before_segments);
-    cmt__json_u64(j, "blocks_before_window", c->before_blocks);
-    cmt__json_u64(j, "blocks_before_window_approximated", c->before_inexact);
+    CMT__JSON_U64S(
+        j, {"recorded_segments", c->recorded_segments}, {"model_segments", c->model_segments},
+        {"agreeing_segments", c->agreeing}, {"recorded_segment_frees", c->recorded_frees},
+        {"model_segment_frees", c->model_frees}, {"agreeing_segment_frees", c->agreeing_frees},
+        {"segments_before_window", c->before_segments}, {"blocks_before_window", c->before_blocks},
+        {"blocks_before_window_approximated", c->before_inexact});
     cmt__json_bool(j, "window_start_exact",
                    (c->before_segments || c->before_blocks) && !c->expandable &&
                        !c->before_inexact);
-    cmt__json_u64(j, "recorded_ooms", c->recorded_ooms);
-    cmt__json_u64(j, "model_ooms", c->model_ooms);
-    cmt__json_u64(j, "recorded_peak_reserved_bytes", c->recorded_peak_reserved);
-    cmt__json_u64(j, "model_peak_reserved_bytes", c->model_peak_reserved);
+    CMT__JSON_U64S(j, {"recorded_ooms", c->recorded_ooms}, {"model_ooms", c->model_ooms},
+                   {"recorded_peak_reserved_bytes", c->recorded_peak_reserved},
+                   {"model_peak_reserved_bytes", c->model_peak_reserved});
     if (c->capacity_bounded)
         cmt__json_u64(j, "capacity_bound_bytes", c->capacity_bound);
     else
@@ -178,10 +174,7 @@ void cmt__whatif_json_selfcheck(struct cmt__json *j, const struct cmt_whatif_run
         json_segment(j, "model", &d->model);
         cmt__json_u64(j, "request_bytes", d->request_bytes);
         cmt__json_u64(j, "t_ns", d->t_ns);
-        if (site)
-            cmt__json_string(j, "site", site);
-        else
-            cmt__json_null(j, "site");
+        cmt__json_string_or_null(j, "site", site);
         cmt__json_string(j, "kind", d->is_free ? "segment_free" : "segment_alloc");
         cmt__json_end_object(j);
     }
