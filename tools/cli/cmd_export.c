@@ -13,7 +13,7 @@
 static const char usage[] =
     "usage: cumemtrace export --format F [options] [-o OUT] FILE | TRACE... | DIR\n"
     "       cumemtrace export --format csv|jsonl --partitioned DIR [--run ID] [--events] "
-    "TRACES...\n"
+    "[--compress C] [--jobs N] TRACES...\n"
     "\n"
     "Writes a trace's memory in a format other tools read (docs/export.md):\n"
     "  perfetto    Chrome/Perfetto trace-event JSON: a counter track per device and kind,\n"
@@ -36,6 +36,8 @@ static const char usage[] =
     "                       DuckDB, Spark, Trino (runs, processes, episodes, sites)\n"
     "  --run ID             the run the traces belong to (default: each trace's directory)\n"
     "  --events             --partitioned: the events table too\n"
+    "  --compress C         --partitioned: zstd (default: part-NAME.EXT.zst) or none\n"
+    "  --jobs N             --partitioned: traces converted at once (default: the processors)\n"
     "  -h, --help           this help\n";
 
 static const char *const format_names[] = {
@@ -44,6 +46,11 @@ static const char *const format_names[] = {
 static const char *const weight_names[] = {CMT__EXPORT_WEIGHTS(CMT__NAME)};
 static const char *const table_names[] = {CMT__EXPORT_TABLES(CMT__NAME)
 #undef CMT__NAME
+};
+static const char *const codec_names[] = {
+#define CMT__CODEC_NAME(id, name, suffix) name,
+    CMT__EXPORT_CODECS(CMT__CODEC_NAME)
+#undef CMT__CODEC_NAME
 };
 
 /* @return the index of name in names, or -1. */
@@ -57,7 +64,7 @@ static int lookup(const char *const *names, int n, const char *name)
 
 struct args {
     struct cmt__export_options o;
-    int have_format, have_weight, have_table, have_slice;
+    int have_format, have_weight, have_table, have_slice, have_partition_option;
     const char *out, *partitioned;
     char **files;
     int nfiles;
@@ -120,6 +127,21 @@ static int parse(int argc, char **argv, struct args *a)
             a->o.run = v;
         } else if (cmt__is(arg, "--events", NULL)) {
             a->o.with_events = 1;
+        } else if (cmt__value_option(argc, argv, &i, "--compress", NULL, &v)) {
+            if (!v || (k = lookup(codec_names, CMT__EXPORT_CODEC_COUNT, v)) < 0)
+                return cmt__usage_error("export", "--compress wants zstd or none%s%s%s",
+                                        v ? ", got '" : "", v ? v : "", v ? "'" : "");
+            a->o.codec = (enum cmt__export_codec)k;
+            a->have_partition_option = 1;
+        } else if (cmt__value_option(argc, argv, &i, "--jobs", NULL, &v)) {
+            char *end;
+            unsigned long n = v && *v != '-' ? strtoul(v, &end, 10) : 0;
+            if (!n || *end || n > CMT__EXPORT_MAX_JOBS)
+                return cmt__usage_error("export", "--jobs wants a number from 1 to %d%s%s%s",
+                                        CMT__EXPORT_MAX_JOBS, v ? ", got '" : "", v ? v : "",
+                                        v ? "'" : "");
+            a->o.jobs = (unsigned)n;
+            a->have_partition_option = 1;
         } else if (arg[0] == '-' && arg[1]) {
             return cmt__usage_error("export", "unknown option '%s'", arg);
         } else {
@@ -155,9 +177,11 @@ static int check(const struct args *a)
             return cmt__usage_error("export", "missing trace files");
         return 0;
     }
-    if (a->o.run || a->o.with_events)
+    if (a->o.run || a->o.with_events || a->have_partition_option)
         return cmt__usage_error("export", "%s is for --partitioned",
-                                a->o.run ? "--run" : "--events");
+                                a->o.run           ? "--run"
+                                : a->o.with_events ? "--events"
+                                                   : "--compress or --jobs");
     if (!a->nfiles)
         return cmt__usage_error("export", "missing trace FILE");
     if (f == CMT__EXPORT_MEMORY_VIZ && !a->out && isatty(STDOUT_FILENO))

@@ -185,8 +185,9 @@ Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_
     char out[160], in[160], cmd[400];
     snprintf(out, sizeof out, "%s/tables", dirs[1]);
     snprintf(in, sizeof in, "%s/run.1.cmt", dirs[0]); /* rank 1 fails at 5 ms */
-    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out, "--run",
-                          "r",      in,         NULL};
+    const char *argv[] = {"export", "--format",   "jsonl", "--partitioned",
+                          out,      "--compress", "none",  "--run",
+                          "r",      in,           NULL};
     struct captured c = run(cmt_cmd_export, argv);
     cr_assert_eq(c.status, 0, "%s", c.err);
     captured_free(&c);
@@ -264,8 +265,9 @@ Test(fleet_cmd, report_and_export_agree_on_the_first_failure, .init = make_dirs,
     snprintf(out, sizeof out, "%s/tables", dirs[1]);
     for (int r = 0; r < 4; r++)
         snprintf(in[r], sizeof in[r], "%s/run.%d.cmt", dirs[0], 3 - r); /* in another order */
-    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out,   "--run",
-                          "r",      in[0],      in[1],   in[2],           in[3], NULL};
+    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out,   "--compress",
+                          "none",   "--run",    "r",     in[0],           in[1], in[2],
+                          in[3],    NULL};
     c = run(cmt_cmd_export, argv);
     cr_assert_eq(c.status, 0, "%s", c.err);
     captured_free(&c);
