@@ -251,9 +251,9 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
         have_tl = 1;
     if (!rc) {
         struct cmt_signal_seen sig = {0};
-        struct cmt_observer obs[3] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
-                                      cmt_signal_observer(&sig)};
-        int run = cmt_replay_run(rp, obs, 3);
+        struct cmt_observer obs[4] = {cmt_phases_observer(&p->phases), cmt_oom_observer(oom),
+                                      cmt_timeline_observer(&tl), cmt_signal_observer(&sig)};
+        int run = cmt_replay_run(rp, obs, 4);
         if (run == CMT_ENOMEM)
             rc = run;
         else {
@@ -261,6 +261,8 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
             rc = summarise(p, r, rp, oom, &tl, &sig);
         }
     }
+    if (!p->phases.range_count) /* nothing to show: keep nothing */
+        cmt_phases_free(&p->phases);
     if (have_tl)
         cmt_timeline_free(&tl);
     cmt_oom_destroy(oom);
@@ -373,6 +375,7 @@ void cmt_fleet_free(struct cmt_fleet *fleet)
         free(p->exe);
         free(p->command);
         free(p->visible_devices);
+        cmt_phases_free(&p->phases);
     }
     for (uint32_t g = 0; fleet->gpus && g < fleet->gpu_count; g++) {
         free(fleet->gpus[g].key);

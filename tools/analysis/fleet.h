@@ -21,6 +21,7 @@
 
 #include "first_failure.h" /* enum cmt_fleet_failure: when a process failed, which first */
 #include "oom.h"
+#include "phases.h"
 #include "timeline.h"
 
 /* One device as one process used it. */
@@ -66,6 +67,9 @@ struct cmt_fleet_process {
     struct cmt_timeline_point *series; /* `series_count` buckets of `series_width` ns */
     uint32_t series_count;
     uint64_t series_width;
+    /* the program's ranges and their memory (phases.h), from the same replay; all zero when
+     * the trace has no ranges */
+    struct cmt_phases phases;
 };
 
 /* A physical GPU that one or more processes used. Identity: the host name and the device's
