@@ -338,3 +338,25 @@ Test(fleet_cmd, report_shows_each_ranks_phases, .init = make_dirs, .fini = remov
               "%s", tail);
     captured_free(&c);
 }
+
+/* The GPU ledger of `report DIR` replays each member only up to its moment, on the reader the
+ * fleet kept from its first replay: the call sites are still named from the symbols that come
+ * at the trace's end (a reader stopped at the moment without them would print addresses). */
+Test(fleet_cmd, the_gpu_ledger_names_call_sites_from_the_symbols_at_the_end, .init = make_dirs,
+     .fini = remove_dirs)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd,
+             "cp '%s/valid_pytorch_oom.cmt' '%s/a.cmt' && cp '%s/valid_pytorch_oom.cmt' '%s/b.cmt'",
+             CMT_GOLDEN_DIR, dirs[0], CMT_GOLDEN_DIR, dirs[0]);
+    cr_assert_eq(system(cmd), 0);
+    const char *argv[] = {"report", "--jobs", "1", dirs[0], NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    const char *ledger = strstr(c.out, "ledger of GPU");
+    cr_assert_not_null(ledger, "%s", c.out);
+    cr_expect(strstr(ledger, "user code: cudaCachingAllocator_malloc_0 (17 allocations)"), "%s",
+              ledger);
+    cr_expect(!strstr(ledger, "user code: 0x"), "no frame left unnamed: %s", ledger);
+    captured_free(&c);
+}
