@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# run.sh [BUILD_DIR] — the scale benchmark of the several-trace analyses (issue 15 item 5):
-# one merged `report` over 64 rank traces of 1,000,000 events each, its wall time and peak
-# memory (RSS), read one trace at a time (--jobs 1) and in parallel (--jobs = the cores),
-# next to the anchor: `report` of one trace, run 64 times in a row (what one did before).
+# run.sh [BUILD_DIR] — the scale benchmark of the several-trace analyses (issue 15 item 5,
+# issue 26 item 4): one merged `report` over 64 rank traces of 1,000,000 events each, its wall
+# time, CPU and peak memory (RSS), read one trace at a time (--jobs 1) and in parallel
+# (--jobs = the cores), next to the anchor: `report` of one trace, run 64 times in a row (what
+# one did before); and `export -f csv --partitioned DIR --events` of the same traces: bytes
+# per event of the events table as plain csv (--compress none, the anchor) and as the default
+# zstd parts, and its wall and CPU at --jobs 1 and --jobs = the cores.
 #
 # The traces: cmt_bench_gen_trace's synthetic stress trace (bench/analysis), rank R of a
 # 64-rank job on 8 hosts, each with its own random stream (about 8 bytes per event).
@@ -10,7 +13,8 @@
 # timeline besides the totals), so --jobs 1 against the anchor is that cost, and --jobs N
 # against --jobs 1 the parallel speed-up. Rounds are interleaved (BENCH_ROUNDS, default 3);
 # the figures are medians. Prints figures only; never fails on a slow result.
-# Knobs: BENCH_ROUNDS, BENCH_RANKS (64), BENCH_EVENTS (1000000), BENCH_KEEP=1.
+# Knobs: BENCH_ROUNDS, BENCH_RANKS (64), BENCH_EVENTS (1000000), BENCH_KEEP=1. A small run
+# (BENCH_RANKS=8 BENCH_EVENTS=200000 BENCH_ROUNDS=1) takes about a minute on 2 cores.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,12 +54,25 @@ anchor() { # the single-trace reports in a row: total seconds, the largest RSS o
     echo "$wall $cpu $rss"
 }
 
-declare -a A_W A_C A_M J1_W J1_C J1_M JN_W JN_C JN_M
+export_to() { # DIR, options...: the partitioned export with the events table
+    local dir=$1; shift
+    rm -rf "$dir"
+    measure "$cli" export -f csv --partitioned "$dir" --events "$@" "$work"/run/*.cmt
+}
+
+declare -a A_W A_C A_M J1_W J1_C J1_M JN_W JN_C JN_M XP_W XP_C XP_M X1_W X1_C X1_M XN_W XN_C XN_M
 for ((i = 0; i < rounds; i++)); do
     read -r w c m < <(anchor); A_W+=("$w"); A_C+=("$c"); A_M+=("$m")
     read -r w c m < <(measure "$cli" report --jobs 1 "$work/run"); J1_W+=("$w"); J1_C+=("$c"); J1_M+=("$m")
     read -r w c m < <(measure "$cli" report --jobs "$cores" "$work/run"); JN_W+=("$w"); JN_C+=("$c"); JN_M+=("$m")
+    read -r w c m < <(export_to "$work/plain" --compress none --jobs 1); XP_W+=("$w"); XP_C+=("$c"); XP_M+=("$m")
+    read -r w c m < <(export_to "$work/zst1" --jobs 1); X1_W+=("$w"); X1_C+=("$c"); X1_M+=("$m")
+    read -r w c m < <(export_to "$work/zstN" --jobs "$cores"); XN_W+=("$w"); XN_C+=("$c"); XN_M+=("$m")
 done
+# the events table's bytes (the last round's), and whether the job counts wrote the same files
+plain_b=$(du -cb "$work"/plain/events/*/* | tail -1 | cut -f1)
+zst_b=$(du -cb "$work"/zst1/events/*/* | tail -1 | cut -f1)
+same=$(diff -r "$work/zst1" "$work/zstN" >/dev/null && echo "the same files" || echo "DIFFERENT FILES")
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 f2() { printf '%.2f' "$(echo "$1" | bc -l)"; }
 
@@ -76,6 +93,19 @@ row "merged: report --jobs 1 DIR" "$j1w" "$j1c" "$j1m"
 row "merged: report --jobs $cores DIR" "$jnw" "$jnc" "$jnm"
 echo "wall time against the anchor: --jobs 1 x$(f2 "$aw / $j1w"), --jobs $cores x$(f2 "$aw / $jnw")" \
     "(x$(f2 "$j1w / $jnw") over --jobs 1); medians of $rounds interleaved rounds"
+echo "CPU of report --jobs 1 DIR against the anchor's: x$(f2 "$j1c / $ac") (target: at most x1.00)"
+xpw=$(median "${XP_W[@]}") xpc=$(median "${XP_C[@]}")
+x1w=$(median "${X1_W[@]}") x1c=$(median "${X1_C[@]}")
+xnw=$(median "${XN_W[@]}") xnc=$(median "${XN_C[@]}")
+echo
+row "export --events --compress none --jobs 1" "$xpw" "$xpc" "$(median "${XP_M[@]}")"
+row "export --events --jobs 1 (zstd)" "$x1w" "$x1c" "$(median "${X1_M[@]}")"
+row "export --events --jobs $cores (zstd)" "$xnw" "$xnc" "$(median "${XN_M[@]}")"
+echo "events table: plain csv $(f2 "$plain_b / $total") B/event (anchor), zstd parts" \
+    "$(f2 "$zst_b / $total") B/event (target: at most 20), x$(f2 "$plain_b / $zst_b") smaller;" \
+    "the traces: $(f2 "$bytes / $total") B/event"
+echo "export wall: --jobs $cores x$(f2 "$x1w / $xnw") over --jobs 1 ($same);" \
+    "zstd costs x$(f2 "$x1c / $xpc") the CPU of plain csv"
 head -3 "$work/report.txt"
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
 exit 0

@@ -232,7 +232,7 @@ static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt
 }
 
 /* @return 0 (also for a trace that cannot be read: p->error says why), or CMT_ENOMEM. */
-static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
+static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int keep_reader)
 {
     cmt_reader *r = NULL;
     cmt_replay *rp = NULL;
@@ -251,9 +251,9 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
         have_tl = 1;
     if (!rc) {
         struct cmt_signal_seen sig = {0};
-        struct cmt_observer obs[3] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
-                                      cmt_signal_observer(&sig)};
-        int run = cmt_replay_run(rp, obs, 3);
+        struct cmt_observer obs[4] = {cmt_phases_observer(&p->phases), cmt_oom_observer(oom),
+                                      cmt_timeline_observer(&tl), cmt_signal_observer(&sig)};
+        int run = cmt_replay_run(rp, obs, 4);
         if (run == CMT_ENOMEM)
             rc = run;
         else {
@@ -261,11 +261,16 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points)
             rc = summarise(p, r, rp, oom, &tl, &sig);
         }
     }
+    if (!p->phases.range_count) /* nothing to show: keep nothing */
+        cmt_phases_free(&p->phases);
     if (have_tl)
         cmt_timeline_free(&tl);
     cmt_oom_destroy(oom);
     cmt_replay_destroy(rp);
-    cmt_reader_close(r);
+    if (keep_reader && !rc)
+        p->reader = r;
+    else
+        cmt_reader_close(r);
     return rc;
 }
 
@@ -275,6 +280,7 @@ struct pool {
     struct cmt_fleet_process *processes;
     size_t n;
     uint32_t series_points;
+    int keep_readers;
     atomic_size_t next;
     atomic_int failed; /* CMT_ENOMEM somewhere */
 };
@@ -286,7 +292,7 @@ static void *worker(void *arg)
         size_t i = atomic_fetch_add(&pl->next, 1);
         if (i >= pl->n || atomic_load(&pl->failed))
             break;
-        if (load_one(&pl->processes[i], pl->series_points))
+        if (load_one(&pl->processes[i], pl->series_points, pl->keep_readers))
             atomic_store(&pl->failed, CMT_ENOMEM);
     }
     return NULL;
@@ -340,10 +346,11 @@ int cmt_fleet_load(struct cmt_fleet *fleet, const char *const *paths, size_t n,
         }
     unsigned jobs = options && options->jobs ? options->jobs
                                              : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-    struct pool pl = {.processes = fleet->processes,
-                      .n = n,
-                      .series_points = options && options->series_points ? options->series_points
-                                                                         : 512};
+    struct pool pl = {
+        .processes = fleet->processes,
+        .n = n,
+        .series_points = options && options->series_points ? options->series_points : 512,
+        .keep_readers = options && options->keep_readers && n <= CMT_FLEET_KEEP_READERS_MAX};
     atomic_init(&pl.next, 0);
     atomic_init(&pl.failed, 0);
     int rc = load_all(&pl, jobs ? jobs : 1);
@@ -373,6 +380,8 @@ void cmt_fleet_free(struct cmt_fleet *fleet)
         free(p->exe);
         free(p->command);
         free(p->visible_devices);
+        cmt_phases_free(&p->phases);
+        cmt_reader_close(p->reader);
     }
     for (uint32_t g = 0; fleet->gpus && g < fleet->gpu_count; g++) {
         free(fleet->gpus[g].key);

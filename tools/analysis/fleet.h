@@ -21,6 +21,7 @@
 
 #include "first_failure.h" /* enum cmt_fleet_failure: when a process failed, which first */
 #include "oom.h"
+#include "phases.h"
 #include "timeline.h"
 
 /* One device as one process used it. */
@@ -66,6 +67,12 @@ struct cmt_fleet_process {
     struct cmt_timeline_point *series; /* `series_count` buckets of `series_width` ns */
     uint32_t series_count;
     uint64_t series_width;
+    /* the program's ranges and their memory (phases.h), from the same replay; all zero when
+     * the trace has no ranges */
+    struct cmt_phases phases;
+    /* with keep_readers: the trace's reader after the replay (tables and symbols known;
+     * cmt_reader_rewind it to read again), closed by cmt_fleet_free; else NULL */
+    cmt_reader *reader;
 };
 
 /* A physical GPU that one or more processes used. Identity: the host name and the device's
@@ -107,9 +114,17 @@ struct cmt_fleet {
     uint64_t start_wall_ns, end_wall_ns; /* earliest start, latest end */
 };
 
+/* The most traces whose readers cmt_fleet_load keeps (keep_readers): each holds its tables,
+ * a decompression context and a chunk's buffer besides the file's mapping. */
+#define CMT_FLEET_KEEP_READERS_MAX 256
+
 struct cmt_fleet_options {
     unsigned jobs;          /* traces replayed at once; 0: the online processors */
     uint32_t series_points; /* timeline buckets per process; 0: 512 */
+    /* keep each trace's reader after its replay (cmt_fleet_process.reader), for a second
+     * replay that needs the symbols at the trace's end without reading it whole again; only
+     * up to CMT_FLEET_KEEP_READERS_MAX traces */
+    int keep_readers;
 };
 
 /* Expands the inputs: a directory gives its *.cmt files (not its subdirectories), in name

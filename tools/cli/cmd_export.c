@@ -14,7 +14,7 @@
 static const char usage[] =
     "usage: cumemtrace export --format F [options] [-o OUT] FILE | TRACE... | DIR\n"
     "       cumemtrace export --format csv|jsonl --partitioned DIR [--run ID] [--events] "
-    "TRACES...\n"
+    "[--compress C] [--jobs N] TRACES...\n"
     "\n"
     "Writes a trace's memory in a format other tools read (docs/export.md):\n"
     "  perfetto    Chrome/Perfetto trace-event JSON: a counter track per device and kind,\n"
@@ -37,6 +37,8 @@ static const char usage[] =
     "                       DuckDB, Spark, Trino (runs, processes, episodes, sites)\n"
     "  --run ID             the run the traces belong to (default: each trace's directory)\n"
     "  --events             --partitioned: the events table too\n"
+    "  --compress C         --partitioned: zstd (default: part-NAME.EXT.zst) or none\n"
+    "  --jobs N             --partitioned: traces converted at once (default: the processors)\n"
     "  -h, --help           this help\n";
 
 static const char *const format_names[] = {
@@ -45,6 +47,11 @@ static const char *const format_names[] = {
 static const char *const weight_names[] = {CMT__EXPORT_WEIGHTS(CMT__NAME)};
 static const char *const table_names[] = {CMT__EXPORT_TABLES(CMT__NAME)
 #undef CMT__NAME
+};
+static const char *const codec_names[] = {
+#define CMT__CODEC_NAME(id, name, suffix) name,
+    CMT__EXPORT_CODECS(CMT__CODEC_NAME)
+#undef CMT__CODEC_NAME
 };
 
 /* @return the index of name in names, or -1. */
@@ -58,7 +65,7 @@ static int lookup(const char *const *names, int n, const char *name)
 
 struct args {
     struct cmt__export_options o;
-    int have_format, have_weight, have_table, have_slice;
+    int have_format, have_weight, have_table, have_slice, have_partition_option;
     const char *out, *partitioned;
     char **files;
     int nfiles;
@@ -73,7 +80,9 @@ enum {
     OPT_MIN_SLICE,
     OPT_PARTITIONED,
     OPT_RUN,
-    OPT_EVENTS
+    OPT_EVENTS,
+    OPT_COMPRESS,
+    OPT_JOBS
 };
 
 const struct cmt__option cmt_cmd_export_options[] = {
@@ -86,6 +95,8 @@ const struct cmt__option cmt_cmd_export_options[] = {
     {NULL, "--partitioned", 1, OPT_PARTITIONED, "an output directory"},
     {NULL, "--run", 1, OPT_RUN, "an id"},
     {NULL, "--events", 0, OPT_EVENTS, NULL},
+    {NULL, "--compress", 1, OPT_COMPRESS, NULL},
+    {NULL, "--jobs", 1, OPT_JOBS, NULL},
     {0},
 };
 
@@ -112,6 +123,11 @@ static int name_option(int opt, const char *v, struct args *a)
             return bad_value("--weight wants peak, leaked or count", v);
         a->o.weight = (enum cmt__export_weight)k;
         a->have_weight = 1;
+    } else if (opt == OPT_COMPRESS) {
+        if (!v || (k = lookup(codec_names, CMT__EXPORT_CODEC_COUNT, v)) < 0)
+            return bad_value("--compress wants zstd or none", v);
+        a->o.codec = (enum cmt__export_codec)k;
+        a->have_partition_option = 1;
     } else {
         if (!v || (k = lookup(table_names, CMT__EXPORT_TABLE_COUNT, v)) < 0 ||
             k == CMT__EXPORT_TABLE_RUNS)
@@ -148,6 +164,18 @@ static int option(const struct cmt__opts *p, int opt, struct args *a)
             a->partitioned = v;
         return 0;
     case OPT_EVENTS: a->o.with_events = 1; return 0;
+    case OPT_JOBS: {
+        unsigned long n = v && *v != '-' ? strtoul(v, &end, 10) : 0;
+        if (!n || *end || n > CMT__EXPORT_MAX_JOBS) {
+            char wants[48];
+            snprintf(wants, sizeof wants, "--jobs wants a number from 1 to %d",
+                     CMT__EXPORT_MAX_JOBS);
+            return bad_value(wants, v);
+        }
+        a->o.jobs = (unsigned)n;
+        a->have_partition_option = 1;
+        return 0;
+    }
     default: return name_option(opt, v, a);
     }
 }
@@ -204,9 +232,11 @@ static int check(const struct args *a)
             return cmt__usage_error("export", "missing trace files");
         return 0;
     }
-    if (a->o.run || a->o.with_events)
+    if (a->o.run || a->o.with_events || a->have_partition_option)
         return cmt__usage_error("export", "%s is for --partitioned",
-                                a->o.run ? "--run" : "--events");
+                                a->o.run           ? "--run"
+                                : a->o.with_events ? "--events"
+                                                   : "--compress or --jobs");
     if (!a->nfiles)
         return cmt__usage_error("export", "missing trace FILE");
     if (f == CMT__EXPORT_MEMORY_VIZ && !a->out && isatty(STDOUT_FILENO))

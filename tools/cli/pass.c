@@ -42,7 +42,7 @@ int cmt__pass_replay(struct cmt__pass *p, unsigned want, struct cmt_timeline *ti
     size_t n = 0;
     struct cmt__progress progress; /* a line on a terminal when the pass takes a while */
     struct stat st;
-    if (cmt__progress_wanted(stderr)) {
+    if (!p->quiet_progress && cmt__progress_wanted(stderr)) {
         cmt__progress_init(&progress, stderr, cmd, path, 1,
                            stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, cmt__progress_now_ns());
         progress.stage = p->stage;

@@ -29,8 +29,9 @@ struct cmt__pass {
     struct cmt_report report;      /* with CMT__PASS_REPORT */
     struct cmt_diff_side diff;     /* with CMT__PASS_DIFF */
     int damage;                    /* the damage code, 0 when sound */
-    int quiet_damage;  /* set between open and replay: a second pass does not warn again */
-    int stage, stages; /* set between open and replay: "pass 2 of 2" on the progress line */
+    int quiet_damage;   /* set between open and replay: a second pass does not warn again */
+    int quiet_progress; /* set between open and replay: no progress line (passes in parallel) */
+    int stage, stages;  /* set between open and replay: "pass 2 of 2" on the progress line */
 };
 int cmt__pass_run(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
                   struct cmt_timeline *timeline);

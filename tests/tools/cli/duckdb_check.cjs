@@ -10,10 +10,11 @@ const { DuckDBInstance } = require(require.resolve('@duckdb/node-api', { paths: 
 
 const problems = [];
 const need = (cond, what) => { if (!cond) problems.push(what); return cond; };
-const ext = format === 'csv' ? 'csv' : 'jsonl';
+// the parts are zstd-compressed (export's default): DuckDB reads them by their .zst name
+const ext = format === 'csv' ? 'csv.zst' : 'jsonl.zst';
 const reader = (table) => format === 'csv'
-  ? `read_csv('${dir}/${table}/*/*.csv', hive_partitioning = true, union_by_name = true)`
-  : `read_json_auto('${dir}/${table}/*/*.jsonl', hive_partitioning = true, union_by_name = true)`;
+  ? `read_csv('${dir}/${table}/*/*.csv.zst', hive_partitioning = true, union_by_name = true)`
+  : `read_json_auto('${dir}/${table}/*/*.jsonl.zst', hive_partitioning = true, union_by_name = true)`;
 
 async function main() {
   const expected = JSON.parse(fs.readFileSync(expectedPath, 'utf8')).map((e) => ({
@@ -45,7 +46,10 @@ async function main() {
     need(JSON.stringify(mine.map((r) => String(r.request_bytes))) ===
       JSON.stringify(want.map((w) => String(w.request_bytes))), `${e.run}/${e.pid}: requests`);
   }
-  const runs = await rows(`SELECT run, traces, max_peak_live_bytes, episodes FROM ${reader('runs')}`);
+  const events = await rows(`SELECT run, pid, count(*) AS n FROM ${reader('events')}
+      GROUP BY run, pid ORDER BY run, pid`);
+  need(events.length === expected.length, `events of ${events.length} processes, ${expected.length} traces`);
+  const runs = await rows(`SELECT run, traces, events, max_peak_live_bytes, episodes FROM ${reader('runs')}`);
   for (const run of new Set(expected.map((e) => e.run))) {
     const mine = expected.filter((e) => e.run === run);
     const r = runs.find((x) => String(x.run) === run);
@@ -53,13 +57,15 @@ async function main() {
     const max = mine.map((e) => BigInt(e.report.peak_live_bytes)).reduce((a, b) => (a > b ? a : b));
     need(String(r.max_peak_live_bytes) === String(max), `${run}: max peak ${r.max_peak_live_bytes} != ${max}`);
     need(String(r.traces) === String(mine.length), `${run}: traces`);
+    const rowsOfRun = events.filter((x) => String(x.run) === run).reduce((a, x) => a + Number(x.n), 0);
+    need(String(r.events) === String(rowsOfRun), `${run}: ${rowsOfRun} event rows, runs says ${r.events}`);
   }
 
   // docs/fleet.md's DuckDB queries, over this export
   const doc = fs.readFileSync(fleetDoc, 'utf8');
   const blocks = [...doc.matchAll(/```sql duckdb\n([\s\S]*?)```/g)].map((m) => m[1]);
   need(blocks.length >= 2, 'docs/fleet.md has the two DuckDB queries');
-  const sql = (b) => b.replaceAll("'fleet/", `'${dir}/`).replaceAll('.csv', `.${ext}`)
+  const sql = (b) => b.replaceAll("'fleet/", `'${dir}/`).replaceAll('.csv.zst', `.${ext}`)
     .replaceAll('read_csv(', format === 'csv' ? 'read_csv(' : 'read_json_auto(');
   const byVerdict = await rows(sql(blocks[0]));
   const tally = {};

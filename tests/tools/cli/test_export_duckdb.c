@@ -1,5 +1,6 @@
 /* The partitioned export read by DuckDB (issue 15 item 4): four traces of two runs, with
- * different pids, hosts, allocator settings and verdicts, exported as csv and as jsonl; the
+ * different pids, hosts, allocator settings and verdicts, exported as csv and as jsonl, in
+ * zstd-compressed parts (the default, issue 26 item 4) that DuckDB reads by their name; the
  * DuckDB checks (duckdb_check.cjs, @duckdb/node-api installed with npm under the build tree
  * at the first run) compare the tables' peaks and verdicts with `report --json` and
  * `oom --json`, and run docs/fleet.md's DuckDB queries. Skips when npm or the network is not
@@ -169,10 +170,11 @@ Test(export_duckdb, partitioned_tables_give_reports_peaks_and_ooms_verdicts)
         cr_expect_eq(c.status, 0, "%s", c.err);
         cr_expect(strstr(c.out, "wrote 4 traces as 2 runs"), "%s", c.out);
         captured_free(&c);
-        snprintf(path, sizeof path, "%s/processes/run=jobB/part-cumemtrace.202.%s", out,
+        snprintf(path, sizeof path, "%s/processes/run=jobB/part-cumemtrace.202.%s.zst", out,
                  formats[f]);
         cr_expect_eq(access(path, R_OK), 0, "%s", path);
-        snprintf(path, sizeof path, "%s/episodes/run=jobA/part-cumemtrace.101.%s", out, formats[f]);
+        snprintf(path, sizeof path, "%s/episodes/run=jobA/part-cumemtrace.101.%s.zst", out,
+                 formats[f]);
         cr_expect_neq(access(path, R_OK), 0, "no episodes, no file: %s", path);
         const char *src = getenv("CMT_SOURCE_DIR");
         snprintf(cmd, sizeof cmd,

@@ -185,8 +185,9 @@ Test(fleet_cmd, export_tables_carry_the_rank, .init = make_dirs, .fini = remove_
     char out[160], in[160], cmd[400];
     snprintf(out, sizeof out, "%s/tables", dirs[1]);
     snprintf(in, sizeof in, "%s/run.1.cmt", dirs[0]); /* rank 1 fails at 5 ms */
-    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out, "--run",
-                          "r",      in,         NULL};
+    const char *argv[] = {"export", "--format",   "jsonl", "--partitioned",
+                          out,      "--compress", "none",  "--run",
+                          "r",      in,           NULL};
     struct captured c = run(cmt_cmd_export, argv);
     cr_assert_eq(c.status, 0, "%s", c.err);
     captured_free(&c);
@@ -264,8 +265,9 @@ Test(fleet_cmd, report_and_export_agree_on_the_first_failure, .init = make_dirs,
     snprintf(out, sizeof out, "%s/tables", dirs[1]);
     for (int r = 0; r < 4; r++)
         snprintf(in[r], sizeof in[r], "%s/run.%d.cmt", dirs[0], 3 - r); /* in another order */
-    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out,   "--run",
-                          "r",      in[0],      in[1],   in[2],           in[3], NULL};
+    const char *argv[] = {"export", "--format", "jsonl", "--partitioned", out,   "--compress",
+                          "none",   "--run",    "r",     in[0],           in[1], in[2],
+                          in[3],    NULL};
     c = run(cmt_cmd_export, argv);
     cr_assert_eq(c.status, 0, "%s", c.err);
     captured_free(&c);
@@ -334,5 +336,27 @@ Test(fleet_cmd, report_shows_each_ranks_phases, .init = make_dirs, .fini = remov
                   strstr(rp, "{\"name\":\"load\",\"instances\":1,") &&
                   strstr(rp, "\"alloc_bytes\":3145728"),
               "%s", tail);
+    captured_free(&c);
+}
+
+/* The GPU ledger of `report DIR` replays each member only up to its moment, on the reader the
+ * fleet kept from its first replay: the call sites are still named from the symbols that come
+ * at the trace's end (a reader stopped at the moment without them would print addresses). */
+Test(fleet_cmd, the_gpu_ledger_names_call_sites_from_the_symbols_at_the_end, .init = make_dirs,
+     .fini = remove_dirs)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd,
+             "cp '%s/valid_pytorch_oom.cmt' '%s/a.cmt' && cp '%s/valid_pytorch_oom.cmt' '%s/b.cmt'",
+             CMT_GOLDEN_DIR, dirs[0], CMT_GOLDEN_DIR, dirs[0]);
+    cr_assert_eq(system(cmd), 0);
+    const char *argv[] = {"report", "--jobs", "1", dirs[0], NULL};
+    struct captured c = capture_run(cmt_cmd_report, argv);
+    cr_assert_eq(c.status, 0, "%s", c.err);
+    const char *ledger = strstr(c.out, "ledger of GPU");
+    cr_assert_not_null(ledger, "%s", c.out);
+    cr_expect(strstr(ledger, "user code: cudaCachingAllocator_malloc_0 (17 allocations)"), "%s",
+              ledger);
+    cr_expect(!strstr(ledger, "user code: 0x"), "no frame left unnamed: %s", ledger);
     captured_free(&c);
 }

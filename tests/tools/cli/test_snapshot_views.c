@@ -218,8 +218,11 @@ Test(snapshot_views, the_runs_table_has_the_allocators_peaks)
 {
     char dir[128], runs[256];
     snprintf(dir, sizeof dir, "/tmp/cmt-test-snapviews-%d-parts", (int)getpid());
-    const char *argv[] = {"export", "-f",    "jsonl", "--partitioned",
-                          dir,      "--run", "r1",    fixture_path("full.pickle"),
+    const char *argv[] = {"export", "-f",
+                          "jsonl",  "--partitioned",
+                          dir,      "--compress",
+                          "none",   "--run",
+                          "r1",     fixture_path("full.pickle"),
                           NULL};
     struct captured c = capture_run(cmt_cmd_export, argv);
     cr_expect_eq(c.status, 0, "%s", c.err);

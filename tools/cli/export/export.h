@@ -53,6 +53,22 @@ enum cmt__export_table {
         CMT__EXPORT_TABLE_COUNT
 };
 
+/* The partitioned export's compression: X(id, name, suffix of the part files). zstd first:
+ * the default (docs/fleet.md says why). */
+#define CMT__EXPORT_CODECS(X) \
+    X(ZSTD, "zstd", ".zst")   \
+    X(NONE, "none", "")
+
+enum cmt__export_codec {
+#define CMT__EXPORT_CODEC_ENUM(id, name, suffix) CMT__EXPORT_CODEC_##id,
+    CMT__EXPORT_CODECS(CMT__EXPORT_CODEC_ENUM)
+#undef CMT__EXPORT_CODEC_ENUM
+        CMT__EXPORT_CODEC_COUNT
+};
+
+/* The most traces the partitioned export converts at once (--jobs). */
+#define CMT__EXPORT_MAX_JOBS 64
+
 struct cmt__export_options {
     enum cmt__export_format format;
     enum cmt__export_weight weight; /* collapsed */
@@ -60,6 +76,8 @@ struct cmt__export_options {
     uint64_t min_slice_bytes;       /* perfetto: allocations drawn as slices */
     const char *run;                /* --run: the run id of every trace (NULL: derived) */
     int with_events;                /* --partitioned: also the events table */
+    enum cmt__export_codec codec;   /* --partitioned: --compress */
+    unsigned jobs;                  /* --partitioned: traces converted at once; 0: the cores */
 };
 
 /* A buffer in front of a FILE for the exports' hot paths (a row or a counter per event): bytes,

@@ -1,15 +1,20 @@
 /* export_partitioned.c — `export --partitioned DIR TRACES...`: Hive-style partitioned tables
- * (DIR/TABLE/run=ID/part-NAME.csv or .jsonl) that DuckDB, Spark and Trino read as they are:
+ * (DIR/TABLE/run=ID/part-NAME.csv.zst or .jsonl.zst, zstd-compressed unless --compress none)
+ * that DuckDB, Spark and Trino read as they are:
  * processes, episodes, sites and, with --events, events (a file per trace, named by the
  * trace's file name), and runs (a file per run, aggregated over this invocation's traces of
  * that run). A table with no rows for a trace gets no file (engines refuse header-only CSV
  * files of unknown types). The run id is --run, else the name of the trace's directory;
  * ids and file names keep [A-Za-z0-9._-] and turn every other byte into '_'. A symbolic link
- * under DIR is refused, never written through (struct out). */
+ * under DIR is refused, never written through (struct out). Traces are converted --jobs at a
+ * time, each by one thread into its own files; the runs table is summed afterwards in the
+ * traces' order, so the output is the same whatever the number of jobs. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,6 +22,7 @@
 
 #include "cmt_grow.h"
 #include "export/export.h"
+#include "export/zstd_file.h"
 #include "first_failure.h"
 #include "oom.h"
 
@@ -86,8 +92,14 @@ static int mkdirs(char *path)
 struct out {
     const char *dir, *ext;
     int dirfd;          /* DIR */
-    int refused;        /* a link was found: nothing more is written */
-    char rel[PATH_MAX]; /* the part file being written, under DIR */
+    int zstd;           /* the parts are zstd-compressed (ext ends in ".zst") */
+    atomic_int refused; /* a link was found: nothing more is written (by any job) */
+};
+
+/* A part file being written: its stream and its path under DIR. */
+struct part_file {
+    FILE *f;
+    char rel[PATH_MAX];
 };
 
 /* @return 1 when DIR/rel is a symbolic link, after printing so (and o->refused set). */
@@ -98,7 +110,7 @@ static int refuse_link(struct out *o, int at, const char *name, const char *rel)
         return 0;
     fprintf(stderr, "cumemtrace export: %s/%s: a symbolic link: refusing to write through it\n",
             o->dir, rel);
-    o->refused = 1;
+    atomic_store(&o->refused, 1);
     return 1;
 }
 
@@ -166,14 +178,16 @@ static int part_path(const struct out *o, const char *table, const char *run, co
     return bad ? -1 : 0;
 }
 
-/* Opens DIR/TABLE/run=RUN/part-PART.EXT, creating the directories. @return the FILE or NULL
- * after printing why. */
-static FILE *open_part(struct out *o, const char *table, const char *run, const char *part)
+/* Opens DIR/TABLE/run=RUN/part-PART.EXT into *pf, creating the directories.
+ * @return pf->f, or NULL after printing why. */
+static FILE *open_part(struct out *o, const char *table, const char *run, const char *part,
+                       struct part_file *pf)
 {
     struct part_path pp;
-    if (o->refused || part_path(o, table, run, part, &pp) != 0)
+    pf->f = NULL;
+    if (atomic_load(&o->refused) || part_path(o, table, run, part, &pp) != 0)
         return NULL;
-    memcpy(o->rel, pp.file_rel, sizeof o->rel);
+    memcpy(pf->rel, pp.file_rel, sizeof pf->rel);
     int t = open_dir_at(o, o->dirfd, table, table);
     int r = t < 0 ? -1 : open_dir_at(o, t, pp.run, pp.run_rel);
     int fd = r < 0 ? -1 : create_file_at(o, r, pp.file, pp.file_rel);
@@ -181,13 +195,14 @@ static FILE *open_part(struct out *o, const char *table, const char *run, const 
         close(t);
     if (r >= 0)
         close(r);
-    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
-    if (fd >= 0 && !f) {
-        fprintf(stderr, "cumemtrace export: %s/%s: cannot create the file: %s\n", o->dir, o->rel,
+    if (fd >= 0)
+        pf->f = o->zstd ? cmt__zstd_fdopen(fd, CMT__ZSTD_FILE_LEVEL) : fdopen(fd, "w");
+    if (fd >= 0 && !pf->f) {
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot create the file: %s\n", o->dir, pf->rel,
                 strerror(errno));
         close(fd);
     }
-    return f;
+    return pf->f;
 }
 
 /* Before anything is written: refuses a link at any table, run directory or part file this
@@ -203,11 +218,11 @@ static int find_link(struct out *o, const char *table, const char *run, const ch
 }
 
 /* @return 0, or 1 after printing why the file could not be written. */
-static int close_part(struct out *o, FILE *f)
+static int close_part(struct out *o, struct part_file *pf)
 {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "cumemtrace export: %s/%s: cannot write the file\n", o->dir, o->rel);
+    int bad = ferror(pf->f);
+    if (fclose(pf->f) != 0 || bad) {
+        fprintf(stderr, "cumemtrace export: %s/%s: cannot write the file\n", o->dir, pf->rel);
         return 1;
     }
     return 0;
@@ -218,17 +233,27 @@ static int table(struct out *o, const char *name, const char *run, const char *p
                  const struct cmt__pass *p, int jsonl,
                  void (*write)(const struct cmt__pass *, FILE *, int), uint64_t rows)
 {
+    struct part_file pf;
     if (!rows)
         return 0;
-    FILE *f = open_part(o, name, run, part);
-    if (!f)
+    if (!open_part(o, name, run, part, &pf))
         return 1;
-    write(p, f, jsonl);
-    return close_part(o, f);
+    write(p, pf.f, jsonl);
+    return close_part(o, &pf);
 }
 
 struct part_name {
     char run[256], part[256];
+};
+
+/* What the runs table takes from one trace, gathered by the job that converted it. */
+struct trace_figures {
+    int have; /* the trace was read */
+    uint64_t events, peak, episodes, fatal;
+    int have_alloc; /* allocator-level records */
+    uint64_t alloc_peak;
+    struct cmt_failure_candidate failure;
+    char host[256];
 };
 
 struct run {
@@ -254,47 +279,61 @@ static const char *const run_columns[] = {"traces",
                                           "max_allocator_peak_allocated_bytes",
                                           "sum_allocator_peak_allocated_bytes"};
 
-/* Adds one trace's figures; whether and when it failed, and which failed first, by the one
- * definition (first_failure.h) that `report` over several traces uses. */
-static void add_to_run(struct run *run, const struct cmt__pass *p,
-                       const struct cmt_signal_seen *sig)
+/* One trace's figures; whether and when it failed by the one definition (first_failure.h)
+ * that `report` over several traces uses. */
+static void gather(struct trace_figures *fig, const struct cmt__pass *p,
+                   const struct cmt_signal_seen *sig)
 {
     const struct cmt_replay_totals *t = cmt_replay_totals(p->replay);
     const struct cmt_process *proc = cmt_reader_process(p->reader);
     uint32_t n = p->oom ? cmt_oom_count(p->oom) : 0;
-    run->traces++;
-    run->events += t->events;
-    run->sum_peak += t->peak_live_bytes;
-    if (t->peak_live_bytes > run->max_peak)
-        run->max_peak = t->peak_live_bytes;
+    fig->have = 1;
+    fig->events = t->events;
+    fig->peak = t->peak_live_bytes;
     struct cmt_alloc_summary as;
-    if (cmt_alloc_summarize(p->alloc, &as)) {
-        run->alloc_traces++;
-        run->sum_alloc_peak += as.peak_allocated_bytes;
-        if (as.peak_allocated_bytes > run->max_alloc_peak)
-            run->max_alloc_peak = as.peak_allocated_bytes;
-    }
-    run->episodes += n;
+    if ((fig->have_alloc = cmt_alloc_summarize(p->alloc, &as) != 0))
+        fig->alloc_peak = as.peak_allocated_bytes;
+    fig->episodes = n;
     for (uint32_t i = 0; i < n; i++)
-        run->fatal += (uint64_t)cmt_oom_episode(p->oom, i)->fatal;
-    struct cmt_failure_candidate c = {.have_start = proc != NULL,
-                                      .start_wall_ns = proc ? proc->start_wall_ns : 0,
-                                      .rank = proc ? proc->rank : -1,
-                                      .pid = proc ? proc->pid : 0};
-    c.failure = cmt_process_failure(p->oom, t, sig, &c.t_ns);
-    run->failing += c.failure != CMT_FLEET_NO_FAILURE;
-    if (cmt_first_failure_offer(&run->first, (int64_t)run->traces - 1, &c))
-        snprintf(run->first_host, sizeof run->first_host, "%s",
-                 proc && proc->hostname ? proc->hostname : "");
+        fig->fatal += (uint64_t)cmt_oom_episode(p->oom, i)->fatal;
+    struct cmt_failure_candidate *c = &fig->failure;
+    *c = (struct cmt_failure_candidate){.have_start = proc != NULL,
+                                        .start_wall_ns = proc ? proc->start_wall_ns : 0,
+                                        .rank = proc ? proc->rank : -1,
+                                        .pid = proc ? proc->pid : 0};
+    c->failure = cmt_process_failure(p->oom, t, sig, &c->t_ns);
+    snprintf(fig->host, sizeof fig->host, "%s", proc && proc->hostname ? proc->hostname : "");
+}
+
+/* Adds one trace's figures, in the traces' order (which failed first, of equals, is the one
+ * given first). */
+static void add_to_run(struct run *run, const struct trace_figures *fig)
+{
+    run->traces++;
+    run->events += fig->events;
+    run->sum_peak += fig->peak;
+    if (fig->peak > run->max_peak)
+        run->max_peak = fig->peak;
+    if (fig->have_alloc) {
+        run->alloc_traces++;
+        run->sum_alloc_peak += fig->alloc_peak;
+        if (fig->alloc_peak > run->max_alloc_peak)
+            run->max_alloc_peak = fig->alloc_peak;
+    }
+    run->episodes += fig->episodes;
+    run->fatal += fig->fatal;
+    run->failing += fig->failure.failure != CMT_FLEET_NO_FAILURE;
+    if (cmt_first_failure_offer(&run->first, (int64_t)run->traces - 1, &fig->failure))
+        memcpy(run->first_host, fig->host, sizeof run->first_host);
 }
 
 static int write_run(struct out *o, const struct run *run, int jsonl)
 {
-    FILE *f = open_part(o, "runs", run->id, "0");
-    if (!f)
+    struct part_file pf;
+    if (!open_part(o, "runs", run->id, "0", &pf))
         return 1;
     static struct cmt__rows t;
-    cmt__rows_begin(&t, f, jsonl, run_columns, sizeof run_columns / sizeof *run_columns);
+    cmt__rows_begin(&t, pf.f, jsonl, run_columns, sizeof run_columns / sizeof *run_columns);
     cmt__row_begin(&t);
     cmt__row_u64(&t, run->traces);
     cmt__row_u64(&t, run->events);
@@ -328,7 +367,7 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
     }
     cmt__row_end(&t);
     cmt__rows_end(&t);
-    return close_part(o, f);
+    return close_part(o, &pf);
 }
 
 static uint64_t site_rows(const cmt_replay *rp)
@@ -341,42 +380,92 @@ static uint64_t site_rows(const cmt_replay *rp)
     return n;
 }
 
-/* One trace: its pass, its tables. @return 0, or 1 after printing why. */
+/* One trace: its pass, its tables, its figures for the runs table (any job's thread; quiet:
+ * no progress line, several jobs share the terminal). @return 0, or 1 after printing why. */
 static int one_trace(const struct cmt__export_options *opt, struct out *o, const char *path,
-                     struct run *r, const char *part)
+                     const struct part_name *name, int quiet, struct trace_figures *fig)
 {
     int jsonl = opt->format == CMT__EXPORT_JSONL;
     struct cmt__pass p;
     if (cmt__pass_open(&p, "export", path) != 0)
         return 1;
-    static struct cmt__export_events events;
+    p.quiet_progress = quiet;
+    struct cmt__export_events *events = NULL;
     struct cmt_signal_seen sig = {0};
     struct cmt_observer extra[2] = {cmt_signal_observer(&sig)};
-    FILE *ev = NULL;
+    struct part_file ev = {0};
     if (opt->with_events) {
-        if (!(ev = open_part(o, "events", r->id, part))) {
+        if (!(events = malloc(sizeof *events))) /* a 64 KiB buffer: not on the stack */
+            fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
+        if (!events || !open_part(o, "events", name->run, name->part, &ev)) {
+            free(events);
             cmt__pass_close(&p);
             return 1;
         }
-        extra[1] = cmt__export_events_observer(&events, ev, jsonl, p.reader);
-        events.phases = &p.phases;
+        extra[1] = cmt__export_events_observer(events, ev.f, jsonl, p.reader);
+        events->phases = &p.phases;
     }
-    if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev ? 2 : 1) != 0) {
-        if (ev)
-            fclose(ev);
+    if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev.f ? 2 : 1) != 0) {
+        if (ev.f)
+            fclose(ev.f);
+        free(events);
         return 1;
     }
-    if (ev)
-        cmt__rows_end(&events.rows);
-    int rc = ev ? close_part(o, ev) : 0;
-    rc |= table(o, "processes", r->id, part, &p, jsonl, cmt__export_processes, 1);
-    rc |= table(o, "episodes", r->id, part, &p, jsonl, cmt__export_episodes,
+    int rc = 0;
+    if (ev.f) {
+        cmt__rows_end(&events->rows);
+        rc = close_part(o, &ev);
+    }
+    free(events);
+    rc |= table(o, "processes", name->run, name->part, &p, jsonl, cmt__export_processes, 1);
+    rc |= table(o, "episodes", name->run, name->part, &p, jsonl, cmt__export_episodes,
                 p.oom ? cmt_oom_count(p.oom) : 0);
-    rc |= table(o, "sites", r->id, part, &p, jsonl, cmt__export_sites, site_rows(p.replay));
+    rc |= table(o, "sites", name->run, name->part, &p, jsonl, cmt__export_sites,
+                site_rows(p.replay));
     rc |= cmt__pass_status(&p);
-    add_to_run(r, &p, &sig);
+    gather(fig, &p, &sig);
     cmt__pass_close(&p);
     return rc;
+}
+
+/* ---- the jobs: each takes the next trace until none is left ---- */
+struct jobs {
+    const struct cmt__export_options *opt;
+    struct out *o;
+    char *const *traces;
+    const struct part_name *names;
+    struct trace_figures *figures;
+    int *status; /* per trace: one_trace's */
+    int ntraces, quiet;
+    atomic_int next;
+};
+
+static void *job(void *arg)
+{
+    struct jobs *js = arg;
+    for (int i; (i = atomic_fetch_add(&js->next, 1)) < js->ntraces;)
+        if (!atomic_load(&js->o->refused))
+            js->status[i] = one_trace(js->opt, js->o, js->traces[i], &js->names[i], js->quiet,
+                                      &js->figures[i]);
+    return NULL;
+}
+
+/* Converts every trace, `jobs` at a time (the caller's thread is one of them). */
+static void run_jobs(struct jobs *js, unsigned jobs)
+{
+    pthread_t threads[CMT__EXPORT_MAX_JOBS];
+    unsigned started = 0;
+    if (jobs > CMT__EXPORT_MAX_JOBS)
+        jobs = CMT__EXPORT_MAX_JOBS;
+    if (jobs > (unsigned)js->ntraces)
+        jobs = (unsigned)js->ntraces;
+    js->quiet = jobs > 1;
+    for (unsigned i = 1; i < jobs; i++)
+        if (pthread_create(&threads[started], NULL, job, js) == 0)
+            started++;
+    job(js);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
 }
 
 /* Each trace's run id and part name; refuses two traces that would write the same files,
@@ -437,51 +526,79 @@ static int find_links(const struct cmt__export_options *opt, struct out *o,
     return 0;
 }
 
+/* The runs of the traces converted, in order of first appearance, each summed in the traces'
+ * order. @return 0, or 1 when out of memory. */
+static int sum_runs(const struct part_name *names, const struct trace_figures *figures, int n,
+                    struct run **runs, size_t *nruns)
+{
+    size_t cap = 0;
+    for (int i = 0; i < n; i++) {
+        size_t r = 0;
+        while (r < *nruns && strcmp((*runs)[r].id, names[i].run) != 0)
+            r++;
+        if (r == *nruns) {
+            if (CMT_GROW(*runs, cap, *nruns + 1, 8) != 0) {
+                fprintf(stderr, "cumemtrace export: out of memory\n");
+                return 1;
+            }
+            memset(&(*runs)[r], 0, sizeof **runs);
+            cmt_first_failure_init(&(*runs)[r].first);
+            snprintf((*runs)[r].id, sizeof(*runs)[r].id, "%s", names[i].run);
+            (*nruns)++;
+        }
+        if (figures[i].have)
+            add_to_run(&(*runs)[r], &figures[i]);
+    }
+    return 0;
+}
+
 int cmt__export_partitioned(const struct cmt__export_options *opt, const char *dir,
                             char *const *traces, int ntraces)
 {
-    struct out o = {dir, opt->format == CMT__EXPORT_JSONL ? "jsonl" : "csv", -1, 0, ""};
+    static const char *const suffixes[] = {
+#define CMT__CODEC_SUFFIX(id, name, suffix) suffix,
+        CMT__EXPORT_CODECS(CMT__CODEC_SUFFIX)
+#undef CMT__CODEC_SUFFIX
+    };
+    int jsonl = opt->format == CMT__EXPORT_JSONL;
+    char ext[16];
+    snprintf(ext, sizeof ext, "%s%s", jsonl ? "jsonl" : "csv", suffixes[opt->codec]);
+    struct out o = {
+        .dir = dir, .ext = ext, .dirfd = -1, .zstd = opt->codec == CMT__EXPORT_CODEC_ZSTD};
+    atomic_init(&o.refused, 0);
     struct run *runs = NULL;
-    size_t nruns = 0, cap = 0;
+    size_t nruns = 0;
     struct part_name *names = calloc((size_t)ntraces, sizeof *names);
-    if (!names)
-        return cmt__usage_error("export", "out of memory");
-    int rc = name_parts(opt, traces, ntraces, names);
+    struct trace_figures *figures = calloc((size_t)ntraces, sizeof *figures);
+    int *status = calloc((size_t)ntraces, sizeof *status);
+    int rc = !names || !figures || !status ? cmt__usage_error("export", "out of memory") : 0;
+    if (!rc)
+        rc = name_parts(opt, traces, ntraces, names);
     if (!rc && open_top(&o) != 0)
         rc = 1;
     for (int i = 0; !rc && i < ntraces; i++)
         rc = find_links(opt, &o, &names[i]);
-    if (rc) {
-        if (o.dirfd >= 0)
-            close(o.dirfd);
-        free(names);
-        return rc;
+    if (!rc) {
+        struct jobs js = {opt, &o, traces, names, figures, status, ntraces, 0, 0};
+        unsigned jobs = opt->jobs ? opt->jobs : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+        run_jobs(&js, jobs ? jobs : 1);
+        for (int i = 0; i < ntraces; i++)
+            rc |= status[i];
+        rc |= sum_runs(names, figures, ntraces, &runs, &nruns);
+        for (size_t r = 0; r < nruns && !atomic_load(&o.refused); r++)
+            if (runs[r].traces)
+                rc |= write_run(&o, &runs[r], jsonl);
+        rc |= atomic_load(&o.refused);
+        if (!rc)
+            printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s",
+                   nruns, nruns == 1 ? "" : "s", dir);
+        rc = rc ? 1 : 0;
     }
-    for (int i = 0; i < ntraces && !o.refused; i++) {
-        size_t r = 0;
-        while (r < nruns && strcmp(runs[r].id, names[i].run) != 0)
-            r++;
-        if (r == nruns) {
-            if (CMT_GROW(runs, cap, nruns + 1, 8) != 0) {
-                fprintf(stderr, "cumemtrace export: out of memory\n");
-                rc = 1;
-                break;
-            }
-            memset(&runs[nruns], 0, sizeof *runs);
-            cmt_first_failure_init(&runs[nruns].first);
-            snprintf(runs[nruns].id, sizeof runs[nruns].id, "%s", names[i].run);
-            nruns++;
-        }
-        rc |= one_trace(opt, &o, traces[i], &runs[r], names[i].part);
-    }
-    for (size_t r = 0; r < nruns && !o.refused; r++)
-        if (runs[r].traces)
-            rc |= write_run(&o, &runs[r], opt->format == CMT__EXPORT_JSONL);
-    close(o.dirfd);
-    if (!rc)
-        printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s", nruns,
-               nruns == 1 ? "" : "s", dir);
+    if (o.dirfd >= 0)
+        close(o.dirfd);
     free(runs);
     free(names);
-    return rc ? 1 : 0;
+    free(figures);
+    free(status);
+    return rc;
 }

@@ -322,7 +322,7 @@ static const char *const site_columns[] = {
 
 void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
 {
-    static char frames[16384];
+    static _Thread_local char frames[16384]; /* export --partitioned --jobs: per thread */
     char top[512], key[4096];
     struct cmt__rows t;
     cmt__rows_begin(&t, f, jsonl, site_columns, sizeof site_columns / sizeof *site_columns);
@@ -465,7 +465,7 @@ static const struct cmt_replay_device *peak_device(const cmt_replay *rp)
 
 void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
 {
-    static char argv_text[8192];
+    static _Thread_local char argv_text[8192];
     const struct cmt_replay_totals *tot = cmt_replay_totals(p->replay);
     const struct cmt_process *proc = cmt_reader_process(p->reader);
     struct cmt__rows t;

@@ -122,13 +122,17 @@ int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, 
     return rc >= 0 ? rc : cmt__usage_error(cmd, "missing trace FILE or DIRECTORY");
 }
 
+static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs, int keep,
+                      struct cmt_fleet *fleet);
+
 int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *usage,
                           unsigned allowed, struct cmt__fleet_args *a, struct cmt_fleet *fleet)
 {
     int rc = cmt__fleet_parse(argc, argv, cmd, usage, allowed, a);
     if (rc >= 0)
         return rc;
-    rc = cmt__fleet_open(cmd, a->inputs, a->ninputs, a->jobs, fleet);
+    rc = open_fleet(cmd, a->inputs, a->ninputs, a->jobs, (allowed & CMT__FA_KEEP_READERS) != 0,
+                    fleet);
     free(a->inputs);
     a->inputs = NULL;
     return rc ? rc : -1;
@@ -136,6 +140,12 @@ int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *us
 
 int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned jobs,
                     struct cmt_fleet *fleet)
+{
+    return open_fleet(cmd, inputs, n, jobs, 0, fleet);
+}
+
+static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs, int keep,
+                      struct cmt_fleet *fleet)
 {
     char **paths;
     size_t count;
@@ -151,7 +161,7 @@ int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned 
         free(paths);
         return 1;
     }
-    struct cmt_fleet_options o = {.jobs = jobs};
+    struct cmt_fleet_options o = {.jobs = jobs, .keep_readers = keep};
     rc = cmt_fleet_load(fleet, (const char *const *)paths, count, &o);
     for (size_t i = 0; i < count; i++)
         free(paths[i]);

@@ -10,6 +10,9 @@
 
 /* The options the several-trace forms take (CMT__FA_*: which ones a command accepts). */
 enum { CMT__FA_JSON = 1, CMT__FA_CSV = 2, CMT__FA_POINTS = 4, CMT__FA_FAIL_PCT = 8 };
+/* Not an option: cmt__fleet_parse_open keeps each trace's reader (the ledger's replay to its
+ * moment, cmt__fleet_ledger). */
+enum { CMT__FA_KEEP_READERS = 16 };
 struct cmt__fleet_args {
     int json, csv;
     unsigned jobs;   /* --jobs N, 0: the processors */

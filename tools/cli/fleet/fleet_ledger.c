@@ -15,7 +15,19 @@ struct member {
     cmt_ledger *ledger;
     const struct cmt_ledger_moment *m;
     int open;
+    int borrowed; /* pass.reader is the fleet's: not closed with the pass */
 };
+
+static void member_close(struct member *m)
+{
+    if (m->borrowed)
+        m->pass.reader = NULL;
+    if (m->open || m->borrowed)
+        cmt__pass_close(&m->pass);
+    cmt_ledger_destroy(m->ledger);
+    m->ledger = NULL;
+    m->open = m->borrowed = 0;
+}
 
 static void member_take(const struct cmt_fleet *f, uint32_t g, uint32_t p, uint64_t mono,
                         struct member *out)
@@ -24,22 +36,23 @@ static void member_take(const struct cmt_fleet *f, uint32_t g, uint32_t p, uint6
     int32_t dev = cmt_fleet_gpu_dev(f, g, p);
     out->m = NULL;
     out->open = 0;
+    out->borrowed = 0;
     out->ledger = NULL;
     if (pr->error || mono < pr->start_mono_ns || dev < 0)
         return; /* unreadable, or not started yet: it held nothing on the GPU */
     uint64_t t = mono - pr->start_mono_ns;
     const struct cmt_ledger_options o = {.times = &t, .time_count = 1};
-    if (cmt__ledger_pass(&out->pass, "report", pr->path, 0, &o, 1, &out->ledger) != 0)
+    if (pr->reader) { /* the fleet's reader: replayed only up to the moment */
+        out->borrowed = 1;
+        if (cmt__ledger_pass_to(&out->pass, "report", pr->path, pr->reader, t, &out->ledger)) {
+            member_close(out);
+            return;
+        }
+    } else if (cmt__ledger_pass(&out->pass, "report", pr->path, 0, &o, 1, &out->ledger) != 0) {
         return;
+    }
     out->open = 1;
     out->m = out->ledger ? cmt_ledger_find(out->ledger, CMT_LEDGER_AT_TIME, dev, 0) : NULL;
-}
-
-static void member_close(struct member *m)
-{
-    if (m->open)
-        cmt__pass_close(&m->pass);
-    cmt_ledger_destroy(m->ledger);
 }
 
 static void text_combined(const struct cmt_fleet *f, const struct cmt_fleet_gpu *gpu,

@@ -243,7 +243,8 @@ int cmt__fleet_report(int argc, char **argv, const char *usage)
 {
     struct cmt__fleet_args a;
     struct cmt_fleet f;
-    int rc = cmt__fleet_parse_open(argc, argv, "report", usage, CMT__FA_JSON, &a, &f);
+    int rc = cmt__fleet_parse_open(argc, argv, "report", usage, CMT__FA_JSON | CMT__FA_KEEP_READERS,
+                                   &a, &f);
     if (rc >= 0)
         return rc;
     if (a.json) {

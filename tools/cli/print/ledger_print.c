@@ -279,3 +279,34 @@ int cmt__ledger_rerun_to(const struct cmt__pass *p, uint64_t t, cmt_ledger **led
     cmt_replay_destroy(rp);
     return rc;
 }
+
+int cmt__ledger_pass_to(struct cmt__pass *p, const char *cmd, const char *path, cmt_reader *reader,
+                        uint64_t t, cmt_ledger **ledger)
+{
+    *ledger = NULL;
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->path = path;
+    p->reader = reader;
+    const struct cmt_ledger_options o = {.times = &t, .time_count = 1};
+    cmt_reader_rewind(reader);
+    int rc = cmt_replay_create(&p->replay, reader);
+    if (rc == 0)
+        rc = cmt_alloc_create(&p->alloc);
+    if (rc == 0)
+        rc = cmt_ledger_create(ledger, p->alloc, &o);
+    if (rc == 0) {
+        struct cmt_observer obs[] = {cmt_alloc_observer(p->alloc),
+                                     cmt_ledger_observer(*ledger),
+                                     {.before_t = t, .before = stop_reading}};
+        rc = cmt_replay_run(p->replay, obs, sizeof obs / sizeof *obs);
+        rc = rc == CMT_ENOMEM ? rc : 0; /* damage was said by the first pass */
+    }
+    if (rc != 0) {
+        cmt_ledger_destroy(*ledger);
+        *ledger = NULL;
+        fprintf(stderr, "cumemtrace %s: %s: out of memory (no ledger)\n", cmd, path);
+        return 1;
+    }
+    return 0;
+}

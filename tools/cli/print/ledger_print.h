@@ -55,4 +55,12 @@ int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, uns
  * when it could not be made. @return 0, or CMT_ENOMEM. */
 int cmt__ledger_rerun_to(const struct cmt__pass *p, uint64_t t, cmt_ledger **ledger);
 
+/* The ledger of every device at time t of a trace already read to its end once (reader: its
+ * tables and symbols are known; borrowed), replayed from its start and only up to t: p is set
+ * up as a pass over it (its replay and allocator views at t, for the printers), with p->reader
+ * the borrowed reader, so set p->reader to NULL before cmt__pass_close(p). *ledger is NULL
+ * when it could not be made. @return 0, or 1 after saying it ran out of memory. */
+int cmt__ledger_pass_to(struct cmt__pass *p, const char *cmd, const char *path, cmt_reader *reader,
+                        uint64_t t, cmt_ledger **ledger);
+
 #endif
