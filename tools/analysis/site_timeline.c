@@ -8,6 +8,7 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "sites.h"
 
 #define KEY_SIZE 1024
@@ -100,14 +101,8 @@ void cmt_site_groups_free(struct cmt_site_groups *g)
 
 uint32_t cmt_site_groups_of(const struct cmt_site_groups *g, uint32_t stack)
 {
-    size_t lo = 0, hi = g->member_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (g->members[mid].stack < stack)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo;
+    CMT_LOWER_BOUND(lo, g->members, g->member_count, .stack, stack);
     return lo < g->member_count && g->members[lo].stack == stack ? g->members[lo].group : g->count;
 }
 
@@ -141,15 +136,9 @@ void cmt_site_timeline_free(struct cmt_site_timeline *tl)
 
 static uint32_t position(const struct cmt_site_timeline *tl, int32_t dev)
 {
-    uint32_t lo = 0, hi = tl->device_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (tl->devices[mid].dev < dev)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    uint32_t at;
+    CMT_LOWER_BOUND(at, tl->devices, tl->device_count, .dev, dev);
+    return at;
 }
 
 const struct cmt_site_timeline_device *cmt_site_timeline_device(const struct cmt_site_timeline *tl,

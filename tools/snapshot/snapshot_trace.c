@@ -16,6 +16,7 @@
 #include "caching_model.h"
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "snapshot_blocks.h"
 #include "snapshot_ranges.h"
 
@@ -158,14 +159,8 @@ static uint64_t round_size(const struct conv *c, uint64_t requested)
 /* The dump-time segment holding addr, or NULL. */
 static const struct cmt_snapshot_segment *segment_at(const struct conv *c, uint64_t addr)
 {
-    size_t lo = 0, hi = c->s->nsegments;
-    while (lo < hi) { /* first segment whose address is above addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->seg_order[mid].key <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo; /* the first segment whose address is above addr */
+    CMT_UPPER_BOUND(lo, c->seg_order, c->s->nsegments, .key, addr);
     if (!lo)
         return NULL;
     const struct cmt_snapshot_segment *g = &c->s->segments[c->seg_order[lo - 1].index];
