@@ -7,6 +7,7 @@
 
 #include "caching_model.h"
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "sites.h"
 #include "cmt_grow.h"
 
@@ -51,13 +52,7 @@ void cmt_oom_destroy(cmt_oom *o)
         return;
     for (uint32_t i = 0; i < o->count; i++)
         free(o->v[i].alloc);
-    free(o->v);
-    free(o->site_bytes);
-    free(o->site_count);
-    free(o->cands);
-    free(o->cand_first);
-    free(o->cand_n);
-    free(o);
+    CMT_FREE_ALL(o->v, o->site_bytes, o->site_count, o->cands, o->cand_first, o->cand_n, o);
 }
 
 uint32_t cmt_oom_count(const cmt_oom *o)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
 #include "cmt_search.h"
 #include "sites.h"
@@ -123,14 +124,10 @@ int cmt_site_timeline_init(struct cmt_site_timeline *tl, uint32_t max_points,
 void cmt_site_timeline_free(struct cmt_site_timeline *tl)
 {
     for (uint32_t i = 0; i < tl->device_count; i++) {
-        free(tl->devices[i].points);
-        free(tl->devices[i].group_bytes);
-        free(tl->devices[i].last_group_bytes);
-        free(tl->devices[i].live);
+        struct cmt_site_timeline_device *d = &tl->devices[i];
+        CMT_FREE_ALL(d->points, d->group_bytes, d->last_group_bytes, d->live);
     }
-    free(tl->devices);
-    free(tl->site_group);
-    free(tl->objects);
+    CMT_FREE_ALL(tl->devices, tl->site_group, tl->objects);
     memset(tl, 0, sizeof *tl);
 }
 

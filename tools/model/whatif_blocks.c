@@ -8,6 +8,7 @@
 
 #include "allocator.h"
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
 #include "cmt_search.h"
 
@@ -689,13 +690,8 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
 {
     if (!c)
         return;
-    free(c->live.slots);
-    free(c->free_ids);
-    free(c->sites);
-    free(c->site_stacks);
-    free(c->held_segments);
-    free(c->held_blocks);
-    free(c);
+    CMT_FREE_ALL(c->live.slots, c->free_ids, c->sites, c->site_stacks, c->held_segments,
+                 c->held_blocks, c);
 }
 
 /* The device of the trace's first allocator `oom`, kept instead of the first device seen: a
