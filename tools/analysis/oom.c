@@ -223,6 +223,22 @@ static struct cmt_oom_episode *new_episode(cmt_oom *o)
     return &o->v[o->count++];
 }
 
+/* A new episode's figures from its device (e->dev) at the failure: free and total bytes, what
+ * the process holds, the holders and the fragmentation. */
+static void measure(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
+{
+    const struct cmt_replay_device *d = cmt_replay_device(rp, e->dev);
+    if (d) {
+        e->free_bytes = d->free_bytes;
+        e->total_bytes = d->total_bytes;
+        e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
+        e->process_bytes = d->live_bytes + e->pool_retained_bytes;
+    }
+    holders(o, rp, e);
+    if (cmt_replay_fragmentation(rp, e->dev, &e->frag) != 0)
+        o->failed = 1;
+}
+
 static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
 {
     struct cmt_oom_episode *e = new_episode(o);
@@ -239,17 +255,8 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
                                   .stack = ev->stack,
                                   .attempts = 1,
                                   .fatal = 1};
-    const struct cmt_replay_device *d = cmt_replay_device(rp, ev->dev);
-    if (d) {
-        e->free_bytes = d->free_bytes;
-        e->total_bytes = d->total_bytes;
-        e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
-        e->process_bytes = d->live_bytes + e->pool_retained_bytes;
-    }
+    measure(o, rp, e);
     verdict(e);
-    holders(o, rp, e);
-    if (cmt_replay_fragmentation(rp, ev->dev, &e->frag) != 0)
-        o->failed = 1;
     o->open = 1;
 }
 
@@ -353,16 +360,7 @@ static void alloc_oom(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_
             .stack = ae->stack,
             .attempts = 1,
             .fatal = 1};
-        const struct cmt_replay_device *d = cmt_replay_device(rp, ae->dev);
-        if (d) {
-            e->free_bytes = d->free_bytes;
-            e->total_bytes = d->total_bytes;
-            e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
-            e->process_bytes = d->live_bytes + e->pool_retained_bytes;
-        }
-        holders(o, rp, e);
-        if (cmt_replay_fragmentation(rp, ae->dev, &e->frag) != 0)
-            o->failed = 1;
+        measure(o, rp, e);
     }
     attach_view(o, rp, e, ae);
     o->open = 0; /* the allocator gave up: the program sees the error now */
