@@ -126,11 +126,8 @@ void cmt_ledger_destroy(cmt_ledger *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->raws[i].pools);
-        free(l->raws[i].sites);
-        free(l->raws[i].m.rows);
-    }
+    for (size_t i = 0; i < l->count; i++)
+        CMT_FREE_ALL(l->raws[i].pools, l->raws[i].sites, l->raws[i].m.rows);
     CMT_FREE_ALL(l->raws, l->times, l->site_bytes, l->site_count, l->touched, l->handles, l);
 }
 

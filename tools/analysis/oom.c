@@ -204,20 +204,13 @@ static struct cmt_oom_episode *new_episode(cmt_oom *o)
     if (o->count == o->cap) {
         if (o->cap >= MAX_EPISODES)
             return NULL;
-        uint32_t cap = o->cap ? o->cap * 2 : 8;
-        struct cmt_oom_episode *v = realloc(o->v, cap * sizeof *v);
-        if (!v)
+        /* three arrays of one capacity: each grows from o->cap (doubling, from 8) */
+        size_t v_cap = o->cap, first_cap = o->cap, n_cap = o->cap;
+        if (CMT_GROW(o->v, v_cap, o->count + 1, 8) ||
+            CMT_GROW(o->cand_first, first_cap, o->count + 1, 8) ||
+            CMT_GROW(o->cand_n, n_cap, o->count + 1, 8))
             return NULL;
-        o->v = v;
-        size_t *first = realloc(o->cand_first, cap * sizeof *first);
-        if (!first)
-            return NULL;
-        o->cand_first = first;
-        uint32_t *cn = realloc(o->cand_n, cap * sizeof *cn);
-        if (!cn)
-            return NULL;
-        o->cand_n = cn;
-        o->cap = cap;
+        o->cap = (uint32_t)v_cap;
     }
     o->cand_n[o->count] = 0;
     return &o->v[o->count++];
