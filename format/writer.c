@@ -345,35 +345,41 @@ int cmt_writer_process(cmt_writer *w, const struct cmt_process *pr)
     return emit(w, CMT_REC_PROCESS, p);
 }
 
-int cmt_writer_env(cmt_writer *w, const char *name, const char *value)
+/* Appends record `type` whose payload is the varints v[0 .. n-1] (n <= 14), then the strings
+ * s[0 .. ns-1] (ns <= 2; NULL: an absent string, written as an empty one). */
+static int emit_fields(cmt_writer *w, uint32_t type, const uint64_t *v, size_t n,
+                       const char *const *s, size_t ns)
 {
-    int rc = scratch(w, slen(name) + slen(value));
+    size_t need = 0;
+    for (size_t i = 0; i < ns; i++)
+        need += slen(s[i]);
+    int rc = scratch(w, need);
     if (rc)
         return rc;
-    uint8_t *p = put_str(w->scratch, name, slen(name));
-    p = put_str(p, value, slen(value));
-    return emit(w, CMT_REC_ENV, p);
+    uint8_t *p = w->scratch;
+    for (size_t i = 0; i < n; i++)
+        p = cmt__put_varint(p, v[i]);
+    for (size_t i = 0; i < ns; i++)
+        p = put_str(p, s[i], slen(s[i]));
+    return emit(w, type, p);
+}
+
+int cmt_writer_env(cmt_writer *w, const char *name, const char *value)
+{
+    const char *const s[] = {name, value};
+    return emit_fields(w, CMT_REC_ENV, NULL, 0, s, 2);
 }
 
 int cmt_writer_api(cmt_writer *w, const struct cmt_api *a)
 {
-    int rc = scratch(w, slen(a->name));
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, a->id);
-    p = cmt__put_varint(p, a->op);
-    p = put_str(p, a->name, slen(a->name));
-    return emit(w, CMT_REC_API, p);
+    const uint64_t v[] = {a->id, a->op};
+    return emit_fields(w, CMT_REC_API, v, 2, &a->name, 1);
 }
 
 int cmt_writer_string(cmt_writer *w, uint32_t id, const char *s)
 {
-    int rc = scratch(w, slen(s));
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, id);
-    p = put_str(p, s, slen(s));
-    return emit(w, CMT_REC_STRING, p);
+    const uint64_t v[] = {id};
+    return emit_fields(w, CMT_REC_STRING, v, 1, &s, 1);
 }
 
 int cmt_writer_module(cmt_writer *w, const struct cmt_module *m)
@@ -391,23 +397,14 @@ int cmt_writer_module(cmt_writer *w, const struct cmt_module *m)
 
 int cmt_writer_stack_node(cmt_writer *w, const struct cmt_stack_node *n)
 {
-    int rc = scratch(w, 0);
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, n->id);
-    p = cmt__put_varint(p, n->parent);
-    p = cmt__put_varint(p, n->ip);
-    return emit(w, CMT_REC_STACK_NODE, p);
+    const uint64_t v[] = {n->id, n->parent, n->ip};
+    return emit_fields(w, CMT_REC_STACK_NODE, v, 3, NULL, 0);
 }
 
 int cmt_writer_thread(cmt_writer *w, const struct cmt_thread *t)
 {
-    int rc = scratch(w, slen(t->name));
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, t->tid);
-    p = put_str(p, t->name, slen(t->name));
-    return emit(w, CMT_REC_THREAD, p);
+    const uint64_t v[] = {t->tid};
+    return emit_fields(w, CMT_REC_THREAD, v, 1, &t->name, 1);
 }
 
 int cmt_writer_device(cmt_writer *w, const struct cmt_device *d)
@@ -540,47 +537,26 @@ int cmt_writer_meminfo(cmt_writer *w, const struct cmt_meminfo *m)
 
 int cmt_writer_note(cmt_writer *w, const struct cmt_note *n)
 {
-    int rc = scratch(w, slen(n->text));
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, n->level);
-    p = put_str(p, n->text, slen(n->text));
-    return emit(w, CMT_REC_NOTE, p);
+    const uint64_t v[] = {n->level};
+    return emit_fields(w, CMT_REC_NOTE, v, 1, &n->text, 1);
 }
 
 int cmt_writer_signal(cmt_writer *w, const struct cmt_signal *s)
 {
-    int rc = scratch(w, 0);
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, s->t_ns);
-    p = cmt__put_varint(p, s->signo);
-    p = cmt__put_varint(p, s->tid);
-    return emit(w, CMT_REC_SIGNAL, p);
+    const uint64_t v[] = {s->t_ns, s->signo, s->tid};
+    return emit_fields(w, CMT_REC_SIGNAL, v, 3, NULL, 0);
 }
 
 int cmt_writer_end(cmt_writer *w, const struct cmt_end *e)
 {
-    int rc = scratch(w, 0);
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, e->t_ns);
-    p = cmt__put_varint(p, e->events);
-    p = cmt__put_varint(p, e->dropped);
-    return emit(w, CMT_REC_END, p);
+    const uint64_t v[] = {e->t_ns, e->events, e->dropped};
+    return emit_fields(w, CMT_REC_END, v, 3, NULL, 0);
 }
 
 int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s)
 {
-    int rc = scratch(w, 0);
-    if (rc)
-        return rc;
-    uint8_t *p = cmt__put_varint(w->scratch, s->node);
-    p = cmt__put_varint(p, s->function);
-    p = cmt__put_varint(p, s->file);
-    p = cmt__put_varint(p, s->line);
-    p = cmt__put_varint(p, s->module);
-    return emit(w, CMT_REC_SYMBOL, p);
+    const uint64_t v[] = {s->node, s->function, s->file, s->line, s->module};
+    return emit_fields(w, CMT_REC_SYMBOL, v, 5, NULL, 0);
 }
 
 int cmt_membuf_sink(void *membuf, const void *data, size_t len)

@@ -318,6 +318,10 @@ void simcuda__context_went_away(struct CUctx_st *ctx);
 /* simcuda_memory.c */
 void simcuda__free_context_memory(struct CUctx_st *ctx);
 void simcuda__alloc_release(struct simcuda__va_space *space, struct simcuda__va_entry *entry);
+/* Frees what starts at dptr: a cuMemAlloc allocation, a pool block (back to its pool) or graph
+ * memory (to the graph pool); the lock held. @return CUDA_SUCCESS, what freeing it returned, or
+ * CUDA_ERROR_INVALID_VALUE when nothing freeable starts there (an IPC mapping included). */
+CUresult simcuda__free_at(CUdeviceptr dptr);
 
 /* simcuda_host.c: whether [address, address + size) lies in one pinned host block (allocated
  * or registered), which under unified addressing is also a device address (lock held). */

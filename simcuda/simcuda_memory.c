@@ -201,27 +201,31 @@ SIMCUDA_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t byte
     return SIMCUDA__LOG(result, result == CUDA_SUCCESS ? *dptr : 0, bytesize, 0);
 }
 
+CUresult simcuda__free_at(CUdeviceptr dptr)
+{
+    struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
+    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
+    if (!entry || entry->base != dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (entry->kind == SIMCUDA__RANGE_ALLOC &&
+        ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
+        simcuda__alloc_release(space, entry);
+        return CUDA_SUCCESS;
+    }
+    if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK)
+        return simcuda__pool_free_block(entry->object);
+    if (entry->kind == SIMCUDA__RANGE_GRAPH)
+        return simcuda__graph_free(entry->object);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
 static CUresult mem_free(CUdeviceptr dptr)
 {
     struct CUctx_st *ctx;
     simcuda__lock();
     CUresult result = simcuda__require_context(&ctx);
-    struct simcuda__va_space *space = result == CUDA_SUCCESS ? simcuda__space_of(dptr, NULL) : NULL;
-    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
-    if (result != CUDA_SUCCESS) {
-        /* keep the context error */
-    } else if (!entry || entry->base != dptr) {
-        result = CUDA_ERROR_INVALID_VALUE;
-    } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
-               ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
-        simcuda__alloc_release(space, entry);
-    } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
-        result = simcuda__pool_free_block(entry->object);
-    } else if (entry->kind == SIMCUDA__RANGE_GRAPH) {
-        result = simcuda__graph_free(entry->object);
-    } else {
-        result = CUDA_ERROR_INVALID_VALUE;
-    }
+    if (result == CUDA_SUCCESS)
+        result = simcuda__free_at(dptr);
     simcuda__unlock();
     return result;
 }

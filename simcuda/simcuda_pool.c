@@ -228,8 +228,6 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, uintptr_t *graph)
     CUresult result = simcuda__stream_context(hStream, &ctx);
     if (result == CUDA_SUCCESS)
         result = simcuda__capture_of(hStream, &capture);
-    struct simcuda__va_space *space = simcuda__space_of(dptr, NULL);
-    struct simcuda__va_entry *entry = space ? simcuda__va_find(space, dptr) : NULL;
     if (result != CUDA_SUCCESS) {
         /* keep the context error */
     } else if (capture) { /* a free node of the captured graph */
@@ -237,17 +235,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, uintptr_t *graph)
         *graph = (uintptr_t)capture;
         if (result == CUDA_SUCCESS)
             simcuda__capture_node_added(hStream);
-    } else if (!entry || entry->base != dptr) {
-        result = CUDA_ERROR_INVALID_VALUE;
-    } else if (entry->kind == SIMCUDA__RANGE_POOL_BLOCK) {
-        result = simcuda__pool_free_block(entry->object);
-    } else if (entry->kind == SIMCUDA__RANGE_ALLOC &&
-               ((struct simcuda__alloc *)entry->object)->type != SIMCUDA__ALLOC_IPC) {
-        simcuda__alloc_release(space, entry);
-    } else if (entry->kind == SIMCUDA__RANGE_GRAPH) {
-        result = simcuda__graph_free(entry->object);
     } else {
-        result = CUDA_ERROR_INVALID_VALUE;
+        result = simcuda__free_at(dptr);
     }
     simcuda__unlock();
     return result;

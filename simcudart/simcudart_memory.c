@@ -5,9 +5,12 @@
 
 #include <string.h>
 
-/* cudaMalloc and cudaMallocAsync: the runtime gives NULL for size 0, which the driver
- * refuses; a stream of 0 means the plain call. */
-static cudaError_t device_malloc(void **pointer, size_t size, int async, cudaStream_t stream)
+enum device_malloc_kind { PLAIN, ASYNC, FROM_POOL };
+
+/* cudaMalloc, cudaMallocAsync and cudaMallocFromPoolAsync: the runtime gives NULL for size 0,
+ * which the driver refuses; a stream of 0 means the plain call. */
+static cudaError_t device_malloc(void **pointer, size_t size, enum device_malloc_kind kind,
+                                 cudaStream_t stream, cudaMemPool_t pool)
 {
     CUdeviceptr address = 0;
     if (!pointer)
@@ -17,15 +20,17 @@ static cudaError_t device_malloc(void **pointer, size_t size, int async, cudaStr
         *pointer = NULL;
         return cudaSuccess;
     }
-    CUresult result = async ? cuMemAllocAsync(&address, size, (CUstream)stream)
-                            : cuMemAlloc(&address, size);
+    CUresult result = kind == FROM_POOL
+                          ? cuMemAllocFromPoolAsync(&address, size, (CUmemoryPool)pool, stream)
+                      : kind == ASYNC ? cuMemAllocAsync(&address, size, (CUstream)stream)
+                                      : cuMemAlloc(&address, size);
     *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
     return simcudart__driver_result(result);
 }
 
 cudaError_t cudaMalloc(void **pointer, size_t size)
 {
-    return device_malloc(pointer, size, 0, NULL);
+    return device_malloc(pointer, size, PLAIN, NULL, NULL);
 }
 
 cudaError_t cudaMallocManaged(void **pointer, size_t size, unsigned int flags)
@@ -55,7 +60,7 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 cudaError_t cudaMallocAsync(void **pointer, size_t size, cudaStream_t stream)
 {
-    return device_malloc(pointer, size, 1, stream);
+    return device_malloc(pointer, size, ASYNC, stream, NULL);
 }
 
 cudaError_t cudaFreeAsync(void *pointer, cudaStream_t stream)
@@ -192,17 +197,7 @@ cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool)
 cudaError_t cudaMallocFromPoolAsync(void **pointer, size_t size, cudaMemPool_t pool,
                                     cudaStream_t stream)
 {
-    CUdeviceptr address = 0;
-    if (!pointer)
-        return simcudart__result(cudaErrorInvalidValue);
-    SIMCUDART_ENTER();
-    if (size == 0) {
-        *pointer = NULL;
-        return cudaSuccess;
-    }
-    CUresult result = cuMemAllocFromPoolAsync(&address, size, (CUmemoryPool)pool, stream);
-    *pointer = result == CUDA_SUCCESS ? (void *)(uintptr_t)address : NULL;
-    return simcudart__driver_result(result);
+    return device_malloc(pointer, size, FROM_POOL, stream, pool);
 }
 
 static cudaError_t device_handle(int device, CUdevice *handle)

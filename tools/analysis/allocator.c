@@ -6,6 +6,7 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "frames.h"
 #include "replay_map.h"
 
@@ -190,15 +191,9 @@ static struct cmt_alloc_device *state(cmt_alloc *a, uint32_t allocator, int32_t 
 /* @return the index of the first segment whose address is >= addr. */
 static size_t segment_lower(const struct cmt_alloc_device *d, uint64_t addr)
 {
-    size_t lo = 0, hi = d->segment_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->segments[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    size_t at;
+    CMT_LOWER_BOUND(at, d->segments, d->segment_count, .addr, addr);
+    return at;
 }
 
 /* A live block is a map entry: key = address, size, aux = requested, seq = its segment's

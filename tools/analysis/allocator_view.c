@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_search.h"
 #include "frames.h"
 
 /* Keeps the largest cached blocks, largest first. */
@@ -134,14 +135,8 @@ int cmt_alloc_holds(const cmt_alloc *a, int32_t dev, uint64_t addr)
         const struct cmt_alloc_device *d = cmt_alloc_device_at(a, i);
         if (d->dev != dev || !d->segment_count)
             continue;
-        size_t lo = 0, hi = d->segment_count;
-        while (lo < hi) { /* the last segment starting at or below addr */
-            size_t mid = lo + (hi - lo) / 2;
-            if (d->segments[mid].addr <= addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo; /* lo - 1: the last segment starting at or below addr */
+        CMT_UPPER_BOUND(lo, d->segments, d->segment_count, .addr, addr);
         if (lo && addr - d->segments[lo - 1].addr < d->segments[lo - 1].size)
             return 1;
         /* an expandable segment's reservation may be larger than what is mapped */

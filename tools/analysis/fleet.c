@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
 #include "fleet_internal.h"
 
@@ -371,15 +372,8 @@ void cmt_fleet_free(struct cmt_fleet *fleet)
             free(p->devices[d].name);
             free(p->devices[d].gpu);
         }
-        free(p->devices);
-        free(p->episodes);
-        free(p->series);
-        free(p->path);
-        free(p->host);
-        free(p->job_id);
-        free(p->exe);
-        free(p->command);
-        free(p->visible_devices);
+        CMT_FREE_ALL(p->devices, p->episodes, p->series, p->path, p->host, p->job_id, p->exe,
+                     p->command, p->visible_devices);
         cmt_phases_free(&p->phases);
         cmt_reader_close(p->reader);
     }
@@ -387,8 +381,6 @@ void cmt_fleet_free(struct cmt_fleet *fleet)
         free(fleet->gpus[g].key);
         free(fleet->gpus[g].members);
     }
-    free(fleet->processes);
-    free(fleet->ranks);
-    free(fleet->gpus);
+    CMT_FREE_ALL(fleet->processes, fleet->ranks, fleet->gpus);
     memset(fleet, 0, sizeof *fleet);
 }

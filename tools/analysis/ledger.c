@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
 #include "frames.h"
 #include "replay_internal.h"
@@ -125,18 +126,9 @@ void cmt_ledger_destroy(cmt_ledger *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->count; i++) {
-        free(l->raws[i].pools);
-        free(l->raws[i].sites);
-        free(l->raws[i].m.rows);
-    }
-    free(l->raws);
-    free(l->times);
-    free(l->site_bytes);
-    free(l->site_count);
-    free(l->touched);
-    free(l->handles);
-    free(l);
+    for (size_t i = 0; i < l->count; i++)
+        CMT_FREE_ALL(l->raws[i].pools, l->raws[i].sites, l->raws[i].m.rows);
+    CMT_FREE_ALL(l->raws, l->times, l->site_bytes, l->site_count, l->touched, l->handles, l);
 }
 
 static uint32_t slot_of(int32_t dev)

@@ -7,6 +7,7 @@
 
 #include "caching_model.h"
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "sites.h"
 #include "cmt_grow.h"
 
@@ -51,13 +52,7 @@ void cmt_oom_destroy(cmt_oom *o)
         return;
     for (uint32_t i = 0; i < o->count; i++)
         free(o->v[i].alloc);
-    free(o->v);
-    free(o->site_bytes);
-    free(o->site_count);
-    free(o->cands);
-    free(o->cand_first);
-    free(o->cand_n);
-    free(o);
+    CMT_FREE_ALL(o->v, o->site_bytes, o->site_count, o->cands, o->cand_first, o->cand_n, o);
 }
 
 uint32_t cmt_oom_count(const cmt_oom *o)
@@ -209,23 +204,32 @@ static struct cmt_oom_episode *new_episode(cmt_oom *o)
     if (o->count == o->cap) {
         if (o->cap >= MAX_EPISODES)
             return NULL;
-        uint32_t cap = o->cap ? o->cap * 2 : 8;
-        struct cmt_oom_episode *v = realloc(o->v, cap * sizeof *v);
-        if (!v)
+        /* three arrays of one capacity: each grows from o->cap (doubling, from 8) */
+        size_t v_cap = o->cap, first_cap = o->cap, n_cap = o->cap;
+        if (CMT_GROW(o->v, v_cap, o->count + 1, 8) ||
+            CMT_GROW(o->cand_first, first_cap, o->count + 1, 8) ||
+            CMT_GROW(o->cand_n, n_cap, o->count + 1, 8))
             return NULL;
-        o->v = v;
-        size_t *first = realloc(o->cand_first, cap * sizeof *first);
-        if (!first)
-            return NULL;
-        o->cand_first = first;
-        uint32_t *cn = realloc(o->cand_n, cap * sizeof *cn);
-        if (!cn)
-            return NULL;
-        o->cand_n = cn;
-        o->cap = cap;
+        o->cap = (uint32_t)v_cap;
     }
     o->cand_n[o->count] = 0;
     return &o->v[o->count++];
+}
+
+/* A new episode's figures from its device (e->dev) at the failure: free and total bytes, what
+ * the process holds, the holders and the fragmentation. */
+static void measure(cmt_oom *o, const cmt_replay *rp, struct cmt_oom_episode *e)
+{
+    const struct cmt_replay_device *d = cmt_replay_device(rp, e->dev);
+    if (d) {
+        e->free_bytes = d->free_bytes;
+        e->total_bytes = d->total_bytes;
+        e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
+        e->process_bytes = d->live_bytes + e->pool_retained_bytes;
+    }
+    holders(o, rp, e);
+    if (cmt_replay_fragmentation(rp, e->dev, &e->frag) != 0)
+        o->failed = 1;
 }
 
 static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step *st)
@@ -244,17 +248,8 @@ static void start(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_step
                                   .stack = ev->stack,
                                   .attempts = 1,
                                   .fatal = 1};
-    const struct cmt_replay_device *d = cmt_replay_device(rp, ev->dev);
-    if (d) {
-        e->free_bytes = d->free_bytes;
-        e->total_bytes = d->total_bytes;
-        e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
-        e->process_bytes = d->live_bytes + e->pool_retained_bytes;
-    }
+    measure(o, rp, e);
     verdict(e);
-    holders(o, rp, e);
-    if (cmt_replay_fragmentation(rp, ev->dev, &e->frag) != 0)
-        o->failed = 1;
     o->open = 1;
 }
 
@@ -358,16 +353,7 @@ static void alloc_oom(cmt_oom *o, const cmt_replay *rp, const struct cmt_replay_
             .stack = ae->stack,
             .attempts = 1,
             .fatal = 1};
-        const struct cmt_replay_device *d = cmt_replay_device(rp, ae->dev);
-        if (d) {
-            e->free_bytes = d->free_bytes;
-            e->total_bytes = d->total_bytes;
-            e->pool_retained_bytes = d->kind_bytes[CMT_KIND_POOL];
-            e->process_bytes = d->live_bytes + e->pool_retained_bytes;
-        }
-        holders(o, rp, e);
-        if (cmt_replay_fragmentation(rp, ae->dev, &e->frag) != 0)
-            o->failed = 1;
+        measure(o, rp, e);
     }
     attach_view(o, rp, e, ae);
     o->open = 0; /* the allocator gave up: the program sees the error now */

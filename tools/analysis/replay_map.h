@@ -82,17 +82,19 @@ static inline uint32_t cmt__map_tag(const struct cmt__map *m, uint64_t key)
     return (uint32_t)((key * CMT__MAP_GOLDEN) >> 32) << m->index_bits;
 }
 
-/* @return the entry for key, or NULL. */
-static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_t key)
+/* The probe for key from its home (the index must exist). @return its entry, or NULL with
+ * *empty the slot where the probe ended, where key would go. */
+static inline struct cmt__entry *cmt__map_probe(const struct cmt__map *m, uint64_t key,
+                                                uint32_t tag, size_t *empty)
 {
-    if (__builtin_expect(!m->slots, 0))
-        return NULL;
     size_t i = cmt__map_home(m, key);
-    uint32_t tag = cmt__map_tag(m, key), index_mask = (uint32_t)m->mask;
+    uint32_t index_mask = (uint32_t)m->mask;
     for (;;) {
         uint32_t s = m->slots[i];
-        if (!s)
+        if (!s) {
+            *empty = i;
             return NULL;
+        }
         if ((s & ~index_mask) == tag) {
             struct cmt__entry *e = &m->entries[(s & index_mask) - 1];
             if (e->key == key)
@@ -100,6 +102,15 @@ static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_
         }
         i = (i + 1) & m->mask;
     }
+}
+
+/* @return the entry for key, or NULL. */
+static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_t key)
+{
+    if (__builtin_expect(!m->slots, 0))
+        return NULL;
+    size_t empty;
+    return cmt__map_probe(m, key, cmt__map_tag(m, key), &empty);
 }
 
 /* Doubles the index (or creates it) and makes room for its entries. @return 0, or -1 when
@@ -114,21 +125,13 @@ static inline struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t ke
     if (__builtin_expect(m->count >= m->limit, 0))
         if (cmt__map_grow(m) != 0)
             return NULL;
-    size_t i = cmt__map_home(m, key);
-    uint32_t tag = cmt__map_tag(m, key), index_mask = (uint32_t)m->mask;
-    for (;;) {
-        uint32_t s = m->slots[i];
-        if (!s)
-            break;
-        if ((s & ~index_mask) == tag) {
-            struct cmt__entry *e = &m->entries[(s & index_mask) - 1];
-            if (e->key == key)
-                return e;
-        }
-        i = (i + 1) & m->mask;
-    }
+    uint32_t tag = cmt__map_tag(m, key);
+    size_t i;
+    struct cmt__entry *e = cmt__map_probe(m, key, tag, &i);
+    if (e)
+        return e;
     m->slots[i] = tag | (uint32_t)(m->count + 1);
-    struct cmt__entry *e = &m->entries[m->count++];
+    e = &m->entries[m->count++];
     *e = (struct cmt__entry){.key = key};
     return e;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "replay_internal.h"
 
 const char *cmt_kind_name(int kind)
@@ -48,22 +49,10 @@ void cmt_replay_destroy(cmt_replay *rp)
     cmt__map_free(&rp->mappings);
     cmt__map_free(&rp->pools);
     cmt__map_free(&rp->site_ids);
-    free(rp->stack_sites);
-    free(rp->apis);
     cmt__map_free(&rp->tids);
-    free(rp->devices);
-    free(rp->current_pool);
-    free(rp->sites);
-    free(rp->threads);
-    free(rp->peak_devices);
-    free(rp->log);
-    free(rp->pool_keys);
-    free(rp->thresholds);
-    free(rp->graph_nodes);
-    free(rp->default_pools);
-    free(rp->binds);
-    free(rp->free_objects);
-    free(rp);
+    CMT_FREE_ALL(rp->stack_sites, rp->apis, rp->devices, rp->current_pool, rp->sites, rp->threads,
+                 rp->peak_devices, rp->log, rp->pool_keys, rp->thresholds, rp->graph_nodes,
+                 rp->default_pools, rp->binds, rp->free_objects, rp);
 }
 
 /* ---- queries ---- */

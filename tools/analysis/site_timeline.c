@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "sites.h"
 
 #define KEY_SIZE 1024
@@ -100,14 +102,8 @@ void cmt_site_groups_free(struct cmt_site_groups *g)
 
 uint32_t cmt_site_groups_of(const struct cmt_site_groups *g, uint32_t stack)
 {
-    size_t lo = 0, hi = g->member_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (g->members[mid].stack < stack)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo;
+    CMT_LOWER_BOUND(lo, g->members, g->member_count, .stack, stack);
     return lo < g->member_count && g->members[lo].stack == stack ? g->members[lo].group : g->count;
 }
 
@@ -128,28 +124,18 @@ int cmt_site_timeline_init(struct cmt_site_timeline *tl, uint32_t max_points,
 void cmt_site_timeline_free(struct cmt_site_timeline *tl)
 {
     for (uint32_t i = 0; i < tl->device_count; i++) {
-        free(tl->devices[i].points);
-        free(tl->devices[i].group_bytes);
-        free(tl->devices[i].last_group_bytes);
-        free(tl->devices[i].live);
+        struct cmt_site_timeline_device *d = &tl->devices[i];
+        CMT_FREE_ALL(d->points, d->group_bytes, d->last_group_bytes, d->live);
     }
-    free(tl->devices);
-    free(tl->site_group);
-    free(tl->objects);
+    CMT_FREE_ALL(tl->devices, tl->site_group, tl->objects);
     memset(tl, 0, sizeof *tl);
 }
 
 static uint32_t position(const struct cmt_site_timeline *tl, int32_t dev)
 {
-    uint32_t lo = 0, hi = tl->device_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (tl->devices[mid].dev < dev)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    uint32_t at;
+    CMT_LOWER_BOUND(at, tl->devices, tl->device_count, .dev, dev);
+    return at;
 }
 
 const struct cmt_site_timeline_device *cmt_site_timeline_device(const struct cmt_site_timeline *tl,

@@ -6,6 +6,7 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 
 int cmt_timeline_init(struct cmt_timeline *tl, uint32_t max_points)
 {
@@ -32,16 +33,8 @@ static int position(const struct cmt_timeline *tl, int32_t dev, uint32_t *at)
         *at = tl->hit;
         return 1;
     }
-    uint32_t lo = 0, hi = tl->device_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (tl->devices[mid].dev < dev)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *at = lo;
-    return lo < tl->device_count && tl->devices[lo].dev == dev;
+    CMT_LOWER_BOUND(*at, tl->devices, tl->device_count, .dev, dev);
+    return *at < tl->device_count && tl->devices[*at].dev == dev;
 }
 
 /* The device's series, or NULL (never creates one). */

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_search.h"
+
 int cmt__address_reserve(struct cmt_model *m, uint64_t live_ranges)
 {
     /* Holes lie between live ranges: at most one more than there are ranges. */
@@ -99,15 +101,8 @@ uint64_t cmt__address_take(struct cmt_model *m, uint64_t size)
 void cmt__address_release(struct cmt_model *m, uint64_t address, uint64_t size)
 {
     /* The first hole above the range. */
-    uint32_t lo = 0, hi = m->hole_count;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (m->holes[mid].address < address)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    uint32_t at = lo;
+    uint32_t at;
+    CMT_LOWER_BOUND(at, m->holes, m->hole_count, .address, address);
     bool with_prev = at > 0 && m->holes[at - 1].address + m->holes[at - 1].size == address;
     bool with_next = at < m->hole_count && address + size == m->holes[at].address;
     if (with_prev && with_next) {

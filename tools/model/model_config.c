@@ -548,6 +548,16 @@ int cmt_model_format_oom(const struct cmt_model_oom *oom, char *buf, size_t len)
     return cmt_model_format_oom_as(oom, CMT_MODEL_OOM_2X, buf, len);
 }
 
+/* "<size> allowed; " when a memory fraction caps the process, else "" (both texts say it). */
+static void format_allowed(const struct cmt_model_oom *oom, char allowed[48])
+{
+    allowed[0] = '\0';
+    if (oom->allowed > 0) {
+        cmt_model_format_size(oom->allowed, allowed, 48 - 10);
+        strcat(allowed, " allowed; ");
+    }
+}
+
 /* c10 2.6's text (CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc), with no private
  * pools and no per-process NVML lines. */
 static int format_oom_2x(const struct cmt_model_oom *oom, char *buf, size_t len)
@@ -556,11 +566,7 @@ static int format_oom_2x(const struct cmt_model_oom *oom, char *buf, size_t len)
     cmt_model_format_size(oom->alloc_size, tried, sizeof tried);
     cmt_model_format_size(oom->device_total, total, sizeof total);
     cmt_model_format_size(oom->device_free, free_, sizeof free_);
-    allowed[0] = '\0';
-    if (oom->allowed > 0) {
-        cmt_model_format_size(oom->allowed, allowed, sizeof allowed - 10);
-        strcat(allowed, " allowed; ");
-    }
+    format_allowed(oom, allowed);
     cmt_model_format_size(oom->allocated, allocated, sizeof allocated);
     cmt_model_format_size(oom->reserved - oom->allocated, unallocated, sizeof unallocated);
     return snprintf(buf, len,
@@ -586,11 +592,7 @@ int cmt_model_format_oom_as(const struct cmt_model_oom *oom, enum cmt_model_oom_
     cmt_model_format_size(oom->allocated, allocated, sizeof allocated);
     cmt_model_format_size(oom->device_free, free_, sizeof free_);
     cmt_model_format_size(oom->reserved, reserved, sizeof reserved);
-    allowed[0] = '\0';
-    if (oom->allowed > 0) {
-        cmt_model_format_size(oom->allowed, allowed, sizeof allowed - 10);
-        strcat(allowed, " allowed; ");
-    }
+    format_allowed(oom, allowed);
     return snprintf(buf, len,
                     "CUDA out of memory. Tried to allocate %s (GPU %d; %s total capacity; "
                     "%s already allocated; %s free; %s%s reserved in total by PyTorch) "

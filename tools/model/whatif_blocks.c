@@ -8,7 +8,9 @@
 
 #include "allocator.h"
 #include "cmt_error.h"
+#include "cmt_free.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 
 /* Live blocks of the kept device: an open-addressing table from address to tensor id (linear
  * probing, backward-shift deletion), so a long run costs no per-event shifting. */
@@ -147,14 +149,8 @@ static uint32_t site_of(struct cmt_whatif_block_collector *c, uint32_t stack)
 {
     if (!stack)
         return 0;
-    size_t lo = 0, hi = c->site_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->sites[mid].stack < stack)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo;
+    CMT_LOWER_BOUND(lo, c->sites, c->site_count, .stack, stack);
     if (lo < c->site_count && c->sites[lo].stack == stack)
         return c->sites[lo].index;
     uint32_t index = (uint32_t)c->site_count + 1;
@@ -694,13 +690,8 @@ void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c)
 {
     if (!c)
         return;
-    free(c->live.slots);
-    free(c->free_ids);
-    free(c->sites);
-    free(c->site_stacks);
-    free(c->held_segments);
-    free(c->held_blocks);
-    free(c);
+    CMT_FREE_ALL(c->live.slots, c->free_ids, c->sites, c->site_stacks, c->held_segments,
+                 c->held_blocks, c);
 }
 
 /* The device of the trace's first allocator `oom`, kept instead of the first device seen: a

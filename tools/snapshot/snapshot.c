@@ -29,7 +29,7 @@ struct parser {
     struct cmt_snapshot *s;
     struct cmt_snapshot_error *err;
     size_t segments_cap, blocks_cap, entries_cap, ids_cap, stacks_cap, annotations_cap;
-    struct cmt__ptr_map stack_by_node, frame_by_node, action_by_node;
+    struct cmt__u64_map stack_by_node, frame_by_node, action_by_node;
     struct cmt__frame_table frames;
     /* frame lists by content: PyTorch writes one list object per trace entry, but few
      * distinct sequences of (shared) frame dicts; slots hold stack id + 1, rep[stack] the
@@ -193,7 +193,7 @@ static const char *intern(struct parser *p, const value *str)
 
 static int frame_id(struct parser *p, const value *f, uint32_t *id)
 {
-    if (cmt__ptr_map_get(&p->frame_by_node, f, id))
+    if (cmt__node_map_get(&p->frame_by_node, f, id))
         return 0;
     int rc = check_dict(p, f, "a frame dict");
     if (rc)
@@ -209,7 +209,7 @@ static int frame_id(struct parser *p, const value *f, uint32_t *id)
     if (line < 0 || line > UINT32_MAX)
         line = 0;
     if (cmt__frame_intern(&p->frames, n, fl, (uint32_t)line, id) ||
-        cmt__ptr_map_put(&p->frame_by_node, f, *id))
+        cmt__u64_map_put(&p->frame_by_node, (uintptr_t)f, *id))
         return nomem(p);
     return 0;
 }
@@ -259,7 +259,7 @@ static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
     *stack = 0;
     if (!frames || !frames->n)
         return 0;
-    if (cmt__ptr_map_get(&p->stack_by_node, frames, stack))
+    if (cmt__node_map_get(&p->stack_by_node, frames, stack))
         return 0;
     struct cmt_snapshot *s = p->s;
     if ((s->nstacks + 1) * 2 > p->seq_cap && seq_grow(p))
@@ -267,7 +267,7 @@ static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
     uint32_t *slot = seq_slot(p, frames);
     if (*slot) {
         *stack = *slot - 1;
-        return cmt__ptr_map_put(&p->stack_by_node, frames, *stack) ? nomem(p) : 0;
+        return cmt__u64_map_put(&p->stack_by_node, (uintptr_t)frames, *stack) ? nomem(p) : 0;
     }
     if (CMT_GROW(s->frame_ids, p->ids_cap, s->nframe_ids + frames->n, 1024) ||
         CMT_GROW(s->stacks, p->stacks_cap, s->nstacks + 1, 256) ||
@@ -285,7 +285,7 @@ static int stack_of(struct parser *p, const value *frames, uint32_t *stack)
     p->rep[*stack] = frames;
     s->stacks[s->nstacks++] = (struct cmt_snapshot_stack){first, frames->n};
     *slot = *stack + 1;
-    return cmt__ptr_map_put(&p->stack_by_node, frames, *stack) ? nomem(p) : 0;
+    return cmt__u64_map_put(&p->stack_by_node, (uintptr_t)frames, *stack) ? nomem(p) : 0;
 }
 
 static int frames_field(struct parser *p, const value *d, uint32_t *stack)
@@ -429,13 +429,13 @@ static const char *const action_names[] = {
 /* @return the action of a str node, CMT_SNAPSHOT_ACTION_COUNT for one not in the table. */
 static int action_of(struct parser *p, const value *v, uint32_t *action)
 {
-    if (cmt__ptr_map_get(&p->action_by_node, v, action))
+    if (cmt__node_map_get(&p->action_by_node, v, action))
         return 0;
     *action = CMT_SNAPSHOT_ACTION_COUNT;
     for (uint32_t a = 0; a < CMT_SNAPSHOT_ACTION_COUNT; a++)
         if (cmt_pickle_str_is(v, action_names[a]))
             *action = a;
-    return cmt__ptr_map_put(&p->action_by_node, v, *action) ? nomem(p) : 0;
+    return cmt__u64_map_put(&p->action_by_node, (uintptr_t)v, *action) ? nomem(p) : 0;
 }
 
 static int parse_entry(struct parser *p, const value *d, int32_t dev)
@@ -673,9 +673,9 @@ int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len,
         snap->stacks[snap->nstacks++] = (struct cmt_snapshot_stack){0, 0};
     if (!rc)
         rc = parse_root(&p, cmt_pickle_root(doc));
-    cmt__ptr_map_free(&p.stack_by_node);
-    cmt__ptr_map_free(&p.frame_by_node);
-    cmt__ptr_map_free(&p.action_by_node);
+    cmt__u64_map_free(&p.stack_by_node);
+    cmt__u64_map_free(&p.frame_by_node);
+    cmt__u64_map_free(&p.action_by_node);
     cmt__frame_table_free(&p.frames);
     free(p.seq_slots);
     free(p.rep);

@@ -6,6 +6,7 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 
 #define SMALL_SIZE CMT_MODEL_MIB /* c10's kSmallSize: the small pool's largest request */
 #define MIN_BLOCK 512            /* c10's kMinBlockSize */
@@ -16,22 +17,11 @@ struct ranges {
     size_t n, cap, end_cap;
 };
 
-size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static size_t lower(const struct ranges *r, uint64_t addr)
 {
-    return cmt__snapshot_lower_bound(r->start, r->n, addr);
+    size_t at;
+    CMT_LOWER_BOUND(at, r->start, r->n, , addr);
+    return at;
 }
 
 static int insert(struct ranges *r, uint64_t start, uint64_t end, int with_end)

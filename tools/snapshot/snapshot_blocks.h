@@ -20,9 +20,6 @@
 #include "cmt_format.h"
 #include "snapshot.h"
 
-/* @return the index of the first of v[0 .. n-1] (sorted) at or above key. */
-size_t cmt__snapshot_lower_bound(const uint64_t *v, size_t n, uint64_t key);
-
 /* Sets entry_size[i] for every alloc entry i of s (the others are left as they are), under
  * the allocator settings in config, from the state before the window: its segments and blocks
  * in before[0 .. nbefore-1] (none: a window that starts empty). @return 0, or CMT_ENOMEM. */

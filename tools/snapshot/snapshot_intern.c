@@ -7,13 +7,17 @@
 #include "snapshot.h"
 #include "snapshot_internal.h"
 
-static size_t hash_ptr(const void *p)
+static size_t hash64(uint64_t x)
 {
-    uint64_t x = (uint64_t)(uintptr_t)p;
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
     x ^= x >> 33;
     return (size_t)x;
+}
+
+static size_t hash_ptr(const void *p)
+{
+    return hash64((uint64_t)(uintptr_t)p);
 }
 
 static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
@@ -23,56 +27,73 @@ static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
     return h;
 }
 
-/* ---- pointer map ---- */
+/* ---- the map of uint64_t ---- */
 
-int cmt__ptr_map_get(const struct cmt__ptr_map *m, const void *key, uint32_t *value)
+uint64_t *cmt__u64_map_find(const struct cmt__u64_map *m, uint64_t key)
 {
-    if (!m->cap)
-        return 0;
-    for (size_t i = hash_ptr(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->cap || !key)
+        return NULL;
+    for (size_t i = hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return &m->values[i];
         if (!m->keys[i])
-            return 0;
-        if (m->keys[i] == key) {
-            *value = m->values[i];
-            return 1;
-        }
+            return NULL;
     }
 }
 
-static void ptr_map_insert(struct cmt__ptr_map *m, const void *key, uint32_t value)
+int cmt__u64_map_put(struct cmt__u64_map *m, uint64_t key, uint64_t value)
 {
-    size_t i = hash_ptr(key) & (m->cap - 1);
+    if (!key)
+        return 0;
+    if ((m->count + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1024;
+        struct cmt__u64_map g = {calloc(cap, sizeof(uint64_t)), malloc(cap * sizeof(uint64_t)), cap,
+                                 0};
+        if (!g.keys || !g.values) {
+            cmt__u64_map_free(&g);
+            return CMT_ENOMEM;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i])
+                cmt__u64_map_put(&g, m->keys[i], m->values[i]);
+        cmt__u64_map_free(m);
+        *m = g;
+    }
+    size_t i = hash64(key) & (m->cap - 1);
     while (m->keys[i] && m->keys[i] != key)
         i = (i + 1) & (m->cap - 1);
     if (!m->keys[i])
         m->count++;
     m->keys[i] = key;
     m->values[i] = value;
-}
-
-int cmt__ptr_map_put(struct cmt__ptr_map *m, const void *key, uint32_t value)
-{
-    if ((m->count + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        const void **keys = calloc(cap, sizeof *keys);
-        uint32_t *values = malloc(cap * sizeof *values);
-        if (!keys || !values) {
-            free(keys);
-            free(values);
-            return CMT_ENOMEM;
-        }
-        struct cmt__ptr_map grown = {keys, values, cap, 0};
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->keys[i])
-                ptr_map_insert(&grown, m->keys[i], m->values[i]);
-        cmt__ptr_map_free(m);
-        *m = grown;
-    }
-    ptr_map_insert(m, key, value);
     return 0;
 }
 
-void cmt__ptr_map_free(struct cmt__ptr_map *m)
+/* Deletion with backward shift, so that probing stays correct without tombstones. */
+void cmt__u64_map_remove(struct cmt__u64_map *m, uint64_t key)
+{
+    if (!m->cap || !key)
+        return;
+    size_t mask = m->cap - 1, i = hash64(key) & mask;
+    while (m->keys[i] != key) {
+        if (!m->keys[i])
+            return;
+        i = (i + 1) & mask;
+    }
+    m->count--;
+    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
+        size_t home = hash64(m->keys[j]) & mask;
+        /* move j back into the hole at i when its home does not lie in (i, j] */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            m->keys[i] = m->keys[j];
+            m->values[i] = m->values[j];
+            i = j;
+        }
+    }
+    m->keys[i] = 0;
+}
+
+void cmt__u64_map_free(struct cmt__u64_map *m)
 {
     free(m->keys);
     free(m->values);

@@ -1,26 +1,38 @@
-/* snapshot_internal.h — the snapshot parser's interning tables (this folder only).
+/* snapshot_internal.h — the snapshot parser's interning tables and the folder's hash map (this
+ * folder only).
  *
  * Strings are interned by content into a pool of NUL-terminated copies, frames by content
  * (interned name and file pointers, line), and hash maps from a pickle node's address to what
- * was made of it let a node met again (through the memo) cost one lookup. */
+ * was made of it let a node met again (through the memo) cost one lookup. The same map keeps
+ * the conversion's addresses (snapshot_trace.c). */
 #ifndef CMT_SNAPSHOT_INTERNAL_H
 #define CMT_SNAPSHOT_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* An open-addressing map from a non-NULL pointer to a uint32_t. */
-struct cmt__ptr_map {
-    const void **keys;
-    uint32_t *values;
-    size_t cap, count; /* cap is a power of two, or 0 */
+/* An open-addressing map from a non-zero uint64_t (an address, a pointer) to a uint64_t:
+ * linear probing, deletion by backward shift (no tombstones). Zero-initialised is empty. */
+struct cmt__u64_map {
+    uint64_t *keys, *values; /* key 0: an empty slot */
+    size_t cap, count;       /* cap is a power of two, or 0 */
 };
 
-/* @return 1 with *value set when `key` is there, 0 otherwise. */
-int cmt__ptr_map_get(const struct cmt__ptr_map *m, const void *key, uint32_t *value);
-/* Adds or replaces. @return 0 or CMT_ENOMEM. */
-int cmt__ptr_map_put(struct cmt__ptr_map *m, const void *key, uint32_t value);
-void cmt__ptr_map_free(struct cmt__ptr_map *m);
+/* @return the value of `key`, or NULL when it is not there (key 0 never is). */
+uint64_t *cmt__u64_map_find(const struct cmt__u64_map *m, uint64_t key);
+/* Adds or replaces (key 0: nothing is kept). @return 0 or CMT_ENOMEM (the map unchanged). */
+int cmt__u64_map_put(struct cmt__u64_map *m, uint64_t key, uint64_t value);
+void cmt__u64_map_remove(struct cmt__u64_map *m, uint64_t key);
+void cmt__u64_map_free(struct cmt__u64_map *m);
+
+/* A pickle node's address as the key. @return 1 with *value set when it is there. */
+static inline int cmt__node_map_get(const struct cmt__u64_map *m, const void *node, uint32_t *value)
+{
+    const uint64_t *v = cmt__u64_map_find(m, (uint64_t)(uintptr_t)node);
+    if (v)
+        *value = (uint32_t)*v;
+    return v != NULL;
+}
 
 struct cmt__snapshot_strings;
 

@@ -6,19 +6,14 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 
 /* @return the index of the first range whose end is at or above addr. */
 static size_t first_ending_from(const struct cmt__ranges *r, uint64_t addr)
 {
-    size_t lo = 0, hi = r->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->v[mid].end < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    size_t at;
+    CMT_LOWER_BOUND(at, r->v, r->n, .end, addr);
+    return at;
 }
 
 int cmt__ranges_add(struct cmt__ranges *r, uint64_t start, uint64_t end)

@@ -16,95 +16,10 @@
 #include "caching_model.h"
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "snapshot_blocks.h"
+#include "snapshot_internal.h"
 #include "snapshot_ranges.h"
-
-/* ---- a map from a non-zero uint64_t to a uint64_t ---- */
-
-struct u64_map {
-    uint64_t *keys, *values;
-    size_t cap, count;
-};
-
-static size_t hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-static uint64_t *map_slot(const struct u64_map *m, uint64_t key)
-{
-    if (!m->cap || !key)
-        return NULL;
-    for (size_t i = hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        if (m->keys[i] == key)
-            return &m->values[i];
-        if (!m->keys[i])
-            return NULL;
-    }
-}
-
-static int map_put(struct u64_map *m, uint64_t key, uint64_t value)
-{
-    if (!key)
-        return 0; /* address 0 is never tracked */
-    if ((m->count + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        struct u64_map g = {calloc(cap, sizeof(uint64_t)), malloc(cap * sizeof(uint64_t)), cap, 0};
-        if (!g.keys || !g.values) {
-            free(g.keys);
-            free(g.values);
-            return CMT_ENOMEM;
-        }
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->keys[i])
-                map_put(&g, m->keys[i], m->values[i]);
-        free(m->keys);
-        free(m->values);
-        *m = g;
-    }
-    size_t i = hash64(key) & (m->cap - 1);
-    while (m->keys[i] && m->keys[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    if (!m->keys[i])
-        m->count++;
-    m->keys[i] = key;
-    m->values[i] = value;
-    return 0;
-}
-
-/* Deletion with backward shift, so that probing stays correct without tombstones. */
-static void map_del(struct u64_map *m, uint64_t key)
-{
-    if (!m->cap || !key)
-        return;
-    size_t mask = m->cap - 1, i = hash64(key) & mask;
-    while (m->keys[i] != key) {
-        if (!m->keys[i])
-            return;
-        i = (i + 1) & mask;
-    }
-    m->count--;
-    for (size_t j = (i + 1) & mask; m->keys[j]; j = (j + 1) & mask) {
-        size_t home = hash64(m->keys[j]) & mask;
-        /* move j back into the hole at i when its home does not lie in (i, j] */
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-            m->keys[i] = m->keys[j];
-            m->values[i] = m->values[j];
-            i = j;
-        }
-    }
-    m->keys[i] = 0;
-}
-
-static void map_free(struct u64_map *m)
-{
-    free(m->keys);
-    free(m->values);
-    memset(m, 0, sizeof *m);
-}
 
 /* ---- the conversion's state ---- */
 
@@ -135,7 +50,7 @@ struct conv {
     size_t nbefore, before_cap;
     uint32_t *order; /* entries in writing order */
     uint32_t *leaf;  /* per snapshot stack: its leaf node, 0 = not written yet */
-    struct u64_map nodes, strings, sizes;
+    struct cmt__u64_map nodes, strings, sizes;
     uint32_t next_node, next_string;
     uint64_t *allocated, *reserved; /* per device, as the events so far add up */
     uint64_t t0, t;
@@ -158,14 +73,8 @@ static uint64_t round_size(const struct conv *c, uint64_t requested)
 /* The dump-time segment holding addr, or NULL. */
 static const struct cmt_snapshot_segment *segment_at(const struct conv *c, uint64_t addr)
 {
-    size_t lo = 0, hi = c->s->nsegments;
-    while (lo < hi) { /* first segment whose address is above addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->seg_order[mid].key <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo; /* the first segment whose address is above addr */
+    CMT_UPPER_BOUND(lo, c->seg_order, c->s->nsegments, .key, addr);
     if (!lo)
         return NULL;
     const struct cmt_snapshot_segment *g = &c->s->segments[c->seg_order[lo - 1].index];
@@ -210,11 +119,12 @@ static int add_before(struct conv *c, uint32_t action, int32_t dev, uint64_t add
     return 0;
 }
 
-static int before_block(struct conv *c, struct u64_map *live, const struct cmt_snapshot_entry *e)
+static int before_block(struct conv *c, struct cmt__u64_map *live,
+                        const struct cmt_snapshot_entry *e)
 {
     int rc = add_before(c, CMT_AA_ALLOC, e->dev, e->addr, round_size(c, e->size), e->size,
                         e->stream, 0, 0);
-    return rc ? rc : map_put(live, e->addr, BEFORE_MARK | (c->nbefore - 1));
+    return rc ? rc : cmt__u64_map_put(live, e->addr, BEFORE_MARK | (c->nbefore - 1));
 }
 
 /* Pass 1 over the entries: the before-state they imply; live maps addr to what made it. */
@@ -233,7 +143,7 @@ static int add_before_map(void *ctx, uint64_t start, uint64_t end)
                       m->flags | CMT_AFLAG_EXPANDABLE, m->stack);
 }
 
-static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *segs,
+static int scan_entries(struct conv *c, struct cmt__u64_map *live, struct cmt__u64_map *segs,
                         struct cmt__ranges *mapped)
 {
     int rc = 0;
@@ -241,23 +151,23 @@ static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *se
         const struct cmt_snapshot_entry *e = &c->s->entries[i];
         c->entry_size[i] = round_size(c, e->size);
         switch (e->action) {
-        case CMT_SNAPSHOT_ALLOC: rc = map_put(live, e->addr, i + 1); break;
+        case CMT_SNAPSHOT_ALLOC: rc = cmt__u64_map_put(live, e->addr, i + 1); break;
         case CMT_SNAPSHOT_FREE_REQUESTED:
-            if (!map_slot(live, e->addr))
+            if (!cmt__u64_map_find(live, e->addr))
                 rc = before_block(c, live, e);
             break;
         case CMT_SNAPSHOT_FREE_COMPLETED:
         case CMT_SNAPSHOT_FREE:
-            if (!map_slot(live, e->addr))
+            if (!cmt__u64_map_find(live, e->addr))
                 rc = before_block(c, live, e);
-            map_del(live, e->addr);
+            cmt__u64_map_remove(live, e->addr);
             break;
-        case CMT_SNAPSHOT_SEGMENT_ALLOC: rc = map_put(segs, e->addr, e->size); break;
+        case CMT_SNAPSHOT_SEGMENT_ALLOC: rc = cmt__u64_map_put(segs, e->addr, e->size); break;
         case CMT_SNAPSHOT_SEGMENT_FREE:
-            if (!map_slot(segs, e->addr))
+            if (!cmt__u64_map_find(segs, e->addr))
                 rc = add_before(c, CMT_AA_SEGMENT_ALLOC, e->dev, e->addr, e->size, 0, e->stream, 0,
                                 0);
-            map_del(segs, e->addr);
+            cmt__u64_map_remove(segs, e->addr);
             break;
         case CMT_SNAPSHOT_SEGMENT_MAP:
             rc = cmt__ranges_add(mapped, e->addr, e->addr + e->size);
@@ -273,7 +183,7 @@ static int scan_entries(struct conv *c, struct u64_map *live, struct u64_map *se
 }
 
 /* Pass 1, end: the dump-time segments and active blocks the window did not make. */
-static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_map *segs,
+static int scan_segments(struct conv *c, struct cmt__u64_map *live, const struct cmt__u64_map *segs,
                          const struct cmt__ranges *mapped)
 {
     for (size_t k = 0; k < c->s->nsegments; k++) {
@@ -283,7 +193,7 @@ static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_
         if (g->expandable) { /* what the window did not map, and did not unmap since */
             struct before_map m = {c, g->dev, g->stream, flags, g->stack};
             rc = cmt__ranges_gaps(mapped, g->addr, g->addr + g->total_size, add_before_map, &m);
-        } else if (!map_slot(segs, g->addr)) {
+        } else if (!cmt__u64_map_find(segs, g->addr)) {
             rc = add_before(c, CMT_AA_SEGMENT_ALLOC, g->dev, g->addr, g->total_size, 0, g->stream,
                             flags, g->stack);
             if (!rc && pool_of(g)) {
@@ -296,7 +206,7 @@ static int scan_segments(struct conv *c, struct u64_map *live, const struct u64_
             const struct cmt_snapshot_block *b = &c->s->blocks[g->first_block + j];
             if (b->state == CMT_SNAPSHOT_INACTIVE)
                 continue;
-            uint64_t *v = map_slot(live, b->addr);
+            uint64_t *v = cmt__u64_map_find(live, b->addr);
             if (!v) {
                 rc = add_before(c, CMT_AA_ALLOC, g->dev, b->addr, b->size, b->requested, g->stream,
                                 0, b->stack);
@@ -335,14 +245,14 @@ static int cmp_before(const void *a, const void *b)
 
 /* The blocks of the window's allocations gone by the dump (the others have their sizes from
  * it), found again from the state before the window. */
-static int window_sizes(struct conv *c, const struct u64_map *live)
+static int window_sizes(struct conv *c, const struct cmt__u64_map *live)
 {
     uint64_t *size = malloc((c->s->nentries + 1) * sizeof *size);
     int rc = size ? cmt__snapshot_block_sizes(c->s, &c->config, c->before, c->nbefore, size)
                   : CMT_ENOMEM;
     for (size_t i = 0; i < c->s->nentries && !rc; i++) {
         const struct cmt_snapshot_entry *e = &c->s->entries[i];
-        const uint64_t *v = map_slot(live, e->addr);
+        const uint64_t *v = cmt__u64_map_find(live, e->addr);
         if (e->action == CMT_SNAPSHOT_ALLOC && !(v && *v == i + 1))
             c->entry_size[i] = size[i];
     }
@@ -352,7 +262,7 @@ static int window_sizes(struct conv *c, const struct u64_map *live)
 
 static int scan(struct conv *c)
 {
-    struct u64_map live = {0}, segs = {0};
+    struct cmt__u64_map live = {0}, segs = {0};
     struct cmt__ranges mapped = {0};
     int rc = scan_entries(c, &live, &segs, &mapped);
     if (!rc) /* the blocks allocations took, where c10 did not split them */
@@ -363,8 +273,8 @@ static int scan(struct conv *c)
         rc = cmt__snapshot_before_sizes(c->before, c->nbefore, &c->config);
     if (!rc && c->nbefore) /* those gone by the dump: also in the segments made before */
         rc = window_sizes(c, &live);
-    map_free(&live);
-    map_free(&segs);
+    cmt__u64_map_free(&live);
+    cmt__u64_map_free(&segs);
     cmt__ranges_free(&mapped);
     if (!rc && c->nbefore) { /* stable: the index breaks ties */
         for (size_t i = 0; i < c->nbefore; i++)
@@ -380,21 +290,21 @@ static int scan(struct conv *c)
 
 static int string_id(struct conv *c, const char *text, uint32_t *id)
 {
-    uint64_t *v = map_slot(&c->strings, (uint64_t)(uintptr_t)text);
+    uint64_t *v = cmt__u64_map_find(&c->strings, (uint64_t)(uintptr_t)text);
     if (v) {
         *id = (uint32_t)*v;
         return 0;
     }
     *id = ++c->next_string;
     int rc = cmt_writer_string(c->w, *id, text);
-    return rc ? rc : map_put(&c->strings, (uint64_t)(uintptr_t)text, *id);
+    return rc ? rc : cmt__u64_map_put(&c->strings, (uint64_t)(uintptr_t)text, *id);
 }
 
 /* The trie node of one frame under `parent`, written with its SYMBOL when new. */
 static int frame_node(struct conv *c, uint32_t parent, uint32_t frame, uint32_t *node)
 {
     uint64_t key = ((uint64_t)parent << 32 | frame) + 1;
-    uint64_t *v = map_slot(&c->nodes, key);
+    uint64_t *v = cmt__u64_map_find(&c->nodes, key);
     if (v) {
         *node = (uint32_t)*v;
         return 0;
@@ -408,7 +318,7 @@ static int frame_node(struct conv *c, uint32_t parent, uint32_t frame, uint32_t 
         return rc;
     if (strcmp(f->file, "??") != 0 && *f->file && (rc = string_id(c, f->file, &sym.file)))
         return rc;
-    if ((rc = cmt_writer_symbol(c->w, &sym)) || (rc = map_put(&c->nodes, key, n.id)))
+    if ((rc = cmt_writer_symbol(c->w, &sym)) || (rc = cmt__u64_map_put(&c->nodes, key, n.id)))
         return rc;
     c->st.stack_nodes++;
     *node = n.id;
@@ -456,18 +366,18 @@ static int account(struct conv *c, struct cmt_alloc_event *e)
     uint64_t *res = device_slot(c->reserved, c, e->dev);
     uint64_t *v;
     switch (e->action) {
-    case CMT_AA_ALLOC: add_to(alloc, size, 1); return map_put(&c->sizes, addr, size);
+    case CMT_AA_ALLOC: add_to(alloc, size, 1); return cmt__u64_map_put(&c->sizes, addr, size);
     case CMT_AA_FREE_REQUESTED:
-        if ((v = map_slot(&c->sizes, addr)) && !(*v & PENDING_BIT)) {
+        if ((v = cmt__u64_map_find(&c->sizes, addr)) && !(*v & PENDING_BIT)) {
             add_to(alloc, *v, -1);
             *v |= PENDING_BIT;
         }
         return 0;
     case CMT_AA_FREE_COMPLETED:
-        if ((v = map_slot(&c->sizes, addr))) {
+        if ((v = cmt__u64_map_find(&c->sizes, addr))) {
             if (!(*v & PENDING_BIT))
                 add_to(alloc, *v, -1);
-            map_del(&c->sizes, addr);
+            cmt__u64_map_remove(&c->sizes, addr);
         }
         return 0;
     case CMT_AA_SEGMENT_ALLOC:
@@ -523,7 +433,7 @@ static void entry_event(struct conv *c, size_t i, struct cmt_alloc_event *e)
         break;
     case CMT_AA_FREE_REQUESTED:
     case CMT_AA_FREE_COMPLETED:
-        v = map_slot(&c->sizes, s->addr);
+        v = cmt__u64_map_find(&c->sizes, s->addr);
         set(e, CMT_AFIELD_ADDR, s->addr);
         set(e, CMT_AFIELD_SIZE, v ? *v & ~PENDING_BIT : round_size(c, s->size));
         set(e, CMT_AFIELD_REQUESTED, s->size);
@@ -754,9 +664,9 @@ int cmt_snapshot_to_trace(const struct cmt_snapshot *snap, cmt_writer *w, const 
     free(c.seg_order);
     free(c.open);
     free(c.before);
-    map_free(&c.nodes);
-    map_free(&c.strings);
-    map_free(&c.sizes);
+    cmt__u64_map_free(&c.nodes);
+    cmt__u64_map_free(&c.strings);
+    cmt__u64_map_free(&c.sizes);
     return rc;
 }
 
