@@ -145,7 +145,11 @@ static long rank_trace(char *const *paths, size_t n, int64_t rank)
         cmt_reader *r;
         if (cmt__open_trace("export", paths[i], &r) != 0)
             continue;
-        const struct cmt_process *proc = cmt_reader_process(r);
+        struct cmt_record rec;
+        const struct cmt_process *proc = NULL; /* PROCESS is among the first records */
+        for (int k = 0; k < 4096 && !(proc = cmt_reader_process(r)) && cmt_reader_next(r, &rec) > 0;
+             k++)
+            ;
         int match = proc && proc->rank == rank;
         cmt_reader_close(r);
         if (match)

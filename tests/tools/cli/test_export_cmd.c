@@ -699,3 +699,35 @@ Test(export_cmd, perfetto_allocator_counters_and_tensor_slices_match_the_report)
     remove(out);
     remove(path);
 }
+
+/* A directory of two ranks' traces: --rank 1 exports rank 1's process (pid 1001), as one view. */
+Test(export_cmd, rank_picks_that_ranks_trace_of_a_directory)
+{
+    char dir[] = "/tmp/cmt-export-ranks-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    for (int32_t rank = 0; rank < 2; rank++) {
+        struct cmt_process p = {.pid = (uint64_t)(1000 + rank),
+                                .exe = "train",
+                                .rank = rank,
+                                .local_rank = rank,
+                                .world_size = 2};
+        struct tb b;
+        tb_begin_process(&b, &p, 24 * TB_GIB, 24 * TB_GIB);
+        tb_alloc(&b, P0, TB_GIB, tb_stack(&b, "rank", 1));
+        tb_finish(&b, 1);
+        snprintf(path, sizeof path, "%s/rank%d.cmt", dir, rank);
+        cr_assert_eq(tb_save(&b, path), 0);
+        tb_free_builder(&b);
+    }
+    const char *argv[] = {"export", "-f", "perfetto", "--rank", "1", dir, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"pid\":1001,"), "%s", c.out);
+    cr_expect(!strstr(c.out, "\"pid\":1000,"), "%s", c.out);
+    captured_free(&c);
+    for (int32_t rank = 0; rank < 2; rank++) {
+        snprintf(path, sizeof path, "%s/rank%d.cmt", dir, rank);
+        remove(path);
+    }
+    rmdir(dir);
+}
