@@ -695,6 +695,22 @@ Test(export_cmd, perfetto_allocator_counters_and_tensor_slices_match_the_report)
     cr_expect(strstr(text, "{\"ph\":\"b\",\"cat\":\"tensor\",\"name\":\"tensor_"), "%s", text);
     cr_expect(strstr(text, "\"args\":{\"bytes\":8388608,\"requested\":8388608,\"dev\":0}"), "%s",
               text);
+    /* from 3.5 us: the window opens at its first action (the 2 MiB alloc at 4 us) with the
+     * figures after it and the two blocks live before it begun at 3.5 us; that alloc's own
+     * slice begins at 4 us */
+    const char *wargv[] = {"export", "-f", "perfetto", "--from", "3.5us", "-o", out, path, NULL};
+    c = capture_run(cmt_cmd_export, wargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "perfetto %s %s", out, report);
+    cr_expect_eq(check(args), 0);
+    read_text(out, text, sizeof text);
+    cr_expect(strstr(text, "\"ts\":3.500,\"args\":{\"allocated\":14680064,"), "%s", text);
+    cr_expect(strstr(text, "\"id\":\"0:0x700000400000\",\"pid\":100,\"tid\":0,\"ts\":3.500"), "%s",
+              text);
+    cr_expect(strstr(text, "\"id\":\"0:0x700000c00000\",\"pid\":100,\"tid\":77,\"ts\":4.000"), "%s",
+              text);
+    cr_expect(!strstr(text, "\"ts\":2.000"), "nothing before the window: %s", text);
     remove(report);
     remove(out);
     remove(path);

@@ -409,6 +409,17 @@ static void open_window(struct cmt__export_perfetto *x, const cmt_replay *rp,
     for (size_t i = 0; x->alloc && i < cmt_alloc_device_count(x->alloc); i++) {
         const struct cmt_alloc_device *d = cmt_alloc_device_at(x->alloc, i);
         struct cmt_alloc_block *b = NULL;
+        size_t j = 0;
+        while (j < i && cmt_alloc_device_at(x->alloc, j)->dev != d->dev)
+            j++;
+        if (j == i && cmt__export_window_dev(&x->window, d->dev)) { /* its first allocator */
+            struct cmt_alloc_figures f = cmt_alloc_device_figures(x->alloc, d->dev);
+            struct cmt_alloc_event a = {
+                .dev = d->dev, .t_ns = t, .fields = CMT_AF(ALLOCATED) | CMT_AF(RESERVED)};
+            a.v[CMT_AFIELD_ALLOCATED] = f.allocated_bytes;
+            a.v[CMT_AFIELD_RESERVED] = f.reserved_bytes;
+            write_allocator_counter(x, &a, f.inactive_split_bytes);
+        }
         size_t n = cmt__export_window_dev(&x->window, d->dev) ? cmt_alloc_blocks(d, &b) : 0;
         for (size_t k = 0; b && k < n; k++)
             if (!(skip && skip->action == CMT_AA_ALLOC && skip->dev == d->dev &&
