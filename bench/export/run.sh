@@ -8,8 +8,11 @@
 # Measured in CPU time (user + system) because this machine's speed changes from minute to
 # minute; per format: events per second, trace MB read per second, MB written per second, the
 # output's size, and "x anchor", the median over rounds of report's time over the format's
-# (1.00: as fast as the replay alone). Prints figures only; never fails on a slow result.
-# Knobs: BENCH_EVENTS, BENCH_ROUNDS (default 3), BENCH_KEEP=1.
+# (1.00: as fast as the replay alone). Then the peak resident memory of every format (GNU
+# time's "Maximum resident set size") on traces of BENCH_RSS_EVENTS events (default 1M and 4M):
+# an export that streams uses as much at 4M as at 1M. Prints figures only; never fails on a
+# slow or large result.
+# Knobs: BENCH_EVENTS, BENCH_ROUNDS (default 3), BENCH_RSS_EVENTS ("" skips it), BENCH_KEEP=1.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -78,5 +81,34 @@ for entry in "${formats[@]}"; do
                         ib / t / 1e6, ob / t / 1e6, ob / 1e6, "x" m }'
 done
 awk -v t="$anchor_best" -v n="$n" 'BEGIN { printf "anchor: report --json, best %.2f s, %.2f M events/s\n", t, n / t / 1e6 }'
+
+# Peak RSS per format and trace size (MiB), with report --json (the replay alone) first.
+rss_sizes=${BENCH_RSS_EVENTS-1000000 4000000}
+if [[ -n $rss_sizes && -x /usr/bin/time ]]; then
+    for size in $rss_sizes; do
+        "$gen" "$work/rss.$size.cmt" "$size" >/dev/null
+    done
+    # shellcheck disable=SC2086
+    printf '%-26s' "peak RSS MiB at events"; for size in $rss_sizes; do printf ' %10s' "$size"; done
+    echo
+    rss() { # MiB of the command's peak resident set
+        /usr/bin/time -f '%M' -o "$work/rss.txt" "$@" >/dev/null 2>&1 || true
+        awk 'END { printf "%.1f", $1 / 1024 }' "$work/rss.txt"
+    }
+    printf '%-26s' "report --json"
+    for size in $rss_sizes; do printf ' %10s' "$(rss "$cli" report --json "$work/rss.$size.cmt")"; done
+    echo
+    for entry in "${formats[@]}"; do
+        name=${entry%%|*} args=${entry#*|}
+        printf '%-26s' "$name"
+        for size in $rss_sizes; do
+            rm -rf "$work/rss.out"
+            # shellcheck disable=SC2086
+            printf ' %10s' "$(rss "$cli" export ${args//OUT/$work/rss.out} "$work/rss.$size.cmt")"
+        done
+        echo
+    done
+    rm -rf "$work/rss.out" "$work"/rss.*.cmt
+fi
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
 exit 0

@@ -1,6 +1,7 @@
 /* cmd_export.c — `cumemtrace export --format F [-o OUT] FILE` and
  * `cumemtrace export --format csv|jsonl --partitioned DIR TRACES...`: the analyses' data in
  * the formats other tools read (docs/export.md). */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "options.h"
 #include "output.h"
 #include "pass.h"
+#include "print/ledger_print.h"
 
 static const char usage[] =
     "usage: cumemtrace export --format F [options] [-o OUT] FILE | TRACE... | DIR\n"
@@ -39,6 +41,13 @@ static const char usage[] =
     "  --events             --partitioned: the events table too\n"
     "  --compress C         --partitioned: zstd (default: part-NAME.EXT.zst) or none\n"
     "  --jobs N             --partitioned: traces converted at once (default: the processors)\n"
+    "Windows and caps (perfetto, memory-viz):\n"
+    "  --from T, --to T     only what happened between these times from the trace's start\n"
+    "                       (12.5s, 800ms, 3: seconds); memory-viz's segments: those at --to\n"
+    "  --device N           only device N\n"
+    "  --rank R             of several traces (or a directory of ranks): rank R's\n"
+    "  --max-entries N      memory-viz: each device's last N trace entries (default 100000,\n"
+    "                       as PyTorch's memory_viz guide records them; 0: all)\n"
     "  -h, --help           this help\n";
 
 static const char *const format_names[] = {
@@ -66,6 +75,7 @@ static int lookup(const char *const *names, int n, const char *name)
 struct args {
     struct cmt__export_options o;
     int have_format, have_weight, have_table, have_slice, have_partition_option;
+    int have_window, have_max_entries; /* windows and caps */
     const char *out, *partitioned;
     char **files;
     int nfiles;
@@ -82,7 +92,12 @@ enum {
     OPT_RUN,
     OPT_EVENTS,
     OPT_COMPRESS,
-    OPT_JOBS
+    OPT_JOBS,
+    OPT_FROM,
+    OPT_TO,
+    OPT_DEVICE,
+    OPT_RANK,
+    OPT_MAX_ENTRIES
 };
 
 const struct cmt__option cmt_cmd_export_options[] = {
@@ -97,8 +112,96 @@ const struct cmt__option cmt_cmd_export_options[] = {
     {NULL, "--events", 0, OPT_EVENTS, NULL},
     {NULL, "--compress", 1, OPT_COMPRESS, NULL},
     {NULL, "--jobs", 1, OPT_JOBS, NULL},
+    {NULL, "--from", 1, OPT_FROM, NULL},
+    {NULL, "--to", 1, OPT_TO, NULL},
+    {NULL, "--device", 1, OPT_DEVICE, NULL},
+    {NULL, "--rank", 1, OPT_RANK, NULL},
+    {NULL, "--max-entries", 1, OPT_MAX_ENTRIES, NULL},
     {0},
 };
+
+/* ---- windows and caps: --from, --to, --device, --rank, --max-entries ---- */
+
+/* A whole number in v into *n. @return 0, or -1. */
+static int whole(const char *v, uint64_t *n)
+{
+    char *end;
+    if (!v || *v < '0' || *v > '9')
+        return -1;
+    *n = strtoull(v, &end, 10);
+    return *end ? -1 : 0;
+}
+
+/* One of the window's options, `opt` with value v. @return 0, or 2 after a usage error. */
+static int window_option(int opt, const char *v, struct args *a)
+{
+    uint64_t n;
+    int from = opt == OPT_FROM;
+    if (from || opt == OPT_TO) {
+        if (cmt__parse_time(v, from ? &a->o.window.from_ns : &a->o.window.to_ns) != 0)
+            return cmt__usage_error("export",
+                                    "%s wants a time from the trace's start (12.5s, "
+                                    "800ms, 3)%s%s%s",
+                                    from ? "--from" : "--to", v ? ", got '" : "", v ? v : "",
+                                    v ? "'" : "");
+        a->have_window = 1;
+    } else if (opt == OPT_DEVICE) {
+        if (whole(v, &n) != 0 || n >= CMT_MAX_DEVICES)
+            return cmt__usage_error("export", "--device wants a device ordinal%s%s%s",
+                                    v ? ", got '" : "", v ? v : "", v ? "'" : "");
+        a->o.window.device = (int32_t)n;
+        a->have_window = 1;
+    } else if (opt == OPT_RANK) {
+        if (whole(v, &n) != 0 || n > INT32_MAX)
+            return cmt__usage_error("export", "--rank wants a rank%s%s%s", v ? ", got '" : "",
+                                    v ? v : "", v ? "'" : "");
+        a->o.rank = (int64_t)n;
+    } else {
+        if (whole(v, &a->o.max_entries) != 0)
+            return cmt__usage_error("export", "--max-entries wants a number of entries%s%s%s",
+                                    v ? ", got '" : "", v ? v : "", v ? "'" : "");
+        a->have_max_entries = 1;
+    }
+    return 0;
+}
+
+/* The windows' combinations. @return 0, or 2 after a usage error. */
+static int check_window(const struct args *a)
+{
+    enum cmt__export_format f = a->o.format;
+    int view = f == CMT__EXPORT_PERFETTO || f == CMT__EXPORT_MEMORY_VIZ;
+    if ((a->have_window || a->o.rank >= 0) && !view)
+        return cmt__usage_error("export", "%s is for --format perfetto or memory-viz",
+                                a->o.rank >= 0 ? "--rank" : "--from, --to and --device");
+    if (a->have_max_entries && f != CMT__EXPORT_MEMORY_VIZ)
+        return cmt__usage_error("export", "--max-entries is for --format memory-viz");
+    if (a->o.window.from_ns > a->o.window.to_ns)
+        return cmt__usage_error("export", "--from is after --to");
+    return 0;
+}
+
+/* Of the traces given, the one of rank `rank` (its PROCESS record's). @return its index, or -1
+ * after one line saying there is none. */
+static long rank_trace(char *const *paths, size_t n, int64_t rank)
+{
+    for (size_t i = 0; i < n; i++) {
+        cmt_reader *r;
+        if (cmt__open_trace("export", paths[i], &r) != 0)
+            continue;
+        struct cmt_record rec;
+        const struct cmt_process *proc = NULL; /* PROCESS is among the first records */
+        for (int k = 0; k < 4096 && !(proc = cmt_reader_process(r)) && cmt_reader_next(r, &rec) > 0;
+             k++)
+            ;
+        int match = proc && proc->rank == rank;
+        cmt_reader_close(r);
+        if (match)
+            return (long)i;
+    }
+    fprintf(stderr, "cumemtrace export: no trace of rank %" PRId64 " among the %zu given\n", rank,
+            n);
+    return -1;
+}
 
 /* "WANTS, got 'V'", or WANTS alone when the value is missing. @return 2 (usage). */
 static int bad_value(const char *wants, const char *v)
@@ -176,6 +279,11 @@ static int option(const struct cmt__opts *p, int opt, struct args *a)
         a->have_partition_option = 1;
         return 0;
     }
+    case OPT_FROM:
+    case OPT_TO:
+    case OPT_DEVICE:
+    case OPT_RANK:
+    case OPT_MAX_ENTRIES: return window_option(opt, v, a);
     default: return name_option(opt, v, a);
     }
 }
@@ -185,6 +293,9 @@ static int parse(int argc, char **argv, struct args *a)
 {
     memset(a, 0, sizeof *a);
     a->o.min_slice_bytes = UINT64_C(1) << 20;
+    a->o.window = (struct cmt__export_window){0, UINT64_MAX, -1};
+    a->o.rank = -1;
+    a->o.max_entries = CMT__EXPORT_MEMVIZ_MAX_ENTRIES;
     a->files = calloc((size_t)argc, sizeof *a->files);
     if (!a->files)
         return cmt__usage_error("export", "out of memory");
@@ -218,6 +329,8 @@ static int check(const struct args *a)
         return cmt__usage_error("export", "--weight is for --format collapsed");
     if (a->have_slice && f != CMT__EXPORT_PERFETTO)
         return cmt__usage_error("export", "--min-slice is for --format perfetto");
+    if (check_window(a) != 0)
+        return 2;
     if (a->have_table && !table_format)
         return cmt__usage_error("export", "--table is for --format csv or jsonl");
     if (a->partitioned) {
@@ -242,6 +355,19 @@ static int check(const struct args *a)
     if (f == CMT__EXPORT_MEMORY_VIZ && !a->out && isatty(STDOUT_FILENO))
         return cmt__usage_error("export", "memory-viz writes a binary pickle: give -o OUT.pickle");
     return 0;
+}
+
+/* One line on stderr when the rings let entries go. */
+static void memviz_cut(const struct cmt__export_memory_viz *x, const char *path)
+{
+    uint64_t kept, dropped;
+    cmt__export_memory_viz_cut(x, &kept, &dropped);
+    if (dropped)
+        fprintf(stderr,
+                "cumemtrace export: %s: memory-viz kept each device's last %" PRIu64
+                " trace entries (%" PRIu64 " in all) and left out %" PRIu64
+                " older ones, as PyTorch's ring would (--max-entries N; 0 keeps all)\n",
+                path, x->max_entries, kept, dropped);
 }
 
 /* The pass and the format's writing. @return the exit status. */
@@ -278,12 +404,17 @@ static int export_one(const struct args *a, const char *path, FILE *f)
         }
         if (o->format == CMT__EXPORT_PERFETTO)
             extra[n++] = cmt__export_perfetto_observer(&perfetto, f, p.reader, o->min_slice_bytes,
-                                                       p.alloc);
-        else if (o->format == CMT__EXPORT_MEMORY_VIZ)
-            extra[n++] = cmt__export_memory_viz_observer(&memviz);
-        else
+                                                       p.alloc, &o->window);
+        else if (o->format != CMT__EXPORT_MEMORY_VIZ)
             extra[n++] = cmt__export_events_observer(&events, f, o->format == CMT__EXPORT_JSONL,
                                                      p.reader);
+        else if (cmt__export_memory_viz_init(&memviz, &o->window, o->max_entries, &extra[n++]) !=
+                 0) {
+            fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
+            cmt__export_memory_viz_free(&memviz);
+            cmt__pass_close(&p);
+            return 1;
+        }
         events.phases = &p.phases;
         if (cmt__pass_replay(&p, want, NULL, extra, n) != 0)
             return 1;
@@ -297,6 +428,7 @@ static int export_one(const struct args *a, const char *path, FILE *f)
             fprintf(stderr, "cumemtrace export: %s: out of memory\n", path);
             status = 1;
         }
+        memviz_cut(&memviz, path);
         cmt__export_memory_viz_free(&memviz);
         break;
     case CMT__EXPORT_CSV:
@@ -325,7 +457,7 @@ static int export_one(const struct args *a, const char *path, FILE *f)
  * view. @return the exit status. */
 static int export_all(const struct args *a, FILE *f)
 {
-    if (a->nfiles == 1 && !cmt__is_dir(a->files[0]))
+    if (a->nfiles == 1 && !cmt__is_dir(a->files[0]) && a->o.rank < 0)
         return export_one(a, a->files[0], f);
     char **paths;
     size_t n;
@@ -333,6 +465,12 @@ static int export_all(const struct args *a, FILE *f)
         0)
         return 1;
     int rc = 0;
+    if (a->o.rank >= 0) { /* one trace of them */
+        long i = rank_trace(paths, n, a->o.rank);
+        rc = i < 0 ? 1 : export_one(a, paths[i], f);
+        cmt__trace_paths_free(paths, n);
+        return rc;
+    }
     if (n > 1 && (a->o.format == CMT__EXPORT_PERFETTO || a->o.format == CMT__EXPORT_MEMORY_VIZ)) {
         fprintf(stderr,
                 "cumemtrace export: %s is one trace's view and %zu traces were given: export "

@@ -55,7 +55,8 @@ def check_perfetto(path, report, oom):
             if ph == "b":
                 need(key not in open_slices, f"{where}: slice {key} begun twice")
                 open_slices[key] = e["ts"]
-                need(isinstance(e.get("args", {}).get("bytes"), int), f"{where}: bytes arg")
+                if e.get("cat") in ("allocation", "tensor"):
+                    need(isinstance(e.get("args", {}).get("bytes"), int), f"{where}: bytes arg")
             else:
                 need(key in open_slices, f"{where}: slice {key} ended without a begin")
                 need(e["ts"] >= open_slices.pop(key, 0), f"{where}: slice ends before it begins")
@@ -165,7 +166,71 @@ def check_memory_viz(path, report):
          f"{report['live_bytes_at_end']}")
 
 
+def check_perfetto_window(path, lo_us, hi_us, dev):
+    """Every event but the metadata lies in [lo_us, hi_us]; with dev >= 0, every counter track
+    and slice is that device's."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    for i, e in enumerate(events):
+        if e["ph"] == "M":
+            continue
+        need(lo_us <= e["ts"] <= hi_us, f"event {i} at {e['ts']} outside [{lo_us}, {hi_us}]")
+        if e["ph"] == "X":
+            need(e["ts"] + e["dur"] <= hi_us, f"event {i} ends after {hi_us}")
+        if dev >= 0 and e["ph"] == "C":
+            need(e["name"].startswith(f"GPU {dev} "), f"event {i}: track {e['name']}")
+        if dev >= 0 and e["ph"] == "b" and e.get("cat") in ("allocation", "tensor"):
+            need(e["args"]["dev"] == dev, f"event {i}: slice of device {e['args']['dev']}")
+
+
+def check_perfetto_allocator(path, report):
+    """The allocator's counters reach report --json's allocator peak and end at its bytes at
+    the end; every tensor slice is ended."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    alloc = report.get("allocator")
+    if not need(alloc, "report --json has no allocator figures"):
+        return
+    track = f"GPU {alloc['dev']} allocator"
+    counters = [e["args"] for e in events if e["ph"] == "C" and e["name"] == track]
+    if not need(counters, f"no counter track {track}"):
+        return
+    need(all("inactive_split" in c for c in counters), "a counter without inactive_split")
+    peak = max(c["allocated"] for c in counters)
+    need(peak == alloc["peak_allocated_bytes"],
+         f"allocated peaks at {peak}, report says {alloc['peak_allocated_bytes']}")
+    need(counters[-1]["allocated"] == alloc["allocated_bytes_at_end"],
+         f"allocated ends at {counters[-1]['allocated']}, report says "
+         f"{alloc['allocated_bytes_at_end']}")
+    need(counters[-1]["reserved"] == alloc["reserved_bytes_at_end"],
+         f"reserved ends at {counters[-1]['reserved']}, report says "
+         f"{alloc['reserved_bytes_at_end']}")
+    begun = sum(1 for e in events if e["ph"] == "b" and e.get("cat") == "tensor")
+    ended = sum(1 for e in events if e["ph"] == "e" and e.get("cat") == "tensor")
+    need(begun and begun == ended, f"tensor slices: {begun} begun, {ended} ended")
+
+
 def main():
+    fmt = sys.argv[1]
+    if fmt == "perfetto-window":  # EXPORT FROM_US TO_US DEV
+        check_perfetto_window(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]),
+                              int(sys.argv[5]))
+        for p in problems[:20]:
+            print(f"check_export {fmt}: {p}")
+        sys.exit(1 if problems else 0)
+    if fmt == "memory-viz-entries":  # PICKLE EXPECTED_JSON: device_traces' actions and addrs
+        with open(sys.argv[2], "rb") as f:
+            snap = pickle.load(f)
+        with open(sys.argv[3]) as f:
+            expect = json.load(f)
+        got = [[[e["action"], e.get("addr", 0)] for e in t] for t in snap["device_traces"]]
+        need(got == expect["traces"], f"device_traces {got} != {expect['traces']}")
+        live = sum(s["total_size"] for s in snap["segments"])
+        need(live == expect["segment_bytes"], f"segments hold {live}, not "
+             f"{expect['segment_bytes']}")
+        for p in problems[:20]:
+            print(f"check_export {fmt}: {p}")
+        sys.exit(1 if problems else 0)
     fmt, path, report_path = sys.argv[1:4]
     with open(report_path) as f:
         report = json.load(f)
@@ -175,6 +240,9 @@ def main():
             oom = json.load(f)
     if fmt == "perfetto":
         check_perfetto(path, report, oom)
+    elif fmt == "perfetto-allocator":
+        check_perfetto(path, report, None)
+        check_perfetto_allocator(path, report)
     elif fmt.startswith("collapsed:"):
         check_collapsed(path, report, fmt.split(":", 1)[1])
     elif fmt == "memory-viz":

@@ -210,9 +210,10 @@ Test(export_cmd, memory_viz_pickle_loads_as_a_snapshot_whose_segments_hold_the_l
     cleanup(path, out);
 }
 
-/* An allocator's event; requested 0: the event has no REQUESTED field. */
-static void alloc_event_requested(struct tb *b, uint32_t action, uint64_t addr, uint64_t size,
-                                  uint64_t requested, uint32_t stack, uint32_t flags)
+/* An allocator's event; requested 0: the event has no REQUESTED field; figures: a free
+ * request carries the allocator's figures after it. */
+static void write_alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size,
+                              uint64_t requested, uint32_t stack, uint32_t flags, int figures)
 {
     b->t_ns += 1000;
     struct cmt_alloc_event e = {.allocator = 1,
@@ -229,12 +230,18 @@ static void alloc_event_requested(struct tb *b, uint32_t action, uint64_t addr, 
         e.fields |= CMT_AF(REQUESTED);
         e.v[CMT_AFIELD_REQUESTED] = requested;
     }
-    if (action == CMT_AA_FREE_REQUESTED) { /* the allocator's figures after it */
+    if (figures && action == CMT_AA_FREE_REQUESTED) { /* the allocator's figures after it */
         e.fields |= CMT_AF(ALLOCATED) | CMT_AF(RESERVED);
         e.v[CMT_AFIELD_ALLOCATED] = 5 * TB_MIB + addr % TB_MIB;
         e.v[CMT_AFIELD_RESERVED] = 20 * TB_MIB;
     }
     cr_assert_eq(cmt_writer_alloc_event(b->w, &e), 0);
+}
+
+static void alloc_event_requested(struct tb *b, uint32_t action, uint64_t addr, uint64_t size,
+                                  uint64_t requested, uint32_t stack, uint32_t flags)
+{
+    write_alloc_event(b, action, addr, size, requested, stack, flags, 1);
 }
 
 static void alloc_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack,
@@ -268,16 +275,24 @@ static void export_as_expected(const char *path, const char *expected)
     remove(out);
 }
 
+/* A trace begun for a caching allocator's events (its ALLOCATOR record with settings conf).
+ * @return a stack for them. */
+static uint32_t allocator_trace(struct tb *b, const char *conf)
+{
+    tb_begin(b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(b, "tensor", 2);
+    struct cmt_alloc_info info = {1, 0, 0, "pytorch-cuda-caching", "2.6.0", conf};
+    cr_assert_eq(cmt_writer_alloc_info(b->w, &info), 0);
+    return s;
+}
+
 /* A caching allocator's own events beside its driver calls: a 20 MiB segment with a block
  * allocated, one freed, one free requested but not completed, one from before the recorded
  * window; a small segment got and given back. */
 Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_events)
 {
     struct tb b;
-    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
-    uint32_t s = tb_stack(&b, "tensor", 2);
-    struct cmt_alloc_info info = {1, 0, 0, "pytorch-cuda-caching", "2.6.0", "max_split_size_mb:64"};
-    cr_assert_eq(cmt_writer_alloc_info(b.w, &info), 0);
+    uint32_t s = allocator_trace(&b, "max_split_size_mb:64");
     const uint64_t S = P0, T = P0 + TB_GIB;
     tb_alloc(&b, S, 20 * TB_MIB, s);
     alloc_event(&b, CMT_AA_SEGMENT_ALLOC, S, 20 * TB_MIB, s, 0);
@@ -317,7 +332,9 @@ Test(export_cmd, memory_viz_shows_an_allocators_segments_and_blocks_from_its_eve
     struct captured c = capture_run(cmt_cmd_export, pargv);
     cr_expect_eq(c.status, 0, "%s", c.err);
     cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\""), "%s", c.out);
-    cr_expect(strstr(c.out, "\"args\":{\"allocated\":5242880,\"reserved\":20971520}"), "%s", c.out);
+    cr_expect(strstr(c.out, "\"args\":{\"allocated\":5242880,\"reserved\":20971520,"
+                            "\"inactive_split\":"),
+              "%s", c.out);
     captured_free(&c);
     remove(path);
 }
@@ -441,7 +458,7 @@ Test(export_cmd, csv_and_jsonl_tables_have_a_row_per_item_and_documented_columns
 Test(export_cmd, bad_options_give_one_line_and_exit_2)
 {
     const char *path = export_trace(5);
-    const char *cases[][8] = {
+    const char *cases[][10] = {
         {"export", path, NULL},
         {"export", "-f", "svg", path, NULL},
         {"export", "-f", "perfetto", "--weight", "peak", path, NULL},
@@ -449,6 +466,14 @@ Test(export_cmd, bad_options_give_one_line_and_exit_2)
         {"export", "-f", "perfetto", "--table", "sites", path, NULL},
         {"export", "-f", "csv", "--table", "runs", path, NULL},
         {"export", "-f", "perfetto", "--partitioned", "/tmp/x", path, NULL},
+        /* windows and caps */
+        {"export", "-f", "csv", "--from", "1s", path, NULL},
+        {"export", "-f", "collapsed", "--device", "0", path, NULL},
+        {"export", "-f", "perfetto", "--max-entries", "10", path, NULL},
+        {"export", "-f", "perfetto", "--from", "soon", path, NULL},
+        {"export", "-f", "perfetto", "--from", "2s", "--to", "1s", path, NULL},
+        {"export", "-f", "perfetto", "--device", "gpu0", path, NULL},
+        {"export", "-f", "memory-viz", "--max-entries", "-3", path, NULL},
     }; /* several traces are taken (test_trace_dirs.c) */
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct captured c = capture_run(cmt_cmd_export, cases[i]);
@@ -462,5 +487,263 @@ Test(export_cmd, bad_options_give_one_line_and_exit_2)
     cr_expect_eq(c.status, 1);
     cr_expect(strstr(c.err, "/nonexistent/trace.cmt"), "%s", c.err);
     captured_free(&c);
+    /* --rank among traces that do not record one */
+    const char *rank[] = {"export", "-f", "perfetto", "--rank", "3", path, NULL};
+    c = capture_run(cmt_cmd_export, rank);
+    cr_expect_eq(c.status, 1, "%s", c.err);
+    cr_expect(strstr(c.err, "no trace of rank 3"), "%s", c.err);
+    captured_free(&c);
     remove(path);
+}
+
+/* ---- windows and caps (--from, --to, --device, --max-entries) ---- */
+
+/* Ten 1 MiB allocations, one a microsecond (t = 1..10 us), then the first five freed
+ * (t = 11..15 us): 35 trace entries in memory-viz (2 per allocation, 3 per free). */
+static const char *window_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 23 * TB_GIB);
+    b.t_ns = 0;
+    uint32_t s = tb_stack(&b, "window", 2);
+    for (int i = 0; i < 10; i++)
+        tb_alloc(&b, P0 + (uint64_t)i * TB_MIB, TB_MIB, s);
+    for (int i = 0; i < 5; i++)
+        tb_free(&b, P0 + (uint64_t)i * TB_MIB);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+/* Exports path as memory-viz with the options given and checks device 0's trace entries
+ * (action and address) and the segments' bytes against `expected` (check_export.py
+ * memory-viz-entries). @return the export's stderr (free it). */
+static char *memviz_entries(const char *path, const char *const *options, const char *expected)
+{
+    char out[160], expect[160], args[400];
+    snprintf(out, sizeof out, "%s.pickle", path);
+    snprintf(expect, sizeof expect, "%s.expect.json", path);
+    const char *argv[16] = {"export", "-f", "memory-viz", "-o", out};
+    int n = 5;
+    while (*options)
+        argv[n++] = *options++;
+    argv[n++] = path;
+    argv[n] = NULL;
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *err = strdup(c.err);
+    captured_free(&c);
+    FILE *f = fopen(expect, "w");
+    cr_assert_not_null(f);
+    fputs(expected, f);
+    fclose(f);
+    snprintf(args, sizeof args, "memory-viz-entries %s %s", out, expect);
+    cr_expect_eq(check(args), 0);
+    remove(expect);
+    remove(out);
+    return err;
+}
+
+/* The expected entries of window_trace's device 0 with the allocations [from, to) and the
+ * frees of the first `frees`, and the segments' bytes, as memviz_entries takes them. */
+static void window_entries(char *buf, size_t size, int from, int to, int frees,
+                           uint64_t segment_bytes)
+{
+    snprintf(buf, size, "{\"traces\": [[");
+    for (int i = from; i < to; i++) {
+        unsigned long long a = P0 + (uint64_t)i * TB_MIB;
+        snprintf(buf + strlen(buf), size - strlen(buf),
+                 "%s[\"segment_alloc\", %llu], [\"alloc\", %llu]", i > from ? ", " : "", a, a);
+    }
+    for (int i = 0; i < frees; i++) {
+        unsigned long long a = P0 + (uint64_t)i * TB_MIB;
+        snprintf(buf + strlen(buf), size - strlen(buf),
+                 ", [\"free_requested\", %llu], [\"free_completed\", %llu], "
+                 "[\"segment_free\", %llu]",
+                 a, a, a);
+    }
+    snprintf(buf + strlen(buf), size - strlen(buf), "]], \"segment_bytes\": %llu}",
+             (unsigned long long)segment_bytes);
+}
+
+/* The file at path, NUL-terminated, into buf (at most size - 1 bytes). */
+static void read_text(const char *path, char *buf, size_t size)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(buf, 1, size - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+Test(export_cmd, memory_viz_keeps_each_devices_last_max_entries_and_says_what_it_left_out)
+{
+    const char *path = window_trace(20);
+    char expected[1024];
+    unsigned long long a2 = P0 + 2 * TB_MIB, a3 = P0 + 3 * TB_MIB, a4 = P0 + 4 * TB_MIB;
+    snprintf(expected, sizeof expected,
+             "{\"traces\": [[[\"segment_free\", %llu], [\"free_requested\", %llu], "
+             "[\"free_completed\", %llu], [\"segment_free\", %llu], [\"free_requested\", %llu], "
+             "[\"free_completed\", %llu], [\"segment_free\", %llu]]], \"segment_bytes\": %llu}",
+             a2, a3, a3, a3, a4, a4, a4, (unsigned long long)(5 * TB_MIB));
+    const char *seven[] = {"--max-entries", "7", NULL};
+    char *err = memviz_entries(path, seven, expected);
+    cr_expect(strstr(err, "last 7 trace entries (7 in all) and left out 28 older ones"), "%s", err);
+    cr_expect(strchr(err, '\n') == err + strlen(err) - 1, "one line: %s", err);
+    free(err);
+    /* the default ring (100000) keeps all 35: nothing said */
+    const char *none[] = {NULL};
+    char all[4096];
+    window_entries(all, sizeof all, 0, 10, 5, 5 * TB_MIB);
+    err = memviz_entries(path, none, all);
+    cr_expect_str_empty(err);
+    free(err);
+    remove(path);
+}
+
+/* --from 4.5us --to 12.5us: the allocations at 5..10 us and the frees at 11 and 12 us; the
+ * segments are those live at 12.5 us (8 MiB: the two first freed). */
+Test(export_cmd, memory_viz_writes_the_window_and_the_segments_at_its_end)
+{
+    const char *path = window_trace(21);
+    char expected[2048];
+    window_entries(expected, sizeof expected, 4, 10, 2, 8 * TB_MIB);
+    const char *window[] = {"--from", "4.5us", "--to", "12500ns", NULL};
+    char *err = memviz_entries(path, window, expected);
+    free(err);
+    /* another device's view: empty */
+    const char *other[] = {"--device", "1", NULL};
+    err = memviz_entries(path, other, "{\"traces\": [[]], \"segment_bytes\": 0}");
+    free(err);
+    remove(path);
+}
+
+Test(export_cmd, perfetto_writes_only_the_window_with_the_state_at_its_start)
+{
+    const char *path = window_trace(22);
+    char out[160], report[160], args[512];
+    snprintf(out, sizeof out, "%s.json", path);
+    snprintf(report, sizeof report, "%s.report.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report);
+    const char *argv[] = {"export", "-f",    "perfetto", "--min-slice", "0",
+                          "--from", "4.5us", "--to",     "12.5us",      "--device",
+                          "0",      "-o",    out,        path,          NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "perfetto-window %s 4.5 12.5 0", out);
+    cr_expect_eq(check(args), 0);
+    snprintf(args, sizeof args, "perfetto %s %s", out, report); /* every slice begun and ended */
+    cr_expect_eq(check(args), 0);
+    static char text[1 << 16];
+    read_text(out, text, sizeof text);
+    /* it opens at 4.5 us with the 4 MiB then live, begun there, and ends at 12.5 us */
+    cr_expect(strstr(text, "\"ts\":4.500,\"args\":{\"device\":4194304}"), "%s", text);
+    cr_expect(strstr(text, "\"id\":\"0x700000300000\""), "%s", text);
+    cr_expect(strstr(text, "\"ts\":12.500}"), "the live slices close at --to: %s", text);
+    remove(report);
+    remove(out);
+    remove(path);
+}
+
+/* An allocator's actions without its own figures (as an imported snapshot's): the counters
+ * are the figures the pass rebuilds, so they peak and end at report --json's allocator
+ * figures; every block is a tensor slice named by its top frame. */
+static void plain_event(struct tb *b, uint32_t action, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    write_alloc_event(b, action, addr, size, 0, stack, 0, 0);
+}
+
+Test(export_cmd, perfetto_allocator_counters_and_tensor_slices_match_the_report)
+{
+    struct tb b;
+    uint32_t s = allocator_trace(&b, "");
+    const uint64_t S = P0, M = TB_MIB;
+    plain_event(&b, CMT_AA_SEGMENT_ALLOC, S, 20 * M, s);
+    plain_event(&b, CMT_AA_ALLOC, S, 4 * M, s);
+    plain_event(&b, CMT_AA_ALLOC, S + 4 * M, 8 * M, s);
+    plain_event(&b, CMT_AA_ALLOC, S + 12 * M, 2 * M, s);
+    plain_event(&b, CMT_AA_FREE_REQUESTED, S + 4 * M, 8 * M, s);
+    plain_event(&b, CMT_AA_FREE_COMPLETED, S + 4 * M, 8 * M, s);
+    plain_event(&b, CMT_AA_FREE_COMPLETED, S + 16 * M, M, s); /* never allocated: no slice */
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 23);
+    tb_free_builder(&b);
+    char out[160], report[160], args[512];
+    snprintf(out, sizeof out, "%s.json", path);
+    snprintf(report, sizeof report, "%s.report.json", path);
+    const char *rargv[] = {"report", "--json", path, NULL};
+    run_to(cmt_cmd_report, rargv, report);
+    const char *argv[] = {"export", "-f", "perfetto", "-o", out, path, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "perfetto-allocator %s %s", out, report);
+    cr_expect_eq(check(args), 0);
+    static char text[1 << 16];
+    read_text(out, text, sizeof text);
+    /* the free requested: 6 MiB allocated, the 8 MiB block still active (pending); completed:
+     * 14 MiB of the 20 MiB segment free beside live blocks (split) */
+    cr_expect(
+        strstr(text, "\"allocated\":6291456,\"reserved\":20971520,\"inactive_split\":6291456"),
+        "%s", text);
+    cr_expect(
+        strstr(text, "\"allocated\":6291456,\"reserved\":20971520,\"inactive_split\":14680064"),
+        "%s", text);
+    cr_expect(strstr(text, "{\"ph\":\"b\",\"cat\":\"tensor\",\"name\":\"tensor_"), "%s", text);
+    cr_expect(strstr(text, "\"args\":{\"bytes\":8388608,\"requested\":8388608,\"dev\":0}"), "%s",
+              text);
+    /* from 3.5 us: the window opens at its first action (the 2 MiB alloc at 4 us) with the
+     * figures after it and the two blocks live before it begun at 3.5 us; that alloc's own
+     * slice begins at 4 us */
+    const char *wargv[] = {"export", "-f", "perfetto", "--from", "3.5us", "-o", out, path, NULL};
+    c = capture_run(cmt_cmd_export, wargv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    snprintf(args, sizeof args, "perfetto %s %s", out, report);
+    cr_expect_eq(check(args), 0);
+    read_text(out, text, sizeof text);
+    cr_expect(strstr(text, "\"ts\":3.500,\"args\":{\"allocated\":14680064,"), "%s", text);
+    cr_expect(strstr(text, "\"id\":\"0:0x700000400000\",\"pid\":100,\"tid\":0,\"ts\":3.500"), "%s",
+              text);
+    cr_expect(strstr(text, "\"id\":\"0:0x700000c00000\",\"pid\":100,\"tid\":77,\"ts\":4.000"), "%s",
+              text);
+    cr_expect(!strstr(text, "\"ts\":2.000"), "nothing before the window: %s", text);
+    remove(report);
+    remove(out);
+    remove(path);
+}
+
+/* A directory of two ranks' traces: --rank 1 exports rank 1's process (pid 1001), as one view. */
+Test(export_cmd, rank_picks_that_ranks_trace_of_a_directory)
+{
+    char dir[] = "/tmp/cmt-export-ranks-XXXXXX", path[64];
+    cr_assert_not_null(mkdtemp(dir));
+    for (int32_t rank = 0; rank < 2; rank++) {
+        struct cmt_process p = {.pid = (uint64_t)(1000 + rank),
+                                .exe = "train",
+                                .rank = rank,
+                                .local_rank = rank,
+                                .world_size = 2};
+        struct tb b;
+        tb_begin_process(&b, &p, 24 * TB_GIB, 24 * TB_GIB);
+        tb_alloc(&b, P0, TB_GIB, tb_stack(&b, "rank", 1));
+        tb_finish(&b, 1);
+        snprintf(path, sizeof path, "%s/rank%d.cmt", dir, rank);
+        cr_assert_eq(tb_save(&b, path), 0);
+        tb_free_builder(&b);
+    }
+    const char *argv[] = {"export", "-f", "perfetto", "--rank", "1", dir, NULL};
+    struct captured c = capture_run(cmt_cmd_export, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"pid\":1001,"), "%s", c.out);
+    cr_expect(!strstr(c.out, "\"pid\":1000,"), "%s", c.out);
+    captured_free(&c);
+    for (int32_t rank = 0; rank < 2; rank++) {
+        snprintf(path, sizeof path, "%s/rank%d.cmt", dir, rank);
+        remove(path);
+    }
+    rmdir(dir);
 }

@@ -124,7 +124,8 @@ Test(snapshot_views, perfetto_of_a_snapshot_has_the_allocators_counters)
     struct captured c = capture_run(cmt_cmd_export, argv);
     cr_expect_eq(c.status, 0, "%s", c.err);
     cr_expect(strstr(c.out, "\"name\":\"GPU 0 allocator\",\"pid\":0,\"tid\":0,\"ts\":0.000,"
-                            "\"args\":{\"allocated\":41943040,\"reserved\":44040192}"),
+                            "\"args\":{\"allocated\":41943040,\"reserved\":44040192,"
+                            "\"inactive_split\":"),
               "%s", c.out);
     int counters = 0;
     for (const char *s = c.out; (s = strstr(s, "\"GPU 0 allocator\"")); s++)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "export/memory_viz_state.h"
 #include "output.h"
 #include "pass.h"
 #include "replay.h"
@@ -69,6 +70,24 @@ enum cmt__export_codec {
 /* The most traces the partitioned export converts at once (--jobs). */
 #define CMT__EXPORT_MAX_JOBS 64
 
+/* --from, --to, --device: the part of a trace perfetto and memory-viz write. */
+struct cmt__export_window {
+    uint64_t from_ns, to_ns; /* inclusive; to_ns UINT64_MAX: the end */
+    int32_t device;          /* -1: every device */
+};
+static inline int cmt__export_window_time(const struct cmt__export_window *w, uint64_t t_ns)
+{
+    return t_ns >= w->from_ns && t_ns <= w->to_ns;
+}
+static inline int cmt__export_window_dev(const struct cmt__export_window *w, int32_t dev)
+{
+    return w->device < 0 || dev == w->device;
+}
+
+/* memory-viz keeps each device's last entries, as PyTorch's ring does: the max_entries that
+ * PyTorch's memory_viz guide passes to _record_memory_history (its own default is unbounded). */
+#define CMT__EXPORT_MEMVIZ_MAX_ENTRIES 100000
+
 struct cmt__export_options {
     enum cmt__export_format format;
     enum cmt__export_weight weight; /* collapsed */
@@ -78,6 +97,11 @@ struct cmt__export_options {
     int with_events;                /* --partitioned: also the events table */
     enum cmt__export_codec codec;   /* --partitioned: --compress */
     unsigned jobs;                  /* --partitioned: traces converted at once; 0: the cores */
+
+    /* ---- windows and caps (perfetto, memory-viz) ---- */
+    struct cmt__export_window window; /* --from, --to, --device */
+    int64_t rank;                     /* --rank: the trace of that rank among those given, -1 */
+    uint64_t max_entries;             /* memory-viz: per device, 0 all */
 };
 
 /* A buffer in front of a FILE for the exports' hot paths (a row or a counter per event): bytes,
@@ -173,6 +197,11 @@ const char *cmt__export_alloc_conf(const cmt_reader *r);
 /* ---- the other formats ---- */
 /* Perfetto / Chrome trace-event JSON: an observer that writes counters and slices as the
  * replay goes; cmt__export_perfetto_end() writes the OOM instants and closes the JSON. */
+struct cmt__perfetto_tensor {
+    uint64_t addr;
+    int32_t dev; /* INT32_MIN: an empty slot */
+    uint32_t stack;
+};
 struct cmt__export_perfetto {
     FILE *f;
     struct cmt__out out;
@@ -188,14 +217,24 @@ struct cmt__export_perfetto {
     const cmt_alloc *alloc;
     struct cmt__perfetto_figures {
         int32_t dev;
-        uint64_t t_ns, allocated, reserved;
+        uint64_t t_ns, allocated, reserved, inactive_split;
     } pending[8];
     uint32_t pending_count;
+    /* the allocator's blocks as tensor slices: those begun and not ended (a set by address) */
+    struct cmt__perfetto_tensor *tensors;
+    size_t tensor_count, tensor_cap;
+    char **frame_names; /* per stack, lazily: its top frame */
+    uint32_t frame_name_count;
+    /* the window: opened (the state at its start written), closed (its end passed) */
+    struct cmt__export_window window;
+    int opened, closed;
+    uint64_t last_t_ns; /* of the last event or allocator action */
 };
 /* alloc: the state the pass keeps (cmt__pass's alloc, made before the replay), or NULL. */
 struct cmt_observer cmt__export_perfetto_observer(struct cmt__export_perfetto *x, FILE *f,
                                                   const cmt_reader *r, uint64_t min_slice_bytes,
-                                                  const cmt_alloc *alloc);
+                                                  const cmt_alloc *alloc,
+                                                  const struct cmt__export_window *window);
 void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__pass *p);
 
 /* Folded stacks, one line per call site with a nonzero weight, root frame first: the driver's
@@ -204,20 +243,38 @@ void cmt__export_perfetto_end(struct cmt__export_perfetto *x, const struct cmt__
  * pass, two for the allocator's peak. @return the exit status (1 after saying why). */
 int cmt__export_collapsed_run(const char *path, FILE *f, enum cmt__export_weight weight);
 
-/* PyTorch's memory snapshot: an observer that keeps the trace entries per device (driver calls,
- * and allocator events where the trace has them);
+/* PyTorch's memory snapshot: an observer that keeps the trace entries of each device (driver
+ * calls, or its allocator's events where the trace has them) in a ring of its last
+ * max_entries, and the allocator's end state in memory that follows what is live;
  * cmt__export_memory_viz_end() writes the pickle. @return 0, or -1 when out of memory. */
-struct cmt__memviz_entry;
+struct cmt__memviz_ring {
+    struct cmt__memviz_entry *e;
+    size_t cap, head, count;
+    uint64_t dropped; /* entries the ring let go */
+};
 struct cmt__export_memory_viz {
-    struct cmt__memviz_entry *entries;
-    size_t count, cap;
-    int failed;
+    struct cmt__export_window window;
+    uint64_t max_entries;           /* per device, 0: all */
+    struct cmt__memviz_ring *rings; /* per device 0..CMT_MAX_DEVICES-1 */
+    struct cmt__memviz_actions actions;
+    uint8_t has_alloc[CMT_MAX_DEVICES]; /* its allocator's actions are its trace */
+    int32_t max_dev;
+    uint64_t outside;               /* entries outside the window's times */
+    int failed, done;               /* done: past the window's end */
+    struct cmt_replay_object *live; /* the driver's objects live when the window ended */
+    size_t live_count, live_cap;
     char *conf;                       /* the last ALLOCATOR record's settings, or NULL */
     uint64_t active[CMT_MAX_DEVICES]; /* per device: the allocator's active bytes so far */
 };
-struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x);
+/* @return 0 with *observer set, or -1 when out of memory (free x in either case). */
+int cmt__export_memory_viz_init(struct cmt__export_memory_viz *x,
+                                const struct cmt__export_window *window, uint64_t max_entries,
+                                struct cmt_observer *observer);
 int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cmt__pass *p,
                                FILE *f);
+/* The entries written and those the rings let go. */
+void cmt__export_memory_viz_cut(const struct cmt__export_memory_viz *x, uint64_t *kept,
+                                uint64_t *dropped);
 void cmt__export_memory_viz_free(struct cmt__export_memory_viz *x);
 
 /* `--partitioned DIR TRACES...`. @return the exit status. */

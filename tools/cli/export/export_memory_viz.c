@@ -15,24 +15,27 @@
  * device (dev -1) is shown on device 0.
  *
  * Frames come from the trace's stacks (innermost first, as PyTorch writes them); each frame,
- * each stack and each repeated string is written once and shared through the pickle's memo. */
+ * each stack and each repeated string is written once and shared through the pickle's memo.
+ *
+ * Streaming: each device's trace entries are a ring of its last max_entries (as PyTorch's
+ * record_memory_history keeps them), the allocator's end state is rebuilt from its actions in
+ * memory that follows what is live (memory_viz_state.c), so memory does not grow with the
+ * trace. A window (--from/--to/--device) keeps the entries inside it; the segments are the
+ * state at its end. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmt_grow.h"
 #include "export/export.h"
 #include "oom.h"
+#include "export/memory_viz_state.h"
 #include "export/pickle_writer.h"
 
-/* ACT_ALLOCATOR: an ALLOC_EVENT record, action `aa` (enum cmt_alloc_action) */
-enum { ACT_ALLOC, ACT_FREE, ACT_OOM, ACT_ALLOCATOR };
-
-struct cmt__memviz_entry {
-    uint64_t addr, size, stream, t_ns, device_free;
-    uint64_t requested, pool; /* ACT_ALLOCATOR */
-    uint32_t stack, flags;
-    int32_t dev;
-    uint8_t action, aa;
+enum {
+    ACT_ALLOC = CMT__MEMVIZ_ALLOC,
+    ACT_FREE = CMT__MEMVIZ_FREE,
+    ACT_OOM = CMT__MEMVIZ_OOM,
+    ACT_ALLOCATOR = CMT__MEMVIZ_ALLOCATOR
 };
 
 static int device_kind(int kind)
@@ -54,105 +57,6 @@ static int32_t shown_device(int32_t dev)
 {
     return dev >= 0 && dev < CMT_MAX_DEVICES ? dev : 0;
 }
-
-static void add(struct cmt__export_memory_viz *x, const struct cmt__memviz_entry *e)
-{
-    if (x->failed)
-        return;
-    if (x->count == x->cap && CMT_GROW(x->entries, x->cap, x->count + 1, 4096) != 0) {
-        x->failed = 1;
-        return;
-    }
-    x->entries[x->count++] = *e;
-}
-
-/* An allocator's action, kept as it is: the snapshot's trace entries and segments come from
- * them on the devices that have them. */
-static void add_alloc_event(struct cmt__export_memory_viz *x, const struct cmt_alloc_event *a)
-{
-    const uint64_t *v = a->v;
-#define CMT__AV(name) ((a->fields & CMT_AF(name)) ? v[CMT_AFIELD_##name] : 0)
-    struct cmt__memviz_entry e = {
-        .addr = CMT__AV(ADDR),
-        .size = CMT__AV(SIZE),
-        .stream = CMT__AV(STREAM),
-        .t_ns = a->t_ns,
-        .device_free = CMT__AV(DEVICE_FREE),
-        .requested = (a->fields & CMT_AF(REQUESTED)) ? v[CMT_AFIELD_REQUESTED] : CMT__AV(SIZE),
-        .pool = CMT__AV(POOL),
-        .stack = a->stack,
-        .flags = (uint32_t)CMT__AV(FLAGS),
-        .dev = shown_device(a->dev),
-        .action = ACT_ALLOCATOR,
-        .aa = (uint8_t)a->action};
-#undef CMT__AV
-    /* c10's snapshot entry carries the bytes active when it was taken (the allocator's blocks
-     * allocated or pending free): the event's own figure where it has one */
-    uint64_t *active = &x->active[e.dev];
-    if (a->action == CMT_AA_ALLOC)
-        *active += e.size;
-    else if (a->action == CMT_AA_FREE_COMPLETED)
-        *active -= e.size < *active ? e.size : *active;
-    else if (a->action == CMT_AA_SNAPSHOT && !(a->fields & CMT_AF(SIZE)))
-        e.size = *active;
-    if (a->action >= 1 && a->action < CMT_AA_MAX)
-        add(x, &e);
-}
-
-static unsigned memviz_step(struct cmt_observer *self, const cmt_replay *rp,
-                            const struct cmt_replay_step *st)
-{
-    (void)rp;
-    struct cmt__export_memory_viz *x = self->ctx;
-    if (st->rec.type == CMT_REC_ALLOC_EVENT)
-        add_alloc_event(x, &st->rec.u.alloc_event);
-    if (st->rec.type == CMT_REC_ALLOCATOR && st->rec.u.alloc_info.conf &&
-        *st->rec.u.alloc_info.conf) { /* the settings the allocator says it ran with */
-        free(x->conf);
-        x->conf = strdup(st->rec.u.alloc_info.conf);
-    }
-    if (st->rec.type != CMT_REC_EVENT)
-        return CMT_OBSERVE_ALL;
-    const struct cmt_event *ev = &st->rec.u.event;
-    struct cmt__memviz_entry e = {.addr = st->key,
-                                  .size = st->bytes,
-                                  .stream = (ev->fields & CMT_F(STREAM)) ? ev->v[CMT_FIELD_STREAM]
-                                                                         : 0,
-                                  .t_ns = ev->t_ns,
-                                  .stack = ev->stack,
-                                  .dev = shown_device(ev->dev)};
-    if (st->oom) {
-        e.action = ACT_OOM;
-        e.size = st->request;
-        e.addr = 0;
-        e.device_free = st->device && st->device->have_sample ? st->device->free_bytes : 0;
-        add(x, &e);
-    } else if (st->kind >= 0 && traced_kind(st->kind)) {
-        if (st->is_alloc && st->failed)
-            return CMT_OBSERVE_ALL;
-        e.action = st->is_alloc ? ACT_ALLOC : ACT_FREE;
-        if (!st->is_alloc && st->owner)
-            e.dev = shown_device(st->owner->dev);
-        add(x, &e);
-    }
-    return CMT_OBSERVE_ALL;
-}
-
-struct cmt_observer cmt__export_memory_viz_observer(struct cmt__export_memory_viz *x)
-{
-    memset(x, 0, sizeof *x);
-    struct cmt_observer o = {.wants = CMT_OBSERVE_ALL, .step = memviz_step, .ctx = x};
-    return o;
-}
-
-void cmt__export_memory_viz_free(struct cmt__export_memory_viz *x)
-{
-    free(x->entries);
-    free(x->conf);
-    memset(x, 0, sizeof *x);
-}
-
-/* ---- writing ---- */
 
 /* The strings every entry repeats, written once and then taken from the memo (as Python's
  * pickler does with interned strings). */
@@ -201,6 +105,209 @@ enum {
         S_COUNT
 };
 
+/* Entry e of the trace, shown as action string `shown`, into its device's ring: the last
+ * max_entries of the device (0: all). */
+static void add(struct cmt__export_memory_viz *x, const struct cmt__memviz_entry *e, int shown)
+{
+    struct cmt__memviz_ring *r = &x->rings[e->dev];
+    if (x->failed || !cmt__export_window_dev(&x->window, e->dev))
+        return;
+    if (!cmt__export_window_time(&x->window, e->t_ns)) {
+        x->outside++;
+        return;
+    }
+    size_t i;
+    if (x->max_entries && r->count == x->max_entries) { /* full: the oldest goes */
+        i = r->head;
+        r->head = (r->head + 1) % r->count;
+        r->dropped++;
+    } else {
+        if (r->count == r->cap && CMT_GROW(r->e, r->cap, r->count + 1, 1024) != 0) {
+            x->failed = 1;
+            return;
+        }
+        i = r->count++;
+    }
+    r->e[i] = *e;
+    r->e[i].shown = (uint8_t)shown;
+}
+
+/* The first allocator action on a device: from now on its trace is its allocator's, and the
+ * driver's entries it kept are not shown. */
+static void become_allocator_device(struct cmt__export_memory_viz *x, int32_t dev)
+{
+    struct cmt__memviz_ring *r = &x->rings[dev];
+    x->has_alloc[dev] = 1;
+    r->count = r->head = 0;
+    r->dropped = 0;
+}
+
+static int action_string(unsigned aa);
+
+/* An allocator's action, kept as it is: the snapshot's trace entries and segments come from
+ * them on the devices that have them. */
+static void add_alloc_event(struct cmt__export_memory_viz *x, const struct cmt_alloc_event *a)
+{
+    if (a->t_ns > x->window.to_ns) /* after the window: the state is the one at its end */
+        return;
+    const uint64_t *v = a->v;
+#define CMT__AV(name) ((a->fields & CMT_AF(name)) ? v[CMT_AFIELD_##name] : 0)
+    struct cmt__memviz_entry e = {
+        .addr = CMT__AV(ADDR),
+        .size = CMT__AV(SIZE),
+        .stream = CMT__AV(STREAM),
+        .t_ns = a->t_ns,
+        .device_free = CMT__AV(DEVICE_FREE),
+        .requested = (a->fields & CMT_AF(REQUESTED)) ? v[CMT_AFIELD_REQUESTED] : CMT__AV(SIZE),
+        .pool = CMT__AV(POOL),
+        .stack = a->stack,
+        .flags = (uint32_t)CMT__AV(FLAGS),
+        .dev = shown_device(a->dev),
+        .action = ACT_ALLOCATOR,
+        .aa = (uint8_t)a->action};
+#undef CMT__AV
+    /* c10's snapshot entry carries the bytes active when it was taken (the allocator's blocks
+     * allocated or pending free): the event's own figure where it has one */
+    uint64_t *active = &x->active[e.dev];
+    if (a->action == CMT_AA_ALLOC)
+        *active += e.size;
+    else if (a->action == CMT_AA_FREE_COMPLETED)
+        *active -= e.size < *active ? e.size : *active;
+    else if (a->action == CMT_AA_SNAPSHOT && !(a->fields & CMT_AF(SIZE)))
+        e.size = *active;
+    if (a->action < 1 || a->action >= CMT_AA_MAX)
+        return;
+    if (e.dev > x->max_dev)
+        x->max_dev = e.dev;
+    if (!x->has_alloc[e.dev])
+        become_allocator_device(x, e.dev);
+    if (cmt__memviz_state_action(a->action) && cmt__memviz_actions_add(&x->actions, &e) != 0)
+        x->failed = 1;
+    if (!(e.flags & CMT_AFLAG_BEFORE)) /* the state before the window: not in PyTorch's ring */
+        add(x, &e, action_string(e.aa));
+}
+
+static void note_device(struct cmt__export_memory_viz *x, int32_t dev)
+{
+    if (dev > x->max_dev)
+        x->max_dev = dev;
+}
+
+static unsigned memviz_step(struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    (void)rp;
+    struct cmt__export_memory_viz *x = self->ctx;
+    if (st->rec.type == CMT_REC_ALLOC_EVENT)
+        add_alloc_event(x, &st->rec.u.alloc_event);
+    if (x->done)
+        return 0;
+    if (st->rec.type == CMT_REC_ALLOCATOR && st->rec.u.alloc_info.conf &&
+        *st->rec.u.alloc_info.conf) { /* the settings the allocator says it ran with */
+        free(x->conf);
+        x->conf = strdup(st->rec.u.alloc_info.conf);
+    }
+    if (st->rec.type != CMT_REC_EVENT)
+        return CMT_OBSERVE_ALL;
+    const struct cmt_event *ev = &st->rec.u.event;
+    if (ev->t_ns > x->window.to_ns) /* no moment came (none after it): the end is the state */
+        return CMT_OBSERVE_ALL;
+    struct cmt__memviz_entry e = {.addr = st->key,
+                                  .size = st->bytes,
+                                  .stream = (ev->fields & CMT_F(STREAM)) ? ev->v[CMT_FIELD_STREAM]
+                                                                         : 0,
+                                  .t_ns = ev->t_ns,
+                                  .stack = ev->stack,
+                                  .dev = shown_device(ev->dev)};
+    if (st->oom) {
+        e.action = ACT_OOM;
+        e.size = st->request;
+        e.addr = 0;
+        e.device_free = st->device && st->device->have_sample ? st->device->free_bytes : 0;
+        note_device(x, e.dev);
+        if (!x->has_alloc[e.dev])
+            add(x, &e, S_OOM);
+    } else if (st->kind >= 0 && traced_kind(st->kind)) {
+        if (st->is_alloc && st->failed)
+            return CMT_OBSERVE_ALL;
+        e.action = st->is_alloc ? ACT_ALLOC : ACT_FREE;
+        if (!st->is_alloc && st->owner)
+            e.dev = shown_device(st->owner->dev);
+        note_device(x, e.dev);
+        if (x->has_alloc[e.dev])
+            return CMT_OBSERVE_ALL;
+        add(x, &e, st->is_alloc ? S_SEGMENT_ALLOC : S_FREE_REQUESTED);
+        add(x, &e, st->is_alloc ? S_ALLOC : S_FREE_COMPLETED);
+        if (!st->is_alloc)
+            add(x, &e, S_SEGMENT_FREE);
+    }
+    return CMT_OBSERVE_ALL;
+}
+
+static void keep_live(void *ctx, const struct cmt_replay_object *o)
+{
+    struct cmt__export_memory_viz *x = ctx;
+    if (!device_kind(o->kind) || x->failed)
+        return;
+    if (x->live_count == x->live_cap &&
+        CMT_GROW(x->live, x->live_cap, x->live_count + 1, 256) != 0) {
+        x->failed = 1;
+        return;
+    }
+    x->live[x->live_count++] = *o;
+}
+
+/* The moment the window ends: the driver's segments are those live then. */
+static void memviz_window_end(struct cmt_observer *self, const cmt_replay *rp)
+{
+    struct cmt__export_memory_viz *x = self->ctx;
+    cmt_replay_foreach_live(rp, keep_live, x);
+    x->done = 1;
+    self->before_t = UINT64_MAX;
+}
+
+int cmt__export_memory_viz_init(struct cmt__export_memory_viz *x,
+                                const struct cmt__export_window *window, uint64_t max_entries,
+                                struct cmt_observer *observer)
+{
+    memset(x, 0, sizeof *x);
+    x->window = *window;
+    x->max_entries = max_entries;
+    x->rings = calloc(CMT_MAX_DEVICES, sizeof *x->rings);
+    if (!x->rings)
+        return -1;
+    *observer = (struct cmt_observer){.wants = CMT_OBSERVE_ALL,
+                                      .step = memviz_step,
+                                      .ctx = x,
+                                      .before_t = window->to_ns,
+                                      .before = window->to_ns != UINT64_MAX ? memviz_window_end
+                                                                            : NULL};
+    return 0;
+}
+
+void cmt__export_memory_viz_cut(const struct cmt__export_memory_viz *x, uint64_t *kept,
+                                uint64_t *dropped)
+{
+    *kept = *dropped = 0;
+    for (int32_t d = 0; x->rings && d < CMT_MAX_DEVICES; d++) {
+        *kept += x->rings[d].count;
+        *dropped += x->rings[d].dropped;
+    }
+}
+
+void cmt__export_memory_viz_free(struct cmt__export_memory_viz *x)
+{
+    for (int32_t d = 0; x->rings && d < CMT_MAX_DEVICES; d++)
+        free(x->rings[d].e);
+    free(x->rings);
+    cmt__memviz_actions_free(&x->actions);
+    free(x->live);
+    free(x->conf);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- writing ---- */
+
 struct writer {
     struct cmt__pickle pk;
     const cmt_reader *r;
@@ -210,6 +317,7 @@ struct writer {
     uint32_t string_memo[S_COUNT]; /* memo index + 1, 0: not yet written */
     const uint8_t *has_alloc;      /* per device 0..max_dev: its allocator's events are there */
     int32_t max_dev;
+    const struct cmt__export_window *window;
 };
 
 static int allocator_device(const struct writer *w, int32_t dev)
@@ -300,7 +408,7 @@ static void frames(struct writer *w, uint32_t leaf)
 
 static int is_block_action(unsigned aa)
 {
-    return aa == CMT_AA_ALLOC || aa == CMT_AA_FREE_REQUESTED || aa == CMT_AA_FREE_COMPLETED;
+    return cmt__memviz_block_action(aa);
 }
 
 static void trace_entry(struct writer *w, int action, const struct cmt__memviz_entry *e)
@@ -343,29 +451,16 @@ static int action_string(unsigned aa)
     return aa < CMT_AA_MAX && s[aa] ? s[aa] : S_SNAPSHOT;
 }
 
-/* Device dev's trace entries: its allocator's actions when the trace has them (not those that
- * only describe the state before the recorded window), else its driver calls. */
+/* Device dev's trace entries, oldest first: its allocator's actions when the trace has them
+ * (not those that only describe the state before the recorded window), else its driver calls
+ * (both as add() kept them). */
 static void device_trace(struct writer *w, const struct cmt__export_memory_viz *x, int32_t dev)
 {
-    int allocator = allocator_device(w, dev);
+    const struct cmt__memviz_ring *r = &x->rings[dev];
     cmt__pickle_list(&w->pk);
-    for (size_t i = 0; i < x->count; i++) {
-        const struct cmt__memviz_entry *e = &x->entries[i];
-        if (e->dev != dev || (e->action == ACT_ALLOCATOR) != allocator)
-            continue;
-        if (e->action == ACT_ALLOCATOR) {
-            if (!(e->flags & CMT_AFLAG_BEFORE))
-                trace_entry(w, action_string(e->aa), e);
-        } else if (e->action == ACT_ALLOC) {
-            trace_entry(w, S_SEGMENT_ALLOC, e);
-            trace_entry(w, S_ALLOC, e);
-        } else if (e->action == ACT_FREE) {
-            trace_entry(w, S_FREE_REQUESTED, e);
-            trace_entry(w, S_FREE_COMPLETED, e);
-            trace_entry(w, S_SEGMENT_FREE, e);
-        } else {
-            trace_entry(w, S_OOM, e);
-        }
+    for (size_t i = 0; i < r->count; i++) {
+        const struct cmt__memviz_entry *e = &r->e[(r->head + i) % r->count];
+        trace_entry(w, e->shown, e);
     }
     cmt__pickle_end_list(&w->pk);
 }
@@ -373,13 +468,15 @@ static void device_trace(struct writer *w, const struct cmt__export_memory_viz *
 struct segments_ctx {
     struct writer *w;
     const cmt_replay *rp;
+    const struct cmt__export_window *window;
 };
 
 static void segment(void *ctx, const struct cmt_replay_object *o)
 {
     struct segments_ctx *s = ctx;
     struct writer *w = s->w;
-    if (!device_kind(o->kind) || allocator_device(w, shown_device(o->dev)))
+    if (!device_kind(o->kind) || allocator_device(w, shown_device(o->dev)) ||
+        !cmt__export_window_dev(s->window, shown_device(o->dev)))
         return; /* an allocator's device: its segments come from its events */
     const struct cmt_replay_site *site = cmt_replay_site(s->rp, o->site);
     uint32_t stack = site ? site->stack : 0;
@@ -414,237 +511,6 @@ static void segment(void *ctx, const struct cmt_replay_object *o)
     cmt__pickle_end_dict(&w->pk);
 }
 
-/* ---- the allocator's state at the end, from its events ---- */
-
-struct keyed {
-    int32_t dev;
-    uint64_t key;
-    size_t index; /* into the entries: file order */
-};
-
-static int by_key(const void *pa, const void *pb)
-{
-    const struct keyed *a = pa, *b = pb;
-    if (a->dev != b->dev)
-        return a->dev < b->dev ? -1 : 1;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
-    return a->index < b->index ? -1 : a->index > b->index;
-}
-
-struct block {
-    const struct cmt__memviz_entry *e; /* its ALLOC */
-    int pending;                       /* free requested, not completed */
-};
-
-struct segment_state {
-    const struct cmt__memviz_entry *e; /* its SEGMENT_ALLOC or first SEGMENT_MAP */
-    int32_t dev;
-    uint64_t addr, size;
-};
-
-struct allocator_state {
-    struct segment_state *segs;
-    struct block *blocks;
-    size_t nsegs, nblocks;
-};
-
-static int is_segment_action(unsigned aa)
-{
-    return aa == CMT_AA_SEGMENT_ALLOC || aa == CMT_AA_SEGMENT_FREE;
-}
-
-/* One segment's events, in file order: live at the end with its size, or not. */
-static void settle_segment(struct allocator_state *s, const struct cmt__memviz_entry *all,
-                           const struct keyed *k, size_t n)
-{
-    struct segment_state seg = {.dev = k[0].dev, .addr = k[0].key};
-    int live = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct cmt__memviz_entry *e = &all[k[i].index];
-        live = e->aa == CMT_AA_SEGMENT_ALLOC;
-        if (live)
-            seg.e = e, seg.size = e->size;
-    }
-    if (live && seg.size)
-        s->segs[s->nsegs++] = seg;
-}
-
-/* ---- expandable segments: the mapped ranges ---- */
-
-/* Disjoint mapped ranges, sorted by device and address; each keeps the map that made it. */
-struct ranges {
-    struct segment_state *r;
-    size_t n, cap;
-};
-
-/* @return the index of the first range of dev (or of a later device) that ends above addr. */
-static size_t range_lower(const struct ranges *m, int32_t dev, uint64_t addr)
-{
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct segment_state *g = &m->r[mid];
-        if (g->dev < dev || (g->dev == dev && g->addr + g->size <= addr))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Takes [lo, hi) of dev out of the ranges: those inside go, those across an end are cut, one
- * across both is split in two. @return 0 or -1 (memory). */
-static int ranges_remove(struct ranges *m, int32_t dev, uint64_t lo, uint64_t hi)
-{
-    for (size_t i = range_lower(m, dev, lo); i < m->n && m->r[i].dev == dev;) {
-        struct segment_state *g = &m->r[i];
-        uint64_t end = g->addr + g->size;
-        if (g->addr >= hi)
-            break;
-        if (g->addr < lo && end > hi) { /* the middle goes: the part above becomes a range */
-            if (CMT_GROW(m->r, m->cap, m->n + 1, 64) != 0)
-                return -1;
-            g = &m->r[i];
-            memmove(g + 2, g + 1, (m->n - i - 1) * sizeof *g);
-            m->n++;
-            g[1] = *g;
-            g[1].addr = hi;
-            g[1].size = end - hi;
-            g->size = lo - g->addr;
-            break;
-        }
-        if (g->addr < lo) { /* its top goes */
-            g->size = lo - g->addr;
-            i++;
-        } else if (end > hi) { /* its bottom goes */
-            g->addr = hi;
-            g->size = end - hi;
-            break;
-        } else { /* all of it */
-            memmove(g, g + 1, (m->n - i - 1) * sizeof *g);
-            m->n--;
-        }
-    }
-    return 0;
-}
-
-/* A map or unmap, in file order. A map over what is mapped already (the import's state
- * before the window may overlap the window's own maps) maps it once. @return 0 or -1. */
-static int ranges_apply(struct ranges *m, const struct cmt__memviz_entry *e)
-{
-    uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
-    if (ranges_remove(m, e->dev, e->addr, end) != 0)
-        return -1;
-    if (e->aa == CMT_AA_SEGMENT_UNMAP || end == e->addr)
-        return 0;
-    if (CMT_GROW(m->r, m->cap, m->n + 1, 64) != 0)
-        return -1;
-    size_t i = range_lower(m, e->dev, e->addr);
-    memmove(m->r + i + 1, m->r + i, (m->n - i) * sizeof *m->r);
-    m->n++;
-    m->r[i] = (struct segment_state){e, e->dev, e->addr, end - e->addr};
-    return 0;
-}
-
-/* The expandable segments at the end, as c10 reports them: one per contiguous mapped range
- * of one stream (its expandable segment), named by the map at its start. @return 0 or -1. */
-static int settle_mappings(struct allocator_state *s, const struct cmt__export_memory_viz *x)
-{
-    struct ranges m = {0};
-    int rc = 0;
-    for (size_t i = 0; i < x->count && rc == 0; i++) {
-        const struct cmt__memviz_entry *e = &x->entries[i];
-        if (e->action == ACT_ALLOCATOR &&
-            (e->aa == CMT_AA_SEGMENT_MAP || e->aa == CMT_AA_SEGMENT_UNMAP))
-            rc = ranges_apply(&m, e);
-    }
-    for (size_t i = 0; i < m.n && rc == 0; i++) {
-        struct segment_state *last = s->nsegs ? &s->segs[s->nsegs - 1] : NULL;
-        const struct segment_state *g = &m.r[i];
-        if (i && last && last->dev == g->dev && last->addr + last->size == g->addr &&
-            last->e->stream == g->e->stream)
-            last->size += g->size;
-        else
-            s->segs[s->nsegs++] = *g;
-    }
-    free(m.r);
-    return rc;
-}
-
-static void settle_block(struct allocator_state *s, const struct cmt__memviz_entry *all,
-                         const struct keyed *k, size_t n)
-{
-    struct block b = {NULL, 0};
-    for (size_t i = 0; i < n; i++) {
-        const struct cmt__memviz_entry *e = &all[k[i].index];
-        if (e->aa == CMT_AA_ALLOC)
-            b.e = e, b.pending = 0;
-        else if (e->aa == CMT_AA_FREE_REQUESTED)
-            b.pending = 1;
-        else
-            b.e = NULL; /* FREE_COMPLETED */
-    }
-    if (b.e)
-        s->blocks[s->nblocks++] = b;
-}
-
-static int by_address(const void *pa, const void *pb)
-{
-    const struct segment_state *a = pa, *b = pb;
-    if (a->dev != b->dev)
-        return a->dev < b->dev ? -1 : 1;
-    return a->addr < b->addr ? -1 : a->addr > b->addr;
-}
-
-static int block_by_address(const void *pa, const void *pb)
-{
-    const struct block *a = pa, *b = pb;
-    if (a->e->dev != b->e->dev)
-        return a->e->dev < b->e->dev ? -1 : 1;
-    return a->e->addr < b->e->addr ? -1 : a->e->addr > b->e->addr;
-}
-
-/* Groups the events of each key, in file order, and settles each. @return 0 or -1 (memory). */
-static int settle(struct allocator_state *s, const struct cmt__export_memory_viz *x, int segments)
-{
-    struct keyed *k = malloc((x->count ? x->count : 1) * sizeof *k);
-    size_t n = 0;
-    if (!k)
-        return -1;
-    for (size_t i = 0; i < x->count; i++) {
-        const struct cmt__memviz_entry *e = &x->entries[i];
-        if (e->action != ACT_ALLOCATOR ||
-            !(segments ? is_segment_action(e->aa) : is_block_action(e->aa)))
-            continue;
-        k[n++] = (struct keyed){e->dev, e->addr, i};
-    }
-    qsort(k, n, sizeof *k, by_key);
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && k[j].dev == k[i].dev && k[j].key == k[i].key; j++)
-            ;
-        if (segments)
-            settle_segment(s, x->entries, k + i, j - i);
-        else
-            settle_block(s, x->entries, k + i, j - i);
-    }
-    free(k);
-    return 0;
-}
-
-static int allocator_state(struct allocator_state *s, const struct cmt__export_memory_viz *x)
-{
-    memset(s, 0, sizeof *s);
-    s->segs = malloc((x->count ? x->count : 1) * sizeof *s->segs);
-    s->blocks = malloc((x->count ? x->count : 1) * sizeof *s->blocks);
-    if (!s->segs || !s->blocks || settle(s, x, 1) != 0 || settle_mappings(s, x) != 0 ||
-        settle(s, x, 0) != 0)
-        return -1;
-    qsort(s->segs, s->nsegs, sizeof *s->segs, by_address);
-    qsort(s->blocks, s->nblocks, sizeof *s->blocks, block_by_address);
-    return 0;
-}
-
 static void block_dict(struct writer *w, uint64_t addr, uint64_t size, uint64_t requested,
                        int state, uint32_t stack)
 {
@@ -660,8 +526,8 @@ static void block_dict(struct writer *w, uint64_t addr, uint64_t size, uint64_t 
 
 /* One segment of an allocator: its live blocks (b[0..n), in address order, inside it) and the
  * free extents between them as inactive blocks, as PyTorch's snapshot lists them. */
-static void allocator_segment(struct writer *w, const struct segment_state *s,
-                              const struct block *b, size_t n)
+static void allocator_segment(struct writer *w, const struct cmt__memviz_segment *s,
+                              const struct cmt__memviz_block *b, size_t n)
 {
     uint64_t allocated = 0, active = 0, requested = 0, at = s->addr, end = s->addr + s->size;
     for (size_t i = 0; i < n; i++) {
@@ -704,16 +570,18 @@ static void allocator_segment(struct writer *w, const struct segment_state *s,
 
 /* Every live segment of the allocators with the blocks inside it (blocks outside every live
  * segment are left out: the trace lost their segment's event). */
-static void allocator_segments(struct writer *w, const struct allocator_state *s)
+static void allocator_segments(struct writer *w, const struct cmt__memviz_state *s)
 {
     size_t b = 0;
     for (size_t i = 0; i < s->nsegs; i++) {
-        const struct segment_state *seg = &s->segs[i];
+        const struct cmt__memviz_segment *seg = &s->segs[i];
         while (b < s->nblocks &&
                (s->blocks[b].e->dev < seg->dev ||
                 (s->blocks[b].e->dev == seg->dev && s->blocks[b].e->addr < seg->addr)))
             b++;
         size_t first = b;
+        if (!cmt__export_window_dev(w->window, seg->dev))
+            continue;
         while (b < s->nblocks && s->blocks[b].e->dev == seg->dev &&
                s->blocks[b].e->addr + s->blocks[b].e->size <= seg->addr + seg->size)
             b++;
@@ -738,35 +606,32 @@ int cmt__export_memory_viz_end(struct cmt__export_memory_viz *x, const struct cm
     }
     const struct cmt_process *proc = cmt_reader_process(p->reader);
     w.t0_us = proc ? proc->start_wall_ns / 1000 : 0;
-    for (size_t i = 0; i < x->count; i++)
-        if (x->entries[i].dev > w.max_dev)
-            w.max_dev = x->entries[i].dev;
+    w.max_dev = x->max_dev;
+    w.window = &x->window;
     for (uint32_t s = 0; s < cmt_replay_device_count(p->replay); s++) {
         const struct cmt_replay_device *d = cmt_replay_device_slot(p->replay, s);
         if (d && d->live_bytes && d->dev > w.max_dev && d->dev < CMT_MAX_DEVICES)
             w.max_dev = d->dev;
     }
-    uint8_t *has_alloc = calloc((size_t)w.max_dev + 1, 1);
-    struct allocator_state as = {0};
-    int rc = has_alloc && allocator_state(&as, x) == 0 ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < x->count; i++)
-        if (x->entries[i].action == ACT_ALLOCATOR)
-            has_alloc[x->entries[i].dev] = 1;
-    w.has_alloc = has_alloc;
+    w.has_alloc = x->has_alloc;
+    struct cmt__memviz_state as = {0};
+    int rc = cmt__memviz_state(&as, &x->actions) == 0 ? 0 : -1;
     if (rc == 0) {
         cmt__pickle_begin(&w.pk, f);
         cmt__pickle_dict(&w.pk);
         cmt__pickle_str(&w.pk, "segments");
         cmt__pickle_list(&w.pk);
-        struct segments_ctx sc = {&w, p->replay};
-        cmt_replay_foreach_live(p->replay, segment, &sc);
+        struct segments_ctx sc = {&w, p->replay, &x->window};
+        if (x->done) /* the window ended before the trace: the objects live then */
+            for (size_t i = 0; i < x->live_count; i++)
+                segment(&sc, &x->live[i]);
+        else
+            cmt_replay_foreach_live(p->replay, segment, &sc);
         allocator_segments(&w, &as);
         cmt__pickle_end_list(&w.pk);
         rc = write_rest(&w, x, p);
     }
-    free(as.segs);
-    free(as.blocks);
-    free(has_alloc);
+    cmt__memviz_state_free(&as);
     free(w.node_memo);
     free(w.stack_memo);
     return rc;
