@@ -116,7 +116,7 @@ function activeTimeline(parent, run, H, dv, ri) {
         el("div", null, "allocated at " + whenText(H, b[3], b[7])),
         el("div", null, "freed at " + whenText(H, b[4], b[8])), head, stackList(st, 16)];
     }});
-  chart.bands = bands; chart.pts = pts;
+  chart.bands = bands; chart.pts = pts; chart.bandAt = bandAt;
   const legend = el("div", {class: "legend"});
   const tops = new Map();
   bands.forEach((b, i) => tops.set(top(i), (tops.get(top(i)) || 0) + b[1]));
@@ -267,17 +267,26 @@ function historySelftest(r) {
   const {dv, chart, sv} = v;
   r.hist_bands = chart.bands.length; r.hist_blocks_total = dv.blocks_total;
   /* hover the largest band half-way through its life, half-way up */
-  const i = chart.bands.findIndex(b => endOf(b[4]) > b[3]);
+  /* the largest band at least 3 pixels tall, else the largest: the tip is checked against the
+     block under the cursor's pixel (a band thinner than a pixel may lie beside another) */
+  const tall = b => endOf(b[4]) > b[3] && b[1] / chart.ymax * chart.plotH >= 3;
+  let i = chart.bands.findIndex(tall);
+  if (i < 0) i = chart.bands.findIndex(b => endOf(b[4]) > b[3]);
   if (i >= 0) {
-    const b = chart.bands[i], k = (b[3] + Math.min(endOf(b[4]), chart.tmax)) / 2, base = baseAt(chart.pts[i], Math.floor(k));
+    /* the middle of one event's step, so that the cursor's event is the one measured */
+    const b = chart.bands[i], k = Math.floor((b[3] + Math.min(endOf(b[4]), chart.tmax)) / 2) + 0.5;
+    const base = baseAt(chart.pts[i], Math.floor(k));
     chart.setRange(Math.max(0, b[3] - 2), Math.min(chart.tmax, endOf(b[4]) + 2));
-    const rect = chart.canvas.getBoundingClientRect(), x = Math.round(chart.x(k));
-    chart.canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: rect.left + x,
-      clientY: rect.top + Math.round(chart.y(base + b[1] / 2)), bubbles: true}));
+    const rect = chart.canvas.getBoundingClientRect();
+    /* a mouse event's coordinates are whole: the cursor's point is where they land */
+    const cx = Math.trunc(rect.left + chart.x(k)), cy = Math.trunc(rect.top + chart.y(base + b[1] / 2));
+    chart.canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: cx, clientY: cy, bubbles: true}));
     const m = /\((\d+) bytes\)/.exec(chart.tip.textContent);
-    r.hist_hover_bytes = m ? +m[1] : null; r.hist_band_bytes = b[1];
-    r.hist_hover_ok = chart.tip.style.display === "block" && r.hist_hover_bytes === b[1] &&
-      (b[6] < 0 || chart.tip.textContent.includes(DATA.runs[0].history.stacks[b[6]][0]));
+    const under = chart.bandAt(Math.floor(chart.tAt(cx - rect.left)), chart.vAt(cy - rect.top));
+    const ub = under >= 0 ? chart.bands[under] : b;
+    r.hist_hover_bytes = m ? +m[1] : null; r.hist_band_bytes = ub[1]; r.hist_hover_is_largest = under === i;
+    r.hist_hover_ok = chart.tip.style.display === "block" && under >= 0 && r.hist_hover_bytes === ub[1] &&
+      (ub[6] < 0 || chart.tip.textContent.includes(DATA.runs[0].history.stacks[ub[6]][0]));
     chart.canvas.dispatchEvent(new MouseEvent("mouseleave"));
     chart.reset();
   }
