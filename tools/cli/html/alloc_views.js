@@ -235,6 +235,7 @@ document.head.append(el("style", null, ".icicle { position: relative; margin: 6p
 function historyPanel(parent, run) {
   const H = run.history, ri = runIndex(run);
   if (!H) return;
+  H.stacks = H.stacks.map(s => s.map(f => H.frames[f])); /* frames are given once */
   for (const dv of H.devices) {
     const sec = el("section", {id: "hist-active-" + ri + "-" + dv.dev});
     parent.append(sec);

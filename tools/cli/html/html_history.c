@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "reader.h"
 #include "html/html.h"
 #include "oom.h"
 #include "output.h"
@@ -28,9 +29,56 @@ static int by_u32(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-static void frame_json(void *ctx, const char *frame)
+/* The frames of a stack, innermost first: their STACK_NODE ids (as cmt_stack_frames walks). */
+static int stack_nodes(const cmt_reader *r, uint32_t leaf, uint32_t *out)
 {
-    cmt__json_string(ctx, NULL, frame);
+    struct cmt_stack_node sn;
+    int n = 0;
+    for (uint32_t id = leaf; id && n < STACK_FRAMES && cmt_reader_stack_node(r, id, &sn) == 0;) {
+        out[n++] = id;
+        if (sn.parent == id)
+            break;
+        id = sn.parent;
+    }
+    return n;
+}
+
+/* `frames` (each distinct frame once) and `stacks` (each a list of indices into it): stacks
+ * share most of their frames, so the page stays small however many stacks. @return 0 or -1. */
+static int stacks_json(struct cmt__json *j, const cmt_reader *r, const uint32_t *stacks,
+                       size_t nstacks)
+{
+    uint32_t *nodes = malloc((nstacks * STACK_FRAMES + 1) * sizeof *nodes), chain[STACK_FRAMES];
+    size_t n = 0, u = 0;
+    if (!nodes)
+        return -1;
+    for (size_t i = 0; i < nstacks; i++)
+        n += (size_t)stack_nodes(r, stacks[i], nodes + n);
+    qsort(nodes, n, sizeof *nodes, by_u32);
+    for (size_t i = 0; i < n; i++)
+        if (!u || nodes[u - 1] != nodes[i])
+            nodes[u++] = nodes[i];
+    char frame[512];
+    cmt__json_array(j, "frames");
+    for (size_t i = 0; i < u; i++) {
+        cmt_reader_format_frame(r, nodes[i], frame, sizeof frame);
+        cmt__json_string(j, NULL, frame);
+    }
+    cmt__json_end_array(j);
+    cmt__json_array(j, "stacks");
+    for (size_t i = 0; i < nstacks; i++) {
+        int m = stack_nodes(r, stacks[i], chain);
+        cmt__json_array(j, NULL);
+        for (int k = 0; k < m; k++)
+            cmt__json_u64(
+                j, NULL,
+                (uint64_t)((uint32_t *)bsearch(&chain[k], nodes, u, sizeof *nodes, by_u32) -
+                           nodes));
+        cmt__json_end_array(j);
+    }
+    cmt__json_end_array(j);
+    free(nodes);
+    return 0;
 }
 
 static void moment_json(struct cmt__json *j, const char *key, const cmt_alloc_history *h,
@@ -236,13 +284,10 @@ int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_object(j, "history");
     cmt__json_u64(j, "events", cmt_alloc_history_events(h));
     cmt__json_i64(j, "truncated", cmt_alloc_history_truncated(h));
-    cmt__json_array(j, "stacks");
-    for (size_t i = 0; i < nstacks; i++) {
-        cmt__json_array(j, NULL);
-        cmt_stack_frames(run->pass.reader, stacks[i], STACK_FRAMES, frame_json, j);
-        cmt__json_end_array(j);
+    if (stacks_json(j, run->pass.reader, stacks, nstacks) != 0) {
+        free(stacks);
+        return -1;
     }
-    cmt__json_end_array(j);
     cmt__json_array(j, "sites"); /* each stack's call site: its first Python frame, else the
                                     first outside allocator internals (the bands' colour) */
     for (size_t i = 0; i < nstacks; i++) {
