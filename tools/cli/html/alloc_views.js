@@ -145,7 +145,12 @@ function segmentView(parent, run, H, dv, ri) {
   slider.addEventListener("input", () => draw(+slider.value));
   const rows = el("div"), tip = el("div", {class: "tip"});
   box.append(rows, tip);
-  parent.append(bar, box);
+  const legend = el("div", {class: "legend"});
+  for (const k of ["active", "pending", "free", "split"])
+    legend.append(el("span", {title: BLOCK_KINDS[k]}, el("span", {class: "sw blk " + k, style: "position: static; " +
+      "border: 1px solid #888" + (k === "active" ? "; background: " + COLORS[0] : "")}),
+      k === "active" ? "allocated (a colour per call site)" : BLOCK_KINDS[k]));
+  parent.append(bar, box, legend);
   function draw(k) {
     const segs = dv.segments.filter(s => s[2] <= k && k < endOf(s[3])).sort((a, b) => a[0] - b[0]);
     const inSeg = segs.map(() => []);
