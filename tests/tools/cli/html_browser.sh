@@ -122,6 +122,7 @@ check_whatif() { # name, trace, self-test results, capacity source wanted
         "$(field "$w" capacity_bytes)"
 }
 check_whatif "demo" "$oom" "$r" trace
+check_history "demo" "$oom" "$r" oom # allocator events among the driver's, as --torch records
 expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
 # address-space gaps are named apart from the device's memory (they may exceed the card)
 expect "demo: the card names address gaps apart from device memory" \
