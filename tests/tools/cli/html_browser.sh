@@ -101,6 +101,7 @@ check_history() { # name, trace, self-test results, "oom" when the trace has an 
         "$(field "$3" hist_reserved_at_peak)" "$(max_field "$rep" peak_reserved_bytes)"
     expect "$1: the icicle's root is report's peak_allocated_bytes" "$(field "$3" icicle_root)" \
         "$(max_field "$rep" peak_allocated_bytes)"
+    expect "$1: a click on a frame of the icicle widens it" "$(field "$3" icicle_zoom_ok)" true
     if [[ ${4:-} == oom ]]; then
         expect "$1: the segment view at the OOM holds oom's reserved bytes" \
             "$(field "$3" hist_reserved_at_oom)" \

@@ -215,13 +215,27 @@ function icicle(parent, dv, ri) {
     if (width < 0.05) return;
     const n = T[i], e = el("div", {class: "icn", style: "left:" + left + "%;width:" + width + "%;top:" + d * 19 + "px;background:" +
       (i ? frameColor(n[3]) : "#bbb")}, width > 4 ? n[3] : "");
-    e.node = n; box.append(e);
+    e.node = n; e.idx = i; box.append(e);
     let x = left;
     kids[i].sort((a, b) => T[b][1] - T[a][1]).forEach(c => { const w = width * T[c][1] / n[1];
       place(c, x, w, d + 1); x += w; });
   };
-  place(0, 0, 100, 0);
-  box.style.height = (depth + 1) * 19 + "px";
+  /* a click on a frame makes it the full width (its callers above it), on a caller goes back */
+  const draw = focus => {
+    box.querySelectorAll(".icn").forEach(e => e.remove());
+    const path = [];
+    for (let i = focus; i > 0; i = T[i][0]) path.unshift(i);
+    depth = 0;
+    (focus ? [0, ...path.slice(0, -1)] : []).forEach((i, d) => place1(i, d));
+    place(focus, 0, 100, path.length);
+    box.style.height = (depth + 1) * 19 + "px";
+    box.dataset.focus = focus;
+  };
+  const place1 = (i, d) => { const e = el("div", {class: "icn", style: "left:0;width:100%;top:" + d * 19 +
+    "px;opacity:.7;background:" + (i ? frameColor(T[i][3]) : "#bbb")}, T[i][3]);
+    e.node = T[i]; e.idx = i; box.append(e); };
+  box.addEventListener("click", e => { if (e.target.idx != null) draw(e.target.idx); });
+  draw(0);
   box.append(tip);
   boxTip(box, tip, target => {
     const n = target.node;
@@ -261,7 +275,8 @@ function historyPanel(parent, run) {
     parent.append(ic);
     if (dv.peak) ic.append(el("h3", null, "Allocated at the peak by stack: " + fmtBytes(dv.peak.bytes) + " at event " +
       dv.peak.seq + " (" + fmtDur(dv.peak.t_ns) + ")"), el("div", {class: "muted"},
-      "An icicle: the outermost callers on top, each frame as wide as the bytes allocated under it; hover for the figures"));
+      "An icicle: the outermost callers on top, each frame as wide as the bytes allocated under it; hover for the figures, " +
+      "click a frame to widen it (its callers stay above it), click a caller to go back"));
     histViews.push({run, dv, chart, sv, icicle: icicle(ic, dv, ri)});
   }
 }
@@ -304,9 +319,18 @@ function historySelftest(r) {
   r.hist_reserved_peak = dv.reserved_peak ? dv.reserved_peak.bytes : null;
   r.icicle_root = v.icicle ? +v.icicle.dataset.root : null;
   r.icicle_nodes_drawn = v.icicle ? v.icicle.querySelectorAll(".icn").length : 0;
+  const child = v.icicle && [...v.icicle.querySelectorAll(".icn")].find(e => e.idx > 0);
+  if (child) { /* a click widens the frame: it alone below its callers, as wide as the root */
+    const idx = child.idx;
+    child.click();
+    const now = [...v.icicle.querySelectorAll(".icn")].filter(e => e.idx === idx);
+    r.icicle_zoom_ok = +v.icicle.dataset.focus === idx && now.length === 1 && now[0].style.width === "100%";
+    v.icicle.querySelector(".icn").click(); /* the root: back */
+    r.icicle_back_ok = +v.icicle.dataset.focus === 0;
+  }
   sv.go(dv.ooms.length ? dv.ooms[0].seq : dv.peak ? dv.peak.seq : 0);
   return r.hist_hover_ok !== false && r.hist_reserved_at_peak === r.hist_reserved_peak &&
-    (!dv.peak || r.icicle_root === dv.peak.bytes);
+    (!dv.peak || r.icicle_root === dv.peak.bytes) && r.icicle_zoom_ok !== false && r.icicle_back_ok !== false;
 }
 
 /* #shot-active, #shot-segments, #shot-icicle: only that view of the first run, for a screenshot */
