@@ -83,7 +83,8 @@ function activeTimeline(parent, run, H, dv, ri) {
     return -1; };
   const R = dv.rest, restBase = R.s.map(bandsSum);
   const ymax = Math.max(1, ...S.reserved, ...S.allocated) * 1.08;
-  const chart = new Chart(parent, {tmax: N, ymax, fmtX: evText, minSpan: 4, height: 320,
+  /* the reserved bytes can dwarf the allocated ones: a button fits the scale to these */
+  const chart = new Chart(parent, {tmax: N, ymax, ymaxFit: Math.max(1, ...S.allocated) * 1.08, fmtX: evText, minSpan: 4, height: 320,
     draw(c, g) {
       const k0 = c.t0, k1 = c.t1;
       bands.forEach((b, i) => {
@@ -288,29 +289,35 @@ function historySelftest(r) {
   const {dv, chart, sv} = v;
   r.hist_bands = chart.bands.length; r.hist_blocks_total = dv.blocks_total;
   /* hover the largest band half-way through its life, half-way up */
-  /* the largest band at least 3 pixels tall, else the largest: the tip is checked against the
-     block under the cursor's pixel (a band thinner than a pixel may lie beside another) */
-  const tall = b => endOf(b[4]) > b[3] && b[1] / chart.ymax * chart.plotH >= 3;
-  let i = chart.bands.findIndex(tall);
-  if (i < 0) i = chart.bands.findIndex(b => endOf(b[4]) > b[3]);
-  if (i >= 0) {
-    /* the middle of one event's step, so that the cursor's event is the one measured */
+  /* the largest band at least 3 pixels tall, else the first of the largest that lies under a
+     whole pixel (a band thinner than a pixel may lie beside another, or under none): half-way
+     through its life, in the middle of one event's step, half-way up */
+  const aim = i => {
     const b = chart.bands[i], k = Math.floor((b[3] + Math.min(endOf(b[4]), chart.tmax)) / 2) + 0.5;
     const base = baseAt(chart.pts[i], Math.floor(k));
     chart.setRange(Math.max(0, b[3] - 2), Math.min(chart.tmax, endOf(b[4]) + 2));
-    const rect = chart.canvas.getBoundingClientRect();
-    /* a mouse event's coordinates are whole: the cursor's point is where they land */
-    const cx = Math.trunc(rect.left + chart.x(k)), cy = Math.trunc(rect.top + chart.y(base + b[1] / 2));
-    chart.canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: cx, clientY: cy, bubbles: true}));
-    const m = /\((\d+) bytes\)/.exec(chart.tip.textContent);
-    const under = chart.bandAt(Math.floor(chart.tAt(cx - rect.left)), chart.vAt(cy - rect.top));
-    const ub = under >= 0 ? chart.bands[under] : b;
-    r.hist_hover_bytes = m ? +m[1] : null; r.hist_band_bytes = ub[1]; r.hist_hover_is_largest = under === i;
-    r.hist_hover_ok = chart.tip.style.display === "block" && under >= 0 && r.hist_hover_bytes === ub[1] &&
+    const rect = chart.canvas.getBoundingClientRect(); /* a mouse event's coordinates are whole */
+    const cx = Math.trunc(rect.left + chart.x(k)), y = Math.trunc(rect.top + chart.y(base + b[1] / 2));
+    const under = cy => chart.bandAt(Math.floor(chart.tAt(cx - rect.left)), chart.vAt(cy - rect.top));
+    const cy = [y, y + 1, y - 1, y + 2, y - 2].find(c => under(c) >= 0);
+    return cy === undefined ? {cx, cy: y, under: -1} : {cx, cy, under: under(cy)};
+  };
+  const fit = [...chart.box.previousSibling.querySelectorAll("button")].find(b => b.textContent.startsWith("fit"));
+  if (fit) fit.click(); /* bands are drawn to the allocated bytes' scale */
+  const lives = chart.bands.map((b, i) => i).filter(i => endOf(chart.bands[i][4]) > chart.bands[i][3]);
+  let i = lives.find(i => chart.bands[i][1] / chart.ymax * chart.plotH >= 3), at = null;
+  if (i === undefined) i = lives.slice(0, 200).find(j => (at = aim(j)).under >= 0);
+  if (i !== undefined) {
+    at = aim(i);
+    chart.canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: at.cx, clientY: at.cy, bubbles: true}));
+    const m = /\((\d+) bytes\)/.exec(chart.tip.textContent), ub = chart.bands[at.under >= 0 ? at.under : i];
+    r.hist_hover_bytes = m ? +m[1] : null; r.hist_band_bytes = ub[1]; r.hist_hover_is_largest = at.under === i;
+    r.hist_hover_ok = chart.tip.style.display === "block" && at.under >= 0 && r.hist_hover_bytes === ub[1] &&
       (ub[6] < 0 || chart.tip.textContent.includes(DATA.runs[0].history.stacks[ub[6]][0]));
     chart.canvas.dispatchEvent(new MouseEvent("mouseleave"));
     chart.reset();
-  }
+  } else if (lives.length) r.hist_hover_ok = false;
+  if (fit) fit.click();
   const click = cls => { const b = sv.box.parentNode.querySelector("button." + cls);
     if (!b) return null; b.click(); return +sv.box.dataset.reserved; };
   r.hist_reserved_at_oom = click("hs-oom");
