@@ -27,6 +27,7 @@
 #define LEDGER_POINTS 120 /* the ledger bar's moments: bucket ends, and the peak */
 #define WHATIF_EVENT_LIMIT UINT64_C(20000000) /* above it --whatif is needed */
 #define DIFF_SITES 15
+#define HISTORY_POINTS 2000 /* points of the allocator's lines over its events */
 
 static const char usage[] =
     "usage: cumemtrace html [-o OUT.html] [--points N] [--whatif | --no-whatif] [--capacity "
@@ -222,7 +223,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[7];
+    struct cmt_observer obs[8];
     size_t n = 0;
     uint64_t times[LEDGER_POINTS + 1];
     const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
@@ -231,7 +232,9 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         .time_count = cmt__ledger_page_times(first->last_t_ns, first->peak_t_ns, o->points,
                                              LEDGER_POINTS, times)};
     if (cmt_alloc_create(&run->ledger_alloc) != 0 ||
-        cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0) {
+        cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0 ||
+        (run->have_alloc &&
+         cmt_alloc_history_create(&run->history, run->ledger_alloc, HISTORY_POINTS) != 0)) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         cmt_replay_destroy(rp);
         return 1;
@@ -254,6 +257,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         obs[n++] = cmt__html_alloc_observer(&run->alloc);
     obs[n++] = cmt_alloc_observer(run->ledger_alloc); /* before the ledger, which reads it */
     obs[n++] = cmt_ledger_observer(run->ledger);
+    if (run->history) /* after the view it reads */
+        obs[n++] = cmt_alloc_history_observer(run->history);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
@@ -304,6 +309,7 @@ static int collect(const struct options *o, struct cmt__html_run *run, const cha
 
 static void release(struct cmt__html_run *run)
 {
+    cmt_alloc_history_destroy(run->history);
     cmt_ledger_destroy(run->ledger);
     cmt_alloc_destroy(run->ledger_alloc);
     cmt__html_alloc_free(&run->alloc);

@@ -84,6 +84,31 @@ check_allocator() { # name, trace, self-test results
 }
 check_allocator "demo" "$oom" "$r"
 
+# The allocator views over the run (alloc_views.js): as many bands as the trace's allocator
+# blocks (at most 2000, the rest summed), a hovered band's tip gives its block's bytes, the
+# segment view at the reserved peak holds `report --json`'s peak_reserved_bytes (at the OOM:
+# `oom --json`'s reserved bytes) and the icicle's root is report's peak_allocated_bytes.
+check_history() { # name, trace, self-test results, "oom" when the trace has an allocator OOM
+    local rep blocks want
+    rep=$("$cli" report --json "$2")
+    blocks=$("$cli" dump "$2" | grep -c '"action":"alloc",' || true)
+    want=$((blocks < 2000 ? blocks : 2000))
+    expect "$1: bands drawn, one per block" "$(field "$3" hist_bands)" "$want"
+    expect "$1: a hovered band's size is its block's" "$(field "$3" hist_hover_bytes)" \
+        "$(field "$3" hist_band_bytes)"
+    expect "$1: hovering a band shows its size and stack" "$(field "$3" hist_hover_ok)" true
+    expect "$1: the segment view at the reserved peak holds report's peak_reserved_bytes" \
+        "$(field "$3" hist_reserved_at_peak)" "$(max_field "$rep" peak_reserved_bytes)"
+    expect "$1: the icicle's root is report's peak_allocated_bytes" "$(field "$3" icicle_root)" \
+        "$(max_field "$rep" peak_allocated_bytes)"
+    expect "$1: a click on a frame of the icicle widens it" "$(field "$3" icicle_zoom_ok)" true
+    if [[ ${4:-} == oom ]]; then
+        expect "$1: the segment view at the OOM holds oom's reserved bytes" \
+            "$(field "$3" hist_reserved_at_oom)" \
+            "$("$cli" oom --json "$2" | grep -o '"allocator":{[^}]*' | head -1 | grep -o '"reserved_bytes":[0-9]*' | cut -d: -f2)"
+    fi
+}
+
 # The what-if table drawn is `whatif`'s default sweep: as many rows, the same capacity and
 # where it came from ("trace", or "unknown" for the snapshot below, which does not say).
 check_whatif() { # name, trace, self-test results, capacity source wanted
@@ -98,11 +123,26 @@ check_whatif() { # name, trace, self-test results, capacity source wanted
         "$(field "$w" capacity_bytes)"
 }
 check_whatif "demo" "$oom" "$r" trace
+check_history "demo" "$oom" "$r" oom # allocator events among the driver's, as --torch records
 expect "demo: the allocator view is at the OOM" "$(field "$r" alloc_view_at)" '"oom"'
 # address-space gaps are named apart from the device's memory (they may exceed the card)
 expect "demo: the card names address gaps apart from device memory" \
     "$(grep -o '"oom_gaps_row":"[^"]*"' <<<"$r" | grep -o 'address space, not device memory')" \
     "address space, not device memory"
+
+# A real PyTorch snapshot, when the shared data is there (CMT_SNAPSHOT names another).
+real=${CMT_SNAPSHOT:-$(dirname "$0")/../../../../shared/data/snapshots/github-Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle}
+if [[ -f $real ]]; then
+    "$cli" import "$real" -o "$work/real.cmt" >/dev/null
+    "$cli" html --no-whatif -o "$work/real.html" "$work/real.cmt" >/dev/null
+    r=$(selftest "$work/real.html")
+    echo "real.html: $(cut -c1-300 <<<"$r")..."
+    expect "real snapshot: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    check_history "real snapshot" "$work/real.cmt" "$r"
+    expect "real snapshot: every check" "$(field "$r" ok)" true
+else
+    echo "html_browser: no real snapshot at $real: that part is skipped"
+fi
 
 # A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
 if command -v python3 >/dev/null; then
@@ -146,6 +186,7 @@ PY
     expect "snapshot: the run's line gives the allocator's figures" \
         "$(grep -o '"run_line":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
         "allocator peak 80.00 MiB allocated, 80.00 MiB reserved at 5.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
+    check_history "snapshot" "$work/snap.pickle" "$r" oom
     "$cli" html -o "$work/snap-nofree.html" "$work/snap-nofree.pickle" >/dev/null
     r=$(selftest "$work/snap-nofree.html")
     echo "snap-nofree.html: $r"
@@ -175,6 +216,12 @@ if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
         --screenshot="$CMT_HTML_SHOTS/snapshot.png" "file://$work/snap.html"
     [[ -f $work/snap-nofree.html ]] && chrome --window-size=1300,1600 \
         --screenshot="$CMT_HTML_SHOTS/snapshot-nofree.png" "file://$work/snap-nofree.html"
+    page=$work/real.html
+    [[ -f $page ]] || page=$work/snap.html
+    for v in active segments icicle; do # the allocator views alone (alloc_views.js, #shot-VIEW)
+        [[ -f $page ]] && chrome --window-size=1100,760 --screenshot="$CMT_HTML_SHOTS/alloc-$v.png" \
+            "file://$page#shot-$v"
+    done
     echo "screenshots in $CMT_HTML_SHOTS"
 fi
 exit $((failures > 0))

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "alloc_history.h"
 #include "diff.h"
 #include "pass.h"
 #include "site_timeline.h"
@@ -88,7 +89,12 @@ struct cmt__html_run {
     int have_alloc;
     struct cmt_ledger *ledger; /* the ledger at evenly spaced times and the peak (second pass) */
     struct cmt_alloc *ledger_alloc; /* the allocator-level view the ledger reads then */
+    cmt_alloc_history *history;     /* its blocks and segments over the run (it reads it) */
 };
+
+/* The page's `history` object (html_history.c): null without allocator records. @return 0, or
+ * -1 when out of memory. */
+int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run);
 
 /* The page's embedded template (html_template.c, generated from html/report.html at build
  * time): the page up to the data marker and after it. */

@@ -329,6 +329,8 @@ static void run_json(struct cmt__json *j, const struct cmt__html_run *run)
     whatif_json(j, run);
     if (cmt__html_alloc_json(j, run) != 0)
         cmt__json_null(j, "allocator_failed"); /* out of memory: the view is missing */
+    if (cmt__html_history_json(j, run) != 0)
+        cmt__json_null(j, "history_failed");
     cmt__ledger_page_json(j, &run->pass, run->ledger_alloc, run->ledger);
     cmt__json_end_object(j);
 }
