@@ -308,28 +308,25 @@ const struct cmt__option cmt_cmd_demo_options[] = {
     {0},
 };
 
+/* --dir (cmt__opts_parse; nothing else is taken). @return 0, or 2 after a usage error. */
+static int demo_arg(const struct cmt__opts *p, int opt, void *dir)
+{
+    if (opt != OPT_DIR)
+        return cmt__usage_error(
+            "demo", p->value[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
+            p->value);
+    if (!*p->value)
+        return cmt__opts_needs(p);
+    *(const char **)dir = p->value;
+    return 0;
+}
+
 int cmt_cmd_demo(int argc, char **argv)
 {
     const char *dir = "cumemtrace-demo";
-    struct cmt__opts p;
-    int opt;
-    cmt__opts_init(&p, "demo", argc, argv, cmt_cmd_demo_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (opt == OPT_DIR) {
-            if (!*p.value)
-                return cmt__opts_needs(&p);
-            dir = p.value;
-        } else {
-            if (opt == CMT__OPT_ERROR)
-                return 2;
-            return cmt__usage_error(
-                "demo", p.value[0] == '-' ? "unknown option '%s'" : "unexpected argument '%s'",
-                p.value);
-        }
-    }
+    int rc = cmt__opts_parse("demo", argc, argv, cmt_cmd_demo_options, 0, usage, demo_arg, &dir);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     struct demo_ctx d = {.steps = 5};
     const char *no_color = getenv("NO_COLOR");
     d.color = isatty(STDOUT_FILENO) && !(no_color && *no_color);
@@ -341,7 +338,7 @@ int cmt_cmd_demo(int argc, char **argv)
            "on simcuda, a simulated 24 GiB card (no GPU needed). Files go to %s/.\n",
            dir);
     printf("  demo program: %s\n  driver:       %s/libcuda.so.1\n", d.program, d.simcuda);
-    int rc = story(&d);
+    rc = story(&d);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     if (rc == 0)

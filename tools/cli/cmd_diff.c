@@ -242,6 +242,7 @@ struct diff_args {
     int json, gate;
     double limit;
     const char *paths[2];
+    int npaths;
 };
 
 enum { OPT_HELP = 1, OPT_JSON, OPT_FAIL_IF_PEAK_GROWS, OPT_JOBS };
@@ -269,32 +270,30 @@ static int fail_limit(const char *v, struct diff_args *o)
     return 0;
 }
 
+/* An option or a trace (cmt__opts_parse). @return 0, or 2 after a usage error. */
+static int on_arg(const struct cmt__opts *p, int opt, void *ctx)
+{
+    struct diff_args *o = ctx;
+    if (opt == OPT_JSON)
+        o->json = 1;
+    else if (opt == OPT_FAIL_IF_PEAK_GROWS)
+        return fail_limit(p->value, o) ? 2 : 0;
+    else if (opt == OPT_JOBS) /* the several-trace form's (cmt__fleet_wanted) */
+        return cmt__usage_error("diff", "unknown option '%s'", p->arg);
+    else if (o->npaths == 2)
+        return cmt__usage_error("diff", "two trace files expected, got '%s' too", p->value);
+    else
+        o->paths[o->npaths++] = p->value;
+    return 0;
+}
+
 /* @return 0 with *o filled; -1 after printing help (exit 0); 2 after a usage error. */
 static int parse_args(int argc, char **argv, struct diff_args *o)
 {
-    int npaths = 0, opt;
-    struct cmt__opts p;
-    cmt__opts_init(&p, "diff", argc, argv, cmt_cmd_diff_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return -1;
-        } else if (opt == OPT_JSON) {
-            o->json = 1;
-        } else if (opt == OPT_FAIL_IF_PEAK_GROWS) {
-            if (fail_limit(p.value, o) != 0)
-                return 2;
-        } else if (opt == OPT_JOBS) { /* the several-trace form's (cmt__fleet_wanted) */
-            return cmt__usage_error("diff", "unknown option '%s'", p.arg);
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (npaths == 2) {
-            return cmt__usage_error("diff", "two trace files expected, got '%s' too", p.value);
-        } else {
-            o->paths[npaths++] = p.value;
-        }
-    }
-    if (npaths != 2)
+    int rc = cmt__opts_parse("diff", argc, argv, cmt_cmd_diff_options, 0, usage, on_arg, o);
+    if (rc)
+        return rc;
+    if (o->npaths != 2)
         return cmt__usage_error("diff", "two trace files A and B expected");
     return 0;
 }

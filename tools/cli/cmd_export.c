@@ -288,6 +288,16 @@ static int option(const struct cmt__opts *p, int opt, struct args *a)
     }
 }
 
+/* An option or a trace (cmt__opts_parse). @return 0, or 2 after a usage error. */
+static int on_option(const struct cmt__opts *p, int opt, void *ctx)
+{
+    struct args *a = ctx;
+    if (opt != CMT__OPT_ARG)
+        return option(p, opt, a) ? 2 : 0;
+    a->files[a->nfiles++] = p->argv[p->index];
+    return 0;
+}
+
 /* @return 0 with *a filled, -1 after help, 2 after a usage error. */
 static int parse(int argc, char **argv, struct args *a)
 {
@@ -299,22 +309,7 @@ static int parse(int argc, char **argv, struct args *a)
     a->files = calloc((size_t)argc, sizeof *a->files);
     if (!a->files)
         return cmt__usage_error("export", "out of memory");
-    struct cmt__opts p;
-    int opt;
-    cmt__opts_init(&p, "export", argc, argv, cmt_cmd_export_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return -1;
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (opt == CMT__OPT_ARG) {
-            a->files[a->nfiles++] = argv[p.index];
-        } else if (option(&p, opt, a) != 0) {
-            return 2;
-        }
-    }
-    return 0;
+    return cmt__opts_parse("export", argc, argv, cmt_cmd_export_options, 0, usage, on_option, a);
 }
 
 /* Option combinations. @return 0, or 2 after a usage error. */

@@ -101,28 +101,25 @@ static int option(int opt, const char *v, struct options *o)
     }
 }
 
+/* An option or a trace (cmt__opts_parse). @return 0, or 2 after a usage error. */
+static int on_arg(const struct cmt__opts *p, int opt, void *ctx)
+{
+    struct options *o = ctx;
+    if (opt != CMT__OPT_ARG)
+        return option(opt, p->value, o) ? 2 : 0;
+    if (o->npaths == 2)
+        return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", p->value);
+    o->paths[o->npaths++] = p->value;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, struct options *o)
 {
     o->points = DEFAULT_POINTS;
     o->whatif = -1;
-    struct cmt__opts p;
-    int opt;
-    cmt__opts_init(&p, CMD, argc, argv, cmt_cmd_html_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return -1;
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (opt != CMT__OPT_ARG) {
-            if (option(opt, p.value, o) != 0)
-                return 2;
-        } else if (o->npaths == 2) {
-            return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", p.value);
-        } else {
-            o->paths[o->npaths++] = p.value;
-        }
-    }
+    int rc = cmt__opts_parse(CMD, argc, argv, cmt_cmd_html_options, 0, usage, on_arg, o);
+    if (rc)
+        return rc;
     if (!o->npaths)
         return cmt__usage_error(CMD, "missing trace FILE");
     static char one[2][4096]; /* a directory's one trace */

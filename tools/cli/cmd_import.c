@@ -81,27 +81,29 @@ const struct cmt__option cmt_cmd_import_options[] = {
     {0},
 };
 
+/* -o or the snapshot into files[1] or files[0] (cmt__opts_parse). @return 0, or 2 after a
+ * usage error. */
+static int import_arg(const struct cmt__opts *p, int opt, void *ctx)
+{
+    const char **files = ctx;
+    if (opt == OPT_OUTPUT)
+        files[1] = p->value;
+    else if (files[0])
+        return cmt__usage_error("import", "one SNAPSHOT at a time ('%s' and '%s')", files[0],
+                                p->value);
+    else
+        files[0] = p->value;
+    return 0;
+}
+
 int cmt_cmd_import(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    struct cmt__opts p;
-    int opt;
-    cmt__opts_init(&p, "import", argc, argv, cmt_cmd_import_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (opt == OPT_OUTPUT) {
-            out = p.value;
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (in) {
-            return cmt__usage_error("import", "one SNAPSHOT at a time ('%s' and '%s')", in,
-                                    p.value);
-        } else {
-            in = p.value;
-        }
-    }
+    const char *files[2] = {NULL, NULL}; /* the snapshot, the output */
+    int rc = cmt__opts_parse("import", argc, argv, cmt_cmd_import_options, 0, usage, import_arg,
+                             files);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    const char *in = files[0], *out = files[1];
     if (!in)
         return cmt__usage_error("import", "missing SNAPSHOT");
     const char *why = cmt__is_dir(in) ? "a directory: import converts one snapshot into one "
@@ -127,7 +129,7 @@ int cmt_cmd_import(int argc, char **argv)
         return 1;
     }
     struct cmt_snapshot_trace_stats st;
-    int rc = cmt__snapshot_convert("import", in, fd, &st);
+    rc = cmt__snapshot_convert("import", in, fd, &st);
     if (close(fd) != 0 && !rc) {
         fprintf(stderr, "cumemtrace import: %s: %s\n", out, strerror(errno));
         rc = -1;

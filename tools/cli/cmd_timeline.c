@@ -330,27 +330,25 @@ static int timeline_option(const struct cmt__opts *p, int opt, struct timeline_a
     return 0;
 }
 
+/* An option or the trace (cmt__opts_parse). @return 0, or 2 after a usage error. */
+static int timeline_arg(const struct cmt__opts *p, int opt, void *ctx)
+{
+    struct timeline_args *t = ctx;
+    if (opt != CMT__OPT_ARG)
+        return timeline_option(p, opt, t) ? 2 : 0;
+    if (t->path)
+        return cmt__usage_error("timeline", "one trace file expected, got '%s' too", p->value);
+    t->path = p->value;
+    return 0;
+}
+
 /* @return 0 with *t filled; -1 after printing help (exit 0); 2 after a usage error. */
 static int timeline_args(int argc, char **argv, struct timeline_args *t)
 {
-    struct cmt__opts p;
-    int opt;
-    cmt__opts_init(&p, "timeline", argc, argv, cmt_cmd_timeline_options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return -1;
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (opt != CMT__OPT_ARG) {
-            if (timeline_option(&p, opt, t) != 0)
-                return 2;
-        } else if (t->path) {
-            return cmt__usage_error("timeline", "one trace file expected, got '%s' too", p.value);
-        } else {
-            t->path = p.value;
-        }
-    }
+    int rc = cmt__opts_parse("timeline", argc, argv, cmt_cmd_timeline_options, 0, usage,
+                             timeline_arg, t);
+    if (rc)
+        return rc;
     if (!t->path)
         return cmt__usage_error("timeline", "missing trace FILE");
     return 0;

@@ -1,6 +1,7 @@
 /* options.c — the subcommands' option parser (options.h). */
 #include "options.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "output.h"
@@ -110,4 +111,24 @@ int cmt__opts_needs(const struct cmt__opts *p)
 {
     return cmt__usage_error(p->cmd, "%s needs %s", p->name,
                             p->option && p->option->needs ? p->option->needs : "a value");
+}
+
+int cmt__opts_parse(const char *cmd, int argc, char **argv, const struct cmt__option *table,
+                    unsigned flags, const char *usage,
+                    int (*on)(const struct cmt__opts *p, int id, void *ctx), void *ctx)
+{
+    struct cmt__opts p;
+    int id, rc;
+    cmt__opts_init(&p, cmd, argc, argv, table, flags);
+    while ((id = cmt__opts_next(&p)) != CMT__OPT_END) {
+        if (id == CMT__OPT_ERROR)
+            return 2;
+        if (p.option && p.option->long_name && strcmp(p.option->long_name, "--help") == 0) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if ((rc = on(&p, id, ctx)) != 0)
+            return rc;
+    }
+    return 0;
 }

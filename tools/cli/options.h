@@ -79,6 +79,15 @@ void cmt__opts_init(struct cmt__opts *p, const char *cmd, int argc, char **argv,
  * or CMT__OPT_ERROR after printing the usage error. */
 int cmt__opts_next(struct cmt__opts *p);
 
+/* The whole walk, for a command that gives each option to one function: on(p, id, ctx) for
+ * every option but --help and for every positional argument (id CMT__OPT_ARG); --help (the
+ * table's CMT__OPTION_HELP entry) prints usage to standard output.
+ * @return 0; -1 after the help (exit 0); 2 after a usage error, or on's first non-zero result
+ * (on prints its own error). */
+int cmt__opts_parse(const char *cmd, int argc, char **argv, const struct cmt__option *table,
+                    unsigned flags, const char *usage,
+                    int (*on)(const struct cmt__opts *p, int id, void *ctx), void *ctx);
+
 /* For a value the command finds empty: prints "NAME needs WHAT" (the option's `needs`).
  * @return 2 (usage). */
 int cmt__opts_needs(const struct cmt__opts *p);

@@ -410,31 +410,36 @@ int cmt__usage_error(const char *cmd, const char *fmt, ...)
     return 2;
 }
 
+struct json_file {
+    int *json;
+    const char **path;
+};
+
+/* --json or the trace (cmt__opts_parse). @return 0, or 2 after a usage error. */
+static int json_file_arg(const struct cmt__opts *p, int opt, void *ctx)
+{
+    struct json_file *a = ctx;
+    if (opt != CMT__OPT_ARG)
+        *a->json = 1; /* the one option but --help */
+    else if (*a->path)
+        return cmt__usage_error(p->cmd, "one trace file expected, got '%s' too", p->value);
+    else
+        *a->path = p->value;
+    return 0;
+}
+
 int cmt__parse_json_file(int argc, char **argv, const char *cmd, const char *usage, int *json,
                          const char **path)
 {
     enum { OPT_HELP = 1, OPT_JSON };
     static const struct cmt__option options[] = {
         CMT__OPTION_HELP(OPT_HELP), {NULL, "--json", 0, OPT_JSON, NULL}, {0}};
-    struct cmt__opts p;
-    int opt;
+    struct json_file a = {json, path};
     *json = 0;
     *path = NULL;
-    cmt__opts_init(&p, cmd, argc, argv, options, 0);
-    while ((opt = cmt__opts_next(&p)) != CMT__OPT_END) {
-        if (opt == OPT_HELP) {
-            fputs(usage, stdout);
-            return -1;
-        } else if (opt == OPT_JSON) {
-            *json = 1;
-        } else if (opt == CMT__OPT_ERROR) {
-            return 2;
-        } else if (*path) {
-            return cmt__usage_error(cmd, "one trace file expected, got '%s' too", p.value);
-        } else {
-            *path = p.value;
-        }
-    }
+    int rc = cmt__opts_parse(cmd, argc, argv, options, 0, usage, json_file_arg, &a);
+    if (rc)
+        return rc;
     return *path ? 0 : cmt__usage_error(cmd, "missing trace FILE");
 }
 
