@@ -272,10 +272,10 @@ static int read_trace(struct run *run)
     if (stat(run->path, &st) != 0)
         return fail(run, CMT_EIO, "%s", strerror(errno));
     run->file_size = st.st_size;
-    int sys_errno;
-    int rc = cmt_reader_open_file(&run->r, run->path, &sys_errno);
+    struct cmt_err err = {0};
+    int rc = cmt_reader_open_file(&run->r, run->path, &err);
     if (rc)
-        return fail(run, rc, "%s", cmt_reader_open_error(rc, sys_errno));
+        return fail(run, rc, "%s", cmt_err_message(&err));
     rc = cmt_reader_preload(run->r);
     if (rc < 0) /* the damage's description, or the reader's own failure (out of memory) */
         return fail(run, rc, "%s; not symbolized (records appended after damage could not be read)",
