@@ -508,11 +508,10 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
         return 0;
     }
     if (!c->conf_fixed) { /* the settings before the first event are the run's */
-        char err[8];
         c->conf_fixed = true;
         cmt_model_config_default(&c->config, 1);
         c->config_read = !c->check->conf[0] ||
-                         cmt_model_config_parse(&c->config, c->check->conf, err, sizeof err) == 0;
+                         cmt_model_config_parse(&c->config, c->check->conf, NULL) == 0;
         c->split_limit = c->config.max_split_size ? c->config.max_split_size : UINT64_MAX;
     }
     uint64_t flags = field(e, CMT_AFIELD_FLAGS);

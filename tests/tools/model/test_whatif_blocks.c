@@ -40,9 +40,9 @@ static void generate(struct gen *g, const char *conf, uint64_t capacity, const i
     tb_allocator(&g->b, 1, conf);
     struct cmt_model_config config;
     cmt_model_config_default(&config, capacity);
-    char err[128];
+    struct cmt_err err = {0};
     if (*conf)
-        cr_assert_eq(cmt_model_config_parse(&config, conf, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(cmt_model_config_parse(&config, conf, &err), 0, "%s", err.text);
     struct cmt_model *m;
     cr_assert_eq(cmt_model_create(&config, &m), 0);
     struct cmt_model_device_hooks hooks = {gen_alloc, gen_free, g};
