@@ -57,7 +57,8 @@ const char *cmt_strerror(int code);
 /* What went wrong, for the one line the CLI prints: the code the function returned, the errno
  * of the system call that failed (0 when none did) and a context message ("" when the code or
  * the errno says it all). Callers declare one (`struct cmt_err err = {0};`), pass &err, and on a
- * negative return print cmt_err_message(&err). A function leaves *err alone on success. */
+ * negative return print cmt_err_message(&err). Read it only then: on success it may hold the
+ * code of a step that did not stop the call (a fallback taken). */
 #define CMT_ERR_TEXT 256
 struct cmt_err {
     int code;
