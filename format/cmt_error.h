@@ -59,7 +59,9 @@ const char *cmt_strerror(int code);
  * the errno says it all). Callers declare one (`struct cmt_err err = {0};`), pass &err, and on a
  * negative return print cmt_err_message(&err). Read it only then: on success it may hold the
  * code of a step that did not stop the call (a fallback taken). */
-#define CMT_ERR_TEXT 256
+/* Room for a PATH_MAX path and a sentence: the largest buffer a converted API's callers passed
+ * (salvage's), so no message is cut shorter than it was. */
+#define CMT_ERR_TEXT (4096 + 256)
 struct cmt_err {
     int code;
     int sys_errno;

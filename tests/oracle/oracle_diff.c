@@ -583,7 +583,7 @@ static void run_model_config(const char *cuda_conf, const char *alloc_conf, stru
     const char *conf = cmt_model_config_env(cuda_conf, alloc_conf);
     struct cmt_err err = {0};
     if (conf && cmt_model_config_parse(&c, conf, &err) != CMT_EOK) {
-        snprintf(out->text, sizeof(out->text), "%s", err.text);
+        snprintf(out->text, sizeof(out->text), "%.*s", (int)sizeof(out->text) - 1, err.text);
         out->error = true;
         return;
     }

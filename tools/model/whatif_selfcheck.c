@@ -176,7 +176,7 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     c->error[0] = 0;
     struct cmt_err err = {0};
     if (c->conf[0] && cmt_model_config_parse(&config, c->conf, &err) != 0) {
-        snprintf(c->error, sizeof c->error, "%s", err.text);
+        snprintf(c->error, sizeof c->error, "%.*s", (int)sizeof c->error - 1, err.text);
         return CMT_EMODEL_PARSE;
     }
     struct cmt_model *model;
