@@ -1,5 +1,8 @@
-/* cmt_error.h — the one list of error codes of format/ and tools/ (analysis, model, whatif).
- * Functions return 0 on success and a negative CMT_E* code on failure. */
+/* cmt_error.h — the one list of error codes of format/ and tools/ (analysis, model, whatif),
+ * and the one carrier of an error's details (struct cmt_err).
+ * Functions return 0 on success and a negative CMT_E* code on failure; one that has more to say
+ * than its code (which file, which key, the errno of a failed system call) also takes a
+ * `struct cmt_err *err`, which may be NULL. */
 #ifndef CMT_ERROR_H
 #define CMT_ERROR_H
 
@@ -50,5 +53,34 @@ enum cmt_error {
 
 /* @return a static message for a code from CMT_ERRORS ("unknown error" otherwise). */
 const char *cmt_strerror(int code);
+
+/* What went wrong, for the one line the CLI prints: the code the function returned, the errno
+ * of the system call that failed (0 when none did) and a context message ("" when the code or
+ * the errno says it all). Callers declare one (`struct cmt_err err = {0};`), pass &err, and on a
+ * negative return print cmt_err_message(&err). Read it only then: on success it may hold the
+ * code of a step that did not stop the call (a fallback taken). */
+/* Room for a PATH_MAX path and a sentence: the largest buffer a converted API's callers passed
+ * (salvage's), so no message is cut shorter than it was. */
+#define CMT_ERR_TEXT (4096 + 256)
+struct cmt_err {
+    int code;
+    int sys_errno;
+    char text[CMT_ERR_TEXT];
+};
+
+/* Records code and a printf-formatted context message (cut to CMT_ERR_TEXT - 1 bytes) in *err
+ * and clears sys_errno; `err` may be NULL. To record a code alone: cmt_err_sys(err, code, 0).
+ * @return code, so that `return cmt_err_set(err, CMT_EINVALID, "...", ...);` fails with it. */
+int cmt_err_set(struct cmt_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records code and the errno of a failed system call (0: none), with no message, so that
+ * cmt_err_message says strerror(sys_errno), or the code's message when sys_errno is 0;
+ * `err` may be NULL. @return code. */
+int cmt_err_sys(struct cmt_err *err, int code, int sys_errno);
+
+/* @return the line to print for *err: its text when set, else strerror(sys_errno) when an errno
+ * is recorded, else cmt_strerror(code). Never NULL; valid while *err is (or static). */
+const char *cmt_err_message(const struct cmt_err *err);
 
 #endif

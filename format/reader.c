@@ -89,38 +89,32 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
     return 0;
 }
 
-int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno)
+int cmt_reader_open_file(cmt_reader **out, const char *path, struct cmt_err *err)
 {
-    int unused;
-    if (!sys_errno)
-        sys_errno = &unused;
-    *sys_errno = 0;
     *out = NULL;
     /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer;
      * it changes nothing for a regular file, which is mapped. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        *sys_errno = errno;
-        return CMT_EIO;
-    }
+    if (fd < 0)
+        return cmt_err_sys(err, CMT_EIO, errno);
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        *sys_errno = errno;
+        int e = errno;
         close(fd);
-        return CMT_EIO;
+        return cmt_err_sys(err, CMT_EIO, e);
     }
     if (!S_ISREG(st.st_mode)) { /* a directory, a device such as /dev/null, a FIFO, a socket */
         close(fd);
-        return CMT_ENOT_REGULAR;
+        return cmt_err_sys(err, CMT_ENOT_REGULAR, 0);
     }
     size_t len = (size_t)st.st_size;
     void *map = NULL;
     if (len > 0) {
         map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
-            *sys_errno = errno;
+            int e = errno;
             close(fd);
-            return CMT_EIO;
+            return cmt_err_sys(err, CMT_EIO, e);
         }
         madvise(map, len, MADV_SEQUENTIAL);
     }
@@ -129,18 +123,11 @@ int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno)
     if (rc) {
         if (map)
             munmap(map, len);
-        return rc;
+        return cmt_err_sys(err, rc, 0);
     }
     (*out)->map = map;
     (*out)->map_len = len;
     return 0;
-}
-
-const char *cmt_reader_open_error(int code, int sys_errno)
-{
-    if (code == CMT_EIO)
-        return strerror(sys_errno);
-    return cmt_strerror(code);
 }
 
 void cmt_reader_close(cmt_reader *r)

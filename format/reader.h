@@ -51,21 +51,18 @@ struct cmt_record {
     } u;
 };
 
-/* Opens a file (mapped read-only). When sys_errno is not NULL it receives the errno of the
- * failed open/fstat/mmap for CMT_EIO, 0 otherwise.
- * @return 0; CMT_EIO (cannot open/read: pass *sys_errno to cmt_reader_open_error),
+/* Opens a file (mapped read-only). On failure *err (which may be NULL) has the code and, for
+ * CMT_EIO, the errno of the failed open/fstat/mmap (0 otherwise): print cmt_err_message(err),
+ * which is strerror(errno) for CMT_EIO and cmt_strerror(code) otherwise.
+ * @return 0; CMT_EIO (cannot open/read),
  * CMT_ENOT_REGULAR (a directory, a device, a FIFO or a socket; a FIFO is not waited on), CMT_EEMPTY,
  * CMT_EBAD_MAGIC, CMT_ENEWER_VERSION, CMT_ETRUNCATED (shorter than the file header),
  * CMT_ENOMEM. On failure *out is NULL. */
-CMT_MUST_USE int cmt_reader_open_file(cmt_reader **out, const char *path, int *sys_errno);
+CMT_MUST_USE int cmt_reader_open_file(cmt_reader **out, const char *path, struct cmt_err *err);
 
 /* Reads from a caller-owned buffer that must outlive the reader.
  * @return as cmt_reader_open_file, except CMT_EIO. */
 CMT_MUST_USE int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len);
-
-/* A one-line message for a failed open: strerror(sys_errno) for CMT_EIO, cmt_strerror(code)
- * otherwise. @return a static string. */
-const char *cmt_reader_open_error(int code, int sys_errno);
 
 void cmt_reader_close(cmt_reader *r);
 

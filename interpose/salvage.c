@@ -117,15 +117,15 @@ static int whole_strings(const struct cmt__allocator_decl *d)
 }
 
 /* Appends the missing chunk to the trace. @return 0 or a CMT_E code. */
-static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *out, char *err,
-                  size_t err_size)
+static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *out,
+                  struct cmt_err *err)
 {
     const char *path = s->h->trace;
     int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_size, "cannot complete %s: %s", path,
-                 fd < 0 ? strerror(errno) : "not a regular file");
+        cmt_err_set(err, CMT_EIO, "cannot complete %s: %s", path,
+                    fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0)
             close(fd);
         return CMT_EIO;
@@ -133,9 +133,9 @@ static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *ou
     /* a chunk cut by the death goes: its entries are among those appended */
     if ((uint64_t)st.st_size < s->disk.offset || ftruncate(fd, (off_t)s->disk.offset) != 0 ||
         lseek(fd, (off_t)s->disk.offset, SEEK_SET) < 0) {
-        snprintf(err, err_size, "cannot complete %s: %s", path,
-                 (uint64_t)st.st_size < s->disk.offset ? "it is shorter than the shim wrote"
-                                                       : strerror(errno));
+        cmt_err_set(err, CMT_EIO, "cannot complete %s: %s", path,
+                    (uint64_t)st.st_size < s->disk.offset ? "it is shorter than the shim wrote"
+                                                          : strerror(errno));
         close(fd);
         return CMT_EIO;
     }
@@ -169,10 +169,8 @@ static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *ou
     s->w = NULL;
     if (close(fd) != 0 && !rc)
         rc = CMT_ESINK;
-    if (rc) {
-        snprintf(err, err_size, "cannot complete %s: %s", path, cmt_strerror(rc));
-        return rc;
-    }
+    if (rc)
+        return cmt_err_set(err, rc, "cannot complete %s: %s", path, cmt_strerror(rc));
     snprintf(out->trace, sizeof out->trace, "%s", path);
     out->events = s->count;
     out->nodes = nodes - s->disk.nodes;
@@ -192,15 +190,15 @@ static int check(struct state *s)
     return 0;
 }
 
-int cmt_salvage_file(const char *path, struct cmt_salvage_result *out, char *err, size_t err_size)
+int cmt_salvage_file(const char *path, struct cmt_salvage_result *out, struct cmt_err *err)
 {
     memset(out, 0, sizeof *out);
     struct state s = {0};
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_size, "cannot read %s: %s", path,
-                 fd < 0 ? strerror(errno) : "not a regular file");
+        cmt_err_set(err, CMT_EIO, "cannot read %s: %s", path,
+                    fd < 0 ? strerror(errno) : "not a regular file");
         if (fd >= 0)
             close(fd);
         return CMT_EIO;
@@ -209,15 +207,13 @@ int cmt_salvage_file(const char *path, struct cmt_salvage_result *out, char *err
     void *map = s.size >= sizeof *s.h ? mmap(NULL, s.size, PROT_READ, MAP_SHARED, fd, 0)
                                       : MAP_FAILED;
     close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(err, err_size, "%s is not a salvage state file", path);
-        return CMT_ECORRUPT;
-    }
+    if (map == MAP_FAILED)
+        return cmt_err_set(err, CMT_ECORRUPT, "%s is not a salvage state file", path);
     s.map = map;
     s.h = map;
     int rc = check(&s);
     if (rc)
-        snprintf(err, err_size, "%s is not a salvage state file", path);
+        cmt_err_set(err, rc, "%s is not a salvage state file", path);
     uint32_t nodes = rc ? 0 : s.h->nodes;
     if (nodes > CMT__MAX_NODES)
         nodes = CMT__MAX_NODES;
@@ -226,9 +222,9 @@ int cmt_salvage_file(const char *path, struct cmt_salvage_result *out, char *err
     if (!rc && !alive && !s.h->done && s.h->trace[0] && s.h->generation > 0) {
         rc = collect(&s);
         if (rc)
-            snprintf(err, err_size, "salvaging %s: %s", path, cmt_strerror(rc));
+            cmt_err_set(err, rc, "salvaging %s: %s", path, cmt_strerror(rc));
         else if (s.count || nodes > s.disk.nodes)
-            rc = append(&s, nodes, out, err, err_size);
+            rc = append(&s, nodes, out, err);
     }
     munmap(map, s.size);
     free(s.entries);
@@ -247,13 +243,14 @@ int cmt_salvage_dir(const char *dir,
     while (d && (de = readdir(d))) {
         if (strncmp(de->d_name, "trace-", 6))
             continue;
-        char path[4096], err[4096 + 256] = "";
+        char path[4096];
+        struct cmt_err err = {0};
         struct cmt_salvage_result r;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        int rc = cmt_salvage_file(path, &r, err, sizeof err);
+        int rc = cmt_salvage_file(path, &r, &err);
         failures += rc != 0;
         if (report && (rc || r.trace[0]))
-            report(ctx, rc ? NULL : &r, err);
+            report(ctx, rc ? NULL : &r, rc ? cmt_err_message(&err) : "");
     }
     if (d)
         closedir(d);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmt_error.h"
+
 struct cmt_salvage_result {
     char trace[4096]; /* the trace it completed ("" when there was nothing to do) */
     uint64_t events;  /* entries appended (events, device records and meminfos) */
@@ -20,8 +22,10 @@ struct cmt_salvage_result {
 
 /* Salvages one state file and removes it.
  * @return 0 (out->trace empty when the trace was whole); CMT_EIO, CMT_ECORRUPT (not a state
- * file, or one that does not match its trace), CMT_ENOMEM or CMT_ESINK, with a message in err. */
-int cmt_salvage_file(const char *state, struct cmt_salvage_result *out, char *err, size_t err_size);
+ * file, or one that does not match its trace), CMT_ENOMEM or CMT_ESINK, with a message naming
+ * the file in *err (may be NULL; print cmt_err_message). */
+CMT_MUST_USE int cmt_salvage_file(const char *state, struct cmt_salvage_result *out,
+                                  struct cmt_err *err);
 
 /* Salvages every state file in dir ("trace-*"); `report` is called for each salvaged trace
  * (result) or failure (result NULL, err set). @return the number of failures. */

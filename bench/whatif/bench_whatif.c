@@ -290,10 +290,9 @@ int main(int argc, char **argv)
         return 1;
     cmt_reader *r;
     struct cmt_whatif_stream loaded;
-    char err[256];
     double t0 = now();
     if (cmt_reader_open_memory(&r, buf.data, buf.len) != 0 ||
-        cmt_whatif_stream_load(r, &loaded, err, sizeof err) != 0) {
+        cmt_whatif_stream_load(r, &loaded, NULL) != 0) {
         fprintf(stderr, "bench_whatif: cannot read the synthetic trace back\n");
         return 1;
     }

@@ -133,16 +133,27 @@ Test(damage, bit_flips_never_crash_and_report_offset)
     cr_assert_gt(detected, flips * 9 / 10, "only %d of %d flips detected", detected, flips);
 }
 
-Test(reader_open, reports_errno_through_out_parameter)
+Test(reader_open, reports_errno_through_the_carrier)
 {
     cmt_reader *r = (cmt_reader *)&r;
-    int sys_errno = -1;
-    cr_assert_eq(cmt_reader_open_file(&r, "/nonexistent/trace.cmt", &sys_errno), CMT_EIO);
+    struct cmt_err err = {.sys_errno = -1};
+    cr_assert_eq(cmt_reader_open_file(&r, "/nonexistent/trace.cmt", &err), CMT_EIO);
     cr_assert_null(r);
-    cr_assert_eq(sys_errno, ENOENT);
-    cr_assert_str_eq(cmt_reader_open_error(CMT_EIO, sys_errno), strerror(ENOENT));
+    cr_assert_eq(err.code, CMT_EIO);
+    cr_assert_eq(err.sys_errno, ENOENT);
+    cr_assert_str_eq(cmt_err_message(&err), strerror(ENOENT));
     cr_assert_eq(cmt_reader_open_file(&r, "/nonexistent/trace.cmt", NULL), CMT_EIO); /* NULL ok */
-    cr_assert_str_eq(cmt_reader_open_error(CMT_EBAD_MAGIC, 0), cmt_strerror(CMT_EBAD_MAGIC));
+    static const char junk[] = "not a trace at all, and long enough for a file header";
+    char path[] = "/tmp/cmt-reader-open.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, junk, sizeof junk), (ssize_t)sizeof junk);
+    close(fd);
+    err.sys_errno = -1;
+    cr_assert_eq(cmt_reader_open_file(&r, path, &err), CMT_EBAD_MAGIC);
+    unlink(path);
+    cr_assert_eq(err.sys_errno, 0, "a format error leaves no errno behind");
+    cr_assert_str_eq(cmt_err_message(&err), cmt_strerror(CMT_EBAD_MAGIC));
 }
 
 /* A directory, a character device and a FIFO (which must not wait for a writer): one code from
@@ -156,12 +167,11 @@ Test(reader_open, refuses_what_is_not_a_regular_file, .timeout = 30)
     const char *paths[] = {dir, "/dev/null", fifo};
     for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
         cmt_reader *r = (cmt_reader *)&r;
-        int sys_errno = -1;
-        cr_expect_eq(cmt_reader_open_file(&r, paths[i], &sys_errno), CMT_ENOT_REGULAR, "%s",
-                     paths[i]);
+        struct cmt_err err = {.sys_errno = -1};
+        cr_expect_eq(cmt_reader_open_file(&r, paths[i], &err), CMT_ENOT_REGULAR, "%s", paths[i]);
         cr_expect_null(r);
-        cr_expect_eq(sys_errno, 0, "%s", paths[i]);
-        cr_expect_str_eq(cmt_reader_open_error(CMT_ENOT_REGULAR, sys_errno), "not a regular file");
+        cr_expect_eq(err.sys_errno, 0, "%s", paths[i]);
+        cr_expect_str_eq(cmt_err_message(&err), "not a regular file");
         cr_expect_eq(cmt_reader_open_file(&r, paths[i], NULL), CMT_ENOT_REGULAR);
     }
     unlink(fifo);

@@ -62,10 +62,10 @@ static void analyses(cmt_reader *r)
                                      cmt_diff_observer(&side),     cmt_whatif_observer(wc),
                                      cmt_whatif_block_observer(bc)};
         int rc = cmt_replay_run(rp, obs, sizeof obs / sizeof *obs);
-        char err[256];
-        if (cmt_whatif_collector_end(wc, rc, err, sizeof err) == 0)
+        struct cmt_err err = {0};
+        if (cmt_whatif_collector_end(wc, rc, &err) == 0)
             cmt_whatif_stream_free(&stream);
-        if (cmt_whatif_block_collector_end(bc, rc, err, sizeof err) == 0) {
+        if (cmt_whatif_block_collector_end(bc, rc, &err) == 0) {
             if (blocks.event_count < 100000) /* the model's replay is not what is fuzzed here */
                 cmt_whatif_selfcheck_run(&blocks, 1ull << 34, 1ull << 34, &check);
             cmt_whatif_stream_free(&blocks);

@@ -376,8 +376,11 @@ static int run_model_under(const struct script *s, const struct setting *setting
     config.device_total = s->device_total;
     config.memory_fraction = setting->fraction;
     config.address_policy = under;
-    if (cmt_model_config_parse(&config, setting->conf, why, why_len) != CMT_EOK)
+    struct cmt_err err = {0};
+    if (cmt_model_config_parse(&config, setting->conf, &err) != CMT_EOK) {
+        snprintf(why, why_len, "%s", err.text);
         return -1;
+    }
     if (cmt_model_create(&config, &model) != CMT_EOK) {
         snprintf(why, why_len, "cmt_model_create failed");
         return -1;
@@ -578,7 +581,9 @@ static void run_model_config(const char *cuda_conf, const char *alloc_conf, stru
     cmt_model_config_default(&c, GIB);
     memset(out, 0, sizeof(*out));
     const char *conf = cmt_model_config_env(cuda_conf, alloc_conf);
-    if (conf && cmt_model_config_parse(&c, conf, out->text, sizeof(out->text)) != CMT_EOK) {
+    struct cmt_err err = {0};
+    if (conf && cmt_model_config_parse(&c, conf, &err) != CMT_EOK) {
+        snprintf(out->text, sizeof(out->text), "%.*s", (int)sizeof(out->text) - 1, err.text);
         out->error = true;
         return;
     }

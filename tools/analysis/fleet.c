@@ -242,7 +242,7 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int kee
     int have_tl = 0;
     p->rank = p->local_rank = p->world_size = -1;
     p->busiest_dev = -1;
-    p->error = cmt_reader_open_file(&r, p->path, &p->sys_errno);
+    p->error = cmt_reader_open_file(&r, p->path, &p->open_err);
     if (p->error)
         return p->error == CMT_ENOMEM ? CMT_ENOMEM : 0;
     int rc = cmt_replay_create(&rp, r);

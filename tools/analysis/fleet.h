@@ -41,10 +41,10 @@ struct cmt_fleet_episode {
 
 struct cmt_fleet_process {
     char *path;
-    int error;        /* 0, or why the trace could not be read at all (CMT_E*) */
-    int sys_errno;    /* with CMT_EIO */
-    int damage;       /* the code that stopped the replay early (damage), 0 when sound */
-    int have_process; /* a PROCESS record was read: the fields below it are known */
+    int error;               /* 0, or why the trace could not be read at all (CMT_E*) */
+    struct cmt_err open_err; /* with error: what cmt_err_message says of it */
+    int damage;              /* the code that stopped the replay early (damage), 0 when sound */
+    int have_process;        /* a PROCESS record was read: the fields below it are known */
     uint64_t pid, ppid;
     int32_t rank, local_rank, world_size; /* -1 unknown */
     char *host, *job_id, *exe;            /* NULL unknown */

@@ -72,10 +72,9 @@ uint64_t cmt_oom_device_bytes_needed(const struct cmt_oom_episode *e)
     if (e->alloc && e->alloc->expandable)
         return r > UINT64_MAX - page ? r : (r + page - 1) / page * page;
     struct cmt_model_config config; /* the run's settings where the trace names them */
-    char err[160];
     cmt_model_config_default(&config, 0);
     if (e->alloc && e->alloc->conf && *e->alloc->conf) /* unreadable: parse keeps the defaults */
-        (void)cmt_model_config_parse(&config, e->alloc->conf, err, sizeof err);
+        (void)cmt_model_config_parse(&config, e->alloc->conf, NULL);
     return cmt_model_segment_size(&config, (size_t)r);
 }
 

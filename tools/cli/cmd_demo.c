@@ -204,14 +204,13 @@ static int recommended_conf(const char *trace, char *conf, size_t len)
     struct cmt_whatif_result results[6];
     struct cmt_whatif_recommendation rec;
     uint64_t split[6];
-    char err[256];
     int rc = -1;
     if (cmt_reader_open_file(&r, trace, NULL) != 0)
         return -1;
     /* the allocator's own block events when the run has them, else the driver's stream */
     struct cmt_whatif_selfcheck check;
     memset(&check, 0, sizeof check);
-    int loaded = cmt_whatif_load_any(r, &s, &check, err, sizeof err);
+    int loaded = cmt_whatif_load_any(r, &s, &check, NULL);
     cmt_whatif_selfcheck_free(&check);
     if (loaded == 0 && !s.has_capacity)
         cmt_whatif_stream_free(&s);

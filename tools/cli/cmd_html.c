@@ -261,17 +261,16 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         cmt__progress_done(&progress);
     if (wc) {
         /* as `whatif`: the allocator's block events when the trace has them, else the driver's */
-        char err[256] = "", ignored[8];
-        int brc = cmt_whatif_block_collector_end(bc, rc, err, sizeof err);
-        int drc = cmt_whatif_collector_end(wc, rc, brc == CMT_ENOT_FOUND ? err : ignored,
-                                           brc == CMT_ENOT_FOUND ? sizeof err : sizeof ignored);
+        struct cmt_err err = {0};
+        int brc = cmt_whatif_block_collector_end(bc, rc, &err);
+        int drc = cmt_whatif_collector_end(wc, rc, brc == CMT_ENOT_FOUND ? &err : NULL);
         const struct cmt_whatif_stream *use = brc == CMT_ENOT_FOUND ? (drc ? NULL : &stream)
                                               : brc                 ? NULL
                                                                     : &blocks;
         if (use)
             whatif_sweep(o, run, use);
         else
-            snprintf(run->whatif_reason, sizeof run->whatif_reason, "%s", err);
+            snprintf(run->whatif_reason, sizeof run->whatif_reason, "%s", cmt_err_message(&err));
         if (drc == 0)
             cmt_whatif_stream_free(&stream);
         if (brc == 0)

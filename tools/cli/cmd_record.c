@@ -303,10 +303,10 @@ static int run(char **cmd, int *ran)
  * trace cannot be read at all. */
 static int describe(const char *path, const struct options *o)
 {
-    char err[512] = "";
+    struct cmt_err err = {0};
     struct cmt_symbolize_stats stats = {0};
-    if (o->symbolize && cmt_symbolize_file(path, &stats, err, sizeof err) != 0 && !o->quiet)
-        fprintf(stderr, "cumemtrace record: %s\n", err);
+    if (o->symbolize && cmt_symbolize_file(path, &stats, &err) != 0 && !o->quiet)
+        fprintf(stderr, "cumemtrace record: %s\n", cmt_err_message(&err));
     cmt_reader *r;
     if (cmt_reader_open_file(&r, path, NULL) != 0) {
         fprintf(stderr, "cumemtrace record: %s was listed but cannot be read\n", path);

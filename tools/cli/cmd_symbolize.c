@@ -67,7 +67,7 @@ int cmt_cmd_symbolize(int argc, char **argv)
         return 1;
     for (size_t i = 0; i < n; i++) {
         struct cmt_symbolize_stats stats;
-        char err[512];
+        struct cmt_err err = {0};
         const char *why = cmt__not_a_file(paths[i]);
         if (why) {
             fprintf(stderr, "cumemtrace symbolize: %s: %s\n", paths[i], why);
@@ -77,8 +77,8 @@ int cmt_cmd_symbolize(int argc, char **argv)
                 printf("cumemtrace: %s is a PyTorch memory snapshot: its frames are already "
                        "symbolic (Python file:line); nothing to do\n",
                        paths[i]);
-        } else if (cmt_symbolize_file(paths[i], &stats, err, sizeof err) != 0) {
-            fprintf(stderr, "cumemtrace symbolize: %s\n", err);
+        } else if (cmt_symbolize_file(paths[i], &stats, &err) != 0) {
+            fprintf(stderr, "cumemtrace symbolize: %s\n", cmt_err_message(&err));
             status = 1;
         } else if (!quiet) {
             report(paths[i], &stats);

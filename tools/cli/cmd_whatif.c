@@ -559,7 +559,7 @@ int cmt_cmd_whatif(int argc, char **argv)
         goto out;
     if (cmt__open_trace(CMD, o->path, &r) != 0)
         goto out;
-    char err[256] = "";
+    struct cmt_err err = {0};
     struct cmt__progress progress; /* a line on a terminal while the trace is read */
     struct cmt_observer extra[1];
     size_t extra_count = 0;
@@ -571,11 +571,11 @@ int cmt_cmd_whatif(int argc, char **argv)
         extra[extra_count++] = cmt__progress_observer(&progress);
     }
     /* allocator records, or driver's */
-    rc = cmt_whatif_load_any_observed(r, &s, &check, extra, extra_count, err, sizeof err);
+    rc = cmt_whatif_load_any_observed(r, &s, &check, extra, extra_count, &err);
     if (extra_count)
         cmt__progress_done(&progress);
     if (rc) {
-        fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, err);
+        fprintf(stderr, "cumemtrace whatif: %s: %s\n", o->path, cmt_err_message(&err));
         goto out;
     }
     cmt__warn_damage(CMD, o->path, r, s.damage);

@@ -241,11 +241,11 @@ static int open_snapshot(const char *cmd, const char *path, cmt_reader **out)
     int rc = cmt__snapshot_convert(cmd, path, fd, NULL);
     if (!rc) {
         char proc[64];
-        int sys_errno;
+        struct cmt_err err = {0};
         snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        if ((rc = cmt_reader_open_file(out, proc, &sys_errno)))
+        if ((rc = cmt_reader_open_file(out, proc, &err)))
             fprintf(stderr, "cumemtrace %s: %s: the converted snapshot: %s\n", cmd, path,
-                    cmt_reader_open_error(rc, sys_errno));
+                    cmt_err_message(&err));
     }
     close(fd);
     return rc;
@@ -263,12 +263,12 @@ int cmt__is_snapshot(const char *path)
 
 int cmt__open_trace(const char *cmd, const char *path, cmt_reader **out)
 {
-    int sys_errno;
-    int rc = cmt_reader_open_file(out, path, &sys_errno);
+    struct cmt_err err = {0};
+    int rc = cmt_reader_open_file(out, path, &err);
     if (rc == CMT_EBAD_MAGIC && cmt__is_snapshot(path))
         return open_snapshot(cmd, path, out);
     if (rc)
-        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_reader_open_error(rc, sys_errno));
+        fprintf(stderr, "cumemtrace %s: %s: %s\n", cmd, path, cmt_err_message(&err));
     return rc;
 }
 

@@ -372,9 +372,9 @@ static void setup_allocator(size_t total)
     cmt_model_config_default(&config, total);
     config.device_total = total;
     const char *conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    char err[256];
-    if (conf && cmt_model_config_parse(&config, conf, err, sizeof err) != CMT_EOK) {
-        fprintf(stderr, "demo_diffusion: PYTORCH_CUDA_ALLOC_CONF: %s\n", err);
+    struct cmt_err err = {0};
+    if (conf && cmt_model_config_parse(&config, conf, &err) != CMT_EOK) {
+        fprintf(stderr, "demo_diffusion: PYTORCH_CUDA_ALLOC_CONF: %s\n", cmt_err_message(&err));
         exit(2);
     }
     if (cmt_model_create(&config, &demo.model) != CMT_EOK) {

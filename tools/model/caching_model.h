@@ -125,12 +125,11 @@ void cmt_model_config_default(struct cmt_model_config *config, size_t capacity);
  * pinned_use_background_threads. Spaces are dropped, as c10's lexer does.
  * Texts of our own: a number std::stoi would throw on, a negative size, and
  * backend:cudaMallocAsync (not the caching allocator).
- * @return CMT_EOK; CMT_EMODEL_PARSE with a one-line reason in err
- *         (if err_len > 0) and *config unchanged; CMT_EINVALID for
- *         NULL config or conf.
+ * @return CMT_EOK; CMT_EMODEL_PARSE with a one-line reason in *err (which
+ *         may be NULL) and *config unchanged; CMT_EINVALID for NULL config or
+ *         conf, CMT_EMODEL_NOMEM (the code alone in *err).
  */
-int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, char *err,
-                           size_t err_len);
+int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, struct cmt_err *err);
 
 /**
  * The allocator config string c10 2.6 parses, given the values of the

@@ -33,30 +33,21 @@ struct tokens {
     size_t count;
 };
 
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-{
-    if (err && err_len > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return CMT_EMODEL_PARSE;
-}
-
-static int push(struct tokens *t, const char *s, size_t n, char *err, size_t err_len)
+static int push(struct tokens *t, const char *s, size_t n, struct cmt_err *err)
 {
     if (t->count == CMT__MAX_TOKENS)
-        return fail(err, err_len, "allocator config has more than %d tokens", CMT__MAX_TOKENS);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "allocator config has more than %d tokens",
+                           CMT__MAX_TOKENS);
     if (n >= CMT__TOKEN_LEN)
-        return fail(err, err_len, "allocator config word '%.20s...' is too long", s);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "allocator config word '%.20s...' is too long",
+                           s);
     memcpy(t->text[t->count], s, n);
     t->text[t->count][n] = '\0';
     t->count++;
     return 0;
 }
 
-static int lex(const char *conf, struct tokens *t, char *err, size_t err_len)
+static int lex(const char *conf, struct tokens *t, struct cmt_err *err)
 {
     char word[CMT__TOKEN_LEN + 1];
     size_t n = 0;
@@ -65,16 +56,17 @@ static int lex(const char *conf, struct tokens *t, char *err, size_t err_len)
     for (const char *p = conf;; p++) {
         bool separator = *p == ',' || *p == ':' || *p == '[' || *p == ']';
         if (separator || *p == '\0') {
-            if (n > 0 && (rc = push(t, word, n, err, err_len)) != 0)
+            if (n > 0 && (rc = push(t, word, n, err)) != 0)
                 return rc;
             n = 0;
             if (*p == '\0')
                 return 0;
-            if ((rc = push(t, p, 1, err, err_len)) != 0)
+            if ((rc = push(t, p, 1, err)) != 0)
                 return rc;
         } else if (*p != ' ') {
             if (n == CMT__TOKEN_LEN)
-                return fail(err, err_len, "allocator config word '%.20s...' is too long", word);
+                return cmt_err_set(err, CMT_EMODEL_PARSE,
+                                   "allocator config word '%.20s...' is too long", word);
             word[n++] = *p;
         }
     }
@@ -83,11 +75,12 @@ static int lex(const char *conf, struct tokens *t, char *err, size_t err_len)
 /* ---- values ----------------------------------------------------------- */
 
 /* c10's consumeToken: token i must be the separator c. */
-static int consume(const struct tokens *t, size_t i, char c, char *err, size_t err_len)
+static int consume(const struct tokens *t, size_t i, char c, struct cmt_err *err)
 {
     if (i < t->count && t->text[i][0] == c && t->text[i][1] == '\0')
         return 0;
-    return fail(err, err_len, "Error parsing CachingAllocator settings, expected %c", c);
+    return cmt_err_set(err, CMT_EMODEL_PARSE,
+                       "Error parsing CachingAllocator settings, expected %c", c);
 }
 
 /* std::stoi: an optional sign and digits, anything after them ignored ("64MB" reads 64); it
@@ -103,10 +96,10 @@ static bool stoi_like(const char *s, long *out)
     return true;
 }
 
-static int not_a_number(char *err, size_t err_len, const char *key, const char *text)
+static int not_a_number(struct cmt_err *err, const char *key, const char *text)
 {
-    return fail(err, err_len, "%s value '%s' is not a number (PyTorch's std::stoi throws)", key,
-                text);
+    return cmt_err_set(err, CMT_EMODEL_PARSE,
+                       "%s value '%s' is not a number (PyTorch's std::stoi throws)", key, text);
 }
 
 static bool expect(const struct tokens *t, size_t i, const char *what)
@@ -125,50 +118,51 @@ static bool is_pow2(uint64_t v)
 }
 
 /* The value parsers of the setting types (model_settings.h), one per type, in the manner of
- * c10 2.6's CUDAAllocatorConfig::parse*: parse_<type>(tokens, &i, key, lo, hi, out, err,
- * err_len) with i at the key, consumes ':' and leaves i at the value. The texts are c10's
+ * c10 2.6's CUDAAllocatorConfig::parse*: parse_<type>(tokens, &i, key, lo, hi, out, err) with
+ * i at the key, consumes ':' and leaves i at the value. The texts are c10's
  * where c10 has one (its checks' texts, byte for byte); where c10 throws a bare std::stoi
  * exception the text is ours. */
 
 /* N MiB, N > lo (c10: "must be > 20"). */
 static int parse_mb(const struct tokens *t, size_t *i, const char *key, double lo, double hi,
-                    uint64_t *out, char *err, size_t err_len)
+                    uint64_t *out, struct cmt_err *err)
 {
     long v;
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error, expecting %s value", key);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Error, expecting %s value", key);
     if (!stoi_like(t->text[*i], &v))
-        return not_a_number(err, err_len, key, t->text[*i]);
+        return not_a_number(err, key, t->text[*i]);
     if (v < 0) /* c10 reads it as a size_t: nearly 2^44 MiB, unlimited in all but name */
-        return fail(err, err_len, "%s value '%s' is negative", key, t->text[*i]);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "%s value '%s' is negative", key, t->text[*i]);
     if ((double)v <= lo)
-        return fail(err, err_len, "CachingAllocator option %s too small, must be > %u", key,
-                    (unsigned)lo);
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "CachingAllocator option %s too small, must be > %u", key, (unsigned)lo);
     *out = (uint64_t)v * CMT_MODEL_MIB;
     return 0;
 }
 
 /* The string has no word for unlimited: that is the key left out. */
 static int parse_limit_mb(const struct tokens *t, size_t *i, const char *key, double lo, double hi,
-                          uint64_t *out, char *err, size_t err_len)
+                          uint64_t *out, struct cmt_err *err)
 {
-    return parse_mb(t, i, key, lo, hi, out, err, err_len);
+    return parse_mb(t, i, key, lo, hi, out, err);
 }
 
 /* roundup_power2_divisions' single-value form (i at the value): a power of two for every
  * size interval. */
 static int parse_pow2(const struct tokens *t, size_t *i, const char *key, double lo, double hi,
-                      unsigned *out, char *err, size_t err_len)
+                      unsigned *out, struct cmt_err *err)
 {
     long v;
     if (!stoi_like(t->text[*i], &v))
-        return not_a_number(err, err_len, key, t->text[*i]);
+        return not_a_number(err, key, t->text[*i]);
     /* A negative int read as a size_t is no power of two. */
     if (v < 0 || !is_pow2((uint64_t)v))
-        return fail(err, err_len, "For roundups, the divisons has to be power of 2 ");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "For roundups, the divisons has to be power of 2 ");
     *out = (unsigned)v;
     return 0;
 }
@@ -198,21 +192,22 @@ static void store_intervals(struct cmt_model_config *c,
 
 /* One "interval:divisions" entry of the list form, i at the interval; as c10 2.6. */
 static int parse_interval(const struct tokens *t, size_t *i, unsigned *v, size_t *last_index,
-                          bool *first, char *err, size_t err_len)
+                          bool *first, struct cmt_err *err)
 {
     const char *key = "roundup_power2_divisions";
     const char *interval = t->text[*i];
     long divisions;
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error parsing roundup_power2_divisions value");
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Error parsing roundup_power2_divisions value");
     if (!stoi_like(t->text[*i], &divisions))
-        return not_a_number(err, err_len, key, t->text[*i]);
+        return not_a_number(err, key, t->text[*i]);
     if (divisions < 0 || (divisions != 0 && !is_pow2((uint64_t)divisions)))
-        return fail(err, err_len,
-                    "For roundups, the divisons has to be power of 2 or 0 to disable roundup ");
+        return cmt_err_set(
+            err, CMT_EMODEL_PARSE,
+            "For roundups, the divisons has to be power of 2 or 0 to disable roundup ");
     if (strcmp(interval, ">") == 0) {
         for (size_t k = *last_index; k < CMT_MODEL_ROUNDUP_INTERVALS; k++)
             v[k] = (unsigned)divisions;
@@ -222,10 +217,12 @@ static int parse_interval(const struct tokens *t, size_t *i, unsigned *v, size_t
     char *end;
     unsigned long long bound = strtoull(interval, &end, 10); /* std::stoul */
     if (end == interval || errno == ERANGE)
-        return fail(err, err_len, "%s interval '%s' is not a number (PyTorch's std::stoul throws)",
-                    key, interval);
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "%s interval '%s' is not a number (PyTorch's std::stoul throws)", key,
+                           interval);
     if (!is_pow2(bound))
-        return fail(err, err_len, "For roundups, the intervals have to be power of 2 ");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "For roundups, the intervals have to be power of 2 ");
     /* c10 indexes by log2 of the number as given (256 -> 8), not by the size's interval. */
     size_t index = floor_log2_u64(bound);
     if (index > CMT_MODEL_ROUNDUP_INTERVALS - 1)
@@ -241,19 +238,20 @@ static int parse_interval(const struct tokens *t, size_t *i, unsigned *v, size_t
 }
 
 /* roundup_power2_divisions: one value, or c10's per-interval list "[256:1,512:2,>:8]". */
-static int parse_roundup(const struct tokens *t, size_t *i, struct cmt_model_config *c, char *err,
-                         size_t err_len)
+static int parse_roundup(const struct tokens *t, size_t *i, struct cmt_model_config *c,
+                         struct cmt_err *err)
 {
     const char *key = "roundup_power2_divisions";
     unsigned v[CMT_MODEL_ROUNDUP_INTERVALS];
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error, expecting roundup_power2_divisions value");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "Error, expecting roundup_power2_divisions value");
     if (!expect(t, *i, "[")) {
         unsigned one = 0;
-        if ((rc = parse_pow2(t, i, key, 1, 1024, &one, err, err_len)) != 0)
+        if ((rc = parse_pow2(t, i, key, 1, 1024, &one, err)) != 0)
             return rc;
         c->roundup_power2_per_interval = false;
         memset(c->roundup_power2_intervals, 0, sizeof c->roundup_power2_intervals);
@@ -264,10 +262,10 @@ static int parse_roundup(const struct tokens *t, size_t *i, struct cmt_model_con
     size_t last_index = 0;
     bool first = true;
     while (++*i < t->count && !expect(t, *i, "]")) {
-        if ((rc = parse_interval(t, i, v, &last_index, &first, err, err_len)) != 0)
+        if ((rc = parse_interval(t, i, v, &last_index, &first, err)) != 0)
             return rc;
         /* c10 reads the token after the list's last one unchecked; here it is missing. */
-        if (!expect(t, *i + 1, "]") && (rc = consume(t, ++*i, ',', err, err_len)) != 0)
+        if (!expect(t, *i + 1, "]") && (rc = consume(t, ++*i, ',', err)) != 0)
             return rc;
     }
     store_intervals(c, v);
@@ -275,33 +273,36 @@ static int parse_roundup(const struct tokens *t, size_t *i, struct cmt_model_con
 }
 
 static int parse_fraction(const struct tokens *t, size_t *i, const char *key, double lo, double hi,
-                          double *out, char *err, size_t err_len)
+                          double *out, struct cmt_err *err)
 {
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error, expecting %s value", key);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Error, expecting %s value", key);
     errno = 0;
     char *end;
     double v = strtod(t->text[*i], &end); /* std::stod: what follows the number is ignored */
     if (errno == ERANGE || end == t->text[*i])
-        return fail(err, err_len, "%s value '%s' is not a number (PyTorch's std::stod throws)", key,
-                    t->text[*i]);
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "%s value '%s' is not a number (PyTorch's std::stod throws)", key,
+                           t->text[*i]);
     /* c10's texts for garbage_collection_threshold, the only fraction. */
     if (!(v > lo))
-        return fail(err, err_len, "garbage_collect_threshold too small, set it 0.0~1.0");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "garbage_collect_threshold too small, set it 0.0~1.0");
     if (!(v < hi))
-        return fail(err, err_len, "garbage_collect_threshold too big, set it 0.0~1.0");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "garbage_collect_threshold too big, set it 0.0~1.0");
     *out = v;
     return 0;
 }
 
 /* True or False after the ':'; c10's text names the key. */
 static int parse_true_false(const struct tokens *t, size_t *i, const char *key, bool *out,
-                            char *err, size_t err_len)
+                            struct cmt_err *err)
 {
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     ++*i;
@@ -309,43 +310,45 @@ static int parse_true_false(const struct tokens *t, size_t *i, const char *key, 
         *out = expect(t, *i, "True");
         return 0;
     }
-    return fail(err, err_len, "Expected a single True/False argument for %s", key);
+    return cmt_err_set(err, CMT_EMODEL_PARSE, "Expected a single True/False argument for %s", key);
 }
 
 static int parse_boolean(const struct tokens *t, size_t *i, const char *key, double lo, double hi,
-                         bool *out, char *err, size_t err_len)
+                         bool *out, struct cmt_err *err)
 {
-    return parse_true_false(t, i, key, out, err, err_len);
+    return parse_true_false(t, i, key, out, err);
 }
 
 /* The keys PyTorch accepts that change nothing the model looks at, checked as c10 does. */
-static int parse_ignored(const struct tokens *t, size_t *i, const char *key, char *err,
-                         size_t err_len)
+static int parse_ignored(const struct tokens *t, size_t *i, const char *key, struct cmt_err *err)
 {
     bool b;
     long v;
     int rc;
     if (strcmp(key, "release_lock_on_cudamalloc") == 0 ||
         strcmp(key, "release_lock_on_hipmalloc") == 0)
-        return parse_true_false(t, i, "release_lock_on_cudamalloc", &b, err, err_len);
+        return parse_true_false(t, i, "release_lock_on_cudamalloc", &b, err);
     const char *name = strcmp(key, "pinned_use_hip_host_register") == 0
                            ? "pinned_use_cuda_host_register"
                            : key;
-    if ((rc = consume(t, ++*i, ':', err, err_len)) != 0)
+    if ((rc = consume(t, ++*i, ':', err)) != 0)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error, expecting %s value", name);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Error, expecting %s value", name);
     if (strcmp(key, "pinned_num_register_threads") != 0) {
         if (expect(t, *i, "True") || expect(t, *i, "False"))
             return 0;
-        return fail(err, err_len, "Expected a single True/False argument for %s", name);
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Expected a single True/False argument for %s",
+                           name);
     }
     if (!stoi_like(t->text[*i], &v))
-        return not_a_number(err, err_len, key, t->text[*i]);
+        return not_a_number(err, key, t->text[*i]);
     if (v < 0 || !is_pow2((uint64_t)v))
-        return fail(err, err_len, "Number of register threads has to be power of 2 ");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "Number of register threads has to be power of 2 ");
     if (v > 128) /* c10's pinned_max_register_threads() */
-        return fail(err, err_len, "Number of register threads should be less than or equal to 128");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "Number of register threads should be less than or equal to 128");
     return 0;
 }
 
@@ -361,56 +364,56 @@ static bool ignored_key(const char *key)
     return false;
 }
 
-static int parse_backend(const struct tokens *t, size_t *i, char *err, size_t err_len)
+static int parse_backend(const struct tokens *t, size_t *i, struct cmt_err *err)
 {
-    int rc = consume(t, ++*i, ':', err, err_len);
+    int rc = consume(t, ++*i, ':', err);
     if (rc)
         return rc;
     if (++*i >= t->count)
-        return fail(err, err_len, "Error parsing backend value");
+        return cmt_err_set(err, CMT_EMODEL_PARSE, "Error parsing backend value");
     if (expect(t, *i, "native"))
         return 0;
     if (expect(t, *i, "cudaMallocAsync"))
-        return fail(err, err_len,
-                    "backend:cudaMallocAsync is not the caching allocator; not modelled");
-    return fail(err, err_len, "Unknown allocator backend, options are native and cudaMallocAsync");
+        return cmt_err_set(err, CMT_EMODEL_PARSE,
+                           "backend:cudaMallocAsync is not the caching allocator; not modelled");
+    return cmt_err_set(err, CMT_EMODEL_PARSE,
+                       "Unknown allocator backend, options are native and cudaMallocAsync");
 }
 
 /* One key and its value, i at the key; i is left at the item's last token. */
-static int parse_item(const struct tokens *t, size_t *i, struct cmt_model_config *c, char *err,
-                      size_t err_len)
+static int parse_item(const struct tokens *t, size_t *i, struct cmt_model_config *c,
+                      struct cmt_err *err)
 {
     const char *key = t->text[*i];
     if (strcmp(key, "roundup_power2_divisions") == 0)
-        return parse_roundup(t, i, c, err, err_len);
+        return parse_roundup(t, i, c, err);
 #define CMT__SETTING_PARSE(field, type, conf_key, def, flag, json, rank, lo, hi, help) \
     if (strcmp(key, conf_key) == 0)                                                    \
-        return parse_##type(t, i, key, lo, hi, &c->field, err, err_len);
+        return parse_##type(t, i, key, lo, hi, &c->field, err);
     CMT_MODEL_SETTINGS(CMT__SETTING_PARSE)
 #undef CMT__SETTING_PARSE
     if (strcmp(key, "backend") == 0)
-        return parse_backend(t, i, err, err_len);
+        return parse_backend(t, i, err);
     if (ignored_key(key))
-        return parse_ignored(t, i, key, err, err_len);
-    return fail(err, err_len, "Unrecognized CachingAllocator option: %s", key);
+        return parse_ignored(t, i, key, err);
+    return cmt_err_set(err, CMT_EMODEL_PARSE, "Unrecognized CachingAllocator option: %s", key);
 }
 
-int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, char *err,
-                           size_t err_len)
+int cmt_model_config_parse(struct cmt_model_config *config, const char *conf, struct cmt_err *err)
 {
     if (!config || !conf)
-        return CMT_EINVALID;
+        return cmt_err_sys(err, CMT_EINVALID, 0);
     struct tokens *t = malloc(sizeof *t);
     if (!t)
-        return CMT_EMODEL_NOMEM;
+        return cmt_err_sys(err, CMT_EMODEL_NOMEM, 0);
     struct cmt_model_config c = *config;
-    int rc = lex(conf, t, err, err_len);
+    int rc = lex(conf, t, err);
     /* c10 2.6's parseArgs: an item, then a comma unless it was the last token (so a trailing
      * comma is accepted, as c10 accepts it). */
     for (size_t i = 0; rc == 0 && i < t->count; i++) {
-        rc = parse_item(t, &i, &c, err, err_len);
+        rc = parse_item(t, &i, &c, err);
         if (rc == 0 && i + 1 < t->count)
-            rc = consume(t, ++i, ',', err, err_len);
+            rc = consume(t, ++i, ',', err);
     }
     free(t);
     if (rc == 0)

@@ -351,27 +351,20 @@ struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c)
         .wants = CMT_OBSERVE_EVENT, .step = collect_step, .finish = collect_finish, .ctx = c};
 }
 
-static void set_err(char *err, size_t len, const char *msg)
-{
-    if (len)
-        snprintf(err, len, "%s", msg);
-}
-
-int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, char *err,
-                             size_t err_len)
+int cmt_whatif_collector_end(struct cmt_whatif_collector *b, int replay_rc, struct cmt_err *err)
 {
     struct cmt_whatif_stream *out = b->s;
     int rc = 0;
     out->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
     if (b->failed || replay_rc == CMT_ENOMEM) {
         rc = CMT_EMODEL_NOMEM;
-        set_err(err, err_len, "out of host memory while reading the trace");
+        cmt_err_set(err, rc, "out of host memory while reading the trace");
     } else if (out->allocs == 0) {
         rc = CMT_EWHATIF_EMPTY;
-        set_err(err, err_len,
-                out->failed_allocs
-                    ? "no allocation in the trace succeeded: there is no stream to replay"
-                    : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
+        cmt_err_set(err, rc, "%s",
+                    out->failed_allocs
+                        ? "no allocation in the trace succeeded: there is no stream to replay"
+                        : "the trace holds no device allocations (cuMemAlloc/cuMemAllocAsync)");
     }
     if (rc) {
         cmt_whatif_stream_free(out);
@@ -390,35 +383,33 @@ void cmt_whatif_collector_destroy(struct cmt_whatif_collector *b)
     free(b);
 }
 
-int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
-                           size_t err_len)
+int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, struct cmt_err *err)
 {
-    return cmt_whatif_stream_load_observed(reader, out, NULL, 0, err, err_len);
+    return cmt_whatif_stream_load_observed(reader, out, NULL, 0, err);
 }
 
 int cmt_whatif_stream_load_observed(cmt_reader *reader, struct cmt_whatif_stream *out,
-                                    struct cmt_observer *extra, size_t extra_count, char *err,
-                                    size_t err_len)
+                                    struct cmt_observer *extra, size_t extra_count,
+                                    struct cmt_err *err)
 {
     if (!reader || !out || extra_count > 7 || (extra_count && !extra))
-        return CMT_EINVALID;
+        return cmt_err_sys(err, CMT_EINVALID, 0);
     struct cmt_whatif_collector *c;
     cmt_replay *rp = NULL;
     int rc = cmt_whatif_collector_create(&c, out);
     if (rc)
-        return rc;
+        return cmt_err_sys(err, rc, 0);
     cmt_reader_rewind(reader);
     if (cmt_replay_create(&rp, reader) != 0) {
         cmt_whatif_collector_destroy(c);
-        set_err(err, err_len, "out of host memory while reading the trace");
-        return CMT_EMODEL_NOMEM;
+        return cmt_err_set(err, CMT_EMODEL_NOMEM, "out of host memory while reading the trace");
     }
     struct cmt_observer obs[8];
     for (size_t i = 0; i < extra_count; i++)
         obs[i] = extra[i];
     obs[extra_count] = cmt_whatif_observer(c);
     rc = cmt_replay_run(rp, obs, extra_count + 1);
-    rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
+    rc = cmt_whatif_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err);
     cmt_replay_destroy(rp);
     cmt_whatif_collector_destroy(c);
     return rc;

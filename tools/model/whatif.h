@@ -138,10 +138,9 @@ bool cmt_whatif_torch_prints_1x(const char *version);
  * A damaged trace yields the events before the damage (damage set).
  * @return 0 and *out filled (free it with cmt_whatif_stream_free);
  *         CMT_EWHATIF_EMPTY; CMT_EMODEL_NOMEM; CMT_EINVALID.
- *         On error a one-line reason is in err (if err_len > 0).
+ *         On error *err (which may be NULL) says why: print cmt_err_message.
  */
-int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, char *err,
-                           size_t err_len);
+int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, struct cmt_err *err);
 
 /**
  * The same, with more observers run in the same pass before the stream's own (a progress
@@ -149,8 +148,8 @@ int cmt_whatif_stream_load(cmt_reader *reader, struct cmt_whatif_stream *out, ch
  * @return as cmt_whatif_stream_load.
  */
 int cmt_whatif_stream_load_observed(cmt_reader *reader, struct cmt_whatif_stream *out,
-                                    struct cmt_observer *extra, size_t extra_count, char *err,
-                                    size_t err_len);
+                                    struct cmt_observer *extra, size_t extra_count,
+                                    struct cmt_err *err);
 
 /**
  * The same as a replay observer, so that the stream is collected in one pass with other
@@ -164,8 +163,7 @@ struct cmt_whatif_collector;
 int cmt_whatif_collector_create(struct cmt_whatif_collector **out,
                                 struct cmt_whatif_stream *stream);
 struct cmt_observer cmt_whatif_observer(struct cmt_whatif_collector *c);
-int cmt_whatif_collector_end(struct cmt_whatif_collector *c, int replay_rc, char *err,
-                             size_t err_len);
+int cmt_whatif_collector_end(struct cmt_whatif_collector *c, int replay_rc, struct cmt_err *err);
 void cmt_whatif_collector_destroy(struct cmt_whatif_collector *c);
 
 /**

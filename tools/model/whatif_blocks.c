@@ -504,11 +504,10 @@ static int on_event(struct cmt_whatif_block_collector *c, const struct cmt_alloc
         return 0;
     }
     if (!c->conf_fixed) { /* the settings before the first event are the run's */
-        char err[8];
         c->conf_fixed = true;
         cmt_model_config_default(&c->config, 1);
         c->config_read = !c->check->conf[0] ||
-                         cmt_model_config_parse(&c->config, c->check->conf, err, sizeof err) == 0;
+                         cmt_model_config_parse(&c->config, c->check->conf, NULL) == 0;
         c->split_limit = c->config.max_split_size ? c->config.max_split_size : UINT64_MAX;
     }
     uint64_t flags = field(e, CMT_AFIELD_FLAGS);
@@ -656,27 +655,19 @@ struct cmt_observer cmt_whatif_block_observer(struct cmt_whatif_block_collector 
         .wants = CMT_OBSERVE_RECORD, .step = block_step, .finish = block_finish, .ctx = c};
 }
 
-static void set_err(char *err, size_t len, const char *msg)
-{
-    if (len)
-        snprintf(err, len, "%s", msg);
-}
-
-int cmt_whatif_block_collector_end(struct cmt_whatif_block_collector *c, int replay_rc, char *err,
-                                   size_t err_len)
+int cmt_whatif_block_collector_end(struct cmt_whatif_block_collector *c, int replay_rc,
+                                   struct cmt_err *err)
 {
     struct cmt_whatif_stream *s = c->s;
     int rc = 0;
     s->damage = replay_rc < 0 && replay_rc != CMT_ENOMEM ? replay_rc : 0;
     if (!c->check->present)
-        rc = CMT_ENOT_FOUND;
-    else if (c->failed || replay_rc == CMT_ENOMEM) {
-        rc = CMT_EMODEL_NOMEM;
-        set_err(err, err_len, "out of host memory while reading the trace");
-    } else if (s->allocs == 0) {
-        rc = CMT_EWHATIF_EMPTY;
-        set_err(err, err_len, "the allocator-level records hold no block allocation");
-    }
+        rc = cmt_err_sys(err, CMT_ENOT_FOUND, 0);
+    else if (c->failed || replay_rc == CMT_ENOMEM)
+        rc = cmt_err_set(err, CMT_EMODEL_NOMEM, "out of host memory while reading the trace");
+    else if (s->allocs == 0)
+        rc = cmt_err_set(err, CMT_EWHATIF_EMPTY,
+                         "the allocator-level records hold no block allocation");
     if (rc) {
         cmt_whatif_stream_free(s);
         return rc;
@@ -711,24 +702,23 @@ static void prefer_failing_device(struct cmt_whatif_block_collector *c, cmt_read
 }
 
 int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
-                           struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
+                           struct cmt_whatif_selfcheck *check, struct cmt_err *err)
 {
     if (!reader || !stream || !check)
-        return CMT_EINVALID;
+        return cmt_err_sys(err, CMT_EINVALID, 0);
     struct cmt_whatif_block_collector *c;
     cmt_replay *rp = NULL;
     int rc = cmt_whatif_block_collector_create(&c, stream, check);
     if (rc)
-        return rc;
+        return cmt_err_sys(err, rc, 0);
     prefer_failing_device(c, reader);
     if (cmt_replay_create(&rp, reader) != 0) {
         cmt_whatif_block_collector_destroy(c);
-        set_err(err, err_len, "out of host memory while reading the trace");
-        return CMT_EMODEL_NOMEM;
+        return cmt_err_set(err, CMT_EMODEL_NOMEM, "out of host memory while reading the trace");
     }
     struct cmt_observer obs = cmt_whatif_block_observer(c);
     rc = cmt_replay_run(rp, &obs, 1);
-    rc = cmt_whatif_block_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err, err_len);
+    rc = cmt_whatif_block_collector_end(c, rc == CMT_EMODEL_NOMEM ? CMT_ENOMEM : rc, err);
     cmt_replay_destroy(rp);
     cmt_whatif_block_collector_destroy(c);
     cmt_reader_rewind(reader);
@@ -736,17 +726,17 @@ int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
 }
 
 int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
-                        struct cmt_whatif_selfcheck *check, char *err, size_t err_len)
+                        struct cmt_whatif_selfcheck *check, struct cmt_err *err)
 {
-    return cmt_whatif_load_any_observed(reader, stream, check, NULL, 0, err, err_len);
+    return cmt_whatif_load_any_observed(reader, stream, check, NULL, 0, err);
 }
 
 int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *stream,
                                  struct cmt_whatif_selfcheck *check, struct cmt_observer *extra,
-                                 size_t extra_count, char *err, size_t err_len)
+                                 size_t extra_count, struct cmt_err *err)
 {
     if (!reader || !stream || !check || extra_count > 6 || (extra_count && !extra))
-        return CMT_EINVALID;
+        return cmt_err_sys(err, CMT_EINVALID, 0);
     struct cmt_whatif_stream driver;
     struct cmt_whatif_collector *dc = NULL;
     struct cmt_whatif_block_collector *bc = NULL;
@@ -762,8 +752,8 @@ int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *s
     if (rc) {
         cmt_whatif_collector_destroy(dc);
         cmt_whatif_block_collector_destroy(bc);
-        set_err(err, err_len, "out of host memory while reading the trace");
-        return rc == CMT_EINVALID ? rc : CMT_EMODEL_NOMEM;
+        return cmt_err_set(err, rc == CMT_EINVALID ? rc : CMT_EMODEL_NOMEM,
+                           "out of host memory while reading the trace");
     }
     struct cmt_observer obs[8];
     for (size_t i = 0; i < extra_count; i++)
@@ -772,13 +762,12 @@ int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *s
     obs[extra_count + 1] = cmt_whatif_block_observer(bc);
     int run = cmt_replay_run(rp, obs, extra_count + 2);
     run = run == CMT_EMODEL_NOMEM ? CMT_ENOMEM : run;
-    rc = cmt_whatif_block_collector_end(bc, run, err, err_len);
+    rc = cmt_whatif_block_collector_end(bc, run, err);
     if (rc == CMT_ENOT_FOUND) { /* no allocator-level records: the driver's stream */
-        rc = cmt_whatif_collector_end(dc, run, err, err_len);
+        rc = cmt_whatif_collector_end(dc, run, err);
         *stream = driver;
     } else {
-        char ignored[8];
-        if (cmt_whatif_collector_end(dc, run, ignored, sizeof ignored) == 0)
+        if (cmt_whatif_collector_end(dc, run, NULL) == 0)
             cmt_whatif_stream_free(&driver);
         /* The PyTorch version: the allocator's own, else the trace's. */
         if (!stream->torch_version[0]) {

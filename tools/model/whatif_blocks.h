@@ -86,20 +86,20 @@ struct cmt_whatif_block_collector;
  * @return (create) 0, CMT_EINVALID, CMT_EMODEL_NOMEM;
  *         (end) 0; CMT_ENOT_FOUND when the trace has no allocator-level block events (use the
  *         driver-level stream); CMT_EWHATIF_EMPTY; CMT_EMODEL_NOMEM, with a one-line reason in
- *         err. The stream is freed on error; the check is kept until
+ *         *err (may be NULL; CMT_ENOT_FOUND carries its code alone). The stream is freed on error; the check is kept until
  *         cmt_whatif_selfcheck_free. */
 int cmt_whatif_block_collector_create(struct cmt_whatif_block_collector **out,
                                       struct cmt_whatif_stream *stream,
                                       struct cmt_whatif_selfcheck *check);
 struct cmt_observer cmt_whatif_block_observer(struct cmt_whatif_block_collector *c);
-int cmt_whatif_block_collector_end(struct cmt_whatif_block_collector *c, int replay_rc, char *err,
-                                   size_t err_len);
+int cmt_whatif_block_collector_end(struct cmt_whatif_block_collector *c, int replay_rc,
+                                   struct cmt_err *err);
 void cmt_whatif_block_collector_destroy(struct cmt_whatif_block_collector *c);
 
 /* The same in one call over an open reader (rewound first, and after).
  * @return as cmt_whatif_block_collector_end. */
 int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
-                           struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
+                           struct cmt_whatif_selfcheck *check, struct cmt_err *err);
 
 /* One pass for `whatif`: the stream from allocator-level records when the trace has them
  * (check->present), else the driver-level stream (as cmt_whatif_stream_load). The allocator's
@@ -107,13 +107,13 @@ int cmt_whatif_blocks_load(cmt_reader *reader, struct cmt_whatif_stream *stream,
  * --torch` writes torch.__version__ there; torch_version_source "the ALLOCATOR record"), else
  * the trace's (whatif.h). @return 0, or the error of the stream used (err says why). */
 int cmt_whatif_load_any(cmt_reader *reader, struct cmt_whatif_stream *stream,
-                        struct cmt_whatif_selfcheck *check, char *err, size_t err_len);
+                        struct cmt_whatif_selfcheck *check, struct cmt_err *err);
 
 /* The same with more observers (at most 6) run in the same pass before the streams' own (a
  * progress line, say). @return as cmt_whatif_load_any; CMT_EINVALID for too many. */
 int cmt_whatif_load_any_observed(cmt_reader *reader, struct cmt_whatif_stream *stream,
                                  struct cmt_whatif_selfcheck *check, struct cmt_observer *extra,
-                                 size_t extra_count, char *err, size_t err_len);
+                                 size_t extra_count, struct cmt_err *err);
 
 /* Replays the stream with check->conf against a device that lets the allocator reserve
  * `capacity` of `device_total` bytes, past out-of-memory failures (the program may go on), and

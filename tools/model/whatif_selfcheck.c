@@ -174,8 +174,11 @@ int cmt_whatif_selfcheck_run(const struct cmt_whatif_stream *s, uint64_t capacit
     config.device_total = device_total > capacity ? device_total : capacity;
     config.device_index = s->device;
     c->error[0] = 0;
-    if (c->conf[0] && cmt_model_config_parse(&config, c->conf, c->error, sizeof c->error) != 0)
+    struct cmt_err err = {0};
+    if (c->conf[0] && cmt_model_config_parse(&config, c->conf, &err) != 0) {
+        snprintf(c->error, sizeof c->error, "%.*s", (int)sizeof c->error - 1, err.text);
         return CMT_EMODEL_PARSE;
+    }
     struct cmt_model *model;
     int rc = cmt_model_create(&config, &model);
     if (rc)

@@ -42,21 +42,20 @@ struct run {
     int fd;          /* -1 until the first record is appended */
     cmt_writer *w;
     struct cmt_symbolize_stats *stats;
-    char *err;
-    size_t errlen;
+    struct cmt_err *err;
 };
 
+/* The message names the file first: "PATH: what went wrong". */
 static int fail(struct run *run, int code, const char *fmt, ...)
 {
-    if (run->err && run->errlen) {
-        int n = snprintf(run->err, run->errlen, "%s: ", run->path);
-        va_list ap;
-        va_start(ap, fmt);
-        if (n >= 0 && (size_t)n < run->errlen)
-            vsnprintf(run->err + n, run->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return code;
+    if (!run->err)
+        return code;
+    char what[CMT_ERR_TEXT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return cmt_err_set(run->err, code, "%s: %s", run->path, what);
 }
 
 static uint64_t hash_bytes(const char *s)
@@ -272,10 +271,10 @@ static int read_trace(struct run *run)
     if (stat(run->path, &st) != 0)
         return fail(run, CMT_EIO, "%s", strerror(errno));
     run->file_size = st.st_size;
-    int sys_errno;
-    int rc = cmt_reader_open_file(&run->r, run->path, &sys_errno);
+    struct cmt_err err = {0};
+    int rc = cmt_reader_open_file(&run->r, run->path, &err);
     if (rc)
-        return fail(run, rc, "%s", cmt_reader_open_error(rc, sys_errno));
+        return fail(run, rc, "%s", cmt_err_message(&err));
     rc = cmt_reader_preload(run->r);
     if (rc < 0) /* the damage's description, or the reader's own failure (out of memory) */
         return fail(run, rc, "%s; not symbolized (records appended after damage could not be read)",
@@ -314,18 +313,13 @@ static void run_free(struct run *run)
     cmt_reader_close(run->r);
 }
 
-int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats, char *err,
-                       size_t errlen)
+int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats,
+                       struct cmt_err *err)
 {
-    struct run run = {.path = trace_path ? trace_path : "(null)",
-                      .fd = -1,
-                      .stats = stats,
-                      .err = err,
-                      .errlen = errlen};
+    struct run run = {
+        .path = trace_path ? trace_path : "(null)", .fd = -1, .stats = stats, .err = err};
     if (stats)
         memset(stats, 0, sizeof *stats);
-    if (err && errlen)
-        err[0] = 0;
     if (!trace_path)
         return fail(&run, CMT_EINVALID, "no trace path given");
     int rc = read_trace(&run);

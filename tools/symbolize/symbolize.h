@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmt_error.h"
+
 struct cmt_symbolize_stats {
     uint64_t nodes;           /* stack nodes that had no SYMBOL record before this run */
     uint64_t named;           /* ... that now have a function name */
@@ -41,12 +43,12 @@ struct cmt_symbolize_stats {
  * files installed) can still name them. Running it twice appends nothing the second time.
  * A damaged or truncated trace is refused and left untouched: chunks appended after damage
  * could never be read.
- * `stats` (may be NULL) is filled even on error as far as the work got; `err` (may be NULL)
- * receives one line naming the file and what went wrong.
+ * `stats` (may be NULL) is filled even on error as far as the work got; on error *err (may be
+ * NULL) holds the code and one line naming the file and what went wrong (cmt_err_message).
  * @return 0; CMT_EIO (cannot open, read or append), CMT_EEMPTY, CMT_EBAD_MAGIC,
  * CMT_ENEWER_VERSION, CMT_ETRUNCATED / CMT_ECORRUPT (damaged trace, not modified),
  * CMT_ENOMEM, CMT_ESINK / CMT_ECOMPRESS (appending failed part way), CMT_EINVALID (NULL path). */
-int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats, char *err,
-                       size_t errlen);
+CMT_MUST_USE int cmt_symbolize_file(const char *trace_path, struct cmt_symbolize_stats *stats,
+                                    struct cmt_err *err);
 
 #endif

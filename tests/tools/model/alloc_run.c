@@ -69,8 +69,8 @@ void alloc_run_record(struct tb *b, const char *conf, uint64_t capacity, uint64_
     struct cmt_model_config config;
     cmt_model_config_default(&config, capacity);
     config.device_total = total;
-    char err[160];
-    must(!*conf || cmt_model_config_parse(&config, conf, err, sizeof err) == 0, err);
+    struct cmt_err err = {0};
+    must(!*conf || cmt_model_config_parse(&config, conf, &err) == 0, err.text);
     struct cmt_model *m;
     must(cmt_model_create(&config, &m) == 0, "model");
     struct run r = {b, with_driver};

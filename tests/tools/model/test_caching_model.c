@@ -491,9 +491,9 @@ Test(release, oversize_request_accepts_20_mib_of_slack_only)
 static uint64_t reserved_after_reuse(const char *conf)
 {
     struct cmt_model_config c;
-    char err[128] = "";
+    struct cmt_err err = {0};
     cmt_model_config_default(&c, GiB);
-    cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_EOK, "%s", err);
+    cr_assert_eq(cmt_model_config_parse(&c, conf, &err), CMT_EOK, "%s", err.text);
     struct cmt_model *m = NULL;
     cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
     free_ok(m, alloc_ok(m, 150 * MiB, 0));
@@ -706,14 +706,14 @@ Test(config, parses_known_keys)
 {
     struct cmt_model_config c;
     cmt_model_config_default(&c, GiB);
-    char err[160] = "";
+    struct cmt_err err = {0};
     cr_assert_eq(cmt_model_config_parse(&c,
                                         " max_split_size_mb : 6144 ,roundup_power2_divisions:4,"
                                         "garbage_collection_threshold:0.6,expandable_segments:True,"
                                         "backend:native,release_lock_on_cudamalloc:True,"
                                         "max_non_split_rounding_mb:64",
-                                        err, sizeof err),
-                 CMT_EOK, "%s", err);
+                                        &err),
+                 CMT_EOK, "%s", err.text);
     cr_assert_eq(c.max_split_size, 6144 * MiB);
     cr_assert_eq(c.roundup_power2_divisions, 4);
     cr_assert_float_eq(c.garbage_collection_threshold, 0.6, 1e-12);
@@ -728,28 +728,27 @@ Test(config, parses_known_keys)
     /* The printed string parses back to the same settings. */
     struct cmt_model_config d;
     cmt_model_config_default(&d, GiB);
-    cr_assert_eq(cmt_model_config_parse(&d, out, err, sizeof err), CMT_EOK);
+    cr_assert_eq(cmt_model_config_parse(&d, out, &err), CMT_EOK);
     cr_assert_eq(memcmp(&c, &d, sizeof c), 0);
-    cr_assert_eq(cmt_model_config_parse(&d, "", err, sizeof err), CMT_EOK);
-    cr_assert_eq(cmt_model_config_parse(&d, "max_split_size_mb:2147483647", err, sizeof err),
-                 CMT_EOK);
+    cr_assert_eq(cmt_model_config_parse(&d, "", &err), CMT_EOK);
+    cr_assert_eq(cmt_model_config_parse(&d, "max_split_size_mb:2147483647", &err), CMT_EOK);
     cr_assert_eq(d.max_split_size, 2147483647ull * MiB); /* finite, as in PyTorch */
 }
 
 Test(config, takes_what_c10_takes)
 {
     struct cmt_model_config c;
-    char err[160] = "";
+    struct cmt_err err = {0};
     cmt_model_config_default(&c, GiB);
     /* std::stoi reads the digits and ignores the rest; a trailing comma is fine. */
-    cr_assert_eq(cmt_model_config_parse(&c, "max_split_size_mb:64MB,", err, sizeof err), CMT_EOK,
-                 "%s", err);
+    cr_assert_eq(cmt_model_config_parse(&c, "max_split_size_mb:64MB,", &err), CMT_EOK, "%s",
+                 err.text);
     cr_assert_eq(c.max_split_size, 64 * MiB);
     cr_assert_eq(cmt_model_config_parse(&c,
                                         "max_split_size_mb:21,pinned_num_register_threads:8,"
                                         "pinned_use_cuda_host_register:True",
-                                        err, sizeof err),
-                 CMT_EOK, "%s", err);
+                                        &err),
+                 CMT_EOK, "%s", err.text);
     cr_assert_eq(c.max_split_size, 21 * MiB);
     char out[64];
     c.max_split_size = 20 * MiB; /* c10 refuses 20: not printable */
@@ -761,11 +760,11 @@ Test(config, takes_what_c10_takes)
 Test(config, roundup_per_interval_list_as_c10_reads_it)
 {
     struct cmt_model_config c;
-    char err[160] = "";
+    struct cmt_err err = {0};
     cmt_model_config_default(&c, GiB);
-    cr_assert_eq(cmt_model_config_parse(&c, "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]",
-                                        err, sizeof err),
-                 CMT_EOK, "%s", err);
+    cr_assert_eq(
+        cmt_model_config_parse(&c, "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", &err),
+        CMT_EOK, "%s", err.text);
     cr_assert(c.roundup_power2_per_interval);
     cr_assert_eq(c.roundup_power2_divisions, 0);
     static const unsigned want[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 8, 8, 8, 8};
@@ -781,23 +780,22 @@ Test(config, roundup_per_interval_list_as_c10_reads_it)
     cr_assert_str_eq(out, "roundup_power2_divisions:[256:1,512:2,1024:8,>:8]");
     struct cmt_model_config d;
     cmt_model_config_default(&d, GiB);
-    cr_assert_eq(cmt_model_config_parse(&d, out, err, sizeof err), CMT_EOK, "%s", err);
+    cr_assert_eq(cmt_model_config_parse(&d, out, &err), CMT_EOK, "%s", err.text);
     cr_assert_eq(memcmp(&c, &d, sizeof c), 0);
     /* A list of one value for every interval is the single value. */
-    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[>:4]", err, sizeof err),
-                 CMT_EOK, "%s", err);
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[>:4]", &err), CMT_EOK, "%s",
+                 err.text);
     cr_assert(!d.roundup_power2_per_interval);
     cr_assert_eq(d.roundup_power2_divisions, 4);
     /* Unterminated but comma-ended, as c10 accepts; the single form replaces a list. */
     cmt_model_config_default(&d, GiB);
-    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[2:4,", err, sizeof err),
-                 CMT_EOK, "%s", err);
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:[2:4,", &err), CMT_EOK, "%s",
+                 err.text);
     cr_assert(d.roundup_power2_per_interval);
     cr_assert_eq(d.roundup_power2_intervals[0], 4);
     cr_assert_eq(d.roundup_power2_intervals[1], 4);
     cr_assert_eq(d.roundup_power2_intervals[2], 0); /* the rest keep what they had */
-    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:2", err, sizeof err),
-                 CMT_EOK);
+    cr_assert_eq(cmt_model_config_parse(&d, "roundup_power2_divisions:2", &err), CMT_EOK);
     cr_assert(!d.roundup_power2_per_interval);
     cr_assert_eq(d.roundup_power2_divisions, 2);
 }
@@ -860,13 +858,13 @@ Test(config, rejects_bad_strings)
         struct cmt_model_config c;
         cmt_model_config_default(&c, GiB);
         struct cmt_model_config before = c;
-        char err[160] = "";
-        cr_assert_eq(cmt_model_config_parse(&c, bad[k].conf, err, sizeof err), CMT_EMODEL_PARSE,
+        struct cmt_err err = {0};
+        cr_assert_eq(cmt_model_config_parse(&c, bad[k].conf, &err), CMT_EMODEL_PARSE,
                      "accepted '%s'", bad[k].conf);
-        cr_assert_str_eq(err, bad[k].message, "for '%s'", bad[k].conf);
+        cr_assert_str_eq(err.text, bad[k].message, "for '%s'", bad[k].conf);
         cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "changed by '%s'", bad[k].conf);
     }
-    cr_assert_eq(cmt_model_config_parse(NULL, "", NULL, 0), CMT_EINVALID);
+    cr_assert_eq(cmt_model_config_parse(NULL, "", NULL), CMT_EINVALID);
 }
 
 /* ---- the write-up's 6.18 GiB OOM -------------------------------------- */
@@ -880,7 +878,7 @@ static struct cmt_model *run_writeup(uint64_t split_mib, int *rc, size_t *stoppe
     char conf[64];
     snprintf(conf, sizeof conf, "max_split_size_mb:%llu", (unsigned long long)split_mib);
     if (split_mib)
-        cr_assert_eq(cmt_model_config_parse(&c, conf, NULL, 0), CMT_EOK);
+        cr_assert_eq(cmt_model_config_parse(&c, conf, NULL), CMT_EOK);
     struct cmt_model *m = NULL;
     cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
     cmt_model_handle handles[16];

@@ -39,7 +39,7 @@ static struct cmt_model *make(struct device *d, uint64_t capacity, const char *c
     struct cmt_model_config c;
     cmt_model_config_default(&c, capacity);
     if (conf)
-        cr_assert_eq(cmt_model_config_parse(&c, conf, NULL, 0), CMT_EOK);
+        cr_assert_eq(cmt_model_config_parse(&c, conf, NULL), CMT_EOK);
     struct cmt_model *m = NULL;
     cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
     struct cmt_model_device_hooks hooks = {dev_alloc, dev_free, d};

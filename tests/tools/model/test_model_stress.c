@@ -107,8 +107,8 @@ static struct cmt_model *make(const char *conf, double fraction)
     cmt_model_config_default(&c, 3 * GiB);
     c.device_total = 4 * GiB;
     c.memory_fraction = fraction;
-    char err[128];
-    cr_assert_eq(cmt_model_config_parse(&c, conf, err, sizeof err), CMT_EOK, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_model_config_parse(&c, conf, &err), CMT_EOK, "%s", err.text);
     struct cmt_model *m = NULL;
     cr_assert_eq(cmt_model_create(&c, &m), CMT_EOK);
     return m;

@@ -21,8 +21,8 @@ static const char writeup_message[] =
 static void load(struct tb *b, struct cmt_whatif_stream *s)
 {
     cmt_reader *r = tb_reader(b);
-    char err[256] = "";
-    cr_assert_eq(cmt_whatif_stream_load(r, s, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_whatif_stream_load(r, s, &err), 0, "%s", err.text);
     cmt_reader_close(r);
 }
 
@@ -132,9 +132,10 @@ Test(whatif_stream, a_trace_without_allocations_is_refused)
     tb_free(&b, P(1));
     tb_close(&b);
     cmt_reader *r = tb_reader(&b);
-    char err[256] = "";
-    cr_assert_eq(cmt_whatif_stream_load(r, &s, err, sizeof err), CMT_EWHATIF_EMPTY);
-    cr_assert(strstr(err, "no device allocations"), "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_whatif_stream_load(r, &s, &err), CMT_EWHATIF_EMPTY);
+    cr_assert_eq(err.code, CMT_EWHATIF_EMPTY);
+    cr_assert(strstr(cmt_err_message(&err), "no device allocations"), "%s", err.text);
     cmt_reader_close(r);
     cmt_membuf_free(&b.buf);
 }
@@ -322,8 +323,8 @@ Test(whatif_stream, one_pass_with_oom_and_timeline_collects_the_same_stream)
     struct cmt_observer obs[] = {cmt_oom_observer(oom), cmt_timeline_observer(&tl),
                                  cmt_whatif_observer(c)};
     int rc = cmt_replay_run(rp, obs, 3);
-    char err[256] = "";
-    cr_assert_eq(cmt_whatif_collector_end(c, rc, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_whatif_collector_end(c, rc, &err), 0, "%s", err.text);
     cr_assert_eq(shared.event_count, alone.event_count);
     cr_assert_eq(shared.failed_allocs, 1);
     for (size_t k = 0; k < alone.event_count; k++) {

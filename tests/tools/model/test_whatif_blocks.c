@@ -40,9 +40,9 @@ static void generate(struct gen *g, const char *conf, uint64_t capacity, const i
     tb_allocator(&g->b, 1, conf);
     struct cmt_model_config config;
     cmt_model_config_default(&config, capacity);
-    char err[128];
+    struct cmt_err err = {0};
     if (*conf)
-        cr_assert_eq(cmt_model_config_parse(&config, conf, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(cmt_model_config_parse(&config, conf, &err), 0, "%s", err.text);
     struct cmt_model *m;
     cr_assert_eq(cmt_model_create(&config, &m), 0);
     struct cmt_model_device_hooks hooks = {gen_alloc, gen_free, g};
@@ -83,8 +83,8 @@ static void load(struct tb *b, struct cmt_whatif_stream *s, struct cmt_whatif_se
 {
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_memory(&r, b->buf.data, b->buf.len), 0);
-    char err[256] = "";
-    cr_assert_eq(cmt_whatif_blocks_load(r, s, c, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_whatif_blocks_load(r, s, c, &err), 0, "%s", err.text);
     cmt_reader_close(r);
 }
 
@@ -324,8 +324,9 @@ Test(whatif_blocks, a_trace_without_allocator_records_is_not_found)
     cr_assert_eq(cmt_reader_open_memory(&r, b.buf.data, b.buf.len), 0);
     struct cmt_whatif_stream s;
     struct cmt_whatif_selfcheck c;
-    char err[64];
-    cr_expect_eq(cmt_whatif_blocks_load(r, &s, &c, err, sizeof err), CMT_ENOT_FOUND);
+    struct cmt_err err = {0};
+    cr_expect_eq(cmt_whatif_blocks_load(r, &s, &c, &err), CMT_ENOT_FOUND);
+    cr_expect_eq(err.code, CMT_ENOT_FOUND, "the carrier holds the code");
     cmt_reader_close(r);
     cmt_whatif_selfcheck_free(&c);
     tb_free_builder(&b);

@@ -20,8 +20,8 @@ static void sizes(const struct cmt_snapshot_entry *e, size_t n, const char *conf
     s.nentries = n;
     struct cmt_model_config config;
     cmt_model_config_default(&config, MIB(1) << 20);
-    char err[128];
-    cr_assert_eq(cmt_model_config_parse(&config, conf, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_model_config_parse(&config, conf, &err), 0, "%s", err.text);
     memset(out, 0, n * sizeof *out);
     cr_assert_eq(cmt__snapshot_block_sizes(&s, &config, NULL, 0, out), 0);
 }

@@ -115,8 +115,8 @@ Test(symbolize, names_static_functions_with_exact_lines)
 {
     write_chain_trace(&self);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_expect_eq(st.nodes, CHAIN_DEPTH + 1);
     cr_expect_eq(st.named, CHAIN_DEPTH);
     cr_expect_eq(st.with_line, CHAIN_DEPTH);
@@ -147,12 +147,12 @@ Test(symbolize, second_run_appends_nothing)
 {
     write_chain_trace(&self);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_assert_gt(st.symbols_added, 0);
     size_t len1, len2;
     uint8_t *before = slurp(&len1);
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     uint8_t *after = slurp(&len2);
     cr_expect_eq(st.nodes, 1, "only the bare node is tried again");
     cr_expect_eq(st.symbols_added, 0);
@@ -169,8 +169,8 @@ Test(symbolize, new_strings_get_ids_above_existing_and_reuse_equal_text)
     uint64_t ips[] = {chain.ip[1], chain.ip[0]}; /* outer_frame, then middle_frame */
     write_trace(&self, ips, 2, strings, 5);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_expect_eq(st.strings_added, 2, "middle_frame and the file name are new");
     cmt_reader *r = reopen();
     cr_expect_eq(cmt_reader_symbol(r, 1)->function, 2, "existing STRING reused");
@@ -195,8 +195,8 @@ Test(symbolize, skips_module_whose_build_id_changed)
     size_t len1, len2;
     free(slurp(&len1));
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_expect_eq(st.modules_changed, 1);
     cr_expect_eq(st.named, 0);
     cr_expect_eq(st.symbols_added, 0);
@@ -210,8 +210,8 @@ Test(symbolize, counts_missing_module_file)
     m.path = "/nonexistent/cumemtrace/libgone.so";
     write_chain_trace(&m);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_expect_eq(st.modules_missing, 1);
     cr_expect_eq(st.nodes, CHAIN_DEPTH + 1);
     cr_expect_eq(st.named, 0);
@@ -229,10 +229,11 @@ static void damage_and_check(long offset_from_end, const uint8_t *junk, size_t j
     size_t len1, len2;
     uint8_t *before = slurp(&len1);
     struct cmt_symbolize_stats st;
-    char err[256];
-    int rc = cmt_symbolize_file(trace_path, &st, err, sizeof err);
+    struct cmt_err err = {0};
+    int rc = cmt_symbolize_file(trace_path, &st, &err);
     cr_expect(rc == CMT_ECORRUPT || rc == CMT_ETRUNCATED, "rc %d", rc);
-    cr_expect(strstr(err, trace_path) && strstr(err, "not symbolized"), "err: %s", err);
+    cr_expect(strstr(err.text, trace_path) && strstr(err.text, "not symbolized"), "err: %s",
+              err.text);
     uint8_t *after = slurp(&len2);
     cr_assert_eq(len1, len2, "a damaged trace must not grow");
     cr_expect_eq(memcmp(before, after, len1), 0);
@@ -256,9 +257,10 @@ Test(symbolize, reports_unreadable_file)
 {
     unlink(trace_path);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_expect_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), CMT_EIO);
-    cr_expect(strstr(err, trace_path), "err names the file: %s", err);
+    struct cmt_err err = {0};
+    cr_expect_eq(cmt_symbolize_file(trace_path, &st, &err), CMT_EIO);
+    cr_expect_eq(err.code, CMT_EIO);
+    cr_expect(strstr(cmt_err_message(&err), trace_path), "err names the file: %s", err.text);
 }
 
 Test(symbolize, demangles_cxx_names)
@@ -270,8 +272,8 @@ Test(symbolize, demangles_cxx_names)
         cr_skip_test("built without a C++ compiler");
     write_trace(&self, &ip, 1, NULL, 0);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cmt_reader *r = reopen();
     const struct cmt_symbol *s = cmt_reader_symbol(r, 1);
     cr_assert(s);
@@ -288,8 +290,8 @@ Test(symbolize, names_innermost_inlined_function_to_match_its_line)
     uint64_t ip = fixture_inlined_frame(&name, &line);
     write_trace(&self, &ip, 1, NULL, 0);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cmt_reader *r = reopen();
     const struct cmt_symbol *s = cmt_reader_symbol(r, 1);
     cr_assert(s);
@@ -307,8 +309,8 @@ Test(symbolize, many_nodes_share_lookups)
     write_trace(&self, ips, N, NULL, 0);
     free(ips);
     struct cmt_symbolize_stats st;
-    char err[256];
-    cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+    struct cmt_err err = {0};
+    cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
     cr_expect_eq(st.named, N);
     cr_expect_eq(st.with_line, N);
     cr_expect_eq(st.strings_added, CHAIN_DEPTH + 1);
@@ -355,8 +357,8 @@ Test(symbolize, opens_only_regular_files, .timeout = 20)
         m.path = paths[i];
         write_chain_trace(&m);
         struct cmt_symbolize_stats st;
-        char err[256];
-        cr_assert_eq(cmt_symbolize_file(trace_path, &st, err, sizeof err), 0, "%s", err);
+        struct cmt_err err = {0};
+        cr_assert_eq(cmt_symbolize_file(trace_path, &st, &err), 0, "%s", err.text);
         cr_expect_eq(st.modules_missing, 1, "%s", paths[i]);
         cr_expect_eq(st.named, 0, "%s", paths[i]);
     }

@@ -175,7 +175,7 @@ static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigne
         const struct cmt_fleet_process *pr = &fleet->processes[p];
         if (pr->error)
             fprintf(stderr, "cumemtrace %s: %s: %s (left out)\n", cmd, pr->path,
-                    cmt_reader_open_error(pr->error, pr->sys_errno));
+                    cmt_err_message(&pr->open_err));
         else if (pr->damage)
             fprintf(stderr, "cumemtrace %s: warning: %s: %s; using what came before it\n", cmd,
                     pr->path, cmt_strerror(pr->damage));

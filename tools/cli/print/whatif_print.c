@@ -221,9 +221,9 @@ static bool starts_exactly(const struct cmt_whatif_selfcheck *c, const struct cm
     if (c->expandable || c->before_inexact)
         return false;
     struct cmt_model_config run_config;
-    char run_conf[160], conf[160], err[8];
+    char run_conf[160], conf[160];
     cmt_model_config_default(&run_config, 1);
-    if (cmt_model_config_parse(&run_config, c->conf, err, sizeof err) != 0 ||
+    if (cmt_model_config_parse(&run_config, c->conf, NULL) != 0 ||
         cmt_model_config_format(&run_config, run_conf, sizeof run_conf) < 0 ||
         cmt_whatif_setting_conf(&r->setting, conf, sizeof conf) < 0)
         return false;

@@ -416,13 +416,14 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
 {
     struct merge m = {0};
     snprintf(m.version, sizeof m.version, "%s", version);
-    int rc, sys_errno = 0, snap_fd = -1, out_fd = -1, conv_fd = -1;
+    int rc, snap_fd = -1, out_fd = -1, conv_fd = -1;
+    struct cmt_err err = {0};
     char tmp[PATH_MAX + 16];
     void *map = MAP_FAILED;
     struct stat st, tst;
     why[0] = 0;
-    if ((rc = cmt_reader_open_file(&m.drv, trace, &sys_errno))) {
-        snprintf(why, size, "the trace: %s", cmt_reader_open_error(rc, sys_errno));
+    if ((rc = cmt_reader_open_file(&m.drv, trace, &err))) {
+        snprintf(why, size, "the trace: %s", cmt_err_message(&err));
         return rc;
     }
     if ((rc = scan_ids(&m, why, size)))
@@ -450,8 +451,8 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
     }
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", conv_fd);
-    if ((rc = cmt_reader_open_file(&m.snap, proc, &sys_errno))) {
-        snprintf(why, size, "the converted snapshot: %s", cmt_reader_open_error(rc, sys_errno));
+    if ((rc = cmt_reader_open_file(&m.snap, proc, &err))) {
+        snprintf(why, size, "the converted snapshot: %s", cmt_err_message(&err));
         goto out;
     }
     if ((rc = scan_segments(&m))) {
