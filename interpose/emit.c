@@ -70,9 +70,7 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
     struct cmt_event event;
     const struct cmt_event *ev = &event;
     int alloc = e->kind == CMT__ENTRY_ALLOC || e->kind == CMT__ENTRY_RANGE; /* seqs of their own */
-    if (alloc)
-        memset(&event, 0, sizeof event);
-    else
+    if (!alloc) /* an ALLOC or RANGE entry uses only event.seq and event.t_ns: no memset */
         cmt__queued_unpack(e, &event);
     uint64_t seq = e->seq >= em->alloc_entries ? e->seq - em->alloc_entries : 0;
     event.seq = seq;

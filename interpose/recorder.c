@@ -232,11 +232,31 @@ int32_t cmt__current_device(void)
     return dev;
 }
 
+/* Takes the next seq, published as pending before the seq can be seen taken.
+ *
+ * Why release is enough (the writer's drain(): an acquire load of seq giving S, then acquire
+ * loads of every `pending`, then of every `head`; it writes entries below min(S, pendings)):
+ * every change of seq while a writer runs is this fetch_add (the store of 0 in lifecycle.c
+ * happens with no writer thread), so the fetch_adds form one release sequence, and reading
+ * S synchronizes with the fetch_add of every seq s < S. The pending store is sequenced before
+ * that fetch_add, so the writer then reads it or a later value: this P <= s (coherence: P
+ * was read from seq before the fetch_add read s), which holds s back; or a later release
+ * store (NO_PENDING in cmt__finish / push_own_seq, or the next call's P'), each sequenced
+ * after the push of entry s, whose head store therefore happens before the writer's load of
+ * head. Either way s is never passed unwritten. No store-load order is needed on this side
+ * (no seq_cst: that was an xchg per call, and the fetch_add is the only locked operation). */
+static inline uint64_t take_seq_at(struct cmt__thread *t, uint64_t *t_ns)
+{
+    atomic_store_explicit(&t->pending, atomic_load_explicit(&cmt__rec.seq, memory_order_relaxed),
+                          memory_order_release);
+    uint64_t seq = atomic_fetch_add_explicit(&cmt__rec.seq, 1, memory_order_release);
+    *t_ns = cmt__ticks() - cmt__rec.start_ticks; /* converted to ns by the writer */
+    return seq;
+}
+
 static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
 {
-    atomic_store(&t->pending, atomic_load(&cmt__rec.seq));
-    ev->seq = atomic_fetch_add(&cmt__rec.seq, 1);
-    ev->t_ns = cmt__ticks() - cmt__rec.start_ticks; /* converted to ns by the writer */
+    ev->seq = take_seq_at(t, &ev->t_ns);
 }
 
 /* Queues a packed entry; sleeps while the ring is full (never drops). */
@@ -434,12 +454,23 @@ int cmt__ensure_running(void)
  * with the seq. */
 static void push_own_seq(struct cmt__thread *t, struct cmt__queued *e)
 {
-    struct cmt_event ev = {0};
-    take_seq(t, &ev);
-    e->seq = ev.seq;
-    e->t_ns = ev.t_ns;
+    e->seq = take_seq_at(t, &e->t_ns);
     push_entry(t, e);
     atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
+}
+
+/* The fields of an ALLOC or RANGE entry but its values and seq, with no stack (no memset of
+ * the 104-byte entry: a `= {...}` initialiser zeroes v[] too, a rep stos per call). */
+static void queued_header(struct cmt__queued *e, const struct cmt__thread *t, uint8_t kind,
+                          uint16_t api, int32_t result, int32_t dev)
+{
+    e->tid = t->tid;
+    e->dev = dev;
+    e->api = api;
+    e->result = result;
+    e->kind = kind;
+    e->fields = 0;
+    e->stack = 0;
 }
 
 /* Actions whose stack is taken only with CUMEMTRACE_FREE_STACKS=1, like the driver's frees. */
@@ -464,11 +495,8 @@ void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t
     fields &= CMT_AF(SEQ) - 1; /* SEQ is the writer's */
     if (!v)
         fields = 0;
-    struct cmt__queued e = {.tid = t->tid,
-                            .dev = dev,
-                            .api = (uint16_t)allocator,
-                            .result = (int32_t)action,
-                            .kind = CMT__ENTRY_ALLOC};
+    struct cmt__queued e; /* v[] past the packed values is never read: left as it is */
+    queued_header(&e, t, CMT__ENTRY_ALLOC, (uint16_t)allocator, (int32_t)action, dev);
     e.fields = cmt__queued_pack_values(&e, fields, v);
     if (!releases(action) || cmt__cfg.free_stacks)
         e.stack = cmt__stack_capture(cmt__cfg.stack_depth);
@@ -487,12 +515,9 @@ void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint3
     if (!t)
         return;
     in_shim = 1;
-    struct cmt__queued e = {.tid = t->tid,
-                            .dev = (int32_t)category,
-                            .api = (uint16_t)action,
-                            .result = (int32_t)domain,
-                            .stack = id,
-                            .kind = CMT__ENTRY_RANGE};
+    struct cmt__queued e; /* v[] past the message's bytes is never read: left as it is */
+    queued_header(&e, t, CMT__ENTRY_RANGE, (uint16_t)action, (int32_t)domain, (int32_t)category);
+    e.stack = id;
     e.fields = (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT);
     if (text)
         memcpy(e.v, text, e.fields);

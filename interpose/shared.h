@@ -120,6 +120,7 @@ struct cmt__thread {
     void *ctx;     /* cache of the current context's device */
     int32_t dev;   /* (ctx and next mean nothing outside the process) */
     struct cmt__thread *next;
+    uint64_t populated; /* the writer's: ring pages are prefaulted up to this entry (a hint) */
     struct cmt__queued ring[];
 };
 
@@ -160,7 +161,7 @@ struct cmt__on_disk {
     uint64_t alloc_entries; /* ALLOC_EVENT entries are in them (their seqs are renumbered) */
 };
 
-#define CMT__SHARED_MAGIC "CMTSHM2"
+#define CMT__SHARED_MAGIC "CMTSHM3"
 #define CMT__SHARED_TIDS 4096
 
 struct cmt__shared_header {

@@ -594,12 +594,19 @@ static void release_written(void)
     if (!cmt__shared)
         return;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
-        uint64_t r = atomic_load_explicit(&t->released, memory_order_relaxed);
-        uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), from = r;
-        while (r < tail && cmt__queued_key(&t->ring[r & t->mask]) < ws.disk_key)
-            r++;
-        if (r != from)
-            release(t, r);
+        uint64_t from = atomic_load_explicit(&t->released, memory_order_relaxed);
+        uint64_t lo = from, hi = atomic_load_explicit(&t->tail, memory_order_relaxed);
+        /* a thread queues in key order: the first entry not on disk by bisection, not by a
+         * walk over every entry of the chunk */
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (cmt__queued_key(&t->ring[mid & t->mask]) < ws.disk_key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo != from)
+            release(t, lo);
     }
 }
 
@@ -613,6 +620,39 @@ static int rings_pressed(void)
             atomic_load(&t->head) - atomic_load(&t->released) >= (t->mask + 1) / 2)
             return 1;
     return 0;
+}
+
+/* Prefaults the pages of t's ring that its owner writes next, up to an eighth of the ring past
+ * `head`, so the owner's stores seldom fault (a page of the state file costs a fault at first
+ * touch, and again after writeback cleaned it). The contents are left alone. */
+static void populate_ahead(struct cmt__thread *t, uint64_t head)
+{
+#ifdef MADV_POPULATE_WRITE
+    static int unsupported; /* an older kernel: EINVAL once, then never again */
+    uint64_t entries = (uint64_t)t->mask + 1, ahead = entries / 8;
+    if (unsupported || ahead < 64)
+        return;
+    if (t->populated < head || t->populated > head + ahead)
+        t->populated = head;
+    if (t->populated >= head + ahead / 2)
+        return;
+    uint64_t from = t->populated, to = head + ahead;
+    uintptr_t page = CMT__SHARED_PAGE;
+    while (from < to && !unsupported) { /* in at most two pieces: the ring wraps */
+        uint64_t end = from + (entries - (from & t->mask));
+        end = end < to ? end : to;
+        uintptr_t lo = (uintptr_t)&t->ring[from & t->mask] & ~(page - 1);
+        uintptr_t hi = (uintptr_t)&t->ring[((end - 1) & t->mask) + 1];
+        hi = (hi + page - 1) & ~(page - 1);
+        if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+            unsupported = 1;
+        from = end;
+    }
+    t->populated = to;
+#else
+    (void)t;
+    (void)head;
+#endif
 }
 
 /* Moves queued entries into the batch and writes those that no thread can precede any more
@@ -630,6 +670,7 @@ static int drain(int all)
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
         uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
+        populate_ahead(t, head);
         if (tail == head)
             continue;
         if (batch_add_run(t, tail, head))
