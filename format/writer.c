@@ -434,7 +434,7 @@ static int begin_block(cmt_writer *w, uint32_t type)
 }
 
 /* After an event of the block: the group it completes ends, the chunk it fills is flushed. */
-static int end_block_event(cmt_writer *w)
+static inline int end_block_event(cmt_writer *w)
 {
     w->block_events++;
     if (++w->group_events == CMT_GROUP_EVENTS_MAX) {
@@ -446,11 +446,20 @@ static int end_block_event(cmt_writer *w)
 }
 
 /* Room for `n` more bytes in column k. @return its end, or NULL when out of memory. */
-static uint8_t *col_room(cmt_writer *w, int k, size_t n)
+static inline uint8_t *col_room(cmt_writer *w, int k, size_t n)
 {
-    if (reserve(&w->col[k].buf, &w->col[k].cap, w->col[k].len + n))
+    if (__builtin_expect(w->col[k].len + n > w->col[k].cap, 0) &&
+        reserve(&w->col[k].buf, &w->col[k].cap, w->col[k].len + n))
         return NULL;
     return w->col[k].buf + w->col[k].len;
+}
+
+/* Column k's bytes now end at p (written after col_room). */
+static inline void col_end(cmt_writer *w, int k, const uint8_t *p)
+{
+    size_t n = (size_t)(p - (w->col[k].buf + w->col[k].len));
+    w->col[k].len += n;
+    w->block_bytes += n;
 }
 
 /* Adds one varint to column k (room reserved). */
@@ -614,23 +623,25 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
     int rc = begin_block(w, CMT_REC_ALLOC_EVENTS);
     if (rc)
         return rc;
-    if (!col_room(w, CMT_ACOL_HEAD, 6 * CMT__VARINT_MAX) ||
-        !col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX))
+    uint8_t *h = col_room(w, CMT_ACOL_HEAD, 6 * CMT__VARINT_MAX);
+    uint8_t *t = col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX);
+    if (!h || !t)
         return CMT_ENOMEM;
     for (uint32_t m = mask; m; m &= m - 1)
         if (!col_room(w, CMT_ACOL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
             return CMT_ENOMEM;
-    col_put(w, CMT_ACOL_HEAD, e->allocator);
-    col_put(w, CMT_ACOL_HEAD, e->action);
-    col_put(w, CMT_ACOL_HEAD, e->tid);
-    col_put(w, CMT_ACOL_HEAD, cmt__zigzag(e->dev));
-    col_put(w, CMT_ACOL_HEAD, e->stack);
-    col_put(w, CMT_ACOL_HEAD, mask);
-    col_put(w, CMT_ACOL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_at)));
+    h = cmt__put_varint(h, e->allocator);
+    h = cmt__put_varint(h, e->action);
+    h = cmt__put_varint(h, e->tid);
+    h = cmt__put_varint(h, cmt__zigzag(e->dev));
+    h = cmt__put_varint(h, e->stack);
+    col_end(w, CMT_ACOL_HEAD, cmt__put_varint(h, mask));
+    col_end(w, CMT_ACOL_TIME, cmt__put_varint(t, cmt__zigzag((int64_t)(e->t_ns - w->prev_at))));
     w->prev_at = e->t_ns;
     for (uint32_t m = mask; m; m &= m - 1) {
-        int f = __builtin_ctz(m);
-        col_put(w, CMT_ACOL_VALUES + f, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f])));
+        int f = __builtin_ctz(m), k = CMT_ACOL_VALUES + f;
+        uint8_t *v = w->col[k].buf + w->col[k].len;
+        col_end(w, k, cmt__put_varint(v, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f]))));
         w->prev_av[f] = e->v[f];
     }
     return end_block_event(w);
