@@ -74,12 +74,13 @@ static double ours_seconds(const unsigned char *b, size_t len, uint64_t *values)
     for (int k = 0; k < 3; k++) {
         double t = cpu_now();
         cmt_pickle *doc;
-        struct cmt_pickle_error err;
-        int rc = cmt_pickle_decode(&doc, b, len, NULL, &err);
+        struct cmt_err err = {0};
+        uint64_t at = 0;
+        int rc = cmt_pickle_decode(&doc, b, len, NULL, &err, &at);
         double dt = cpu_now() - t;
         if (rc) {
-            fprintf(stderr, "decode failed at byte %llu: %s\n", (unsigned long long)err.offset,
-                    err.text);
+            fprintf(stderr, "decode failed at byte %llu: %s\n", (unsigned long long)at,
+                    cmt_err_message(&err));
             return -1;
         }
         *values = cmt_pickle_value_count(doc);

@@ -53,8 +53,9 @@ static void walk(const struct cmt_pickle_value *root, size_t budget)
 static void decode(const uint8_t *data, size_t size, const struct cmt_pickle_limits *limits)
 {
     cmt_pickle *doc;
-    struct cmt_pickle_error err;
-    if (cmt_pickle_decode(&doc, data, size, limits, &err) == 0) {
+    struct cmt_err err;
+    uint64_t at;
+    if (cmt_pickle_decode(&doc, data, size, limits, &err, &at) == 0) {
         walk(cmt_pickle_root(doc), 4096);
         (void)cmt_pickle_dict_get(cmt_pickle_root(doc), "segments");
         cmt_pickle_free(doc);
@@ -64,7 +65,7 @@ static void decode(const uint8_t *data, size_t size, const struct cmt_pickle_lim
 static void convert(const uint8_t *data, size_t size)
 {
     struct cmt_membuf mb = {0};
-    struct cmt_snapshot_error err;
+    struct cmt_err err;
     if (cmt_snapshot_import(data, size, "fuzz.pickle", cmt_membuf_sink, &mb, &err, NULL) == 0) {
         cmt_reader *r;
         if (cmt_reader_open_memory(&r, mb.data, mb.len) != 0)

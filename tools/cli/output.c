@@ -215,7 +215,7 @@ int cmt__snapshot_convert(const char *cmd, const char *path, int out_fd,
         return CMT_EIO;
     }
     const char *name = strrchr(path, '/');
-    struct cmt_snapshot_error err;
+    struct cmt_err err = {0};
     int rc = cmt_snapshot_import(map ? map : "", len, name ? name + 1 : path, cmt_fd_sink, &out_fd,
                                  &err, stats);
     if (map)

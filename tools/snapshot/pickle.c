@@ -160,19 +160,22 @@ struct decoder {
     value **memo;
     size_t memo_cap, memo_count;
     struct cmt_pickle_limits lim;
-    struct cmt_pickle_error *err;
+    struct cmt_err *err;
+    uint64_t *offset;
 };
 
 static int fail(struct decoder *d, int code, const char *fmt, ...)
 {
-    if (d->err) {
-        d->err->offset = (uint64_t)(d->op_at - d->start);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(d->err->text, sizeof d->err->text, fmt, ap);
-        va_end(ap);
-    }
-    return code;
+    if (d->offset)
+        *d->offset = (uint64_t)(d->op_at - d->start);
+    if (!d->err)
+        return code;
+    char what[160]; /* the room the messages had: each is one short sentence */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return cmt_err_set(d->err, code, "%s", what);
 }
 
 static int truncated(struct decoder *d)
@@ -672,22 +675,22 @@ static void init_constants(cmt_pickle *doc)
 }
 
 int cmt_pickle_decode(cmt_pickle **out, const void *data, size_t len,
-                      const struct cmt_pickle_limits *limits, struct cmt_pickle_error *err)
+                      const struct cmt_pickle_limits *limits, struct cmt_err *err, uint64_t *offset)
 {
     *out = NULL;
-    if (err) {
-        err->offset = 0;
-        err->text[0] = 0;
-    }
+    if (offset)
+        *offset = 0;
+    cmt_err_sys(err, 0, 0);
     cmt_pickle *doc = calloc(1, sizeof *doc);
-    if (!doc) {
-        if (err)
-            snprintf(err->text, sizeof err->text, "out of memory");
-        return CMT_ENOMEM;
-    }
+    if (!doc)
+        return cmt_err_set(err, CMT_ENOMEM, "out of memory");
     init_constants(doc);
-    struct decoder d = {
-        .doc = doc, .start = data, .p = data, .end = (const uint8_t *)data + len, .err = err};
+    struct decoder d = {.doc = doc,
+                        .start = data,
+                        .p = data,
+                        .end = (const uint8_t *)data + len,
+                        .err = err,
+                        .offset = offset};
     d.op_at = d.p;
     if (limits)
         d.lim = *limits;

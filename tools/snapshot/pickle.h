@@ -21,13 +21,16 @@
  * nesting of MARK ... APPENDS/SETITEMS/TUPLE), the number of values and the memo. The work
  * and the memory are linear in the input's length.
  *
- * Errors are CMT_EPICKLE_* codes (format/cmt_error.h) and a one-line description with the
- * byte offset of the opcode at fault, in struct cmt_pickle_error. */
+ * Errors are CMT_EPICKLE_* codes (format/cmt_error.h), a one-line description in struct
+ * cmt_err and, in an out-parameter of its own, the byte offset of the opcode at fault: a number
+ * the caller places in its own sentence ("pickle byte 4096: ..."), so it stays out of the text. */
 #ifndef CMT_PICKLE_H
 #define CMT_PICKLE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cmt_error.h"
 
 enum cmt_pickle_type {
     CMT_PICKLE_NONE,
@@ -65,13 +68,6 @@ struct cmt_pickle_limits {
     uint64_t max_values; /* values created (default: no bound beyond the input's length) */
 };
 
-/* Why a decode failed: the offset of the opcode at fault and one line saying what is wrong
- * ("opcode 0x63 'c' (GLOBAL) would import a class, which plain data never needs"). */
-struct cmt_pickle_error {
-    uint64_t offset;
-    char text[160];
-};
-
 typedef struct cmt_pickle cmt_pickle;
 
 /* Decodes the pickle in data[0 .. len-1], which must stay valid while the document is used.
@@ -81,9 +77,12 @@ typedef struct cmt_pickle cmt_pickle;
  * opcode that would import or build an object), CMT_EPICKLE_MALFORMED (stack underflow, a
  * missing MARK, an unknown memo key, APPEND to a non-list...), CMT_EPICKLE_LIMIT (a bound of
  * `limits` reached, an int wider than 64 bits), CMT_EPICKLE_PROTOCOL (PROTO above 5),
- * CMT_ENOMEM. On failure *out is NULL and err says where and what. */
+ * CMT_ENOMEM. On failure *out is NULL, err says what is wrong in one line ("opcode 0x63 (GLOBAL)
+ * would import or build a Python object; ...", under 160 bytes) and *offset is the byte offset
+ * of the opcode at fault (0 when none was read). `err` and `offset` may be NULL. */
 int cmt_pickle_decode(cmt_pickle **out, const void *data, size_t len,
-                      const struct cmt_pickle_limits *limits, struct cmt_pickle_error *err);
+                      const struct cmt_pickle_limits *limits, struct cmt_err *err,
+                      uint64_t *offset);
 
 /* Frees the document and every value in it (NULL does nothing). */
 void cmt_pickle_free(cmt_pickle *doc);

@@ -27,7 +27,7 @@ struct where {
 
 struct parser {
     struct cmt_snapshot *s;
-    struct cmt_snapshot_error *err;
+    struct cmt_err *err;
     size_t segments_cap, blocks_cap, entries_cap, ids_cap, stacks_cap, annotations_cap;
     struct cmt__u64_map stack_by_node, frame_by_node, action_by_node;
     struct cmt__frame_table frames;
@@ -63,8 +63,9 @@ static int fail(struct parser *p, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(p->err->text, sizeof p->err->text, "%s%s%s", place, *place ? ": " : "", what);
-    return code;
+    char line[256]; /* the room the line had: a place and a sentence */
+    snprintf(line, sizeof line, "%s%s%s", place, *place ? ": " : "", what);
+    return cmt_err_set(p->err, code, "%s", line);
 }
 
 static void at(struct parser *p, const char *list, size_t i, size_t j)
@@ -74,9 +75,7 @@ static void at(struct parser *p, const char *list, size_t i, size_t j)
 
 static int nomem(struct parser *p)
 {
-    if (p->err)
-        snprintf(p->err->text, sizeof p->err->text, "out of memory");
-    return CMT_ENOMEM;
+    return cmt_err_set(p->err, CMT_ENOMEM, "out of memory");
 }
 
 /* ---- fields ---- */
@@ -646,21 +645,17 @@ int cmt_snapshot_sniff(const void *data, size_t len)
     return len >= 2 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5;
 }
 
-int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len,
-                       struct cmt_snapshot_error *err)
+int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len, struct cmt_err *err)
 {
     memset(snap, 0, sizeof *snap);
-    if (err)
-        err->text[0] = 0;
+    cmt_err_sys(err, 0, 0);
     cmt_pickle *doc;
-    struct cmt_pickle_error perr;
-    int rc = cmt_pickle_decode(&doc, data, len, NULL, &perr);
-    if (rc) {
-        if (err)
-            snprintf(err->text, sizeof err->text, "pickle byte %llu: %s",
-                     (unsigned long long)perr.offset, perr.text);
-        return rc;
-    }
+    struct cmt_err perr = {0};
+    uint64_t at;
+    int rc = cmt_pickle_decode(&doc, data, len, NULL, &perr, &at);
+    if (rc)
+        return cmt_err_set(err, rc, "pickle byte %llu: %s", (unsigned long long)at,
+                           cmt_err_message(&perr));
     struct parser p = {.s = snap, .err = err, .work_max = (uint64_t)len + 65536};
     p.frames.frames = &snap->frames;
     p.frames.nframes = &snap->nframes;

@@ -146,13 +146,6 @@ struct cmt_snapshot {
     struct cmt__snapshot_strings *strings; /* the parser's string pool */
 };
 
-/* What was wrong with a file that did not parse: one line, naming the place
- * ("device_traces[0][12].size: a str where a non-negative int belongs", "pickle byte 4096:
- * opcode 0x63 (GLOBAL) would import ..."). */
-struct cmt_snapshot_error {
-    char text[256];
-};
-
 /* @return 1 when the bytes start like a pickle of protocol 2 to 5 (0x80, then 2..5): the test
  * the CLI applies before calling a file a snapshot rather than a trace. */
 int cmt_snapshot_sniff(const void *data, size_t len);
@@ -160,9 +153,11 @@ int cmt_snapshot_sniff(const void *data, size_t len);
 /* Parses a snapshot from data[0 .. len-1] into *snap (zeroed first). `err` may be NULL.
  * @return 0; a CMT_EPICKLE_* code when the pickle does not decode; CMT_ESNAPSHOT_FORM when it
  * holds something other than a snapshot; CMT_ESNAPSHOT_FIELD when a field has the wrong type
- * or an impossible value; CMT_ENOMEM. On failure *snap holds nothing to free. */
+ * or an impossible value; CMT_ENOMEM. On failure *snap holds nothing to free and err's text is
+ * one line naming the place (under 256 bytes: "device_traces[0][12].size: a str where a
+ * non-negative int belongs", "pickle byte 4096: opcode 0x63 (GLOBAL) would import ..."). */
 int cmt_snapshot_parse(struct cmt_snapshot *snap, const void *data, size_t len,
-                       struct cmt_snapshot_error *err);
+                       struct cmt_err *err);
 
 /* Frees what cmt_snapshot_parse filled in and zeroes it. */
 void cmt_snapshot_free(struct cmt_snapshot *snap);

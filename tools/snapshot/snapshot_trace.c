@@ -671,7 +671,7 @@ int cmt_snapshot_to_trace(const struct cmt_snapshot *snap, cmt_writer *w, const 
 }
 
 int cmt_snapshot_import(const void *data, size_t len, const char *name, cmt_sink_fn sink, void *ctx,
-                        struct cmt_snapshot_error *err, struct cmt_snapshot_trace_stats *stats)
+                        struct cmt_err *err, struct cmt_snapshot_trace_stats *stats)
 {
     struct cmt_snapshot snap;
     int rc = cmt_snapshot_parse(&snap, data, len, err);
@@ -685,7 +685,7 @@ int cmt_snapshot_import(const void *data, size_t len, const char *name, cmt_sink
         rc = cmt_writer_flush(w);
     cmt_writer_destroy(w);
     cmt_snapshot_free(&snap);
-    if (rc && err) /* the snapshot was sound: the code says it all */
-        err->text[0] = 0;
+    if (rc) /* the snapshot was sound: the code says it all */
+        cmt_err_sys(err, rc, 0);
     return rc;
 }

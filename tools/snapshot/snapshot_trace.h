@@ -54,6 +54,6 @@ int cmt_snapshot_to_trace(const struct cmt_snapshot *snap, cmt_writer *w, const 
  * snapshot was sound and writing failed).
  * @return 0; what cmt_snapshot_parse or cmt_snapshot_to_trace returns. */
 int cmt_snapshot_import(const void *data, size_t len, const char *name, cmt_sink_fn sink, void *ctx,
-                        struct cmt_snapshot_error *err, struct cmt_snapshot_trace_stats *stats);
+                        struct cmt_err *err, struct cmt_snapshot_trace_stats *stats);
 
 #endif

@@ -68,7 +68,7 @@ int main(int argc, char **argv)
         size_t len;
         unsigned char *b = slurp(argv[i], &len);
         struct cmt_snapshot s;
-        struct cmt_snapshot_error err;
+        struct cmt_err err = {0};
         if (!b) {
             fprintf(stderr, "snapshot_sums: %s: cannot read\n", argv[i]);
             status = 1;

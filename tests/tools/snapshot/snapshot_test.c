@@ -40,7 +40,7 @@ void fixture_parse(const char *name, struct cmt_snapshot *s)
 {
     size_t len;
     unsigned char *b = fixture_bytes(name, &len);
-    struct cmt_snapshot_error err;
+    struct cmt_err err = {0};
     int rc = cmt_snapshot_parse(s, b, len, &err);
     free(b); /* the snapshot keeps nothing of the input */
     cr_assert_eq(rc, 0, "%s: %s", name, err.text);

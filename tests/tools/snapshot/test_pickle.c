@@ -9,12 +9,12 @@
 #include "pickle.h"
 
 #define B(...) ((const unsigned char[]){__VA_ARGS__})
-#define DECODE(doc, ...) decode(doc, B(__VA_ARGS__), sizeof(B(__VA_ARGS__)), NULL, NULL)
+#define DECODE(doc, ...) decode(doc, B(__VA_ARGS__), sizeof(B(__VA_ARGS__)), NULL, NULL, NULL)
 
 static int decode(cmt_pickle **doc, const unsigned char *b, size_t n,
-                  const struct cmt_pickle_limits *lim, struct cmt_pickle_error *err)
+                  const struct cmt_pickle_limits *lim, struct cmt_err *err, uint64_t *at)
 {
-    return cmt_pickle_decode(doc, b, n, lim, err);
+    return cmt_pickle_decode(doc, b, n, lim, err, at);
 }
 
 static const struct cmt_pickle_value *item(const struct cmt_pickle_value *v, uint32_t k)
@@ -151,11 +151,13 @@ static void expect_error(const unsigned char *b, size_t n, int code, uint64_t of
                          const char *text)
 {
     cmt_pickle *doc = (cmt_pickle *)1;
-    struct cmt_pickle_error err;
-    int rc = decode(&doc, b, n, NULL, &err);
+    struct cmt_err err = {0};
+    uint64_t at = UINT64_MAX;
+    int rc = decode(&doc, b, n, NULL, &err, &at);
     cr_expect_eq(rc, code, "rc %d (%s), want %d", rc, err.text, code);
+    cr_expect_eq(err.code, code, "the carrier holds the code returned");
     cr_expect_null(doc);
-    cr_expect_eq(err.offset, offset, "offset %llu, want %llu (%s)", (unsigned long long)err.offset,
+    cr_expect_eq(at, offset, "offset %llu, want %llu (%s)", (unsigned long long)at,
                  (unsigned long long)offset, err.text);
     cr_expect(strstr(err.text, text), "'%s' lacks '%s'", err.text, text);
 }
@@ -215,7 +217,7 @@ Test(pickle, every_prefix_is_truncated)
         'e',  'y', 0x94, ']', 0x94, '(', 'J', 1,   2,    3, 4,   0x8a, 2,    1,   1,    'G', 0,
         0,    0,   0,    0,   0,    0,   0,   'e', 0x8c, 1, 'b', 'h',  1,    'u', '.'};
     cmt_pickle *doc;
-    cr_assert_eq(decode(&doc, whole, sizeof whole, NULL, NULL), 0);
+    cr_assert_eq(decode(&doc, whole, sizeof whole, NULL, NULL, NULL), 0);
     const struct cmt_pickle_value *root = cmt_pickle_root(doc);
     cr_expect_eq(cmt_pickle_dict_get(root, "b"), root->u.items[0], "BINGET 1 is the key str");
     cr_expect_eq(cmt_pickle_dict_get(root, "key")->n, 3);
@@ -223,10 +225,11 @@ Test(pickle, every_prefix_is_truncated)
     for (size_t n = 0; n < sizeof whole; n++) {
         unsigned char *cut = malloc(n ? n : 1);
         memcpy(cut, whole, n);
-        struct cmt_pickle_error err;
-        int rc = decode(&doc, cut, n, NULL, &err);
+        struct cmt_err err = {0};
+        uint64_t at = UINT64_MAX;
+        int rc = decode(&doc, cut, n, NULL, &err, &at);
         cr_expect_eq(rc, CMT_EPICKLE_TRUNCATED, "cut at %zu: rc %d (%s)", n, rc, err.text);
-        cr_expect_leq(err.offset, n);
+        cr_expect_leq(at, n);
         free(cut);
     }
 }
@@ -234,22 +237,23 @@ Test(pickle, every_prefix_is_truncated)
 Test(pickle, bounds_hold)
 {
     cmt_pickle *doc;
-    struct cmt_pickle_error err;
+    struct cmt_err err = {0};
+    uint64_t at = UINT64_MAX;
     const unsigned char marks[] = {0x80, 4, '(', '(', '(', ')', '.'};
     struct cmt_pickle_limits two_marks = {.max_marks = 2};
-    cr_expect_eq(decode(&doc, marks, sizeof marks, &two_marks, &err), CMT_EPICKLE_LIMIT);
-    cr_expect_eq(err.offset, 4);
+    cr_expect_eq(decode(&doc, marks, sizeof marks, &two_marks, &err, &at), CMT_EPICKLE_LIMIT);
+    cr_expect_eq(at, 4);
     cr_expect(strstr(err.text, "MARK"), "%s", err.text);
     const unsigned char many[] = {0x80, 4, 'N', 'N', 'N', 'N', 'N', 't', '.'};
     struct cmt_pickle_limits four = {.max_stack = 4};
-    cr_expect_eq(decode(&doc, many, sizeof many, &four, &err), CMT_EPICKLE_LIMIT);
+    cr_expect_eq(decode(&doc, many, sizeof many, &four, &err, &at), CMT_EPICKLE_LIMIT);
     cr_expect(strstr(err.text, "stack"), "%s", err.text);
     const unsigned char values[] = {0x80, 4, '(', ']', ']', ']', 'l', '.'};
     struct cmt_pickle_limits three = {.max_values = 3};
-    cr_expect_eq(decode(&doc, values, sizeof values, &three, &err), CMT_EPICKLE_LIMIT);
-    cr_expect_eq(err.offset, 6, "the fourth value is the LIST");
+    cr_expect_eq(decode(&doc, values, sizeof values, &three, &err, &at), CMT_EPICKLE_LIMIT);
+    cr_expect_eq(at, 6, "the fourth value is the LIST");
     struct cmt_pickle_limits roomy = {.max_values = 4, .max_marks = 1, .max_stack = 4};
-    cr_expect_eq(decode(&doc, values, sizeof values, &roomy, &err), 0, "%s", err.text);
+    cr_expect_eq(decode(&doc, values, sizeof values, &roomy, &err, &at), 0, "%s", err.text);
     cr_expect_eq(cmt_pickle_value_count(doc), 4);
     cmt_pickle_free(doc);
 }

@@ -135,9 +135,11 @@ Test(snapshot, reads_expandable_segments_and_entries_without_time)
 static void expect_refused(const struct pk *p, int code, const char *text)
 {
     struct cmt_snapshot s;
-    struct cmt_snapshot_error err;
+    struct cmt_err err = {0};
     int rc = cmt_snapshot_parse(&s, p->b, p->n, &err);
     cr_expect_eq(rc, code, "rc %d (%s), want %d", rc, err.text, code);
+    cr_expect_eq(err.code, code, "the carrier holds the code returned");
+    cr_expect_str_eq(cmt_err_message(&err), err.text, "the line printed is the text");
     cr_expect(strstr(err.text, text), "'%s' lacks '%s'", err.text, text);
     cr_expect_eq(s.nsegments, 0, "nothing left to free");
 }

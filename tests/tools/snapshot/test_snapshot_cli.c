@@ -288,7 +288,7 @@ Test(snapshot_cli, a_snapshot_survives_export_to_memory_viz)
         size_t n = fread(buf, 1, sizeof buf, f);
         fclose(f);
         unlink(out);
-        struct cmt_snapshot_error err;
+        struct cmt_err err = {0};
         cr_assert_eq(cmt_snapshot_parse(&b, buf, n, &err), 0, "%s: %s", names[i], err.text);
         uint64_t sum[2][2] = {{0}};
         const struct cmt_snapshot *s[2] = {&a, &b};

@@ -30,7 +30,7 @@ static void convert(const char *name, struct readback *rb)
     memset(rb, 0, sizeof *rb);
     size_t len;
     unsigned char *b = fixture_bytes(name, &len);
-    struct cmt_snapshot_error err;
+    struct cmt_err err = {0};
     cr_assert_eq(cmt_snapshot_import(b, len, name, cmt_membuf_sink, &rb->mb, &err, &rb->st), 0,
                  "%s", err.text);
     cr_assert_eq(cmt_snapshot_parse(&rb->snap, b, len, &err), 0);

@@ -286,7 +286,7 @@ static int snap_until(struct merge *m, uint64_t t)
 
 /* The driver trace's highest STRING, STACK_NODE and ALLOCATOR ids; fails on damage (a
  * rewritten trace would lose what lies after it). */
-static int scan_ids(struct merge *m, char *why, size_t size)
+static int scan_ids(struct merge *m, struct cmt_err *why)
 {
     struct cmt_record rec;
     int rc;
@@ -302,11 +302,10 @@ static int scan_ids(struct merge *m, char *why, size_t size)
             m->allocator_off = rec.u.alloc_info.id;
     }
     if (rc < 0)
-        snprintf(why, size, "the trace is damaged (%s): it is left as recorded",
-                 cmt_reader_damage(m->drv)[0] ? cmt_reader_damage(m->drv) : cmt_strerror(rc));
+        cmt_err_set(why, rc, "the trace is damaged (%s): it is left as recorded",
+                    cmt_reader_damage(m->drv)[0] ? cmt_reader_damage(m->drv) : cmt_strerror(rc));
     else if (m->string_off > UINT32_MAX / 2 || m->node_off > UINT32_MAX / 2)
-        snprintf(why, size, "the trace's ids leave no room for the snapshot's"),
-            rc = CMT_EUNSUPPORTED;
+        rc = cmt_err_set(why, CMT_EUNSUPPORTED, "the trace's ids leave no room for the snapshot's");
     cmt_reader_rewind(m->drv);
     return rc < 0 ? rc : 0;
 }
@@ -409,10 +408,10 @@ static int merge_records(struct merge *m)
  * driver event; a snapshot without time_us before END), each ALLOC_EVENT's SEQ the seq of the
  * last driver EVENT before it, STRING, STACK_NODE and ALLOCATOR ids moved past the driver
  * trace's, the snapshot's ALLOCATOR given `version` (torch.__version__, "" unknown). It is
- * renamed over the trace only once complete. @return 0; a CMT_E* code with the reason in `why`
- * (the trace is then as it was). */
-static int merge_snapshot(const char *trace, const char *snapshot, const char *version, char *why,
-                          size_t size)
+ * renamed over the trace only once complete. @return 0; a CMT_E* code, also in `why` with the
+ * reason in its text (the trace is then as it was). */
+static int merge_snapshot(const char *trace, const char *snapshot, const char *version,
+                          struct cmt_err *why)
 {
     struct merge m = {0};
     snprintf(m.version, sizeof m.version, "%s", version);
@@ -421,49 +420,47 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
     char tmp[PATH_MAX + 16];
     void *map = MAP_FAILED;
     struct stat st, tst;
-    why[0] = 0;
-    if ((rc = cmt_reader_open_file(&m.drv, trace, &err))) {
-        snprintf(why, size, "the trace: %s", cmt_err_message(&err));
-        return rc;
-    }
-    if ((rc = scan_ids(&m, why, size)))
+    cmt_err_sys(why, 0, 0);
+    if ((rc = cmt_reader_open_file(&m.drv, trace, &err)))
+        return cmt_err_set(why, rc, "the trace: %s", cmt_err_message(&err));
+    if ((rc = scan_ids(&m, why)))
         goto out;
     rc = CMT_EIO;
     if ((snap_fd = open(snapshot, O_RDONLY | O_CLOEXEC)) < 0 || fstat(snap_fd, &st) != 0 ||
         (st.st_size && (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, snap_fd, 0)) ==
                            MAP_FAILED)) {
-        snprintf(why, size, "the snapshot: %s", strerror(errno));
+        cmt_err_set(why, rc, "the snapshot: %s", strerror(errno));
         goto out;
     }
     if ((conv_fd = memfd_create("cumemtrace-torch-merge", MFD_CLOEXEC)) < 0) {
-        snprintf(why, size, "cannot convert the snapshot in memory: %s", strerror(errno));
+        cmt_err_set(why, rc, "cannot convert the snapshot in memory: %s", strerror(errno));
         goto out;
     }
-    struct cmt_snapshot_error serr = {{0}};
+    struct cmt_err serr = {0};
     const char *name = strrchr(snapshot, '/');
     rc = cmt_snapshot_import(map != MAP_FAILED ? map : "", (size_t)st.st_size,
                              name ? name + 1 : snapshot, cmt_fd_sink, &conv_fd, &serr, NULL);
     if (rc) {
         char where[1024]; /* may quote the pickle */
-        snprintf(why, size, "the snapshot: %s%s%s", cmt_strerror(rc), serr.text[0] ? ": " : "",
-                 cmt__text(serr.text, where, sizeof where));
+        cmt_err_set(why, rc, "the snapshot: %s%s%s", cmt_strerror(rc), serr.text[0] ? ": " : "",
+                    cmt__text(serr.text, where, sizeof where));
         goto out;
     }
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", conv_fd);
     if ((rc = cmt_reader_open_file(&m.snap, proc, &err))) {
-        snprintf(why, size, "the converted snapshot: %s", cmt_err_message(&err));
+        cmt_err_set(why, rc, "the converted snapshot: %s", cmt_err_message(&err));
         goto out;
     }
     if ((rc = scan_segments(&m))) {
-        snprintf(why, size, "the converted snapshot: %s", cmt_strerror(rc));
+        cmt_err_set(why, rc, "the converted snapshot: %s", cmt_strerror(rc));
         goto out;
     }
     int n = snprintf(tmp, sizeof tmp, "%s.merge.XXXXXX", trace);
     rc = CMT_EIO;
     if (n < 0 || (size_t)n >= sizeof tmp || (out_fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-        snprintf(why, size, "cannot create a file beside the trace: %s",
-                 n < 0 || (size_t)n >= sizeof tmp ? strerror(ENAMETOOLONG) : strerror(errno));
+        cmt_err_set(why, rc, "cannot create a file beside the trace: %s",
+                    n < 0 || (size_t)n >= sizeof tmp ? strerror(ENAMETOOLONG) : strerror(errno));
         goto out;
     }
     if (stat(trace, &tst) == 0)
@@ -476,9 +473,9 @@ static int merge_snapshot(const char *trace, const char *snapshot, const char *v
             rc = CMT_EIO;
     }
     if (rc) {
-        if (!why[0])
-            snprintf(why, size, "writing the merged trace: %s",
-                     rc == CMT_EIO ? strerror(errno) : cmt_strerror(rc));
+        if (!why->text[0])
+            cmt_err_set(why, rc, "writing the merged trace: %s",
+                        rc == CMT_EIO ? strerror(errno) : cmt_strerror(rc));
         unlink(tmp);
     }
 out:
@@ -525,12 +522,13 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
     trace_of(manifest, dumps[0].pid, trace, sizeof trace);
     stem_for(trace, pattern, dumps[0].pid, stem, sizeof stem);
     int failures = 0;
-    char why[512] = "", version[64];
+    struct cmt_err why = {0};
+    char version[64];
     read_version(hook_dir, dumps[0].pid, version, sizeof version);
     for (size_t i = 0; i < count; i++) {
         snprintf(from, sizeof from, "%s/%s", hook_dir, dumps[i].name);
         char suffix[64];
-        if (i == 0 && trace[0] && merge_snapshot(trace, from, version, why, sizeof why) == 0) {
+        if (i == 0 && trace[0] && merge_snapshot(trace, from, version, &why) == 0) {
             unlink(from);
             if (!quiet)
                 fprintf(stderr, "cumemtrace: %s: PyTorch's memory snapshot merged\n",
@@ -545,11 +543,11 @@ static int collect_process(const char *hook_dir, struct dump *dumps, size_t coun
             fprintf(stderr, "cumemtrace record: cannot keep PyTorch's snapshot as %s: %s\n",
                     cmt__display_path(kept), strerror(errno));
             failures++;
-        } else if (i == 0 && why[0]) { /* shown even when quiet: something went wrong */
+        } else if (i == 0 && why.text[0]) { /* shown even when quiet: something went wrong */
             fprintf(stderr,
                     "cumemtrace record: %s: PyTorch's memory snapshot not merged (%s); trace left "
                     "as recorded, snapshot kept as %s\n",
-                    cmt__display_path(trace), why, cmt__display_path(kept));
+                    cmt__display_path(trace), why.text, cmt__display_path(kept));
         } else if (!quiet && i == 0) {
             fprintf(stderr,
                     "cumemtrace: no trace of process %ld: PyTorch's memory snapshot kept as %s\n",
