@@ -101,25 +101,12 @@ Test(alloc_blocks, reports_round_trip_in_order_among_events_across_groups_and_ch
  * the time column. @return the bytes written to out. */
 static size_t alloc_block(uint8_t *out, uint64_t count, size_t time_len, int extra)
 {
-    const uint8_t head[] = {1, CMT_AA_ALLOC, 5, 0, 0, 1, 1, CMT_AA_ALLOC, 5, 0, 0, 1};
-    const uint8_t time[] = {20, 20}, addr[] = {0x80, 0x01, 0x80, 0x01}, unknown[] = {3, 3};
-    uint8_t payload[128], *p = payload;
-    p = cmt__put_varint(p, count);
-    p = cmt__put_varint(p, 1 | 2 | 4 | (extra ? UINT64_C(1) << 22 : 0));
-    p = cmt__put_varint(p, sizeof head);
-    p = cmt__put_varint(p, time_len);
-    p = cmt__put_varint(p, sizeof addr);
-    if (extra)
-        p = cmt__put_varint(p, sizeof unknown);
-    memcpy(p, head, sizeof head), p += sizeof head;
-    memcpy(p, time, time_len), p += time_len;
-    memcpy(p, addr, sizeof addr), p += sizeof addr;
-    if (extra)
-        memcpy(p, unknown, sizeof unknown), p += sizeof unknown;
-    uint8_t *o = cmt__put_varint(out, CMT_REC_ALLOC_EVENTS);
-    o = cmt__put_varint(o, (uint64_t)(p - payload));
-    memcpy(o, payload, (size_t)(p - payload));
-    return (size_t)(o - out) + (size_t)(p - payload);
+    static const uint8_t head[] = {1, CMT_AA_ALLOC, 5, 0, 0, 1, 1, CMT_AA_ALLOC, 5, 0, 0, 1};
+    static const uint8_t time[] = {20, 20}, addr[] = {0x80, 0x01, 0x80, 0x01}, unknown[] = {3, 3};
+    const uint8_t *cols[] = {head, time, addr, unknown};
+    size_t lens[] = {sizeof head, time_len, sizeof addr, sizeof unknown};
+    return fixture_block(out, CMT_REC_ALLOC_EVENTS, count,
+                         1 | 2 | 4 | (extra ? UINT64_C(1) << 22 : 0), cols, lens);
 }
 
 /* Reads one hand-built block. @return the reports read; *rc the final code. */

@@ -454,7 +454,6 @@ Test(writer_reader, raw_literals_read_back_the_same_events)
  * a column of an unknown field 38 (column 40) that every event names. */
 static size_t events_block(uint8_t *out, uint64_t count, size_t time_len, int extra)
 {
-    uint8_t payload[128], *p = payload;
     uint64_t fields = CMT_F(PTR) | (extra ? UINT64_C(1) << 38 : 0);
     uint8_t head[64], *h = head;
     for (int i = 0; i < 3; i++) {
@@ -462,28 +461,11 @@ static size_t events_block(uint8_t *out, uint64_t count, size_t time_len, int ex
         *h++ = 1;
         h = cmt__put_varint(h, fields);
     }
-    const uint8_t time[] = {20, 20, 20}, ptr[] = {0x80, 0x40, 2, 2}, unknown[] = {5, 5, 5};
-    p = cmt__put_varint(p, count);
-    p = cmt__put_varint(p, 7 | (extra ? UINT64_C(1) << 40 : 0));
-    p = cmt__put_varint(p, (uint64_t)(h - head));
-    p = cmt__put_varint(p, time_len);
-    p = cmt__put_varint(p, sizeof ptr);
-    if (extra)
-        p = cmt__put_varint(p, sizeof unknown);
-    memcpy(p, head, (size_t)(h - head));
-    p += h - head;
-    memcpy(p, time, time_len);
-    p += time_len;
-    memcpy(p, ptr, sizeof ptr);
-    p += sizeof ptr;
-    if (extra) {
-        memcpy(p, unknown, sizeof unknown);
-        p += sizeof unknown;
-    }
-    uint8_t *o = cmt__put_varint(out, CMT_REC_EVENTS);
-    o = cmt__put_varint(o, (uint64_t)(p - payload));
-    memcpy(o, payload, (size_t)(p - payload));
-    return (size_t)(o - out) + (size_t)(p - payload);
+    static const uint8_t time[] = {20, 20, 20}, ptr[] = {0x80, 0x40, 2, 2}, unknown[] = {5, 5, 5};
+    const uint8_t *cols[] = {head, time, ptr, unknown};
+    size_t lens[] = {(size_t)(h - head), time_len, sizeof ptr, sizeof unknown};
+    return fixture_block(out, CMT_REC_EVENTS, count, 7 | (extra ? UINT64_C(1) << 40 : 0), cols,
+                         lens);
 }
 
 /* Reads a trace of one hand-built EVENTS block. @return the events read; *rc the final code. */

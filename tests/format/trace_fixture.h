@@ -10,6 +10,7 @@
 #include "cmt_error.h"
 #include "reader.h"
 #include "writer.h"
+#include "varint.h"
 
 #define FIXTURE_EVENTS 1000
 
@@ -96,6 +97,28 @@ static inline void fixture_write(struct cmt_membuf *buf, size_t chunk_bytes)
     cr_assert_eq(cmt_writer_symbol(w, &(struct cmt_symbol){2, 1, 2, 42, 1}), 0);
     cr_assert_eq(cmt_writer_flush(w), 0);
     cmt_writer_destroy(w);
+}
+
+/* A hand-built EVENTS or ALLOC_EVENTS record (`type`) into out: count, the column mask, a
+ * length per column of the mask, then the columns (cols[i] of lens[i] bytes, in bit order).
+ * @return the bytes written. */
+static inline size_t fixture_block(uint8_t *out, uint32_t type, uint64_t count, uint64_t mask,
+                                   const uint8_t *const *cols, const size_t *lens)
+{
+    uint8_t payload[512], *p = payload;
+    int n = __builtin_popcountll(mask);
+    p = cmt__put_varint(p, count);
+    p = cmt__put_varint(p, mask);
+    for (int i = 0; i < n; i++)
+        p = cmt__put_varint(p, lens[i]);
+    for (int i = 0; i < n; i++) {
+        memcpy(p, cols[i], lens[i]);
+        p += lens[i];
+    }
+    uint8_t *o = cmt__put_varint(out, type);
+    o = cmt__put_varint(o, (uint64_t)(p - payload));
+    memcpy(o, payload, (size_t)(p - payload));
+    return (size_t)(o - out) + (size_t)(p - payload);
 }
 
 /* A trace of one hand-built chunk: the writer's file header, then raw[0, n) (records) as one
