@@ -1,6 +1,7 @@
 /* Tests of options.c: the spellings every command accepts alike, the usage errors printed in
  * one place, and the modes (in order, "--", options taken out of argv first). */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,4 +166,48 @@ Test(options, takes_value_knows_the_value_options_by_their_exact_spelling)
     cr_expect(!cmt__opts_takes_value(table, "--quiet"));
     cr_expect(!cmt__opts_takes_value(table, "--points=3"));
     cr_expect(!cmt__opts_takes_value(table, "--bogus"));
+}
+
+/* cmt__opts_parse's callback: counts what it is given; --dir stop makes it refuse. */
+static int count_arg(const struct cmt__opts *p, int id, void *ctx)
+{
+    int *n = ctx;
+    if (id == DIR_ && strcmp(p->value, "stop") == 0)
+        return 2;
+    (*n)++;
+    return 0;
+}
+
+static int parse(const char *const *args, int *n)
+{
+    char *argv[8] = {"test"};
+    int argc = 1;
+    for (; args[argc - 1]; argc++)
+        argv[argc] = (char *)args[argc - 1];
+    *n = 0;
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO), null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO); /* the help text */
+    int rc = cmt__opts_parse("test", argc, argv, table, 0, "usage: test\n", count_arg, n);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    close(null);
+    return rc;
+}
+
+Test(options, parse_gives_each_option_and_argument_to_one_function)
+{
+    int n;
+    cr_expect_eq(parse((const char *[]){"-q", "f", "--points=3", NULL}, &n), 0);
+    cr_expect_eq(n, 3);
+    /* --help: the usage, -1 (exit 0), nothing after it is seen */
+    cr_expect_eq(parse((const char *[]){"f", "--help", "g", NULL}, &n), -1);
+    cr_expect_eq(n, 1);
+    /* the function's refusal ends the walk with its status */
+    cr_expect_eq(parse((const char *[]){"--dir", "stop", "f", NULL}, &n), 2);
+    cr_expect_eq(n, 0);
+    /* a usage error of the parser's own: 2 */
+    cr_expect_eq(parse((const char *[]){"f", "--bogus", NULL}, &n), 2);
+    cr_expect_eq(n, 1);
 }
