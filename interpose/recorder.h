@@ -103,6 +103,9 @@ void cmt__shared_trace(const char *path, int use_tsc);
 void cmt__shared_publish(const struct cmt__on_disk *d);
 /* The trace is whole (END) or failed: nothing to salvage, the file is removed. */
 void cmt__shared_done(void);
+/* The writer: prefaults the next pages of t's ring in the state file past `head`, so its owner's
+ * stores seldom fault (madvise MADV_POPULATE_WRITE where the kernel has it). */
+void cmt__shared_populate_ahead(struct cmt__thread *t, uint64_t head);
 /* Waits (at most 2 s) until the trace is open and its first chunk (header, process, modules)
  * is on disk: a process that dies right after its first call still leaves a trace that
  * salvage can complete. Once per trace, on the thread that started it. */

@@ -246,3 +246,36 @@ void cmt__shared_wait_open(void)
          i++)
         nanosleep(&nap, NULL);
 }
+
+/* (recorder.h) Prefaults the pages of t's ring that its owner writes next, up to an eighth of the ring past
+ * `head`, so the owner's stores seldom fault (a page of the state file costs a fault at first
+ * touch, and again after writeback cleaned it). The contents are left alone. */
+void cmt__shared_populate_ahead(struct cmt__thread *t, uint64_t head)
+{
+#ifdef MADV_POPULATE_WRITE
+    static int unsupported; /* an older kernel: EINVAL once, then never again */
+    uint64_t entries = (uint64_t)t->mask + 1, ahead = entries / 8;
+    if (unsupported || ahead < 64)
+        return;
+    if (t->populated < head || t->populated > head + ahead)
+        t->populated = head;
+    if (t->populated >= head + ahead / 2)
+        return;
+    uint64_t from = t->populated, to = head + ahead;
+    uintptr_t page = CMT__SHARED_PAGE;
+    while (from < to && !unsupported) { /* in at most two pieces: the ring wraps */
+        uint64_t end = from + (entries - (from & t->mask));
+        end = end < to ? end : to;
+        uintptr_t lo = (uintptr_t)&t->ring[from & t->mask] & ~(page - 1);
+        uintptr_t hi = (uintptr_t)&t->ring[((end - 1) & t->mask) + 1];
+        hi = (hi + page - 1) & ~(page - 1);
+        if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+            unsupported = 1;
+        from = end;
+    }
+    t->populated = to;
+#else
+    (void)t;
+    (void)head;
+#endif
+}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # check_format.sh CLANG_FORMAT SOURCE_DIR — every C/C++ source and header git tracks is in the
-# tree's one style (.clang-format); the X-macro tables (*.def) are laid out by hand.
+# tree's one style (.clang-format); the X-macro tables (*.def) are laid out by hand; no product
+# source (not tests/, bench/) is over 800 lines, and tools/cli keeps at most 30 files at its top.
 # Prints the files that differ and how to fix them; exits 1 when there are any, 77 (skipped)
 # outside a git checkout (1 with CI=true).
 set -eu
@@ -20,4 +21,18 @@ if [ -n "$bad" ]; then
     echo "$bad" | sed 's/^/  /'
     exit 1
 fi
-echo "style: every source file matches .clang-format"
+long=$(git ls-files format interpose include simcuda simcudart simcudnn tools | grep -E '[.](c|h|js|html|py)$' |
+    while read -r f; do
+        [ -f "$f" ] && [ "$(wc -l <"$f")" -gt 800 ] && echo "$f: $(wc -l <"$f") lines"
+    done || true)
+if [ -n "$long" ]; then
+    echo "over 800 lines (split it by idea, docs/architecture.md):"
+    echo "$long" | sed 's/^/  /'
+    exit 1
+fi
+top_files=$(git ls-files tools/cli | grep -c '^tools/cli/[^/]*$')
+if [ "$top_files" -gt 30 ]; then
+    echo "tools/cli has $top_files files at its top (at most 30: put the new one in its room)"
+    exit 1
+fi
+echo "style: every source file matches .clang-format, none is over 800 lines, tools/cli has $top_files at its top"
