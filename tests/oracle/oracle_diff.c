@@ -378,7 +378,7 @@ static int run_model_under(const struct script *s, const struct setting *setting
     config.address_policy = under;
     struct cmt_err err = {0};
     if (cmt_model_config_parse(&config, setting->conf, &err) != CMT_EOK) {
-        snprintf(why, why_len, "%s", err.text);
+        snprintf(why, why_len, "%s", cmt_err_message(&err));
         return -1;
     }
     if (cmt_model_create(&config, &model) != CMT_EOK) {
