@@ -50,7 +50,14 @@ static int add_level(struct cmt_site_levels *lv, uint32_t window, int32_t dev, u
                                  .last_group_bytes = calloc(values, sizeof *l->last_group_bytes),
                                  .entry_groups = calloc(lv->group_count, sizeof *l->entry_groups)};
     lv->count++; /* freed with the rest, even half made */
-    return l->p && l->group_bytes && l->last_group_bytes && l->entry_groups ? 0 : CMT_ENOMEM;
+    if (!l->p || !l->group_bytes || !l->last_group_bytes || !l->entry_groups)
+        return CMT_ENOMEM;
+    for (uint32_t i = 0; i < lv->prev_count; i++)
+        if (lv->prev[i].dev == dev)
+            return 0;
+    struct cmt__site_levels_prev *v = &lv->prev[lv->prev_count++];
+    *v = (struct cmt__site_levels_prev){dev, 0, calloc(lv->group_count, sizeof *v->groups)};
+    return v->groups ? 0 : CMT_ENOMEM;
 }
 
 int cmt_site_levels_init(struct cmt_site_levels *lv, const struct cmt_site_timeline *series,
@@ -82,6 +89,8 @@ void cmt_site_levels_free(struct cmt_site_levels *lv)
         struct cmt_site_level *l = &lv->levels[i];
         CMT_FREE_ALL(l->p, l->group_bytes, l->last_group_bytes, l->entry_groups);
     }
+    for (uint32_t i = 0; i < lv->prev_count; i++)
+        free(lv->prev[i].groups);
     memset(lv, 0, sizeof *lv);
 }
 
@@ -91,16 +100,20 @@ const uint64_t *cmt_site_level_groups(const struct cmt_site_levels *lv,
     return (last ? l->last_group_bytes : l->group_bytes) + (size_t)i * lv->group_count;
 }
 
-/* One event's state of level l: before the span it is the entry state, inside it the bucket's
- * end and, when higher, its maximum. */
-static void record(const struct cmt_site_levels *lv, struct cmt_site_level *l, uint64_t t,
-                   uint64_t live, const uint64_t *groups, int oom)
+/* One event's state of level l (prev: the device's state before it): the first at or after
+ * the span's start takes prev as the entry state; inside the span it is the bucket's end and,
+ * when higher, its maximum. */
+static void record(const struct cmt_site_levels *lv, struct cmt_site_level *l,
+                   const struct cmt__site_levels_prev *prev, uint64_t t, uint64_t live,
+                   const uint64_t *groups, int oom)
 {
     size_t g = lv->group_count;
-    if (t < l->t_lo) {
-        l->entry_live_bytes = live;
-        memcpy(l->entry_groups, groups, g * sizeof *groups);
+    if (t < l->t_lo)
         return;
+    if (!l->entered) { /* also when this event lies past the span: then the span held none */
+        l->entered = 1;
+        l->entry_live_bytes = prev->live_bytes;
+        memcpy(l->entry_groups, prev->groups, g * sizeof *groups);
     }
     if (t >= l->t_hi)
         return;
@@ -124,9 +137,17 @@ static void device_changed(struct cmt_site_levels *lv, const struct cmt_replay_d
     const struct cmt_site_timeline_device *d = cmt_site_timeline_device(lv->series, rd->dev);
     if (!d)
         return;
+    struct cmt__site_levels_prev *prev = NULL;
+    for (uint32_t i = 0; i < lv->prev_count && !prev; i++)
+        if (lv->prev[i].dev == rd->dev)
+            prev = &lv->prev[i];
+    if (!prev)
+        return; /* no level of this device */
     for (uint32_t i = 0; i < lv->count; i++)
         if (lv->levels[i].dev == rd->dev)
-            record(lv, &lv->levels[i], t, rd->live_bytes, d->live, oom);
+            record(lv, &lv->levels[i], prev, t, rd->live_bytes, d->live, oom);
+    prev->live_bytes = rd->live_bytes;
+    memcpy(prev->groups, d->live, lv->group_count * sizeof *d->live);
 }
 
 static unsigned site_levels_step(struct cmt_observer *self, const cmt_replay *rp,

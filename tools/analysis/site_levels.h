@@ -28,8 +28,14 @@ struct cmt_site_level {
     uint32_t points;                          /* buckets from t_lo */
     struct cmt_site_timeline_point *p;        /* only live_bytes, t_ns, last_*, oom, used are set */
     uint64_t *group_bytes, *last_group_bytes; /* per point, group_count values */
-    /* the state when the span opens (the last event before it) */
+    /* the state when the span opens (after the last event before it) */
     uint64_t entry_live_bytes, *entry_groups;
+    int entered; /* an event at or after t_lo was seen */
+};
+
+struct cmt__site_levels_prev { /* a device's state after its last event */
+    int32_t dev;
+    uint64_t live_bytes, *groups;
 };
 
 struct cmt_site_levels {
@@ -37,6 +43,8 @@ struct cmt_site_levels {
     uint32_t group_count;
     struct cmt_site_level levels[CMT_SITE_LEVELS_MAX];
     uint32_t count;
+    struct cmt__site_levels_prev prev[CMT_SITE_LEVELS_MAX]; /* the levels' devices */
+    uint32_t prev_count;
     int failed; /* out of memory */
 };
 

@@ -51,17 +51,17 @@ static void done(struct passes *p)
 /* A 4 GiB allocation held throughout, 3000 pairs of 1 MiB alloc/free (one event a
  * microsecond) and, in the middle, a 1 GiB spike freed at once: narrower than any coarse
  * bucket. */
-static void spiky(struct tb *b, uint32_t *spike)
+static void spiky(struct tb *b)
 {
     tb_begin(b, 80 * TB_GIB, 80 * TB_GIB);
     uint32_t base = tb_stack(b, "weights", 3), churn = tb_stack(b, "scratch", 3);
-    *spike = tb_stack(b, "spike", 3);
+    uint32_t spike = tb_stack(b, "spike", 3);
     tb_alloc(b, 0x100000000, 4 * TB_GIB, base);
     for (int i = 0; i < 3000; i++) {
         tb_alloc(b, 0x900000000, TB_MIB, churn);
         tb_free(b, 0x900000000);
         if (i == 1500) {
-            tb_alloc(b, 0x200000000, TB_GIB, *spike);
+            tb_alloc(b, 0x200000000, TB_GIB, spike);
             tb_free(b, 0x200000000);
         }
     }
@@ -79,9 +79,8 @@ static uint32_t used(const struct cmt_site_timeline_point *p, uint32_t n, uint64
 Test(site_levels, a_narrow_peak_is_exact_at_every_level_down_to_single_events)
 {
     struct tb b;
-    uint32_t spike;
-    spiky(&b, &spike);
     struct passes p;
+    spiky(&b);
     run(&p, &b, 16, 64, UINT64_MAX);
     uint64_t peak = cmt_replay_device(p.first, 0)->peak_live_bytes;
     cr_expect_eq(peak, 5 * TB_GIB, "the spike over the weights (the churn freed first)");
@@ -121,9 +120,8 @@ Test(site_levels, a_narrow_peak_is_exact_at_every_level_down_to_single_events)
 Test(site_levels, a_centre_inside_an_earlier_finest_span_adds_nothing)
 {
     struct tb b;
-    uint32_t spike;
-    spiky(&b, &spike);
     struct passes p;
+    spiky(&b);
     run(&p, &b, 16, 64, UINT64_MAX);
     uint32_t one = p.lv.count;
     uint64_t peak_t = cmt_replay_device(p.first, 0)->peak_t_ns;
