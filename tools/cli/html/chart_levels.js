@@ -44,9 +44,10 @@ function pickLevel(levels, c) {
   return best;
 }
 
-/* What the chart drew of level lv: its points in view and their highest total (the self-test
-   reads them), and the range text's note on the detail. */
-function noteLevel(c, lv, levels, ng) {
+/* What the chart drew of level lv (its pixel-column maxima drawn here): its points in view and
+   their highest total (the self-test reads them), and the range text's note on the detail. */
+function noteLevel(c, g, lv, levels, ng) {
+  drawEnvelope(c, g, lv, ng);
   const S = lv.series(), [a, b] = c.visible(S.T);
   let max = 0;
   for (let j = a; j <= b; j++) max = Math.max(max, S.U[j][ng - 1]);
@@ -55,6 +56,22 @@ function noteLevel(c, lv, levels, ng) {
   c.detailText = "; buckets of " + fmtDur(lv.bucket) +
     (levels.length < 2 ? "" : lv.window < 0 ? " (finer detail only near the peak and the first OOMs)"
      : finest ? (lv.bucket <= 1 ? " (single events)" : " (the finest kept)") : "");
+}
+
+/* Where several points fall into one pixel column the stack's top there is their highest:
+   a dark tick from that maximum down to the column's last value, so a peak narrower than a
+   pixel is drawn (and the peak's dot sits on it). */
+function drawEnvelope(c, g, lv, ng) {
+  const S = lv.series(), [a, b] = c.visible(S.T);
+  g.fillStyle = "rgba(30,30,30,.75)";
+  let col = null, hi = 0, last = 0, n = 0;
+  const flush = () => { if (n > 1) { const y0 = c.y(hi); g.fillRect(col, y0, 1, Math.max(1, c.y(last) - y0)); } };
+  for (let j = a; j <= b; j++) {
+    const x = Math.floor(c.x(S.T[j])), v = S.U[j][ng - 1];
+    if (x !== col) { flush(); col = x; hi = v; n = 0; }
+    hi = Math.max(hi, v); last = v; n++;
+  }
+  flush();
 }
 
 /* Hover redraws only the cursor's line over a copy of the last full drawing. */
