@@ -14,6 +14,7 @@
 #include "cmt_error.h"
 #include "commands.h"
 #include "html/html.h"
+#include "oom.h"
 #include "print/ledger_print.h"
 #include "whatif_blocks.h"
 #include "print/whatif_cli.h"
@@ -27,6 +28,8 @@
 #define LEDGER_POINTS 120 /* the ledger bar's moments: bucket ends, and the peak */
 #define WHATIF_EVENT_LIMIT UINT64_C(20000000) /* above it --whatif is needed */
 #define DIFF_SITES 15
+#define LEVEL_CENTRES 4     /* windows of finer levels: the peak and the first OOMs */
+#define LEVEL_POINTS 1000   /* buckets per finer level */
 #define HISTORY_POINTS 2000 /* points of the allocator's lines over its events */
 
 static const char usage[] =
@@ -191,6 +194,33 @@ static int want_whatif(const struct options *o, struct cmt__html_run *run)
     return 1;
 }
 
+/* The finer levels' windows: around the device peak that is the run's, then the first OOMs
+ * (the page's budget: LEVEL_CENTRES windows of LEVEL_POINTS buckets per level). */
+static int levels_init(struct cmt__html_run *run)
+{
+    const cmt_replay *rp = run->pass.replay;
+    uint64_t t[LEVEL_CENTRES];
+    int32_t dev[LEVEL_CENTRES];
+    size_t n = 0;
+    const struct cmt_replay_device *top = NULL;
+    for (uint32_t s = 0; s < cmt_replay_device_count(rp); s++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, s);
+        if (d && (!top || d->peak_live_bytes > top->peak_live_bytes))
+            top = d;
+    }
+    if (top && top->peak_live_bytes) {
+        t[n] = top->peak_t_ns;
+        dev[n++] = top->dev;
+    }
+    for (uint32_t i = 0; run->pass.oom && i < cmt_oom_count(run->pass.oom) && n < LEVEL_CENTRES;
+         i++) {
+        t[n] = cmt_oom_episode(run->pass.oom, i)->t_ns;
+        dev[n++] = cmt_oom_episode(run->pass.oom, i)->dev;
+    }
+    return cmt_site_levels_init(&run->levels, &run->series, t, dev, n,
+                                cmt_replay_totals(rp)->last_t_ns, LEVEL_POINTS);
+}
+
 /* The second pass, over the first pass's reader rewound (its tables stay): the series stacked
  * by the chosen groups, and the what-if's stream. @return 0, or 1 after saying why. */
 static int second_pass(const struct options *o, struct cmt__html_run *run)
@@ -206,6 +236,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     cmt_reader_rewind(r);
     if (cmt_replay_create(&rp, r) != 0 ||
         cmt_site_timeline_init(&run->series, o->points, &run->groups) != 0 ||
+        levels_init(run) != 0 ||
         (whatif && (cmt_whatif_collector_create(&wc, &stream) != 0 ||
                     cmt_whatif_block_collector_create(&bc, &blocks, &check) != 0))) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
@@ -220,7 +251,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[8];
+    struct cmt_observer obs[10];
     size_t n = 0;
     uint64_t times[LEDGER_POINTS + 1];
     const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
@@ -246,6 +277,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
         obs[n++] = cmt__progress_observer(&progress);
     }
     obs[n++] = cmt_site_timeline_observer(&run->series);
+    obs[n++] = cmt_site_levels_observer(&run->levels); /* after the series it reads */
     if (wc) {
         obs[n++] = cmt_whatif_observer(wc);
         obs[n++] = cmt_whatif_block_observer(bc);
@@ -309,6 +341,7 @@ static void release(struct cmt__html_run *run)
     cmt_ledger_destroy(run->ledger);
     cmt_alloc_destroy(run->ledger_alloc);
     cmt__html_alloc_free(&run->alloc);
+    cmt_site_levels_free(&run->levels);
     cmt_site_timeline_free(&run->series);
     cmt_site_groups_free(&run->groups);
     cmt__pass_close(&run->pass);

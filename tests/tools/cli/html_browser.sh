@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# html_browser.sh CUMEMTRACE — `cumemtrace html` in a real browser: the demo's OOM trace and its
+# html_browser.sh CUMEMTRACE [GEN_TRACE] — `cumemtrace html` in a real browser: the demo's OOM trace and its
 # fixed run, each page opened by headless Chromium with #selftest, which makes the page run its
 # own checks and write them into the DOM (<pre id="selftest">); --dump-dom reads them back.
 # Checked here: no errors on the page, the plotted maximum equals `report --json`'s peak, the OOM
 # marker sits at `oom --json`'s time (within a pixel), hovering the largest band shows its stack,
 # the wheel zooms, the diff view draws both runs, and the allocator view and lines (the demo's
 # OOM trace and a PyTorch snapshot written here) match `oom --json` and `report --json`, and the
-# what-if table has `whatif --json`'s rows and capacity. Exit 77 (skip) without Chromium, except in
+# what-if table has `whatif --json`'s rows and capacity; with GEN_TRACE (cmt_bench_gen_trace), the
+# chart's levels of detail on a trace of far more events than the whole run's view draws. Exit 77 (skip) without Chromium, except in
 # CI (CI=true), where that is a failure. CMT_HTML_SHOTS=DIR also writes screenshots there.
 set -euo pipefail
 cli=$1
@@ -63,7 +64,30 @@ expect "the OOM marker is at the episode's time" "$(field "$r" oom_t_ns)" "$oom_
 expect "the marker drawn there maps back to it" "$(field "$r" oom_marker_ok)" true
 expect "hovering the largest band shows its stack" "$(field "$r" hover_ok)" true
 expect "the wheel zooms in" "$(field "$r" zoom_ok)" true
+expect "zoomed into the peak, the drawn maximum is report's peak" "$(field "$r" zoom_plotted_max)" "$peak"
 expect "every check of the page" "$(field "$r" ok)" true
+
+# The levels of detail (chart_levels.js): on cmt_bench_gen_trace's stress trace (200,000 events,
+# far more than the whole run's view draws), zooming by halves into the peak keeps the drawn
+# maximum at `report --json`'s peak at every step, the first finer level draws more points than
+# the coarse one holds in the same span, and the smallest span draws buckets of 1 ns.
+gen=${2:-}
+if [[ -n $gen ]]; then
+    "$gen" "$work/big.cmt" 200000 >/dev/null
+    "$cli" html --no-whatif -o "$work/big.html" "$work/big.cmt" >/dev/null 2>&1
+    rb=$(selftest "$work/big.html")
+    echo "big.html: $(grep -oE '"(levels|full_points|zoom_[a-z_]*|finest_bucket_ns|hover_ms_p95)":[^,]*' <<<"$rb" | tr '\n' ' ')"
+    expect "levels: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$rb")" '"errors":[]'
+    expect "levels: finer detail is expected" "$(field "$rb" detail_expected)" true
+    expect "levels: zoomed into the peak, the drawn maximum is report's peak" \
+        "$(field "$rb" zoom_plotted_max)" "$(field "$("$cli" report --json "$work/big.cmt")" peak_live_bytes)"
+    expect "levels: ... at every zoom step" "$(field "$rb" zoom_max_every_step)" true
+    more=$(($(field "$rb" zoom_points) > $(field "$rb" zoom_points_coarse)))
+    expect "levels: the first finer level draws more points than the coarse one there" "$more" 1
+    expect "levels: the smallest span draws single nanoseconds" "$(field "$rb" finest_bucket_ns)" 1
+    expect "levels: the page says where detail ends" "$(field "$rb" zoom_detail | grep -o 'single events')" "single events"
+    expect "levels: every check" "$(field "$rb" ok)" true
+fi
 
 # The allocator view and lines: the view drawn at the OOM has `oom --json`'s segment count (at
 # the end: `report --json`'s segments_at_end), the reserved line's maximum is `report --json`'s

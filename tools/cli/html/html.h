@@ -9,6 +9,7 @@
 #include "alloc_history.h"
 #include "diff.h"
 #include "pass.h"
+#include "site_levels.h"
 #include "site_timeline.h"
 #include "whatif.h"
 #include "whatif_capacity.h"
@@ -76,6 +77,7 @@ struct cmt__html_run {
     struct cmt_site_groups groups;
     struct cmt_site_timeline series;
     int have_series;
+    struct cmt_site_levels levels; /* finer levels around the peak and the first OOMs */
     /* what-if: available, or why not */
     int have_whatif;
     char whatif_reason[512];

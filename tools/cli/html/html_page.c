@@ -101,15 +101,16 @@ static void groups_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_end_array(j);
 }
 
-/* The points of a device's series as parallel arrays (only buckets that saw an event). */
-static void points_json(struct cmt__json *j, const struct cmt_site_timeline *tl,
-                        const struct cmt_site_timeline_device *d)
+/* Points as parallel arrays (only buckets that saw an event); gb and lgb hold group_count
+ * values per point: at the bucket's maximum and at its end. */
+static void buckets_json(struct cmt__json *j, const struct cmt_site_timeline_point *points,
+                         uint32_t n, uint32_t group_count, const uint64_t *gb, const uint64_t *lgb)
 {
     static const char *const keys[] = {"t", "live", "lt", "llive", "oom"};
     for (int col = 0; col < 5; col++) {
         cmt__json_array(j, keys[col]);
-        for (uint32_t i = 0; i < tl->max_points; i++) {
-            const struct cmt_site_timeline_point *p = &d->points[i];
+        for (uint32_t i = 0; i < n; i++) {
+            const struct cmt_site_timeline_point *p = &points[i];
             uint64_t v[] = {p->t_ns, p->live_bytes, p->last_t_ns, p->last_live_bytes, p->oom};
             if (p->used)
                 cmt__json_u64(j, NULL, v[col]);
@@ -118,17 +119,46 @@ static void points_json(struct cmt__json *j, const struct cmt_site_timeline *tl,
     }
     for (int last = 0; last < 2; last++) {
         cmt__json_array(j, last ? "lg" : "g");
-        for (uint32_t i = 0; i < tl->max_points; i++) {
-            if (!d->points[i].used)
+        for (uint32_t i = 0; i < n; i++) {
+            if (!points[i].used)
                 continue;
-            const uint64_t *g = cmt_site_timeline_groups(tl, d, i, last);
+            const uint64_t *g = (last ? lgb : gb) + (size_t)i * group_count;
             cmt__json_array(j, NULL);
-            for (uint32_t k = 0; k < tl->group_count; k++)
+            for (uint32_t k = 0; k < group_count; k++)
                 cmt__json_u64(j, NULL, g[k]);
             cmt__json_end_array(j);
         }
         cmt__json_end_array(j);
     }
+}
+
+/* The finer levels of device dev (site_levels.h): each a span with its entry state. */
+static void levels_json(struct cmt__json *j, const struct cmt_site_levels *lv, int32_t dev)
+{
+    cmt__json_array(j, "levels");
+    for (uint32_t i = 0; i < lv->count; i++) {
+        const struct cmt_site_level *l = &lv->levels[i];
+        if (l->dev != dev)
+            continue;
+        cmt__json_object(j, NULL);
+        CMT__JSON_U64S(j, {"window", l->window}, {"t_lo", l->t_lo}, {"t_hi", l->t_hi},
+                       {"bucket_ns", l->width}, {"entry_live", l->entry_live_bytes});
+        cmt__json_array(j, "entry_g");
+        for (uint32_t k = 0; k < lv->group_count; k++)
+            cmt__json_u64(j, NULL, l->entry_groups[k]);
+        cmt__json_end_array(j);
+        buckets_json(j, l->p, l->points, lv->group_count, l->group_bytes, l->last_group_bytes);
+        cmt__json_end_object(j);
+    }
+    cmt__json_end_array(j);
+}
+
+/* The points of a device's series as parallel arrays, and its free/total samples. */
+static void points_json(struct cmt__json *j, const struct cmt_site_timeline *tl,
+                        const struct cmt_site_timeline_device *d)
+{
+    buckets_json(j, d->points, tl->max_points, tl->group_count, d->group_bytes,
+                 d->last_group_bytes);
     /* free/total samples: at their bucket's start, the most held by others, the last */
     static const char *const skeys[] = {"t", "total", "others", "last"};
     cmt__json_object(j, "samples");
@@ -162,6 +192,7 @@ static void device_json(struct cmt__json *j, const struct cmt__html_run *run, in
                    {"peak_t_ns", rd ? rd->peak_t_ns : 0}, {"bucket_ns", tl->width});
     if (d) {
         points_json(j, tl, d);
+        levels_json(j, &run->levels, dev);
     } else { /* no bucket used */
         struct cmt_site_timeline empty = {.group_count = tl->group_count};
         points_json(j, &empty, &none);
