@@ -10,6 +10,7 @@
 # chart's levels of detail on a trace of far more events than the whole run's view draws. Exit 77 (skip) without Chromium, except in
 # CI (CI=true), where that is a failure. CMT_HTML_SHOTS=DIR also writes screenshots there.
 set -euo pipefail
+# Arguments: CLI [GEN_TRACE] [TORCH_DIR: the record --torch traces of ctest torch_torch_oom]
 cli=$1
 browser=${CMT_CHROMIUM:-}
 for b in chromium chromium-browser google-chrome; do
@@ -169,6 +170,23 @@ elif [[ ${CI:-} == true ]]; then
     failures=$((failures + 1))
 else
     echo "html_browser: no real snapshot at $real: that part is skipped"
+fi
+
+# A `record --torch` trace of real PyTorch running out of memory (ctest torch_torch_oom writes
+# them, tests/torch): the same views and figures, the OOM's among them.
+torch_trace=${3:-}/over_capacity.cmt
+if [[ -n ${3:-} && -f $torch_trace ]]; then
+    "$cli" html --no-whatif -o "$work/torch.html" "$torch_trace" >/dev/null
+    r=$(selftest "$work/torch.html")
+    echo "torch.html: $(cut -c1-300 <<<"$r")..."
+    expect "record --torch: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    check_history "record --torch" "$torch_trace" "$r" oom
+    expect "record --torch: every check" "$(field "$r" ok)" true
+elif [[ ${CI:-} == true ]]; then
+    echo "FAIL: no record --torch trace at $torch_trace (ctest torch_torch_oom writes it)"
+    failures=$((failures + 1))
+else
+    echo "html_browser: no record --torch trace at $torch_trace: that part is skipped"
 fi
 
 # A PyTorch snapshot (pickle written here): two segments, split blocks, an OOM entry.
