@@ -68,13 +68,13 @@ expect "the wheel zooms in" "$(field "$r" zoom_ok)" true
 expect "zoomed into the peak, the drawn maximum is report's peak" "$(field "$r" zoom_plotted_max)" "$peak"
 expect "every check of the page" "$(field "$r" ok)" true
 
-# The levels of detail (chart_levels.js): on cmt_bench_gen_trace's stress trace (200,000 events,
+# The levels of detail (chart_levels.js): on cmt_bench_gen_trace's stress trace (10,000,000 events, as issue 23 asks;
 # far more than the whole run's view draws), zooming by halves into the peak keeps the drawn
 # maximum at `report --json`'s peak at every step, the first finer level draws more points than
 # the coarse one holds in the same span, and the smallest span draws buckets of 1 ns.
 gen=${2:-}
 if [[ -n $gen ]]; then
-    "$gen" "$work/big.cmt" 200000 >/dev/null
+    "$gen" "$work/big.cmt" ${CMT_BROWSER_EVENTS:-10000000} >/dev/null
     "$cli" html --no-whatif -o "$work/big.html" "$work/big.cmt" >/dev/null 2>&1
     rb=$(selftest "$work/big.html")
     echo "big.html: $(grep -oE '"(levels|full_points|zoom_[a-z_]*|finest_bucket_ns|hover_ms_p95)":[^,]*' <<<"$rb" | tr '\n' ' ')"
