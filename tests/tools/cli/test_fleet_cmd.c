@@ -139,6 +139,12 @@ Test(fleet_cmd, timeline_puts_the_ranks_side_by_side, .init = make_dirs, .fini =
     c = run(cmt_cmd_timeline, both);
     cr_expect_eq(c.status, 2);
     captured_free(&c);
+    /* one point is too few: one line says so (it once exited 2 in silence) */
+    const char *one[] = {"timeline", "--points", "1", dirs[0], NULL};
+    c = run(cmt_cmd_timeline, one);
+    cr_expect_eq(c.status, 2);
+    cr_expect(strstr(c.err, "--points wants a number 2..100000, got '1'"), "%s", c.err);
+    captured_free(&c);
 }
 
 Test(fleet_cmd, diff_compares_two_runs_rank_by_rank, .init = make_dirs, .fini = remove_dirs)

@@ -31,14 +31,15 @@ int cmt__fleet_wanted(int argc, char **argv, int alone, const struct cmt__option
     return positional > alone || dir;
 }
 
-static int number(const char *cmd, const char *name, const char *v, unsigned long max,
-                  unsigned long *out)
+static int number(const char *cmd, const char *name, const char *v, unsigned long min,
+                  unsigned long max, unsigned long *out)
 {
     char *end;
     errno = 0;
     unsigned long n = v && *v >= '0' && *v <= '9' ? strtoul(v, &end, 10) : 0;
-    if (!v || *v < '0' || *v > '9' || *end || errno || n < 1 || n > max)
-        return cmt__usage_error(cmd, "%s wants a number 1..%lu, got '%s'", name, max, v ? v : "");
+    if (!v || *v < '0' || *v > '9' || *end || errno || n < min || n > max)
+        return cmt__usage_error(cmd, "%s wants a number %lu..%lu, got '%s'", name, min, max,
+                                v ? v : "");
     *out = n;
     return 0;
 }
@@ -62,13 +63,13 @@ static int option(const struct cmt__opts *p, int opt, unsigned allowed, struct c
     const char *cmd = p->cmd, *v = p->value;
     unsigned long n;
     if (opt == OPT_JOBS)
-        return number(cmd, "--jobs", v, 64, &n) ? 2 : (a->jobs = (unsigned)n, -1);
+        return number(cmd, "--jobs", v, 1, 64, &n) ? 2 : (a->jobs = (unsigned)n, -1);
     if (opt == OPT_JSON && (allowed & CMT__FA_JSON))
         return a->json = 1, -1;
     if (opt == OPT_CSV && (allowed & CMT__FA_CSV))
         return a->csv = 1, -1;
     if (opt == OPT_POINTS && (allowed & CMT__FA_POINTS))
-        return number(cmd, "--points", v, 100000, &n) || n < 2 ? 2 : (a->points = (uint32_t)n, -1);
+        return number(cmd, "--points", v, 2, 100000, &n) ? 2 : (a->points = (uint32_t)n, -1);
     if (opt == OPT_FAIL_PCT && (allowed & CMT__FA_FAIL_PCT)) {
         char *end;
         a->fail_pct = v ? strtod(v, &end) : 0;
