@@ -463,12 +463,10 @@ static inline void col_end(cmt_writer *w, int k, const uint8_t *p)
 }
 
 /* Adds one varint to column k (room reserved). */
-static void col_put(cmt_writer *w, int k, uint64_t v)
+static inline void col_put(cmt_writer *w, int k, uint64_t v)
 {
     CMT_ASSERT(w->col[k].len + CMT__VARINT_MAX <= w->col[k].cap);
-    uint8_t *p = w->col[k].buf + w->col[k].len, *end = cmt__put_varint(p, v);
-    w->col[k].len += (size_t)(end - p);
-    w->block_bytes += (size_t)(end - p);
+    col_end(w, k, cmt__put_varint(w->col[k].buf + w->col[k].len, v));
 }
 
 int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
@@ -512,9 +510,7 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
         p = cmt__put_varint(p, cmt__zigzag((int64_t)e->stack - (int64_t)w->prev_stack));
         w->prev_stack = e->stack;
     }
-    p = cmt__put_varint(p, mask);
-    w->col[CMT_COL_HEAD].len += (size_t)(p - head);
-    w->block_bytes += (size_t)(p - head);
+    col_end(w, CMT_COL_HEAD, cmt__put_varint(p, mask));
     col_put(w, CMT_COL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_t)));
     w->prev_t = e->t_ns;
     for (uint32_t m = mask; m; m &= m - 1) {
@@ -624,8 +620,7 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
     if (rc)
         return rc;
     uint8_t *h = col_room(w, CMT_ACOL_HEAD, 6 * CMT__VARINT_MAX);
-    uint8_t *t = col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX);
-    if (!h || !t)
+    if (!h || !col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX))
         return CMT_ENOMEM;
     for (uint32_t m = mask; m; m &= m - 1)
         if (!col_room(w, CMT_ACOL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
@@ -636,12 +631,11 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
     h = cmt__put_varint(h, cmt__zigzag(e->dev));
     h = cmt__put_varint(h, e->stack);
     col_end(w, CMT_ACOL_HEAD, cmt__put_varint(h, mask));
-    col_end(w, CMT_ACOL_TIME, cmt__put_varint(t, cmt__zigzag((int64_t)(e->t_ns - w->prev_at))));
+    col_put(w, CMT_ACOL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_at)));
     w->prev_at = e->t_ns;
     for (uint32_t m = mask; m; m &= m - 1) {
-        int f = __builtin_ctz(m), k = CMT_ACOL_VALUES + f;
-        uint8_t *v = w->col[k].buf + w->col[k].len;
-        col_end(w, k, cmt__put_varint(v, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f]))));
+        int f = __builtin_ctz(m);
+        col_put(w, CMT_ACOL_VALUES + f, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f])));
         w->prev_av[f] = e->v[f];
     }
     return end_block_event(w);
