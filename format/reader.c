@@ -439,35 +439,14 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
 
 /* ---- EVENTS blocks (v3) ---- */
 
-/* Sets up the block whose payload is [p, end): varint count, varint mask of the columns
- * present, a varint length per column, the columns. Columns this reader does not know (a
- * newer writer's fields) are skipped. @return 0, or -1 when the header is malformed. */
+/* Sets up the block whose payload is [p, end) (cmt__reader_block_columns); an absent column is
+ * empty, over the chunk's zeroed padding. @return 0, or -1 when the header is malformed. */
 static int start_block(cmt_reader *r, const uint8_t *p, const uint8_t *end)
 {
-    uint64_t count, mask, len[64];
-    if (cmt__get_varint(&p, end, &count) || cmt__get_varint(&p, end, &mask) || count == 0 ||
-        count > UINT32_MAX || (mask & 3) != 3)
+    uint32_t count;
+    if (cmt__reader_block_columns(p, end, &count, r->col, r->col_end, CMT_NCOLS, r->end) != 0)
         return -1;
-    uint64_t total = 0;
-    for (uint64_t m = mask; m; m &= m - 1) {
-        int k = __builtin_ctzll(m);
-        if (cmt__get_varint(&p, end, &len[k]) || len[k] > (uint64_t)(end - p))
-            return -1;
-        total += len[k];
-    }
-    if (total != (uint64_t)(end - p))
-        return -1;
-    for (int k = 0; k < CMT_NCOLS; k++)
-        r->col[k] = r->col_end[k] = r->end; /* absent: empty, over the zeroed padding */
-    for (uint64_t m = mask; m; m &= m - 1) {
-        int k = __builtin_ctzll(m);
-        if (k < CMT_NCOLS) {
-            r->col[k] = p;
-            r->col_end[k] = p + len[k];
-        }
-        p += len[k];
-    }
-    r->block_left = (uint32_t)count;
+    r->block_left = count;
     return 0;
 }
 

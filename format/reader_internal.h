@@ -188,6 +188,14 @@ int cmt__reader_chunk_header_ok(const cmt_reader *r, uint64_t at, uint32_t *csiz
 /* Decodes one known record's payload (any type but EVENTS; reader_records.c).
  * @return 0, -1 when the payload is malformed, or CMT_ENOMEM. */
 int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct cmt_record *rec);
+/* The header of an EVENTS or ALLOC_EVENTS block whose payload is [p, end): varint count (at
+ * least 1), varint mask of the columns present (head and time always), a varint length per
+ * column, the columns, adding up to the payload. Sets *count and, for each column k < ncols,
+ * [col[k], col_end[k]) (`absent` for both when the mask leaves it out); a column past ncols (a
+ * newer writer's field) is skipped. @return 0, or -1 when the header is malformed. */
+int cmt__reader_block_columns(const uint8_t *p, const uint8_t *end, uint32_t *count,
+                              const uint8_t **col, const uint8_t **col_end, int ncols,
+                              const uint8_t *absent);
 /* An ALLOC_EVENTS block's payload d: sets up its columns and r->ablock_left.
  * @return 0, or -1 when its header is malformed. */
 int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d);

@@ -258,32 +258,45 @@ static inline uint32_t col_u32(struct cmt__dec *d)
     return (uint32_t)v;
 }
 
-int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d)
+int cmt__reader_block_columns(const uint8_t *p, const uint8_t *end, uint32_t *count,
+                              const uint8_t **col, const uint8_t **col_end, int ncols,
+                              const uint8_t *absent)
 {
-    uint64_t count = u64(d), mask = u64(d), len[64];
-    if (d->bad || count == 0 || count > UINT32_MAX || (mask & 3) != 3)
+    uint64_t n, mask, len[64];
+    if (cmt__get_varint(&p, end, &n) || cmt__get_varint(&p, end, &mask) || n == 0 ||
+        n > UINT32_MAX || (mask & 3) != 3)
         return -1;
     uint64_t total = 0;
     for (uint64_t m = mask; m; m &= m - 1) {
         int k = __builtin_ctzll(m);
-        len[k] = col_u64(d);
-        if (d->bad || len[k] > (uint64_t)(d->end - d->p))
+        if (cmt__get_varint(&p, end, &len[k]) || len[k] > (uint64_t)(end - p))
             return -1;
         total += len[k];
     }
-    if (total != (uint64_t)(d->end - d->p))
+    if (total != (uint64_t)(end - p))
         return -1;
-    for (int k = 0; k < CMT_NACOLS; k++)
-        r->acol[k] = (struct cmt__dec){d->end, d->end, 0, 0}; /* absent: empty */
-    const uint8_t *p = d->p;
-    for (uint64_t m = mask; m; m &= m - 1) { /* columns of fields this reader does not know:
-                                              * skipped, as in EVENTS */
+    for (int k = 0; k < ncols; k++)
+        col[k] = col_end[k] = absent;
+    for (uint64_t m = mask; m; m &= m - 1) {
         int k = __builtin_ctzll(m);
-        if (k < CMT_NACOLS)
-            r->acol[k] = (struct cmt__dec){p, p + len[k], 0, 0};
+        if (k < ncols) { /* a column of a field this reader does not know is skipped */
+            col[k] = p;
+            col_end[k] = p + len[k];
+        }
         p += len[k];
     }
-    r->ablock_left = (uint32_t)count;
+    *count = (uint32_t)n;
+    return 0;
+}
+
+int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d)
+{
+    const uint8_t *col[CMT_NACOLS], *col_end[CMT_NACOLS];
+    if (cmt__reader_block_columns(d->p, d->end, &r->ablock_left, col, col_end, CMT_NACOLS,
+                                  d->end) != 0)
+        return -1;
+    for (int k = 0; k < CMT_NACOLS; k++)
+        r->acol[k] = (struct cmt__dec){col[k], col_end[k], 0, 0};
     return 0;
 }
 
