@@ -5,8 +5,9 @@
 # Runs, interleaved so that load from other processes hits every mode alike, each mode
 # BENCH_REPS times (default 5) and prints the medians:
 #   bench_capture_loop bare, under the shim with CUMEMTRACE_STACK_DEPTH=0, with default
-#   stacks (64), on 4 and 8 threads bare and shimmed; bench_malloc_loop bare and under
-#   heaptrack; and bytes per event of each trace (file size / events from `cumemtrace dump`).
+#   stacks (64), on 1, 4 and 8 threads bare and shimmed (the 1-thread run makes the 8-thread
+#   run's calls per thread, so the two compare like with like, rep by rep); bench_malloc_loop
+#   bare and under heaptrack; and bytes per event of each trace (file size / events from `cumemtrace dump`).
 # Prints figures only (the target lines are information, never a failure); a full run takes
 # about a minute on 2 cores. Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
 # BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000), BENCH_KEEP=1
@@ -33,11 +34,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench.XXXXXX")
 [[ ${BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
 
 # Modes: name | command prefix (the benchmark's arguments are appended).
-modes=(bare shim0 shim64 t4bare t4shim t8bare t8shim mbare mheap abare ashim0 ashim64)
+modes=(bare shim0 shim64 t1bare t1shim t8bare t8shim t4bare t4shim mbare mheap abare ashim0 ashim64)
 declare -A label args
 label[bare]="driver loop, no shim";            args[bare]="-n $pairs"
 label[shim0]="shim, stacks off (DEPTH=0)";     args[shim0]="-n $pairs"
 label[shim64]="shim, stacks on (DEPTH=64)";    args[shim64]="-n $pairs"
+label[t1bare]="1 thread as the 8, no shim";     args[t1bare]="-n $tpairs -t 1"
+label[t1shim]="1 thread as the 8, shim (64)";  args[t1shim]="-n $tpairs -t 1"
 label[t4bare]="4 threads, no shim";            args[t4bare]="-n $tpairs -t 4"
 label[t4shim]="4 threads, shim (DEPTH=64)";    args[t4shim]="-n $tpairs -t 4"
 label[t8bare]="8 threads, no shim";            args[t8bare]="-n $tpairs -t 8"
@@ -52,9 +55,9 @@ run_mode() { # mode rep → prints the benchmark's result line
     local m=$1 rep=$2 out=$work/$1.$2
     local a="-d $depth ${args[$m]}"
     case $m in
-    bare | t4bare | t8bare) "$capture" $a ;;
+    bare | t1bare | t4bare | t8bare) "$capture" $a ;;
     shim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$capture" $a ;;
-    shim64 | t4shim | t8shim)
+    shim64 | t1shim | t4shim | t8shim)
         "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$capture" $a ;;
     mbare) "$mallocb" $a ;;
     abare) "$annotate" $a ;;
@@ -82,6 +85,11 @@ for ((rep = 1; rep <= reps; rep++)); do
     done
 done
 
+# 8 threads against 1 (issue 26), paired: the CPU each adds per call in the same rep (t1 and t8
+# run back to back, the same calls per thread), one ratio per rep, then their median.
+paste "$work"/{t8shim,t8bare,t1shim,t1bare}.cpu | awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' \
+    >"$work/t8ratio"
+
 declare -A wall cpu tput bpe
 for m in "${modes[@]}"; do
     [[ -f $work/$m.wall ]] || continue
@@ -89,7 +97,7 @@ for m in "${modes[@]}"; do
     cpu[$m]=$(median <"$work/$m.cpu")
     tput[$m]=$(median <"$work/$m.tput")
 done
-for m in shim0 shim64 t4shim t8shim ashim0 ashim64; do # bytes per event of the last run's trace
+for m in shim0 shim64 t1shim t4shim t8shim ashim0 ashim64; do # bytes per event of the last run's trace
     f=$(ls "$work/$m.$reps".*cmt 2>/dev/null | head -1)
     [[ -n $f ]] || continue
     events=$("$cli" dump "$f" | wc -l)
@@ -98,7 +106,7 @@ for m in shim0 shim64 t4shim t8shim ashim0 ashim64; do # bytes per event of the 
 done
 
 added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
-base_of() { case $1 in shim*) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
+base_of() { case $1 in shim*) echo bare ;; t1shim) echo t1bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
 echo
 printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
 for m in "${modes[@]}"; do
@@ -120,12 +128,18 @@ target() { # what limit_wall limit_cpu value_wall value_cpu
     printf '  %-40s wall %7s ns vs %7s -> %-8s cpu %7s ns vs %7s -> %s\n' "$1" "$4" "$2" \
         "$(verdict "$4" "$2")" "$5" "$3" "$(verdict "$5" "$3")"
 }
-echo "targets (issue 3), on the calling thread's wall time and on its CPU time:"
+echo "targets (issues 3 and 26), on the calling thread's wall time and on its CPU time:"
 target "stacks on adds no more than heaptrack" "$(added "${wall[mheap]:-}" "${wall[mbare]:-}")" \
     "$(added "${cpu[mheap]:-}" "${cpu[mbare]:-}")" "$(added "${wall[shim64]}" "${wall[bare]}")" \
     "$(added "${cpu[shim64]}" "${cpu[bare]}")"
 target "stacks off adds <= 150 ns" 150 150 "$(added "${wall[shim0]}" "${wall[bare]}")" \
     "$(added "${cpu[shim0]}" "${cpu[bare]}")"
+t8r=$(median <"$work/t8ratio")
+printf '  %-40s %s (%s) -> %s\n' "8 threads add <= 1.3x one thread's CPU" "${t8r}x" \
+    "median of $(wc -l <"$work/t8ratio") paired ratios: $(sort -g "$work/t8ratio" | tr '\n' ' ' | sed 's/ $//')" \
+    "$(verdict "$t8r" 1.3)"
+target "annotate.h report <= 100 ns (DEPTH=0)" 100 100 "$(added "${wall[ashim0]}" "${wall[abare]}")" \
+    "$(added "${cpu[ashim0]}" "${cpu[abare]}")"
 printf '  %-40s %s -> %s\n' "<= 4 bytes per event on disk (stacks on)" "${bpe[shim64]%% *}" \
     "$(verdict "${bpe[shim64]%% *}" 4)"
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
