@@ -33,6 +33,9 @@ struct cmt_writer {
     } col[CMT_NCOLS];
     uint32_t block_type, block_events;
     size_t block_bytes;
+    /* events (of either kind) that fit in every column without a check: each takes at most
+     * HEAD_MAX bytes of the head column and CMT__VARINT_MAX of each other (col_refill) */
+    uint32_t col_events;
     /* the chunk's groups of events: raw offsets where a zstd block ends, and the events since
      * the last one (CMT_GROUP_EVENTS_MAX) */
     size_t *group_ends, groups, groups_cap;
@@ -445,12 +448,34 @@ static inline int end_block_event(cmt_writer *w)
     return w->raw_len + w->block_bytes >= w->chunk_bytes ? cmt_writer_flush(w) : 0;
 }
 
-/* Room for `n` more bytes in column k. @return its end, or NULL when out of memory. */
-static inline uint8_t *col_room(cmt_writer *w, int k, size_t n)
+#define HEAD_MAX (8 * CMT__VARINT_MAX) /* an event's head bytes at most (EVENTS' or ALLOC's) */
+#define REFILL_EVENTS 256              /* events that col_refill makes room for at once */
+
+/* Room for REFILL_EVENTS more events in every column, so that an event checks one counter,
+ * not each column it writes. @return 0, or CMT_ENOMEM. */
+static int col_refill(cmt_writer *w)
 {
-    if (__builtin_expect(w->col[k].len + n > w->col[k].cap, 0) &&
-        reserve(&w->col[k].buf, &w->col[k].cap, w->col[k].len + n))
-        return NULL;
+    for (int k = 0; k < CMT_NCOLS; k++) {
+        size_t most = (k == CMT_COL_HEAD ? HEAD_MAX : CMT__VARINT_MAX) * REFILL_EVENTS;
+        if (reserve(&w->col[k].buf, &w->col[k].cap, w->col[k].len + most))
+            return CMT_ENOMEM;
+    }
+    w->col_events = REFILL_EVENTS;
+    return 0;
+}
+
+/* Before an event's bytes: room for them in every column. @return 0, or CMT_ENOMEM. */
+static inline int col_room(cmt_writer *w)
+{
+    if (__builtin_expect(w->col_events == 0, 0) && col_refill(w))
+        return CMT_ENOMEM;
+    w->col_events--;
+    return 0;
+}
+
+/* Column k's end, where its next bytes go (room made by col_room). */
+static inline uint8_t *col_at(cmt_writer *w, int k)
+{
     return w->col[k].buf + w->col[k].len;
 }
 
@@ -477,13 +502,9 @@ int cmt_writer_event(cmt_writer *w, const struct cmt_event *e)
     int rc = begin_block(w, CMT_REC_EVENTS);
     if (rc)
         return rc;
-    if (!col_room(w, CMT_COL_HEAD, 8 * CMT__VARINT_MAX) ||
-        !col_room(w, CMT_COL_TIME, CMT__VARINT_MAX))
+    if (col_room(w))
         return CMT_ENOMEM;
-    for (uint32_t m = mask; m; m &= m - 1)
-        if (!col_room(w, CMT_COL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
-            return CMT_ENOMEM;
-    uint8_t *head = col_room(w, CMT_COL_HEAD, 0), *flags = head, *p = head + 1;
+    uint8_t *head = col_at(w, CMT_COL_HEAD), *flags = head, *p = head + 1;
     *flags = 0; /* CMT_EV_* bits, filled in below */
     p = cmt__put_varint(p, e->api);
     if (e->seq - w->prev_seq != 1) {
@@ -619,12 +640,9 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
     int rc = begin_block(w, CMT_REC_ALLOC_EVENTS);
     if (rc)
         return rc;
-    uint8_t *h = col_room(w, CMT_ACOL_HEAD, 6 * CMT__VARINT_MAX);
-    if (!h || !col_room(w, CMT_ACOL_TIME, CMT__VARINT_MAX))
+    if (col_room(w))
         return CMT_ENOMEM;
-    for (uint32_t m = mask; m; m &= m - 1)
-        if (!col_room(w, CMT_ACOL_VALUES + __builtin_ctz(m), CMT__VARINT_MAX))
-            return CMT_ENOMEM;
+    uint8_t *h = col_at(w, CMT_ACOL_HEAD);
     h = cmt__put_varint(h, e->allocator);
     h = cmt__put_varint(h, e->action);
     h = cmt__put_varint(h, e->tid);

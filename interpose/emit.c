@@ -25,20 +25,24 @@ int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__
                                                                  .conf = d->conf});
 }
 
-/* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. */
+/* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. Only
+ * the values its mask names are set: the writer reads no other (no zeroing of v[]). */
 static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint64_t driver_seq,
                       uint64_t t_ns)
 {
-    struct cmt_alloc_event a = {.allocator = e->api,
-                                .action = (uint32_t)e->result,
-                                .t_ns = t_ns,
-                                .tid = e->tid,
-                                .dev = e->dev,
-                                .stack = e->stack,
-                                .fields = e->fields};
-    uint32_t n = 0;
-    for (uint32_t m = e->fields; m && n < CMT__ENTRY_VALUES; m &= m - 1)
+    struct cmt_alloc_event a;
+    a.allocator = e->api;
+    a.action = (uint32_t)e->result;
+    a.t_ns = t_ns;
+    a.tid = e->tid;
+    a.dev = e->dev;
+    a.stack = e->stack;
+    a.fields = 0;
+    uint32_t n = 0; /* (a salvaged entry's mask is the file's: bits past v[] are dropped) */
+    for (uint32_t m = e->fields & (CMT_AF(SEQ) - 1); m && n < CMT__ENTRY_VALUES; m &= m - 1) {
         a.v[__builtin_ctz(m)] = e->v[n++];
+        a.fields |= m & -m;
+    }
     if (driver_seq > 0) { /* after a driver event: its seq */
         a.fields |= CMT_AF(SEQ);
         a.v[CMT_AFIELD_SEQ] = driver_seq - 1;
@@ -75,8 +79,11 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
     uint64_t seq = e->seq >= em->alloc_entries ? e->seq - em->alloc_entries : 0;
     event.seq = seq;
     event.t_ns = cmt__emit_ns(em, e->t_ns);
-    if ((e->kind == CMT__ENTRY_EVENT || alloc) && em->thread && em->thread(em->thread_ctx, e->tid))
-        return -1;
+    if ((e->kind == CMT__ENTRY_EVENT || alloc) && e->tid != em->named_tid && em->thread) {
+        if (em->thread(em->thread_ctx, e->tid))
+            return -1;
+        em->named_tid = e->tid; /* the next entries of the same thread skip the lookup */
+    }
     /* set before the record goes in: a chunk the writer flushes inside the call holds it */
     em->passed_key = cmt__queued_key(e) + 1;
     em->alloc_entries += alloc;

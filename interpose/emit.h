@@ -20,6 +20,7 @@ struct cmt__emitter {
     /* Writes a THREAD record for a tid not named yet (0, or a writer error). */
     int (*thread)(void *ctx, uint32_t tid);
     void *thread_ctx;
+    uint32_t named_tid; /* the last tid `thread` was called for (0: none) */
 };
 
 /* Ticks since start → ns, never before the previous time. */

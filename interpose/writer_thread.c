@@ -476,15 +476,31 @@ static int batch_add_run(struct cmt__thread *t, uint64_t tail, uint64_t head)
     if (ws.runs < MAX_RUNS + 1)
         ws.run_start[ws.runs] = ws.batch.len;
     ws.runs++;
-    for (; tail < head; tail++)
-        ws.batch.items[ws.batch.len++] = t->ring[tail & t->mask];
+    while (tail < head) { /* in at most two pieces: the ring wraps */
+        size_t at = (size_t)(tail & t->mask), n = (size_t)(head - tail);
+        n = n < t->mask + 1 - at ? n : t->mask + 1 - at;
+        memcpy(ws.batch.items + ws.batch.len, &t->ring[at], n * sizeof *t->ring);
+        ws.batch.len += n;
+        tail += n;
+    }
     return 0;
+}
+
+/* Whether each run starts after the one before it ends (one thread, or threads that took
+ * turns): then the batch is in order as it is. */
+static int runs_in_order(void)
+{
+    for (size_t r = 1; r < ws.runs; r++)
+        if (cmt__queued_cmp(&ws.batch.items[ws.run_start[r] - 1],
+                            &ws.batch.items[ws.run_start[r]]) > 0)
+            return 0;
+    return 1;
 }
 
 /* Puts the batch (a concatenation of sorted runs) in (seq, kind) order. */
 static int batch_sort(void)
 {
-    if (ws.runs <= 1)
+    if (ws.runs <= 1 || (ws.runs <= MAX_RUNS && runs_in_order()))
         return 0;
     if (ws.runs > MAX_RUNS || batch_reserve(&ws.merged, ws.batch.len)) {
         cmt__queued_sort(ws.batch.items, ws.batch.len);
