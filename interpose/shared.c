@@ -7,6 +7,7 @@
  * unchanged). A finished trace removes its file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,7 @@ struct cmt__thread *cmt__shared_ring(void)
     uint32_t entries = cmt__ring_entries(CMT__SHARED_RING_SIZE);
     uint64_t bytes = CMT__RING_BYTES(entries); /* (the rest of its slot stays a hole) */
     while (atomic_flag_test_and_set_explicit(&grow_lock, memory_order_acquire))
-        ;
+        sched_yield(); /* its holder may be descheduled in a syscall (8 threads, 2 cores) */
     uint32_t k = atomic_load(&h->rings);
     uint64_t off = CMT__SHARED_RINGS_AT + (uint64_t)k * slot;
     struct cmt__thread *t = reserve(off, bytes) ? NULL : map_at(NULL, bytes, off);

@@ -497,6 +497,39 @@ static int runs_in_order(void)
     return 1;
 }
 
+/* Merges the batch's runs (at most MAX_RUNS, none empty) into `out`. The key of each run's
+ * next entry is kept, and what a run holds below every other run's next key goes in one
+ * memcpy: threads that took turns on the cores left long stretches of their own. */
+static void merge_runs(const struct cmt__queued *in, struct cmt__queued *out)
+{
+    size_t pos[MAX_RUNS], end[MAX_RUNS], n = ws.runs;
+    uint64_t key[MAX_RUNS];
+    for (size_t r = 0; r < n; r++) {
+        pos[r] = ws.run_start[r];
+        end[r] = r + 1 < n ? ws.run_start[r + 1] : ws.batch.len;
+        key[r] = cmt__queued_key(&in[pos[r]]);
+    }
+    for (size_t done = 0; done < ws.batch.len;) {
+        size_t best = 0;
+        uint64_t next = UINT64_MAX; /* the lowest key of the other runs (a run done: MAX) */
+        for (size_t r = 1; r < n; r++) {
+            if (key[r] < key[best]) {
+                next = key[best];
+                best = r;
+            } else if (key[r] < next) {
+                next = key[r];
+            }
+        }
+        size_t from = pos[best], to = from + 1;
+        while (to < end[best] && cmt__queued_key(&in[to]) < next)
+            to++;
+        memcpy(out + done, in + from, (to - from) * sizeof *in);
+        done += to - from;
+        pos[best] = to;
+        key[best] = to < end[best] ? cmt__queued_key(&in[to]) : UINT64_MAX;
+    }
+}
+
 /* Puts the batch (a concatenation of sorted runs) in (seq, kind) order. */
 static int batch_sort(void)
 {
@@ -506,20 +539,7 @@ static int batch_sort(void)
         cmt__queued_sort(ws.batch.items, ws.batch.len);
         return 0;
     }
-    size_t pos[MAX_RUNS], end[MAX_RUNS];
-    for (size_t r = 0; r < ws.runs; r++) {
-        pos[r] = ws.run_start[r];
-        end[r] = r + 1 < ws.runs ? ws.run_start[r + 1] : ws.batch.len;
-    }
-    for (size_t out = 0; out < ws.batch.len; out++) {
-        size_t best = MAX_RUNS;
-        for (size_t r = 0; r < ws.runs; r++)
-            if (pos[r] < end[r] &&
-                (best == MAX_RUNS ||
-                 cmt__queued_cmp(&ws.batch.items[pos[r]], &ws.batch.items[pos[best]]) < 0))
-                best = r;
-        ws.merged.items[out] = ws.batch.items[pos[best]++];
-    }
+    merge_runs(ws.batch.items, ws.merged.items);
     struct batch t = ws.batch;
     ws.batch.items = ws.merged.items;
     ws.batch.cap = ws.merged.cap;
