@@ -632,7 +632,11 @@ int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a)
     return emit(w, CMT_REC_ALLOCATOR, p);
 }
 
-int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
+/* An ALLOC_EVENT whose value of field f is v[f] (packed = 0) or v[i], f the i-th set bit of
+ * its fields (packed = 1). Column ends are kept in locals: stores through a byte pointer may
+ * alias the writer, which would make the compiler read its fields again after each byte. */
+static inline int alloc_event(cmt_writer *w, const struct cmt_alloc_event *e, const uint64_t *v,
+                              int packed)
 {
     if (w->failed)
         return CMT_ESINK;
@@ -651,12 +655,30 @@ int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
     col_end(w, CMT_ACOL_HEAD, cmt__put_varint(h, mask));
     col_put(w, CMT_ACOL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_at)));
     w->prev_at = e->t_ns;
+    size_t bytes = 0, n = 0;
     for (uint32_t m = mask; m; m &= m - 1) {
         int f = __builtin_ctz(m);
-        col_put(w, CMT_ACOL_VALUES + f, cmt__zigzag((int64_t)(e->v[f] - w->prev_av[f])));
-        w->prev_av[f] = e->v[f];
+        uint64_t value = packed ? v[n++] : v[f];
+        uint64_t delta = cmt__zigzag((int64_t)(value - w->prev_av[f]));
+        w->prev_av[f] = value;
+        uint8_t *at = col_at(w, CMT_ACOL_VALUES + f);
+        size_t len = (size_t)(cmt__put_varint(at, delta) - at);
+        w->col[CMT_ACOL_VALUES + f].len += len;
+        bytes += len;
     }
+    w->block_bytes += bytes;
     return end_block_event(w);
+}
+
+int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e)
+{
+    return alloc_event(w, e, e->v, 0);
+}
+
+int cmt_writer_alloc_event_packed(cmt_writer *w, const struct cmt_alloc_event *e,
+                                  const uint64_t *packed)
+{
+    return alloc_event(w, e, packed, 1);
 }
 
 int cmt_writer_range(cmt_writer *w, const struct cmt_range *g)

@@ -66,6 +66,10 @@ int cmt_writer_end(cmt_writer *w, const struct cmt_end *e);
 int cmt_writer_symbol(cmt_writer *w, const struct cmt_symbol *s);
 int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a);
 int cmt_writer_alloc_event(cmt_writer *w, const struct cmt_alloc_event *e); /* v[] by fields */
+/* The same ALLOC_EVENT with its values packed: packed[i] is the value of the i-th set bit of
+ * e->fields, in bit order (e->v is not read). The shim's rings hold them so: no unpacking. */
+int cmt_writer_alloc_event_packed(cmt_writer *w, const struct cmt_alloc_event *e,
+                                  const uint64_t *packed);
 int cmt_writer_range(cmt_writer *w, const struct cmt_range *g);
 
 /* Appends one record as a reader returned it (struct cmt_record of reader.h): a trace copied

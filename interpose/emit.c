@@ -25,8 +25,16 @@ int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__
                                                                  .conf = d->conf});
 }
 
-/* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. Only
- * the values its mask names are set: the writer reads no other (no zeroing of v[]). */
+/* The number of bits set in x (no popcnt instruction assumed: libgcc's is a call). */
+static inline uint32_t bits_set(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
+/* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. The
+ * values go as the ring holds them, packed in bit order, SEQ (the highest bit) last. */
 static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint64_t driver_seq,
                       uint64_t t_ns)
 {
@@ -37,17 +45,19 @@ static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint
     a.tid = e->tid;
     a.dev = e->dev;
     a.stack = e->stack;
-    a.fields = 0;
-    uint32_t n = 0; /* (a salvaged entry's mask is the file's: bits past v[] are dropped) */
-    for (uint32_t m = e->fields & (CMT_AF(SEQ) - 1); m && n < CMT__ENTRY_VALUES; m &= m - 1) {
-        a.v[__builtin_ctz(m)] = e->v[n++];
-        a.fields |= m & -m;
-    }
+    /* at most CMT__ENTRY_VALUES of the program's fields (a salvaged entry's mask is the
+     * file's: what lies past them is dropped) */
+    uint32_t fields = e->fields & (CMT_AF(SEQ) - 1), n = bits_set(fields);
+    for (; n > CMT__ENTRY_VALUES; n--) /* (never from the shim's own rings) */
+        fields &= ~(UINT32_C(1) << (31 - __builtin_clz(fields)));
+    uint64_t v[CMT__ENTRY_VALUES + 1];
+    memcpy(v, e->v, sizeof e->v);
     if (driver_seq > 0) { /* after a driver event: its seq */
-        a.fields |= CMT_AF(SEQ);
-        a.v[CMT_AFIELD_SEQ] = driver_seq - 1;
+        fields |= CMT_AF(SEQ);
+        v[n] = driver_seq - 1;
     }
-    return cmt_writer_alloc_event(em->w, &a);
+    a.fields = fields;
+    return cmt_writer_alloc_event_packed(em->w, &a, v);
 }
 
 /* A RANGE entry's record (shared.h says where its parts are). */

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,63 +24,14 @@
 #include "emit.h"
 #include "launch.h"
 #include "writer.h"
+#include "writer_batch.h"
 
 extern char **environ;
-
-struct batch {
-    struct cmt__queued *items;
-    size_t len, cap;
-};
-
-#define MAX_RUNS 16 /* sorted runs merged directly; more (many threads): a heap sort */
-
-/* The writer thread's memory comes from mmap, never malloc: glibc would give the thread an
- * arena of its own, 64 MB of address space that a program under `ulimit -v` may need. Each
- * block is a mapping with its size in front. */
-static void *map_alloc(void *ctx, size_t size)
-{
-    (void)ctx;
-    size_t *p = mmap(NULL, size + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    p[0] = size + 16;
-    return (char *)p + 16;
-}
-
-static void map_free(void *ctx, void *p)
-{
-    (void)ctx;
-    if (p)
-        munmap((char *)p - 16, *(size_t *)((char *)p - 16));
-}
-
-static const struct cmt_allocator map_allocator = {map_alloc, map_free, NULL};
-
-/* Grows the array *items of *cap elements of `unit` bytes to at least `need`. @return 0 or -1. */
-static int map_grow(void **items, size_t *cap, size_t need, size_t unit, size_t first)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : first;
-    while (n < need)
-        n *= 2;
-    void *p = map_alloc(NULL, n * unit);
-    if (!p)
-        return -1;
-    if (*cap)
-        memcpy(p, *items, *cap * unit);
-    map_free(NULL, *items);
-    *items = p;
-    *cap = n;
-    return 0;
-}
 
 /* The writer thread's own state; reset for each trace (a forked child starts afresh). */
 static struct {
     cmt_writer *w;
-    struct batch batch, merged;
-    size_t run_start[MAX_RUNS + 1];
-    size_t runs;
+    struct cmt__batch batch;
     uint32_t nodes_written;
     uint32_t notes_written;
     uint32_t allocators_written;
@@ -421,7 +371,8 @@ static int module_cb(struct dl_phdr_info *info, size_t size, void *data)
         path = exe;
     }
     void *bases = ws.module_bases;
-    int grown = map_grow(&bases, &ws.module_cap, ws.module_count + 1, sizeof *ws.module_bases, 64);
+    int grown = cmt__map_grow(&bases, &ws.module_cap, ws.module_count + 1, sizeof *ws.module_bases,
+                              64);
     ws.module_bases = bases;
     if (grown)
         return 1;
@@ -460,94 +411,6 @@ static int scan_modules(void)
 
 /* ---- draining ---- */
 
-static int batch_reserve(struct batch *b, size_t n)
-{
-    void *items = b->items;
-    int rc = map_grow(&items, &b->cap, n, sizeof *b->items, 4096);
-    b->items = items;
-    return rc;
-}
-
-/* Appends ring entries [tail, head) as one sorted run (a thread queues in seq order). */
-static int batch_add_run(struct cmt__thread *t, uint64_t tail, uint64_t head)
-{
-    if (batch_reserve(&ws.batch, ws.batch.len + (size_t)(head - tail)))
-        return -1;
-    if (ws.runs < MAX_RUNS + 1)
-        ws.run_start[ws.runs] = ws.batch.len;
-    ws.runs++;
-    while (tail < head) { /* in at most two pieces: the ring wraps */
-        size_t at = (size_t)(tail & t->mask), n = (size_t)(head - tail);
-        n = n < t->mask + 1 - at ? n : t->mask + 1 - at;
-        memcpy(ws.batch.items + ws.batch.len, &t->ring[at], n * sizeof *t->ring);
-        ws.batch.len += n;
-        tail += n;
-    }
-    return 0;
-}
-
-/* Whether each run starts after the one before it ends (one thread, or threads that took
- * turns): then the batch is in order as it is. */
-static int runs_in_order(void)
-{
-    for (size_t r = 1; r < ws.runs; r++)
-        if (cmt__queued_cmp(&ws.batch.items[ws.run_start[r] - 1],
-                            &ws.batch.items[ws.run_start[r]]) > 0)
-            return 0;
-    return 1;
-}
-
-/* Merges the batch's runs (at most MAX_RUNS, none empty) into `out`. The key of each run's
- * next entry is kept, and what a run holds below every other run's next key goes in one
- * memcpy: threads that took turns on the cores left long stretches of their own. */
-static void merge_runs(const struct cmt__queued *in, struct cmt__queued *out)
-{
-    size_t pos[MAX_RUNS], end[MAX_RUNS], n = ws.runs;
-    uint64_t key[MAX_RUNS];
-    for (size_t r = 0; r < n; r++) {
-        pos[r] = ws.run_start[r];
-        end[r] = r + 1 < n ? ws.run_start[r + 1] : ws.batch.len;
-        key[r] = cmt__queued_key(&in[pos[r]]);
-    }
-    for (size_t done = 0; done < ws.batch.len;) {
-        size_t best = 0;
-        uint64_t next = UINT64_MAX; /* the lowest key of the other runs (a run done: MAX) */
-        for (size_t r = 1; r < n; r++) {
-            if (key[r] < key[best]) {
-                next = key[best];
-                best = r;
-            } else if (key[r] < next) {
-                next = key[r];
-            }
-        }
-        size_t from = pos[best], to = from + 1;
-        while (to < end[best] && cmt__queued_key(&in[to]) < next)
-            to++;
-        memcpy(out + done, in + from, (to - from) * sizeof *in);
-        done += to - from;
-        pos[best] = to;
-        key[best] = to < end[best] ? cmt__queued_key(&in[to]) : UINT64_MAX;
-    }
-}
-
-/* Puts the batch (a concatenation of sorted runs) in (seq, kind) order. */
-static int batch_sort(void)
-{
-    if (ws.runs <= 1 || (ws.runs <= MAX_RUNS && runs_in_order()))
-        return 0;
-    if (ws.runs > MAX_RUNS || batch_reserve(&ws.merged, ws.batch.len)) {
-        cmt__queued_sort(ws.batch.items, ws.batch.len);
-        return 0;
-    }
-    merge_runs(ws.batch.items, ws.merged.items);
-    struct batch t = ws.batch;
-    ws.batch.items = ws.merged.items;
-    ws.batch.cap = ws.merged.cap;
-    ws.merged.items = t.items;
-    ws.merged.cap = t.cap;
-    return 0;
-}
-
 static int emit_thread(void *ctx, uint32_t tid)
 {
     (void)ctx;
@@ -555,7 +418,7 @@ static int emit_thread(void *ctx, uint32_t tid)
         if (ws.tids[i] == tid)
             return 0;
     void *tids = ws.tids;
-    int grown = map_grow(&tids, &ws.tid_cap, ws.ntids + 1, sizeof *ws.tids, 64);
+    int grown = cmt__map_grow(&tids, &ws.tid_cap, ws.ntids + 1, sizeof *ws.tids, 64);
     ws.tids = tids;
     if (grown)
         return -1;
@@ -668,15 +531,14 @@ static int drain(int all)
         if (p < bound)
             bound = p;
     }
-    ws.runs = ws.batch.len ? 1 : 0; /* what was held back last time is one sorted run */
-    ws.run_start[0] = 0;
+    cmt__batch_begin(&ws.batch);
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
         uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
         cmt__shared_populate_ahead(t, head);
         if (tail == head)
             continue;
-        if (batch_add_run(t, tail, head))
+        if (cmt__batch_add_run(&ws.batch, t, tail, head))
             return CMT_ENOMEM;
         atomic_store_explicit(&t->tail, head, memory_order_release);
         if (!cmt__shared) /* nobody salvages: the entries can go */
@@ -685,7 +547,7 @@ static int drain(int all)
     calibrate(); /* before emit_tables: an ALLOCATOR record's time uses the scale */
     int rc = emit_tables();
     size_t i = 0;
-    batch_sort();
+    cmt__batch_sort(&ws.batch);
     for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
         rc = cmt__emit_entry(&ws.em, &ws.batch.items[i]);
     if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
@@ -696,8 +558,7 @@ static int drain(int all)
         ws.emitted = taken;
     if (ws.emitted * CMT__ENTRY_KINDS > ws.em.passed_key) /* every entry below it is written */
         ws.em.passed_key = ws.emitted * CMT__ENTRY_KINDS;
-    memmove(ws.batch.items, ws.batch.items + i, (ws.batch.len - i) * sizeof *ws.batch.items);
-    ws.batch.len -= i;
+    cmt__batch_drop(&ws.batch, i);
     return rc;
 }
 
@@ -760,7 +621,7 @@ void *cmt__writer_main(void *arg)
     /* zstd level 1 and raw literals: the writer shares the machine with the program, and a
      * trace is read faster (traces stay ~2 B/event for a loop, ~6.5 for random sizes) */
     struct cmt_writer_options options = {
-        .level = 1, .raw_literals = 1, .allocator = &map_allocator};
+        .level = 1, .raw_literals = 1, .allocator = &cmt__map_allocator};
     int rc = cmt_writer_create(&ws.w, file_sink, NULL, &options);
     ws.em.w = ws.w;
     if (!rc)
