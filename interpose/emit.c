@@ -25,14 +25,6 @@ int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__
                                                                  .conf = d->conf});
 }
 
-/* The number of bits set in x (no popcnt instruction assumed: libgcc's is a call). */
-static inline uint32_t bits_set(uint32_t x)
-{
-    x = x - ((x >> 1) & 0x55555555u);
-    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-    return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
-}
-
 /* An ALLOC entry's record; `driver_seq` = the seq the next driver event's record gets. The
  * values go as the ring holds them, packed in bit order, SEQ (the highest bit) last. */
 static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint64_t driver_seq,
@@ -47,7 +39,7 @@ static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint
     a.stack = e->stack;
     /* at most CMT__ENTRY_VALUES of the program's fields (a salvaged entry's mask is the
      * file's: what lies past them is dropped) */
-    uint32_t fields = e->fields & (CMT_AF(SEQ) - 1), n = bits_set(fields);
+    uint32_t fields = e->fields & (CMT_AF(SEQ) - 1), n = cmt__bits_set(fields);
     for (; n > CMT__ENTRY_VALUES; n--) /* (never from the shim's own rings) */
         fields &= ~(UINT32_C(1) << (31 - __builtin_clz(fields)));
     uint64_t v[CMT__ENTRY_VALUES + 1];

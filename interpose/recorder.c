@@ -241,7 +241,7 @@ int32_t cmt__current_device(void)
  * S synchronizes with the fetch_add of every seq s < S. The pending store is sequenced before
  * that fetch_add, so the writer then reads it or a later value: this P <= s (coherence: P
  * was read from seq before the fetch_add read s), which holds s back; or a later release
- * store (NO_PENDING in cmt__finish / push_own_seq, or the next call's P'), each sequenced
+ * store (NO_PENDING in cmt__finish / publish_own_seq, or the next call's P'), each sequenced
  * after the push of entry s, whose head store therefore happens before the writer's load of
  * head. Either way s is never passed unwritten. No store-load order is needed on this side
  * (no seq_cst: that was an xchg per call, and the fetch_add is the only locked operation). */
@@ -259,14 +259,15 @@ static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
     ev->seq = take_seq_at(t, &ev->t_ns);
 }
 
-/* Queues a packed entry; sleeps while the ring is full (never drops). */
-static void push_entry(struct cmt__thread *t, const struct cmt__queued *e)
+/* This thread's next ring slot, once it is free: sleeps while the ring is full (never drops).
+ * The entry is written there in place, then ring_publish. @return NULL when tracing stopped. */
+static inline struct cmt__queued *ring_slot(struct cmt__thread *t)
 {
     uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&t->released, memory_order_acquire);
     while (head - tail > t->mask) { /* full: sleep until the writer releases, never drop */
         if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
-            return;
+            return NULL;
         uint32_t drained = atomic_load(&t->drained);
         atomic_store(&t->waiting, 1);
         cmt__kick();
@@ -276,10 +277,26 @@ static void push_entry(struct cmt__thread *t, const struct cmt__queued *e)
         }
         tail = atomic_load_explicit(&t->released, memory_order_acquire);
     }
-    t->ring[head & t->mask] = *e;
+    return &t->ring[head & t->mask];
+}
+
+/* The entry in the slot ring_slot gave is whole: the writer may take it. */
+static inline void ring_publish(struct cmt__thread *t)
+{
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
-    if (head - tail == (t->mask + 1) / 2)
+    if (head - atomic_load_explicit(&t->released, memory_order_relaxed) == (t->mask + 1) / 2)
         cmt__kick();
+}
+
+/* Queues a packed entry. */
+static void push_entry(struct cmt__thread *t, const struct cmt__queued *e)
+{
+    struct cmt__queued *slot = ring_slot(t);
+    if (!slot)
+        return;
+    *slot = *e;
+    ring_publish(t);
 }
 
 static void push(struct cmt__thread *t, uint32_t kind, const struct cmt_event *ev)
@@ -450,17 +467,8 @@ int cmt__ensure_running(void)
     return state == CMT__RUNNING || (state != CMT__OFF && cmt__start());
 }
 
-/* Queues an entry that takes a seq of its own (ALLOC and RANGE entries): its time is taken
- * with the seq. */
-static void push_own_seq(struct cmt__thread *t, struct cmt__queued *e)
-{
-    e->seq = take_seq_at(t, &e->t_ns);
-    push_entry(t, e);
-    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
-}
-
-/* The fields of an ALLOC or RANGE entry but its values and seq, with no stack (no memset of
- * the 104-byte entry: a `= {...}` initialiser zeroes v[] too, a rep stos per call). */
+/* The fields of an ALLOC or RANGE entry but its values, stack and seq, in its ring slot (no
+ * memset of the 104-byte entry: only what the writer reads is written). */
 static void queued_header(struct cmt__queued *e, const struct cmt__thread *t, uint8_t kind,
                           uint16_t api, int32_t result, int32_t dev)
 {
@@ -469,8 +477,16 @@ static void queued_header(struct cmt__queued *e, const struct cmt__thread *t, ui
     e->api = api;
     e->result = result;
     e->kind = kind;
-    e->fields = 0;
     e->stack = 0;
+}
+
+/* Publishes an entry written in its slot that takes a seq of its own (ALLOC and RANGE
+ * entries): its time is taken with the seq, after the stack. */
+static void publish_own_seq(struct cmt__thread *t, struct cmt__queued *e)
+{
+    e->seq = take_seq_at(t, &e->t_ns);
+    ring_publish(t);
+    atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
 }
 
 /* Actions whose stack is taken only with CUMEMTRACE_FREE_STACKS=1, like the driver's frees. */
@@ -492,17 +508,17 @@ void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t
     if (!t)
         return;
     in_shim = 1;
-    fields &= CMT_AF(SEQ) - 1; /* SEQ is the writer's */
-    if (!v)
-        fields = 0;
-    struct cmt__queued e; /* v[] past the packed values is never read: left as it is */
-    queued_header(&e, t, CMT__ENTRY_ALLOC, (uint16_t)allocator, (int32_t)action, dev);
-    e.fields = cmt__queued_pack_values(&e, fields, v);
-    if (!releases(action) || cmt__cfg.free_stacks)
-        e.stack = cmt__stack_capture(cmt__cfg.stack_depth);
-    push_own_seq(t, &e);
-    if (action == CMT_AA_OOM) /* the process may be about to die: on disk now */
-        cmt__wait_flushed(e.seq + 1, 2000);
+    struct cmt__queued *e = ring_slot(t); /* written in place; v[] past the values is not */
+    if (e) {
+        fields &= CMT_AF(SEQ) - 1; /* SEQ is the writer's */
+        queued_header(e, t, CMT__ENTRY_ALLOC, (uint16_t)allocator, (int32_t)action, dev);
+        e->fields = v ? cmt__queued_pack_values(e, fields, v) : 0;
+        if (!releases(action) || cmt__cfg.free_stacks)
+            e->stack = cmt__stack_capture(cmt__cfg.stack_depth);
+        publish_own_seq(t, e);
+        if (action == CMT_AA_OOM) /* the process may be about to die: on disk now */
+            cmt__wait_flushed(e->seq + 1, 2000);
+    }
     in_shim = 0;
 }
 
@@ -515,15 +531,14 @@ void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint3
     if (!t)
         return;
     in_shim = 1;
-    struct cmt__queued e; /* v[] past the message's bytes is never read: left as it is */
-    queued_header(&e, t, CMT__ENTRY_RANGE, (uint16_t)action, (int32_t)domain, (int32_t)category);
-    e.stack = id;
-    e.fields = (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT);
-    if (text)
-        memcpy(e.v, text, e.fields);
-    else
-        e.fields = 0;
-    push_own_seq(t, &e);
+    struct cmt__queued *e = ring_slot(t); /* v[] past the message's bytes is never read */
+    if (e) {
+        queued_header(e, t, CMT__ENTRY_RANGE, (uint16_t)action, (int32_t)domain, (int32_t)category);
+        e->stack = id;
+        e->fields = text ? (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT) : 0;
+        memcpy(e->v, text ? text : "", e->fields);
+        publish_own_seq(t, e);
+    }
     in_shim = 0;
 }
 

@@ -54,17 +54,29 @@ static inline uint64_t cmt__queued_key(const struct cmt__queued *e)
     return e->seq * CMT__ENTRY_KINDS + (e->kind & (CMT__ENTRY_KINDS - 1));
 }
 
+/* The number of bits set in x (no popcnt instruction assumed: libgcc's is a call). */
+static inline uint32_t cmt__bits_set(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
+}
+
 /* Stores values v[bit] of the bits of `fields`, the first CMT__ENTRY_VALUES of them.
  * @return the bits kept. */
 static inline uint32_t cmt__queued_pack_values(struct cmt__queued *e, uint32_t fields,
                                                const uint64_t *v)
 {
-    uint32_t n = 0, kept = 0;
-    for (uint32_t m = fields; m && n < CMT__ENTRY_VALUES; m &= m - 1, n++) {
-        e->v[n] = v[__builtin_ctz(m)];
-        kept |= m & -m;
+    if (__builtin_expect(cmt__bits_set(fields) > CMT__ENTRY_VALUES, 0)) {
+        uint32_t kept = 0, m = fields;
+        for (int i = 0; i < CMT__ENTRY_VALUES; i++, m &= m - 1)
+            kept |= m & -m;
+        fields = kept;
     }
-    return kept;
+    uint32_t n = 0;
+    for (uint32_t m = fields; m; m &= m - 1)
+        e->v[n++] = v[__builtin_ctz(m)];
+    return fields;
 }
 
 static inline void cmt__queued_pack(struct cmt__queued *e, uint32_t kind,
