@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cmt_error.h"
 #include "emit.h"
 
 /* Each block is a mapping with its size in front. */
@@ -44,61 +45,40 @@ int cmt__map_grow(void **items, size_t *cap, size_t need, size_t unit, size_t fi
     return 0;
 }
 
-static int reserve(struct cmt__queued **items, size_t *cap, size_t n)
-{
-    void *p = *items;
-    int rc = cmt__map_grow(&p, cap, n, sizeof **items, 4096);
-    *items = p;
-    return rc;
-}
-
 void cmt__batch_begin(struct cmt__batch *b)
 {
-    b->runs = b->len ? 1 : 0;
-    b->run_start[0] = 0;
+    b->nruns = 0;
 }
 
-int cmt__batch_add_run(struct cmt__batch *b, const struct cmt__thread *t, uint64_t tail,
-                       uint64_t head)
+int cmt__batch_add_run(struct cmt__batch *b, struct cmt__thread *t, uint64_t tail, uint64_t head)
 {
-    if (reserve(&b->items, &b->cap, b->len + (size_t)(head - tail)))
+    void *runs = b->runs;
+    int rc = cmt__map_grow(&runs, &b->runs_cap, b->nruns + 1, sizeof *b->runs, 16);
+    b->runs = runs;
+    if (rc)
         return -1;
-    if (b->runs < CMT__BATCH_RUNS + 1)
-        b->run_start[b->runs] = b->len;
-    b->runs++;
-    while (tail < head) {
-        size_t at = (size_t)(tail & t->mask), n = (size_t)(head - tail);
-        n = n < t->mask + 1 - at ? n : t->mask + 1 - at;
-        memcpy(b->items + b->len, &t->ring[at], n * sizeof *t->ring);
-        b->len += n;
-        tail += n;
-    }
+    b->runs[b->nruns++] = (struct cmt__run){t, tail, head};
     return 0;
 }
 
-/* Whether each run starts after the one before it ends (one thread, or threads that took
- * turns): then the batch is in order as it is. */
-static int runs_in_order(const struct cmt__batch *b)
+static const struct cmt__queued *at(const struct cmt__run *r, uint64_t pos)
 {
-    for (size_t r = 1; r < b->runs; r++)
-        if (cmt__queued_cmp(&b->items[b->run_start[r] - 1], &b->items[b->run_start[r]]) > 0)
-            return 0;
-    return 1;
+    return &r->t->ring[pos & r->t->mask];
 }
 
-/* Merges the runs (at most CMT__BATCH_RUNS, none empty) into b->merged. The key of each run's
- * next entry is kept; exhausted runs have UINT64_MAX. */
-static void merge_runs(const struct cmt__batch *b)
+/* The runs merged in place: the key of each run's next entry is kept (UINT64_MAX: done). */
+static int merge_emit(struct cmt__batch *b, uint64_t limit,
+                      int (*emit)(void *, const struct cmt__queued *), void *ctx,
+                      uint64_t *next_seq)
 {
-    const struct cmt__queued *in = b->items;
-    size_t pos[CMT__BATCH_RUNS], end[CMT__BATCH_RUNS], n = b->runs;
+    size_t n = b->nruns;
+    struct cmt__run *runs = b->runs;
     uint64_t key[CMT__BATCH_RUNS];
-    for (size_t r = 0; r < n; r++) {
-        pos[r] = b->run_start[r];
-        end[r] = r + 1 < n ? b->run_start[r + 1] : b->len;
-        key[r] = cmt__queued_key(&in[pos[r]]);
-    }
-    for (size_t done = 0; done < b->len;) {
+    uint64_t stop_key = limit >= UINT64_MAX / CMT__ENTRY_KINDS ? UINT64_MAX - 1
+                                                               : limit * CMT__ENTRY_KINDS;
+    for (size_t r = 0; r < n; r++)
+        key[r] = cmt__queued_key(at(&runs[r], runs[r].pos));
+    for (;;) {
         size_t best = 0;
         uint64_t next = UINT64_MAX; /* the lowest key of the other runs */
         for (size_t r = 1; r < n; r++) {
@@ -109,35 +89,72 @@ static void merge_runs(const struct cmt__batch *b)
                 next = key[r];
             }
         }
-        size_t from = pos[best], to = from + 1;
-        while (to < end[best] && cmt__queued_key(&in[to]) < next)
-            to++;
-        memcpy(b->merged + done, in + from, (to - from) * sizeof *in);
-        done += to - from;
-        pos[best] = to;
-        key[best] = to < end[best] ? cmt__queued_key(&in[to]) : UINT64_MAX;
+        if (key[best] >= stop_key)
+            return 0;
+        struct cmt__run *r = &runs[best];
+        uint64_t stop = next < stop_key ? next : stop_key;
+        do {
+            const struct cmt__queued *e = at(r, r->pos);
+            int rc = emit(ctx, e);
+            if (rc)
+                return rc;
+            *next_seq = e->seq + 1;
+        } while (++r->pos < r->end && cmt__queued_key(at(r, r->pos)) < stop);
+        key[best] = r->pos < r->end ? cmt__queued_key(at(r, r->pos)) : UINT64_MAX;
     }
 }
 
-void cmt__batch_sort(struct cmt__batch *b)
+/* More runs than merge_emit takes: copied out, heap sorted, written; each run's pos then found
+ * by bisection (its entries below `limit` are a prefix of it). */
+static int sort_emit(struct cmt__batch *b, uint64_t limit,
+                     int (*emit)(void *, const struct cmt__queued *), void *ctx, uint64_t *next_seq)
 {
-    if (b->runs <= 1 || (b->runs <= CMT__BATCH_RUNS && runs_in_order(b)))
-        return;
-    if (b->runs > CMT__BATCH_RUNS || reserve(&b->merged, &b->merged_cap, b->len)) {
-        cmt__queued_sort(b->items, b->len);
-        return;
+    size_t len = 0;
+    for (size_t r = 0; r < b->nruns; r++)
+        len += (size_t)(b->runs[r].end - b->runs[r].pos);
+    void *items = b->items;
+    int grown = cmt__map_grow(&items, &b->cap, len, sizeof *b->items, 4096);
+    b->items = items;
+    if (grown)
+        return CMT_ENOMEM;
+    size_t len_at = 0;
+    for (size_t r = 0; r < b->nruns; r++) {
+        const struct cmt__run *run = &b->runs[r];
+        for (uint64_t p = run->pos; p < run->end;) { /* in at most two pieces: the ring wraps */
+            size_t from = (size_t)(p & run->t->mask), k = (size_t)(run->end - p);
+            k = k < run->t->mask + 1 - from ? k : run->t->mask + 1 - from;
+            memcpy(b->items + len_at, &run->t->ring[from], k * sizeof *b->items);
+            len_at += k;
+            p += k;
+        }
     }
-    merge_runs(b);
-    struct cmt__queued *items = b->items;
-    size_t cap = b->cap;
-    b->items = b->merged;
-    b->cap = b->merged_cap;
-    b->merged = items;
-    b->merged_cap = cap;
+    cmt__queued_sort(b->items, len);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < len && b->items[i].seq < limit; i++) {
+        rc = emit(ctx, &b->items[i]);
+        *next_seq = b->items[i].seq + 1;
+    }
+    for (size_t r = 0; r < b->nruns; r++) {
+        struct cmt__run *run = &b->runs[r];
+        uint64_t lo = run->pos, hi = run->end;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (at(run, mid)->seq < limit)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        run->pos = lo;
+    }
+    return rc;
 }
 
-void cmt__batch_drop(struct cmt__batch *b, size_t n)
+int cmt__batch_emit(struct cmt__batch *b, uint64_t limit,
+                    int (*emit)(void *ctx, const struct cmt__queued *e), void *ctx,
+                    uint64_t *next_seq)
 {
-    memmove(b->items, b->items + n, (b->len - n) * sizeof *b->items);
-    b->len -= n;
+    if (b->nruns == 0)
+        return 0;
+    return b->nruns <= CMT__BATCH_RUNS ? merge_emit(b, limit, emit, ctx, next_seq)
+                                       : sort_emit(b, limit, emit, ctx, next_seq);
 }

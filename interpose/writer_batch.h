@@ -1,9 +1,9 @@
 /* writer_batch.h — the writer thread's memory and its batch of entries (internal).
  *
  * The writer thread maps its memory (never malloc: glibc would give the thread an arena of its
- * own, 64 MB of address space that a program under `ulimit -v` may need). Each drain copies the
- * rings' new entries into one batch, a run per ring (a thread queues in (seq, kind) order),
- * after what the last drain held back, and puts the batch in that order. */
+ * own, 64 MB of address space that a program under `ulimit -v` may need). Each drain takes the
+ * rings' new entries as runs, one per ring (a thread queues in (seq, kind) order), and writes
+ * those that no thread can precede any more in that order, straight from the rings. */
 #ifndef CMT__WRITER_BATCH_H
 #define CMT__WRITER_BATCH_H
 
@@ -23,27 +23,34 @@ extern const struct cmt_allocator cmt__map_allocator;
  * `first`). @return 0, or -1 (out of memory: *items unchanged). */
 int cmt__map_grow(void **items, size_t *cap, size_t need, size_t unit, size_t first);
 
-#define CMT__BATCH_RUNS 16 /* sorted runs merged directly; more (many threads): a heap sort */
+#define CMT__BATCH_RUNS 16 /* runs merged in place; more (many threads): copied, heap sorted */
 
-struct cmt__batch {
-    struct cmt__queued *items, *merged; /* the batch, and room to merge it into */
-    size_t len, cap, merged_cap;
-    size_t run_start[CMT__BATCH_RUNS + 1]; /* where each run starts (the first runs) */
-    size_t runs;
+/* A ring's entries [pos, end) not written yet, in (seq, kind) order (a thread queues so). */
+struct cmt__run {
+    struct cmt__thread *t;
+    uint64_t pos, end;
 };
 
-/* Starts a drain: what the batch still holds (held back last time) is its first run. */
+struct cmt__batch {
+    struct cmt__run *runs; /* this drain's, one per ring with entries */
+    size_t nruns, runs_cap;
+    struct cmt__queued *items; /* copies, only to sort more than CMT__BATCH_RUNS runs */
+    size_t cap;
+};
+
+/* Starts a drain: no runs. */
 void cmt__batch_begin(struct cmt__batch *b);
-/* Appends entries [tail, head) of ring t as one run (in at most two memcpys: the ring wraps).
- * @return 0, or -1 (out of memory: nothing appended). */
-int cmt__batch_add_run(struct cmt__batch *b, const struct cmt__thread *t, uint64_t tail,
-                       uint64_t head);
-/* Puts the batch in (seq, kind) order: nothing to do when each run starts after the one before
- * it ends; else a merge that copies each stretch of a run below the other runs' next keys in
- * one memcpy (threads that took turns on the cores leave long ones); past CMT__BATCH_RUNS
- * runs, or without memory for the merge, a heap sort in place. */
-void cmt__batch_sort(struct cmt__batch *b);
-/* Drops the first n entries (written); the rest stays for the next drain. */
-void cmt__batch_drop(struct cmt__batch *b, size_t n);
+/* Adds ring t's entries [tail, head) (tail < head) as a run. @return 0, or -1 (out of memory). */
+int cmt__batch_add_run(struct cmt__batch *b, struct cmt__thread *t, uint64_t tail, uint64_t head);
+/* Writes, in (seq, kind) order, every entry of the runs with a seq below `limit` (UINT64_MAX:
+ * all), through emit(ctx, entry), read where it lies in its ring (no copy: what stays for the
+ * next drain stays in the ring). Up to CMT__BATCH_RUNS runs are merged in place, a stretch of
+ * one run below every other run's next entry at a time (threads that took turns on the cores
+ * leave long ones); more are copied out and heap sorted. Each run's pos ends at its first
+ * entry not written; *next_seq = the seq after the last one written (untouched when none).
+ * @return 0, emit's error, or CMT_ENOMEM (no room to sort: nothing written). */
+int cmt__batch_emit(struct cmt__batch *b, uint64_t limit,
+                    int (*emit)(void *ctx, const struct cmt__queued *e), void *ctx,
+                    uint64_t *next_seq);
 
 #endif

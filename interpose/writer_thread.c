@@ -521,8 +521,15 @@ static int rings_pressed(void)
     return 0;
 }
 
-/* Moves queued entries into the batch and writes those that no thread can precede any more
- * (all of them when `all`). @return 0 or a writer error. */
+static int emit_one(void *ctx, const struct cmt__queued *e)
+{
+    (void)ctx;
+    return cmt__emit_entry(&ws.em, e);
+}
+
+/* Writes the queued entries that no thread can precede any more (all of them when `all`),
+ * straight from the rings; the rest stay there for the next drain. @return 0 or a writer
+ * error. */
 static int drain(int all)
 {
     uint64_t taken = atomic_load(&cmt__rec.seq), bound = taken;
@@ -536,29 +543,28 @@ static int drain(int all)
         uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
         uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
         cmt__shared_populate_ahead(t, head);
-        if (tail == head)
-            continue;
-        if (cmt__batch_add_run(&ws.batch, t, tail, head))
+        if (tail != head && cmt__batch_add_run(&ws.batch, t, tail, head))
             return CMT_ENOMEM;
-        atomic_store_explicit(&t->tail, head, memory_order_release);
-        if (!cmt__shared) /* nobody salvages: the entries can go */
-            release(t, head);
     }
     calibrate(); /* before emit_tables: an ALLOCATOR record's time uses the scale */
     int rc = emit_tables();
-    size_t i = 0;
-    cmt__batch_sort(&ws.batch);
-    for (; !rc && i < ws.batch.len && (all || ws.batch.items[i].seq < bound); i++)
-        rc = cmt__emit_entry(&ws.em, &ws.batch.items[i]);
-    if (i > 0 && ws.batch.items[i - 1].seq + 1 > ws.emitted)
-        ws.emitted = ws.batch.items[i - 1].seq + 1;
+    uint64_t next = 0;
+    if (!rc)
+        rc = cmt__batch_emit(&ws.batch, all ? UINT64_MAX : bound, emit_one, NULL, &next);
+    for (size_t r = 0; r < ws.batch.nruns; r++) {
+        struct cmt__thread *t = ws.batch.runs[r].t;
+        atomic_store_explicit(&t->tail, ws.batch.runs[r].pos, memory_order_release);
+        if (!cmt__shared) /* nobody salvages: the entries can go */
+            release(t, ws.batch.runs[r].pos);
+    }
+    if (next > ws.emitted)
+        ws.emitted = next;
     if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
     if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
         ws.emitted = taken;
     if (ws.emitted * CMT__ENTRY_KINDS > ws.em.passed_key) /* every entry below it is written */
         ws.em.passed_key = ws.emitted * CMT__ENTRY_KINDS;
-    cmt__batch_drop(&ws.batch, i);
     return rc;
 }
 

@@ -1,6 +1,7 @@
-/* interpose/writer_batch.c: the writer's batch. Runs copied out of rings (across the wrap),
- * put in (seq, kind) order whether they are already in order, interleave in stretches or are
- * more than a merge takes; what a drain holds back is the next drain's first run. */
+/* interpose/writer_batch.c: the writer's drain. Runs read where they lie in their rings
+ * (across the wrap) are written in (seq, kind) order, whether they follow one another,
+ * interleave in stretches or are more than a merge takes; entries at or past the limit stay in
+ * their ring (each run's pos stops at the first) and come first in the next drain. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,76 +19,82 @@ static struct cmt__thread *ring(uint32_t entries)
     return t;
 }
 
-/* Queues entry (seq, kind) at t's head, tid naming the ring. */
-static void put(struct cmt__thread *t, uint64_t seq, uint8_t kind, uint32_t tid)
+/* Queues entry (seq, kind) at t's head. */
+static void put(struct cmt__thread *t, uint64_t seq, uint8_t kind)
 {
     struct cmt__queued *e = &t->ring[t->head & t->mask];
     memset(e, 0, sizeof *e);
     e->seq = seq;
     e->kind = kind;
-    e->tid = tid;
     e->v[0] = seq * 10 + kind; /* the payload travels with the entry */
     t->head++;
 }
 
-/* Every entry of b in strictly increasing key, its payload its own, `n` of them. */
-static void assert_ordered(const struct cmt__batch *b, size_t n)
+/* What emit saw. */
+static struct cmt__queued seen[4096];
+static size_t nseen;
+
+static int record(void *ctx, const struct cmt__queued *e)
 {
-    cr_assert_eq(b->len, n);
-    for (size_t i = 0; i < b->len; i++) {
-        cr_assert_eq(b->items[i].v[0], b->items[i].seq * 10 + b->items[i].kind, "entry %zu", i);
+    (void)ctx;
+    cr_assert_lt(nseen, sizeof seen / sizeof *seen);
+    seen[nseen++] = *e;
+    return 0;
+}
+
+/* Every entry seen in strictly increasing key, its payload its own, `n` of them. */
+static void assert_ordered(size_t n)
+{
+    cr_assert_eq(nseen, n);
+    for (size_t i = 0; i < nseen; i++) {
+        cr_assert_eq(seen[i].v[0], seen[i].seq * 10 + seen[i].kind, "entry %zu", i);
         if (i)
-            cr_assert_lt(cmt__queued_key(&b->items[i - 1]), cmt__queued_key(&b->items[i]),
+            cr_assert_lt(cmt__queued_key(&seen[i - 1]), cmt__queued_key(&seen[i]),
                          "entries %zu and %zu", i - 1, i);
     }
 }
 
-/* Drains ring t into b: [tail, head) as one run, tail moved up. */
-static void add(struct cmt__batch *b, struct cmt__thread *t)
+/* One drain of rings t[0..n-1] below `limit`: each ring's tail moves to its run's pos. */
+static uint64_t drain(struct cmt__batch *b, struct cmt__thread **t, int n, uint64_t limit)
 {
-    cr_assert_eq(cmt__batch_add_run(b, t, t->tail, t->head), 0);
-    t->tail = t->head;
+    uint64_t next = 0;
+    nseen = 0;
+    cmt__batch_begin(b);
+    for (int r = 0; r < n; r++)
+        if (t[r]->tail != t[r]->head)
+            cr_assert_eq(cmt__batch_add_run(b, t[r], t[r]->tail, t[r]->head), 0);
+    cr_assert_eq(cmt__batch_emit(b, limit, record, NULL, &next), 0);
+    for (size_t r = 0; r < b->nruns; r++)
+        b->runs[r].t->tail = b->runs[r].pos;
+    return next;
 }
 
-Test(writer_batch, copies_a_run_across_the_ring_wrap)
+Test(writer_batch, reads_a_run_across_the_ring_wrap)
 {
     struct cmt__thread *t = ring(8);
     struct cmt__batch b = {0};
     for (uint64_t s = 0; s < 6; s++)
-        put(t, s, CMT__ENTRY_EVENT, 1);
-    t->tail = t->head; /* slots 0-5 drained: the next run wraps */
+        put(t, s, CMT__ENTRY_EVENT);
+    t->tail = t->head; /* slots 0-5 written: the next run wraps */
     for (uint64_t s = 6; s < 11; s++)
-        put(t, s, CMT__ENTRY_EVENT, 1);
-    cmt__batch_begin(&b);
-    add(&b, t);
-    cmt__batch_sort(&b);
-    assert_ordered(&b, 5);
-    cr_assert_eq(b.items[0].seq, 6);
-    cr_assert_eq(b.items[4].seq, 10);
+        put(t, s, CMT__ENTRY_EVENT);
+    cr_assert_eq(drain(&b, &t, 1, UINT64_MAX), 11);
+    assert_ordered(5);
+    cr_assert_eq(seen[0].seq, 6);
+    cr_assert_eq(seen[4].seq, 10);
+    cr_assert_eq(t->tail, t->head);
     free(t);
 }
 
-Test(writer_batch, runs_that_took_turns_stay_as_they_are)
+Test(writer_batch, runs_in_any_order_of_rings_come_out_in_seq_order)
 {
     struct cmt__thread *t[3] = {ring(64), ring(64), ring(64)};
+    struct cmt__thread *newest_first[3] = {t[2], t[1], t[0]};
     struct cmt__batch b = {0};
-    for (uint64_t s = 0; s < 30; s++)
-        put(t[s / 10], s, CMT__ENTRY_EVENT, (uint32_t)(s / 10));
-    cmt__batch_begin(&b);
-    for (int r = 2; r >= 0; r--) /* the rings' list is newest first */
-        add(&b, t[r]);
-    cmt__batch_sort(&b); /* runs 20-29, 10-19, 0-9: out of order, merged */
-    assert_ordered(&b, 30);
-    cmt__batch_drop(&b, 30);
-    for (uint64_t s = 30; s < 60; s++)
-        put(t[(s - 30) / 10], s, CMT__ENTRY_EVENT, (uint32_t)((s - 30) / 10));
-    cmt__batch_begin(&b);
-    for (int r = 0; r < 3; r++)
-        add(&b, t[r]);
-    struct cmt__queued *before = b.items;
-    cmt__batch_sort(&b); /* 30-39, 40-49, 50-59: in order, nothing moves */
-    cr_assert_eq(b.items, before);
-    assert_ordered(&b, 30);
+    for (uint64_t s = 0; s < 30; s++) /* threads that took turns: 0-9, 10-19, 20-29 */
+        put(t[s / 10], s, CMT__ENTRY_EVENT);
+    drain(&b, newest_first, 3, UINT64_MAX);
+    assert_ordered(30);
     for (int r = 0; r < 3; r++)
         free(t[r]);
 }
@@ -103,17 +110,14 @@ Test(writer_batch, interleaved_runs_merge_in_key_order)
         struct cmt__thread *r = t[(i * 7) % 4];
         for (int k = 0; k <= (i * 5) % 7; k++, n++) {
             if (k == 1) {
-                put(r, seq, CMT__ENTRY_DEVICE, (uint32_t)i);
+                put(r, seq, CMT__ENTRY_DEVICE);
                 n++;
             }
-            put(r, seq++, CMT__ENTRY_EVENT, (uint32_t)i);
+            put(r, seq++, CMT__ENTRY_EVENT);
         }
     }
-    cmt__batch_begin(&b);
-    for (int r = 0; r < 4; r++)
-        add(&b, t[r]);
-    cmt__batch_sort(&b);
-    assert_ordered(&b, n);
+    cr_assert_eq(drain(&b, t, 4, UINT64_MAX), seq);
+    assert_ordered(n);
     for (int r = 0; r < 4; r++)
         free(t[r]);
 }
@@ -126,39 +130,37 @@ Test(writer_batch, more_runs_than_a_merge_takes_are_sorted_too)
     for (int r = 0; r < RINGS; r++)
         t[r] = ring(16);
     for (uint64_t s = 0; s < 10 * RINGS; s++)
-        put(t[s % RINGS], s, CMT__ENTRY_EVENT, (uint32_t)(s % RINGS));
-    cmt__batch_begin(&b);
+        put(t[s % RINGS], s, CMT__ENTRY_EVENT);
+    cr_assert_eq(drain(&b, t, RINGS, 7 * RINGS), 7 * RINGS); /* the rest held back */
+    assert_ordered(7 * RINGS);
     for (int r = 0; r < RINGS; r++)
-        add(&b, t[r]);
-    cmt__batch_sort(&b);
-    assert_ordered(&b, 10 * RINGS);
+        cr_assert_eq(t[r]->head - t[r]->tail, 3, "ring %d", r);
+    drain(&b, t, RINGS, UINT64_MAX);
+    assert_ordered(3 * RINGS);
+    cr_assert_eq(seen[0].seq, 7 * RINGS);
     for (int r = 0; r < RINGS; r++)
         free(t[r]);
 }
 
-Test(writer_batch, what_a_drain_holds_back_is_the_next_first_run)
+Test(writer_batch, what_a_drain_holds_back_stays_in_the_ring_for_the_next)
 {
     struct cmt__thread *t[2] = {ring(64), ring(64)};
     struct cmt__batch b = {0};
     for (uint64_t s = 0; s < 20; s++)
-        put(t[s % 2], s, CMT__ENTRY_EVENT, (uint32_t)(s % 2));
-    cmt__batch_begin(&b);
-    add(&b, t[0]);
-    add(&b, t[1]);
-    cmt__batch_sort(&b);
-    cmt__batch_drop(&b, 12); /* 0-11 written, 12-19 held back */
-    cr_assert_eq(b.len, 8);
-    cr_assert_eq(b.items[0].seq, 12);
+        put(t[s % 2], s, CMT__ENTRY_EVENT);
+    cr_assert_eq(drain(&b, t, 2, 12), 12); /* a thread still holds seq 12 */
+    assert_ordered(12);
+    cr_assert_eq(t[0]->head - t[0]->tail, 4);
+    cr_assert_eq(t[1]->head - t[1]->tail, 4);
     for (uint64_t s = 20; s < 30; s++)
-        put(t[s % 2], s, CMT__ENTRY_EVENT, (uint32_t)(s % 2));
-    cmt__batch_begin(&b);
-    cr_assert_eq(b.runs, 1);
-    add(&b, t[1]);
-    add(&b, t[0]);
-    cmt__batch_sort(&b);
-    assert_ordered(&b, 18);
-    cr_assert_eq(b.items[0].seq, 12);
-    cr_assert_eq(b.items[17].seq, 29);
+        put(t[s % 2], s, CMT__ENTRY_EVENT);
+    cr_assert_eq(drain(&b, t, 2, 13), 13); /* one more */
+    assert_ordered(1);
+    cr_assert_eq(seen[0].seq, 12);
+    drain(&b, t, 2, UINT64_MAX);
+    assert_ordered(17);
+    cr_assert_eq(seen[0].seq, 13);
+    cr_assert_eq(seen[16].seq, 29);
     free(t[0]);
     free(t[1]);
 }
