@@ -7,7 +7,8 @@
 #   bench_capture_loop bare, under the shim with CUMEMTRACE_STACK_DEPTH=0, with default
 #   stacks (64), on 1, 4 and 8 threads bare and shimmed (the 1-thread run makes the 8-thread
 #   run's calls per thread, so the two compare like with like, rep by rep); bench_malloc_loop
-#   bare and under heaptrack; and bytes per event of each trace (file size / events from `cumemtrace dump`).
+#   bare and under heaptrack; and bytes per event of each trace (file size / events from
+#   `cumemtrace dump`).
 # Prints figures only (the target lines are information, never a failure); a full run takes
 # about a minute on 2 cores. Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
 # BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000), BENCH_KEEP=1
