@@ -485,11 +485,17 @@ static void queued_header(struct cmt__queued *e, const struct cmt__thread *t, ui
     e->stack = 0;
 }
 
-/* Publishes an entry written in its slot that takes a seq of its own (ALLOC and RANGE
- * entries): its time is taken with the seq, after the stack. */
-static void publish_own_seq(struct cmt__thread *t, struct cmt__queued *e)
+/* An ALLOC or RANGE entry takes a seq of its own, and its time with it, in its ring slot
+ * before the rest of it is written: the seq's locked add then waits for none of the entry's
+ * stores (they miss the caches). The thread holds the seq pending until publish_own_seq. */
+static inline void take_own_seq(struct cmt__thread *t, struct cmt__queued *e)
 {
     e->seq = take_seq_at(t, &e->t_ns);
+}
+
+/* The entry is whole: the writer may take it, and the thread holds no seq any more. */
+static inline void publish_own_seq(struct cmt__thread *t)
+{
     ring_publish(t);
     atomic_store_explicit(&t->pending, CMT__NO_PENDING, memory_order_release);
 }
@@ -515,12 +521,15 @@ void cmt__alloc_event(uint32_t allocator, uint32_t action, int32_t dev, uint32_t
     in_shim = 1;
     struct cmt__queued *e = ring_slot(t); /* written in place; v[] past the values is not */
     if (e) {
+        uint32_t stack = 0;
+        if (!releases(action) || cmt__cfg.free_stacks)
+            stack = cmt__stack_capture(cmt__cfg.stack_depth);
+        take_own_seq(t, e);        /* after the stack, before the rest */
         fields &= CMT_AF(SEQ) - 1; /* SEQ is the writer's */
         queued_header(e, t, CMT__ENTRY_ALLOC, (uint16_t)allocator, (int32_t)action, dev);
+        e->stack = stack;
         e->fields = v ? cmt__queued_pack_values(e, fields, v) : 0;
-        if (!releases(action) || cmt__cfg.free_stacks)
-            e->stack = cmt__stack_capture(cmt__cfg.stack_depth);
-        publish_own_seq(t, e);
+        publish_own_seq(t);
         if (action == CMT_AA_OOM) /* the process may be about to die: on disk now */
             cmt__wait_flushed(e->seq + 1, 2000);
     }
@@ -538,11 +547,12 @@ void cmt__range_event(uint32_t action, uint32_t domain, uint32_t category, uint3
     in_shim = 1;
     struct cmt__queued *e = ring_slot(t); /* v[] past the message's bytes is never read */
     if (e) {
+        take_own_seq(t, e);
         queued_header(e, t, CMT__ENTRY_RANGE, (uint16_t)action, (int32_t)domain, (int32_t)category);
         e->stack = id;
         e->fields = text ? (uint32_t)(len < CMT__RANGE_TEXT ? len : CMT__RANGE_TEXT) : 0;
         memcpy(e->v, text ? text : "", e->fields);
-        publish_own_seq(t, e);
+        publish_own_seq(t);
     }
     in_shim = 0;
 }
