@@ -251,7 +251,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[10];
+    struct cmt_observer obs[11];
     size_t n = 0;
     uint64_t times[LEDGER_POINTS + 1];
     const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
@@ -262,7 +262,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     if (cmt_alloc_create(&run->ledger_alloc) != 0 ||
         cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0 ||
         (run->have_alloc &&
-         cmt_alloc_history_create(&run->history, run->ledger_alloc, HISTORY_POINTS) != 0)) {
+         (cmt_alloc_history_create(&run->history, run->ledger_alloc, HISTORY_POINTS) != 0 ||
+          cmt_alloc_outside_create(&run->outside, run->history) != 0))) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         cmt_replay_destroy(rp);
         return 1;
@@ -288,6 +289,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     obs[n++] = cmt_ledger_observer(run->ledger);
     if (run->history) /* after the view it reads */
         obs[n++] = cmt_alloc_history_observer(run->history);
+    if (run->outside) /* its finish reads the history's segments */
+        obs[n++] = cmt_alloc_outside_observer(run->outside);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
@@ -337,6 +340,7 @@ static int collect(const struct options *o, struct cmt__html_run *run, const cha
 
 static void release(struct cmt__html_run *run)
 {
+    cmt_alloc_outside_destroy(run->outside);
     cmt_alloc_history_destroy(run->history);
     cmt_ledger_destroy(run->ledger);
     cmt_alloc_destroy(run->ledger_alloc);

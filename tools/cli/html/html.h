@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "alloc_history.h"
+#include "alloc_outside.h"
 #include "diff.h"
 #include "pass.h"
 #include "site_levels.h"
@@ -92,11 +93,19 @@ struct cmt__html_run {
     struct cmt_ledger *ledger; /* the ledger at evenly spaced times and the peak (second pass) */
     struct cmt_alloc *ledger_alloc; /* the allocator-level view the ledger reads then */
     cmt_alloc_history *history;     /* its blocks and segments over the run (it reads it) */
+    cmt_alloc_outside *outside;     /* driver memory outside those segments (it reads them) */
 };
 
 /* The page's `history` object (html_history.c): null without allocator records. @return 0, or
  * -1 when out of memory. */
 int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run);
+
+/* The history's memory outside the allocator (html_outside.c): `outside_known`,
+ * `outside_truncated` and `outside_sites` (its driver call sites' frames). */
+void cmt__html_outside_known_json(struct cmt__json *j, const struct cmt__html_run *run);
+/* A device's `outside` object (null when the trace has no driver-level records).
+ * @return 0, or -1 when out of memory. */
+int cmt__html_outside_json(struct cmt__json *j, const struct cmt__html_run *run, int32_t dev);
 
 /* The page's embedded template (html_template.c, generated from html/report.html at build
  * time): the page up to the data marker and after it. */
