@@ -244,6 +244,44 @@ else
     echo "html_browser: the snapshot part is skipped: python3 is missing"
 fi
 
+# ---- memory outside the allocator (html/outside_views.js) ----------------------------------
+# On the record --torch run that holds 96 MiB outside torch's allocator (ctest torch_torch_oom's
+# "outside": a ctypes cuMemAlloc_v2 before the failing request), the band drawn at the OOM, its
+# tip and the segment view's list there hold `oom --json`'s outside_bytes; a snapshot alone
+# says in one line that memory outside the allocator is not known. CMT_HTML_SHOTS=DIR: both
+# views of that run (docs/img/outside-active.png, outside-segments.png).
+outside_trace=${3:-}/outside.cmt
+if [[ -n ${3:-} && -f $outside_trace ]]; then
+    "$cli" html --no-whatif -o "$work/outside.html" "$outside_trace" >/dev/null
+    r=$(selftest "$work/outside.html")
+    echo "outside.html: $(grep -oE '"outside_[a-z_]*":[^,]*' <<<"$r" | tr '\n' ' ')"
+    want=$("$cli" oom --json "$outside_trace" | grep -o '"outside_bytes":[0-9]*' | head -1 | cut -d: -f2)
+    expect "outside: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    expect "outside: oom --json's outside_bytes is the 96 MiB the program held" "$want" 100663296
+    expect "outside: the band at the OOM is oom's outside_bytes" "$(field "$r" outside_band_at_oom)" "$want"
+    expect "outside: hovering the band there gives those bytes" "$(field "$r" outside_hover_bytes)" "$want"
+    expect "outside: ... and names the driver call site" "$(field "$r" outside_hover_ok)" true
+    expect "outside: the segment view at the OOM lists them" "$(field "$r" outside_listed_at_oom)" "$want"
+    expect "outside: every check" "$(field "$r" ok)" true
+    if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
+        mkdir -p "$CMT_HTML_SHOTS"
+        chrome --window-size=1100,760 --screenshot="$CMT_HTML_SHOTS/outside-active.png" "file://$work/outside.html#shot-active"
+        chrome --window-size=1100,760 --screenshot="$CMT_HTML_SHOTS/outside-segments.png" "file://$work/outside.html#shot-segments"
+    fi
+elif [[ ${CI:-} == true ]]; then
+    echo "FAIL: no record --torch trace at $outside_trace (ctest torch_torch_oom writes it)"
+    failures=$((failures + 1))
+else
+    echo "html_browser: no record --torch trace at $outside_trace: the outside part is skipped"
+fi
+if [[ -f $work/snap.html ]]; then
+    r=$(selftest "$work/snap.html")
+    expect "snapshot: one line says memory outside the allocator is not known" \
+        "$(grep -o '"outside_message":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
+        "This file has no driver-level records, so memory outside the allocator is not known."
+fi
+# ---- end of memory outside the allocator ---------------------------------------------------
+
 r=$(selftest "$work/diff.html")
 echo "diff.html: $r"
 expect "diff: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'

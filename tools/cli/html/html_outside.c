@@ -1,7 +1,7 @@
 /* html_outside.c — the page's memory outside the allocator, beside its history (html.h):
  * the driver's allocations no allocator segment covers (alloc_outside.h computes them), for
  * the band stacked on the active memory timeline and the list in the segment view
- * (html/outside_views.js draws them); docs/html-report.md gives the keys. */
+ * (html/outside_views.js draws them); docs/analysis.md (`html`) gives the keys. */
 #include <stdlib.h>
 
 #include "html/html.h"

@@ -44,7 +44,7 @@ function outsideDraw(c, g, ob) {
 const outsideLive = (O, k) => O.lives.filter(l => l[2] <= k && k < endOf(l[3]));
 function outsideLifeText(H, l) {
   return "0x" + l[0].toString(16) + ": " + fmtBytes(l[1]) + " (" + l[7] + "), allocated at " +
-    whenText(H, l[2], l[5]) + ", freed at " + whenText(H, l[3], l[6]);
+    whenText(H, l[2], l[5]) + (l[3] < 0 ? ", still live at the end" : ", freed at " + whenText(H, l[3], l[6]));
 }
 /* The tip over the band at event k, bytes v: its site's bytes, the site, the allocations. */
 function outsideHover(ob, H, k, v) {
@@ -84,7 +84,7 @@ function outsideList(box, H, dv, k) {
   box.replaceChildren(el("div", {class: "muted"}, "Outside the allocator at event " + k + ": " + fmtBytes(bytes) + " in " +
     live.length + " driver allocation" + (live.length === 1 ? "" : "s") + (live.length ? ":" : "")),
     ...live.slice(0, 50).map(l => el("div", {class: "seg"}, el("span", {class: "lab"}, fmtBytes(l[1])),
-      el("span", {class: "sw", style: "background:" + outsideColor(l[4])}),
+      el("span", {style: "display: inline-block; width: 10px; height: 10px; background:" + outsideColor(l[4])}),
       el("span", null, outsideSite(H, l[4]) + " — " + outsideLifeText(H, l)))));
 }
 
