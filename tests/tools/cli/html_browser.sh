@@ -263,11 +263,13 @@ if [[ -n ${3:-} && -f $outside_trace ]]; then
     expect "outside: ... and names the driver call site" "$(field "$r" outside_hover_ok)" true
     expect "outside: the segment view at the OOM lists them" "$(field "$r" outside_listed_at_oom)" "$want"
     expect "outside: every check" "$(field "$r" ok)" true
-    if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
-        mkdir -p "$CMT_HTML_SHOTS"
-        chrome --window-size=1100,760 --screenshot="$CMT_HTML_SHOTS/outside-active.png" "file://$work/outside.html#shot-active"
-        chrome --window-size=1100,760 --screenshot="$CMT_HTML_SHOTS/outside-segments.png" "file://$work/outside.html#shot-segments"
-    fi
+    for v in active segments; do # #shot-VIEW: that view alone
+        if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
+            mkdir -p "$CMT_HTML_SHOTS"
+            chrome --window-size=1100,560 --screenshot="$CMT_HTML_SHOTS/outside-$v.png" \
+                "file://$work/outside.html#shot-$v"
+        fi
+    done
 elif [[ ${CI:-} == true ]]; then
     echo "FAIL: no record --torch trace at $outside_trace (ctest torch_torch_oom writes it)"
     failures=$((failures + 1))
