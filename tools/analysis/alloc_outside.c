@@ -112,11 +112,14 @@ static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
 
 /* ---- at the end: which lives no segment covers ---- */
 
+/* Segments by address, then by start: at one address the lives follow one another. */
 static int by_addr(const void *x, const void *y)
 {
     const struct cmt_alloc_segment_life *a = *(const struct cmt_alloc_segment_life *const *)x,
                                         *b = *(const struct cmt_alloc_segment_life *const *)y;
-    return (a->addr > b->addr) - (a->addr < b->addr);
+    if (a->addr != b->addr)
+        return (a->addr > b->addr) - (a->addr < b->addr);
+    return (a->from_seq > b->from_seq) - (a->from_seq < b->from_seq);
 }
 
 static int overlaps(uint64_t from, uint64_t to, uint64_t from2, uint64_t to2)
@@ -143,22 +146,40 @@ static const struct cmt_alloc_segment_life **sorted_segments(const cmt_alloc_his
     return v;
 }
 
+/* @return the first of segs[lo, hi) for which below(seg) is false (below is monotone). */
+#define FIRST_NOT(lo, hi, segs, below)                          \
+    do {                                                        \
+        while (lo < hi) {                                       \
+            size_t m_ = (lo + hi) / 2;                          \
+            const struct cmt_alloc_segment_life *s_ = segs[m_]; \
+            if (below)                                          \
+                lo = m_ + 1;                                    \
+            else                                                \
+                hi = m_;                                        \
+        }                                                       \
+    } while (0)
+
+/* Whether a segment covers l's address during its life. The segments at one address follow
+ * one another in time, so of each address only the last to start before l ends (and the one
+ * before it, when the size changed) can: a binary search per address within `widest` below. */
 static int inside(const struct cmt_alloc_outside_life *l,
                   const struct cmt_alloc_segment_life *const *segs, size_t n, uint64_t widest)
 {
-    size_t lo = 0, hi = n; /* lo: the first segment above l's address */
-    while (lo < hi) {
-        size_t m = (lo + hi) / 2;
-        if (segs[m]->addr <= l->addr)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    for (size_t i = lo; i-- > 0 && l->addr - segs[i]->addr < widest;) {
-        const struct cmt_alloc_segment_life *s = segs[i];
-        if (s->dev == l->dev && l->addr - s->addr < s->size &&
-            overlaps(l->from_seq, l->to_seq, s->from_seq, s->to_seq))
-            return 1;
+    size_t end = 0, top = n;
+    FIRST_NOT(end, top, segs, s_->addr <= l->addr); /* segs[0, end): at or below */
+    while (end > 0 && l->addr - segs[end - 1]->addr < widest) {
+        uint64_t at = segs[end - 1]->addr;
+        size_t first = 0, hi = end, last = first;
+        FIRST_NOT(first, hi, segs, s_->addr < at); /* segs[first, end): at `at` */
+        last = first, hi = end;
+        FIRST_NOT(last, hi, segs, s_->from_seq < l->to_seq); /* segs[first, last): before */
+        for (size_t i = last; i > first && i + 2 > last; i--) {
+            const struct cmt_alloc_segment_life *s = segs[i - 1];
+            if (s->dev == l->dev && l->addr - s->addr < s->size &&
+                overlaps(l->from_seq, l->to_seq, s->from_seq, s->to_seq))
+                return 1;
+        }
+        end = first;
     }
     return 0;
 }
