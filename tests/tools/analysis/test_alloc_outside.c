@@ -203,3 +203,39 @@ Test(alloc_outside, expandable_segments_hold_every_vmm_handle)
     cr_expect_eq(vmm_handle_beside(1), 0, "with expandable segments a handle is the allocator's");
     cr_expect_eq(vmm_handle_beside(0), 1, "without, a handle has no address in a segment");
 }
+
+/* A segment at SEG, given back; a library's cuMemAlloc then gets SEG, frees it; the allocator
+ * takes SEG again: the library's allocation lies in no segment's life, the segments' own do. */
+Test(alloc_outside, an_address_reused_between_segments_is_outside)
+{
+    struct tb b;
+    tb_begin(&b, 8 * TB_GIB, 8 * TB_GIB);
+    uint32_t lib = tb_frame(&b, tb_source_frame(&b, 0, "<module>", "train.py", 7), "libInit");
+    tb_allocator(&b, 1, "");
+    tb_alloc(&b, SEG, MIB(20), 0);
+    tb_segment(&b, SEG, MIB(20), 0);
+    tb_block(&b, SEG, MIB(4), MIB(4), 0, 0);
+    tb_block_free(&b, SEG, MIB(4));
+    uint64_t v[] = {SEG, MIB(20)};
+    tb_alloc_event(&b, CMT_AA_SEGMENT_FREE, 0, 0, CMT_AF(ADDR) | CMT_AF(SIZE), v);
+    tb_free(&b, SEG);
+    tb_alloc(&b, SEG, MIB(8), lib);
+    tb_alloc(&b, SEG + MIB(64), MIB(20), 0);
+    tb_segment(&b, SEG + MIB(64), MIB(20), 0);
+    tb_free(&b, SEG);
+    tb_alloc(&b, SEG, MIB(20), 0);
+    tb_segment(&b, SEG, MIB(20), 0);
+    tb_block(&b, SEG, MIB(4), MIB(4), 0, 0);
+    tb_finish(&b, 1);
+    analyse(&b);
+    size_t n;
+    const struct cmt_alloc_outside_life *l = cmt_alloc_outside_lives(pass.out, &n);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(l[0].addr, SEG);
+    cr_expect_eq(l[0].size, MIB(8));
+    cr_expect_eq(l[0].from_seq, 5);
+    cr_expect_eq(l[0].to_seq, 6);
+    cr_expect_eq(cmt_alloc_outside_at(pass.out, 0, 5), MIB(8));
+    cr_expect_eq(cmt_alloc_outside_at(pass.out, 0, 6), 0);
+    done(&b);
+}
