@@ -66,7 +66,7 @@ for ((i = 0; i < rounds; i++)); do
     read -r w c m < <(anchor); A_W+=("$w"); A_C+=("$c"); A_M+=("$m")
     read -r w c m < <(measure "$cli" report --jobs 1 "$work/run"); J1_W+=("$w"); J1_C+=("$c"); J1_M+=("$m")
     # this round's pair: merged CPU over the anchor's (0 when the anchor read 0.00 s)
-    R_C+=("$(awk -v m="$c" -v a="${A_C[-1]}" 'BEGIN { print a > 0 ? m / a : 0 }')")
+    R_C+=("$(awk -v m="$c" -v a="${A_C[-1]}" 'BEGIN { print (a > 0 ? m / a : 0) }')")
     read -r w c m < <(measure "$cli" report --jobs "$cores" "$work/run"); JN_W+=("$w"); JN_C+=("$c"); JN_M+=("$m")
     [[ $export == 1 ]] || continue
     read -r w c m < <(export_to "$work/plain" --compress none --jobs 1); XP_W+=("$w"); XP_C+=("$c"); XP_M+=("$m")
