@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture.h"
@@ -114,10 +115,18 @@ Test(html_cmd, usage_errors_say_what_is_wrong)
     cr_expect_eq(c.status, 2);
     cr_expect(strstr(c.err, "missing trace FILE"), "%s", c.err);
     captured_free(&c);
-    const char *three[] = {"html", "a.cmt", "b.cmt", "c.cmt", NULL};
-    c = capture_run(cmt_cmd_html, three);
-    cr_expect_eq(c.status, 2);
-    cr_expect(strstr(c.err, "one or two trace files"), "%s", c.err);
+    const char *three[] = {"html",
+                           "-o",
+                           "/tmp/cmt-never.html",
+                           "/nonexistent/a.cmt",
+                           "/nonexistent/b.cmt",
+                           "/nonexistent/c.cmt",
+                           NULL};
+    c = capture_run(cmt_cmd_html, three); /* three traces: the ranks view, of none here */
+    cr_expect_eq(c.status, 1);
+    cr_expect(strstr(c.err, "/nonexistent/b.cmt: ") && strstr(c.err, "none of the 3 traces"), "%s",
+              c.err);
+    cr_expect(access("/tmp/cmt-never.html", F_OK) != 0, "no page");
     captured_free(&c);
     const char *both[] = {"html", "--whatif", "--no-whatif", "a.cmt", NULL};
     c = capture_run(cmt_cmd_html, both);
@@ -378,4 +387,98 @@ Test(html_cmd, the_what_if_has_whatifs_rows_capacity_and_wording)
         captured_free(&w);
         captured_free(&x);
     }
+}
+
+/* Moves a test trace to dir/name. */
+static void move_into(const char *trace, const char *dir, const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(rename(trace, path), 0, "%s", path);
+}
+
+/* A directory of ranks: a.cmt 1 GiB without failing, b.cmt oom_trace's 6 GiB and its failure,
+ * c.cmt the allocator's records (reserved 40 MiB) and its OOM. */
+static const char *ranks_dir(char *dir, size_t size)
+{
+    snprintf(dir, size, "/tmp/cmt-test-html-ranks-%d", (int)getpid());
+    mkdir(dir, 0700);
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_alloc(&b, 0x100000000, TB_GIB, tb_stack(&b, "main", 1));
+    tb_finish(&b, 1);
+    move_into(temp_trace(b.buf.data, b.buf.len, 5), dir, "a.cmt");
+    tb_free_builder(&b);
+    move_into(oom_trace(6, "step"), dir, "b.cmt");
+    move_into(allocator_trace(7), dir, "c.cmt");
+    return dir;
+}
+
+static void remove_ranks_dir(const char *dir)
+{
+    char path[256];
+    for (const char *n = "abc"; *n; n++) {
+        snprintf(path, sizeof path, "%s/%c.cmt", dir, *n);
+        remove(path);
+    }
+    rmdir(dir);
+}
+
+Test(html_cmd, a_directory_of_ranks_draws_every_rank_and_the_failing_ranks_page)
+{
+    char dir[128], out[160];
+    ranks_dir(dir, sizeof dir);
+    const char *argv[] = {"html", dir, NULL}; /* the default page: DIR.html */
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "ranks: 3 traces") && strstr(c.out, "b.cmt (first"), "%s", c.out);
+    snprintf(out, sizeof out, "%s.html", dir);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"ranks\":{\"aligned\":"), "the ranks view's data");
+    cr_expect(strstr(page, "\"shown\":1,\"shown_why\":\"first"), "b, the one that failed");
+    cr_expect_eq(count(page, "\"offset_ns\":"), 3, "one line per rank");
+    cr_expect_eq(count(page, "\"summary\":"), 1, "one rank's full page");
+    cr_expect(strstr(page, "\"file\":\"") && strstr(page, "/b.cmt\",\"summary\":\"Out of memory"),
+              "the full page is b's");
+    /* a and b: the driver's live bytes, peaks exact; c: the allocator's reserved 40 MiB */
+    cr_expect(strstr(page, "\"peak_bytes\":1073741824,\"peak_t_ns\":"), "a's peak");
+    cr_expect(strstr(page, "\"peak_bytes\":6442450944,\"peak_t_ns\":"), "b's peak");
+    cr_expect(strstr(page, "\"peak_bytes\":41943040,\"peak_t_ns\":"), "c's reserved peak");
+    cr_expect_eq(count(page, "\"source\":\"driver\""), 2, "a and b");
+    cr_expect(strstr(page, "\"source\":\"allocator\",\"dev\":0,\"lines\":[{\"name\":\"reserved\""),
+              "c's reserved line, then its allocated one");
+    cr_expect(strstr(page, "\"ooms\":[{\"t_ns\":") &&
+                  strstr(page, "\"verdict\":\"held_by_others\",\"request_bytes\":12884901888}"),
+              "b's episode as oom gives it");
+    cr_expect(strstr(page, "\"verdict\":\"fragmentation\""), "c's allocator OOM, as oom finds it");
+    free(page);
+    remove(out);
+    captured_free(&c);
+    remove_ranks_dir(dir);
+}
+
+Test(html_cmd, three_traces_are_ranks_and_two_stay_the_diff)
+{
+    char dir[128], out[128], a[256], b[256], cc[256];
+    ranks_dir(dir, sizeof dir);
+    snprintf(a, sizeof a, "%s/a.cmt", dir);
+    snprintf(b, sizeof b, "%s/b.cmt", dir);
+    snprintf(cc, sizeof cc, "%s/c.cmt", dir);
+    const char *three[] = {"html", "-o", out_path(out, sizeof out), cc, a, b, NULL};
+    struct captured c = capture_run(cmt_cmd_html, three);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect_eq(count(page, "\"offset_ns\":"), 3, "one line per rank");
+    cr_expect(!strstr(page, "\"diff\""), "no diff");
+    free(page);
+    captured_free(&c);
+    const char *two[] = {"html", "-o", out, a, b, NULL};
+    c = capture_run(cmt_cmd_html, two);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    page = slurp(out);
+    cr_expect(strstr(page, "\"diff\":{") && !strstr(page, "\"ranks\":{"), "two runs: the diff");
+    free(page);
+    remove(out);
+    captured_free(&c);
+    remove_ranks_dir(dir);
 }
