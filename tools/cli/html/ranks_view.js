@@ -60,7 +60,9 @@ function ranksSection(parent) {
         const px = c.x(s.rk.offset_ns + s.rk.peak_t_ns), py = c.y(s.rk.peak_bytes);
         const label = s.rk.label + " peak " + fmtBytes(s.rk.peak_bytes), w = g.measureText(label).width;
         g.fillStyle = s.color; g.beginPath(); g.arc(px, py, 3.5, 0, 7); g.fill();
-        const spots = [-15, 4, -29, 18, -43].flatMap(dy => [[px + 6, py + dy], [px - 6 - w, py + dy]]);
+        /* beside the dot, else further along the line (a reserved peak is often held a while) */
+        const spots = [-15, 4, -29, 18].flatMap(dy => [[px + 6, py + dy], [px - 6 - w, py + dy]])
+          .concat([...Array(24).keys()].flatMap(k => [[px + 46 + 40 * k, py - 15], [px + 46 + 40 * k, py + 4]]));
         const free = ([x, y]) => x >= c.o.left && x + w <= c.o.left + c.plotW &&
           !boxes.some(b => x < b[2] && b[0] < x + w && y < b[3] && b[1] < y + 13);
         const [lx, ly] = spots.find(free) || spots[0];
