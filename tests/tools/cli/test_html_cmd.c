@@ -482,3 +482,80 @@ Test(html_cmd, three_traces_are_ranks_and_two_stay_the_diff)
     captured_free(&c);
     remove_ranks_dir(dir);
 }
+
+#define MS UINT64_C(1000000)
+
+/* Rank r of a job on node-a started at wall + start, holding peak from 1 ms to 10 ms; fails at
+ * fail_t (its own clock) when set; in dir/name. (The builder adds 1 us to each event's time.) */
+static void job_rank(const char *dir, const char *name, int32_t rank, uint64_t start, uint64_t peak,
+                     uint64_t fail_t)
+{
+    static const char *argv[] = {"python", "train.py"};
+    struct cmt_process p = {300 + (uint64_t)rank,
+                            1,
+                            UINT64_C(1700000000000000000) + start,
+                            1000 + start,
+                            12040,
+                            "node-a",
+                            "/usr/bin/python3",
+                            2,
+                            argv,
+                            rank,
+                            rank,
+                            3,
+                            "job-7"};
+    struct tb b;
+    tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
+    b.t_ns = 1 * MS;
+    tb_alloc(&b, 0x7f0000000000, peak, 0);
+    if (fail_t) {
+        b.t_ns = fail_t;
+        tb_alloc_fail(&b, 30 * TB_GIB, 0);
+    }
+    b.t_ns = 10 * MS;
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(tb_save(&b, path), 0);
+    tb_free_builder(&b);
+}
+
+Test(html_cmd, a_jobs_ranks_share_the_wall_clock_in_rank_order)
+{
+    char dir[128], out[128], path[256];
+    snprintf(dir, sizeof dir, "/tmp/cmt-test-html-job-%d", (int)getpid());
+    mkdir(dir, 0700);
+    /* names against the ranks' order; rank 2 starts 2 ms late and fails at 4 ms (6 ms on the
+     * wall clock), rank 1 at 5 ms: rank 1 failed first */
+    job_rank(dir, "a.cmt", 2, 2 * MS, 3 * TB_GIB, 4 * MS);
+    job_rank(dir, "b.cmt", 1, 0, 2 * TB_GIB, 5 * MS);
+    job_rank(dir, "c.cmt", 0, 0, TB_GIB, 0);
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), dir, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "on the wall clock") && strstr(c.out, "/b.cmt (first to fail)"), "%s",
+              c.out);
+    char *page = slurp(out);
+    cr_expect(
+        strstr(page, "\"ranks\":{\"aligned\":true,\"shown\":1,\"shown_why\":\"first to fail\""),
+        "rank 1's page");
+    const char *r0 = strstr(page, "\"label\":\"rank 0\""),
+               *r1 = strstr(page, "\"label\":\"rank 1\"");
+    const char *r2 = strstr(page,
+                            "\"label\":\"rank 2\",\"rank\":2,\"host\":\"node-a\",\"pid\":302");
+    cr_expect(r0 && r1 && r2 && r0 < r1 && r1 < r2, "by rank, not by file name");
+    cr_expect(r2 && strstr(r2, "\"offset_ns\":2000000,\"duration_ns\":10002000,"
+                               "\"peak_bytes\":3221225472,\"peak_t_ns\":1001000"),
+              "rank 2 two milliseconds after the others, its peak on its own clock");
+    cr_expect(r2 && strstr(r2, "\"failure\":\"out_of_memory\""), "rank 2 failed too");
+    cr_expect(r1 && strstr(r1, "\"ooms\":[{\"t_ns\":5001000,\"dev\":0,"), "rank 1's OOM at 5 ms");
+    free(page);
+    remove(out);
+    captured_free(&c);
+    for (const char *n = "abc"; *n; n++) {
+        snprintf(path, sizeof path, "%s/%c.cmt", dir, *n);
+        remove(path);
+    }
+    rmdir(dir);
+}
