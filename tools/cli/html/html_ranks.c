@@ -3,9 +3,12 @@
  * Nothing here draws: ranks_view.js does, from the `ranks` object written here. */
 #include "html/html_ranks.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "allocator.h"
 #include "cmt_error.h"
@@ -136,6 +139,43 @@ static int replay_rank(const struct cmt_fleet_process *p, struct cmt__html_rank 
     return rc ? CMT_ENOMEM : 0;
 }
 
+/* The second replays, in parallel as the fleet's first ones (a trace per thread at a time). */
+struct pool {
+    struct cmt__html_ranks *rs;
+    uint32_t points;
+    atomic_uint next;
+    atomic_int failed; /* CMT_ENOMEM somewhere */
+};
+
+static void *worker(void *arg)
+{
+    struct pool *pl = arg;
+    for (unsigned i;
+         (i = atomic_fetch_add(&pl->next, 1)) < pl->rs->fleet.count && !atomic_load(&pl->failed);)
+        if (replay_rank(&pl->rs->fleet.processes[i], &pl->rs->ranks[i], pl->points))
+            atomic_store(&pl->failed, CMT_ENOMEM);
+    return NULL;
+}
+
+static int replay_all(struct cmt__html_ranks *rs, uint32_t points)
+{
+    struct pool pl = {.rs = rs, .points = points};
+    atomic_init(&pl.next, 0);
+    atomic_init(&pl.failed, 0);
+    pthread_t threads[64];
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned jobs = online < 1 ? 1 : online > 64 ? 64 : (unsigned)online, started = 0;
+    if (jobs > rs->fleet.count)
+        jobs = rs->fleet.count;
+    for (unsigned i = 1; i < jobs; i++) /* the caller's thread is the first worker */
+        if (pthread_create(&threads[started], NULL, worker, &pl) == 0)
+            started++;
+    worker(&pl);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    return atomic_load(&pl.failed);
+}
+
 /* On the wall clock when every run's start is known and they all overlap (a job's ranks);
  * runs recorded one after another are drawn each from its own start. */
 static int runs_overlap(const struct cmt_fleet *f)
@@ -191,9 +231,7 @@ int cmt__html_ranks_load(struct cmt__html_ranks *rs, const char *const *paths, s
         cmt__html_ranks_free(rs);
         return CMT_ENOMEM;
     }
-    for (uint32_t i = 0; i < rs->fleet.count && !rc; i++)
-        rc = replay_rank(&rs->fleet.processes[i], &rs->ranks[i], points);
-    if (rc) {
+    if ((rc = replay_all(rs, points))) {
         cmt__html_ranks_free(rs);
         return rc;
     }
