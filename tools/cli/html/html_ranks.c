@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "allocator.h"
@@ -219,19 +220,81 @@ static void choose_shown(struct cmt__html_ranks *rs)
     rs->shown_why = "highest peak";
 }
 
+/* The PyTorch snapshots among the paths, each converted into a memfd (fds[i], else -1) and read
+ * as /proc/self/fd/N (use[i]; the others as given). @return 0 or CMT_ENOMEM. */
+static int convert_snapshots(const char *const *paths, size_t n, const char **use, char **proc,
+                             int *fds)
+{
+    for (size_t i = 0; i < n; i++) {
+        use[i] = paths[i];
+        fds[i] = -1;
+        if (!cmt__is_snapshot(paths[i]))
+            continue;
+        int fd = memfd_create("cumemtrace-snapshot", MFD_CLOEXEC);
+        if (fd >= 0 && cmt__snapshot_convert("html", paths[i], fd, NULL) != 0) {
+            close(fd); /* it said why: the trace is a rank that cannot be read */
+            continue;
+        }
+        if (fd < 0 || !(proc[i] = malloc(32))) {
+            if (fd >= 0)
+                close(fd);
+            return CMT_ENOMEM;
+        }
+        snprintf(proc[i], 32, "/proc/self/fd/%d", fd);
+        use[i] = proc[i];
+        fds[i] = fd;
+    }
+    return 0;
+}
+
+/* The processes read from a converted snapshot get the snapshot's own path back. @return 0 or
+ * CMT_ENOMEM. */
+static int restore_paths(struct cmt_fleet *f, const char *const *paths, size_t n, char **proc)
+{
+    for (uint32_t p = 0; p < f->count; p++)
+        for (size_t i = 0; i < n; i++)
+            if (proc[i] && strcmp(f->processes[p].path, proc[i]) == 0) {
+                char *path = strdup(paths[i]);
+                if (!path)
+                    return CMT_ENOMEM;
+                free(f->processes[p].path);
+                f->processes[p].path = path;
+            }
+    return 0;
+}
+
+/* The fleet of the traces (snapshots converted) and each one's line. @return 0 or CMT_ENOMEM. */
+static int load(struct cmt__html_ranks *rs, const char *const *paths, size_t n, uint32_t points,
+                const char **use, char **proc, int *fds)
+{
+    const struct cmt_fleet_options fo = {.keep_readers = 1, .series_points = 2};
+    int rc = convert_snapshots(paths, n, use, proc, fds);
+    if (!rc)
+        rc = cmt_fleet_load(&rs->fleet, use, n, &fo);
+    if (!rc && !(rs->ranks = calloc(rs->fleet.count ? rs->fleet.count : 1, sizeof *rs->ranks)))
+        rc = CMT_ENOMEM;
+    if (!rc)
+        rc = replay_all(rs, points);
+    return rc ? rc : restore_paths(&rs->fleet, paths, n, proc);
+}
+
 int cmt__html_ranks_load(struct cmt__html_ranks *rs, const char *const *paths, size_t n,
                          uint32_t points)
 {
     memset(rs, 0, sizeof *rs);
-    const struct cmt_fleet_options fo = {.keep_readers = 1, .series_points = 2};
-    int rc = cmt_fleet_load(&rs->fleet, paths, n, &fo);
-    if (rc)
-        return rc;
-    if (!(rs->ranks = calloc(rs->fleet.count ? rs->fleet.count : 1, sizeof *rs->ranks))) {
-        cmt__html_ranks_free(rs);
-        return CMT_ENOMEM;
-    }
-    if ((rc = replay_all(rs, points))) {
+    const char **use = calloc(n ? n : 1, sizeof *use);
+    char **proc = calloc(n ? n : 1, sizeof *proc);
+    int *fds = calloc(n ? n : 1, sizeof *fds);
+    int rc = use && proc && fds ? load(rs, paths, n, points, use, proc, fds) : CMT_ENOMEM;
+    for (size_t i = 0; fds && proc && i < n; i++)
+        if (proc[i])
+            close(fds[i]); /* the readers keep their mappings */
+    for (size_t i = 0; proc && i < n; i++)
+        free(proc[i]);
+    free(proc);
+    free(use);
+    free(fds);
+    if (rc) {
         cmt__html_ranks_free(rs);
         return rc;
     }
