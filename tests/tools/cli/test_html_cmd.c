@@ -491,7 +491,7 @@ static void job_rank(const char *dir, const char *name, int32_t rank, uint64_t s
                      uint64_t fail_t)
 {
     static const char *argv[] = {"python", "train.py"};
-    struct cmt_process p = {300 + (uint64_t)rank,
+    struct cmt_process p = {300 + (uint64_t)rank + (name[0] == 'd' ? 10 : 0),
                             1,
                             UINT64_C(1700000000000000000) + start,
                             1000 + start,
@@ -531,6 +531,7 @@ Test(html_cmd, a_jobs_ranks_share_the_wall_clock_in_rank_order)
     job_rank(dir, "a.cmt", 2, 2 * MS, 3 * TB_GIB, 4 * MS);
     job_rank(dir, "b.cmt", 1, 0, 2 * TB_GIB, 5 * MS);
     job_rank(dir, "c.cmt", 0, 0, TB_GIB, 0);
+    job_rank(dir, "d.cmt", 0, 3 * MS, TB_GIB, 0); /* rank 0 again (pid 310): a restart */
     const char *argv[] = {"html", "-o", out_path(out, sizeof out), dir, NULL};
     struct captured c = capture_run(cmt_cmd_html, argv);
     cr_expect_eq(c.status, 0, "%s", c.err);
@@ -538,10 +539,11 @@ Test(html_cmd, a_jobs_ranks_share_the_wall_clock_in_rank_order)
               c.out);
     char *page = slurp(out);
     cr_expect(
-        strstr(page, "\"ranks\":{\"aligned\":true,\"shown\":1,\"shown_why\":\"first to fail\""),
+        strstr(page, "\"ranks\":{\"aligned\":true,\"shown\":2,\"shown_why\":\"first to fail\""),
         "rank 1's page");
-    const char *r0 = strstr(page, "\"label\":\"rank 0\""),
-               *r1 = strstr(page, "\"label\":\"rank 1\"");
+    const char *r0 = strstr(page, "\"label\":\"rank 0 (pid 300)\"");
+    const char *r1 = strstr(page, "\"label\":\"rank 1\"");
+    cr_expect(strstr(page, "\"label\":\"rank 0 (pid 310)\""), "the restart told apart");
     const char *r2 = strstr(page,
                             "\"label\":\"rank 2\",\"rank\":2,\"host\":\"node-a\",\"pid\":302");
     cr_expect(r0 && r1 && r2 && r0 < r1 && r1 < r2, "by rank, not by file name");
@@ -553,7 +555,7 @@ Test(html_cmd, a_jobs_ranks_share_the_wall_clock_in_rank_order)
     free(page);
     remove(out);
     captured_free(&c);
-    for (const char *n = "abc"; *n; n++) {
+    for (const char *n = "abcd"; *n; n++) {
         snprintf(path, sizeof path, "%s/%c.cmt", dir, *n);
         remove(path);
     }

@@ -3,6 +3,7 @@
  * Nothing here draws: ranks_view.js does, from the `ranks` object written here. */
 #include "html/html_ranks.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -368,11 +369,19 @@ static void oom_json(struct cmt__json *j, const struct cmt__html_rank *rk)
     cmt__json_end_array(j);
 }
 
-/* "rank 3", or the trace's file name when no rank is known. */
-static const char *rank_label(const struct cmt_fleet_process *p, char *buf, size_t size)
+/* "rank 3" ("rank 3 (pid 1234)" when several processes had it), or the trace's file name when
+ * no rank is known. */
+static const char *rank_label(const struct cmt_fleet *f, const struct cmt_fleet_process *p,
+                              char *buf, size_t size)
 {
     const char *slash = strrchr(p->path, '/');
-    if (p->rank >= 0)
+    uint32_t same = 0; /* processes of this rank: a restart */
+    for (uint32_t i = 0; p->rank >= 0 && i < f->rank_count; i++)
+        if (f->ranks[i].rank == p->rank)
+            same = f->ranks[i].process_count;
+    if (p->rank >= 0 && same > 1)
+        snprintf(buf, size, "rank %d (pid %" PRIu64 ")", (int)p->rank, p->pid);
+    else if (p->rank >= 0)
         snprintf(buf, size, "rank %d", (int)p->rank);
     else
         snprintf(buf, size, "%s", slash ? slash + 1 : p->path);
@@ -387,7 +396,7 @@ static void rank_json(struct cmt__json *j, const struct cmt__html_ranks *rs, uin
     char label[512];
     cmt__json_object(j, NULL);
     cmt__json_string(j, "file", p->path);
-    cmt__json_string(j, "label", rank_label(p, label, sizeof label));
+    cmt__json_string(j, "label", rank_label(&rs->fleet, p, label, sizeof label));
     cmt__json_i64_or_null(j, "rank", p->rank);
     cmt__json_string_or_null(j, "host", p->host);
     cmt__json_u64(j, "pid", p->pid);
@@ -395,7 +404,9 @@ static void rank_json(struct cmt__json *j, const struct cmt__html_ranks *rs, uin
         cmt__json_string(j, "error", cmt_err_message(&p->open_err));
     cmt__json_bool(j, "damaged", p->damage < 0);
     cmt__json_string(j, "failure", cmt_fleet_failure_name(p->failure));
-    uint64_t offset = rs->aligned ? p->start_wall_ns - rs->fleet.start_wall_ns : 0;
+    uint64_t offset = rs->aligned && !p->error && p->start_wall_ns > rs->fleet.start_wall_ns
+                          ? p->start_wall_ns - rs->fleet.start_wall_ns
+                          : 0;
     CMT__JSON_U64S(j, {"offset_ns", offset}, {"duration_ns", p->duration_ns},
                    {"peak_bytes", rk->peak_bytes}, {"peak_t_ns", rk->peak_t_ns},
                    {"bucket_ns", rk->width_ns});
