@@ -491,29 +491,21 @@ static void job_rank(const char *dir, const char *name, int32_t rank, uint64_t s
                      uint64_t fail_t)
 {
     static const char *argv[] = {"python", "train.py"};
-    struct cmt_process p = {300 + (uint64_t)rank + (name[0] == 'd' ? 10 : 0),
-                            1,
-                            UINT64_C(1700000000000000000) + start,
-                            1000 + start,
-                            12040,
-                            "node-a",
-                            "/usr/bin/python3",
-                            2,
-                            argv,
-                            rank,
-                            rank,
-                            3,
-                            "job-7"};
+    struct cmt_process p = {.pid = 300 + (uint64_t)rank + (name[0] == 'd' ? 10 : 0),
+                            .ppid = 1,
+                            .start_wall_ns = UINT64_C(1700000000000000000) + start,
+                            .start_mono_ns = 1000 + start,
+                            .hostname = "node-a",
+                            .exe = "/usr/bin/python3",
+                            .argc = 2,
+                            .argv = argv,
+                            .rank = rank,
+                            .local_rank = rank,
+                            .world_size = 3,
+                            .job_id = "job-7"};
     struct tb b;
     tb_begin_process(&b, &p, 16 * TB_GIB, 16 * TB_GIB);
-    b.t_ns = 1 * MS;
-    tb_alloc(&b, 0x7f0000000000, peak, 0);
-    if (fail_t) {
-        b.t_ns = fail_t;
-        tb_alloc_fail(&b, 30 * TB_GIB, 0);
-    }
-    b.t_ns = 10 * MS;
-    tb_free(&b, 0x7f0000000000);
+    tb_hold(&b, peak, fail_t);
     tb_finish(&b, 1);
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
