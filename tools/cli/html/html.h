@@ -91,9 +91,10 @@ struct cmt__html_run {
     struct cmt__html_alloc alloc; /* when the trace has allocator-level records */
     int have_alloc;
     struct cmt_ledger *ledger; /* the ledger at evenly spaced times and the peak (second pass) */
-    struct cmt_alloc *ledger_alloc; /* the allocator-level view the ledger reads then */
-    cmt_alloc_history *history;     /* its blocks and segments over the run (it reads it) */
-    cmt_alloc_outside *outside;     /* driver memory outside those segments (it reads them) */
+    struct cmt_alloc *ledger_alloc;      /* the allocator-level view the ledger reads then */
+    cmt_alloc_history *history;          /* its blocks and segments over the run (it reads it) */
+    cmt_alloc_outside *outside;          /* driver memory outside those segments (it reads them) */
+    const struct cmt__html_ranks *ranks; /* the page over several ranks: theirs (html_ranks.h) */
 };
 
 /* The page's `history` object (html_history.c): null without allocator records. @return 0, or
