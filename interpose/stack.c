@@ -1,4 +1,4 @@
-/* stack.c — unwinding (libunwind) and the stack trie.
+/* stack.c — unwinding (unwind.h, which falls back to libunwind) and the stack trie.
  *
  * A stack is interned from the outermost frame in: node = intern(parent, ip), so common
  * callers are shared and each node is written to the trace once. Lookups are lock-free
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "recorder.h"
+#include "unwind.h"
 
 /* The table and the nodes grow as stacks are seen (nothing is reserved up front: under
  * `ulimit -v` the program's address space stays the program's). */
@@ -244,9 +245,9 @@ uint32_t cmt__stack_capture(int max_depth)
         return 0;
     void *ips[MAX_FRAMES];
     int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
-    cmt__dl_enter(); /* libunwind finds unwind tables with dl_iterate_phdr */
+    cmt__dl_enter(); /* a rule cache miss and libunwind walk the objects (dl_iterate_phdr) */
     unwinding = 1;
-    int n = unw_backtrace(ips, want);
+    int n = cmt__unwind_backtrace(ips, want);
     unwinding = 0;
     cmt__dl_leave();
     int skip = 0;
