@@ -43,12 +43,13 @@ static _Atomic uint64_t rule_cache[CACHE_SLOTS];
 
 /* A walk's frames as it saw them: frame i's registers, and where the step from frame i read
  * its caller's rbp (0: it did not). `complete`: the walk ended at its last frame, an
- * outermost one. The next walk on the thread takes frames from it (replay, below). */
+ * outermost one; `returned`: what it returned (-1 when it fell back). The next walk on the
+ * thread takes frames from it (replay, below). */
 struct frame {
     uintptr_t pc, sp, fp, rbp_at;
 };
 struct walk_record {
-    int n, complete;
+    int n, complete, returned;
     struct frame f[RECORD_FRAMES];
 };
 
@@ -224,6 +225,7 @@ struct walk {
     void **ips;
     int n, max, limit; /* frames below limit are recorded */
     int j;             /* the previous walk's first frame not below sp */
+    int fell_back;
     uintptr_t pc, sp, fp, hi;
     uintptr_t first; /* frame 0's pc: where a fallback starts */
     struct walk_record *record;
@@ -328,8 +330,10 @@ static int walk_on(struct walk *w)
             p->f[w->j].fp == w->fp && replay(w))
             return w->n;
         int r = step(w);
-        if (r < 0)
+        if (r < 0) {
+            w->fell_back = 1;
             return fallback(w->ips, w->max, w->first);
+        }
         if (r == 0)
             return w->n;
     }
@@ -352,14 +356,16 @@ static inline int same_walk(const struct walk_record *p, struct walk *w, int *sa
     return 0;
 }
 
-/* A walk of this thread's, recorded for the next one. */
-static int walk_recorded(struct walk *w)
+/* A walk of this thread's, recorded for the next one; *again: it returned what the previous
+ * one did. */
+static int walk_recorded(struct walk *w, int *again)
 {
     const struct walk_record *p = &self.records[self.previous];
     int same;
     int n = same_walk(p, w, &same);
     if (n) {
         self.counts.replayed += (uint64_t)(n - 1);
+        *again = n == p->returned;
         return n; /* the previous record stands for this walk too */
     }
     struct walk_record *r = &self.records[self.previous ^ 1];
@@ -380,16 +386,21 @@ static int walk_recorded(struct walk *w)
         add_frame(w);
     }
     n = walk_on(w);
+    r->returned = w->fell_back ? -1 : n;
     self.previous ^= 1;
     return n;
 }
 
-int cmt__unwind_walk(void **ips, int max, uintptr_t pc, uintptr_t sp, uintptr_t fp);
+int cmt__unwind_walk(void **ips, int max, uintptr_t pc, uintptr_t sp, uintptr_t fp, int *again);
 
 /* The walk from the caller's registers (the entry below passes them). */
 __attribute__((used, visibility("hidden"))) int cmt__unwind_walk(void **ips, int max, uintptr_t pc,
-                                                                 uintptr_t sp, uintptr_t fp)
+                                                                 uintptr_t sp, uintptr_t fp,
+                                                                 int *again)
 {
+    int again_unused;
+    again = again ? again : &again_unused;
+    *again = 0;
     if (max <= 0)
         return 0;
     self.counts.walks++;
@@ -410,14 +421,14 @@ __attribute__((used, visibility("hidden"))) int cmt__unwind_walk(void **ips, int
         return walk_on(&w);
     }
     self.walking = 1;
-    int n = walk_recorded(&w);
+    int n = walk_recorded(&w, again);
     self.walking = 0;
     return n;
 }
 
 #if defined(__x86_64__)
-/* cmt__unwind_backtrace(ips, max): the caller's pc, rsp and rbp as they are after its call
- * returns, then a jump (not a call) into the walk, which returns to the caller itself. */
+/* cmt__unwind_backtrace(ips, max, again): the caller's pc, rsp and rbp as they are after its
+ * call returns, then a jump (not a call) into the walk, which returns to the caller itself. */
 __asm__(".text\n"
         ".globl cmt__unwind_backtrace\n"
         ".hidden cmt__unwind_backtrace\n"
@@ -425,6 +436,7 @@ __asm__(".text\n"
         "cmt__unwind_backtrace:\n"
         ".cfi_startproc\n"
         "endbr64\n"
+        "movq %rdx, %r9\n"
         "movq (%rsp), %rdx\n"
         "leaq 8(%rsp), %rcx\n"
         "movq %rbp, %r8\n"
@@ -432,8 +444,10 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size cmt__unwind_backtrace, .-cmt__unwind_backtrace\n");
 #else
-int cmt__unwind_backtrace(void **ips, int max)
+int cmt__unwind_backtrace(void **ips, int max, int *again)
 {
+    if (again)
+        *again = 0;
     if (max <= 0)
         return 0;
     self.counts.walks++;

@@ -24,8 +24,10 @@
 /* Fills ips with the return addresses of the caller's stack, innermost first: ips[0] is the
  * address cmt__unwind_backtrace returns to, then its caller's, out to the outermost frame (or
  * `max`): what unw_backtrace gives from the same call site (the tests hold the two equal).
+ * `again` (may be NULL) is set to 1 when these are the very addresses this thread's previous
+ * walk returned (a loop's call site: the caller may reuse what it made of them), else 0.
  * @return the number of addresses written (0 when max <= 0). */
-int cmt__unwind_backtrace(void **ips, int max);
+int cmt__unwind_backtrace(void **ips, int max, int *again);
 
 /* This thread's walks so far: how many, how many fell back to libunwind, how many frames
  * missed the rule cache, how many frames were taken from the thread's previous walk (for

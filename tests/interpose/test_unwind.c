@@ -18,7 +18,7 @@
 
 struct walks {
     int max;
-    int ours_n, theirs_n;
+    int ours_n, theirs_n, again;
     void *ours[FRAMES], *theirs[FRAMES];
     struct cmt__unwind_counts before, after;
 };
@@ -29,7 +29,7 @@ static __attribute__((noinline)) int walk_both(void *arg)
 {
     struct walks *w = arg;
     cmt__unwind_counts(&w->before);
-    w->ours_n = cmt__unwind_backtrace(w->ours, w->max ? w->max : FRAMES);
+    w->ours_n = cmt__unwind_backtrace(w->ours, w->max ? w->max : FRAMES, &w->again);
     cmt__unwind_counts(&w->after);
     w->theirs_n = unw_backtrace(w->theirs, w->max ? w->max : FRAMES);
     __asm__ volatile("" ::: "memory");
@@ -193,6 +193,24 @@ Test(unwind, a_stack_like_the_last_one_is_taken_from_it)
     assert_same(&w, 12);
     /* all but the frames the walks do not share (walk_both's own, and the step into it) */
     cr_assert_geq(w.after.replayed - w.before.replayed, (uint64_t)w.ours_n - 2);
+}
+
+Test(unwind, says_when_a_walk_returns_the_previous_one_again)
+{
+    static struct walks w, other;
+    for (int i = 0; i < 3; i++) {
+        w.max = 0;
+        cmt_shape_no_fp(6, walk_both, &w);
+        assert_same(&w, 8);
+        cr_assert_eq(w.again, i > 0, "walk %d", i);
+    }
+    w.max = 4; /* the same stack, fewer frames: not what the previous walk returned */
+    cmt_shape_no_fp(6, walk_both, &w);
+    assert_same(&w, 4);
+    cr_assert_eq(w.again, 0);
+    cmt_shape_no_fp(7, walk_both, &other);
+    assert_same(&other, 9);
+    cr_assert_eq(other.again, 0);
 }
 
 /* The same depth and frame sizes through two different callers: a walk that reused the
