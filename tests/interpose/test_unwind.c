@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <libunwind.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 
@@ -140,6 +141,30 @@ Test(unwind, a_frame_over_the_cache_limit_falls_back)
     cmt_shape_huge_frame(walk_both, &w);
     assert_same(&w, 3);
     cr_assert_eq(fallbacks(&w), 1);
+}
+
+/* A call to a noreturn function can be its caller's last instruction: the return address is
+ * then past the caller's end, and only the call instruction (address - 1) finds its rule. */
+static jmp_buf leave;
+
+static __attribute__((noreturn, noinline)) void walk_and_leave(void *arg)
+{
+    walk_both(arg);
+    longjmp(leave, 1);
+}
+
+static __attribute__((noinline)) void ends_in_a_noreturn_call(void *arg)
+{
+    walk_and_leave(arg);
+}
+
+Test(unwind, matches_libunwind_past_a_noreturn_call)
+{
+    static struct walks w;
+    if (!setjmp(leave))
+        ends_in_a_noreturn_call(&w);
+    assert_same(&w, 4);
+    cr_assert_eq(fallbacks(&w), 0);
 }
 
 static struct walks in_handler;
