@@ -57,6 +57,15 @@ static __attribute__((noinline)) int recurse(int depth, cmt_shape_leaf leaf, voi
     return r + 1;
 }
 
+/* Both walks at the bottom of `depth` frames of a shape: the same, with no fallback. */
+static void check_shape(int (*shape)(int, cmt_shape_leaf, void *), int depth)
+{
+    static struct walks w;
+    shape(depth, walk_both, &w);
+    assert_same(&w, depth + 2);
+    cr_assert_eq(fallbacks(&w), 0);
+}
+
 Test(unwind, matches_libunwind_on_a_plain_call)
 {
     static struct walks w;
@@ -67,10 +76,7 @@ Test(unwind, matches_libunwind_on_a_plain_call)
 
 Test(unwind, matches_libunwind_on_deep_recursion)
 {
-    static struct walks w;
-    recurse(300, walk_both, &w);
-    assert_same(&w, 300);
-    cr_assert_eq(fallbacks(&w), 0);
+    check_shape(recurse, 300);
 }
 
 Test(unwind, stops_at_max)
@@ -83,10 +89,7 @@ Test(unwind, stops_at_max)
 
 Test(unwind, matches_libunwind_across_a_shared_library)
 {
-    static struct walks w;
-    cmt_shape_shared(12, walk_both, &w);
-    assert_same(&w, 14);
-    cr_assert_eq(fallbacks(&w), 0);
+    check_shape(cmt_shape_shared, 12);
 }
 
 static void *open_module(cmt_shape_module_fn *fn)
@@ -104,9 +107,7 @@ Test(unwind, matches_libunwind_across_a_dlopened_module)
     walk_both(&w); /* the objects are read before the module is there */
     cmt_shape_module_fn fn;
     void *h = open_module(&fn);
-    fn(9, walk_both, &w);
-    assert_same(&w, 11);
-    cr_assert_eq(fallbacks(&w), 0);
+    check_shape(fn, 9);
     dlclose(h);
 }
 
@@ -119,9 +120,7 @@ Test(unwind, matches_libunwind_after_a_module_is_closed_and_opened_again)
     cr_assert_eq(dlclose(h), 0);
     void *other = dlopen(CMT_UNWIND_SHARED_PATH, RTLD_NOW); /* something may land there */
     h = open_module(&fn);
-    fn(7, walk_both, &w);
-    assert_same(&w, 9);
-    cr_assert_eq(fallbacks(&w), 0);
+    check_shape(fn, 7);
     dlclose(h);
     if (other)
         dlclose(other);
@@ -129,10 +128,7 @@ Test(unwind, matches_libunwind_after_a_module_is_closed_and_opened_again)
 
 Test(unwind, matches_libunwind_without_frame_pointers)
 {
-    static struct walks w;
-    cmt_shape_no_fp(40, walk_both, &w);
-    assert_same(&w, 42);
-    cr_assert_eq(fallbacks(&w), 0);
+    check_shape(cmt_shape_no_fp, 40);
 }
 
 Test(unwind, a_frame_over_the_cache_limit_falls_back)
