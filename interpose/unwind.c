@@ -4,7 +4,7 @@
  * PC's bits above 12 as a tag, and the rule packed in 24 bits, so a word read with a relaxed
  * load is an entry or empty (0), never half of two. Slot i holds the PC whose low 12 bits are
  * i ^ tag's low 12 bits, so tag and slot name one PC. A rule that does not pack (a frame over
- * 32 KiB, rbp saved over 8 KiB below the CFA) is worked out again from the CFI at each walk.
+ * 128 KiB, rbp saved over 2 KiB below the CFA) makes the walk fall back.
  *
  * A miss (the rule of a PC not in the cache) runs under a try-lock: the list of loaded
  * objects is read again when the loader's add or remove count moved (dl_iterate_phdr), the
@@ -72,15 +72,6 @@ static void empty_cache(void)
 {
     for (unsigned i = 0; i < CACHE_SLOTS; i++)
         atomic_store_explicit(&rule_cache[i], 0, memory_order_relaxed);
-}
-
-void cmt__unwind_forget(void)
-{
-    while (atomic_flag_test_and_set_explicit(&miss_lock, memory_order_acquire))
-        ;
-    objects_read = 0;
-    empty_cache();
-    atomic_flag_clear_explicit(&miss_lock, memory_order_release);
 }
 
 /* ---- the loaded objects ---- */

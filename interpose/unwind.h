@@ -37,9 +37,4 @@ struct cmt__unwind_counts {
 };
 void cmt__unwind_counts(struct cmt__unwind_counts *out);
 
-/* Forgets every cached rule and the list of loaded objects (after a dlclose; the next miss
- * walks the objects again). Safe at any time; walks under way may still use a rule read
- * before it. */
-void cmt__unwind_forget(void);
-
 #endif
