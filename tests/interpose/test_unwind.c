@@ -196,6 +196,44 @@ Test(unwind, matches_libunwind_on_another_thread)
     cr_assert_eq(fallbacks(&w), 0);
 }
 
+/* Threads that walk at once share the rule cache and race for its misses (a thread that
+ * finds a miss under way falls back): every walk still gives libunwind's addresses. */
+struct racer {
+    struct walks w;
+    int mismatches;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    for (int i = 0; i < 200; i++) {
+        if (i % 3 == 0)
+            cmt_shape_no_fp(5 + i % 7, walk_both, &r->w);
+        else if (i % 3 == 1)
+            cmt_shape_shared(3 + i % 5, walk_both, &r->w);
+        else
+            recurse(i % 11, walk_both, &r->w);
+        int same = r->w.ours_n == r->w.theirs_n;
+        for (int k = 1; same && k < r->w.ours_n; k++)
+            same = r->w.ours[k] == r->w.theirs[k];
+        r->mismatches += !same;
+    }
+    return NULL;
+}
+
+Test(unwind, threads_walking_at_once_match_libunwind)
+{
+    enum { THREADS = 6 };
+    static struct racer racers[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, race, &racers[i]), 0);
+    for (int i = 0; i < THREADS; i++) {
+        cr_assert_eq(pthread_join(t[i], NULL), 0);
+        cr_assert_eq(racers[i].mismatches, 0, "thread %d", i);
+    }
+}
+
 Test(unwind, a_stack_seen_before_reads_no_unwind_tables)
 {
     static struct walks w;
