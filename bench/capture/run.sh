@@ -51,8 +51,8 @@ label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
 
 if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on under another shim
     [[ -f $BENCH_BASE_SHIM ]] || { echo "run.sh: BENCH_BASE_SHIM=$BENCH_BASE_SHIM is missing" >&2; exit 2; }
-    modes+=(base64)
-    label[base64]="BENCH_BASE_SHIM, stacks on (64)"; args[base64]="-n $pairs"
+    modes+=(shimbase)
+    label[shimbase]="BENCH_BASE_SHIM, stacks on (64)"; args[shimbase]="-n $pairs"
 fi
 
 run_mode() { # mode rep → prints the benchmark's result line
@@ -68,7 +68,7 @@ run_mode() { # mode rep → prints the benchmark's result line
     ashim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$annotate" $a ;;
     ashim64) "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
     mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
-    base64) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
+    shimbase) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
         -o "$out.cmt" -- "$capture" $a ;;
     esac | grep -E '^bench_(capture|malloc|annotate)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
 }
@@ -107,7 +107,7 @@ for m in shim0 shim64 t4shim t8shim ashim0 ashim64; do # bytes per event of the 
 done
 
 added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
-base_of() { case $1 in shim* | base64) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
+base_of() { case $1 in shim*) echo bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
 echo
 printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
 for m in "${modes[@]}"; do
@@ -146,6 +146,6 @@ vs_heaptrack() {
 }
 r=$(vs_heaptrack shim64)
 printf '  %-40s %s -> %s\n' "stacks on: CPU added <= 0.7x heaptrack's" "${r}x" "$(verdict "$r" 0.7)"
-[[ -n ${cpu[base64]:-} ]] && printf '  %-40s %s\n' "  the same for BENCH_BASE_SHIM" "$(vs_heaptrack base64)x"
+[[ -n ${cpu[shimbase]:-} ]] && printf '  %-40s %s\n' "  the same for BENCH_BASE_SHIM" "$(vs_heaptrack shimbase)x"
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
 exit 0
