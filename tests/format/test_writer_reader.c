@@ -1,8 +1,11 @@
 #include "trace_fixture.h"
 #include "varint.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <zstd.h>
 
 /* A reader over a hand-built chunk (fixture_hand_chunk into buf). */
@@ -555,4 +558,80 @@ Test(writer_reader, stop_ends_the_pass_until_a_rewind)
     cr_assert(cmt_reader_clean_exit(r));
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
+}
+
+/* Pages of the mapping of `path` (the reader's) that are in this process's page tables, at
+ * file offsets from `from` (/proc/self/pagemap, bit 63: present; mincore() would say what the
+ * page cache holds, which a handed-back page stays in). */
+static size_t mapped_pages(const char *path, uint64_t from)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    cr_assert_not_null(maps);
+    char line[4096];
+    unsigned long start = 0, end = 0, offset = 0;
+    while (fgets(line, sizeof line, maps))
+        if (strstr(line, path) && sscanf(line, "%lx-%lx %*s %lx", &start, &end, &offset) == 3)
+            break;
+    fclose(maps);
+    cr_assert_neq(end, 0, "the reader maps %s", path);
+    cr_assert_eq(offset, 0);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    cr_assert_geq(fd, 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), present = 0;
+    for (unsigned long a = start + (from & ~(uint64_t)(page - 1)); a < end; a += page) {
+        uint64_t entry;
+        cr_assert_eq(pread(fd, &entry, sizeof entry, (off_t)(a / page * sizeof entry)), 8);
+        present += entry >> 63;
+    }
+    close(fd);
+    return present;
+}
+
+/* A pass hands back the mapped pages of what it has read, in 2 MiB steps (a huge page): after
+ * a preload and a pass over a 16 MiB trace of barely compressible events, no page before the
+ * last 2 MiB is mapped, and none stayed during the pass beyond two steps and a chunk. */
+Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
+{
+    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cmt_writer *w;
+    cr_assert_eq(cmt_writer_create(&w, cmt_fd_sink, &fd, NULL), 0);
+    uint64_t x = 0x9e3779b97f4a7c15ull; /* xorshift: addresses and sizes that do not repeat */
+    for (uint64_t i = 0; i < 1200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        struct cmt_event e = {
+            .seq = i, .t_ns = i * 100, .api = 1, .fields = CMT_F(PTR) | CMT_F(SIZE)};
+        e.v[CMT_FIELD_PTR] = x >> 16;
+        e.v[CMT_FIELD_SIZE] = x & 0xffffffffu;
+        cr_assert_eq(cmt_writer_event(w, &e), 0);
+    }
+    cr_assert_eq(cmt_writer_end(w, &(struct cmt_end){0}), 0);
+    cr_assert_eq(cmt_writer_flush(w), 0);
+    cmt_writer_destroy(w);
+    off_t len = lseek(fd, 0, SEEK_END);
+    close(fd);
+    cr_assert_geq(len, 12 << 20, "a trace of %lld bytes is too small to show it", (long long)len);
+
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
+    cr_assert_eq(cmt_reader_preload(r), 0);
+    struct cmt_record rec;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), most = 0, events = 0;
+    int rc;
+    while ((rc = cmt_reader_next(r, &rec)) > 0)
+        if (++events % 50000 == 0) {
+            size_t now = mapped_pages(path, 0);
+            most = now > most ? now : most;
+        }
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(cmt_reader_event_count(r), 1200000);
+    size_t left = mapped_pages(path, 0),
+           before_tail = mapped_pages(path, (uint64_t)len - (2 << 20));
+    cr_expect_eq(left, before_tail, "%zu pages stay mapped before the last 2 MiB of %lld bytes",
+                 left - before_tail, (long long)len);
+    cr_expect_leq(most, (5u << 20) / page, /* two steps and a chunk (1 MiB raw by default) */
+                  "%zu pages mapped during the pass", most);
+    cmt_reader_close(r);
+    unlink(path);
 }
