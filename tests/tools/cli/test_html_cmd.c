@@ -237,6 +237,48 @@ Test(html_cmd, allocator_records_give_lines_and_the_view_at_the_oom)
     captured_free(&c);
 }
 
+/* Allocator records alone whose peaks come at different times: a 20 MiB block in a 20 MiB
+ * segment (the allocated peak, at 2 us), freed, then a second segment (the reserved peak,
+ * 40 MiB at 5 us) and a 10 MiB block in it (at 6 us). */
+static const char *two_peaks_trace(int index)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_allocator(&b, 1, "");
+    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "forward");
+    uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull;
+    tb_segment(&b, A, 20 * TB_MIB, 0);
+    tb_block(&b, A, 20 * TB_MIB, 20 * TB_MIB, s, 0);
+    tb_block_free(&b, A, 20 * TB_MIB);
+    tb_segment(&b, B, 20 * TB_MIB, 0);
+    tb_block(&b, B, 10 * TB_MIB, 10 * TB_MIB, s, 0);
+    tb_finish(&b, 1);
+    const char *path = temp_trace(b.buf.data, b.buf.len, index);
+    tb_free_builder(&b);
+    return path;
+}
+
+Test(html_cmd, each_allocator_peak_has_its_own_time_in_the_line_and_the_view)
+{
+    char out[128];
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), two_peaks_trace(0), NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect(strstr(page, "\"line\":\"allocator peak 20.00 MiB allocated at 2.00 us, 40.00 MiB "
+                           "reserved at 5.00 us, 10.00 MiB allocated at the end (no driver calls "
+                           "recorded)\""),
+              "the run's line gives each peak its time");
+    /* the view at the reserved peak holds the block placed after the segment, but is dated
+     * when the peak was reached; it is the end's state, so no view at the end follows */
+    cr_expect(strstr(page, "\"at\":\"peak\",\"t_ns\":5000,"), "the view at the reserved peak");
+    cr_expect(strstr(page, "\"segment_count\":2,\"block_count\":1"), "...with the block after it");
+    cr_expect(!strstr(page, "\"at\":\"end\""), "no second view of the same state");
+    free(page);
+    remove(out);
+    captured_free(&c);
+}
+
 Test(html_cmd, the_write_ups_run_reads_as_oom_and_whatif_read_it)
 {
     /* the write-up's failure as the shim records it: the summary is `oom`'s sentence (the
