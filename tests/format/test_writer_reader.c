@@ -587,18 +587,18 @@ static size_t mapped_pages(const char *path, uint64_t from)
     return present;
 }
 
-/* A pass hands back the mapped pages of what it has read, in 2 MiB steps (a huge page): after
- * a preload and a pass over a 16 MiB trace of barely compressible events, no page before the
- * last 2 MiB is mapped, and none stayed during the pass beyond two steps and a chunk. */
-Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
+#define PAGES_EVENTS 1200000
+
+/* Writes PAGES_EVENTS barely compressible events (xorshift addresses and sizes, 1 MiB raw
+ * chunks) to a new file at path (a mkstemp template); `swap`: the second and third chunks
+ * change places in the file. @return the file's length (about 14 MiB). */
+static uint64_t write_pages_trace(char *path, int swap)
 {
-    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert_geq(fd, 0);
+    struct cmt_membuf buf = {0};
     cmt_writer *w;
-    cr_assert_eq(cmt_writer_create(&w, cmt_fd_sink, &fd, NULL), 0);
-    uint64_t x = 0x9e3779b97f4a7c15ull; /* xorshift: addresses and sizes that do not repeat */
-    for (uint64_t i = 0; i < 1200000; i++) {
+    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (uint64_t i = 0; i < PAGES_EVENTS; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         struct cmt_event e = {
             .seq = i, .t_ns = i * 100, .api = 1, .fields = CMT_F(PTR) | CMT_F(SIZE)};
@@ -609,10 +609,33 @@ Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
     cr_assert_eq(cmt_writer_end(w, &(struct cmt_end){0}), 0);
     cr_assert_eq(cmt_writer_flush(w), 0);
     cmt_writer_destroy(w);
-    off_t len = lseek(fd, 0, SEEK_END);
+    cr_assert_geq(buf.len, 12 << 20, "a trace of %zu bytes is too small to show it", buf.len);
+    if (swap) { /* chunks at a (the second), b and c: [a, b) and [b, c) trade places */
+        size_t at[4] = {CMT_FILE_HEADER_SIZE};
+        for (int k = 1; k < 4; k++)
+            at[k] = at[k - 1] + CMT_CHUNK_HEADER_SIZE + cmt__get_le32(buf.data + at[k - 1] + 4);
+        size_t first = at[2] - at[1], second = at[3] - at[2];
+        uint8_t *copy = malloc(first);
+        cr_assert_not_null(copy);
+        memcpy(copy, buf.data + at[1], first);
+        memmove(buf.data + at[1], buf.data + at[2], second);
+        memcpy(buf.data + at[1] + second, copy, first);
+        free(copy);
+    }
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(cmt_fd_sink(&fd, buf.data, buf.len), 0);
     close(fd);
-    cr_assert_geq(len, 12 << 20, "a trace of %lld bytes is too small to show it", (long long)len);
+    uint64_t len = buf.len;
+    cmt_membuf_free(&buf);
+    return len;
+}
 
+/* A preload, then a pass over the trace at path (len bytes), sampling the mapped pages: after
+ * it no page before the last 2 MiB is mapped, and none stayed during it beyond two steps, a
+ * chunk and `held` bytes (chunks kept for later). @return the reader (for the caller to close). */
+static cmt_reader *expect_pass_hands_back(const char *path, uint64_t len, size_t held)
+{
     cmt_reader *r;
     cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
     cr_assert_eq(cmt_reader_preload(r), 0);
@@ -625,13 +648,36 @@ Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
             most = now > most ? now : most;
         }
     cr_assert_eq(rc, 0);
-    cr_assert_eq(cmt_reader_event_count(r), 1200000);
-    size_t left = mapped_pages(path, 0),
-           before_tail = mapped_pages(path, (uint64_t)len - (2 << 20));
-    cr_expect_eq(left, before_tail, "%zu pages stay mapped before the last 2 MiB of %lld bytes",
-                 left - before_tail, (long long)len);
-    cr_expect_leq(most, (5u << 20) / page, /* two steps and a chunk (1 MiB raw by default) */
+    cr_assert_eq(cmt_reader_event_count(r), PAGES_EVENTS);
+    cr_assert_eq(cmt_reader_seq_gaps(r), 0);
+    size_t left = mapped_pages(path, 0), before_tail = mapped_pages(path, len - (2 << 20));
+    cr_expect_eq(left, before_tail, "%zu pages stay mapped before the last 2 MiB of %llu bytes",
+                 left - before_tail, (unsigned long long)len);
+    cr_expect_leq(most, ((5u << 20) + held) / page, /* two steps, a chunk (1 MiB raw), held */
                   "%zu pages mapped during the pass", most);
+    return r;
+}
+
+/* A pass hands back the mapped pages of what it has read, in 2 MiB steps (a huge page). */
+Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
+{
+    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
+    uint64_t len = write_pages_trace(path, 0);
+    cmt_reader_close(expect_pass_hands_back(path, len, 0));
+    unlink(path);
+}
+
+/* Chunks read in seq order, not file order: the pages of a chunk that comes later in the pass
+ * are not handed back before it is read (they would be mapped again, below the pages handed
+ * back, and stay). */
+Test(writer_reader, a_chunk_read_out_of_file_order_keeps_its_pages_until_read)
+{
+    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
+    uint64_t len = write_pages_trace(path, 1);
+    cmt_reader *r = expect_pass_hands_back(path, len, 2u << 20); /* the chunk jumped over */
+    char note[256];
+    cmt_reader_sequence_note(r, note, sizeof note);
+    cr_expect(strstr(note, "2 chunks out of seq order read in seq order"), "%s", note);
     cmt_reader_close(r);
     unlink(path);
 }
