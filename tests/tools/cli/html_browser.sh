@@ -230,7 +230,7 @@ PY
     expect "snapshot: every check" "$(field "$r" ok)" true
     expect "snapshot: the run's line gives the allocator's figures" \
         "$(grep -o '"run_line":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
-        "allocator peak 80.00 MiB allocated, 80.00 MiB reserved at 5.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
+        "allocator peak 80.00 MiB allocated at 5.00 us, 80.00 MiB reserved at 3.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
     check_history "snapshot" "$work/snap.pickle" "$r" oom
     "$cli" html -o "$work/snap-nofree.html" "$work/snap-nofree.pickle" >/dev/null
     r=$(selftest "$work/snap-nofree.html")

@@ -186,14 +186,40 @@ Test(html_cmd, one_call_site_from_two_callers_gets_two_names)
     captured_free(&cap);
 }
 
+/* A trace of a 24 GiB device with caching allocator 1 (settings conf). @return the stack
+ * "main <- forward". */
+static uint32_t allocator_begin(struct tb *b, const char *conf)
+{
+    tb_begin(b, 24 * TB_GIB, 24 * TB_GIB);
+    tb_allocator(b, 1, conf);
+    return tb_frame(b, tb_frame(b, 0, "main"), "forward");
+}
+
+/* Ends the trace b and saves it. @return its path. */
+static const char *allocator_end(struct tb *b, int index)
+{
+    tb_finish(b, 1);
+    const char *path = temp_trace(b->buf.data, b->buf.len, index);
+    tb_free_builder(b);
+    return path;
+}
+
+/* The page `html` writes of `trace` (at out). */
+static char *html_page(const char *trace, char *out, size_t size)
+{
+    const char *argv[] = {"html", "-o", out_path(out, size), trace, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    captured_free(&c);
+    return slurp(out);
+}
+
 /* A caching allocator's records: two 20 MiB segments, a block in each, the first freed, then
  * the allocator's OOM for 30 MiB (allocator_view's fragmentation case). */
 static const char *allocator_trace(int index)
 {
     struct tb b;
-    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
-    tb_allocator(&b, 1, "max_split_size_mb:16");
-    uint32_t s = tb_frame(&b, tb_frame(&b, 0, "main"), "forward");
+    uint32_t s = allocator_begin(&b, "max_split_size_mb:16");
     uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull, MIB = 1ull << 20;
     tb_alloc(&b, A, 20 * MIB, s); /* the segments' driver allocations */
     tb_segment(&b, A, 20 * MIB, 0);
@@ -205,19 +231,13 @@ static const char *allocator_trace(int index)
     tb_block_free(&b, A + 4 * MIB, 8 * MIB);
     uint64_t v[] = {30 * MIB};
     tb_alloc_event(&b, CMT_AA_OOM, 0, s, CMT_AF(SIZE), v);
-    tb_finish(&b, 1);
-    const char *path = temp_trace(b.buf.data, b.buf.len, index);
-    tb_free_builder(&b);
-    return path;
+    return allocator_end(&b, index);
 }
 
 Test(html_cmd, allocator_records_give_lines_and_the_view_at_the_oom)
 {
     char out[128];
-    const char *argv[] = {"html", "-o", out_path(out, sizeof out), allocator_trace(0), NULL};
-    struct captured c = capture_run(cmt_cmd_html, argv);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    char *page = slurp(out);
+    char *page = html_page(allocator_trace(0), out, sizeof out);
     cr_expect(strstr(page, "\"lines\":[{\"name\":\"allocated\""), "the allocated line");
     cr_expect(strstr(page, "{\"name\":\"reserved\",\"t\":["), "the reserved line");
     cr_expect(strstr(page, "\"v\":[20971520,41943040"), "reserved steps by segment");
@@ -234,7 +254,39 @@ Test(html_cmd, allocator_records_give_lines_and_the_view_at_the_oom)
     cr_expect(strstr(page, "\"stacks\":[[\"forward\""), "the blocks' stack");
     free(page);
     remove(out);
-    captured_free(&c);
+}
+
+/* Allocator records alone whose peaks come at different times: a 20 MiB block in a 20 MiB
+ * segment (the allocated peak, at 2 us), freed, then a second segment (the reserved peak,
+ * 40 MiB at 5 us) and a 10 MiB block in it (at 6 us). */
+static const char *two_peaks_trace(int index)
+{
+    struct tb b;
+    uint32_t s = allocator_begin(&b, "");
+    uint64_t A = 0x7f0000000000ull, B = 0x7f0010000000ull;
+    tb_segment(&b, A, 20 * TB_MIB, 0);
+    tb_block(&b, A, 20 * TB_MIB, 20 * TB_MIB, s, 0);
+    tb_block_free(&b, A, 20 * TB_MIB);
+    tb_segment(&b, B, 20 * TB_MIB, 0);
+    tb_block(&b, B, 10 * TB_MIB, 10 * TB_MIB, s, 0);
+    return allocator_end(&b, index);
+}
+
+Test(html_cmd, each_allocator_peak_has_its_own_time_in_the_line_and_the_view)
+{
+    char out[128];
+    char *page = html_page(two_peaks_trace(0), out, sizeof out);
+    cr_expect(strstr(page, "\"line\":\"allocator peak 20.00 MiB allocated at 2.00 us, 40.00 MiB "
+                           "reserved at 5.00 us, 10.00 MiB allocated at the end (no driver calls "
+                           "recorded)\""),
+              "the run's line gives each peak its time");
+    /* the view at the reserved peak holds the block placed after the segment, but is dated
+     * when the peak was reached; it is the end's state, so no view at the end follows */
+    cr_expect(strstr(page, "\"at\":\"peak\",\"t_ns\":5000,"), "the view at the reserved peak");
+    cr_expect(strstr(page, "\"segment_count\":2,\"block_count\":1"), "...with the block after it");
+    cr_expect(!strstr(page, "\"at\":\"end\""), "no second view of the same state");
+    free(page);
+    remove(out);
 }
 
 Test(html_cmd, the_write_ups_run_reads_as_oom_and_whatif_read_it)

@@ -32,8 +32,9 @@ enum { CMT__HTML_AT_OOM, CMT__HTML_AT_PEAK, CMT__HTML_AT_END };
 struct cmt__html_alloc_snap { /* one allocator's segments and live blocks at one moment */
     uint32_t allocator;
     int32_t dev;
-    int at; /* CMT__HTML_AT_* */
-    uint64_t t_ns;
+    int at;              /* CMT__HTML_AT_* */
+    uint64_t t_ns;       /* the moment shown: of the OOM, the reserved peak's own time, the end */
+    uint64_t state_t_ns; /* the allocator's last event when taken (the end's state when last) */
     struct cmt_alloc_figures fig;
     struct cmt_alloc_segment *segments; /* by address */
     size_t segment_count;
@@ -53,6 +54,7 @@ struct cmt__html_alloc {
     struct cmt__html_alloc_pending {
         uint32_t allocator;
         int32_t dev;
+        uint64_t t_ns; /* when the peak was reached */
     } pending[CMT__HTML_ALLOC_DEVICES];
     size_t pending_count;
     int failed; /* out of memory: parts are missing */
