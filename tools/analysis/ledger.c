@@ -78,6 +78,7 @@ struct raw {
 struct sample {
     int have;
     uint64_t free, total, t, process, events; /* events: how many had been applied */
+    uint64_t looked; /* the device's samples count when last compared with this */
 };
 
 struct cmt_ledger {
@@ -146,24 +147,34 @@ static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_devic
     return reserved > p ? reserved : p;
 }
 
-/* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
- * with the figures of the one before). @return 1 when it was. */
-/* d's sample is not the one kept (inline: every event asks). */
-static inline int sample_moved(const cmt_ledger *l, const struct cmt_replay_device *d)
+/* d's sample is not the one kept. */
+static int sample_differs(const struct sample *s, const struct cmt_replay_device *d)
 {
-    const struct sample *s = &l->samples[slot_of(d->dev)];
     return d->have_sample && d->total_bytes &&
            !(s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
              s->total == d->total_bytes);
 }
 
+/* The same, inline (every event asks): no sample taken since the last look is no change. */
+static inline int sample_moved(cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    struct sample *s = &l->samples[slot_of(d->dev)];
+    if (__builtin_expect(s->looked == d->samples, 1))
+        return 0;
+    s->looked = d->samples;
+    return sample_differs(s, d);
+}
+
+/* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
+ * with the figures of the one before). @return 1 when it was. */
 static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
 {
     struct sample *s = &l->samples[slot_of(d->dev)];
-    if (!d->have_sample || !d->total_bytes || (!fresh && !sample_moved(l, d)))
+    if (!d->have_sample || !d->total_bytes || (!fresh && !sample_differs(s, d)))
         return 0;
     *s = (struct sample){
-        1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
+        1,         d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d),
+        l->events, d->samples};
     return 1;
 }
 
@@ -367,20 +378,35 @@ static void allocator_oom(cmt_ledger *l, const cmt_replay *rp, const struct cmt_
     w->sample_process = process_bytes(l, d);
 }
 
+/* An out-of-memory failure of the event's device: a moment. */
+static __attribute__((noinline)) void oom_moment(cmt_ledger *l, const cmt_replay *rp,
+                                                 const struct cmt_replay_step *st)
+{
+    size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
+    l->pending_oom = i == (size_t)-1 ? 0 : i + 1;
+}
+
+/* A record other than an event: samples it carries, an allocator's OOM. */
+static __attribute__((noinline)) void record_step(cmt_ledger *l, const cmt_replay *rp,
+                                                  const struct cmt_replay_step *st)
+{
+    int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
+    for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
+        if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
+            completes_oom(l, d);
+    }
+    if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
+        (l->at & CMT_LEDGER_AT_OOM))
+        allocator_oom(l, rp, &st->rec.u.alloc_event);
+}
+
 static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
-    if (st->rec.type != CMT_REC_EVENT) {
-        int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
-        for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
-            const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
-            if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
-                completes_oom(l, d);
-        }
-        if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
-            (l->at & CMT_LEDGER_AT_OOM))
-            allocator_oom(l, rp, &st->rec.u.alloc_event);
+    if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0)) {
+        record_step(l, rp, st);
         return CMT_OBSERVE_ALL;
     }
     l->events++;
@@ -388,10 +414,8 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
     l->pending_oom = 0;
     if (st->device && sample_moved(l, st->device))
         note_sample(l, st->device, 0);
-    if (st->oom && st->device && (l->at & CMT_LEDGER_AT_OOM)) {
-        size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
-        l->pending_oom = i == (size_t)-1 ? 0 : i + 1;
-    }
+    if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
+        oom_moment(l, rp, st);
     return CMT_OBSERVE_ALL;
 }
 

@@ -445,7 +445,8 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         return;
     }
     uint64_t ptr = e->v[CMT_FIELD_PTR];
-    struct cmt__entry *a = cmt__map_find(&rp->allocs, ptr);
+    size_t at;
+    struct cmt__entry *a = cmt__map_find_at(&rp->allocs, ptr, &at);
     if (!a) {
         st->kind = kind_freed; /* what the op frees, for observers of unknown frees */
         if (ptr) {
@@ -474,7 +475,7 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         cmt__pool_retain(rp, a->aux, a->dev, a->size);
     cmt__note_owner(rp, st, a->dev);
     drop_on(rp, a->dev == e->dev ? d : cmt__device_slot(rp, a->dev), a);
-    cmt__map_remove(&rp->allocs, a);
+    cmt__map_remove_at(&rp->allocs, a, at);
 }
 
 /* The handlers of CMT_REPLAY_OPS for allocations and frees (replay_ops.h). An allocation
@@ -561,10 +562,15 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     st->api = name;
     struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
     /* the op's handler (replay_ops.h); those of most events, allocations and frees, inline */
+    int graph_node = (e->fields & CMT_F(HANDLE)) != 0; /* async on a capturing stream */
     if (__builtin_expect(apply == cmt__apply_alloc, 1))
         alloc_of_kind(rp, d, st, kind);
     else if (__builtin_expect(apply == cmt__apply_free, 1))
         apply_free(rp, d, st, kind, 0);
+    else if (__builtin_expect(apply == cmt__apply_alloc_async && !graph_node, 1))
+        apply_alloc(rp, d, st, CMT_KIND_ASYNC);
+    else if (__builtin_expect(apply == cmt__apply_free_async && !graph_node, 1))
+        apply_free(rp, d, st, kind, 1);
     else
         apply(rp, d, st, kind);
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
@@ -699,13 +705,68 @@ static __attribute__((noinline)) uint64_t pass_moments(cmt_replay *rp, struct cm
     return next;
 }
 
+/* The observers shown each class of step (step_class: a record, an event, an OOM event),
+ * in their order: a step is shown by walking its list alone. */
+struct shown {
+    struct cmt_observer **list[3];
+    size_t count[3];
+};
+
+static inline unsigned class_index(unsigned c)
+{
+    return c == CMT_OBSERVE_RECORD ? 0 : c == CMT_OBSERVE_EVENT ? 1 : 2;
+}
+
+/* After an observer's wants changed (and at the start). */
+static void list_observers(struct shown *sh, struct cmt_observer *obs, struct cmt_observer *end)
+{
+    static const unsigned classes[3] = {CMT_OBSERVE_RECORD, CMT_OBSERVE_EVENT,
+                                        CMT_OBSERVE_EVENT | CMT_OBSERVE_OOM};
+    for (unsigned k = 0; k < 3; k++) {
+        sh->count[k] = 0;
+        for (struct cmt_observer *o = obs; o < end; o++)
+            if (o->wants & classes[k])
+                sh->list[k][sh->count[k]++] = o;
+    }
+}
+
+/* Shows step st of class c to its observers. @return whether one's wants changed. */
+static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
+                       unsigned c, struct span *open, uint64_t *moment)
+{
+    unsigned k = class_index(c);
+    int changed = 0;
+    for (size_t i = 0; i < sh->count[k]; i++) {
+        struct cmt_observer *o = sh->list[k][i];
+        if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, st)) {
+            o->quiet.skipped++;
+            o->quiet.last_t = st->rec.u.event.t_ns;
+            if (o->quiet_end) {
+                open->from = o->quiet.from > open->from ? o->quiet.from : open->from;
+                open->until = o->quiet.until < open->until ? o->quiet.until : open->until;
+            }
+            continue;
+        }
+        unsigned was = o->wants;
+        o->wants = o->step(o, rp, st);
+        changed |= o->wants != was;
+        if (o->before && o->before_t < *moment) /* step() may set a moment too */
+            *moment = o->before_t;
+    }
+    return changed;
+}
+
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step st;
     struct cmt_observer *end = obs + n;
-    unsigned any = 0; /* the union of the masks: a step nobody wants costs one test */
-    for (struct cmt_observer *o = obs; o < end; o++)
-        any |= o->wants;
+    struct shown sh;
+    struct cmt_observer **lists = malloc(3 * n * sizeof *lists);
+    if (!lists)
+        return CMT_ENOMEM;
+    for (unsigned k = 0; k < 3; k++)
+        sh.list[k] = lists + k * n;
+    list_observers(&sh, obs, end);
     int rc;
     struct span open = {0, UINT64_MAX}; /* inside every window that skipped events */
     uint64_t moment = UINT64_MAX;       /* the next observer's before_t */
@@ -724,27 +785,10 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
         }
         if ((rc = apply_step(rp, &st)) <= 0)
             break;
-        unsigned c = step_class(&st);
-        if (!(any & c))
-            continue;
-        for (struct cmt_observer *o = obs; o < end; o++) {
-            if (!(o->wants & c))
-                continue;
-            if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, &st)) {
-                o->quiet.skipped++;
-                o->quiet.last_t = st.rec.u.event.t_ns;
-                if (o->quiet_end) {
-                    open.from = o->quiet.from > open.from ? o->quiet.from : open.from;
-                    open.until = o->quiet.until < open.until ? o->quiet.until : open.until;
-                }
-                continue;
-            }
-            o->wants = o->step(o, rp, &st);
-            any = 0;
-            for (struct cmt_observer *p = obs; p < end; p++)
-                any |= p->wants;
-        }
+        if (show(&sh, rp, &st, step_class(&st), &open, &moment))
+            list_observers(&sh, obs, end);
     }
+    free(lists);
     return rc;
 }
 

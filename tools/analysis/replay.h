@@ -114,6 +114,7 @@ struct cmt_replay_device {
     /* last recorded free/total (DEVICE, MEMINFO, or a program's cuMemGetInfo) */
     int have_sample;
     uint64_t free_bytes, total_bytes, sample_t_ns;
+    uint64_t samples; /* samples taken: another one since a look changed it */
     const char *name; /* from the DEVICE record, or NULL */
     /* the first free/total recorded (DEVICE record or baseline sample): the device as the
      * process found it */

@@ -47,6 +47,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         d->total_bytes = rec->u.device.total_bytes;
         d->free_bytes = rec->u.device.free_bytes;
         d->sample_t_ns = rec->u.device.t_ns;
+        d->samples++;
         baseline(d, d->free_bytes, d->total_bytes);
         break;
     }
@@ -56,6 +57,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         d->total_bytes = rec->u.meminfo.total_bytes;
         d->free_bytes = rec->u.meminfo.free_bytes;
         d->sample_t_ns = rec->u.meminfo.t_ns;
+        d->samples++;
         if (rec->u.meminfo.reason == CMT_MEMINFO_BASELINE)
             baseline(d, d->free_bytes, d->total_bytes);
         break;
