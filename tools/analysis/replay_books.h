@@ -8,6 +8,10 @@
 #include "replay_internal.h"
 
 struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp, int32_t dev);
+/* The call-site index of a stack not in the flat table yet (replay_tables.c). */
+uint32_t cmt__site_index_slow(cmt_replay *rp, uint32_t stack);
+/* A thread not in the cache: found or added (a spare when out of memory). */
+struct cmt_replay_thread *cmt__thread_slow(cmt_replay *rp, uint32_t tid);
 void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e);
 /* Removes a live object from the books (the caller removes it from its map). */
 void cmt__drop(cmt_replay *rp, const struct cmt__entry *e);
