@@ -393,7 +393,7 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
     l->pending_oom = 0;
     if (st->device && sample_moved(l, st->device))
         note_sample(l, st->device, 0);
-    if (l->peak)
+    if (l->peak && !l->peak->invalid)
         cmt__ledger_peak_event(l, self, rp, st);
     if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
         oom_moment(l, rp, st);

@@ -115,21 +115,8 @@ void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp);
 /* At finish: the peak's moments, one per device seen by then, when kept. */
 void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp);
 
-/* Every event, with the peak kept (inline: the ledger sees them all). */
-static inline void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self,
-                                          const cmt_replay *rp, const struct cmt_replay_step *st)
-{
-    struct cmt__ledger_peak *p = l->peak;
-    uint64_t t = st->rec.u.event.t_ns;
-    if (p->invalid)
-        return;
-    if (__builtin_expect(t < p->last_t, 0))
-        p->invalid = 1;
-    p->last_t = t;
-    if (st->delta > 0 && rp->peak_tick == rp->tick)
-        cmt__ledger_peak_new(l, self, rp);
-    else if (p->closed && (st->delta || st->all_devices || st->replaced))
-        cmt__ledger_peak_change(l, rp, st);
-}
+/* Every event, with the peak kept. */
+void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st);
 
 #endif

@@ -216,3 +216,17 @@ void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp)
         if (p->devices[slot].seen && add_moment(l, p, slot, slot_sites(p, slot, NULL)) != 0)
             l->failed = 1;
 }
+
+void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    struct cmt__ledger_peak *p = l->peak;
+    uint64_t t = st->rec.u.event.t_ns;
+    if (__builtin_expect(t < p->last_t, 0))
+        p->invalid = 1;
+    p->last_t = t;
+    if (st->delta > 0 && rp->peak_tick == rp->tick)
+        cmt__ledger_peak_new(l, self, rp);
+    else if (p->closed && (st->delta || st->all_devices || st->replaced))
+        cmt__ledger_peak_change(l, rp, st);
+}

@@ -202,7 +202,8 @@ __attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry
 
 /* ---- applying events ---- */
 
-static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
+static inline __attribute__((always_inline)) void pool_reuse(cmt_replay *rp, uint64_t key,
+                                                             uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_find(rp, key);
     if (!p || !p->size)
@@ -214,8 +215,9 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
-                         const struct cmt_event *e)
+static inline __attribute__((always_inline)) uint64_t pool_key(cmt_replay *rp,
+                                                               const struct cmt_replay_device *d,
+                                                               const struct cmt_event *e)
 {
     if (e->fields & CMT_F(POOL))
         return cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]);

@@ -84,7 +84,8 @@ static inline struct cmt__entry *cmt__pool_find(cmt_replay *rp, uint64_t key)
 }
 
 /* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
-static inline void cmt__pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+static inline __attribute__((always_inline)) void cmt__pool_retain(cmt_replay *rp, uint64_t key,
+                                                                   int32_t dev, uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_cached(rp, key);
     if (__builtin_expect(!p, 0) && !(p = cmt__pool_add(rp, key, dev)))

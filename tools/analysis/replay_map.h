@@ -132,8 +132,8 @@ static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_
 }
 
 /* @return the entry for key with *at its slot (for cmt__map_remove_at), or NULL. */
-static inline struct cmt__entry *cmt__map_find_at(const struct cmt__map *m, uint64_t key,
-                                                  size_t *at)
+static inline __attribute__((always_inline)) struct cmt__entry *cmt__map_find_at(
+    const struct cmt__map *m, uint64_t key, size_t *at)
 {
     if (__builtin_expect(!m->slots, 0))
         return NULL;
