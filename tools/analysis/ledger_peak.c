@@ -9,6 +9,8 @@
 
 #define DEFAULT_BUDGET (UINT64_C(1) << 22) /* cells: 4M x 20 B */
 #define MIN_CELLS 64
+/* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
+#define DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
 
 int cmt__ledger_peak_create(cmt_ledger *l, size_t budget)
 {
@@ -222,11 +224,34 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
 {
     struct cmt__ledger_peak *p = l->peak;
     uint64_t t = st->rec.u.event.t_ns;
+    int64_t delta = st->delta;
     if (__builtin_expect(t < p->last_t, 0))
         p->invalid = 1;
     p->last_t = t;
-    if (st->delta > 0 && rp->peak_tick == rp->tick)
+    if (delta > 0 && rp->peak_tick == rp->tick) {
         cmt__ledger_peak_new(l, self, rp);
-    else if (p->closed && (st->delta || st->all_devices || st->replaced))
-        cmt__ledger_peak_change(l, rp, st);
+        return;
+    }
+    if (!p->closed)
+        return;
+    if (__builtin_expect(st->all_devices || st->replaced != CMT_NO_OBJECT, 0)) {
+        p->invalid = 1; /* several objects at once, or one the step does not name */
+        return;
+    }
+    if (!delta)
+        return;
+    /* most changes: one allocation or free of a slot and site that has its cell */
+    uint32_t slot = (uint32_t)(st->owner ? st->owner->dev : st->rec.u.event.dev) + 1;
+    uint32_t site = st->site;
+    if (__builtin_expect((unsigned)st->kind < CMT_KIND_COUNT && (DRIVER_KINDS >> st->kind & 1u) &&
+                             slot < p->slot_cap && site < p->cell_cap[slot],
+                         1)) {
+        struct cmt__peak_cell *c = &p->cells[slot][site]; /* slot was seen: it has cells */
+        if (c->mark != p->mark)
+            *c = (struct cmt__peak_cell){.mark = p->mark};
+        c->bytes += delta;
+        c->count += delta > 0 ? 1 : -1;
+        return;
+    }
+    cmt__ledger_peak_change(l, rp, st);
 }
