@@ -469,6 +469,26 @@ Test(replay, holes_between_allocations)
     done(&b);
 }
 
+/* More than 32 allocations: the radix sort, over addresses that differ in several bytes,
+ * allocated out of address order. Allocation k of 64 (1 MiB) sits at k x 3 MiB, so every hole
+ * is 2 MiB. */
+Test(replay, holes_between_many_allocations_out_of_order)
+{
+    struct tb b;
+    tb_begin(&b, 4 * TB_GIB, 4 * TB_GIB);
+    for (uint64_t i = 0; i < 64; i++) {
+        uint64_t k = (i * 37) % 64; /* 37 is prime to 64: every k once */
+        tb_alloc(&b, 0x7f0000000000 + k * 3 * TB_MIB, 1 * TB_MIB, 0);
+    }
+    tb_finish(&b, 1);
+    replay(&b);
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.hole_bytes, 63 * 2 * TB_MIB);
+    cr_expect_eq(f.largest_hole, 2 * TB_MIB);
+    done(&b);
+}
+
 Test(replay, damaged_trace_keeps_what_came_before)
 {
     struct tb b;
