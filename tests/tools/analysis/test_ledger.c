@@ -342,13 +342,19 @@ Test(ledger, the_peak_kept_in_the_pass_is_what_a_replay_to_its_time_takes)
     done(&asked, &(struct tb){0});
 }
 
+/* 2 MiB, then 4 MiB (the peak) from user code. */
+static void up_to_a_peak(struct tb *b)
+{
+    tb_begin(b, GIB, GIB);
+    uint32_t user = tb_stack(b, "train_step", 2);
+    tb_alloc(b, 0x7f0000000000, 2 * MIB, user);
+    tb_alloc(b, 0x7f0000200000, 4 * MIB, user);
+}
+
 Test(ledger, the_peak_at_the_last_time_is_the_end_state)
 {
     struct tb b;
-    tb_begin(&b, GIB, GIB);
-    uint32_t user = tb_stack(&b, "train_step", 2);
-    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
-    tb_alloc(&b, 0x7f0000200000, 4 * MIB, user);
+    up_to_a_peak(&b);
     b.t_ns -= 1000; /* after the peak, at its time: no event after that time */
     tb_free(&b, 0x7f0000000000);
     tb_finish(&b, 1);
@@ -377,10 +383,7 @@ static void expect_not_kept(struct tb *b, size_t budget)
 Test(ledger, the_peak_is_not_kept_when_the_clock_goes_backwards)
 {
     struct tb b;
-    tb_begin(&b, GIB, GIB);
-    uint32_t user = tb_stack(&b, "train_step", 2);
-    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
-    tb_alloc(&b, 0x7f0000200000, 4 * MIB, user);
+    up_to_a_peak(&b);
     tb_free(&b, 0x7f0000200000);
     b.t_ns -= 2500; /* a thread's clock behind: "up to the peak's time" is not "up to the peak" */
     tb_free(&b, 0x7f0000000000);
@@ -391,10 +394,7 @@ Test(ledger, the_peak_is_not_kept_when_the_clock_goes_backwards)
 Test(ledger, the_peak_is_not_kept_past_its_budget)
 {
     struct tb b;
-    tb_begin(&b, GIB, GIB);
-    uint32_t user = tb_stack(&b, "train_step", 2);
-    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
-    tb_alloc(&b, 0x7f0000200000, 4 * MIB, user);
+    up_to_a_peak(&b);
     tb_free(&b, 0x7f0000200000); /* a change after the peak: its sums need cells */
     tb_finish(&b, 1);
     expect_not_kept(&b, 1);
@@ -403,12 +403,10 @@ Test(ledger, the_peak_is_not_kept_past_its_budget)
 Test(ledger, the_peak_is_not_kept_when_an_address_is_reused_without_its_free)
 {
     struct tb b;
-    tb_begin(&b, GIB, GIB);
-    uint32_t user = tb_stack(&b, "train_step", 2), other = tb_stack(&b, "eval", 2);
-    tb_alloc(&b, 0x7f0000000000, 2 * MIB, user);
-    tb_alloc(&b, 0x7f0000200000, 4 * MIB, user);
+    up_to_a_peak(&b);
     tb_free(&b, 0x7f0000200000);
-    tb_alloc(&b, 0x7f0000000000, 1 * MIB, other); /* drops the 2 MiB the step does not name */
+    tb_alloc(&b, 0x7f0000000000, 1 * MIB,
+             tb_stack(&b, "eval", 2)); /* drops the 2 MiB the step does not name */
     tb_finish(&b, 1);
     expect_not_kept(&b, 0);
 }
