@@ -138,7 +138,7 @@ struct cmt_ledger_options {
      * before each; each device seen by then */
     const uint64_t *times;
     size_t time_count;
-    /* CMT_LEDGER_AT_PEAK: the most (device, call site) sums kept for it (0: 4M, 80 MB); past
+    /* CMT_LEDGER_AT_PEAK: the most (device, call site) sums kept for it (0: 1M, 24 MiB); past
      * them, or when the clock goes backwards, an event changes the live set other than object
      * by object (a reset, a graph launch, an address reused without its free), or the trace
      * has allocator records, the peak is not kept */

@@ -7,7 +7,7 @@
 #include "cmt_free.h"
 #include "ledger_internal.h"
 
-#define DEFAULT_BUDGET (UINT64_C(1) << 22) /* cells: 4M x 20 B */
+#define DEFAULT_BUDGET (UINT64_C(1) << 20) /* cells: 1M x 24 B */
 #define MIN_CELLS 64
 /* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
 #define DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
