@@ -380,24 +380,40 @@ static __attribute__((noinline)) void record_step(cmt_ledger *l, const cmt_repla
         allocator_oom(l, rp, &st->rec.u.alloc_event);
 }
 
+/* The events applied since the ledger last looked (it is shown every event only when it keeps
+ * the peak): their count and last seq; an OOM moment is no longer completed by a sample. */
+static void catch_up(cmt_ledger *l, const cmt_replay *rp)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    if (t->events != l->events) {
+        l->events = t->events;
+        l->last_seq = t->last_seq;
+        l->pending_oom = 0;
+    }
+}
+
+/* The steps the ledger is shown: records, OOM failures and samples (every event with the peak). */
+static unsigned ledger_wants(const cmt_ledger *l)
+{
+    return l->peak ? CMT_OBSERVE_ALL : CMT_OBSERVE_RECORD | CMT_OBSERVE_OOM | CMT_OBSERVE_SAMPLE;
+}
+
 static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
+    catch_up(l, rp);
     if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0)) {
         record_step(l, rp, st);
-        return CMT_OBSERVE_ALL;
+        return ledger_wants(l);
     }
-    l->events++;
-    l->last_seq = st->rec.u.event.seq;
-    l->pending_oom = 0;
     if (st->device && sample_moved(l, st->device))
         note_sample(l, st->device, 0);
     if (l->peak && !l->peak->invalid)
         cmt__ledger_peak_event(l, self, rp, st);
     if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
         oom_moment(l, rp, st);
-    return CMT_OBSERVE_ALL;
+    return ledger_wants(l);
 }
 
 /* The next time to take (a time asked, the open peak's), UINT64_MAX when none. */
@@ -412,6 +428,7 @@ static void ledger_before(struct cmt_observer *self, const cmt_replay *rp)
 {
     cmt_ledger *l = self->ctx;
     uint64_t was = self->before_t;
+    catch_up(l, rp);
     const struct cmt__ledger_peak *p = l->peak;
     if (p && p->open && !p->closed && !p->invalid && p->t <= was)
         cmt__ledger_peak_close(l, rp);
@@ -427,7 +444,7 @@ static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp);
 
 struct cmt_observer cmt_ledger_observer(cmt_ledger *l)
 {
-    return (struct cmt_observer){.wants = CMT_OBSERVE_ALL,
+    return (struct cmt_observer){.wants = ledger_wants(l),
                                  .step = ledger_step,
                                  .finish = ledger_finish,
                                  .ctx = l,
@@ -616,6 +633,7 @@ static uint64_t call_site_ip(const cmt_reader *r, uint32_t stack)
 static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
     cmt_ledger *l = self->ctx;
+    catch_up(l, rp);
     uint64_t end_t = cmt_replay_totals(rp)->last_t_ns;
     for (; l->next_time < l->time_count; l->next_time++) /* times past the last event */
         take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);

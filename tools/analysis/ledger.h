@@ -151,7 +151,8 @@ typedef struct cmt_ledger cmt_ledger;
  * none. @return 0 or CMT_ENOMEM. */
 int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_ledger_options *o);
 void cmt_ledger_destroy(cmt_ledger *l);
-/* The ledger as a replay observer (every step; moments by before_t). */
+/* The ledger as a replay observer (records, OOM failures and samples, every event when it keeps
+ * the peak; moments by before_t). */
 struct cmt_observer cmt_ledger_observer(cmt_ledger *l);
 
 /* The moments taken, in time order, then the peak's (CMT_LEDGER_AT_PEAK, one per device seen

@@ -428,6 +428,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     rp->tick++;
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
+    rp->totals.last_seq = e->seq;
     uint32_t code = 0;
     int kind = CMT_KIND_NONE;
     cmt__apply_fn *apply = cmt__apply_none;
@@ -439,6 +440,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         name = a->name;
         apply = a->apply;
         kind = a->kind;
+        st->sample = a->sample;
     }
     st->op = code ? (int)code - 1 : CMT_OP_OTHER;
     if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
@@ -490,7 +492,7 @@ static inline __attribute__((always_inline)) int read_step(cmt_replay *rp,
     step->op = -1;
     step->api = NULL;
     step->kind = -1;
-    step->is_alloc = step->failed = step->oom = step->unknown_free = 0;
+    step->is_alloc = step->failed = step->oom = step->unknown_free = step->sample = 0;
     step->request = step->released = 0;
     step->delta = 0;
     step->site = 0;
@@ -526,15 +528,6 @@ static inline __attribute__((always_inline)) int apply_step(cmt_replay *rp,
 {
     APPLY_STEP(rp, step);
     return rp->failed ? CMT_ENOMEM : 1;
-}
-
-/* The steps an observer is shown: CMT_OBSERVE_RECORD, or CMT_OBSERVE_EVENT with
- * CMT_OBSERVE_OOM when the event is an out-of-memory failure. */
-static inline unsigned step_class(const struct cmt_replay_step *st)
-{
-    if (st->rec.type != CMT_REC_EVENT)
-        return CMT_OBSERVE_RECORD;
-    return CMT_OBSERVE_EVENT | (st->oom ? CMT_OBSERVE_OOM : 0);
 }
 
 /* An event inside the observer's quiet window (see struct cmt_observer); not an OOM. */
@@ -591,24 +584,30 @@ static __attribute__((noinline)) uint64_t pass_moments(cmt_replay *rp, struct cm
     return next;
 }
 
-/* The observers shown each class of step (step_class: a record, an event, an OOM event),
- * in their order: a step is shown by walking its list alone. */
+/* The observers shown each class of step (step_class: a record, an event, an OOM event, a
+ * sample event), in their order: a step is shown by walking its list alone. */
+#define CLASSES 4
 struct shown {
-    struct cmt_observer **list[3];
-    size_t count[3];
+    struct cmt_observer **list[CLASSES];
+    size_t count[CLASSES];
 };
 
-static inline unsigned class_index(unsigned c)
+/* The class of a step, as an index into the lists: 0 a record, 1 an event, 2 an OOM failure,
+ * 3 a sample (never both); odd: an event a quiet window may spare. */
+static inline unsigned step_class(const struct cmt_replay_step *st)
 {
-    return c == CMT_OBSERVE_RECORD ? 0 : c == CMT_OBSERVE_EVENT ? 1 : 2;
+    if (st->rec.type != CMT_REC_EVENT)
+        return 0;
+    return 1u + (st->oom ? 1u : 0u) + (st->sample ? 2u : 0u);
 }
 
 /* After an observer's wants changed (and at the start). */
 static void list_observers(struct shown *sh, struct cmt_observer *obs, struct cmt_observer *end)
 {
-    static const unsigned classes[3] = {CMT_OBSERVE_RECORD, CMT_OBSERVE_EVENT,
-                                        CMT_OBSERVE_EVENT | CMT_OBSERVE_OOM};
-    for (unsigned k = 0; k < 3; k++) {
+    static const unsigned classes[CLASSES] = {CMT_OBSERVE_RECORD, CMT_OBSERVE_EVENT,
+                                              CMT_OBSERVE_EVENT | CMT_OBSERVE_OOM,
+                                              CMT_OBSERVE_EVENT | CMT_OBSERVE_SAMPLE};
+    for (unsigned k = 0; k < CLASSES; k++) {
         sh->count[k] = 0;
         for (struct cmt_observer *o = obs; o < end; o++)
             if (o->wants & classes[k])
@@ -616,15 +615,15 @@ static void list_observers(struct shown *sh, struct cmt_observer *obs, struct cm
     }
 }
 
-/* Shows step st of class c to its observers. @return whether one's wants changed. */
+/* Shows step st of class k (step_class) to its observers. @return whether one's wants
+ * changed. */
 static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
-                       unsigned c, struct span *open, uint64_t *moment)
+                       unsigned k, struct span *open, uint64_t *moment)
 {
-    unsigned k = class_index(c);
     int changed = 0;
     for (size_t i = 0; i < sh->count[k]; i++) {
         struct cmt_observer *o = sh->list[k][i];
-        if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, st)) {
+        if ((k & 1u) && quiet(&o->quiet, st)) {
             o->quiet.skipped++;
             o->quiet.last_t = st->rec.u.event.t_ns;
             if (o->quiet_end) {
@@ -647,10 +646,10 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     struct cmt_replay_step st;
     struct cmt_observer *end = obs + n;
     struct shown sh;
-    struct cmt_observer **lists = malloc(3 * n * sizeof *lists);
+    struct cmt_observer **lists = malloc(CLASSES * n * sizeof *lists);
     if (!lists)
         return CMT_ENOMEM;
-    for (unsigned k = 0; k < 3; k++)
+    for (unsigned k = 0; k < CLASSES; k++)
         sh.list[k] = lists + k * n;
     list_observers(&sh, obs, end);
     int rc;

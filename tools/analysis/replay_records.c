@@ -39,6 +39,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         const struct cmt__op_handler *h = cmt__op_handler(rec->u.api.op);
         ra->apply = h->apply;
         ra->kind = h->kind;
+        ra->sample = (cmt_op_attrs(rec->u.api.op) & CMT_OPA_SAMPLE) != 0;
         break;
     case CMT_REC_DEVICE: {
         struct cmt_replay_device *d = cmt__device_slot(rp, rec->u.device.dev);

@@ -574,6 +574,32 @@ Test(replay, observers_see_the_steps_they_ask_for)
     done(&b);
 }
 
+Test(replay, an_observer_of_samples_sees_only_the_events_that_take_one)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 100, 0);
+    uint64_t info[] = {TB_GIB - 100, TB_GIB};
+    tb_event(&b, TB_INFO, 0, 0, 0, CMT_F(FREE) | CMT_F(TOTAL), info);
+    tb_free(&b, 0x1000);
+    tb_event(&b, TB_INFO, 0, 0, 0, CMT_F(FREE) | CMT_F(TOTAL), info);
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct counting samples = {.wants_after = CMT_OBSERVE_SAMPLE};
+    struct cmt_observer obs[] = {
+        {.wants = CMT_OBSERVE_SAMPLE, .step = count_step, .finish = count_finish, .ctx = &samples},
+    };
+    cr_assert_eq(cmt_replay_run(rp, obs, 1), 0);
+    cr_expect_eq(samples.events, 2);
+    cr_expect_eq(samples.records, 0);
+    cr_expect_eq(cmt_replay_totals(rp)->last_seq, b.seq);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->samples, 4, "the DEVICE record, the baseline MEMINFO and the two calls");
+    done(&b);
+}
+
 Test(replay, host_registration_is_pinned_host_memory_until_unregistered)
 {
     struct tb b;
