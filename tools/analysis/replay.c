@@ -598,7 +598,7 @@ static inline unsigned step_class(const struct cmt_replay_step *st)
 {
     if (st->rec.type != CMT_REC_EVENT)
         return 0;
-    return 1u + (st->oom ? 1u : 0u) + (st->sample ? 2u : 0u);
+    return 1u + (unsigned)st->oom + 2u * (unsigned)st->sample; /* each 0 or 1 */
 }
 
 /* After an observer's wants changed (and at the start). */
