@@ -194,8 +194,8 @@ CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * `wants` says which steps the observer is shown (a mask of CMT_OBSERVE_*); step() sees them
  * with the state already updated and returns the mask for the steps after it, so an observer
  * that waits for something rare (oom waits for an out-of-memory failure, the ledger for them
- * and for free/total samples) costs nothing between. finish() runs once at the end, after cmt_replay_finish(), when symbols are known;
- * it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
+ * and for free/total samples) costs nothing between. finish() runs once at the end, after
+ * cmt_replay_finish(), when symbols are known; it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
  * wants 0); both get the observer itself (its ctx, its quiet window).
  *
  * A quiet window, which step() may set, spares an observer the events that cannot change
@@ -208,10 +208,11 @@ CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * count when it is next shown a step, and at finish. quiet.until == 0: no window. Records
  * are unaffected.
  *
- * A moment, set before the run and then by before() itself: before the first event with t_ns > before_t is
- * applied, the runner calls before() (when set), the state still that of the moment before_t
- * (every event at or before it applied): how an observer takes the state at a time asked.
- * before() sets the next before_t (a later one; UINT64_MAX or not later: no more). Moments
+ * A moment, set before the run and then by before() itself: before the first event with
+ * t_ns > before_t is applied, the runner calls before() (when set), the state still that of
+ * the moment before_t (every event at or before it applied): how an observer takes the state
+ * at a time asked. before() sets the next before_t (a later one; UINT64_MAX or not later: no
+ * more); step() may set an earlier one too (the ledger: the time of a new peak). Moments
  * past the last event are the observer's to take at finish. */
 enum {
     CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
