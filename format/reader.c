@@ -139,6 +139,7 @@ void cmt_reader_close(cmt_reader *r)
     ZSTD_freeDCtx(r->dctx);
     free(r->raw);
     free(r->order);
+    free(r->order_low);
     cmt__reader_free_tables(r);
     free(r);
 }
@@ -168,24 +169,22 @@ void cmt_reader_rewind(cmt_reader *r)
 
 /* ---- chunks ---- */
 
-/* Hands back the mapped pages of chunks already decompressed, in steps of 4 MiB, so that the
- * resident memory of a pass stays bounded by the live state, not by the file (the pages stay
- * in the page cache; a rewind faults them in again). */
+/* Hands back the mapped pages below `upto`, from r->released on, in steps of 2 MiB aligned on
+ * 2 MiB boundaries of the address space, so that the resident memory of a pass stays bounded
+ * by the live state, not by the file (the pages stay in the page cache; a rewind faults them
+ * in again). The steps are those of a huge page: a kernel that maps the page cache's large
+ * folios whole (FilePmdMapped) would fault a whole 2 MiB back in for any byte touched under a
+ * boundary that was not one, and those pages, below r->released, would stay. */
 void cmt__reader_release(cmt_reader *r, uint64_t upto)
 {
-    static size_t page_cache; /* readers on several threads (fleet.c) share it: atomic */
-    if (!r->map)
+    if (!r->map || upto <= r->released)
         return;
-    size_t page = __atomic_load_n(&page_cache, __ATOMIC_RELAXED);
-    if (!page) {
-        page = (size_t)sysconf(_SC_PAGESIZE);
-        __atomic_store_n(&page_cache, page, __ATOMIC_RELAXED);
-    }
-    size_t end = (size_t)upto & ~(page - 1);
-    if (end >= r->released + (4u << 20)) {
-        madvise((char *)r->map + r->released, end - r->released, MADV_DONTNEED);
-        r->released = end;
-    }
+    uintptr_t base = (uintptr_t)r->map, step = (uintptr_t)CMT__RELEASE_STEP;
+    uintptr_t end = (base + (uintptr_t)upto) & ~(step - 1);
+    if (end <= base + r->released)
+        return;
+    madvise((char *)r->map + r->released, end - base - r->released, MADV_DONTNEED);
+    r->released = end - base;
 }
 
 /* Decompresses the frame of a chunk cut short, [src, src + avail), as far as it goes: zstd
@@ -252,14 +251,15 @@ static int load_chunk_at(cmt_reader *r, uint64_t at)
     memset(r->raw + n, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;
     r->pos = r->cut ? r->len : at + CMT_CHUNK_HEADER_SIZE + csize;
-    cmt__reader_release(r, r->pos);
+    r->chunk_records = cmt__get_le32(h + 12); /* the header is read before its pages go */
+    /* the chunk is decompressed: the pages below every chunk this pass has still to read go */
+    cmt__reader_release(r, r->order_next < r->order_count ? r->order_low[r->order_next] : r->pos);
     r->cur = r->raw;
     r->end = r->raw + n;
     r->prev_t = r->prev_seq = 0;
     memset(r->prev_v, 0, sizeof r->prev_v);
     r->prev_tid = r->prev_stack = 0;
     r->prev_dev = 0;
-    r->chunk_records = cmt__get_le32(h + 12);
     r->records_seen = 0;
     r->block_left = r->ablock_left = 0;
     r->prev_at = 0;

@@ -182,7 +182,8 @@ static int order_chunks(cmt_reader *r, struct chunk *c, size_t n)
 {
     struct chunk **ev = malloc((n ? n : 1) * sizeof *ev);
     r->order = malloc((n ? n : 1) * sizeof *r->order);
-    if (!ev || !r->order) {
+    r->order_low = malloc((n ? n : 1) * sizeof *r->order_low);
+    if (!ev || !r->order || !r->order_low) {
         free(ev);
         return CMT_ENOMEM;
     }
@@ -205,6 +206,12 @@ static int order_chunks(cmt_reader *r, struct chunk *c, size_t n)
             r->moved_at = take->at;
         r->order[r->order_count++] = take->at;
     }
+    /* the pages below the lowest chunk still to be read can go (a moved chunk keeps those
+     * of the chunks it jumped over) */
+    for (size_t i = r->order_count; i-- > 0;)
+        r->order_low[i] = i + 1 < r->order_count && r->order_low[i + 1] < r->order[i]
+                              ? r->order_low[i + 1]
+                              : r->order[i];
     free(ev);
     return 0;
 }
@@ -244,7 +251,8 @@ int cmt__reader_scan_chunks(cmt_reader *r)
             goto out;
         }
         c[i].has_seq = found;
-        cmt__reader_release(r, c[i].at); /* again: no more of the file stays resident */
+        /* again: no more of the file stays resident (the next chunk starts where this ends) */
+        cmt__reader_release(r, c[i].at + CMT_CHUNK_HEADER_SIZE + csize);
     }
     free(seen.slots);
     rc = order_chunks(r, c, n);
@@ -254,7 +262,8 @@ out:
     free(c);
     if (rc) { /* read in file order, as far as memory goes */
         free(r->order);
-        r->order = NULL;
+        free(r->order_low);
+        r->order = r->order_low = NULL;
         r->order_count = 0;
         r->scan_end = CMT_FILE_HEADER_SIZE;
     }

@@ -82,6 +82,7 @@ struct cmt_reader {
      * of the file from scan_end in file order (a chunk cut short, damage) */
     int scanned;
     uint64_t *order;
+    uint64_t *order_low; /* order_low[i]: the lowest offset of order[i..] (pages below it go) */
     size_t order_count, order_next;
     uint64_t scan_end;
     uint64_t repeated_chunks, repeated_at;   /* chunks left out; the first one's offset */
@@ -153,8 +154,12 @@ int cmt__reader_store_env(cmt_reader *r, const struct cmt_env *e);
 /* Frees every table and the string arena. */
 void cmt__reader_free_tables(cmt_reader *r);
 
-/* Hands back the mapped pages below `upto` (from r->released on, in steps of 4 MiB), so that
- * the resident memory of a pass over a large file stays bounded (reader.c). */
+/* The reader hands back the mapped pages it has read in steps of this size, aligned on it. */
+#define CMT__RELEASE_STEP (2u << 20)
+/* Hands back the mapped pages below `upto` (from r->released on, to the last 2 MiB boundary
+ * of the address space at or below it), so that the resident memory of a pass over a large
+ * file stays bounded (reader.c). A caller reads what it needs under `upto` first: a page
+ * touched again below r->released stays resident until the next rewind. */
 void cmt__reader_release(cmt_reader *r, uint64_t upto);
 /* Chunks (reader_chunks.c). Walks the headers of the whole chunks once, leaves out a chunk
  * that repeats an earlier one byte for byte, and orders the chunks with events by the seq of

@@ -1,4 +1,4 @@
-/* stack.c — unwinding (libunwind) and the stack trie.
+/* stack.c — unwinding (unwind.h, which falls back to libunwind) and the stack trie.
  *
  * A stack is interned from the outermost frame in: node = intern(parent, ip), so common
  * callers are shared and each node is written to the trace once. Lookups are lock-free
@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "recorder.h"
+#include "unwind.h"
 
 /* The table and the nodes grow as stacks are seen (nothing is reserved up front: under
  * `ulimit -v` the program's address space stays the program's). */
@@ -62,6 +63,10 @@ struct cache_entry {
 };
 static __thread struct cache_entry cache[CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
 static __thread int unwinding __attribute__((tls_model("initial-exec")));
+/* The leaf of this thread's last stack and its depth: a walk that returns the previous
+ * walk's addresses again (a loop's call site, unwind.h) is that leaf, with no hash. */
+static __thread uint32_t last_leaf __attribute__((tls_model("initial-exec")));
+static __thread int last_depth __attribute__((tls_model("initial-exec")));
 
 /* pipe2 for the whole process (the shim is preloaded), as libc's; a pipe libunwind opens
  * while this thread unwinds goes high (glibc's own callers use its internal pipe2). */
@@ -244,11 +249,16 @@ uint32_t cmt__stack_capture(int max_depth)
         return 0;
     void *ips[MAX_FRAMES];
     int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
-    cmt__dl_enter(); /* libunwind finds unwind tables with dl_iterate_phdr */
+    cmt__dl_enter(); /* a rule cache miss and libunwind walk the objects (dl_iterate_phdr) */
     unwinding = 1;
-    int n = unw_backtrace(ips, want);
+    int again;
+    int n = cmt__unwind_backtrace(ips, want, &again);
     unwinding = 0;
     cmt__dl_leave();
+    if (again && last_leaf && last_depth == max_depth)
+        return last_leaf;
+    last_leaf = 0;
+    last_depth = max_depth;
     int skip = 0;
     while (skip < n && cmt__is_own_address((uintptr_t)ips[skip]))
         skip++;
@@ -259,7 +269,7 @@ uint32_t cmt__stack_capture(int max_depth)
     uint64_t h = stack_hash(ips + skip, n - skip);
     struct cache_entry *c = &cache[h & (CACHE_SLOTS - 1)];
     if (c->hash == h && c->leaf)
-        return c->leaf;
+        return last_leaf = c->leaf;
     uint32_t node = 0;
     for (int i = n - 1; i >= skip; i--) {
         node = intern(node, (uint64_t)ips[i]);
@@ -268,7 +278,7 @@ uint32_t cmt__stack_capture(int max_depth)
     }
     c->hash = h;
     c->leaf = node;
-    return node;
+    return last_leaf = node;
 }
 
 uint32_t cmt__stack_node_count(void)

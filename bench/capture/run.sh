@@ -10,7 +10,8 @@
 # Prints figures only (the target lines are information, never a failure); a full run takes
 # about a minute on 2 cores. Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
 # BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000), BENCH_KEEP=1
-# (keep the work folder with the traces).
+# (keep the work folder with the traces), BENCH_BASE_SHIM=PATH (also run stacks on under that
+# libcumemtrace.so, e.g. one built from main: a before/after pair in the same run).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,6 +49,12 @@ label[abare]="annotate.h, no shim (no-ops)";   args[abare]="-n $pairs"
 label[ashim0]="annotate.h, shim, DEPTH=0";     args[ashim0]="-n $pairs"
 label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
 
+if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on under another shim
+    [[ -f $BENCH_BASE_SHIM ]] || { echo "run.sh: BENCH_BASE_SHIM=$BENCH_BASE_SHIM is missing" >&2; exit 2; }
+    modes+=(shimbase)
+    label[shimbase]="BENCH_BASE_SHIM, stacks on (64)"; args[shimbase]="-n $pairs"
+fi
+
 run_mode() { # mode rep → prints the benchmark's result line
     local m=$1 rep=$2 out=$work/$1.$2
     local a="-d $depth ${args[$m]}"
@@ -61,6 +68,8 @@ run_mode() { # mode rep → prints the benchmark's result line
     ashim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$annotate" $a ;;
     ashim64) "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
     mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
+    shimbase) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
+        -o "$out.cmt" -- "$capture" $a ;;
     esac | grep -E '^bench_(capture|malloc|annotate)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
 }
 
@@ -128,5 +137,15 @@ target "stacks off adds <= 150 ns" 150 150 "$(added "${wall[shim0]}" "${wall[bar
     "$(added "${cpu[shim0]}" "${cpu[bare]}")"
 printf '  %-40s %s -> %s\n' "<= 4 bytes per event on disk (stacks on)" "${bpe[shim64]%% *}" \
     "$(verdict "${bpe[shim64]%% *}" 4)"
+# Issue 26: the CPU stacks on add per call against heaptrack's, paired: one ratio per rep
+# (each mode against its bare run of the same rep), then their median.
+vs_heaptrack() {
+    [[ -f $work/mheap.cpu ]] || { echo "-"; return; }
+    paste "$work/$1.cpu" "$work/bare.cpu" "$work/mheap.cpu" "$work/mbare.cpu" |
+        awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' | median
+}
+r=$(vs_heaptrack shim64)
+printf '  %-40s %s -> %s\n' "stacks on: CPU added <= 0.7x heaptrack's" "${r}x" "$(verdict "$r" 0.7)"
+[[ -n ${cpu[shimbase]:-} ]] && printf '  %-40s %s\n' "  the same for BENCH_BASE_SHIM" "$(vs_heaptrack shimbase)x"
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
 exit 0

@@ -1,8 +1,11 @@
 #include "trace_fixture.h"
 #include "varint.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <zstd.h>
 
 /* A reader over a hand-built chunk (fixture_hand_chunk into buf). */
@@ -555,4 +558,126 @@ Test(writer_reader, stop_ends_the_pass_until_a_rewind)
     cr_assert(cmt_reader_clean_exit(r));
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
+}
+
+/* Pages of the mapping of `path` (the reader's) that are in this process's page tables, at
+ * file offsets from `from` (/proc/self/pagemap, bit 63: present; mincore() would say what the
+ * page cache holds, which a handed-back page stays in). */
+static size_t mapped_pages(const char *path, uint64_t from)
+{
+    FILE *maps = fopen("/proc/self/maps", "r");
+    cr_assert_not_null(maps);
+    char line[4096];
+    unsigned long start = 0, end = 0, offset = 0;
+    while (fgets(line, sizeof line, maps))
+        if (strstr(line, path) && sscanf(line, "%lx-%lx %*s %lx", &start, &end, &offset) == 3)
+            break;
+    fclose(maps);
+    cr_assert_neq(end, 0, "the reader maps %s", path);
+    cr_assert_eq(offset, 0);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    cr_assert_geq(fd, 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), present = 0;
+    for (unsigned long a = start + (from & ~(uint64_t)(page - 1)); a < end; a += page) {
+        uint64_t entry;
+        cr_assert_eq(pread(fd, &entry, sizeof entry, (off_t)(a / page * sizeof entry)), 8);
+        present += entry >> 63;
+    }
+    close(fd);
+    return present;
+}
+
+#define PAGES_EVENTS 1200000
+
+/* Writes PAGES_EVENTS barely compressible events (xorshift addresses and sizes, 1 MiB raw
+ * chunks) to a new file at path (a mkstemp template); `swap`: the second and third chunks
+ * change places in the file. @return the file's length (about 14 MiB). */
+static uint64_t write_pages_trace(char *path, int swap)
+{
+    struct cmt_membuf buf = {0};
+    cmt_writer *w;
+    cr_assert_eq(cmt_writer_create(&w, cmt_membuf_sink, &buf, NULL), 0);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (uint64_t i = 0; i < PAGES_EVENTS; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        struct cmt_event e = {
+            .seq = i, .t_ns = i * 100, .api = 1, .fields = CMT_F(PTR) | CMT_F(SIZE)};
+        e.v[CMT_FIELD_PTR] = x >> 16;
+        e.v[CMT_FIELD_SIZE] = x & 0xffffffffu;
+        cr_assert_eq(cmt_writer_event(w, &e), 0);
+    }
+    cr_assert_eq(cmt_writer_end(w, &(struct cmt_end){0}), 0);
+    cr_assert_eq(cmt_writer_flush(w), 0);
+    cmt_writer_destroy(w);
+    cr_assert_geq(buf.len, 12 << 20, "a trace of %zu bytes is too small to show it", buf.len);
+    if (swap) { /* chunks at a (the second), b and c: [a, b) and [b, c) trade places */
+        size_t at[4] = {CMT_FILE_HEADER_SIZE};
+        for (int k = 1; k < 4; k++)
+            at[k] = at[k - 1] + CMT_CHUNK_HEADER_SIZE + cmt__get_le32(buf.data + at[k - 1] + 4);
+        size_t first = at[2] - at[1], second = at[3] - at[2];
+        uint8_t *copy = malloc(first);
+        cr_assert_not_null(copy);
+        memcpy(copy, buf.data + at[1], first);
+        memmove(buf.data + at[1], buf.data + at[2], second);
+        memcpy(buf.data + at[1] + second, copy, first);
+        free(copy);
+    }
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(cmt_fd_sink(&fd, buf.data, buf.len), 0);
+    close(fd);
+    uint64_t len = buf.len;
+    cmt_membuf_free(&buf);
+    return len;
+}
+
+/* A preload, then a pass over the trace at path (len bytes), sampling the mapped pages: after
+ * it no page before the last 2 MiB is mapped, and none stayed during it beyond two steps, a
+ * chunk and `held` bytes (chunks kept for later). @return the reader (for the caller to close). */
+static cmt_reader *expect_pass_hands_back(const char *path, uint64_t len, size_t held)
+{
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_file(&r, path, NULL), 0);
+    cr_assert_eq(cmt_reader_preload(r), 0);
+    struct cmt_record rec;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), most = 0, events = 0;
+    int rc;
+    while ((rc = cmt_reader_next(r, &rec)) > 0)
+        if (++events % 50000 == 0) {
+            size_t now = mapped_pages(path, 0);
+            most = now > most ? now : most;
+        }
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(cmt_reader_event_count(r), PAGES_EVENTS);
+    cr_assert_eq(cmt_reader_seq_gaps(r), 0);
+    size_t left = mapped_pages(path, 0), before_tail = mapped_pages(path, len - (2 << 20));
+    cr_expect_eq(left, before_tail, "%zu pages stay mapped before the last 2 MiB of %llu bytes",
+                 left - before_tail, (unsigned long long)len);
+    cr_expect_leq(most, ((5u << 20) + held) / page, /* two steps, a chunk (1 MiB raw), held */
+                  "%zu pages mapped during the pass", most);
+    return r;
+}
+
+/* A pass hands back the mapped pages of what it has read, in 2 MiB steps (a huge page). */
+Test(writer_reader, a_pass_hands_back_the_mapped_pages_it_has_read)
+{
+    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
+    uint64_t len = write_pages_trace(path, 0);
+    cmt_reader_close(expect_pass_hands_back(path, len, 0));
+    unlink(path);
+}
+
+/* Chunks read in seq order, not file order: the pages of a chunk that comes later in the pass
+ * are not handed back before it is read (they would be mapped again, below the pages handed
+ * back, and stay). */
+Test(writer_reader, a_chunk_read_out_of_file_order_keeps_its_pages_until_read)
+{
+    char path[] = "/tmp/cmt-reader-pages.XXXXXX";
+    uint64_t len = write_pages_trace(path, 1);
+    cmt_reader *r = expect_pass_hands_back(path, len, 2u << 20); /* the chunk jumped over */
+    char note[256];
+    cmt_reader_sequence_note(r, note, sizeof note);
+    cr_expect(strstr(note, "2 chunks out of seq order read in seq order"), "%s", note);
+    cmt_reader_close(r);
+    unlink(path);
 }

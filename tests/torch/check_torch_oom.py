@@ -1,6 +1,8 @@
 """record --torch with real torch running out of memory: the snapshot merges into the trace;
 `oom` names the verdict with the real cached blocks; the OOM message `whatif` writes for the
-recorded setting is byte-identical to the one torch raised ("total capacity" included)."""
+recorded setting is byte-identical to the one torch raised ("total capacity" included); device
+memory a library holds outside the allocator (a ctypes cuMemAlloc_v2) is `oom`'s outside_bytes
+at the failure, exactly."""
 import json
 import sys
 
@@ -16,6 +18,8 @@ RUNS = [
     # shapes of our own: more than the device has, with and without other processes
     ("over_capacity", "oom", ["--request-mib", "4096"], "2GiB", "0", None),
     ("others_hold", "oom", ["--request-mib", "700"], "2GiB", "700MiB", None),
+    # 96 MiB from the driver outside torch's allocator before the failing request
+    ("outside", "oom", ["--request-mib", "4096", "--outside-mib", "96"], "2GiB", "0", None),
 ]
 
 
@@ -43,6 +47,11 @@ def main():
         if not f.check("oom finds the episode", len(episodes) >= 1, name):
             continue
         e = episodes[0]
+        if "--outside-mib" in args:
+            want = int(args[args.index("--outside-mib") + 1]) * MIB
+            got = (e.get("allocator") or {}).get("outside_bytes")
+            f.check("oom's outside_bytes is the driver memory outside the allocator", got == want,
+                    "%s: oom says %s outside the allocator, the program held %d" % (name, got, want))
         if verdict:
             f.check("oom verdict", e["verdict"] == verdict,
                     "%s: %s where %s was expected" % (name, e["verdict"], verdict))

@@ -2,15 +2,19 @@
 
     python3 workload.py SCENARIO RESULT.json [--seed N] [--steps N] [--streams 1|2]
                         [--empty-cache] [--fraction F] [--snapshot FILE] [--max-entries N]
+                        [--outside-mib N]
 
 Each scenario allocates, views and frees tensors (kernels do not compute on simcuda, only memory
 is real), catches torch.cuda.OutOfMemoryError (the first one ends the program's work), and
 writes RESULT.json: torch.cuda.memory_stats() of every device used, at the end, the OOM message
 torch raised (or null), and what the scenario did. --snapshot dumps torch's own snapshot
 (_record_memory_history on from the start) beside it. PYTORCH_CUDA_ALLOC_CONF and
-PYTORCH_NO_CUDA_MEMORY_CACHING act as torch reads them.
+PYTORCH_NO_CUDA_MEMORY_CACHING act as torch reads them. --outside-mib N (the oom scenario) holds
+N MiB of device memory outside torch's allocator before the failing request: a cuMemAlloc_v2
+through libcuda by ctypes, as a library with its own buffers (NCCL, cuBLAS workspaces) does.
 """
 import argparse
+import ctypes
 import json
 import random
 import sys
@@ -177,9 +181,28 @@ def ring(args, state):
     return keep
 
 
+def outside_alloc(nbytes):
+    """nbytes of device memory straight from the driver (libcuda's cuMemAlloc_v2 by ctypes),
+    in the current context (torch made it current). @return the device pointer."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()
+    if cuda.cuCtxGetCurrent(ctypes.byref(ctx)) != 0 or not ctx.value:
+        dev = ctypes.c_int()
+        if cuda.cuDeviceGet(ctypes.byref(dev), 0) or \
+                cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) or cuda.cuCtxSetCurrent(ctx):
+            raise RuntimeError("no CUDA context for cuMemAlloc_v2")
+    ptr = ctypes.c_uint64()
+    rc = cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(nbytes))
+    if rc != 0:
+        raise RuntimeError("cuMemAlloc_v2 of %d bytes returned %d" % (nbytes, rc))
+    return ptr.value
+
+
 def oom(args, state):
     """Runs out of memory on purpose: the observer sees it, the program catches it."""
     keep = [empty(200 * MIB) for _ in range(4)]
+    if args.outside_mib:  # held to the end: the process exits with it
+        state["outside_ptr"] = outside_alloc(args.outside_mib * MIB)
     state["step"] = "request"
     keep.append(empty(int(state.get("request_mib", 4096)) * MIB))
     return keep
@@ -278,6 +301,7 @@ def main():
     p.add_argument("--request-mib", type=int, default=None)
     p.add_argument("--snapshot", default=None)
     p.add_argument("--max-entries", type=int, default=100000)
+    p.add_argument("--outside-mib", type=int, default=0)
     args = p.parse_args()
 
     torch.cuda.init()

@@ -96,13 +96,15 @@ int cmt_alloc_summarize(const cmt_alloc *a, struct cmt_alloc_summary *h)
             seen = a->devs[k].dev == d->dev;
         if (seen)
             continue;
-        uint64_t peak_allocated = 0, peak_reserved = 0, t = 0;
+        uint64_t peak_allocated = 0, peak_reserved = 0, t = 0, t_reserved = 0;
         for (size_t k = i; k < a->dev_count; k++) /* every allocator on this device */
             if (a->devs[k].dev == d->dev) {
                 peak_allocated += a->devs[k].peak.allocated_bytes;
                 peak_reserved += a->devs[k].peak.reserved_bytes;
                 if (a->devs[k].peak_allocated_t_ns > t)
                     t = a->devs[k].peak_allocated_t_ns;
+                if (a->devs[k].peak_reserved_t_ns > t_reserved)
+                    t_reserved = a->devs[k].peak_reserved_t_ns;
             }
         struct cmt_alloc_figures now = cmt_alloc_device_figures(a, d->dev);
         h->allocated_bytes_at_end += now.allocated_bytes;
@@ -112,6 +114,7 @@ int cmt_alloc_summarize(const cmt_alloc *a, struct cmt_alloc_summary *h)
             h->peak_allocated_bytes = peak_allocated;
             h->peak_reserved_bytes = peak_reserved;
             h->peak_allocated_t_ns = t;
+            h->peak_reserved_t_ns = t_reserved;
         }
     }
     return h->devices > 0;

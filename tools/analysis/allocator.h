@@ -120,7 +120,9 @@ struct cmt_alloc_figures cmt_alloc_device_figures(const cmt_alloc *a, int32_t de
 struct cmt_alloc_summary {
     int32_t dev;      /* the device the peaks are of */
     uint32_t devices; /* devices with allocator state */
-    uint64_t peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns;
+    uint64_t peak_allocated_bytes, peak_reserved_bytes;
+    uint64_t peak_allocated_t_ns, peak_reserved_t_ns; /* when each peak was reached (the latest
+                                                       * of the device's allocators) */
     uint64_t allocated_bytes_at_end, reserved_bytes_at_end, events;
 };
 /* @return 0 when a has no allocator state (*out zeroed), else 1. */

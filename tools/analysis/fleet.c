@@ -248,8 +248,10 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int kee
     int rc = cmt_replay_create(&rp, r);
     if (!rc)
         rc = cmt_oom_create(&oom);
-    if (!rc && !(rc = cmt_timeline_init(&tl, series_points)))
+    if (!rc && !(rc = cmt_timeline_init(&tl, series_points))) {
         have_tl = 1;
+        cmt_timeline_set_no_holes(&tl, 1); /* a process's series shows no hole measures */
+    }
     if (!rc) {
         struct cmt_signal_seen sig = {0};
         struct cmt_observer obs[4] = {cmt_phases_observer(&p->phases), cmt_oom_observer(oom),

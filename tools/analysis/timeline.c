@@ -149,7 +149,7 @@ static void observe_on(struct cmt_timeline *tl, const cmt_replay *rp,
     uint64_t k64 = t_ns >> tl->width_shift;
     uint32_t k = k64 < tl->max_points ? (uint32_t)k64 : tl->max_points - 1;
     d->events_since_sample++;
-    if (d->open >= 0 && (uint32_t)d->open != k)
+    if (d->open >= 0 && (uint32_t)d->open != k && !tl->no_holes)
         sample_holes(d, rp, rd); /* the previous bucket closed: measure on the way out */
     d->open = (int32_t)k;
     struct cmt_timeline_point *p = &d->points[k];
@@ -208,7 +208,8 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
         p->peak = 1;
         /* the process peak's hole measures are exact (replay keeps what was alive then) */
         struct cmt_fragmentation f;
-        if (t->peak_t_ns == rd->peak_t_ns && p->live_bytes == rd->peak_live_bytes &&
+        if (!tl->no_holes && t->peak_t_ns == rd->peak_t_ns &&
+            p->live_bytes == rd->peak_live_bytes &&
             cmt_replay_peak_fragmentation(rp, d->dev, &f) == 0) {
             p->hole_bytes = f.hole_bytes;
             p->largest_hole = f.largest_hole;
@@ -221,6 +222,11 @@ void cmt_timeline_finish(struct cmt_timeline *tl, const cmt_replay *rp)
 void cmt_timeline_set_allocator(struct cmt_timeline *tl, const cmt_alloc *a)
 {
     tl->alloc = a;
+}
+
+void cmt_timeline_set_no_holes(struct cmt_timeline *tl, int no_holes)
+{
+    tl->no_holes = no_holes;
 }
 
 /* An allocator event: a point of its device with the driver-level state as it is now. */

@@ -55,6 +55,7 @@ struct cmt_timeline {
     int failed;
     const cmt_alloc *alloc; /* the allocator-level view, or NULL */
     int alloc_seen;         /* an allocator event was charted */
+    int no_holes;           /* cmt_timeline_set_no_holes: the hole measures are not taken */
 };
 
 /* @return 0 or CMT_ENOMEM. max_points >= 2. */
@@ -101,6 +102,11 @@ unsigned cmt_timeline_charted_kinds(int kinds[CMT_KIND_COUNT]);
  * timeline's): each ALLOC_EVENT record is a point of its device, with the allocator's
  * allocated, reserved and inactive split bytes beside the driver-level state. */
 void cmt_timeline_set_allocator(struct cmt_timeline *tl, const cmt_alloc *a);
+/* Leaves out the hole measures (hole_bytes, largest_hole, hole_fragmentation,
+ * largest_unmapped stay 0 on every point, the peak's too) for a caller that never shows them:
+ * the sampling sorts the live set, most of the timeline's cost. Everything else is as
+ * without. Call before the replay. */
+void cmt_timeline_set_no_holes(struct cmt_timeline *tl, int no_holes);
 /* The timeline as a replay observer (cmt_replay_run). */
 struct cmt_observer cmt_timeline_observer(struct cmt_timeline *tl);
 

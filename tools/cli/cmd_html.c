@@ -1,5 +1,6 @@
 /* cmd_html.c — `cumemtrace html [-o OUT.html] [--points N] [--whatif|--no-whatif] FILE [FILE2]`:
- * one self-contained HTML report of one run, or of two runs and their diff.
+ * one self-contained HTML report of one run, or of two runs and their diff; of a directory of
+ * ranks (or three traces or more), one rank's report under every rank's memory (html_ranks.c).
  *
  * Two passes per trace: the first runs oom, report and diff's side and chooses the call-site
  * groups the chart stacks (the groups can only be chosen once the peak is known); the second
@@ -14,6 +15,7 @@
 #include "cmt_error.h"
 #include "commands.h"
 #include "html/html.h"
+#include "html/html_ranks.h"
 #include "oom.h"
 #include "print/ledger_print.h"
 #include "whatif_blocks.h"
@@ -31,11 +33,12 @@
 #define LEVEL_CENTRES 4     /* windows of finer levels: the peak and the first OOMs */
 #define LEVEL_POINTS 1000   /* buckets per finer level */
 #define HISTORY_POINTS 2000 /* points of the allocator's lines over its events */
+#define RANK_POINTS 500     /* buckets of each rank's line (ranks view): a few pixels each */
 
 static const char usage[] =
     "usage: cumemtrace html [-o OUT.html] [--points N] [--whatif | --no-whatif] [--capacity "
     "BYTES]\n"
-    "                      FILE [FILE2]\n"
+    "                      FILE [FILE2] | DIR | FILE1 FILE2 FILE3...\n"
     "\n"
     "Writes one self-contained HTML file (no network needed, opens from file://): the summary,\n"
     "per device an interactive memory timeline stacked by the top call sites with the device's\n"
@@ -45,8 +48,13 @@ static const char usage[] =
     "leaks at exit. With FILE2, both runs on one time axis and the call sites that changed most.\n"
     "With allocator-level records (PyTorch's caching allocator, or a snapshot .pickle as FILE):\n"
     "the allocated and reserved lines, and the allocator's segments and blocks at each OOM.\n"
+    "With a directory of traces (one per rank) or three traces or more: every rank's device "
+    "memory\n"
+    "on one time axis (the allocator's where recorded), then the page of the first rank to fail,\n"
+    "else of the one with the highest peak.\n"
     "\n"
-    "  -o, --output OUT  the page (default: FILE without .cmt, plus .html)\n"
+    "  -o, --output OUT  the page (default: FILE without .cmt, plus .html; DIR.html; for\n"
+    "                three traces or more, FILE1 without .cmt, plus -ranks.html)\n"
     "  --points N    at most N points per device and run (default 1500; peaks stay exact)\n"
     "  --whatif      run the what-if sweep however long the trace (default: up to 20M events)\n"
     "  --no-whatif   never run it\n"
@@ -55,8 +63,10 @@ static const char usage[] =
     "  -h, --help    this help\n";
 
 struct options {
-    const char *out, *paths[2];
+    const char *out, **paths; /* the arguments (argv's) */
     size_t npaths;
+    char **traces; /* several traces (a directory's, or three or more): the ranks view */
+    size_t ntraces;
     uint32_t points;
     int whatif;        /* 1 forced, 0 never, -1 default */
     uint64_t capacity; /* --capacity; 0: cmt_whatif_capacity_choose's default */
@@ -110,8 +120,6 @@ static int on_arg(const struct cmt__opts *p, int opt, void *ctx)
     struct options *o = ctx;
     if (opt != CMT__OPT_ARG)
         return option(opt, p->value, o) ? 2 : 0;
-    if (o->npaths == 2)
-        return cmt__usage_error(CMD, "one or two trace files expected, got '%s' too", p->value);
     o->paths[o->npaths++] = p->value;
     return 0;
 }
@@ -120,17 +128,30 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
     o->points = DEFAULT_POINTS;
     o->whatif = -1;
+    if (!(o->paths = calloc((size_t)argc + 1, sizeof *o->paths))) {
+        fprintf(stderr, "cumemtrace %s: out of memory\n", CMD);
+        return 1;
+    }
     int rc = cmt__opts_parse(CMD, argc, argv, cmt_cmd_html_options, 0, usage, on_arg, o);
     if (rc)
         return rc;
     if (!o->npaths)
         return cmt__usage_error(CMD, "missing trace FILE");
+    if (o->npaths != 2) { /* one trace, a directory's traces, or three or more: the ranks */
+        if (o->npaths == 1 && !cmt__is_dir(o->paths[0]))
+            return 0;
+        if (cmt__trace_paths(CMD, o->paths, o->npaths, &o->traces, &o->ntraces) != 0)
+            return 1;
+        if (o->ntraces == 1) /* a directory's one trace: its page */
+            o->paths[0] = o->traces[0];
+        return 0;
+    }
     static char one[2][4096]; /* a directory's one trace */
     for (size_t i = 0; i < o->npaths; i++)
         if (!(o->paths[i] = cmt__one_trace(CMD, o->paths[i],
-                                           "the page draws one run, or compares two: name one "
-                                           "or two of them (`cumemtrace report DIR` for the "
-                                           "run's ranks)",
+                                           "two arguments are two runs to compare: name one "
+                                           "trace for each (`cumemtrace html DIR` draws every "
+                                           "rank of a directory)",
                                            one[i], sizeof one[i])))
             return 1;
     return 0;
@@ -251,7 +272,7 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
                                  cmt_replay_totals(run->pass.replay)->last_t_ns) != 0)
             run->alloc.failed = 1;
     }
-    struct cmt_observer obs[10];
+    struct cmt_observer obs[11];
     size_t n = 0;
     uint64_t times[LEDGER_POINTS + 1];
     const struct cmt_replay_totals *first = cmt_replay_totals(run->pass.replay);
@@ -262,7 +283,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     if (cmt_alloc_create(&run->ledger_alloc) != 0 ||
         cmt_ledger_create(&run->ledger, run->ledger_alloc, &lo) != 0 ||
         (run->have_alloc &&
-         cmt_alloc_history_create(&run->history, run->ledger_alloc, HISTORY_POINTS) != 0)) {
+         (cmt_alloc_history_create(&run->history, run->ledger_alloc, HISTORY_POINTS) != 0 ||
+          cmt_alloc_outside_create(&run->outside, run->history) != 0))) {
         fprintf(stderr, "cumemtrace %s: %s: out of memory\n", CMD, path);
         cmt_replay_destroy(rp);
         return 1;
@@ -288,6 +310,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
     obs[n++] = cmt_ledger_observer(run->ledger);
     if (run->history) /* after the view it reads */
         obs[n++] = cmt_alloc_history_observer(run->history);
+    if (run->outside) /* its finish reads the history's segments */
+        obs[n++] = cmt_alloc_outside_observer(run->outside);
     int rc = cmt_replay_run(rp, obs, n);
     if (n && obs[0].ctx == &progress)
         cmt__progress_done(&progress);
@@ -321,7 +345,8 @@ static int second_pass(const struct options *o, struct cmt__html_run *run)
 
 static int collect(const struct options *o, struct cmt__html_run *run, const char *path)
 {
-    unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT | (o->npaths == 2 ? CMT__PASS_DIFF : 0);
+    unsigned want = CMT__PASS_OOM | CMT__PASS_REPORT |
+                    (o->npaths == 2 && !o->traces ? CMT__PASS_DIFF : 0);
     if (cmt__pass_open(&run->pass, CMD, path) != 0)
         return 1;
     run->pass.stage = 1; /* second_pass follows */
@@ -337,6 +362,7 @@ static int collect(const struct options *o, struct cmt__html_run *run, const cha
 
 static void release(struct cmt__html_run *run)
 {
+    cmt_alloc_outside_destroy(run->outside);
     cmt_alloc_history_destroy(run->history);
     cmt_ledger_destroy(run->ledger);
     cmt_alloc_destroy(run->ledger_alloc);
@@ -347,15 +373,25 @@ static void release(struct cmt__html_run *run)
     cmt__pass_close(&run->pass);
 }
 
-/* FILE without ".cmt", plus ".html". */
-static char *default_out(const char *path)
+/* FILE without ".cmt", plus ".html"; DIR (without its trailing '/') plus ".html"; for three
+ * traces or more, the first without ".cmt", plus "-ranks.html". */
+static char *default_out(const struct options *o)
 {
+    const char *path = o->paths[0], *tail = ".html";
     size_t n = strlen(path);
-    if (n > 4 && strcmp(path + n - 4, ".cmt") == 0)
+    int dir = cmt__is_dir(path);
+    while (dir && n > 1 && path[n - 1] == '/')
+        n--;
+    if (!dir && n > 4 && strcmp(path + n - 4, ".cmt") == 0)
         n -= 4;
-    char *out = malloc(n + 6);
-    if (out)
-        snprintf(out, n + 6, "%.*s.html", (int)n, path);
+    if (o->ntraces > 1 && !dir)
+        tail = "-ranks.html";
+    size_t size = n + strlen(tail) + 1;
+    char *out = malloc(size);
+    if (out && dir && (n == 1 && (*path == '.' || *path == '/')))
+        snprintf(out, size, "ranks.html"); /* "." or "/": the page in the working directory */
+    else if (out)
+        snprintf(out, size, "%.*s%s", (int)n, path, tail);
     return out;
 }
 
@@ -379,25 +415,54 @@ static int write_page(const char *out, struct cmt__html_run *runs, size_t nruns)
     for (size_t i = 0; i < nruns; i++) /* A, then B */
         printf("%s%s: %s\n", nruns > 1 ? (i ? "B: " : "A: ") : "", runs[i].pass.path,
                cmt__text(cmt__html_summary(&runs[i], summary, sizeof summary), text, sizeof text));
+    const struct cmt__html_ranks *rs = runs[0].ranks;
+    if (rs)
+        printf("ranks: %u traces on %s; the page's is %s (%s)\n", rs->fleet.count,
+               rs->aligned ? "the wall clock" : "each run's own clock from its start",
+               runs[0].pass.path, rs->shown_why);
     printf("wrote %s (%s)\n", out, cmt__bytes((uint64_t)size, a));
     return 0;
+}
+
+/* Several traces: every rank's line, and the path of the one whose page is drawn (NULL after
+ * saying why there is none). */
+static const char *load_ranks(const struct options *o, struct cmt__html_ranks *rs)
+{
+    if (cmt__html_ranks_load(rs, (const char *const *)o->traces, o->ntraces,
+                             o->points < RANK_POINTS ? o->points : RANK_POINTS) != 0) {
+        fprintf(stderr, "cumemtrace %s: out of memory\n", CMD);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < rs->fleet.count; i++)
+        if (rs->fleet.processes[i].error)
+            fprintf(stderr, "cumemtrace %s: %s: %s (a rank without its line)\n", CMD,
+                    rs->fleet.processes[i].path, cmt_err_message(&rs->fleet.processes[i].open_err));
+    const char *shown = cmt__html_ranks_shown_path(rs);
+    if (!shown)
+        fprintf(stderr, "cumemtrace %s: none of the %u traces can be read\n", CMD, rs->fleet.count);
+    return shown;
 }
 
 int cmt_cmd_html(int argc, char **argv)
 {
     struct options o = {0};
-    int rc = parse_args(argc, argv, &o);
-    if (rc)
-        return rc < 0 ? 0 : rc;
-    struct cmt__html_run *runs = calloc(2, sizeof *runs);
-    char *out = o.out ? NULL : default_out(o.paths[0]);
-    int status = 1;
-    size_t n = 0;
+    struct cmt__html_ranks ranks = {0};
+    int rc = parse_args(argc, argv, &o), status = 1;
+    struct cmt__html_run *runs = rc ? NULL : calloc(2, sizeof *runs);
+    char *out = rc || o.out ? NULL : default_out(&o);
+    size_t n = 0, nruns = o.ntraces > 1 ? 1 : o.npaths;
+    if (rc) {
+        status = rc < 0 ? 0 : rc;
+        goto done;
+    }
     if (!runs || (!o.out && !out)) {
         fprintf(stderr, "cumemtrace %s: out of memory\n", CMD);
         goto done;
     }
-    for (; n < o.npaths; n++)
+    if (o.ntraces > 1 && !(o.paths[0] = load_ranks(&o, &ranks)))
+        goto done;
+    runs[0].ranks = o.ntraces > 1 ? &ranks : NULL;
+    for (; n < nruns; n++)
         if (collect(&o, &runs[n], o.paths[n]) != 0) {
             release(&runs[n]);
             goto done;
@@ -408,6 +473,10 @@ int cmt_cmd_html(int argc, char **argv)
 done:
     for (size_t i = 0; runs && i < n; i++)
         release(&runs[i]);
+    if (o.ntraces > 1)
+        cmt__html_ranks_free(&ranks);
+    cmt__trace_paths_free(o.traces, o.ntraces);
+    free(o.paths);
     free(runs);
     free(out);
     return status;

@@ -195,6 +195,18 @@ uint64_t tb_free(struct tb *b, uint64_t ptr)
     return tb_event(b, TB_FREE, 0, 0, 0, CMT_F(PTR), v);
 }
 
+void tb_hold(struct tb *b, uint64_t peak, uint64_t fail_t)
+{
+    b->t_ns = UINT64_C(1000000);
+    tb_alloc(b, 0x7f0000000000, peak, 0);
+    if (fail_t) {
+        b->t_ns = fail_t;
+        tb_alloc_fail(b, 30 * TB_GIB, 0);
+    }
+    b->t_ns = UINT64_C(10000000);
+    tb_free(b, 0x7f0000000000);
+}
+
 void tb_meminfo(struct tb *b, uint32_t reason, uint64_t free_bytes, uint64_t total, uint64_t seq)
 {
     struct cmt_meminfo m = {b->t_ns, 0, reason, free_bytes, total, seq};

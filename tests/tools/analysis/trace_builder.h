@@ -110,6 +110,9 @@ void tb_block_free(struct tb *b, uint64_t addr, uint64_t size);
 uint64_t tb_alloc(struct tb *b, uint64_t ptr, uint64_t size, uint32_t stack);
 uint64_t tb_alloc_fail(struct tb *b, uint64_t size, uint32_t stack);
 uint64_t tb_free(struct tb *b, uint64_t ptr);
+/* A rank's run: `peak` bytes held from 1 ms to 10 ms (at 0x7f0000000000), and a 30 GiB request
+ * that fails at fail_t when it is not 0. */
+void tb_hold(struct tb *b, uint64_t peak, uint64_t fail_t);
 void tb_meminfo(struct tb *b, uint32_t reason, uint64_t free_bytes, uint64_t total, uint64_t seq);
 /* END (when clean) and SYMBOL records, then flush. The trace is in b->buf. */
 void tb_finish(struct tb *b, int clean);

@@ -230,7 +230,7 @@ PY
     expect "snapshot: every check" "$(field "$r" ok)" true
     expect "snapshot: the run's line gives the allocator's figures" \
         "$(grep -o '"run_line":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
-        "allocator peak 80.00 MiB allocated, 80.00 MiB reserved at 5.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
+        "allocator peak 80.00 MiB allocated at 5.00 us, 80.00 MiB reserved at 3.00 us, 20.00 MiB allocated at the end (no driver calls recorded)"
     check_history "snapshot" "$work/snap.pickle" "$r" oom
     "$cli" html -o "$work/snap-nofree.html" "$work/snap-nofree.pickle" >/dev/null
     r=$(selftest "$work/snap-nofree.html")
@@ -244,6 +244,46 @@ else
     echo "html_browser: the snapshot part is skipped: python3 is missing"
 fi
 
+# ---- memory outside the allocator (html/outside_views.js) ----------------------------------
+# On the record --torch run that holds 96 MiB outside torch's allocator (ctest torch_torch_oom's
+# "outside": a ctypes cuMemAlloc_v2 before the failing request), the band drawn at the OOM, its
+# tip and the segment view's list there hold `oom --json`'s outside_bytes; a snapshot alone
+# says in one line that memory outside the allocator is not known. CMT_HTML_SHOTS=DIR: both
+# views of that run (docs/img/outside-active.png, outside-segments.png).
+outside_trace=${3:-}/outside.cmt
+if [[ -n ${3:-} && -f $outside_trace ]]; then
+    "$cli" html --no-whatif -o "$work/outside.html" "$outside_trace" >/dev/null
+    r=$(selftest "$work/outside.html")
+    echo "outside.html: $(grep -oE '"outside_[a-z_]*":[^,]*' <<<"$r" | tr '\n' ' ')"
+    want=$("$cli" oom --json "$outside_trace" | grep -o '"outside_bytes":[0-9]*' | head -1 | cut -d: -f2)
+    expect "outside: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    expect "outside: oom --json's outside_bytes is the 96 MiB the program held" "$want" 100663296
+    expect "outside: the band at the OOM is oom's outside_bytes" "$(field "$r" outside_band_at_oom)" "$want"
+    expect "outside: hovering the band there gives those bytes" "$(field "$r" outside_hover_bytes)" "$want"
+    expect "outside: ... and names the driver call site" "$(field "$r" outside_hover_ok)" true
+    expect "outside: the segment view at the OOM lists them" "$(field "$r" outside_listed_at_oom)" "$want"
+    expect "outside: every check" "$(field "$r" ok)" true
+    for v in active segments; do # #shot-VIEW: that view alone
+        if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
+            mkdir -p "$CMT_HTML_SHOTS"
+            chrome --window-size=1100,560 --screenshot="$CMT_HTML_SHOTS/outside-$v.png" \
+                "file://$work/outside.html#shot-$v"
+        fi
+    done
+elif [[ ${CI:-} == true ]]; then
+    echo "FAIL: no record --torch trace at $outside_trace (ctest torch_torch_oom writes it)"
+    failures=$((failures + 1))
+else
+    echo "html_browser: no record --torch trace at $outside_trace: the outside part is skipped"
+fi
+if [[ -f $work/snap.html ]]; then
+    r=$(selftest "$work/snap.html")
+    expect "snapshot: one line says memory outside the allocator is not known" \
+        "$(grep -o '"outside_message":"[^"]*"' <<<"$r" | cut -d'"' -f4)" \
+        "This file has no driver-level records, so memory outside the allocator is not known."
+fi
+# ---- end of memory outside the allocator ---------------------------------------------------
+
 r=$(selftest "$work/diff.html")
 echo "diff.html: $r"
 expect "diff: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
@@ -251,6 +291,59 @@ expect "diff: both runs drawn" "$(field "$r" diff_runs)" 2
 expect "diff: both runs named" "$(field "$r" diff_ok)" true
 expect "diff: A's summary before B's" "$(field "$r" summary_order)" '"AB"'
 expect "diff: every check" "$(field "$r" ok)" true
+
+# ---- the ranks view (ranks_view.js): `html DIR` of several traces ----
+# Each rank's drawn maximum and its peak label are `report --json`'s peak for its file (the
+# allocator's peak_reserved_bytes where the trace has allocator records, else peak_live_bytes),
+# its OOM markers sit at `oom --json`'s episode times (mapped back within a pixel), hovering the
+# shown rank's peak names the rank, the time and its bytes, and a click on another rank's line
+# says how to open its page.
+oom_times() { # the episodes' t_ns of a trace, space-separated
+    "$cli" oom --json "$1" | python3 -c 'import json, sys
+print(" ".join(str(e["t_ns"]) for e in json.load(sys.stdin)["episodes"]))'
+}
+check_ranks() { # name, directory of traces
+    local page=$work/ranks-$1.html r line file source drawn ooms ok rep want
+    "$cli" html --no-whatif -o "$page" "$2" >/dev/null
+    r=$(selftest "$page")
+    echo "ranks-$1.html: $(cut -c1-400 <<<"$r")..."
+    expect "ranks $1: no errors" "$(grep -o '"errors":\[[^]]*\]' <<<"$r")" '"errors":[]'
+    expect "ranks $1: every trace a rank" "$(field "$r" ranks)" "$(ls "$2"/*.cmt | wc -l)"
+    while IFS='|' read -r file source drawn ooms ok; do
+        rep=$("$cli" report --json "$file")
+        if [[ $source == allocator ]]; then want=$(max_field "$rep" peak_reserved_bytes)
+        else want=$(field "$rep" peak_live_bytes); fi
+        expect "ranks $1: $(basename "$file"): drawn peak is report's" "$drawn" "$want"
+        expect "ranks $1: $(basename "$file"): OOM markers at oom's times" "$ooms" "$(oom_times "$file")"
+        expect "ranks $1: $(basename "$file"): its peak label and markers as drawn" "$ok" true
+    done < <(grep -o '"ranks_check":\[[^]]*\]' <<<"$r" | sed -e 's/^"ranks_check":\["//' -e 's/"\]$//' -e 's/","/\n/g')
+    expect "ranks $1: hovering a peak names the rank, time and bytes" "$(field "$r" ranks_hover_ok)" true
+    expect "ranks $1: a click on a rank says how to open its page" "$(field "$r" ranks_click_ok)" true
+    expect "ranks $1: every check" "$(field "$r" ok)" true
+}
+snapshots=$(dirname "$0")/../../../../shared/data/snapshots
+if [[ -f $snapshots/github-JasperSolt_EoR_NN__snapshot.pickle ]] && command -v python3 >/dev/null; then
+    mkdir -p "$work/ranks-snap"
+    for s in github-JasperSolt_EoR_NN__snapshot github-Yiyi-philosophy_LLM-inference__oom_snapshot; do
+        "$cli" import "$snapshots/$s.pickle" -o "$work/ranks-snap/$s.cmt" >/dev/null 2>&1
+    done
+    check_ranks snapshots "$work/ranks-snap"
+elif [[ ${CI:-} == true ]]; then
+    echo "FAIL: no real snapshots in $snapshots, or no python3 (CI has both)"
+    failures=$((failures + 1))
+else
+    echo "html_browser: no real snapshots in $snapshots: the ranks view on them is skipped"
+fi
+if [[ -n ${3:-} && -f $torch_trace ]] && command -v python3 >/dev/null; then
+    check_ranks torch "$3"
+    if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
+        mkdir -p "$CMT_HTML_SHOTS"
+        chrome --window-size=1300,900 --screenshot="$CMT_HTML_SHOTS/ranks.png" "file://$work/ranks-torch.html"
+    fi
+else
+    echo "html_browser: no record --torch traces in ${3:-}: the ranks view on them is skipped"
+fi
+# ---- end of the ranks view ----
 
 if [[ -n ${CMT_HTML_SHOTS:-} ]]; then
     mkdir -p "$CMT_HTML_SHOTS"

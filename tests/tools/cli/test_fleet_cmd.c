@@ -57,14 +57,7 @@ static void rank_trace(int d, int32_t rank, uint64_t peak, uint64_t fail_t)
 {
     struct tb b;
     begin_rank(&b, rank, 200, "job-9");
-    b.t_ns = 1 * MS;
-    tb_alloc(&b, 0x7f0000000000, peak, 0);
-    if (fail_t) {
-        b.t_ns = fail_t;
-        tb_alloc_fail(&b, 30 * TB_GIB, 0);
-    }
-    b.t_ns = 10 * MS;
-    tb_free(&b, 0x7f0000000000);
+    tb_hold(&b, peak, fail_t);
     tb_finish(&b, 1);
     char path[160];
     snprintf(path, sizeof path, "%s/run.%d.cmt", dirs[d], (int)rank);

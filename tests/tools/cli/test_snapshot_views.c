@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "commands.h"
+#include "json_query.h"
 #include "snapshot_test.h"
 
 static const char *out_path(const char *ext, char *buf, size_t size)
@@ -238,4 +239,46 @@ Test(snapshot_views, the_runs_table_has_the_allocators_peaks)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+Test(snapshot_views, html_of_three_snapshots_draws_each_as_a_rank)
+{
+    static const char *const names[] = {"history.pickle", "expandable.pickle", "full.pickle"};
+    char paths[3][4096], out[128]; /* fixture_path's buffer is static */
+    for (int i = 0; i < 3; i++)
+        snprintf(paths[i], sizeof paths[i], "%s", fixture_path(names[i]));
+    const char *argv[] = {"html",   "-o", out_path("html", out, sizeof out), paths[0], paths[1],
+                          paths[2], NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = capture_file(out, NULL);
+    cr_assert_not_null(page);
+    char *data = strstr(page, "<script id=\"cmt-data\" type=\"application/json\">");
+    cr_assert_not_null(data);
+    data = strchr(data, '>') + 1;
+    *strstr(data, "</script>") = 0;
+    cr_expect_eq(jq_count(data, "ranks.ranks"), 3, "a rank per snapshot");
+    for (int i = 0; i < 3; i++) { /* in the fleet's order (by file name here), as given */
+        char key[64], file[4096], source[32], want_file[4096];
+        uint64_t peak = 0, want = 1;
+        snprintf(key, sizeof key, "ranks.ranks.%d.file", i);
+        cr_expect(jq_text(data, key, file, sizeof file));
+        int k = 0;
+        while (k < 3 && strcmp(paths[k], file))
+            k++;
+        cr_expect(k < 3, "the snapshot's own path, not its conversion's: %s", file);
+        snprintf(want_file, sizeof want_file, "%s", k < 3 ? paths[k] : "");
+        snprintf(key, sizeof key, "ranks.ranks.%d.source", i);
+        cr_expect(jq_text(data, key, source, sizeof source) && !strcmp(source, "allocator"));
+        const char *rep[] = {"report", "--json", want_file, NULL};
+        struct captured r = capture_run(cmt_cmd_report, rep);
+        cr_expect(jq_u64(r.out, "allocator.peak_reserved_bytes", &want), "%s", r.out);
+        snprintf(key, sizeof key, "ranks.ranks.%d.peak_bytes", i);
+        cr_expect(jq_u64(data, key, &peak) && peak == want, "%s: %lu, report's %lu", file,
+                  (unsigned long)peak, (unsigned long)want);
+        captured_free(&r);
+    }
+    free(page);
+    remove(out);
+    captured_free(&c);
 }

@@ -81,8 +81,8 @@ function activeTimeline(parent, run, H, dv, ri) {
     if (b[3] > k || k >= endOf(b[4])) continue;
     const base = baseAt(pts[i], k); if (base != null && v >= base && v < base + b[1]) return i; }
     return -1; };
-  const R = dv.rest, restBase = R.s.map(bandsSum);
-  const ymax = Math.max(1, ...S.reserved, ...S.allocated) * 1.08;
+  const R = dv.rest, restBase = R.s.map(bandsSum), ob = outsideBand(H, dv, S); /* outside_views.js */
+  const ymax = Math.max(1, ...S.reserved, ...S.allocated, ob ? ob.top : 0) * 1.08;
   /* the reserved bytes can dwarf the allocated ones: a button fits the scale to these */
   const chart = new Chart(parent, {tmax: N, ymax, ymaxFit: Math.max(1, ...S.allocated) * 1.08, fmtX: evText, minSpan: 4, height: 320,
     draw(c, g) {
@@ -100,6 +100,7 @@ function activeTimeline(parent, run, H, dv, ri) {
       });
       g.globalAlpha = 1;
       if (R.s.length) c.stepArea(g, R.s, j => restBase[j], j => restBase[j] + R.allocated[j], REST_COLOR);
+      if (ob) outsideDraw(c, g, ob);
       HIST_LINES.forEach(([key, color, dash]) => c.stepLine(g, S.s, j => S[key][j], color, dash));
       dv.ooms.forEach((o, i) => c.marker(g, o.seq, "OOM", {oom: i}));
     },
@@ -107,7 +108,8 @@ function activeTimeline(parent, run, H, dv, ri) {
       const k = Math.floor(t), j = lastAtOrBefore(S.s, k);
       const head = el("div", {class: "muted"}, evText(k) + (j >= 0 ? ": allocated " + fmtBytes(S.allocated[j]) +
         ", reserved " + fmtBytes(S.reserved[j]) + ", inactive split " + fmtBytes(S.inactive_split[j]) : ""));
-      const i = bandAt(k, v);
+      const i = bandAt(k, v), out = ob && outsideHover(ob, H, k, v);
+      if (out) return [...out, head];
       if (i < 0) { const q = lastAtOrBefore(R.s, k);
         return q >= 0 && v >= restBase[q] && v < restBase[q] + R.allocated[q] ? [el("b", null, "other: " +
           fmtBytes(R.allocated[q])), el("div", {class: "muted"}, "the smaller blocks, summed"), head] : [head]; }
@@ -117,7 +119,7 @@ function activeTimeline(parent, run, H, dv, ri) {
         el("div", null, "allocated at " + whenText(H, b[3], b[7])),
         el("div", null, "freed at " + whenText(H, b[4], b[8])), head, stackList(st, 16)];
     }});
-  chart.bands = bands; chart.pts = pts; chart.bandAt = bandAt;
+  chart.bands = bands; chart.pts = pts; chart.bandAt = bandAt; chart.outside = ob;
   const legend = el("div", {class: "legend"});
   const tops = new Map();
   bands.forEach((b, i) => tops.set(top(i), (tops.get(top(i)) || 0) + b[1]));
@@ -125,6 +127,7 @@ function activeTimeline(parent, run, H, dv, ri) {
     {title: f}, el("span", {class: "sw", style: "background:" + frameColor(f)}), (f || "(no stack)").slice(0, 60))));
   if (dv.rest.s.length) legend.append(el("span", null, el("span", {class: "sw", style: "background:" + REST_COLOR}),
     "other: the " + (dv.blocks_total - dv.bands) + " smaller blocks, summed"));
+  outsideLegend(legend, H, ob);
   HIST_LINES.forEach(([key, color, dash]) => legend.append(el("span", null, el("span", {class: "ln",
     style: "border-top: 2px " + (dash.length ? "dashed " : "solid ") + color}), key.replace("_", " "))));
   parent.append(legend);
@@ -151,8 +154,10 @@ function segmentView(parent, run, H, dv, ri) {
     legend.append(el("span", {title: BLOCK_KINDS[k]}, el("span", {class: "sw blk " + k, style: "position: static; " +
       "border: 1px solid #888" + (k === "active" ? "; background: " + COLORS[0] : "")}),
       k === "active" ? "allocated (a colour per call site)" : BLOCK_KINDS[k]));
-  parent.append(bar, box, legend);
+  const outside = el("div", {class: "outside-list"});
+  parent.append(bar, box, legend, outside);
   function draw(k) {
+    outsideList(outside, H, dv, k); /* outside_views.js */
     const segs = dv.segments.filter(s => s[2] <= k && k < endOf(s[3])).sort((a, b) => a[0] - b[0]);
     const inSeg = segs.map(() => []);
     let allocated = 0, t = 0;
@@ -199,7 +204,7 @@ function segmentView(parent, run, H, dv, ri) {
     return kids;
   });
   go(dv.ooms.length ? dv.ooms[0].seq : dv.peak ? dv.peak.seq : N - 1);
-  return {box, go};
+  return {box, go, outside};
 }
 
 /* ---- the icicle: bytes allocated at the peak by stack, from the outermost caller ---- */
@@ -248,13 +253,15 @@ function icicle(parent, dv, ri) {
 }
 
 const histViews = [];
-document.head.append(el("style", null, ".icicle { position: relative; margin: 6px 0 14px; font-size: 11px; }" +
+/* added when the page renders: el() is defined by the page's script, after this one */
+const histStyle = () => document.head.append(el("style", null, ".icicle { position: relative; margin: 6px 0 14px; font-size: 11px; }" +
   ".icn { position: absolute; height: 18px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis;" +
   " padding: 1px 3px; color: #111; border-right: 1px solid #fff; box-sizing: border-box; }" +
-  ".hseg { max-height: 640px; overflow-y: auto; }"));
+  ".hseg { max-height: 640px; overflow-y: auto; } .outside-list { margin: 4px 0 14px; }"));
 function historyPanel(parent, run) {
   const H = run.history, ri = runIndex(run);
   if (!H) return;
+  if (!histViews.length) histStyle();
   H.stacks = H.stacks.map(s => s.map(f => H.frames[f])); /* frames are given once */
   for (const dv of H.devices) {
     const sec = el("section", {id: "hist-active-" + ri + "-" + dv.dev});
@@ -264,6 +271,7 @@ function historyPanel(parent, run) {
         "and coloured by its call site (its first Python frame, else its first outside the allocator); x: the allocator's " + H.events + " events. " + (dv.bands < dv.blocks_total ?
         "Drawn: the " + dv.bands + " largest of " + dv.blocks_total + " blocks; the other " + (dv.blocks_total - dv.bands) +
         " are summed in grey." : "All " + dv.blocks_total + " blocks drawn.") + (H.truncated ? " The trace had more blocks than the history keeps." : "")));
+    sec.append(outsideNote(H, dv));
     const chart = activeTimeline(sec, run, H, dv, ri);
     const seg = el("section", {id: "hist-segments-" + ri + "-" + dv.dev});
     parent.append(seg);
@@ -335,8 +343,9 @@ function historySelftest(r) {
     v.icicle.querySelector(".icn").click(); /* the root: back */
     r.icicle_back_ok = +v.icicle.dataset.focus === 0;
   }
+  r.outside_ok = outsideSelftest(r, v); /* outside_views.js */
   sv.go(dv.ooms.length ? dv.ooms[0].seq : dv.peak ? dv.peak.seq : 0);
-  return r.hist_hover_ok !== false && r.hist_reserved_at_peak === r.hist_reserved_peak &&
+  return r.outside_ok && r.hist_hover_ok !== false && r.hist_reserved_at_peak === r.hist_reserved_peak &&
     (!dv.peak || r.icicle_root === dv.peak.bytes) && r.icicle_zoom_ok !== false && r.icicle_back_ok !== false;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "alloc_history.h"
+#include "alloc_outside.h"
 #include "diff.h"
 #include "pass.h"
 #include "site_levels.h"
@@ -31,8 +32,9 @@ enum { CMT__HTML_AT_OOM, CMT__HTML_AT_PEAK, CMT__HTML_AT_END };
 struct cmt__html_alloc_snap { /* one allocator's segments and live blocks at one moment */
     uint32_t allocator;
     int32_t dev;
-    int at; /* CMT__HTML_AT_* */
-    uint64_t t_ns;
+    int at;              /* CMT__HTML_AT_* */
+    uint64_t t_ns;       /* the moment shown: of the OOM, the reserved peak's own time, the end */
+    uint64_t state_t_ns; /* the allocator's last event when taken (the end's state when last) */
     struct cmt_alloc_figures fig;
     struct cmt_alloc_segment *segments; /* by address */
     size_t segment_count;
@@ -52,6 +54,7 @@ struct cmt__html_alloc {
     struct cmt__html_alloc_pending {
         uint32_t allocator;
         int32_t dev;
+        uint64_t t_ns; /* when the peak was reached */
     } pending[CMT__HTML_ALLOC_DEVICES];
     size_t pending_count;
     int failed; /* out of memory: parts are missing */
@@ -90,13 +93,22 @@ struct cmt__html_run {
     struct cmt__html_alloc alloc; /* when the trace has allocator-level records */
     int have_alloc;
     struct cmt_ledger *ledger; /* the ledger at evenly spaced times and the peak (second pass) */
-    struct cmt_alloc *ledger_alloc; /* the allocator-level view the ledger reads then */
-    cmt_alloc_history *history;     /* its blocks and segments over the run (it reads it) */
+    struct cmt_alloc *ledger_alloc;      /* the allocator-level view the ledger reads then */
+    cmt_alloc_history *history;          /* its blocks and segments over the run (it reads it) */
+    cmt_alloc_outside *outside;          /* driver memory outside those segments (it reads them) */
+    const struct cmt__html_ranks *ranks; /* the page over several ranks: theirs (html_ranks.h) */
 };
 
 /* The page's `history` object (html_history.c): null without allocator records. @return 0, or
  * -1 when out of memory. */
 int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run);
+
+/* The history's memory outside the allocator (html_outside.c): `outside_known`,
+ * `outside_truncated` and `outside_sites` (its driver call sites' frames). */
+void cmt__html_outside_known_json(struct cmt__json *j, const struct cmt__html_run *run);
+/* A device's `outside` object (null when the trace has no driver-level records).
+ * @return 0, or -1 when out of memory. */
+int cmt__html_outside_json(struct cmt__json *j, const struct cmt__html_run *run, int32_t dev);
 
 /* The page's embedded template (html_template.c, generated from html/report.html at build
  * time): the page up to the data marker and after it. */

@@ -69,8 +69,12 @@ static void snapshot(struct cmt__html_alloc *h, const struct cmt_alloc_device *d
     if (h->snap_count == CMT__HTML_ALLOC_SNAPS)
         return;
     struct cmt__html_alloc_snap *s = &h->snaps[h->snap_count];
-    *s = (struct cmt__html_alloc_snap){
-        .allocator = d->allocator, .dev = d->dev, .at = at, .t_ns = t, .fig = d->now};
+    *s = (struct cmt__html_alloc_snap){.allocator = d->allocator,
+                                       .dev = d->dev,
+                                       .at = at,
+                                       .t_ns = t,
+                                       .state_t_ns = d->last_t_ns,
+                                       .fig = d->now};
     size_t n = cmt_alloc_blocks(d, &s->blocks);
     s->segments = d->segment_count ? malloc(d->segment_count * sizeof *s->segments) : NULL;
     if (n == (size_t)-1 || (d->segment_count && !s->segments)) {
@@ -112,7 +116,7 @@ static void take_pending(struct cmt__html_alloc *h, uint32_t allocator, int32_t 
         const struct cmt_alloc_device *d = cmt_alloc_device(h->state, h->pending[i].allocator,
                                                             h->pending[i].dev);
         if (d)
-            snapshot(h, d, CMT__HTML_AT_PEAK, d->last_t_ns);
+            snapshot(h, d, CMT__HTML_AT_PEAK, h->pending[i].t_ns);
         h->pending[i] = h->pending[--h->pending_count];
     }
 }
@@ -154,8 +158,8 @@ static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
              d->now.reserved_bytes == f->peak.reserved_bytes &&
              !taken(h, d->allocator, d->dev, CMT__HTML_AT_PEAK) &&
              !pending(h, d->allocator, d->dev) && h->pending_count < CMT__HTML_ALLOC_DEVICES)
-        h->pending[h->pending_count++] = (struct cmt__html_alloc_pending){.allocator = d->allocator,
-                                                                          .dev = d->dev};
+        h->pending[h->pending_count++] = (struct cmt__html_alloc_pending){
+            .allocator = d->allocator, .dev = d->dev, .t_ns = ae->t_ns};
     return CMT_OBSERVE_RECORD;
 }
 
@@ -169,7 +173,7 @@ static int finish(struct cmt_observer *self, const cmt_replay *rp)
         int same = 0; /* the last view of it is already the end's state */
         for (size_t k = 0; k < h->snap_count; k++)
             if (h->snaps[k].allocator == d->allocator && h->snaps[k].dev == d->dev)
-                same = h->snaps[k].t_ns == d->last_t_ns;
+                same = h->snaps[k].state_t_ns == d->last_t_ns;
         if (d->segment_count && !same)
             snapshot(h, d, CMT__HTML_AT_END, d->last_t_ns);
     }

@@ -284,6 +284,7 @@ int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run)
     cmt__json_object(j, "history");
     cmt__json_u64(j, "events", cmt_alloc_history_events(h));
     cmt__json_i64(j, "truncated", cmt_alloc_history_truncated(h));
+    cmt__html_outside_known_json(j, run);
     if (stacks_json(j, run->pass.reader, stacks, nstacks) != 0) {
         free(stacks);
         return -1;
@@ -316,6 +317,8 @@ int cmt__html_history_json(struct cmt__json *j, const struct cmt__html_run *run)
         rc = blocks_json(j, run, dev, stacks, nstacks);
         segments_json(j, h, dev);
         tree_json(j, run, dev);
+        if (!rc)
+            rc = cmt__html_outside_json(j, run, dev);
         cmt__json_end_object(j);
     }
     cmt__json_end_array(j);

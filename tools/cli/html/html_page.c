@@ -7,6 +7,7 @@
 
 #include "frames.h"
 #include "html/html.h"
+#include "html/html_ranks.h"
 #include "print/phase_print.h"
 #include "print/alloc_print.h"
 #include "print/ledger_print.h"
@@ -408,6 +409,8 @@ static char *data_json(const struct cmt__html_run *runs, size_t nruns,
     cmt__json_end_array(&j);
     if (nruns == 2)
         diff_json(&j, runs, deltas, ndeltas);
+    if (nruns == 1 && runs[0].ranks)
+        cmt__html_ranks_json(&j, runs[0].ranks);
     cmt__json_end_object(&j);
     if (fclose(m) != 0) {
         free(buf);

@@ -35,14 +35,16 @@ const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_
     struct cmt_alloc_summary h;
     if (!cmt_alloc_summarize(p->alloc, &h))
         return NULL;
-    char a[32], b[32], c[32], t[32], where[200] = "", label[160];
+    char a[32], b[32], c[32], t[32], at[40] = "", where[200] = "", label[160];
     if (h.devices > 1)
         snprintf(where, sizeof where, " on %s (the largest of %u devices)",
                  cmt__device_label(p->replay, h.dev, label, sizeof label), h.devices);
-    snprintf(buf, size, "allocator peak %s allocated, %s reserved at %s%s, %s allocated at the end",
-             cmt__bytes(h.peak_allocated_bytes, a), cmt__bytes(h.peak_reserved_bytes, b),
-             cmt__duration(h.peak_allocated_t_ns, t), where,
-             cmt__bytes(h.allocated_bytes_at_end, c));
+    if (h.peak_allocated_t_ns != h.peak_reserved_t_ns) /* each peak at its own time */
+        snprintf(at, sizeof at, " at %s", cmt__duration(h.peak_allocated_t_ns, t));
+    snprintf(
+        buf, size, "allocator peak %s allocated%s, %s reserved at %s%s, %s allocated at the end",
+        cmt__bytes(h.peak_allocated_bytes, a), at, cmt__bytes(h.peak_reserved_bytes, b),
+        cmt__duration(h.peak_reserved_t_ns, t), where, cmt__bytes(h.allocated_bytes_at_end, c));
     return buf;
 }
 
@@ -54,7 +56,8 @@ void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_al
     cmt__json_object(j, key);
     CMT__JSON_U64S(j, {"peak_allocated_bytes", h.peak_allocated_bytes},
                    {"peak_reserved_bytes", h.peak_reserved_bytes},
-                   {"peak_allocated_t_ns", h.peak_allocated_t_ns});
+                   {"peak_allocated_t_ns", h.peak_allocated_t_ns},
+                   {"peak_reserved_t_ns", h.peak_reserved_t_ns});
     cmt__json_i64(j, "dev", h.dev);
     CMT__JSON_U64S(j, {"allocated_bytes_at_end", h.allocated_bytes_at_end},
                    {"reserved_bytes_at_end", h.reserved_bytes_at_end}, {"events", h.events});

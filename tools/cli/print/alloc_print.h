@@ -27,10 +27,11 @@ void cmt__alloc_json_device(struct cmt__json *j, const cmt_alloc *a, int32_t dev
 void cmt__alloc_json_settings(struct cmt__json *j, const struct cmt__pass *p);
 
 /* "allocator peak 14.00 MiB allocated, 40.00 MiB reserved at 5.00 us[ on GPU 0 (the largest
- * of 2 devices)], 15.00 MiB allocated at the end" (cmt_alloc_summarize). @return buf, or NULL
- * without allocator state. */
+ * of 2 devices)], 15.00 MiB allocated at the end" (cmt_alloc_summarize); when the two peaks
+ * were reached at different times, each has its own: "allocator peak 14.00 MiB allocated at
+ * 5.00 us, 40.00 MiB reserved at 3.00 us, ...". @return buf, or NULL without allocator state. */
 const char *cmt__alloc_headline_text(const struct cmt__pass *p, char *buf, size_t size);
-/* key: {peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns, dev,
+/* key: {peak_allocated_bytes, peak_reserved_bytes, peak_allocated_t_ns, peak_reserved_t_ns, dev,
  * allocated_bytes_at_end, reserved_bytes_at_end, events} (nothing without allocator state). */
 void cmt__alloc_json_headline(struct cmt__json *j, const char *key, const cmt_alloc *a);
 
