@@ -41,18 +41,24 @@ static int sort_ranges(struct range *v, size_t n)
         free(tmp);
         return -1;
     }
+    uint64_t differ = 0; /* the bits where some address differs from the first */
+    for (size_t i = 1; i < n; i++)
+        differ |= v[i].addr ^ v[0].addr;
+    unsigned bytes[8], nbytes = 0; /* the bytes that differ: the passes to make */
+    for (unsigned b = 0; b < 8; b++)
+        if ((differ >> (8 * b)) & 0xff)
+            bytes[nbytes++] = b;
     for (size_t i = 0; i < n; i++)
-        for (unsigned b = 0; b < 8; b++)
-            count[b][(v[i].addr >> (8 * b)) & 0xff]++;
+        for (unsigned k = 0; k < nbytes; k++)
+            count[bytes[k]][(v[i].addr >> (8 * bytes[k])) & 0xff]++;
     struct range *from = v, *to = tmp;
-    for (unsigned b = 0; b < 8; b++) {
+    for (unsigned k = 0; k < nbytes; k++) {
+        unsigned b = bytes[k];
         size_t *c = count[b];
-        if (c[(v[0].addr >> (8 * b)) & 0xff] == n)
-            continue; /* every address has the same byte here */
         size_t sum = 0;
-        for (unsigned k = 0; k < 256; k++) {
-            size_t x = c[k];
-            c[k] = sum;
+        for (unsigned j = 0; j < 256; j++) {
+            size_t x = c[j];
+            c[j] = sum;
             sum += x;
         }
         for (size_t i = 0; i < n; i++)

@@ -13,7 +13,7 @@
 #include "cmt_free.h"
 #include "cmt_grow.h"
 #include "frames.h"
-#include "replay_internal.h"
+#include "ledger_internal.h"
 
 struct names {
     const char *key, *label;
@@ -55,53 +55,6 @@ const char *cmt_ledger_owner_label(int o)
     return o >= 0 && o < CMT_OWNER_COUNT ? owner_names[o].label : "?";
 }
 
-struct raw_pool {
-    uint32_t allocator;
-    uint64_t pool, tensors, blocks, cached;
-};
-struct raw_site {
-    uint32_t site;
-    uint64_t bytes, count;
-};
-/* A moment as measured during the replay. */
-struct raw {
-    struct cmt_ledger_moment m;
-    struct raw_pool *pools;
-    size_t pool_count, pool_cap;
-    struct raw_site *sites;
-    size_t site_count;
-    uint64_t graph, pools_retained, rounding;
-    int have_sample;
-    uint64_t sample_free, sample_total, sample_process;
-};
-/* The last free/total sample of a device slot, with this process's bytes then. */
-struct sample {
-    int have;
-    uint64_t free, total, t, process, events; /* events: how many had been applied */
-};
-
-struct cmt_ledger {
-    const cmt_alloc *alloc;
-    const cmt_reader *reader;
-    unsigned at;
-    uint64_t *times;
-    size_t time_count, next_time;
-    struct raw *raws;
-    size_t count, cap;
-    struct sample samples[MAX_DEVICE_SLOTS];
-    size_t pending_oom; /* raws index + 1 of an OOM moment a sample may still complete */
-    uint64_t events, last_seq;
-    /* scratch, by replay site index */
-    uint64_t *site_bytes, *site_count;
-    uint32_t *touched;
-    size_t touched_count, site_cap;
-    uint64_t *handles; /* VMM handles mapped inside segments */
-    size_t handle_count, handle_cap;
-    int32_t dev; /* the device being measured */
-    struct raw *cur;
-    int failed;
-};
-
 int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_ledger_options *o)
 {
     cmt_ledger *l = calloc(1, sizeof *l);
@@ -118,6 +71,10 @@ int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_led
         memcpy(l->times, o->times, o->time_count * sizeof *l->times);
         l->time_count = o->time_count;
     }
+    if ((l->at & CMT_LEDGER_AT_PEAK) && cmt__ledger_peak_create(l, o->peak_budget) != 0) {
+        cmt_ledger_destroy(l);
+        return CMT_ENOMEM;
+    }
     *out = l;
     return 0;
 }
@@ -128,12 +85,8 @@ void cmt_ledger_destroy(cmt_ledger *l)
         return;
     for (size_t i = 0; i < l->count; i++)
         CMT_FREE_ALL(l->raws[i].pools, l->raws[i].sites, l->raws[i].m.rows);
+    cmt__ledger_peak_destroy(l);
     CMT_FREE_ALL(l->raws, l->times, l->site_bytes, l->site_count, l->touched, l->handles, l);
-}
-
-static uint32_t slot_of(int32_t dev)
-{
-    return dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
 }
 
 /* This process's device memory as the driver sees it (live, pool retention, rounding), or the
@@ -146,25 +99,39 @@ static uint64_t process_bytes(const cmt_ledger *l, const struct cmt_replay_devic
     return reserved > p ? reserved : p;
 }
 
-/* Keeps device d's sample when it is new (or `fresh`: a MEMINFO record just gave it, even
- * with the figures of the one before). @return 1 when it was. */
-/* d's sample is not the one kept (inline: every event asks). */
-static inline int sample_moved(const cmt_ledger *l, const struct cmt_replay_device *d)
+/* d's sample is not the one kept. */
+static int sample_differs(const struct cmt__sample *s, const struct cmt_replay_device *d)
 {
-    const struct sample *s = &l->samples[slot_of(d->dev)];
     return d->have_sample && d->total_bytes &&
            !(s->have && s->t == d->sample_t_ns && s->free == d->free_bytes &&
              s->total == d->total_bytes);
 }
 
+/* The same, inline (every event asks): no sample taken since the last look is no change. */
+static inline int sample_moved(cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    struct cmt__sample *s = &l->samples[cmt__ledger_slot(d->dev)];
+    if (__builtin_expect(s->looked == d->samples, 1))
+        return 0;
+    s->looked = d->samples;
+    return sample_differs(s, d);
+}
+
+/* Keeps device d's sample in s when it is new (or `fresh`: a MEMINFO record just gave it,
+ * even with the figures of the one before), `events` events applied. @return 1 when it was. */
+static int keep_sample(const cmt_ledger *l, struct cmt__sample *s,
+                       const struct cmt_replay_device *d, uint64_t events, int fresh)
+{
+    if (!d->have_sample || !d->total_bytes || (!fresh && !sample_differs(s, d)))
+        return 0;
+    *s = (struct cmt__sample){
+        1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), events, d->samples};
+    return 1;
+}
+
 static int note_sample(cmt_ledger *l, const struct cmt_replay_device *d, int fresh)
 {
-    struct sample *s = &l->samples[slot_of(d->dev)];
-    if (!d->have_sample || !d->total_bytes || (!fresh && !sample_moved(l, d)))
-        return 0;
-    *s = (struct sample){
-        1, d->free_bytes, d->total_bytes, d->sample_t_ns, process_bytes(l, d), l->events};
-    return 1;
+    return keep_sample(l, &l->samples[cmt__ledger_slot(d->dev)], d, l->events, fresh);
 }
 
 static int in_segment(const cmt_ledger *l, int32_t dev, uint64_t addr)
@@ -193,7 +160,7 @@ static void collect_mapped(void *ctx, const struct cmt_replay_object *o)
 static void measure_object(void *ctx, const struct cmt_replay_object *o)
 {
     cmt_ledger *l = ctx;
-    struct raw *w = l->cur;
+    struct cmt__raw *w = l->cur;
     if (o->dev != l->dev)
         return;
     if (o->kind == CMT_KIND_GRAPH) {
@@ -201,7 +168,7 @@ static void measure_object(void *ctx, const struct cmt_replay_object *o)
         return;
     }
     if (o->kind == CMT_KIND_POOL) {
-        if (o->addr == CMT__GRAPH_POOL(slot_of(o->dev)))
+        if (o->addr == CMT__GRAPH_POOL(cmt__ledger_slot(o->dev)))
             w->graph += o->size;
         else
             w->pools_retained += o->size;
@@ -224,7 +191,7 @@ static void measure_object(void *ctx, const struct cmt_replay_object *o)
     l->site_bytes[o->site] += o->size;
 }
 
-static int add_pool(struct raw *w, uint32_t allocator, uint64_t pool,
+static int add_pool(struct cmt__raw *w, uint32_t allocator, uint64_t pool,
                     const struct cmt_alloc_segment *s)
 {
     size_t i = 0;
@@ -233,7 +200,7 @@ static int add_pool(struct raw *w, uint32_t allocator, uint64_t pool,
     if (i == w->pool_count) {
         if (CMT_GROW(w->pools, w->pool_cap, i + 1, 4) != 0)
             return CMT_ENOMEM;
-        w->pools[w->pool_count++] = (struct raw_pool){.allocator = allocator, .pool = pool};
+        w->pools[w->pool_count++] = (struct cmt__raw_pool){.allocator = allocator, .pool = pool};
     }
     uint64_t live = s->live_bytes < s->size ? s->live_bytes : s->size;
     w->pools[i].tensors += live;
@@ -242,7 +209,7 @@ static int add_pool(struct raw *w, uint32_t allocator, uint64_t pool,
     return 0;
 }
 
-static int measure_segments(cmt_ledger *l, struct raw *w)
+static int measure_segments(cmt_ledger *l, struct cmt__raw *w)
 {
     size_t n = l->alloc ? cmt_alloc_device_count(l->alloc) : 0;
     for (size_t i = 0; i < n; i++) {
@@ -254,8 +221,14 @@ static int measure_segments(cmt_ledger *l, struct raw *w)
     return 0;
 }
 
+static int by_site(const void *a, const void *b)
+{
+    const struct cmt__raw_site *x = a, *y = b;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
 /* The driver objects outside segments, by site, into w (scratch reset after). */
-static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
+static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct cmt__raw *w)
 {
     size_t sites = cmt_replay_site_count(rp);
     if (sites > l->site_cap) {
@@ -282,40 +255,57 @@ static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct raw *w)
     for (size_t i = 0; i < l->touched_count; i++) {
         uint32_t s = l->touched[i];
         if (w->sites)
-            w->sites[w->site_count++] = (struct raw_site){s, l->site_bytes[s], l->site_count[s]};
+            w->sites[w->site_count++] = (struct cmt__raw_site){s, l->site_bytes[s],
+                                                               l->site_count[s]};
         l->site_bytes[s] = l->site_count[s] = 0;
     }
+    if (w->site_count > 1) /* by index, as the peak's moment has them: rows tie alike */
+        qsort(w->sites, w->site_count, sizeof *w->sites, by_site);
     return rc;
+}
+
+struct cmt__raw *cmt__ledger_new_raw(cmt_ledger *l, const struct cmt_replay_device *d, unsigned why,
+                                     uint64_t t, uint64_t seq, size_t time_index)
+{
+    if (CMT_GROW(l->raws, l->cap, l->count + 1, 8) != 0) {
+        l->failed = 1;
+        return NULL;
+    }
+    struct cmt__raw *w = &l->raws[l->count];
+    memset(w, 0, sizeof *w);
+    w->m.why = why;
+    w->m.t_ns = t;
+    w->m.seq = seq;
+    w->m.time_index = time_index;
+    w->m.dev = d->dev;
+    if (d->have_baseline && d->baseline_total_bytes >= d->baseline_free_bytes)
+        w->m.context_bytes = d->baseline_total_bytes - d->baseline_free_bytes;
+    w->rounding = d->waste_bytes;
+    return w;
+}
+
+void cmt__ledger_sample_into(cmt_ledger *l, struct cmt__raw *w, struct cmt__sample *s,
+                             const struct cmt_replay_device *d, uint64_t events)
+{
+    keep_sample(l, s, d, events, 0);
+    if (s->have) {
+        w->have_sample = 1;
+        w->sample_free = s->free;
+        w->sample_total = s->total;
+        w->sample_process = s->process;
+        w->m.free_measured = s->events == events;
+    }
+    w->m.total_bytes = s->have ? s->total : d->total_bytes;
 }
 
 /* Takes a moment of device d now. @return its index, or (size_t)-1 when out of memory. */
 static size_t take(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_device *d,
                    unsigned why, uint64_t t, size_t time_index)
 {
-    if (CMT_GROW(l->raws, l->cap, l->count + 1, 8) != 0) {
-        l->failed = 1;
+    struct cmt__raw *w = cmt__ledger_new_raw(l, d, why, t, l->last_seq, time_index);
+    if (!w)
         return (size_t)-1;
-    }
-    struct raw *w = &l->raws[l->count];
-    memset(w, 0, sizeof *w);
-    w->m.why = why;
-    w->m.t_ns = t;
-    w->m.seq = l->last_seq;
-    w->m.time_index = time_index;
-    w->m.dev = d->dev;
-    if (d->have_baseline && d->baseline_total_bytes >= d->baseline_free_bytes)
-        w->m.context_bytes = d->baseline_total_bytes - d->baseline_free_bytes;
-    w->rounding = d->waste_bytes;
-    note_sample(l, d, 0);
-    const struct sample *s = &l->samples[slot_of(d->dev)];
-    if (s->have) {
-        w->have_sample = 1;
-        w->sample_free = s->free;
-        w->sample_total = s->total;
-        w->sample_process = s->process;
-        w->m.free_measured = s->events == l->events;
-    }
-    w->m.total_bytes = s->have ? s->total : d->total_bytes;
+    cmt__ledger_sample_into(l, w, &l->samples[cmt__ledger_slot(d->dev)], d, l->events);
     if (measure_segments(l, w) != 0 || measure_sites(l, rp, w) != 0) {
         free(w->pools);
         free(w->sites);
@@ -337,8 +327,8 @@ static void take_all(cmt_ledger *l, const cmt_replay *rp, unsigned why, uint64_t
 
 static void completes_oom(cmt_ledger *l, const struct cmt_replay_device *d)
 {
-    struct raw *w = &l->raws[l->pending_oom - 1];
-    const struct sample *s = &l->samples[slot_of(d->dev)];
+    struct cmt__raw *w = &l->raws[l->pending_oom - 1];
+    const struct cmt__sample *s = &l->samples[cmt__ledger_slot(d->dev)];
     if (w->m.dev != d->dev)
         return;
     w->have_sample = 1;
@@ -360,60 +350,106 @@ static void allocator_oom(cmt_ledger *l, const cmt_replay *rp, const struct cmt_
     uint32_t both = CMT_AF(DEVICE_FREE) | CMT_AF(DEVICE_TOTAL);
     if (i == (size_t)-1 || (e->fields & both) != both || !e->v[CMT_AFIELD_DEVICE_TOTAL])
         return;
-    struct raw *w = &l->raws[i];
+    struct cmt__raw *w = &l->raws[i];
     w->have_sample = w->m.free_measured = 1;
     w->sample_free = e->v[CMT_AFIELD_DEVICE_FREE];
     w->sample_total = w->m.total_bytes = e->v[CMT_AFIELD_DEVICE_TOTAL];
     w->sample_process = process_bytes(l, d);
 }
 
+/* An out-of-memory failure of the event's device: a moment. */
+static __attribute__((noinline)) void oom_moment(cmt_ledger *l, const cmt_replay *rp,
+                                                 const struct cmt_replay_step *st)
+{
+    size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
+    l->pending_oom = i == (size_t)-1 ? 0 : i + 1;
+}
+
+/* A record other than an event: samples it carries, an allocator's OOM. */
+static __attribute__((noinline)) void record_step(cmt_ledger *l, const cmt_replay *rp,
+                                                  const struct cmt_replay_step *st)
+{
+    int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
+    for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
+        const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
+        if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
+            completes_oom(l, d);
+    }
+    if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
+        (l->at & CMT_LEDGER_AT_OOM))
+        allocator_oom(l, rp, &st->rec.u.alloc_event);
+}
+
+/* The events applied since the ledger last looked (it is shown every event only when it keeps
+ * the peak): their count and last seq; an OOM moment is no longer completed by a sample. */
+static void catch_up(cmt_ledger *l, const cmt_replay *rp)
+{
+    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    if (t->events != l->events) {
+        l->events = t->events;
+        l->last_seq = t->last_seq;
+        l->pending_oom = 0;
+    }
+}
+
+/* The steps the ledger is shown: records, OOM failures and samples (every event with the peak). */
+static unsigned ledger_wants(const cmt_ledger *l)
+{
+    return l->peak ? CMT_OBSERVE_ALL : CMT_OBSERVE_RECORD | CMT_OBSERVE_OOM | CMT_OBSERVE_SAMPLE;
+}
+
 static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
-    if (st->rec.type != CMT_REC_EVENT) {
-        int32_t fresh = st->rec.type == CMT_REC_MEMINFO ? st->rec.u.meminfo.dev : INT32_MIN;
-        for (uint32_t slot = 0; slot < cmt_replay_device_count(rp); slot++) {
-            const struct cmt_replay_device *d = cmt_replay_device_slot(rp, slot);
-            if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
-                completes_oom(l, d);
-        }
-        if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
-            (l->at & CMT_LEDGER_AT_OOM))
-            allocator_oom(l, rp, &st->rec.u.alloc_event);
-        return CMT_OBSERVE_ALL;
+    catch_up(l, rp);
+    if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0)) {
+        record_step(l, rp, st);
+        return ledger_wants(l);
     }
-    l->events++;
-    l->last_seq = st->rec.u.event.seq;
-    l->pending_oom = 0;
     if (st->device && sample_moved(l, st->device))
         note_sample(l, st->device, 0);
-    if (st->oom && st->device && (l->at & CMT_LEDGER_AT_OOM)) {
-        size_t i = take(l, rp, st->device, CMT_LEDGER_AT_OOM, st->rec.u.event.t_ns, 0);
-        l->pending_oom = i == (size_t)-1 ? 0 : i + 1;
-    }
-    return CMT_OBSERVE_ALL;
+    if (l->peak && !l->peak->invalid)
+        cmt__ledger_peak_event(l, self, rp, st);
+    if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
+        oom_moment(l, rp, st);
+    return ledger_wants(l);
+}
+
+/* The next time to take (a time asked, the open peak's), UINT64_MAX when none. */
+static uint64_t next_moment(const cmt_ledger *l)
+{
+    uint64_t t = l->next_time < l->time_count ? l->times[l->next_time] : UINT64_MAX;
+    const struct cmt__ledger_peak *p = l->peak;
+    return p && p->open && !p->closed && !p->invalid && p->t < t ? p->t : t;
 }
 
 static void ledger_before(struct cmt_observer *self, const cmt_replay *rp)
 {
     cmt_ledger *l = self->ctx;
-    take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
-    l->pending_oom = 0;
-    l->next_time++;
-    self->before_t = l->next_time < l->time_count ? l->times[l->next_time] : UINT64_MAX;
+    uint64_t was = self->before_t;
+    catch_up(l, rp);
+    const struct cmt__ledger_peak *p = l->peak;
+    if (p && p->open && !p->closed && !p->invalid && p->t <= was)
+        cmt__ledger_peak_close(l, rp);
+    if (l->next_time < l->time_count && l->times[l->next_time] <= was) {
+        take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
+        l->pending_oom = 0;
+        l->next_time++;
+    }
+    self->before_t = next_moment(l);
 }
 
 static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp);
 
 struct cmt_observer cmt_ledger_observer(cmt_ledger *l)
 {
-    return (struct cmt_observer){.wants = CMT_OBSERVE_ALL,
+    return (struct cmt_observer){.wants = ledger_wants(l),
                                  .step = ledger_step,
                                  .finish = ledger_finish,
                                  .ctx = l,
-                                 .before_t = l->time_count ? l->times[0] : UINT64_MAX,
-                                 .before = l->time_count ? ledger_before : NULL};
+                                 .before_t = next_moment(l),
+                                 .before = l->time_count || l->peak ? ledger_before : NULL};
 }
 
 /* --- finish: owners and rows --- */
@@ -478,13 +514,13 @@ static int by_bytes_desc(const void *a, const void *b)
 }
 
 /* The DRIVER rows of one moment: one per owning library, user code by call site. */
-static void driver_rows(struct builder *b, const struct raw *w, const struct site_name *names)
+static void driver_rows(struct builder *b, const struct cmt__raw *w, const struct site_name *names)
 {
     struct cmt_ledger_row owners[CMT_OWNER_COUNT] = {{0}};
     uint64_t owner_top[CMT_OWNER_COUNT] = {0};
     size_t first_user = b->count;
     for (size_t i = 0; i < w->site_count; i++) {
-        const struct raw_site *s = &w->sites[i];
+        const struct cmt__raw_site *s = &w->sites[i];
         const struct site_name *nm = &names[s->site];
         if (nm->owner != CMT_OWNER_USER) {
             struct cmt_ledger_row *o = &owners[nm->owner];
@@ -541,7 +577,7 @@ static void driver_rows(struct builder *b, const struct raw *w, const struct sit
         }
 }
 
-static int build(struct raw *w, const struct site_name *names)
+static int build(struct cmt__raw *w, const struct site_name *names)
 {
     struct builder b = {0};
     for (size_t i = 0; i < w->pool_count; i++)
@@ -597,11 +633,14 @@ static uint64_t call_site_ip(const cmt_reader *r, uint32_t stack)
 static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
 {
     cmt_ledger *l = self->ctx;
+    catch_up(l, rp);
     uint64_t end_t = cmt_replay_totals(rp)->last_t_ns;
     for (; l->next_time < l->time_count; l->next_time++) /* times past the last event */
         take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
     if (l->at & CMT_LEDGER_AT_END)
         take_all(l, rp, CMT_LEDGER_AT_END, end_t, 0);
+    if (l->peak)
+        cmt__ledger_peak_finish(l, rp);
     const cmt_reader *r = cmt_replay_reader(rp);
     uint32_t sites = cmt_replay_site_count(rp);
     struct site_name *names = calloc(sites ? sites : 1, sizeof *names);
@@ -611,7 +650,7 @@ static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
         names[s].owner = -1;
     int rc = l->failed ? CMT_ENOMEM : 0;
     for (size_t i = 0; i < l->count; i++) {
-        struct raw *w = &l->raws[i];
+        struct cmt__raw *w = &l->raws[i];
         for (size_t k = 0; k < w->site_count; k++) {
             struct site_name *nm = &names[w->sites[k].site];
             if (nm->owner >= 0)

@@ -96,6 +96,11 @@ enum {
     CMT_LEDGER_AT_OOM = 1u,  /* an out-of-memory failure (the state at the failed call) */
     CMT_LEDGER_AT_END = 2u,  /* the end of the trace */
     CMT_LEDGER_AT_TIME = 4u, /* a time asked (cmt_ledger_options.times) */
+    /* the process peak (cmt_replay_totals' peak_t_ns): the state after every event at or
+     * before its time, as CMT_LEDGER_AT_TIME at that time gives it. Kept during the replay
+     * when it can be (see cmt_ledger_options.peak_budget); else no moment has it and a
+     * second replay to the peak's time must take it. */
+    CMT_LEDGER_AT_PEAK = 8u,
 };
 
 #define CMT_LEDGER_USER_SITES 8 /* user-code call sites shown; the rest are one row */
@@ -133,6 +138,11 @@ struct cmt_ledger_options {
      * before each; each device seen by then */
     const uint64_t *times;
     size_t time_count;
+    /* CMT_LEDGER_AT_PEAK: the most (device, call site) sums kept for it (0: 1M, 24 MiB); past
+     * them, or when the clock goes backwards, an event changes the live set other than object
+     * by object (a reset, a graph launch, an address reused without its free), or the trace
+     * has allocator records, the peak is not kept */
+    size_t peak_budget;
 };
 
 typedef struct cmt_ledger cmt_ledger;
@@ -141,10 +151,12 @@ typedef struct cmt_ledger cmt_ledger;
  * none. @return 0 or CMT_ENOMEM. */
 int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_ledger_options *o);
 void cmt_ledger_destroy(cmt_ledger *l);
-/* The ledger as a replay observer (every step; moments by before_t). */
+/* The ledger as a replay observer (records, OOM failures and samples, every event when it keeps
+ * the peak; moments by before_t). */
 struct cmt_observer cmt_ledger_observer(cmt_ledger *l);
 
-/* The moments taken, in time order (valid after the replay's finish). */
+/* The moments taken, in time order, then the peak's (CMT_LEDGER_AT_PEAK, one per device seen
+ * by then) when kept (valid after the replay's finish). */
 size_t cmt_ledger_count(const cmt_ledger *l);
 const struct cmt_ledger_moment *cmt_ledger_moment(const cmt_ledger *l, size_t i);
 /* @return the first moment of device dev taken for `why` (and, for CMT_LEDGER_AT_TIME, of

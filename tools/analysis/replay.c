@@ -17,102 +17,7 @@ static inline int is_allocation(int kind)
     return ((CMT_KIND_MASK(DEVICE_MEMORY) | 1u << CMT_KIND_HOST) >> kind) & 1u;
 }
 
-/* ---- tables ---- */
-
-__attribute__((noinline)) struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp,
-                                                                          int32_t dev)
-{
-    uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
-    if (slot >= rp->device_cap) {
-        uint32_t cap = rp->device_cap ? rp->device_cap : 4;
-        while (cap <= slot)
-            cap *= 2;
-        struct cmt_replay_device *d = realloc(rp->devices, cap * sizeof *d);
-        uint64_t *pools = d ? realloc(rp->current_pool, cap * sizeof *pools) : NULL;
-        if (d)
-            rp->devices = d;
-        if (!pools) {
-            static struct cmt_replay_device spare;
-            rp->failed = 1;
-            return &spare;
-        }
-        rp->current_pool = pools;
-        memset(d + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *d);
-        memset(pools + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *pools);
-        for (uint32_t i = rp->device_cap; i < cap; i++)
-            d[i].dev = (int32_t)i - 1;
-        rp->device_cap = cap;
-    }
-    if (slot >= rp->device_count)
-        rp->device_count = slot + 1;
-    rp->devices[slot].seen = 1;
-    return &rp->devices[slot];
-}
-
-static uint32_t new_site(cmt_replay *rp, uint32_t stack)
-{
-    if (rp->site_count == rp->site_cap) {
-        struct cmt_replay_site *s = realloc(rp->sites, 2 * rp->site_cap * sizeof *s);
-        if (!s) {
-            rp->failed = 1;
-            return 0;
-        }
-        rp->sites = s;
-        rp->site_cap *= 2;
-    }
-    rp->sites[rp->site_count] = (struct cmt_replay_site){.stack = stack};
-    return rp->site_count++;
-}
-
-/* Stack ids are dense node ids: a flat table covers every id up to the highest node read
- * (memory proportional to the reader's own node table); larger ids, which only a damaged or
- * hostile trace has, go through a hash map. */
-static int grow_stack_sites(cmt_replay *rp, uint32_t stack)
-{
-    if (stack >= (UINT32_C(1) << 16) && stack > cmt_reader_stack_node_count(rp->reader))
-        return -1;
-    uint32_t cap = rp->stack_site_cap ? rp->stack_site_cap : 1024;
-    while (cap <= stack && cap < (UINT32_C(1) << 31))
-        cap *= 2;
-    if (cap <= stack)
-        return -1;
-    uint32_t *t = calloc(cap, sizeof *t); /* untouched zero pages for ids never used */
-    if (!t)
-        return -1;
-    if (rp->stack_sites)
-        memcpy(t, rp->stack_sites, (size_t)rp->stack_site_cap * sizeof *t);
-    free(rp->stack_sites);
-    rp->stack_sites = t;
-    rp->stack_site_cap = cap;
-    return 0;
-}
-
-static uint32_t site_index_slow(cmt_replay *rp, uint32_t stack)
-{
-    if (stack == 0)
-        return 0;
-    if (stack < rp->stack_site_cap || grow_stack_sites(rp, stack) == 0) {
-        uint32_t site = rp->stack_sites[stack];
-        if (!site && (site = new_site(rp, stack)) != 0)
-            rp->stack_sites[stack] = site;
-        return site;
-    }
-    struct cmt__entry *e = cmt__map_insert(&rp->site_ids, stack);
-    if (!e) {
-        rp->failed = 1;
-        return 0;
-    }
-    if (e->kind)
-        return (uint32_t)e->aux;
-    uint32_t site = new_site(rp, stack);
-    if (!site) {
-        cmt__map_remove(&rp->site_ids, e);
-        return 0;
-    }
-    e->kind = 1;
-    e->aux = site;
-    return site;
-}
+/* ---- tables (their slow paths are replay_tables.c's) ---- */
 
 /* The call-site index of a stack (created on first use; 0 for no stack). */
 static inline uint32_t site_index(cmt_replay *rp, uint32_t stack)
@@ -120,28 +25,7 @@ static inline uint32_t site_index(cmt_replay *rp, uint32_t stack)
     uint32_t site;
     if (__builtin_expect(stack < rp->stack_site_cap && (site = rp->stack_sites[stack]) != 0, 1))
         return site;
-    return site_index_slow(rp, stack);
-}
-
-static __attribute__((noinline)) struct cmt_replay_thread *thread_slow(cmt_replay *rp, uint32_t tid)
-{
-    static struct cmt_replay_thread spare;
-    struct cmt__entry *e = cmt__map_insert(&rp->tids, (uint64_t)tid + 1);
-    if (!e)
-        return &spare;
-    if (!e->kind) {
-        if (CMT_GROW(rp->threads, rp->thread_cap, (size_t)rp->thread_count + 1, 16) != 0) {
-            cmt__map_remove(&rp->tids, e);
-            return &spare;
-        }
-        e->kind = 1;
-        e->aux = rp->thread_count;
-        rp->threads[rp->thread_count++] = (struct cmt_replay_thread){.tid = tid};
-    }
-    uint32_t c = tid & 63;
-    rp->thread_cache[c].key = (uint64_t)tid + 1;
-    rp->thread_cache[c].index = (uint32_t)e->aux;
-    return &rp->threads[e->aux];
+    return cmt__site_index_slow(rp, stack);
 }
 
 static inline struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
@@ -149,7 +33,7 @@ static inline struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
     uint32_t c = tid & 63;
     if (__builtin_expect(rp->thread_cache[c].key == (uint64_t)tid + 1, 1))
         return &rp->threads[rp->thread_cache[c].index];
-    return thread_slow(rp, tid);
+    return cmt__thread_slow(rp, tid);
 }
 
 /* Before a site changes: keep its value at the last process peak (see cmt_replay_finish). */
@@ -318,7 +202,8 @@ __attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry
 
 /* ---- applying events ---- */
 
-static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
+static inline __attribute__((always_inline)) void pool_reuse(cmt_replay *rp, uint64_t key,
+                                                             uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_find(rp, key);
     if (!p || !p->size)
@@ -330,8 +215,9 @@ static void pool_reuse(cmt_replay *rp, uint64_t key, uint64_t size)
     rp->totals.pool_retained_bytes -= reuse;
 }
 
-static uint64_t pool_key(cmt_replay *rp, const struct cmt_replay_device *d,
-                         const struct cmt_event *e)
+static inline __attribute__((always_inline)) uint64_t pool_key(cmt_replay *rp,
+                                                               const struct cmt_replay_device *d,
+                                                               const struct cmt_event *e)
 {
     if (e->fields & CMT_F(POOL))
         return cmt__pool_canon(rp, e->v[CMT_FIELD_POOL]);
@@ -445,7 +331,8 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         return;
     }
     uint64_t ptr = e->v[CMT_FIELD_PTR];
-    struct cmt__entry *a = cmt__map_find(&rp->allocs, ptr);
+    size_t at;
+    struct cmt__entry *a = cmt__map_find_at(&rp->allocs, ptr, &at);
     if (!a) {
         st->kind = kind_freed; /* what the op frees, for observers of unknown frees */
         if (ptr) {
@@ -474,7 +361,7 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         cmt__pool_retain(rp, a->aux, a->dev, a->size);
     cmt__note_owner(rp, st, a->dev);
     drop_on(rp, a->dev == e->dev ? d : cmt__device_slot(rp, a->dev), a);
-    cmt__map_remove(&rp->allocs, a);
+    cmt__map_remove_at(&rp->allocs, a, at);
 }
 
 /* The handlers of CMT_REPLAY_OPS for allocations and frees (replay_ops.h). An allocation
@@ -541,6 +428,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     rp->tick++;
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
+    rp->totals.last_seq = e->seq;
     uint32_t code = 0;
     int kind = CMT_KIND_NONE;
     cmt__apply_fn *apply = cmt__apply_none;
@@ -552,6 +440,7 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         name = a->name;
         apply = a->apply;
         kind = a->kind;
+        st->sample = a->sample;
     }
     st->op = code ? (int)code - 1 : CMT_OP_OTHER;
     if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
@@ -561,10 +450,15 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     st->api = name;
     struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
     /* the op's handler (replay_ops.h); those of most events, allocations and frees, inline */
+    int graph_node = (e->fields & CMT_F(HANDLE)) != 0; /* async on a capturing stream */
     if (__builtin_expect(apply == cmt__apply_alloc, 1))
         alloc_of_kind(rp, d, st, kind);
     else if (__builtin_expect(apply == cmt__apply_free, 1))
         apply_free(rp, d, st, kind, 0);
+    else if (__builtin_expect(apply == cmt__apply_alloc_async && !graph_node, 1))
+        apply_alloc(rp, d, st, CMT_KIND_ASYNC);
+    else if (__builtin_expect(apply == cmt__apply_free_async && !graph_node, 1))
+        apply_free(rp, d, st, kind, 1);
     else
         apply(rp, d, st, kind);
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
@@ -598,7 +492,7 @@ static inline __attribute__((always_inline)) int read_step(cmt_replay *rp,
     step->op = -1;
     step->api = NULL;
     step->kind = -1;
-    step->is_alloc = step->failed = step->oom = step->unknown_free = 0;
+    step->is_alloc = step->failed = step->oom = step->unknown_free = step->sample = 0;
     step->request = step->released = 0;
     step->delta = 0;
     step->site = 0;
@@ -634,15 +528,6 @@ static inline __attribute__((always_inline)) int apply_step(cmt_replay *rp,
 {
     APPLY_STEP(rp, step);
     return rp->failed ? CMT_ENOMEM : 1;
-}
-
-/* The steps an observer is shown: CMT_OBSERVE_RECORD, or CMT_OBSERVE_EVENT with
- * CMT_OBSERVE_OOM when the event is an out-of-memory failure. */
-static inline unsigned step_class(const struct cmt_replay_step *st)
-{
-    if (st->rec.type != CMT_REC_EVENT)
-        return CMT_OBSERVE_RECORD;
-    return CMT_OBSERVE_EVENT | (st->oom ? CMT_OBSERVE_OOM : 0);
 }
 
 /* An event inside the observer's quiet window (see struct cmt_observer); not an OOM. */
@@ -699,13 +584,74 @@ static __attribute__((noinline)) uint64_t pass_moments(cmt_replay *rp, struct cm
     return next;
 }
 
+/* The observers shown each class of step (step_class: a record, an event, an OOM event, a
+ * sample event), in their order: a step is shown by walking its list alone. */
+#define CLASSES 4
+struct shown {
+    struct cmt_observer **list[CLASSES];
+    size_t count[CLASSES];
+};
+
+/* The class of a step, as an index into the lists: 0 a record, 1 an event, 2 an OOM failure,
+ * 3 a sample (never both); odd: an event a quiet window may spare. */
+static inline unsigned step_class(const struct cmt_replay_step *st)
+{
+    if (st->rec.type != CMT_REC_EVENT)
+        return 0;
+    return 1u + (unsigned)st->oom + 2u * (unsigned)st->sample; /* each 0 or 1 */
+}
+
+/* After an observer's wants changed (and at the start). */
+static void list_observers(struct shown *sh, struct cmt_observer *obs, struct cmt_observer *end)
+{
+    static const unsigned classes[CLASSES] = {CMT_OBSERVE_RECORD, CMT_OBSERVE_EVENT,
+                                              CMT_OBSERVE_EVENT | CMT_OBSERVE_OOM,
+                                              CMT_OBSERVE_EVENT | CMT_OBSERVE_SAMPLE};
+    for (unsigned k = 0; k < CLASSES; k++) {
+        sh->count[k] = 0;
+        for (struct cmt_observer *o = obs; o < end; o++)
+            if (o->wants & classes[k])
+                sh->list[k][sh->count[k]++] = o;
+    }
+}
+
+/* Shows step st of class k (step_class) to its observers. @return whether one's wants
+ * changed. */
+static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
+                       unsigned k, struct span *open, uint64_t *moment)
+{
+    int changed = 0;
+    for (size_t i = 0; i < sh->count[k]; i++) {
+        struct cmt_observer *o = sh->list[k][i];
+        if ((k & 1u) && quiet(&o->quiet, st)) {
+            o->quiet.skipped++;
+            o->quiet.last_t = st->rec.u.event.t_ns;
+            if (o->quiet_end) {
+                open->from = o->quiet.from > open->from ? o->quiet.from : open->from;
+                open->until = o->quiet.until < open->until ? o->quiet.until : open->until;
+            }
+            continue;
+        }
+        unsigned was = o->wants;
+        o->wants = o->step(o, rp, st);
+        changed |= o->wants != was;
+        if (o->before && o->before_t < *moment) /* step() may set a moment too */
+            *moment = o->before_t;
+    }
+    return changed;
+}
+
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
 {
     struct cmt_replay_step st;
     struct cmt_observer *end = obs + n;
-    unsigned any = 0; /* the union of the masks: a step nobody wants costs one test */
-    for (struct cmt_observer *o = obs; o < end; o++)
-        any |= o->wants;
+    struct shown sh;
+    struct cmt_observer **lists = malloc(CLASSES * n * sizeof *lists);
+    if (!lists)
+        return CMT_ENOMEM;
+    for (unsigned k = 0; k < CLASSES; k++)
+        sh.list[k] = lists + k * n;
+    list_observers(&sh, obs, end);
     int rc;
     struct span open = {0, UINT64_MAX}; /* inside every window that skipped events */
     uint64_t moment = UINT64_MAX;       /* the next observer's before_t */
@@ -724,27 +670,10 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
         }
         if ((rc = apply_step(rp, &st)) <= 0)
             break;
-        unsigned c = step_class(&st);
-        if (!(any & c))
-            continue;
-        for (struct cmt_observer *o = obs; o < end; o++) {
-            if (!(o->wants & c))
-                continue;
-            if (c == CMT_OBSERVE_EVENT && quiet(&o->quiet, &st)) {
-                o->quiet.skipped++;
-                o->quiet.last_t = st.rec.u.event.t_ns;
-                if (o->quiet_end) {
-                    open.from = o->quiet.from > open.from ? o->quiet.from : open.from;
-                    open.until = o->quiet.until < open.until ? o->quiet.until : open.until;
-                }
-                continue;
-            }
-            o->wants = o->step(o, rp, &st);
-            any = 0;
-            for (struct cmt_observer *p = obs; p < end; p++)
-                any |= p->wants;
-        }
+        if (show(&sh, rp, &st, step_class(&st), &open, &moment))
+            list_observers(&sh, obs, end);
     }
+    free(lists);
     return rc;
 }
 

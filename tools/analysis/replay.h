@@ -114,6 +114,7 @@ struct cmt_replay_device {
     /* last recorded free/total (DEVICE, MEMINFO, or a program's cuMemGetInfo) */
     int have_sample;
     uint64_t free_bytes, total_bytes, sample_t_ns;
+    uint64_t samples; /* samples taken: another one since a look changed it */
     const char *name; /* from the DEVICE record, or NULL */
     /* the first free/total recorded (DEVICE record or baseline sample): the device as the
      * process found it */
@@ -136,6 +137,7 @@ struct cmt_replay_step {
     int64_t delta;     /* change of live_bytes on the event's device */
     uint32_t site;     /* call-site index of the allocation created or freed (0 = none) */
     int unknown_free;  /* a free or unmap named something not live */
+    int sample;        /* the op takes a free/total sample of the event's device (CMT_OPA_SAMPLE) */
     /* the object created or destroyed (kind >= 0): its key (address; handle for VMM), its
      * bytes, and for a device or host allocation its object id (dense from 1, reused after
      * the object is gone; CMT_NO_OBJECT for other kinds) */
@@ -191,9 +193,9 @@ CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  *
  * `wants` says which steps the observer is shown (a mask of CMT_OBSERVE_*); step() sees them
  * with the state already updated and returns the mask for the steps after it, so an observer
- * that waits for something rare (oom waits for an out-of-memory failure) costs nothing
- * between. finish() runs once at the end, after cmt_replay_finish(), when symbols are known;
- * it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
+ * that waits for something rare (oom waits for an out-of-memory failure, the ledger for them
+ * and for free/total samples) costs nothing between. finish() runs once at the end, after
+ * cmt_replay_finish(), when symbols are known; it returns 0 or a negative CMT_E* code. Either function may be NULL (a NULL step needs
  * wants 0); both get the observer itself (its ctx, its quiet window).
  *
  * A quiet window, which step() may set, spares an observer the events that cannot change
@@ -206,15 +208,17 @@ CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * count when it is next shown a step, and at finish. quiet.until == 0: no window. Records
  * are unaffected.
  *
- * A moment, set before the run and then by before() itself: before the first event with t_ns > before_t is
- * applied, the runner calls before() (when set), the state still that of the moment before_t
- * (every event at or before it applied): how an observer takes the state at a time asked.
- * before() sets the next before_t (a later one; UINT64_MAX or not later: no more). Moments
+ * A moment, set before the run and then by before() itself: before the first event with
+ * t_ns > before_t is applied, the runner calls before() (when set), the state still that of
+ * the moment before_t (every event at or before it applied): how an observer takes the state
+ * at a time asked. before() sets the next before_t (a later one; UINT64_MAX or not later: no
+ * more); step() may set an earlier one too (the ledger: the time of a new peak). Moments
  * past the last event are the observer's to take at finish. */
 enum {
     CMT_OBSERVE_RECORD = 1u, /* records other than events (API, DEVICE, MEMINFO, END, ...) */
     CMT_OBSERVE_EVENT = 2u,  /* every event */
     CMT_OBSERVE_OOM = 4u,    /* only events that failed with out-of-memory */
+    CMT_OBSERVE_SAMPLE = 8u, /* only events that took a free/total sample (CMT_OPA_SAMPLE) */
     CMT_OBSERVE_ALL = 3u,
 };
 struct cmt_observe_quiet {
@@ -262,6 +266,7 @@ struct cmt_replay_totals {
     uint64_t temporary_count, temporary_bytes; /* freed before the next allocation */
     uint64_t size_histogram[65];               /* successful allocations by bit length of size */
     uint64_t last_t_ns;
+    uint64_t last_seq;   /* seq of the last event applied (0: none yet) */
     int ended, signaled; /* END seen; SIGNAL seen */
     uint32_t signo;
 };

@@ -8,6 +8,10 @@
 #include "replay_internal.h"
 
 struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp, int32_t dev);
+/* The call-site index of a stack not in the flat table yet (replay_tables.c). */
+uint32_t cmt__site_index_slow(cmt_replay *rp, uint32_t stack);
+/* A thread not in the cache: found or added (a spare when out of memory). */
+struct cmt_replay_thread *cmt__thread_slow(cmt_replay *rp, uint32_t tid);
 void cmt__log_freed_slow(cmt_replay *rp, const struct cmt__entry *e);
 /* Removes a live object from the books (the caller removes it from its map). */
 void cmt__drop(cmt_replay *rp, const struct cmt__entry *e);
@@ -80,7 +84,8 @@ static inline struct cmt__entry *cmt__pool_find(cmt_replay *rp, uint64_t key)
 }
 
 /* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
-static inline void cmt__pool_retain(cmt_replay *rp, uint64_t key, int32_t dev, uint64_t size)
+static inline __attribute__((always_inline)) void cmt__pool_retain(cmt_replay *rp, uint64_t key,
+                                                                   int32_t dev, uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_cached(rp, key);
     if (__builtin_expect(!p, 0) && !(p = cmt__pool_add(rp, key, dev)))

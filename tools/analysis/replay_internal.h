@@ -22,6 +22,7 @@ struct cmt__replay_api {
     uint64_t calls;
     uint32_t op;          /* enum cmt_op + 1; 0 = unknown */
     int8_t kind;          /* the op's kind column */
+    uint8_t sample;       /* the op's CMT_OPA_SAMPLE */
     cmt__apply_fn *apply; /* the op's handler (OTHER's when unknown) */
 };
 

@@ -47,10 +47,15 @@ int cmt__map_grow(struct cmt__map *m)
 
 void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e)
 {
+    size_t idx = (size_t)(e - m->entries);
+    cmt__map_remove_at(m, e, slot_of(m, e->key, cmt__map_tag(m, e->key) | (uint32_t)(idx + 1)));
+}
+
+void cmt__map_remove_at(struct cmt__map *m, struct cmt__entry *e, size_t i)
+{
     uint32_t index_mask = (uint32_t)m->mask;
     size_t idx = (size_t)(e - m->entries), mask = m->mask;
     uint32_t *slots = m->slots;
-    size_t i = slot_of(m, e->key, cmt__map_tag(m, e->key) | (uint32_t)(idx + 1));
     for (size_t j = i;;) {
         j = (j + 1) & mask;
         uint32_t s = slots[j];

@@ -104,6 +104,24 @@ static inline struct cmt__entry *cmt__map_probe(const struct cmt__map *m, uint64
     }
 }
 
+/* The probe for key from its home (the index must exist). @return its entry with *at its
+ * slot, or NULL. */
+static inline __attribute__((always_inline)) struct cmt__entry *cmt__map_probe_at(
+    const struct cmt__map *m, uint64_t key, size_t *at)
+{
+    size_t i = cmt__map_home(m, key);
+    uint32_t index_mask = (uint32_t)m->mask, tag = cmt__map_tag(m, key);
+    for (;; i = (i + 1) & m->mask) {
+        uint32_t s = m->slots[i];
+        if (!s)
+            return NULL;
+        if ((s & ~index_mask) == tag && m->entries[(s & index_mask) - 1].key == key) {
+            *at = i;
+            return &m->entries[(s & index_mask) - 1];
+        }
+    }
+}
+
 /* @return the entry for key, or NULL. */
 static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_t key)
 {
@@ -111,6 +129,15 @@ static inline struct cmt__entry *cmt__map_find(const struct cmt__map *m, uint64_
         return NULL;
     size_t empty;
     return cmt__map_probe(m, key, cmt__map_tag(m, key), &empty);
+}
+
+/* @return the entry for key with *at its slot (for cmt__map_remove_at), or NULL. */
+static inline __attribute__((always_inline)) struct cmt__entry *cmt__map_find_at(
+    const struct cmt__map *m, uint64_t key, size_t *at)
+{
+    if (__builtin_expect(!m->slots, 0))
+        return NULL;
+    return cmt__map_probe_at(m, key, at);
 }
 
 /* Doubles the index (or creates it) and makes room for its entries. @return 0, or -1 when
@@ -139,6 +166,8 @@ static inline struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t ke
 /* Removes an entry returned by find/insert; the last entry moves into its place, so pointers
  * into the map become stale (an iteration over entries[] that removes stays at the index). */
 void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e);
+/* The same for an entry found by cmt__map_find_at at slot `at`, with no second probe. */
+void cmt__map_remove_at(struct cmt__map *m, struct cmt__entry *e, size_t at);
 
 void cmt__map_free(struct cmt__map *m);
 

@@ -55,5 +55,6 @@ void cmt__apply_mem_info(cmt_replay *rp, struct cmt_replay_device *d, struct cmt
         d->free_bytes = e->v[CMT_FIELD_FREE];
         d->total_bytes = e->v[CMT_FIELD_TOTAL];
         d->sample_t_ns = e->t_ns;
+        d->samples++;
     }
 }

@@ -39,6 +39,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         const struct cmt__op_handler *h = cmt__op_handler(rec->u.api.op);
         ra->apply = h->apply;
         ra->kind = h->kind;
+        ra->sample = (cmt_op_attrs(rec->u.api.op) & CMT_OPA_SAMPLE) != 0;
         break;
     case CMT_REC_DEVICE: {
         struct cmt_replay_device *d = cmt__device_slot(rp, rec->u.device.dev);
@@ -47,6 +48,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         d->total_bytes = rec->u.device.total_bytes;
         d->free_bytes = rec->u.device.free_bytes;
         d->sample_t_ns = rec->u.device.t_ns;
+        d->samples++;
         baseline(d, d->free_bytes, d->total_bytes);
         break;
     }
@@ -56,6 +58,7 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
         d->total_bytes = rec->u.meminfo.total_bytes;
         d->free_bytes = rec->u.meminfo.free_bytes;
         d->sample_t_ns = rec->u.meminfo.t_ns;
+        d->samples++;
         if (rec->u.meminfo.reason == CMT_MEMINFO_BASELINE)
             baseline(d, d->free_bytes, d->total_bytes);
         break;

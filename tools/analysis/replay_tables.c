@@ -7,7 +7,8 @@
 
 #include "cmt_error.h"
 #include "cmt_free.h"
-#include "replay_internal.h"
+#include "cmt_grow.h"
+#include "replay_books.h"
 
 const char *cmt_kind_name(int kind)
 {
@@ -134,4 +135,121 @@ void cmt_replay_foreach_mapping(const cmt_replay *rp,
                                 void (*fn)(void *ctx, const struct cmt_replay_object *o), void *ctx)
 {
     visit_map(&rp->mappings, fn, ctx);
+}
+
+/* ---- the tables' slow paths (the inline lookups are replay.c's) ---- */
+
+struct cmt_replay_device *cmt__device_slot_slow(cmt_replay *rp, int32_t dev)
+{
+    uint32_t slot = dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
+    if (slot >= rp->device_cap) {
+        uint32_t cap = rp->device_cap ? rp->device_cap : 4;
+        while (cap <= slot)
+            cap *= 2;
+        struct cmt_replay_device *d = realloc(rp->devices, cap * sizeof *d);
+        uint64_t *pools = d ? realloc(rp->current_pool, cap * sizeof *pools) : NULL;
+        if (d)
+            rp->devices = d;
+        if (!pools) {
+            static struct cmt_replay_device spare;
+            rp->failed = 1;
+            return &spare;
+        }
+        rp->current_pool = pools;
+        memset(d + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *d);
+        memset(pools + rp->device_cap, 0, (cap - rp->device_cap) * sizeof *pools);
+        for (uint32_t i = rp->device_cap; i < cap; i++)
+            d[i].dev = (int32_t)i - 1;
+        rp->device_cap = cap;
+    }
+    if (slot >= rp->device_count)
+        rp->device_count = slot + 1;
+    rp->devices[slot].seen = 1;
+    return &rp->devices[slot];
+}
+
+static uint32_t new_site(cmt_replay *rp, uint32_t stack)
+{
+    if (rp->site_count == rp->site_cap) {
+        struct cmt_replay_site *s = realloc(rp->sites, 2 * rp->site_cap * sizeof *s);
+        if (!s) {
+            rp->failed = 1;
+            return 0;
+        }
+        rp->sites = s;
+        rp->site_cap *= 2;
+    }
+    rp->sites[rp->site_count] = (struct cmt_replay_site){.stack = stack};
+    return rp->site_count++;
+}
+
+/* Stack ids are dense node ids: a flat table covers every id up to the highest node read
+ * (memory proportional to the reader's own node table); larger ids, which only a damaged or
+ * hostile trace has, go through a hash map. */
+static int grow_stack_sites(cmt_replay *rp, uint32_t stack)
+{
+    if (stack >= (UINT32_C(1) << 16) && stack > cmt_reader_stack_node_count(rp->reader))
+        return -1;
+    uint32_t cap = rp->stack_site_cap ? rp->stack_site_cap : 1024;
+    while (cap <= stack && cap < (UINT32_C(1) << 31))
+        cap *= 2;
+    if (cap <= stack)
+        return -1;
+    uint32_t *t = calloc(cap, sizeof *t); /* untouched zero pages for ids never used */
+    if (!t)
+        return -1;
+    if (rp->stack_sites)
+        memcpy(t, rp->stack_sites, (size_t)rp->stack_site_cap * sizeof *t);
+    free(rp->stack_sites);
+    rp->stack_sites = t;
+    rp->stack_site_cap = cap;
+    return 0;
+}
+
+uint32_t cmt__site_index_slow(cmt_replay *rp, uint32_t stack)
+{
+    if (stack == 0)
+        return 0;
+    if (stack < rp->stack_site_cap || grow_stack_sites(rp, stack) == 0) {
+        uint32_t site = rp->stack_sites[stack];
+        if (!site && (site = new_site(rp, stack)) != 0)
+            rp->stack_sites[stack] = site;
+        return site;
+    }
+    struct cmt__entry *e = cmt__map_insert(&rp->site_ids, stack);
+    if (!e) {
+        rp->failed = 1;
+        return 0;
+    }
+    if (e->kind)
+        return (uint32_t)e->aux;
+    uint32_t site = new_site(rp, stack);
+    if (!site) {
+        cmt__map_remove(&rp->site_ids, e);
+        return 0;
+    }
+    e->kind = 1;
+    e->aux = site;
+    return site;
+}
+
+struct cmt_replay_thread *cmt__thread_slow(cmt_replay *rp, uint32_t tid)
+{
+    static struct cmt_replay_thread spare;
+    struct cmt__entry *e = cmt__map_insert(&rp->tids, (uint64_t)tid + 1);
+    if (!e)
+        return &spare;
+    if (!e->kind) {
+        if (CMT_GROW(rp->threads, rp->thread_cap, (size_t)rp->thread_count + 1, 16) != 0) {
+            cmt__map_remove(&rp->tids, e);
+            return &spare;
+        }
+        e->kind = 1;
+        e->aux = rp->thread_count;
+        rp->threads[rp->thread_count++] = (struct cmt_replay_thread){.tid = tid};
+    }
+    uint32_t c = tid & 63;
+    rp->thread_cache[c].key = (uint64_t)tid + 1;
+    rp->thread_cache[c].index = (uint32_t)e->aux;
+    return &rp->threads[e->aux];
 }

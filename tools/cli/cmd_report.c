@@ -283,6 +283,8 @@ static void text_ledger(const struct cmt__pass *p, const struct report_ledger *l
     int peak_shown = 0;
     for (size_t i = 0; i < cmt_ledger_count(l->ledger); i++) {
         const struct cmt_ledger_moment *m = cmt_ledger_moment(l->ledger, i);
+        if (m->why == CMT_LEDGER_AT_PEAK)
+            continue; /* shown by text_peak */
         int past = (m->why & CMT_LEDGER_AT_END) || m->t_ns > l->peak_t;
         if (past && !peak_shown) {
             text_peak(p, l);
@@ -522,6 +524,9 @@ static void ledger_peak(const struct cmt__pass *p, struct report_ledger *l)
         if ((m->why & CMT_LEDGER_AT_END) && m->seq == t->peak_seq)
             l->peak_in = CMT_LEDGER_AT_END; /* nothing after the peak: the end is its state */
     }
+    for (size_t i = 0; !l->peak_in && i < cmt_ledger_count(l->ledger); i++)
+        if (cmt_ledger_moment(l->ledger, i)->why & CMT_LEDGER_AT_PEAK)
+            l->peak_in = CMT_LEDGER_AT_PEAK; /* kept in the pass itself */
     if (!l->peak_in && cmt__ledger_rerun_to(p, l->peak_t, &l->rerun) != 0)
         fprintf(stderr, "cumemtrace report: %s: out of memory (no ledger at the peak)\n", p->path);
 }
@@ -547,7 +552,7 @@ int cmt_cmd_report(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     struct cmt_ledger_options o = {
-        .at = CMT_LEDGER_AT_END, .times = l.at, .time_count = l.at_count};
+        .at = CMT_LEDGER_AT_END | CMT_LEDGER_AT_PEAK, .times = l.at, .time_count = l.at_count};
     if (cmt__ledger_pass(&p, "report", path, CMT__PASS_REPORT, &o, 0, &l.ledger) != 0) {
         cmt_ledger_destroy(l.ledger);
         return 1;

@@ -258,3 +258,155 @@ Test(ledger, combined_free_without_a_measurement_is_what_the_processes_leave)
     cr_expect_eq(out.shared_bytes, 92 * MIB);
     cr_expect_eq(out.residual_bytes, 0);
 }
+
+/* Runs the ledger over b twice: keeping the peak (o's budget), and taking the peak's time as a
+ * time asked (what a second replay does). @return the peak's time. */
+static uint64_t run_both(struct run *kept, struct run *asked, const struct tb *b, size_t budget)
+{
+    const struct cmt_ledger_options o = {.at = CMT_LEDGER_AT_PEAK, .peak_budget = budget};
+    run(kept, b, &o);
+    uint64_t t = cmt_replay_totals(kept->replay)->peak_t_ns;
+    const struct cmt_ledger_options at = {.times = &t, .time_count = 1};
+    run(asked, b, &at);
+    return t;
+}
+
+static void expect_same_moment(const struct cmt_ledger_moment *a, const struct cmt_ledger_moment *b)
+{
+    cr_assert_eq(a->t_ns, b->t_ns);
+    cr_expect_eq(a->seq, b->seq);
+    cr_expect_eq(a->total_bytes, b->total_bytes);
+    cr_expect_eq(a->free_measured, b->free_measured);
+    cr_expect_eq(a->process_bytes, b->process_bytes);
+    cr_expect_eq(a->context_bytes, b->context_bytes);
+    cr_expect_eq(a->others_bytes, b->others_bytes);
+    cr_expect_eq(a->free_bytes, b->free_bytes);
+    cr_expect_eq(a->residual_bytes, b->residual_bytes);
+    cr_assert_eq(a->row_count, b->row_count);
+    for (size_t i = 0; i < a->row_count; i++) {
+        const struct cmt_ledger_row *x = &a->rows[i], *y = &b->rows[i];
+        cr_expect(x->type == y->type && x->owner == y->owner && x->stack == y->stack &&
+                      x->bytes == y->bytes && x->count == y->count,
+                  "row %zu: %d %d %u %llu %llu vs %d %d %u %llu %llu", i, x->type, x->owner,
+                  x->stack, (unsigned long long)x->bytes, (unsigned long long)x->count, y->type,
+                  y->owner, y->stack, (unsigned long long)y->bytes, (unsigned long long)y->count);
+    }
+}
+
+/* Allocations from three sites on two devices up to the peak, a free at the peak's own time,
+ * then frees, a new site and a sample after it. */
+static void peak_then_more(struct tb *b)
+{
+    tb_begin(b, GIB, 768 * MIB);
+    uint32_t a = tb_stack(b, "load", 2), c = tb_stack(b, "train_step", 3);
+    uint32_t nccl = tb_frame(b, tb_frame(b, 0, "main"), "ncclMemAlloc");
+    uint64_t on1[] = {0x7e0000000000, 8 * MIB};
+    tb_event(b, TB_ALLOC, 0, 1, a, CMT_F(PTR) | CMT_F(SIZE), on1);
+    tb_alloc(b, 0x7f0000000000, 2 * MIB, a);
+    tb_alloc(b, 0x7f0000200000, 4 * MIB, c);
+    tb_alloc(b, 0x7f0000600000, 6 * MIB, nccl);
+    tb_alloc(b, 0x7f0000c00000, 8 * MIB, c); /* the peak */
+    b->t_ns -= 1000;                         /* the same time: part of the peak's moment */
+    tb_free(b, 0x7f0000000000);
+    tb_free(b, 0x7f0000200000);
+    tb_meminfo(b, CMT_MEMINFO_OOM, 700 * MIB, GIB, b->seq);
+    uint32_t late = tb_stack(b, "eval", 2);
+    tb_alloc(b, 0x7f0001400000, 1 * MIB, late);
+    tb_free(b, 0x7f0000600000);
+    uint64_t free1[] = {0x7e0000000000};
+    tb_event(b, TB_FREE, 0, 1, 0, CMT_F(PTR), free1);
+    tb_finish(b, 1);
+}
+
+Test(ledger, the_peak_kept_in_the_pass_is_what_a_replay_to_its_time_takes)
+{
+    struct tb b;
+    peak_then_more(&b);
+    struct run kept, asked;
+    uint64_t t = run_both(&kept, &asked, &b, 0);
+    for (int32_t dev = 0; dev < 2; dev++) {
+        const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, dev,
+                                                            0);
+        const struct cmt_ledger_moment *m = cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, dev,
+                                                            0);
+        cr_assert_not_null(p, "device %d", dev);
+        cr_assert_not_null(m, "device %d", dev);
+        cr_assert_eq(p->t_ns, t);
+        expect_same_moment(p, m);
+    }
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
+    /* the 2 MiB freed at the peak's time is not in it, the 4 MiB freed after it is */
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 12 * MIB);
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_NCCL, 0), 6 * MIB);
+    done(&kept, &b);
+    done(&asked, &(struct tb){0});
+}
+
+/* 2 MiB, then 4 MiB (the peak) from user code. */
+static void up_to_a_peak(struct tb *b)
+{
+    tb_begin(b, GIB, GIB);
+    uint32_t user = tb_stack(b, "train_step", 2);
+    tb_alloc(b, 0x7f0000000000, 2 * MIB, user);
+    tb_alloc(b, 0x7f0000200000, 4 * MIB, user);
+}
+
+Test(ledger, the_peak_at_the_last_time_is_the_end_state)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    b.t_ns -= 1000; /* after the peak, at its time: no event after that time */
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    struct run kept, asked;
+    run_both(&kept, &asked, &b, 0);
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
+    cr_assert_not_null(p);
+    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 4 * MIB);
+    done(&kept, &b);
+    done(&asked, &(struct tb){0});
+}
+
+/* The cases a second replay must take: no CMT_LEDGER_AT_PEAK moment. */
+static void expect_not_kept(struct tb *b, size_t budget)
+{
+    struct run kept, asked;
+    run_both(&kept, &asked, b, budget);
+    for (size_t i = 0; i < cmt_ledger_count(kept.ledger); i++)
+        cr_expect_not(cmt_ledger_moment(kept.ledger, i)->why & CMT_LEDGER_AT_PEAK, "moment %zu", i);
+    cr_expect_not_null(cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
+    done(&kept, b);
+    done(&asked, &(struct tb){0});
+}
+
+Test(ledger, the_peak_is_not_kept_when_the_clock_goes_backwards)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000200000);
+    b.t_ns -= 2500; /* a thread's clock behind: "up to the peak's time" is not "up to the peak" */
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 0);
+}
+
+Test(ledger, the_peak_is_not_kept_past_its_budget)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000200000); /* a change after the peak: its sums need cells */
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 1);
+}
+
+Test(ledger, the_peak_is_not_kept_when_an_address_is_reused_without_its_free)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000200000);
+    tb_alloc(&b, 0x7f0000000000, 1 * MIB,
+             tb_stack(&b, "eval", 2)); /* drops the 2 MiB the step does not name */
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 0);
+}

@@ -469,6 +469,26 @@ Test(replay, holes_between_allocations)
     done(&b);
 }
 
+/* More than 32 allocations: the radix sort, over addresses that differ in several bytes,
+ * allocated out of address order. Allocation k of 64 (1 MiB) sits at k x 3 MiB, so every hole
+ * is 2 MiB. */
+Test(replay, holes_between_many_allocations_out_of_order)
+{
+    struct tb b;
+    tb_begin(&b, 4 * TB_GIB, 4 * TB_GIB);
+    for (uint64_t i = 0; i < 64; i++) {
+        uint64_t k = (i * 37) % 64; /* 37 is prime to 64: every k once */
+        tb_alloc(&b, 0x7f0000000000 + k * 3 * TB_MIB, 1 * TB_MIB, 0);
+    }
+    tb_finish(&b, 1);
+    replay(&b);
+    struct cmt_fragmentation f;
+    cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+    cr_expect_eq(f.hole_bytes, 63 * 2 * TB_MIB);
+    cr_expect_eq(f.largest_hole, 2 * TB_MIB);
+    done(&b);
+}
+
 Test(replay, damaged_trace_keeps_what_came_before)
 {
     struct tb b;
@@ -551,6 +571,32 @@ Test(replay, observers_see_the_steps_they_ask_for)
     cr_expect_eq(every.objects[0], 1);
     cr_expect_eq(every.objects[1], 2);
     cr_expect_eq(every.objects[4], 1);
+    done(&b);
+}
+
+Test(replay, an_observer_of_samples_sees_only_the_events_that_take_one)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    tb_alloc(&b, 0x1000, 100, 0);
+    uint64_t info[] = {TB_GIB - 100, TB_GIB};
+    tb_event(&b, TB_INFO, 0, 0, 0, CMT_F(FREE) | CMT_F(TOTAL), info);
+    tb_free(&b, 0x1000);
+    tb_event(&b, TB_INFO, 0, 0, 0, CMT_F(FREE) | CMT_F(TOTAL), info);
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct counting samples = {.wants_after = CMT_OBSERVE_SAMPLE};
+    struct cmt_observer obs[] = {
+        {.wants = CMT_OBSERVE_SAMPLE, .step = count_step, .finish = count_finish, .ctx = &samples},
+    };
+    cr_assert_eq(cmt_replay_run(rp, obs, 1), 0);
+    cr_expect_eq(samples.events, 2);
+    cr_expect_eq(samples.records, 0);
+    cr_expect_eq(cmt_replay_totals(rp)->last_seq, b.seq);
+    const struct cmt_replay_device *d = cmt_replay_device(rp, 0);
+    cr_assert_not_null(d);
+    cr_expect_eq(d->samples, 4, "the DEVICE record, the baseline MEMINFO and the two calls");
     done(&b);
 }
 

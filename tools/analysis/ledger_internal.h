@@ -1,0 +1,122 @@
+/* ledger_internal.h — internal: the ledger's state, shared by ledger.c (moments, rows) and
+ * ledger_peak.c (the process peak's moment, kept during the one replay). */
+#ifndef CMT__LEDGER_INTERNAL_H
+#define CMT__LEDGER_INTERNAL_H
+
+#include "ledger.h"
+#include "replay_internal.h"
+
+struct cmt__raw_pool {
+    uint32_t allocator;
+    uint64_t pool, tensors, blocks, cached;
+};
+struct cmt__raw_site {
+    uint32_t site;
+    uint64_t bytes, count;
+};
+/* A moment as measured during the replay. */
+struct cmt__raw {
+    struct cmt_ledger_moment m;
+    struct cmt__raw_pool *pools;
+    size_t pool_count, pool_cap;
+    struct cmt__raw_site *sites; /* by site index */
+    size_t site_count;
+    uint64_t graph, pools_retained, rounding;
+    int have_sample;
+    uint64_t sample_free, sample_total, sample_process;
+};
+/* The last free/total sample of a device slot, with this process's bytes then. */
+struct cmt__sample {
+    int have;
+    uint64_t free, total, t, process, events; /* events: how many had been applied */
+    uint64_t looked; /* the device's samples count when last compared with this */
+};
+
+/* A device's change since the peak's moment at one call site: bytes and allocations (mark:
+ * the peak it belongs to; an older mark is zero). */
+struct cmt__peak_cell {
+    int64_t bytes, count;
+    uint32_t mark;
+};
+
+/* The process peak's moment (CMT_LEDGER_AT_PEAK), kept in the one replay: when the first
+ * event after the peak's time comes (the moment the peak's time closes, as a second replay
+ * to that time would take it), the devices, samples and counters are copied; from then on
+ * every event's change of a device's driver allocations is summed by (device, call site), so
+ * at finish the moment is the live set less those sums. A new peak starts again (mark). Not
+ * kept (a second replay must take it) when the clock goes backwards, an event changes the
+ * live set in a way the step does not say object by object, allocator records come, or the
+ * sums would pass the budget. */
+struct cmt__ledger_peak {
+    int open;    /* a peak was seen */
+    int closed;  /* its time has passed: the copies below are its moment */
+    int invalid; /* not kept */
+    uint64_t t, last_t;
+    uint32_t mark;
+    /* at the moment */
+    uint64_t events, last_seq;
+    uint32_t device_count;
+    struct cmt_replay_device *devices;
+    struct cmt__sample *samples;
+    uint64_t *graph_pool; /* the graph pool's retained bytes by slot */
+    size_t device_cap;
+    /* the sums since, by slot and site */
+    struct cmt__peak_cell **cells;
+    size_t *cell_cap, slot_cap;
+    size_t cells_used, budget; /* cells allocated; at most budget */
+};
+
+struct cmt_ledger {
+    const cmt_alloc *alloc;
+    const cmt_reader *reader;
+    unsigned at;
+    uint64_t *times;
+    size_t time_count, next_time;
+    struct cmt__raw *raws;
+    size_t count, cap;
+    struct cmt__sample samples[MAX_DEVICE_SLOTS];
+    size_t pending_oom; /* raws index + 1 of an OOM moment a sample may still complete */
+    uint64_t events, last_seq;
+    /* scratch, by replay site index */
+    uint64_t *site_bytes, *site_count;
+    uint32_t *touched;
+    size_t touched_count, site_cap;
+    uint64_t *handles; /* VMM handles mapped inside segments */
+    size_t handle_count, handle_cap;
+    int32_t dev; /* the device being measured */
+    struct cmt__raw *cur;
+    struct cmt__ledger_peak *peak; /* with CMT_LEDGER_AT_PEAK */
+    int failed;
+};
+
+static inline uint32_t cmt__ledger_slot(int32_t dev)
+{
+    return dev >= -1 && dev < MAX_DEVICE_SLOTS - 1 ? (uint32_t)(dev + 1) : 0;
+}
+
+/* A new moment of device d at the end of l->raws (not yet counted: the caller's l->count++
+ * keeps it), its time, context and rounding set. @return it, or NULL when out of memory. */
+struct cmt__raw *cmt__ledger_new_raw(cmt_ledger *l, const struct cmt_replay_device *d, unsigned why,
+                                     uint64_t t, uint64_t seq, size_t time_index);
+/* Sets w's sample (and capacity) from s, the sample of w's device d when `events` events
+ * had been applied, after keeping d's when it is newer. */
+void cmt__ledger_sample_into(cmt_ledger *l, struct cmt__raw *w, struct cmt__sample *s,
+                             const struct cmt_replay_device *d, uint64_t events);
+
+/* ledger_peak.c */
+int cmt__ledger_peak_create(cmt_ledger *l, size_t budget);
+void cmt__ledger_peak_destroy(cmt_ledger *l);
+/* A new peak at the step's event: its time (self's next moment, when earlier). */
+void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp);
+/* An event after the peak's moment changed the live set. */
+void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_step *st);
+/* The first event after the peak's time is next: the moment. */
+void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp);
+/* At finish: the peak's moments, one per device seen by then, when kept. */
+void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp);
+
+/* Every event, with the peak kept. */
+void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st);
+
+#endif
