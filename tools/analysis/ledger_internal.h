@@ -51,6 +51,13 @@ struct cmt__ledger_peak {
     int open;    /* a peak was seen */
     int closed;  /* its time has passed: the copies below are its moment */
     int invalid; /* not kept */
+    /* lazy: the peak moves on at nearly every event (a ramp, allocations never freed), so its
+     * moment is not copied when its time passes; the first event after it that is no new
+     * peak takes the copies from the replay's own (rp->peak_devices), when nothing else has
+     * happened since the peak's event (else the peak is not kept). streak: peaks in a row
+     * whose moment was copied and never used. */
+    int lazy;
+    uint32_t streak;
     uint64_t t, last_t;
     uint32_t mark;
     /* at the moment */
@@ -112,6 +119,10 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
 void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_step *st);
 /* The first event after the peak's time is next: the moment. */
 void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp);
+/* Before the ledger looks at a step, with a lazy peak open: its moment when the step is the
+ * first event after the peak's time (or the peak not kept when that moment is lost). */
+void cmt__ledger_peak_lazy_step(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                                const struct cmt_replay_step *st);
 /* At finish: the peak's moments, one per device seen by then, when kept. */
 void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp);
 

@@ -9,6 +9,8 @@
 
 #define DEFAULT_BUDGET (UINT64_C(1) << 20) /* cells: 1M x 24 B */
 #define MIN_CELLS 64
+/* Peaks in a row whose copied moment went unused before the ledger stops copying it. */
+#define LAZY_AFTER 64
 /* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
 #define DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
 
@@ -35,6 +37,8 @@ void cmt__ledger_peak_destroy(cmt_ledger *l)
 void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp)
 {
     struct cmt__ledger_peak *p = l->peak;
+    if (p->closed && ++p->streak >= LAZY_AFTER)
+        p->lazy = 1;
     p->open = 1;
     p->closed = 0;
     p->t = cmt_replay_totals(rp)->peak_t_ns;
@@ -42,8 +46,71 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
         p->invalid = 1;
         return;
     }
-    if (p->t < self->before_t)
+    if (!p->lazy && p->t < self->before_t)
         self->before_t = p->t;
+}
+
+/* Records that change no device's figures nor its sample. */
+#define QUIET_RECORDS                                                                              \
+    ((1u << CMT_REC_ENV) | (1u << CMT_REC_API) | (1u << CMT_REC_STRING) | (1u << CMT_REC_MODULE) | \
+     (1u << CMT_REC_STACK_NODE) | (1u << CMT_REC_THREAD) | (1u << CMT_REC_NOTE) |                  \
+     (1u << CMT_REC_SYMBOL) | (1u << CMT_REC_RANGE))
+
+/* The moment of a lazy peak, from the replay's copy at the peak's event: only when the step
+ * being looked at is the one event applied since (the ledger's figures are still those after
+ * the peak's event) and no graph pool is in it. @return 0, or -1 when it cannot be taken. */
+static int lazy_moment(cmt_ledger *l, const cmt_replay *rp)
+{
+    struct cmt__ledger_peak *p = l->peak;
+    uint32_t n = cmt_replay_device_count(rp);
+    if (rp->tick != rp->peak_tick + 1 || rp->peak_device_count != n)
+        return -1;
+    for (uint32_t slot = 0; slot < n; slot++)
+        if (rp->peak_devices[slot].kind_bytes[CMT_KIND_POOL])
+            return -1;
+    if (n > p->device_cap) {
+        struct cmt_replay_device *d = realloc(p->devices, n * sizeof *d);
+        if (d)
+            p->devices = d;
+        struct cmt__sample *s = d ? realloc(p->samples, n * sizeof *s) : NULL;
+        if (s)
+            p->samples = s;
+        uint64_t *g = s ? realloc(p->graph_pool, n * sizeof *g) : NULL;
+        if (!g)
+            return -1;
+        p->graph_pool = g;
+        p->device_cap = n;
+    }
+    memcpy(p->devices, rp->peak_devices, n * sizeof *p->devices);
+    memcpy(p->samples, l->samples, n * sizeof *p->samples);
+    memset(p->graph_pool, 0, n * sizeof *p->graph_pool);
+    p->device_count = n;
+    p->events = l->events;
+    p->last_seq = l->last_seq;
+    p->closed = 1;
+    return 0;
+}
+
+void cmt__ledger_peak_lazy_step(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                                const struct cmt_replay_step *st)
+{
+    struct cmt__ledger_peak *p = l->peak;
+    if (st->rec.type != CMT_REC_EVENT) {
+        if ((unsigned)st->rec.type >= 32 || !(QUIET_RECORDS >> st->rec.type & 1u))
+            p->invalid = 1; /* it may have changed the moment's figures: not kept */
+        return;
+    }
+    if (st->delta > 0 && rp->peak_tick == rp->tick)
+        return; /* a new peak: cmt__ledger_peak_event takes it */
+    p->lazy = 0;
+    p->streak = 0;
+    if (st->rec.u.event.t_ns <= p->t) { /* part of the peak's moment: copied when it passes */
+        if (p->t < self->before_t)
+            self->before_t = p->t;
+        return;
+    }
+    if (lazy_moment(l, rp) != 0)
+        p->invalid = 1;
 }
 
 /* The cell of (slot, site), zeroed when it belongs to an older peak. @return NULL (the peak not
@@ -234,6 +301,7 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
     }
     if (!p->closed)
         return;
+    p->streak = 0; /* the moment copied is used */
     if (__builtin_expect(st->all_devices || st->replaced != CMT_NO_OBJECT, 0)) {
         p->invalid = 1; /* several objects at once, or one the step does not name */
         return;

@@ -410,3 +410,60 @@ Test(ledger, the_peak_is_not_kept_when_an_address_is_reused_without_its_free)
     tb_finish(&b, 1);
     expect_not_kept(&b, 0);
 }
+
+/* A ramp: 100 allocations, each a new peak at its own time (the ledger stops copying each
+ * peak's moment as its time passes), then what follows it. */
+static void ramp(struct tb *b)
+{
+    tb_begin(b, GIB, GIB);
+    uint32_t user = tb_stack(b, "forward", 2);
+    for (uint64_t i = 0; i < 100; i++)
+        tb_alloc(b, 0x7f0000000000 + i * 2 * MIB, MIB + i * 4096, user);
+}
+
+Test(ledger, the_peak_at_the_top_of_a_ramp_is_kept_in_the_pass)
+{
+    struct tb b;
+    ramp(&b);
+    tb_free(&b, 0x7f0000000000); /* the first event after the peak: no new peak */
+    tb_alloc(&b, 0x7f0010000000, MIB, tb_stack(&b, "backward", 2));
+    tb_free(&b, 0x7f0000200000);
+    tb_finish(&b, 1);
+    struct run kept, asked;
+    run_both(&kept, &asked, &b, 0);
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
+    cr_assert_not_null(p);
+    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 100 * MIB + 4950 * 4096);
+    done(&kept, &b);
+    done(&asked, &(struct tb){0});
+}
+
+Test(ledger, an_event_at_the_ramps_last_time_is_part_of_its_peak)
+{
+    struct tb b;
+    ramp(&b);
+    b.t_ns -= 1000; /* the peak's own time */
+    tb_free(&b, 0x7f0000000000);
+    tb_free(&b, 0x7f0000200000);
+    tb_alloc(&b, 0x7f0010000000, MIB, tb_stack(&b, "backward", 2));
+    tb_finish(&b, 1);
+    struct run kept, asked;
+    run_both(&kept, &asked, &b, 0);
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
+    cr_assert_not_null(p);
+    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 99 * MIB + 4950 * 4096);
+    done(&kept, &b);
+    done(&asked, &(struct tb){0});
+}
+
+Test(ledger, a_sample_after_a_ramps_peak_leaves_it_to_a_second_replay)
+{
+    struct tb b;
+    ramp(&b);
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 300 * MIB, GIB, b.seq); /* may change the moment */
+    tb_free(&b, 0x7f0000000000);
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 0);
+}
