@@ -403,8 +403,9 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
 {
     cmt_ledger *l = self->ctx;
     struct cmt__ledger_peak *p = l->peak;
-    if (__builtin_expect(p && p->lazy && p->open && !p->closed && !p->invalid, 0))
-        cmt__ledger_peak_lazy_step(l, self, rp, st); /* before the ledger's figures move on */
+    if (__builtin_expect(p && p->lazy, 0) && p->open && !p->closed && !p->invalid &&
+        !(st->delta > 0 && rp->peak_tick == rp->tick)) /* a new peak: peak_event takes it */
+        cmt__ledger_peak_lazy_step(l, self, rp, st);   /* before the ledger's figures move on */
     catch_up(l, rp);
     if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0)) {
         record_step(l, rp, st);

@@ -119,8 +119,9 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
 void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_step *st);
 /* The first event after the peak's time is next: the moment. */
 void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp);
-/* Before the ledger looks at a step, with a lazy peak open: its moment when the step is the
- * first event after the peak's time (or the peak not kept when that moment is lost). */
+/* Before the ledger looks at a step that is no new peak, with a lazy peak open: its moment
+ * when the step is the first event after the peak's time (or the peak not kept when that
+ * moment is lost). */
 void cmt__ledger_peak_lazy_step(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
                                 const struct cmt_replay_step *st);
 /* At finish: the peak's moments, one per device seen by then, when kept. */

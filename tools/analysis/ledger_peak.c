@@ -100,8 +100,6 @@ void cmt__ledger_peak_lazy_step(cmt_ledger *l, struct cmt_observer *self, const 
             p->invalid = 1; /* it may have changed the moment's figures: not kept */
         return;
     }
-    if (st->delta > 0 && rp->peak_tick == rp->tick)
-        return; /* a new peak: cmt__ledger_peak_event takes it */
     p->lazy = 0;
     p->streak = 0;
     if (st->rec.u.event.t_ns <= p->t) { /* part of the peak's moment: copied when it passes */
