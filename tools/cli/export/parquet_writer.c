@@ -194,6 +194,8 @@ static void write_page(struct cmt__parquet *w, struct chunk_meta *m, int type, s
                        uint32_t values, int32_t encoding)
 {
     struct cmt__thrift t;
+    if (body > INT32_MAX || w->packed.n > INT32_MAX) /* a page's size is an i32 */
+        w->failed = 1;
     w->header.n = 0;
     cmt__thrift_begin(&t, &w->header);
     cmt__thrift_i32(&t, 1, type);
@@ -559,6 +561,8 @@ static int64_t dictionary_index(struct dictionary *d, const char *s, size_t n)
         if (len == n && memcmp(e + 4, s, n) == 0)
             return d->slots[h] - 1;
     }
+    if (d->plain.n + n + 4 > INT32_MAX) /* a page's size is an i32 */
+        return -1;
     d->offsets[d->count] = (uint32_t)d->plain.n;
     put_le(&d->plain, n, 4);
     if (cmt__bytes_put(&d->plain, s, n) != 0)
