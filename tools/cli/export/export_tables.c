@@ -1,5 +1,6 @@
-/* export_tables.c — the csv and jsonl tables: a row writer for both, and the events, sites,
- * episodes and processes tables (docs/export.md lists their columns). */
+/* export_tables.c — the csv, jsonl and parquet tables: a row writer for the three (parquet's
+ * cells go to parquet_writer.c), and the events, sites, episodes and processes tables
+ * (docs/export.md lists their columns). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>

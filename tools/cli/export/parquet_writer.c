@@ -17,6 +17,9 @@ enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { REPETITION_OPTIONAL = 1 };
 enum { CONVERTED_UTF8 = 0 };
 
+/* PLAIN int64s, doubles and the dictionary indices are the host's bytes as they are. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Parquet is little-endian");
+
 /* DELTA_BINARY_PACKED's shape: blocks of 128 deltas in 4 miniblocks of 32. */
 #define DELTA_BLOCK 128
 #define DELTA_MINIBLOCKS 4
@@ -56,8 +59,8 @@ struct cmt__parquet {
     struct column *columns;
     unsigned ncolumns, column;
     uint64_t rows, group_rows, total_rows;
-    int64_t offset;                                       /* bytes written so far */
-    struct cmt__bytes page, delta, packed, spare, header; /* scratch */
+    int64_t offset;                                /* bytes written so far */
+    struct cmt__bytes page, delta, packed, header; /* scratch */
     struct group_meta {
         int64_t rows, offset, uncompressed, compressed;
     } * groups;
@@ -173,15 +176,15 @@ static void emit(struct cmt__parquet *w, const void *p, size_t n)
     w->offset += (int64_t)n;
 }
 
-/* Compresses body into w->packed (or copies it). @return 0, or -1. */
-static int compress_body(struct cmt__parquet *w, const struct cmt__bytes *body)
+/* Compresses n bytes at p into w->packed (or copies them). @return 0, or -1. */
+static int compress_body(struct cmt__parquet *w, const void *p, size_t n)
 {
     w->packed.n = 0;
     if (!w->zstd)
-        return cmt__bytes_put(&w->packed, body->p, body->n);
-    if (cmt__bytes_reserve(&w->packed, ZSTD_compressBound(body->n)) != 0)
+        return cmt__bytes_put(&w->packed, p, n);
+    if (cmt__bytes_reserve(&w->packed, ZSTD_compressBound(n)) != 0)
         return -1;
-    size_t got = ZSTD_compressCCtx(w->cctx, w->packed.p, w->packed.cap, body->p, body->n,
+    size_t got = ZSTD_compressCCtx(w->cctx, w->packed.p, w->packed.cap, p, n,
                                    CMT__PARQUET_ZSTD_LEVEL);
     if (ZSTD_isError(got))
         return -1;
@@ -235,37 +238,36 @@ static void definition_levels(struct cmt__bytes *page, const struct column *c)
     }
 }
 
-static void swap_bytes(struct cmt__bytes *a, struct cmt__bytes *b)
-{
-    struct cmt__bytes t = *a;
-    *a = *b;
-    *b = t;
-}
-
 /* An INT64 column's values after the levels in w->page: PLAIN or DELTA_BINARY_PACKED,
- * whichever compresses smaller, compressed into w->packed. @return its encoding. */
-static int32_t int64_values(struct cmt__parquet *w, const struct column *c, size_t levels)
+ * whichever is smaller (compressed, when the pages are) over the first
+ * CMT__PARQUET_INT64_SAMPLE values. @return its encoding. */
+static int32_t int64_values(struct cmt__parquet *w, const struct column *c)
 {
+    const int64_t *v = (const int64_t *)(const void *)c->values.p;
+    size_t n = c->count, sample = n < CMT__PARQUET_INT64_SAMPLE ? n : CMT__PARQUET_INT64_SAMPLE;
     w->delta.n = 0;
-    cmt__bytes_put(&w->delta, w->page.p, levels);
-    delta_binary_packed(&w->delta, (const int64_t *)(const void *)c->values.p, c->count);
-    cmt__bytes_put(&w->page, c->values.p, c->values.n); /* PLAIN: little-endian int64s */
-    if (compress_body(w, &w->delta) != 0)
-        w->failed = 1;
-    swap_bytes(&w->packed, &w->spare);
-    if (compress_body(w, &w->page) != 0)
-        w->failed = 1;
-    if (w->packed.n <= w->spare.n)
+    delta_binary_packed(&w->delta, v, sample);
+    size_t delta = w->delta.n, plain = sample * sizeof *v;
+    if (w->zstd) {
+        if (compress_body(w, w->delta.p, w->delta.n) != 0)
+            w->failed = 1;
+        delta = w->packed.n;
+        if (compress_body(w, v, plain) != 0)
+            w->failed = 1;
+        plain = w->packed.n;
+    }
+    if (plain <= delta) {
+        cmt__bytes_put(&w->page, v, n * sizeof *v); /* PLAIN: little-endian int64s */
         return ENC_PLAIN;
-    swap_bytes(&w->packed, &w->spare);
-    swap_bytes(&w->page, &w->delta);
+    }
+    delta_binary_packed(&w->page, v, n);
     return ENC_DELTA_BINARY_PACKED;
 }
 
 /* A string column: its dictionary page, then its indices after the levels. */
 static int32_t string_values(struct cmt__parquet *w, struct column *c, struct chunk_meta *m)
 {
-    if (compress_body(w, &c->dict.plain) != 0)
+    if (compress_body(w, c->dict.plain.p, c->dict.plain.n) != 0)
         w->failed = 1;
     write_page(w, m, PAGE_DICTIONARY, c->dict.plain.n, c->dict.count, ENC_PLAIN);
     unsigned width = width_of(c->dict.count - 1);
@@ -293,18 +295,14 @@ static void write_chunk(struct cmt__parquet *w, struct column *c, struct chunk_m
     *m = (struct chunk_meta){.dictionary_offset = -1};
     w->page.n = 0;
     definition_levels(&w->page, c);
-    size_t levels = w->page.n;
     int32_t encoding = ENC_PLAIN;
-    int compressed = 0;
-    if (c->count && c->type == CMT__PARQUET_INT64) {
-        encoding = int64_values(w, c, levels);
-        compressed = 1;
-    } else if (c->count && c->type == CMT__PARQUET_STRING) {
+    if (c->count && c->type == CMT__PARQUET_INT64)
+        encoding = int64_values(w, c);
+    else if (c->count && c->type == CMT__PARQUET_STRING)
         encoding = string_values(w, c, m);
-    } else if (c->count) {
+    else if (c->count)
         plain_values(w, c);
-    }
-    if (!compressed && compress_body(w, &w->page) != 0)
+    if (compress_body(w, w->page.p, w->page.n) != 0)
         w->failed = 1;
     write_page(w, m, PAGE_DATA, w->page.n, (uint32_t)c->def.n, encoding);
     m->encoding = encoding;
@@ -639,7 +637,6 @@ int cmt__parquet_close(struct cmt__parquet *w)
     cmt__bytes_free(&w->page);
     cmt__bytes_free(&w->delta);
     cmt__bytes_free(&w->packed);
-    cmt__bytes_free(&w->spare);
     cmt__bytes_free(&w->header);
     ZSTD_freeCCtx(w->cctx);
     free(w);

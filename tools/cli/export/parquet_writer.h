@@ -6,7 +6,8 @@
  *   - every column OPTIONAL (an empty cell is a null), one column chunk per row group and one
  *     data page (v1) per chunk: definition levels (RLE / bit-packed hybrid, width 1), then the
  *     non-null values;
- *   - INT64 (signed) as PLAIN or DELTA_BINARY_PACKED, whichever compresses smaller; BOOLEAN and
+ *   - INT64 (signed) as PLAIN or DELTA_BINARY_PACKED, whichever compresses smaller (tried on
+ *     a sample); BOOLEAN and
  *     DOUBLE as PLAIN; strings as BYTE_ARRAY with the STRING (UTF8) logical type, dictionary
  *     encoded (a PLAIN dictionary page, RLE_DICTIONARY indices);
  *   - each page compressed with zstd (codec ZSTD) unless the writer is opened uncompressed.
@@ -22,6 +23,8 @@
 
 /* The most rows a row group holds (its columns are kept in memory until it is written). */
 #define CMT__PARQUET_GROUP_ROWS (1u << 18)
+/* How many values of an INT64 column chunk are encoded both ways to choose its encoding. */
+#define CMT__PARQUET_INT64_SAMPLE 16384
 /* The zstd level of the pages. */
 #define CMT__PARQUET_ZSTD_LEVEL 1
 

@@ -23,7 +23,7 @@ int cmt__bytes_reserve(struct cmt__bytes *b, size_t n)
     return 0;
 }
 
-int cmt__bytes_put(struct cmt__bytes *b, const void *p, size_t n)
+int cmt__bytes_grow_put(struct cmt__bytes *b, const void *p, size_t n)
 {
     if (cmt__bytes_reserve(b, n) != 0)
         return -1;

@@ -34,7 +34,15 @@ struct cmt__bytes {
 /* Makes room for n more bytes (n stays). @return 0, or -1 (out of memory, and failed set). */
 int cmt__bytes_reserve(struct cmt__bytes *b, size_t n);
 /* Appends n bytes. @return 0, or -1 (out of memory, and failed set). */
-int cmt__bytes_put(struct cmt__bytes *b, const void *p, size_t n);
+int cmt__bytes_grow_put(struct cmt__bytes *b, const void *p, size_t n);
+static inline int cmt__bytes_put(struct cmt__bytes *b, const void *p, size_t n)
+{
+    if (b->failed || b->n + n > b->cap || !n) /* !n: p may be NULL */
+        return cmt__bytes_grow_put(b, p, n);
+    __builtin_memcpy(b->p + b->n, p, n);
+    b->n += n;
+    return 0;
+}
 /* Appends v as an unsigned LEB128 varint. */
 void cmt__bytes_uleb(struct cmt__bytes *b, uint64_t v);
 /* Frees the bytes (the buffer may be reused). */
