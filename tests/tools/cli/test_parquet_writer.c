@@ -1,7 +1,8 @@
 /* The parquet writer (tools/cli/export/parquet_writer.c): the file's frame (magic, footer and
  * its length), and columns of every type, with nulls, extremes, repeated and unique strings
  * and more rows than a row group holds, read back by DuckDB (duckdb_prefix.h) and compared
- * row by row (file_row_number) with the same values computed in SQL. */
+ * row by row (file_row_number) with the same values computed in SQL; a monotone column is
+ * delta-encoded, strings dictionary-encoded. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,13 +142,15 @@ Test(parquet_writer, duckdb_reads_every_cell_back_over_two_row_groups)
         char count[512], groups[512];
         snprintf(count, sizeof count, "SELECT count(*) FROM read_parquet('%s')", path);
         snprintf(groups, sizeof groups,
-                 "SELECT count(DISTINCT row_group_id), min(compression) "
-                 "FROM parquet_metadata('%s')",
+                 "SELECT count(DISTINCT row_group_id), min(compression), "
+                 "min(encodings) FILTER (path_in_schema = 'q'), "
+                 "min(encodings) FILTER (path_in_schema = 's') FROM parquet_metadata('%s')",
                  path);
         char *out = duckdb(q, count, groups);
-        char want[128];
-        snprintf(want, sizeof want, "0\n%lld\n2|%s\n", (long long)rows,
-                 zstd ? "ZSTD" : "UNCOMPRESSED");
+        char want[256];
+        snprintf(want, sizeof want,
+                 "0\n%lld\n2|%s|RLE, PLAIN, DELTA_BINARY_PACKED|RLE, PLAIN, RLE_DICTIONARY\n",
+                 (long long)rows, zstd ? "ZSTD" : "UNCOMPRESSED");
         cr_expect_str_eq(out, want, "zstd %d", zstd);
         free(out);
         remove(path);
