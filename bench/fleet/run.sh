@@ -4,8 +4,9 @@
 # time, CPU and peak memory (RSS), read one trace at a time (--jobs 1) and in parallel
 # (--jobs = the cores), next to the anchor: `report` of one trace, run 64 times in a row (what
 # one did before); and `export -f csv --partitioned DIR --events` of the same traces: bytes
-# per event of the events table as plain csv (--compress none, the anchor) and as the default
-# zstd parts, and its wall and CPU at --jobs 1 and --jobs = the cores.
+# per event of the events table as plain csv (--compress none, the anchor), as the default
+# zstd parts and as `-f parquet` parts, and its wall and CPU at --jobs 1 and --jobs = the cores
+# (parquet: --jobs 1, its CPU against the zstd csv's of the same round).
 #
 # The traces: cmt_bench_gen_trace's synthetic stress trace (bench/analysis), rank R of a
 # 64-rank job on 8 hosts, each with its own random stream (about 8 bytes per event).
@@ -55,13 +56,15 @@ anchor() { # the single-trace reports in a row, as one measured shell loop (one 
         "$work"/run/*.cmt
 }
 
-export_to() { # DIR, options...: the partitioned export with the events table
+export_to() { # DIR, options...: the partitioned export with the events table (-f csv unless
+    # the options say otherwise)
     local dir=$1; shift
     rm -rf "$dir"
     measure "$cli" export -f csv --partitioned "$dir" --events "$@" "$work"/run/*.cmt
 }
 
 declare -a R_C A_W A_C A_M J1_W J1_C J1_M JN_W JN_C JN_M XP_W XP_C XP_M X1_W X1_C X1_M XN_W XN_C XN_M
+declare -a Q1_W Q1_C Q1_M R_Q
 for ((i = 0; i < rounds; i++)); do
     read -r w c m < <(anchor); A_W+=("$w"); A_C+=("$c"); A_M+=("$m")
     read -r w c m < <(measure "$cli" report --jobs 1 "$work/run"); J1_W+=("$w"); J1_C+=("$c"); J1_M+=("$m")
@@ -71,6 +74,9 @@ for ((i = 0; i < rounds; i++)); do
     [[ $export == 1 ]] || continue
     read -r w c m < <(export_to "$work/plain" --compress none --jobs 1); XP_W+=("$w"); XP_C+=("$c"); XP_M+=("$m")
     read -r w c m < <(export_to "$work/zst1" --jobs 1); X1_W+=("$w"); X1_C+=("$c"); X1_M+=("$m")
+    read -r w c m < <(export_to "$work/pq1" -f parquet --jobs 1); Q1_W+=("$w"); Q1_C+=("$c"); Q1_M+=("$m")
+    # this round's pair: parquet's CPU over the zstd csv's
+    R_Q+=("$(awk -v q="$c" -v a="${X1_C[-1]}" 'BEGIN { print (a > 0 ? q / a : 0) }')")
     read -r w c m < <(export_to "$work/zstN" --jobs "$cores"); XN_W+=("$w"); XN_C+=("$c"); XN_M+=("$m")
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -99,6 +105,7 @@ if [[ $export == 1 ]]; then
 # the events table's bytes (the last round's), and whether the job counts wrote the same files
 plain_b=$(du -cb "$work"/plain/events/*/* | tail -1 | cut -f1)
 zst_b=$(du -cb "$work"/zst1/events/*/* | tail -1 | cut -f1)
+pq_b=$(du -cb "$work"/pq1/events/*/* | tail -1 | cut -f1)
 same=$(diff -r "$work/zst1" "$work/zstN" >/dev/null && echo "the same files" || echo "DIFFERENT FILES")
 xpw=$(median "${XP_W[@]}") xpc=$(median "${XP_C[@]}")
 x1w=$(median "${X1_W[@]}") x1c=$(median "${X1_C[@]}")
@@ -107,9 +114,14 @@ echo
 row "export --events --compress none --jobs 1" "$xpw" "$xpc" "$(median "${XP_M[@]}")"
 row "export --events --jobs 1 (zstd)" "$x1w" "$x1c" "$(median "${X1_M[@]}")"
 row "export --events --jobs $cores (zstd)" "$xnw" "$xnc" "$(median "${XN_M[@]}")"
+row "export -f parquet --events --jobs 1" "$(median "${Q1_W[@]}")" "$(median "${Q1_C[@]}")" \
+    "$(median "${Q1_M[@]}")"
 echo "events table: plain csv $(f2 "$plain_b / $total") B/event (anchor), zstd parts" \
-    "$(f2 "$zst_b / $total") B/event (target: at most 20), x$(f2 "$plain_b / $zst_b") smaller;" \
+    "$(f2 "$zst_b / $total") B/event, x$(f2 "$plain_b / $zst_b") smaller; parquet parts" \
+    "$(f2 "$pq_b / $total") B/event (target: at most 20), x$(f2 "$plain_b / $pq_b") smaller;" \
     "the traces: $(f2 "$bytes / $total") B/event"
+echo "parquet's export CPU against the zstd csv's: x$(f2 "$(median "${R_Q[@]}")") (median of the" \
+    "$rounds rounds' ratios; target: at most x1.5)"
 echo "export wall: --jobs $cores x$(f2 "$x1w / $xnw") over --jobs 1 ($same);" \
     "zstd costs x$(f2 "$x1c / $xpc") the CPU of plain csv"
 fi

@@ -1,7 +1,7 @@
 /* export_partitioned.c — fuzz target: `export --partitioned` of any input (fuzz_wrap.h: a whole
  * file, or the records of one chunk) writes its tables into a fresh temporary directory, in
- * CSV and in JSON lines with the events table, and must neither crash nor leak nor write
- * outside that directory. Built as a libFuzzer target with -DCMT_FUZZ=ON (clang), and always
+ * CSV, and in JSON lines and Parquet with the events table, and must neither crash nor leak
+ * nor write outside that directory. Built as a libFuzzer target with -DCMT_FUZZ=ON (clang), and always
  * as a corpus replayer. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create */
@@ -48,6 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *runs[][10] = {
             {"export", "-f", "csv", "--partitioned", dir, "--run", "fuzz", path, NULL},
             {"export", "-f", "jsonl", "--partitioned", dir, "--events", "--run", "fuzz", path,
+             NULL},
+            {"export", "-f", "parquet", "--partitioned", dir, "--events", "--run", "fuzz", path,
              NULL}};
         for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
             int argc = 0;

@@ -1,20 +1,22 @@
-// duckdb_check.cjs PREFIX DIR FORMAT EXPECTED_JSON DOCS_FLEET_MD -- reads a partitioned export
+// duckdb_check.cjs PREFIX DIR FORMAT EXPECTED_JSON DOCS_FLEET_MD [CSV_DIR] -- reads a partitioned export
 // (cumemtrace export --partitioned DIR) with DuckDB (@duckdb/node-api installed under PREFIX)
 // and checks its peaks and verdicts against `report --json` and `oom --json` of the same
 // traces (EXPECTED_JSON: [{run, pid, report, oom}] with the paths of their outputs); runs the
-// DuckDB queries of docs/fleet.md over it and checks their figures. Exit 1 on any mismatch.
+// DuckDB queries of docs/fleet.md over it and checks their figures; with CSV_DIR (the same
+// traces' csv export), checks that every table holds the same rows. Exit 1 on any mismatch.
 const fs = require('fs');
 const path = require('path');
-const [prefix, dir, format, expectedPath, fleetDoc] = process.argv.slice(2);
+const [prefix, dir, format, expectedPath, fleetDoc, csvDir] = process.argv.slice(2);
 const { DuckDBInstance } = require(require.resolve('@duckdb/node-api', { paths: [prefix] }));
 
 const problems = [];
 const need = (cond, what) => { if (!cond) problems.push(what); return cond; };
-// the parts are zstd-compressed (export's default): DuckDB reads them by their .zst name
-const ext = format === 'csv' ? 'csv.zst' : 'jsonl.zst';
-const reader = (table) => format === 'csv'
-  ? `read_csv('${dir}/${table}/*/*.csv.zst', hive_partitioning = true, union_by_name = true)`
-  : `read_json_auto('${dir}/${table}/*/*.jsonl.zst', hive_partitioning = true, union_by_name = true)`;
+// the parts are zstd-compressed (export's default): DuckDB reads csv and jsonl by their .zst
+// name; parquet's pages are compressed inside the file
+const ext = { csv: 'csv.zst', jsonl: 'jsonl.zst', parquet: 'parquet' }[format];
+const readFn = { csv: 'read_csv', jsonl: 'read_json_auto', parquet: 'read_parquet' }[format];
+const reader = (table) =>
+  `${readFn}('${dir}/${table}/*/*.${ext}', hive_partitioning = true, union_by_name = true)`;
 
 async function main() {
   const expected = JSON.parse(fs.readFileSync(expectedPath, 'utf8')).map((e) => ({
@@ -61,12 +63,28 @@ async function main() {
     need(String(r.events) === String(rowsOfRun), `${run}: ${rowsOfRun} event rows, runs says ${r.events}`);
   }
 
+  // parquet: every table holds the csv export's rows, cell for cell (CSV_DIR given)
+  if (csvDir) {
+    for (const table of ['events', 'sites', 'episodes', 'processes', 'runs']) {
+      const csv = `read_csv('${csvDir}/${table}/*/*.csv.zst', hive_partitioning = true, union_by_name = true)`;
+      // the doubles: csv writes 6 significant digits, parquet the exact value
+      const cols = (await rows(`SELECT column_name FROM (DESCRIBE SELECT * FROM ${reader(table)})
+          WHERE column_type <> 'DOUBLE'`)).map((r) => r.column_name).join(', ');
+      const diff = await rows(`SELECT count(*) AS n FROM (SELECT ${cols} FROM ${reader(table)}
+          EXCEPT ALL SELECT ${cols} FROM ${csv})`);
+      const n = await rows(`SELECT (SELECT count(*) FROM ${reader(table)}) AS a,
+          (SELECT count(*) FROM ${csv}) AS b`);
+      need(String(diff[0].n) === '0' && n[0].a === n[0].b,
+        `${table}: ${diff[0].n} of ${n[0].a} parquet rows are not the csv's ${n[0].b}`);
+    }
+  }
+
   // docs/fleet.md's DuckDB queries, over this export
   const doc = fs.readFileSync(fleetDoc, 'utf8');
   const blocks = [...doc.matchAll(/```sql duckdb\n([\s\S]*?)```/g)].map((m) => m[1]);
   need(blocks.length >= 2, 'docs/fleet.md has the two DuckDB queries');
   const sql = (b) => b.replaceAll("'fleet/", `'${dir}/`).replaceAll('.csv.zst', `.${ext}`)
-    .replaceAll('read_csv(', format === 'csv' ? 'read_csv(' : 'read_json_auto(');
+    .replaceAll('read_csv(', `${readFn}(`);
   const byVerdict = await rows(sql(blocks[0]));
   const tally = {};
   for (const e of expected) for (const ep of e.oom.episodes) {

@@ -1,6 +1,7 @@
 /* The partitioned export read by DuckDB (issue 15 item 4): four traces of two runs, with
- * different pids, hosts, allocator settings and verdicts, exported as csv and as jsonl, in
- * zstd-compressed parts (the default, issue 26 item 4) that DuckDB reads by their name; the
+ * different pids, hosts, allocator settings and verdicts, exported as csv, jsonl and parquet,
+ * in zstd-compressed parts (the default, issue 26 item 4) that DuckDB reads by their name
+ * (parquet: its pages compressed inside, and every table the csv one's rows); the
  * DuckDB checks (duckdb_check.cjs, @duckdb/node-api installed with npm under the build tree
  * at the first run) compare the tables' peaks and verdicts with `report --json` and
  * `oom --json`, and run docs/fleet.md's DuckDB queries. Skips when npm or the network is not
@@ -14,6 +15,7 @@
 
 #include "capture.h"
 #include "commands.h"
+#include "duckdb_prefix.h"
 #include "trace_builder.h"
 
 #define P0 UINT64_C(0x700000000000)
@@ -98,35 +100,6 @@ static void save(int (*fn)(int, char **), const char *cmd, const char *trace, co
     captured_free(&c);
 }
 
-/* @return the @duckdb/node-api prefix, installing it when missing; skips (fails in CI) when
- * it cannot be had. */
-static const char *duckdb_prefix(void)
-{
-    static char prefix[1024], cmd[2300], probe[1100];
-    const char *build = getenv("CMT_BUILD_DIR"), *ci = getenv("CI");
-    int in_ci = ci && strcmp(ci, "true") == 0;
-    snprintf(prefix, sizeof prefix, "%s/npm-duckdb", build ? build : "/tmp");
-    snprintf(probe, sizeof probe, "%s/node_modules/@duckdb/node-api/package.json", prefix);
-    if (access(probe, R_OK) == 0 && system("node --version >/dev/null 2>&1") == 0)
-        return prefix;
-    const char *why = NULL;
-    if (system("node --version >/dev/null 2>&1 && npm --version >/dev/null 2>&1") != 0) {
-        why = "node and npm are not installed";
-    } else {
-        snprintf(cmd, sizeof cmd,
-                 "timeout 600 npm install --prefix '%s' --no-audit --no-fund --loglevel=error "
-                 "@duckdb/node-api >'%s.log' 2>&1",
-                 prefix, prefix);
-        if (system(cmd) != 0 || access(probe, R_OK) != 0)
-            why = "npm could not install @duckdb/node-api (no network?)";
-    }
-    if (why && in_ci)
-        cr_assert_fail("%s: CI must run the DuckDB test (see %s.log)", why, prefix);
-    if (why)
-        cr_skip_test("%s", why);
-    return prefix;
-}
-
 Test(export_duckdb, partitioned_tables_give_reports_peaks_and_ooms_verdicts)
 {
     const char *prefix = duckdb_prefix();
@@ -160,8 +133,8 @@ Test(export_duckdb, partitioned_tables_give_reports_peaks_and_ooms_verdicts)
     }
     fputs("]\n", ex);
     fclose(ex);
-    static const char *formats[] = {"csv", "jsonl"};
-    for (int f = 0; f < 2; f++) {
+    static const char *formats[] = {"csv", "jsonl", "parquet"};
+    for (int f = 0; f < 3; f++) {
         char out[400], cmd[4096];
         snprintf(out, sizeof out, "%s/fleet-%s", root, formats[f]);
         const char *argv[] = {"export",  "--format", formats[f], "--partitioned", out, "--events",
@@ -170,16 +143,19 @@ Test(export_duckdb, partitioned_tables_give_reports_peaks_and_ooms_verdicts)
         cr_expect_eq(c.status, 0, "%s", c.err);
         cr_expect(strstr(c.out, "wrote 4 traces as 2 runs"), "%s", c.out);
         captured_free(&c);
-        snprintf(path, sizeof path, "%s/processes/run=jobB/part-cumemtrace.202.%s.zst", out,
-                 formats[f]);
+        const char *zst = f < 2 ? ".zst" : ""; /* parquet compresses its pages */
+        snprintf(path, sizeof path, "%s/processes/run=jobB/part-cumemtrace.202.%s%s", out,
+                 formats[f], zst);
         cr_expect_eq(access(path, R_OK), 0, "%s", path);
-        snprintf(path, sizeof path, "%s/episodes/run=jobA/part-cumemtrace.101.%s.zst", out,
-                 formats[f]);
+        snprintf(path, sizeof path, "%s/episodes/run=jobA/part-cumemtrace.101.%s%s", out,
+                 formats[f], zst);
         cr_expect_neq(access(path, R_OK), 0, "no episodes, no file: %s", path);
         const char *src = getenv("CMT_SOURCE_DIR");
-        snprintf(cmd, sizeof cmd,
-                 "node %s/tests/tools/cli/duckdb_check.cjs '%s' '%s' %s '%s' %s/docs/fleet.md",
-                 src ? src : ".", prefix, out, formats[f], expected, src ? src : ".");
+        snprintf(
+            cmd, sizeof cmd,
+            "node %s/tests/tools/cli/duckdb_check.cjs '%s' '%s' %s '%s' %s/docs/fleet.md%s%s%s",
+            src ? src : ".", prefix, out, formats[f], expected, src ? src : ".", f == 2 ? " '" : "",
+            f == 2 ? root : "", f == 2 ? "/fleet-csv'" : "");
         cr_expect_eq(system(cmd), 0, "%s", formats[f]);
     }
     char rm[300];

@@ -1,8 +1,8 @@
 /* Tests of export_partitioned.c against links planted under DIR (issue 24 item 2): at a part
  * file, a table directory, a run directory, dangling or not, each is refused with one line
  * naming it, a non-zero exit, and nothing outside DIR touched; a hard link keeps its target.
- * The parts are zstd frames that decompress to the --compress none tables, and the tables are
- * the same bytes whatever --jobs is (issue 26 item 4). */
+ * The parts are zstd frames that decompress to the --compress none tables, and the tables (csv,
+ * jsonl, parquet) are the same bytes whatever --jobs is (issue 26 item 4). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -275,8 +275,8 @@ Test(export_partitioned, the_same_tables_whatever_the_number_of_jobs, .init = sc
 {
     char paths[6][192];
     more_traces(paths, 6);
-    static const char *formats[] = {"csv", "jsonl"};
-    for (int f = 0; f < 2; f++) {
+    static const char *formats[] = {"csv", "jsonl", "parquet"};
+    for (int f = 0; f < 3; f++) {
         export_to("one", formats[f], "--jobs", "1", paths, 6);
         export_to("four", formats[f], "--jobs", "4", paths, 6);
         export_to("all", formats[f], NULL, NULL, paths, 6); /* the processors */
@@ -331,11 +331,14 @@ Test(export_partitioned, bad_compress_and_jobs_are_usage_errors, .init = scratch
         {"export", "-f", "csv", "--partitioned", dir, "--jobs", "0", trace, NULL},
         {"export", "-f", "csv", "--partitioned", dir, "--jobs", "65", trace, NULL},
         {"export", "-f", "csv", "--jobs", "2", trace, NULL},
-        {"export", "-f", "csv", "--compress", "none", trace, NULL}};
-    static const char *said[] = {
-        "--compress wants zstd or none, got 'gzip'", "--jobs wants a number from 1 to 64, got '0'",
-        "--jobs wants a number from 1 to 64, got '65'", "--compress or --jobs is for --partitioned",
-        "--compress or --jobs is for --partitioned"};
+        {"export", "-f", "csv", "--compress", "none", trace, NULL},
+        {"export", "-f", "parquet", "-o", victim, trace, NULL}};
+    static const char *said[] = {"--compress wants zstd or none, got 'gzip'",
+                                 "--jobs wants a number from 1 to 64, got '0'",
+                                 "--jobs wants a number from 1 to 64, got '65'",
+                                 "--compress or --jobs is for --partitioned",
+                                 "--compress or --jobs is for --partitioned",
+                                 "--format parquet writes --partitioned DIR's parts"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct captured c = capture_run(cmt_cmd_export, bad[i]);
         cr_expect_eq(c.status, 2, "%s", c.err);

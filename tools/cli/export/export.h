@@ -18,7 +18,8 @@
     X(COLLAPSED, "collapsed")   \
     X(MEMORY_VIZ, "memory-viz") \
     X(CSV, "csv")               \
-    X(JSONL, "jsonl")
+    X(JSONL, "jsonl")           \
+    X(PARQUET, "parquet")
 
 enum cmt__export_format {
 #define CMT__EXPORT_FORMAT_ENUM(id, name) CMT__EXPORT_##id,
@@ -144,21 +145,39 @@ void cmt__out_quote(struct cmt__out *o, const char *s);
  * characters as spaces); formula: with a leading "'" (cmt__csv_is_formula). */
 void cmt__out_csv(struct cmt__out *o, const char *s, int formula);
 
-/* ---- rows: one writer for csv (RFC 4180, a header line) and jsonl (one object a line) ---- */
+/* ---- rows: one writer for csv (RFC 4180, a header line), jsonl (one object a line) and
+ * parquet (parquet_writer.h: typed, nullable columns, the partitioned export's parts) ---- */
+enum cmt__rows_shape {
+    CMT__ROWS_CSV = 0,
+    CMT__ROWS_JSONL = 1,
+    CMT__ROWS_PARQUET = 2,       /* zstd-compressed pages */
+    CMT__ROWS_PARQUET_PLAIN = 3, /* uncompressed pages (--compress none) */
+};
+struct cmt__parquet;
 struct cmt__rows {
     struct cmt__out out;
     int jsonl;
-    const char *const *columns; /* names, in the order values are given */
+    struct cmt__parquet *parquet; /* the parquet shape's writer (NULL: csv or jsonl) */
+    int failed;                   /* parquet: it could not be begun */
+    const char *const *columns;   /* names, in the order values are given */
     unsigned ncolumns, column;
     uint64_t rows;
 };
 /* Whether the csv tables begun from now on write their header line (1, the default; 0 for the
  * second and later traces of one export, whose rows follow the first's). */
 void cmt__rows_header(int write);
-/* Starts a table on f; csv writes the header line. cmt__rows_end() flushes it to f. */
-void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
-                     unsigned ncolumns);
-void cmt__rows_end(struct cmt__rows *t);
+/* Starts a table on f (shape: enum cmt__rows_shape; 0 and 1 are csv and jsonl); csv writes
+ * the header line. types: a character per column, its parquet type (enum cmt__parquet_type:
+ * i integer, b boolean, d double, s string), declared so that every part of a table has the
+ * same schema whatever its cells hold. cmt__rows_end() flushes the table to f (parquet: the
+ * row groups left and the footer). @return cmt__rows_end: 0, or -1 when parquet's writer
+ * failed (out of memory, or a write: ferror(f)). */
+void cmt__rows_begin(struct cmt__rows *t, FILE *f, int shape, const char *const *columns,
+                     const char *types, unsigned ncolumns);
+int cmt__rows_end(struct cmt__rows *t);
+/* Asserts at compile time that a table's types string has a type per column. */
+#define CMT__ROWS_TYPES_MATCH(types, columns) \
+    _Static_assert(sizeof(types) - 1 == sizeof(columns) / sizeof *(columns), "a type per column")
 void cmt__row_begin(struct cmt__rows *t);
 void cmt__row_end(struct cmt__rows *t);
 void cmt__row_u64(struct cmt__rows *t, uint64_t v);
@@ -185,12 +204,13 @@ struct cmt__export_events {
     const cmt_reader *reader;
     const struct cmt_phases *phases; /* the pass's (its `phase` column), NULL: none */
 };
-struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int jsonl,
+struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int shape,
                                                 const cmt_reader *r);
-/* The tables a finished pass gives (sites, episodes, processes). path: the trace's path. */
-void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl);
-void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl);
-void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl);
+/* The tables a finished pass gives (sites, episodes, processes); shape: enum cmt__rows_shape.
+ * @return cmt__rows_end's. */
+int cmt__export_sites(const struct cmt__pass *p, FILE *f, int shape);
+int cmt__export_episodes(const struct cmt__pass *p, FILE *f, int shape);
+int cmt__export_processes(const struct cmt__pass *p, FILE *f, int shape);
 /* The PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) the process ran with, or NULL. */
 const char *cmt__export_alloc_conf(const cmt_reader *r);
 

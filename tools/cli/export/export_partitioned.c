@@ -1,6 +1,6 @@
 /* export_partitioned.c — `export --partitioned DIR TRACES...`: Hive-style partitioned tables
- * (DIR/TABLE/run=ID/part-NAME.csv.zst or .jsonl.zst, zstd-compressed unless --compress none)
- * that DuckDB, Spark and Trino read as they are:
+ * (DIR/TABLE/run=ID/part-NAME.csv.zst or .jsonl.zst, zstd-compressed unless --compress none;
+ * or part-NAME.parquet, its pages zstd-compressed) that DuckDB, Spark and Trino read as they are:
  * processes, episodes, sites and, with --events, events (a file per trace, named by the
  * trace's file name), and runs (a file per run, aggregated over this invocation's traces of
  * that run). A table with no rows for a trace gets no file (engines refuse header-only CSV
@@ -217,10 +217,11 @@ static int find_link(struct out *o, const char *table, const char *run, const ch
            refuse_link(o, o->dirfd, pp.file_rel, pp.file_rel);
 }
 
-/* @return 0, or 1 after printing why the file could not be written. */
-static int close_part(struct out *o, struct part_file *pf)
+/* failed: the table's writer failed. @return 0, or 1 after printing why the file could not
+ * be written. */
+static int close_part(struct out *o, struct part_file *pf, int failed)
 {
-    int bad = ferror(pf->f);
+    int bad = ferror(pf->f) || failed;
     if (fclose(pf->f) != 0 || bad) {
         fprintf(stderr, "cumemtrace export: %s/%s: cannot write the file\n", o->dir, pf->rel);
         return 1;
@@ -228,23 +229,31 @@ static int close_part(struct out *o, struct part_file *pf)
     return 0;
 }
 
-/* A table of `rows` rows (none: no file). */
+/* A table of `rows` rows (none: no file). shape: enum cmt__rows_shape. */
 static int table(struct out *o, const char *name, const char *run, const char *part,
-                 const struct cmt__pass *p, int jsonl,
-                 void (*write)(const struct cmt__pass *, FILE *, int), uint64_t rows)
+                 const struct cmt__pass *p, int shape,
+                 int (*write)(const struct cmt__pass *, FILE *, int), uint64_t rows)
 {
     struct part_file pf;
     if (!rows)
         return 0;
     if (!open_part(o, name, run, part, &pf))
         return 1;
-    write(p, pf.f, jsonl);
-    return close_part(o, &pf);
+    int bad = write(p, pf.f, shape) != 0;
+    return close_part(o, &pf, bad);
 }
 
 struct part_name {
     char run[256], part[256];
 };
+
+/* The rows' shape of the export's format and codec (parquet compresses its pages itself). */
+static int shape_of(const struct cmt__export_options *opt)
+{
+    if (opt->format == CMT__EXPORT_PARQUET)
+        return opt->codec == CMT__EXPORT_CODEC_ZSTD ? CMT__ROWS_PARQUET : CMT__ROWS_PARQUET_PLAIN;
+    return opt->format == CMT__EXPORT_JSONL ? CMT__ROWS_JSONL : CMT__ROWS_CSV;
+}
 
 /* What the runs table takes from one trace, gathered by the job that converted it. */
 struct trace_figures {
@@ -278,6 +287,9 @@ static const char *const run_columns[] = {"traces",
                                           "first_failing_rank",
                                           "max_allocator_peak_allocated_bytes",
                                           "sum_allocator_peak_allocated_bytes"};
+/* Their parquet types (cmt__rows_begin). */
+static const char run_types[] = "iiiiiiiisisiii";
+CMT__ROWS_TYPES_MATCH(run_types, run_columns);
 
 /* One trace's figures; whether and when it failed by the one definition (first_failure.h)
  * that `report` over several traces uses. */
@@ -327,13 +339,14 @@ static void add_to_run(struct run *run, const struct trace_figures *fig)
         memcpy(run->first_host, fig->host, sizeof run->first_host);
 }
 
-static int write_run(struct out *o, const struct run *run, int jsonl)
+static int write_run(struct out *o, const struct run *run, int shape)
 {
     struct part_file pf;
     if (!open_part(o, "runs", run->id, "0", &pf))
         return 1;
     static struct cmt__rows t;
-    cmt__rows_begin(&t, pf.f, jsonl, run_columns, sizeof run_columns / sizeof *run_columns);
+    cmt__rows_begin(&t, pf.f, shape, run_columns, run_types,
+                    sizeof run_columns / sizeof *run_columns);
     cmt__row_begin(&t);
     cmt__row_u64(&t, run->traces);
     cmt__row_u64(&t, run->events);
@@ -366,8 +379,8 @@ static int write_run(struct out *o, const struct run *run, int jsonl)
         cmt__row_null(&t);
     }
     cmt__row_end(&t);
-    cmt__rows_end(&t);
-    return close_part(o, &pf);
+    int bad = cmt__rows_end(&t) != 0;
+    return close_part(o, &pf, bad);
 }
 
 static uint64_t site_rows(const cmt_replay *rp)
@@ -385,7 +398,7 @@ static uint64_t site_rows(const cmt_replay *rp)
 static int one_trace(const struct cmt__export_options *opt, struct out *o, const char *path,
                      const struct part_name *name, int quiet, struct trace_figures *fig)
 {
-    int jsonl = opt->format == CMT__EXPORT_JSONL;
+    int shape = shape_of(opt);
     struct cmt__pass p;
     if (cmt__pass_open(&p, "export", path) != 0)
         return 1;
@@ -402,25 +415,27 @@ static int one_trace(const struct cmt__export_options *opt, struct out *o, const
             cmt__pass_close(&p);
             return 1;
         }
-        extra[1] = cmt__export_events_observer(events, ev.f, jsonl, p.reader);
+        extra[1] = cmt__export_events_observer(events, ev.f, shape, p.reader);
         events->phases = &p.phases;
     }
     if (cmt__pass_replay(&p, CMT__PASS_OOM | CMT__PASS_REPORT, NULL, extra, ev.f ? 2 : 1) != 0) {
-        if (ev.f)
+        if (ev.f) {
+            cmt__rows_end(&events->rows); /* frees a parquet writer */
             fclose(ev.f);
+        }
         free(events);
         return 1;
     }
     int rc = 0;
     if (ev.f) {
-        cmt__rows_end(&events->rows);
-        rc = close_part(o, &ev);
+        int bad = cmt__rows_end(&events->rows) != 0;
+        rc = close_part(o, &ev, bad);
     }
     free(events);
-    rc |= table(o, "processes", name->run, name->part, &p, jsonl, cmt__export_processes, 1);
-    rc |= table(o, "episodes", name->run, name->part, &p, jsonl, cmt__export_episodes,
+    rc |= table(o, "processes", name->run, name->part, &p, shape, cmt__export_processes, 1);
+    rc |= table(o, "episodes", name->run, name->part, &p, shape, cmt__export_episodes,
                 p.oom ? cmt_oom_count(p.oom) : 0);
-    rc |= table(o, "sites", name->run, name->part, &p, jsonl, cmt__export_sites,
+    rc |= table(o, "sites", name->run, name->part, &p, shape, cmt__export_sites,
                 site_rows(p.replay));
     rc |= cmt__pass_status(&p);
     gather(fig, &p, &sig);
@@ -560,11 +575,17 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
         CMT__EXPORT_CODECS(CMT__CODEC_SUFFIX)
 #undef CMT__CODEC_SUFFIX
     };
-    int jsonl = opt->format == CMT__EXPORT_JSONL;
+    int shape = shape_of(opt), parquet = opt->format == CMT__EXPORT_PARQUET;
     char ext[16];
-    snprintf(ext, sizeof ext, "%s%s", jsonl ? "jsonl" : "csv", suffixes[opt->codec]);
-    struct out o = {
-        .dir = dir, .ext = ext, .dirfd = -1, .zstd = opt->codec == CMT__EXPORT_CODEC_ZSTD};
+    snprintf(ext, sizeof ext, "%s%s",
+             parquet ? "parquet"
+             : shape ? "jsonl"
+                     : "csv",
+             parquet ? "" : suffixes[opt->codec]);
+    struct out o = {.dir = dir,
+                    .ext = ext,
+                    .dirfd = -1,
+                    .zstd = !parquet && opt->codec == CMT__EXPORT_CODEC_ZSTD};
     atomic_init(&o.refused, 0);
     struct run *runs = NULL;
     size_t nruns = 0;
@@ -587,7 +608,7 @@ int cmt__export_partitioned(const struct cmt__export_options *opt, const char *d
         rc |= sum_runs(names, figures, ntraces, &runs, &nruns);
         for (size_t r = 0; r < nruns && !atomic_load(&o.refused); r++)
             if (runs[r].traces)
-                rc |= write_run(&o, &runs[r], jsonl);
+                rc |= write_run(&o, &runs[r], shape);
         rc |= atomic_load(&o.refused);
         if (!rc)
             printf("wrote %d trace%s as %zu run%s under %s\n", ntraces, ntraces == 1 ? "" : "s",

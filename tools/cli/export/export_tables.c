@@ -1,5 +1,6 @@
-/* export_tables.c — the csv and jsonl tables: a row writer for both, and the events, sites,
- * episodes and processes tables (docs/export.md lists their columns). */
+/* export_tables.c — the csv, jsonl and parquet tables: a row writer for the three (parquet's
+ * cells go to parquet_writer.c), and the events, sites, episodes and processes tables
+ * (docs/export.md lists their columns). */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "cmt_format.h"
 #include "escape.h"
 #include "export/export.h"
+#include "export/parquet_writer.h"
 #include "frames.h"
 #include "oom.h"
 #include "sites.h"
@@ -69,16 +71,24 @@ void cmt__rows_header(int write)
     rows_without_header = !write;
 }
 
-void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const *columns,
-                     unsigned ncolumns)
+void cmt__rows_begin(struct cmt__rows *t, FILE *f, int shape, const char *const *columns,
+                     const char *types, unsigned ncolumns)
 {
     cmt__out_init(&t->out, f);
-    t->jsonl = jsonl;
+    t->jsonl = shape == CMT__ROWS_JSONL;
+    t->parquet = NULL;
+    t->failed = 0;
     t->columns = columns;
     t->ncolumns = ncolumns;
     t->column = 0;
     t->rows = 0;
-    if (jsonl || rows_without_header)
+    CMT_ASSERT(strlen(types) == ncolumns);
+    if (shape == CMT__ROWS_PARQUET || shape == CMT__ROWS_PARQUET_PLAIN) {
+        t->parquet = cmt__parquet_open(f, columns, types, ncolumns, shape == CMT__ROWS_PARQUET);
+        t->failed = !t->parquet;
+        return;
+    }
+    if (t->jsonl || rows_without_header)
         return;
     for (unsigned i = 0; i < ncolumns; i++) {
         cmt__out_str(&t->out, i ? "," : "");
@@ -87,9 +97,16 @@ void cmt__rows_begin(struct cmt__rows *t, FILE *f, int jsonl, const char *const 
     cmt__out_char(&t->out, '\n');
 }
 
-void cmt__rows_end(struct cmt__rows *t)
+int cmt__rows_end(struct cmt__rows *t)
 {
+    if (t->parquet || t->failed) {
+        int rc = t->failed ? -1 : cmt__parquet_close(t->parquet);
+        t->parquet = NULL;
+        t->failed = rc != 0;
+        return rc;
+    }
     cmt__out_flush(&t->out);
+    return 0;
 }
 
 void cmt__row_begin(struct cmt__rows *t)
@@ -101,9 +118,12 @@ void cmt__row_begin(struct cmt__rows *t)
 
 void cmt__row_end(struct cmt__rows *t)
 {
-    CMT_ASSERT(t->column == t->ncolumns);
-    cmt__out_str(&t->out, t->jsonl ? "}\n" : "\n");
+    CMT_ASSERT(t->column == t->ncolumns || t->parquet || t->failed);
     t->rows++;
+    if (t->parquet)
+        cmt__parquet_row_end(t->parquet);
+    else if (!t->failed)
+        cmt__out_str(&t->out, t->jsonl ? "}\n" : "\n");
 }
 
 /* The separator and, for jsonl, the column's key (column names need no escaping). */
@@ -119,20 +139,35 @@ static void next(struct cmt__rows *t)
     }
 }
 
+/* A parquet table's cell goes to its writer (a failed one's nowhere), then returns. */
+#define PARQUET_CELL(t, call) \
+    do {                      \
+        if ((t)->parquet) {   \
+            call;             \
+            return;           \
+        }                     \
+        if ((t)->failed)      \
+            return;           \
+    } while (0)
+
 void cmt__row_u64(struct cmt__rows *t, uint64_t v)
 {
+    PARQUET_CELL(t, cmt__parquet_i64(t->parquet, (int64_t)v));
     next(t);
     cmt__out_u64(&t->out, v);
 }
 
 void cmt__row_i64(struct cmt__rows *t, int64_t v)
 {
+    PARQUET_CELL(t, cmt__parquet_i64(t->parquet, v));
     next(t);
     cmt__out_i64(&t->out, v);
 }
 
 void cmt__row_double(struct cmt__rows *t, double v)
 {
+    PARQUET_CELL(t,
+                 isfinite(v) ? cmt__parquet_double(t->parquet, v) : cmt__parquet_null(t->parquet));
     next(t);
     char buf[32];
     if (isfinite(v)) {
@@ -145,12 +180,14 @@ void cmt__row_double(struct cmt__rows *t, double v)
 
 void cmt__row_bool(struct cmt__rows *t, int v)
 {
+    PARQUET_CELL(t, cmt__parquet_bool(t->parquet, v));
     next(t);
     cmt__out_str(&t->out, v ? "true" : "false");
 }
 
 void cmt__row_null(struct cmt__rows *t)
 {
+    PARQUET_CELL(t, cmt__parquet_null(t->parquet));
     next(t);
     if (t->jsonl)
         cmt__out_str(&t->out, "null");
@@ -181,6 +218,8 @@ void cmt__out_csv(struct cmt__out *f, const char *s, int formula)
  * "'" (inside the quotes when quoted), as spreadsheets expect (OWASP, CSV injection). */
 static void str_cell(struct cmt__rows *t, const char *s, int formula)
 {
+    PARQUET_CELL(t,
+                 s ? cmt__parquet_string(t->parquet, s, strlen(s)) : cmt__parquet_null(t->parquet));
     next(t);
     if (t->jsonl) {
         if (s)
@@ -199,7 +238,7 @@ void cmt__row_str(struct cmt__rows *t, const char *s)
 
 void cmt__row_text(struct cmt__rows *t, const char *s)
 {
-    str_cell(t, s, cmt__csv_is_formula(s));
+    str_cell(t, s, !t->parquet && cmt__csv_is_formula(s)); /* parquet: no spreadsheet */
 }
 
 void cmt__row_identity(struct cmt__rows *t, const cmt_reader *r)
@@ -250,6 +289,9 @@ static const char *const event_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                             "site",
                                             "stack",
                                             "phase"};
+/* Their parquet types (cmt__rows_begin). */
+static const char event_types[] = "isiiiiissibsiiiiiiiis";
+CMT__ROWS_TYPES_MATCH(event_types, event_columns);
 
 static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
@@ -301,12 +343,12 @@ static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
     return CMT_OBSERVE_EVENT;
 }
 
-struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int jsonl,
+struct cmt_observer cmt__export_events_observer(struct cmt__export_events *e, FILE *f, int shape,
                                                 const cmt_reader *r)
 {
     e->reader = r;
     e->phases = NULL;
-    cmt__rows_begin(&e->rows, f, jsonl, event_columns,
+    cmt__rows_begin(&e->rows, f, shape, event_columns, event_types,
                     sizeof event_columns / sizeof *event_columns);
     struct cmt_observer o = {.wants = CMT_OBSERVE_EVENT, .step = events_step, .ctx = e};
     return o;
@@ -319,13 +361,16 @@ static const char *const site_columns[] = {
     "alloc_count",          "alloc_bytes",   "free_count",   "failures",     "peak_bytes",
     "at_peak_bytes",        "at_peak_count", "leaked_bytes", "leaked_count", "host_peak_bytes",
     "host_leaked_bytes",    "frames"};
+static const char site_types[] = "isiiissiiiiiiiiiiis";
+CMT__ROWS_TYPES_MATCH(site_types, site_columns);
 
-void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
+int cmt__export_sites(const struct cmt__pass *p, FILE *f, int shape)
 {
     static _Thread_local char frames[16384]; /* export --partitioned --jobs: per thread */
     char top[512], key[4096];
     struct cmt__rows t;
-    cmt__rows_begin(&t, f, jsonl, site_columns, sizeof site_columns / sizeof *site_columns);
+    cmt__rows_begin(&t, f, shape, site_columns, site_types,
+                    sizeof site_columns / sizeof *site_columns);
     for (uint32_t i = 0; i < cmt_replay_site_count(p->replay); i++) {
         const struct cmt_replay_site *s = cmt_replay_site(p->replay, i);
         if (!s->alloc_count && !s->failures && !s->host_alloc_count)
@@ -351,7 +396,7 @@ void cmt__export_sites(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_text(&t, frames);
         cmt__row_end(&t);
     }
-    cmt__rows_end(&t);
+    return cmt__rows_end(&t);
 }
 
 /* ---- episodes ---- */
@@ -379,12 +424,14 @@ static const char *const episode_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                               "hole_fragmentation",
                                               "call_site",
                                               "site_key"};
+static const char episode_types[] = "isiiiiisiiiibsiiiiiiiidss";
+CMT__ROWS_TYPES_MATCH(episode_types, episode_columns);
 
-void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
+int cmt__export_episodes(const struct cmt__pass *p, FILE *f, int shape)
 {
     char top[512], key[4096];
     struct cmt__rows t;
-    cmt__rows_begin(&t, f, jsonl, episode_columns,
+    cmt__rows_begin(&t, f, shape, episode_columns, episode_types,
                     sizeof episode_columns / sizeof *episode_columns);
     for (uint32_t i = 0; p->oom && i < cmt_oom_count(p->oom); i++) {
         const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, i);
@@ -414,7 +461,7 @@ void cmt__export_episodes(const struct cmt__pass *p, FILE *f, int jsonl)
         cmt__row_text(&t, cmt_site_key(p->reader, e->stack, key, sizeof key));
         cmt__row_end(&t);
     }
-    cmt__rows_end(&t);
+    return cmt__rows_end(&t);
 }
 
 /* ---- processes ---- */
@@ -450,6 +497,8 @@ static const char *const process_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                               "allocator_allocated_bytes_at_end",
                                               "allocator_reserved_bytes_at_end",
                                               "allocator_events"};
+static const char process_types[] = "isiisssisiiiiiiiiiiiiiiidbbiiiiii";
+CMT__ROWS_TYPES_MATCH(process_types, process_columns);
 
 /* The device of the process peak (the one whose own peak is the highest), or slot 0. */
 static const struct cmt_replay_device *peak_device(const cmt_replay *rp)
@@ -463,13 +512,13 @@ static const struct cmt_replay_device *peak_device(const cmt_replay *rp)
     return best;
 }
 
-void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
+int cmt__export_processes(const struct cmt__pass *p, FILE *f, int shape)
 {
     static _Thread_local char argv_text[8192];
     const struct cmt_replay_totals *tot = cmt_replay_totals(p->replay);
     const struct cmt_process *proc = cmt_reader_process(p->reader);
     struct cmt__rows t;
-    cmt__rows_begin(&t, f, jsonl, process_columns,
+    cmt__rows_begin(&t, f, shape, process_columns, process_types,
                     sizeof process_columns / sizeof *process_columns);
     cmt__row_begin(&t);
     cmt__row_identity(&t, p->reader);
@@ -542,5 +591,5 @@ void cmt__export_processes(const struct cmt__pass *p, FILE *f, int jsonl)
             cmt__row_null(&t);
     }
     cmt__row_end(&t);
-    cmt__rows_end(&t);
+    return cmt__rows_end(&t);
 }
