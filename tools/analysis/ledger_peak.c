@@ -56,6 +56,25 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
      (1u << CMT_REC_STACK_NODE) | (1u << CMT_REC_THREAD) | (1u << CMT_REC_NOTE) |                  \
      (1u << CMT_REC_SYMBOL) | (1u << CMT_REC_RANGE))
 
+/* Room for n devices' copies at the moment. @return 0, or -1 out of memory. */
+static int reserve_devices(struct cmt__ledger_peak *p, uint32_t n)
+{
+    if (n <= p->device_cap)
+        return 0;
+    struct cmt_replay_device *d = realloc(p->devices, n * sizeof *d);
+    if (d)
+        p->devices = d;
+    struct cmt__sample *s = d ? realloc(p->samples, n * sizeof *s) : NULL;
+    if (s)
+        p->samples = s;
+    uint64_t *g = s ? realloc(p->graph_pool, n * sizeof *g) : NULL;
+    if (!g)
+        return -1;
+    p->graph_pool = g;
+    p->device_cap = n;
+    return 0;
+}
+
 /* The moment of a lazy peak, from the replay's copy at the peak's event: only when the step
  * being looked at is the one event applied since (the ledger's figures are still those after
  * the peak's event) and no graph pool is in it. @return 0, or -1 when it cannot be taken. */
@@ -68,19 +87,8 @@ static int lazy_moment(cmt_ledger *l, const cmt_replay *rp)
     for (uint32_t slot = 0; slot < n; slot++)
         if (rp->peak_devices[slot].kind_bytes[CMT_KIND_POOL])
             return -1;
-    if (n > p->device_cap) {
-        struct cmt_replay_device *d = realloc(p->devices, n * sizeof *d);
-        if (d)
-            p->devices = d;
-        struct cmt__sample *s = d ? realloc(p->samples, n * sizeof *s) : NULL;
-        if (s)
-            p->samples = s;
-        uint64_t *g = s ? realloc(p->graph_pool, n * sizeof *g) : NULL;
-        if (!g)
-            return -1;
-        p->graph_pool = g;
-        p->device_cap = n;
-    }
+    if (reserve_devices(p, n) != 0)
+        return -1;
     memcpy(p->devices, rp->peak_devices, n * sizeof *p->devices);
     memcpy(p->samples, l->samples, n * sizeof *p->samples);
     memset(p->graph_pool, 0, n * sizeof *p->graph_pool);
@@ -176,20 +184,9 @@ void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp)
 {
     struct cmt__ledger_peak *p = l->peak;
     uint32_t n = cmt_replay_device_count(rp);
-    if (n > p->device_cap) {
-        struct cmt_replay_device *d = realloc(p->devices, n * sizeof *d);
-        if (d)
-            p->devices = d;
-        struct cmt__sample *s = d ? realloc(p->samples, n * sizeof *s) : NULL;
-        if (s)
-            p->samples = s;
-        uint64_t *g = s ? realloc(p->graph_pool, n * sizeof *g) : NULL;
-        if (!g) {
-            p->invalid = 1;
-            return;
-        }
-        p->graph_pool = g;
-        p->device_cap = n;
+    if (reserve_devices(p, n) != 0) {
+        p->invalid = 1;
+        return;
     }
     memcpy(p->devices, rp->devices, n * sizeof *p->devices);
     memcpy(p->samples, l->samples, n * sizeof *p->samples);

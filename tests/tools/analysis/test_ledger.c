@@ -342,6 +342,21 @@ Test(ledger, the_peak_kept_in_the_pass_is_what_a_replay_to_its_time_takes)
     done(&asked, &(struct tb){0});
 }
 
+/* b finished; its peak kept in the pass, equal to a replay to its time, with user_bytes of user
+ * code's allocations on device 0. */
+static void expect_peak_kept(struct tb *b, uint64_t user_bytes)
+{
+    tb_finish(b, 1);
+    struct run kept, asked;
+    run_both(&kept, &asked, b, 0);
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
+    cr_assert_not_null(p);
+    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), user_bytes);
+    done(&kept, b);
+    done(&asked, &(struct tb){0});
+}
+
 /* 2 MiB, then 4 MiB (the peak) from user code. */
 static void up_to_a_peak(struct tb *b)
 {
@@ -357,15 +372,7 @@ Test(ledger, the_peak_at_the_last_time_is_the_end_state)
     up_to_a_peak(&b);
     b.t_ns -= 1000; /* after the peak, at its time: no event after that time */
     tb_free(&b, 0x7f0000000000);
-    tb_finish(&b, 1);
-    struct run kept, asked;
-    run_both(&kept, &asked, &b, 0);
-    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
-    cr_assert_not_null(p);
-    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
-    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 4 * MIB);
-    done(&kept, &b);
-    done(&asked, &(struct tb){0});
+    expect_peak_kept(&b, 4 * MIB);
 }
 
 /* The cases a second replay must take: no CMT_LEDGER_AT_PEAK moment. */
@@ -428,15 +435,7 @@ Test(ledger, the_peak_at_the_top_of_a_ramp_is_kept_in_the_pass)
     tb_free(&b, 0x7f0000000000); /* the first event after the peak: no new peak */
     tb_alloc(&b, 0x7f0010000000, MIB, tb_stack(&b, "backward", 2));
     tb_free(&b, 0x7f0000200000);
-    tb_finish(&b, 1);
-    struct run kept, asked;
-    run_both(&kept, &asked, &b, 0);
-    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
-    cr_assert_not_null(p);
-    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
-    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 100 * MIB + 4950 * 4096);
-    done(&kept, &b);
-    done(&asked, &(struct tb){0});
+    expect_peak_kept(&b, 100 * MIB + 4950 * 4096);
 }
 
 Test(ledger, an_event_at_the_ramps_last_time_is_part_of_its_peak)
@@ -447,15 +446,7 @@ Test(ledger, an_event_at_the_ramps_last_time_is_part_of_its_peak)
     tb_free(&b, 0x7f0000000000);
     tb_free(&b, 0x7f0000200000);
     tb_alloc(&b, 0x7f0010000000, MIB, tb_stack(&b, "backward", 2));
-    tb_finish(&b, 1);
-    struct run kept, asked;
-    run_both(&kept, &asked, &b, 0);
-    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 0, 0);
-    cr_assert_not_null(p);
-    expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, 0, 0));
-    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 99 * MIB + 4950 * 4096);
-    done(&kept, &b);
-    done(&asked, &(struct tb){0});
+    expect_peak_kept(&b, 99 * MIB + 4950 * 4096);
 }
 
 Test(ledger, a_sample_after_a_ramps_peak_leaves_it_to_a_second_replay)
