@@ -403,7 +403,7 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
 {
     cmt_ledger *l = self->ctx;
     struct cmt__ledger_peak *p = l->peak;
-    if (__builtin_expect(p && p->lazy, 0) && p->open && !p->closed && !p->invalid &&
+    if (__builtin_expect(p && p->lazy, 0) && cmt__ledger_peak_waiting(p) &&
         !(st->delta > 0 && rp->peak_tick == rp->tick)) /* a new peak: peak_event takes it */
         cmt__ledger_peak_lazy_step(l, self, rp, st);   /* before the ledger's figures move on */
     catch_up(l, rp);
@@ -425,7 +425,7 @@ static uint64_t next_moment(const cmt_ledger *l)
 {
     uint64_t t = l->next_time < l->time_count ? l->times[l->next_time] : UINT64_MAX;
     const struct cmt__ledger_peak *p = l->peak;
-    return p && p->open && !p->closed && !p->invalid && !p->lazy && p->t < t ? p->t : t;
+    return cmt__ledger_peak_waiting(p) && !p->lazy && p->t < t ? p->t : t;
 }
 
 static void ledger_before(struct cmt_observer *self, const cmt_replay *rp)
@@ -434,7 +434,7 @@ static void ledger_before(struct cmt_observer *self, const cmt_replay *rp)
     uint64_t was = self->before_t;
     catch_up(l, rp);
     const struct cmt__ledger_peak *p = l->peak;
-    if (p && p->open && !p->closed && !p->invalid && !p->lazy && p->t <= was)
+    if (cmt__ledger_peak_waiting(p) && !p->lazy && p->t <= was)
         cmt__ledger_peak_close(l, rp);
     if (l->next_time < l->time_count && l->times[l->next_time] <= was) {
         take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);

@@ -110,6 +110,12 @@ struct cmt__raw *cmt__ledger_new_raw(cmt_ledger *l, const struct cmt_replay_devi
 void cmt__ledger_sample_into(cmt_ledger *l, struct cmt__raw *w, struct cmt__sample *s,
                              const struct cmt_replay_device *d, uint64_t events);
 
+/* A peak seen whose moment is still to be taken (and can be). */
+static inline int cmt__ledger_peak_waiting(const struct cmt__ledger_peak *p)
+{
+    return p && p->open && !p->closed && !p->invalid;
+}
+
 /* ledger_peak.c */
 int cmt__ledger_peak_create(cmt_ledger *l, size_t budget);
 void cmt__ledger_peak_destroy(cmt_ledger *l);

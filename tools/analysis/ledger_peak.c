@@ -75,28 +75,42 @@ static int reserve_devices(struct cmt__ledger_peak *p, uint32_t n)
     return 0;
 }
 
-/* The moment of a lazy peak, from the replay's copy at the peak's event: only when the step
- * being looked at is the one event applied since (the ledger's figures are still those after
- * the peak's event) and no graph pool is in it. @return 0, or -1 when it cannot be taken. */
-static int lazy_moment(cmt_ledger *l, const cmt_replay *rp)
+/* The moment from devs, the replay's n device figures at it, and the ledger's samples now.
+ * @return 0, or -1 out of memory. */
+static int keep_moment(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_device *devs,
+                       uint32_t n)
 {
     struct cmt__ledger_peak *p = l->peak;
+    if (reserve_devices(p, n) != 0)
+        return -1;
+    memcpy(p->devices, devs, n * sizeof *p->devices);
+    memcpy(p->samples, l->samples, n * sizeof *p->samples);
+    for (uint32_t slot = 0; slot < n; slot++) {
+        const struct cmt__entry *g = devs[slot].kind_bytes[CMT_KIND_POOL]
+                                         ? cmt__map_find(&rp->pools, CMT__GRAPH_POOL(slot))
+                                         : NULL;
+        p->graph_pool[slot] = g && cmt__ledger_slot(g->dev) == slot ? g->size : 0;
+    }
+    p->device_count = n;
+    p->events = l->events;
+    p->last_seq = l->last_seq;
+    p->closed = 1;
+    return 0;
+}
+
+/* The moment of a lazy peak, from the replay's copy at the peak's event: only when the step
+ * being looked at is the one event applied since (the ledger's figures are still those after
+ * the peak's event) and no graph pool is in it (the pools are as the step left them).
+ * @return 0, or -1 when it cannot be taken. */
+static int lazy_moment(cmt_ledger *l, const cmt_replay *rp)
+{
     uint32_t n = cmt_replay_device_count(rp);
     if (rp->tick != rp->peak_tick + 1 || rp->peak_device_count != n)
         return -1;
     for (uint32_t slot = 0; slot < n; slot++)
         if (rp->peak_devices[slot].kind_bytes[CMT_KIND_POOL])
             return -1;
-    if (reserve_devices(p, n) != 0)
-        return -1;
-    memcpy(p->devices, rp->peak_devices, n * sizeof *p->devices);
-    memcpy(p->samples, l->samples, n * sizeof *p->samples);
-    memset(p->graph_pool, 0, n * sizeof *p->graph_pool);
-    p->device_count = n;
-    p->events = l->events;
-    p->last_seq = l->last_seq;
-    p->closed = 1;
-    return 0;
+    return keep_moment(l, rp, rp->peak_devices, n);
 }
 
 void cmt__ledger_peak_lazy_step(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
@@ -182,24 +196,8 @@ void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct c
 
 void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp)
 {
-    struct cmt__ledger_peak *p = l->peak;
-    uint32_t n = cmt_replay_device_count(rp);
-    if (reserve_devices(p, n) != 0) {
-        p->invalid = 1;
-        return;
-    }
-    memcpy(p->devices, rp->devices, n * sizeof *p->devices);
-    memcpy(p->samples, l->samples, n * sizeof *p->samples);
-    for (uint32_t slot = 0; slot < n; slot++) {
-        const struct cmt__entry *g = rp->devices[slot].kind_bytes[CMT_KIND_POOL]
-                                         ? cmt__map_find(&rp->pools, CMT__GRAPH_POOL(slot))
-                                         : NULL;
-        p->graph_pool[slot] = g && cmt__ledger_slot(g->dev) == slot ? g->size : 0;
-    }
-    p->device_count = n;
-    p->events = l->events;
-    p->last_seq = l->last_seq;
-    p->closed = 1;
+    if (keep_moment(l, rp, rp->devices, cmt_replay_device_count(rp)) != 0)
+        l->peak->invalid = 1;
 }
 
 /* Takes the live set off the cells: each then holds minus the moment's figures. */
