@@ -119,10 +119,6 @@ static inline int cmt__ledger_peak_waiting(const struct cmt__ledger_peak *p)
 /* ledger_peak.c */
 int cmt__ledger_peak_create(cmt_ledger *l, size_t budget);
 void cmt__ledger_peak_destroy(cmt_ledger *l);
-/* A new peak at the step's event: its time (self's next moment, when earlier). */
-void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp);
-/* An event after the peak's moment changed the live set. */
-void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_step *st);
 /* The first event after the peak's time is next: the moment. */
 void cmt__ledger_peak_close(cmt_ledger *l, const cmt_replay *rp);
 /* Before the ledger looks at a step that is no new peak, with a lazy peak open: its moment

@@ -34,7 +34,8 @@ void cmt__ledger_peak_destroy(cmt_ledger *l)
     l->peak = NULL;
 }
 
-void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp)
+/* A new peak at the step's event: its time (self's next moment, when earlier). */
+static void peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp)
 {
     struct cmt__ledger_peak *p = l->peak;
     if (p->closed && ++p->streak >= LAZY_AFTER)
@@ -170,18 +171,17 @@ static struct cmt__peak_cell *cell_at(struct cmt__ledger_peak *p, uint32_t slot,
     return c;
 }
 
-void cmt__ledger_peak_change(cmt_ledger *l, const cmt_replay *rp, const struct cmt_replay_step *st)
+/* An event after the peak's moment changed the live set (one object: peak_event's fast path
+ * did not take it). */
+static void peak_change(struct cmt__ledger_peak *p, const struct cmt_replay_step *st)
 {
-    struct cmt__ledger_peak *p = l->peak;
-    (void)rp;
     int kind = st->kind;
-    if (st->all_devices || st->replaced != CMT_NO_OBJECT ||
-        (kind != CMT_KIND_GRAPH && st->delta && !CMT_KIND_IS_DEVICE_MEMORY(kind))) {
-        p->invalid = 1; /* several objects at once, or one the step does not name */
+    if (kind == CMT_KIND_GRAPH) /* graph memory: the device's figures say it */
+        return;
+    if (!CMT_KIND_IS_DEVICE_MEMORY(kind)) {
+        p->invalid = 1; /* an object the step does not name */
         return;
     }
-    if (kind == CMT_KIND_GRAPH || !st->delta) /* graph memory: the device's figures say it */
-        return;
     uint32_t slot = cmt__ledger_slot(st->owner ? st->owner->dev : st->rec.u.event.dev);
     if (slot >= p->device_count || !p->devices[slot].seen)
         return; /* a device the moment does not have */
@@ -289,7 +289,7 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
         p->invalid = 1;
     p->last_t = t;
     if (delta > 0 && rp->peak_tick == rp->tick) {
-        cmt__ledger_peak_new(l, self, rp);
+        peak_new(l, self, rp);
         return;
     }
     if (!p->closed)
@@ -314,5 +314,5 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
         c->count += delta > 0 ? 1 : -1;
         return;
     }
-    cmt__ledger_peak_change(l, rp, st);
+    peak_change(p, st);
 }
