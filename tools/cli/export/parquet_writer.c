@@ -9,6 +9,7 @@
 
 #include "cmt_debug.h"
 #include "export/thrift_compact.h"
+#include "varint.h"
 
 enum { TYPE_BOOLEAN = 0, TYPE_INT64 = 2, TYPE_DOUBLE = 5, TYPE_BYTE_ARRAY = 6 };
 enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_DELTA_BINARY_PACKED = 5, ENC_RLE_DICTIONARY = 8 };
@@ -58,7 +59,7 @@ struct cmt__parquet {
     ZSTD_CCtx *cctx;
     struct column *columns;
     unsigned ncolumns, column;
-    uint64_t rows, group_rows, total_rows;
+    uint64_t group_rows, total_rows;
     int64_t offset;                                /* bytes written so far */
     struct cmt__bytes page, delta, packed, header; /* scratch */
     struct group_meta {
@@ -140,7 +141,7 @@ static void delta_binary_packed(struct cmt__bytes *out, const int64_t *v, size_t
     cmt__bytes_uleb(out, DELTA_MINIBLOCKS);
     cmt__bytes_uleb(out, n);
     uint64_t first = n ? (uint64_t)v[0] : 0;
-    cmt__bytes_uleb(out, (first << 1) ^ (uint64_t)((int64_t)first >> 63));
+    cmt__bytes_uleb(out, cmt__zigzag((int64_t)first));
     uint64_t d[DELTA_BLOCK];
     for (size_t at = 1; at < n; at += DELTA_BLOCK) {
         size_t m = n - at < DELTA_BLOCK ? n - at : DELTA_BLOCK;
@@ -150,7 +151,7 @@ static void delta_binary_packed(struct cmt__bytes *out, const int64_t *v, size_t
             if ((int64_t)d[i] < min)
                 min = (int64_t)d[i];
         }
-        cmt__bytes_uleb(out, ((uint64_t)min << 1) ^ (uint64_t)(min >> 63));
+        cmt__bytes_uleb(out, cmt__zigzag(min));
         uint8_t widths[DELTA_MINIBLOCKS] = {0};
         for (size_t i = 0; i < m; i++) {
             d[i] -= (uint64_t)min;
@@ -231,11 +232,8 @@ static void definition_levels(struct cmt__bytes *page, const struct column *c)
     size_t at = page->n;
     put_le(page, 0, 4);
     hybrid(page, NULL, c->def.p, c->def.n, 1);
-    if (!page->failed) {
-        uint32_t len = (uint32_t)(page->n - at - 4);
-        for (int i = 0; i < 4; i++)
-            page->p[at + (size_t)i] = (uint8_t)(len >> (8 * i));
-    }
+    if (!page->failed)
+        cmt__put_le32(page->p + at, (uint32_t)(page->n - at - 4));
 }
 
 /* An INT64 column's values after the levels in w->page: PLAIN or DELTA_BINARY_PACKED,
@@ -260,7 +258,10 @@ static int32_t int64_values(struct cmt__parquet *w, const struct column *c)
         cmt__bytes_put(&w->page, v, n * sizeof *v); /* PLAIN: little-endian int64s */
         return ENC_PLAIN;
     }
-    delta_binary_packed(&w->page, v, n);
+    if (sample == n) /* the sample was the whole chunk: its encoding is the page's */
+        cmt__bytes_put(&w->page, w->delta.p, w->delta.n);
+    else
+        delta_binary_packed(&w->page, v, n);
     return ENC_DELTA_BINARY_PACKED;
 }
 
@@ -437,14 +438,8 @@ static void write_footer(struct cmt__parquet *w)
     if (w->header.failed)
         w->failed = 1;
     emit(w, w->header.p, w->header.n);
-    uint8_t tail[8] = {(uint8_t)w->header.n,
-                       (uint8_t)(w->header.n >> 8),
-                       (uint8_t)(w->header.n >> 16),
-                       (uint8_t)(w->header.n >> 24),
-                       'P',
-                       'A',
-                       'R',
-                       '1'};
+    uint8_t tail[8] = {0, 0, 0, 0, 'P', 'A', 'R', '1'}; /* the footer's length, the magic */
+    cmt__put_le32(tail, (uint32_t)w->header.n);
     emit(w, tail, sizeof tail);
 }
 
@@ -532,8 +527,7 @@ static int dictionary_grow(struct dictionary *d)
     }
     for (uint32_t i = 0; i < d->count; i++) {
         const uint8_t *e = d->plain.p + d->offsets[i];
-        uint32_t len = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 |
-                       (uint32_t)e[3] << 24;
+        uint32_t len = cmt__get_le32(e);
         uint32_t h = hash_bytes((const char *)e + 4, len) & (nslots - 1);
         while (slots[h])
             h = (h + 1) & (nslots - 1);
@@ -554,8 +548,7 @@ static int64_t dictionary_index(struct dictionary *d, const char *s, size_t n)
     uint32_t h = hash_bytes(s, n) & (d->nslots - 1);
     for (; d->slots[h]; h = (h + 1) & (d->nslots - 1)) {
         const uint8_t *e = d->plain.p + d->offsets[d->slots[h] - 1];
-        uint32_t len = (uint32_t)e[0] | (uint32_t)e[1] << 8 | (uint32_t)e[2] << 16 |
-                       (uint32_t)e[3] << 24;
+        uint32_t len = cmt__get_le32(e);
         if (len == n && memcmp(e + 4, s, n) == 0)
             return d->slots[h] - 1;
     }

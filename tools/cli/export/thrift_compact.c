@@ -4,22 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmt_grow.h"
+#include "varint.h"
+
 int cmt__bytes_reserve(struct cmt__bytes *b, size_t n)
 {
     if (b->failed)
         return -1;
-    if (b->n + n <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + n)
-        cap *= 2;
-    uint8_t *q = realloc(b->p, cap);
-    if (!q) {
+    if (CMT_GROW(b->p, b->cap, b->n + n, 4096) != 0) {
         b->failed = 1;
         return -1;
     }
-    b->p = q;
-    b->cap = cap;
     return 0;
 }
 
@@ -35,25 +30,14 @@ int cmt__bytes_grow_put(struct cmt__bytes *b, const void *p, size_t n)
 
 void cmt__bytes_uleb(struct cmt__bytes *b, uint64_t v)
 {
-    uint8_t buf[10];
-    size_t n = 0;
-    do {
-        buf[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        buf[n++] |= v ? 0x80 : 0;
-    } while (v);
-    cmt__bytes_put(b, buf, n);
+    uint8_t buf[CMT__VARINT_MAX];
+    cmt__bytes_put(b, buf, (size_t)(cmt__put_varint(buf, v) - buf));
 }
 
 void cmt__bytes_free(struct cmt__bytes *b)
 {
     free(b->p);
     *b = (struct cmt__bytes){0};
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
 void cmt__thrift_begin(struct cmt__thrift *t, struct cmt__bytes *out)
@@ -74,7 +58,7 @@ static void field(struct cmt__thrift *t, int16_t id, int type)
     } else {
         uint8_t h = (uint8_t)type;
         cmt__bytes_put(t->out, &h, 1);
-        cmt__bytes_uleb(t->out, zigzag(id));
+        cmt__bytes_uleb(t->out, cmt__zigzag(id));
     }
     *last = id;
 }
@@ -82,13 +66,13 @@ static void field(struct cmt__thrift *t, int16_t id, int type)
 void cmt__thrift_i32(struct cmt__thrift *t, int16_t id, int32_t v)
 {
     field(t, id, CMT__THRIFT_I32);
-    cmt__bytes_uleb(t->out, zigzag(v));
+    cmt__bytes_uleb(t->out, cmt__zigzag(v));
 }
 
 void cmt__thrift_i64(struct cmt__thrift *t, int16_t id, int64_t v)
 {
     field(t, id, CMT__THRIFT_I64);
-    cmt__bytes_uleb(t->out, zigzag(v));
+    cmt__bytes_uleb(t->out, cmt__zigzag(v));
 }
 
 void cmt__thrift_bool(struct cmt__thrift *t, int16_t id, int v)
@@ -135,7 +119,7 @@ void cmt__thrift_list(struct cmt__thrift *t, int16_t id, enum cmt__thrift_type t
 
 void cmt__thrift_list_i32(struct cmt__thrift *t, int32_t v)
 {
-    cmt__bytes_uleb(t->out, zigzag(v));
+    cmt__bytes_uleb(t->out, cmt__zigzag(v));
 }
 
 void cmt__thrift_list_string(struct cmt__thrift *t, const char *s)
