@@ -124,6 +124,7 @@ static int replay_rank(const struct cmt_fleet_process *p, struct cmt__html_rank 
     if (!rc) {
         cmt_oom_set_allocator(oom, a);
         cmt_timeline_set_allocator(&tl, a);
+        cmt_timeline_set_no_holes(&tl, 1); /* a rank's line never shows them */
         struct cmt_observer obs[3] = {cmt_alloc_observer(a), cmt_oom_observer(oom),
                                       cmt_timeline_observer(&tl)};
         /* a damaged trace: what came before the damage, as the fleet's first replay */
