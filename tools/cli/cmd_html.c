@@ -450,7 +450,7 @@ int cmt_cmd_html(int argc, char **argv)
     int rc = parse_args(argc, argv, &o), status = 1;
     struct cmt__html_run *runs = rc ? NULL : calloc(2, sizeof *runs);
     char *out = rc || o.out ? NULL : default_out(&o);
-    size_t n = 0, nruns = o.ntraces > 1 ? 1 : o.npaths;
+    size_t n = 0, nruns = o.traces ? 1 : o.npaths; /* traces listed: one page, ranks or one */
     if (rc) {
         status = rc < 0 ? 0 : rc;
         goto done;

@@ -565,6 +565,33 @@ static void job_rank(const char *dir, const char *name, int32_t rank, uint64_t s
     tb_free_builder(&b);
 }
 
+Test(html_cmd, directories_that_hold_one_trace_between_them_give_its_page)
+{
+    char dir[128], out[128], empty1[160], empty2[160];
+    ranks_dir(dir, sizeof dir);
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/a.cmt", dir);
+    snprintf(b, sizeof b, "%s/b.cmt", dir);
+    remove(a);
+    remove(b); /* dir holds c.cmt alone */
+    snprintf(empty1, sizeof empty1, "%s-e1", dir);
+    snprintf(empty2, sizeof empty2, "%s-e2", dir);
+    mkdir(empty1, 0700);
+    mkdir(empty2, 0700);
+    const char *argv[] = {"html", "-o", out_path(out, sizeof out), dir, empty1, empty2, NULL};
+    struct captured c = capture_run(cmt_cmd_html, argv);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    char *page = slurp(out);
+    cr_expect(page && strstr(page, "/c.cmt\",\"summary\":"), "c's page");
+    cr_expect(page && !strstr(page, "\"ranks\":{"), "one trace: no ranks view");
+    free(page);
+    remove(out);
+    captured_free(&c);
+    rmdir(empty1);
+    rmdir(empty2);
+    remove_ranks_dir(dir);
+}
+
 Test(html_cmd, a_jobs_ranks_share_the_wall_clock_in_rank_order)
 {
     char dir[128], out[128], path[256];
