@@ -7,6 +7,7 @@
 #include "allocator.h"
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "replay.h"
 #include "replay_map.h"
 
@@ -146,33 +147,20 @@ static const struct cmt_alloc_segment_life **sorted_segments(const cmt_alloc_his
     return v;
 }
 
-/* @return the first of segs[lo, hi) for which below(seg) is false (below is monotone). */
-#define FIRST_NOT(lo, hi, segs, below)                          \
-    do {                                                        \
-        while (lo < hi) {                                       \
-            size_t m_ = (lo + hi) / 2;                          \
-            const struct cmt_alloc_segment_life *s_ = segs[m_]; \
-            if (below)                                          \
-                lo = m_ + 1;                                    \
-            else                                                \
-                hi = m_;                                        \
-        }                                                       \
-    } while (0)
-
 /* Whether a segment covers l's address during its life. The segments at one address follow
  * one another in time, so of each address only the last to start before l ends (and the one
  * before it, when the size changed) can: a binary search per address within `widest` below. */
 static int inside(const struct cmt_alloc_outside_life *l,
                   const struct cmt_alloc_segment_life *const *segs, size_t n, uint64_t widest)
 {
-    size_t end = 0, top = n;
-    FIRST_NOT(end, top, segs, s_->addr <= l->addr); /* segs[0, end): at or below */
+    size_t end;
+    CMT_UPPER_BOUND(end, segs, n, ->addr, l->addr); /* segs[0, end): at or below */
     while (end > 0 && l->addr - segs[end - 1]->addr < widest) {
         uint64_t at = segs[end - 1]->addr;
-        size_t first = 0, hi = end, last = first;
-        FIRST_NOT(first, hi, segs, s_->addr < at); /* segs[first, end): at `at` */
-        last = first, hi = end;
-        FIRST_NOT(last, hi, segs, s_->from_seq < l->to_seq); /* segs[first, last): before */
+        size_t first, last;
+        CMT_LOWER_BOUND(first, segs, end, ->addr, at); /* segs[first, end): at `at` */
+        CMT_LOWER_BOUND(last, segs + first, end - first, ->from_seq, l->to_seq);
+        last += first; /* segs[first, last): starting before l ends */
         for (size_t i = last; i > first && i + 2 > last; i--) {
             const struct cmt_alloc_segment_life *s = segs[i - 1];
             if (s->dev == l->dev && l->addr - s->addr < s->size &&
@@ -234,15 +222,9 @@ static int by_bytes(const void *x, const void *y)
 
 static size_t site_index(const struct cmt_alloc_outside_site *s, size_t n, uint32_t node)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t m = (lo + hi) / 2;
-        if (s[m].node < node)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
+    size_t at;
+    CMT_LOWER_BOUND(at, s, n, .node, node);
+    return at;
 }
 
 /* Each life's site: the distinct frames, summed, the most bytes first. */
