@@ -15,8 +15,7 @@
 #define VMM_KEY (UINT64_C(1) << 63) /* handles and addresses apart in one map */
 
 struct cmt_alloc_outside {
-    const cmt_alloc_history *history;
-    uint64_t seq; /* the next allocator event's ordinal */
+    const cmt_alloc_history *history; /* its count of allocator events: the next one's ordinal */
     int known, truncated;
     struct cmt_alloc_outside_life *lives; /* every driver allocation until finish, then outside */
     size_t count, cap;
@@ -56,7 +55,7 @@ static void end_life(cmt_alloc_outside *o, uint64_t key, uint64_t t_ns)
     struct cmt__entry *e = cmt__map_find(&o->open, key);
     if (!e)
         return;
-    o->lives[e->aux].to_seq = o->seq;
+    o->lives[e->aux].to_seq = cmt_alloc_history_events(o->history);
     o->lives[e->aux].to_t_ns = t_ns;
     cmt__map_remove(&o->open, e);
 }
@@ -79,25 +78,22 @@ static void begin_life(cmt_alloc_outside *o, const cmt_replay *rp, const struct 
     n->kind = 1;
     n->aux = o->count;
     const struct cmt_replay_site *s = cmt_replay_site(rp, st->site);
-    o->lives[o->count++] = (struct cmt_alloc_outside_life){.addr = st->key,
-                                                           .size = st->bytes,
-                                                           .from_seq = o->seq,
-                                                           .to_seq = CMT_ALLOC_NEVER,
-                                                           .from_t_ns = e->t_ns,
-                                                           .to_t_ns = CMT_ALLOC_NEVER,
-                                                           .stack = s ? s->stack : 0,
-                                                           .dev = e->dev,
-                                                           .kind = st->kind};
+    o->lives[o->count++] = (struct cmt_alloc_outside_life){
+        .addr = st->key,
+        .size = st->bytes,
+        .from_seq = cmt_alloc_history_events(o->history),
+        .to_seq = CMT_ALLOC_NEVER,
+        .from_t_ns = e->t_ns,
+        .to_t_ns = CMT_ALLOC_NEVER,
+        .stack = s ? s->stack : 0,
+        .dev = e->dev,
+        .kind = st->kind};
 }
 
 static unsigned step(struct cmt_observer *self, const cmt_replay *rp,
                      const struct cmt_replay_step *st)
 {
     cmt_alloc_outside *o = self->ctx;
-    if (st->rec.type == CMT_REC_ALLOC_EVENT) {
-        o->seq++; /* as alloc_history.c numbers them: every record */
-        return CMT_OBSERVE_ALL;
-    }
     if (st->rec.type != CMT_REC_EVENT)
         return CMT_OBSERVE_ALL;
     o->known = 1;
