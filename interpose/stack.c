@@ -112,8 +112,20 @@ static struct table *new_table(unsigned bits)
     return t;
 }
 
+/* The unwinder's walks of the loaded objects inside the fork-safe section (shim.h). */
+static void dl_enter(void)
+{
+    cmt__dl_enter();
+}
+
+static void dl_leave(void)
+{
+    cmt__dl_leave();
+}
+
 static void init(void)
 {
+    cmt__unwind_set_loader_guard(dl_enter, dl_leave);
     struct table *t = new_table(MIN_TABLE_BITS);
     atomic_store(&table, t);
     unwinding = 1; /* libunwind initialises itself here: its pipe too */
@@ -249,12 +261,10 @@ uint32_t cmt__stack_capture(int max_depth)
         return 0;
     void *ips[MAX_FRAMES];
     int want = max_depth + 8 < MAX_FRAMES ? max_depth + 8 : MAX_FRAMES;
-    cmt__dl_enter(); /* a rule cache miss and libunwind walk the objects (dl_iterate_phdr) */
     unwinding = 1;
     int again;
     int n = cmt__unwind_backtrace(ips, want, &again);
     unwinding = 0;
-    cmt__dl_leave();
     if (again && last_leaf && last_depth == max_depth)
         return last_leaf;
     last_leaf = 0;

@@ -41,6 +41,26 @@ static atomic_flag miss_lock = ATOMIC_FLAG_INIT;
 
 static _Atomic uint64_t rule_cache[CACHE_SLOTS];
 
+static void (*loader_enter)(void), (*loader_leave)(void); /* cmt__unwind_set_loader_guard */
+
+void cmt__unwind_set_loader_guard(void (*enter)(void), void (*leave)(void))
+{
+    loader_enter = enter;
+    loader_leave = leave;
+}
+
+static void guard_enter(void)
+{
+    if (loader_enter)
+        loader_enter();
+}
+
+static void guard_leave(void)
+{
+    if (loader_leave)
+        loader_leave();
+}
+
 /* A walk's frames as it saw them: frame i's registers, and where the step from frame i read
  * its caller's rbp (0: it did not). `complete`: the walk ended at its last frame, an
  * outermost one; `returned`: what it returned (-1 when it fell back). The next walk on the
@@ -159,8 +179,11 @@ static uint64_t pack(const struct cmt__cfi_rule *r)
 static __attribute__((noinline)) uint64_t rule_miss(uintptr_t pc)
 {
     self.counts.misses++;
-    if (atomic_flag_test_and_set_explicit(&miss_lock, memory_order_acquire))
+    guard_enter(); /* before the lock: a fork waits until no thread holds it */
+    if (atomic_flag_test_and_set_explicit(&miss_lock, memory_order_acquire)) {
+        guard_leave();
         return 0;
+    }
     refresh_objects();
     const void *hdr = eh_frame_hdr_of(pc);
     struct cmt__cfi_rule r;
@@ -169,6 +192,7 @@ static __attribute__((noinline)) uint64_t rule_miss(uintptr_t pc)
     if (word)
         atomic_store_explicit(&rule_cache[slot_of(pc)], word, memory_order_relaxed);
     atomic_flag_clear_explicit(&miss_lock, memory_order_release);
+    guard_leave();
     return word;
 }
 
@@ -200,7 +224,9 @@ static __attribute__((noinline)) int fallback(void **ips, int max, uintptr_t pc)
 {
     self.counts.fallbacks++;
     void *all[CMT__UNWIND_MAX_FRAMES + 8];
+    guard_enter();
     int n = unw_backtrace(all, max + 8);
+    guard_leave();
     int skip = 0;
     while (skip < n && skip < 8 && (uintptr_t)all[skip] != pc)
         skip++;

@@ -11,12 +11,17 @@
  * try-lock and may walk the objects (dl_iterate_phdr). The first walk on a thread asks for its
  * stack bounds once (pthread_getattr_np). x86-64 only (elsewhere every walk is libunwind's).
  *
- * Callers hold cmt__dl_enter() around a walk (the miss path and libunwind take the loader's
- * lock) and set stack.c's `unwinding` flag (libunwind may open its pipe). */
+ * The walks of the loaded objects (a miss, libunwind's walk) take the loader's lock: they run
+ * inside the brackets cmt__unwind_set_loader_guard names (the shim's fork-safe section), a hit
+ * touches neither. Callers set stack.c's `unwinding` flag (libunwind may open its pipe). */
 #ifndef CMT_UNWIND_H
 #define CMT_UNWIND_H
 
 #include <stdint.h>
+
+/* Brackets around each walk of the loaded objects (dl_iterate_phdr, unw_backtrace): enter
+ * before, leave after; none by default. Set once, before the first walk. */
+void cmt__unwind_set_loader_guard(void (*enter)(void), void (*leave)(void));
 
 /* The most frames one walk returns. */
 #define CMT__UNWIND_MAX_FRAMES 512
