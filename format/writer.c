@@ -633,8 +633,7 @@ int cmt_writer_alloc_info(cmt_writer *w, const struct cmt_alloc_info *a)
 }
 
 /* An ALLOC_EVENT whose value of field f is v[f] (packed = 0) or v[i], f the i-th set bit of
- * its fields (packed = 1). Column ends are kept in locals: stores through a byte pointer may
- * alias the writer, which would make the compiler read its fields again after each byte. */
+ * its fields (packed = 1). */
 static inline int alloc_event(cmt_writer *w, const struct cmt_alloc_event *e, const uint64_t *v,
                               int packed)
 {
@@ -655,18 +654,13 @@ static inline int alloc_event(cmt_writer *w, const struct cmt_alloc_event *e, co
     col_end(w, CMT_ACOL_HEAD, cmt__put_varint(h, mask));
     col_put(w, CMT_ACOL_TIME, cmt__zigzag((int64_t)(e->t_ns - w->prev_at)));
     w->prev_at = e->t_ns;
-    size_t bytes = 0, n = 0;
+    size_t n = 0;
     for (uint32_t m = mask; m; m &= m - 1) {
         int f = __builtin_ctz(m);
         uint64_t value = packed ? v[n++] : v[f];
-        uint64_t delta = cmt__zigzag((int64_t)(value - w->prev_av[f]));
+        col_put(w, CMT_ACOL_VALUES + f, cmt__zigzag((int64_t)(value - w->prev_av[f])));
         w->prev_av[f] = value;
-        uint8_t *at = col_at(w, CMT_ACOL_VALUES + f);
-        size_t len = (size_t)(cmt__put_varint(at, delta) - at);
-        w->col[CMT_ACOL_VALUES + f].len += len;
-        bytes += len;
     }
-    w->block_bytes += bytes;
     return end_block_event(w);
 }
 
