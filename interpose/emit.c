@@ -39,9 +39,8 @@ static int emit_alloc(struct cmt__emitter *em, const struct cmt__queued *e, uint
     a.stack = e->stack;
     /* at most CMT__ENTRY_VALUES of the program's fields (a salvaged entry's mask is the
      * file's: what lies past them is dropped) */
-    uint32_t fields = e->fields & (CMT_AF(SEQ) - 1), n = cmt__bits_set(fields);
-    for (; n > CMT__ENTRY_VALUES; n--) /* (never from the shim's own rings) */
-        fields &= ~(UINT32_C(1) << (31 - __builtin_clz(fields)));
+    uint32_t fields = cmt__queued_kept_fields(e->fields & (CMT_AF(SEQ) - 1));
+    uint32_t n = cmt__bits_set(fields);
     uint64_t v[CMT__ENTRY_VALUES + 1];
     memcpy(v, e->v, sizeof e->v);
     if (driver_seq > 0) { /* after a driver event: its seq */

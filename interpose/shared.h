@@ -62,17 +62,23 @@ static inline uint32_t cmt__bits_set(uint32_t x)
     return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
 }
 
+/* The bits of `fields` an entry keeps values of: the first CMT__ENTRY_VALUES of them. */
+static inline uint32_t cmt__queued_kept_fields(uint32_t fields)
+{
+    if (__builtin_expect(cmt__bits_set(fields) <= CMT__ENTRY_VALUES, 1))
+        return fields;
+    uint32_t kept = 0, m = fields;
+    for (int i = 0; i < CMT__ENTRY_VALUES; i++, m &= m - 1)
+        kept |= m & -m;
+    return kept;
+}
+
 /* Stores values v[bit] of the bits of `fields`, the first CMT__ENTRY_VALUES of them.
  * @return the bits kept. */
 static inline uint32_t cmt__queued_pack_values(struct cmt__queued *e, uint32_t fields,
                                                const uint64_t *v)
 {
-    if (__builtin_expect(cmt__bits_set(fields) > CMT__ENTRY_VALUES, 0)) {
-        uint32_t kept = 0, m = fields;
-        for (int i = 0; i < CMT__ENTRY_VALUES; i++, m &= m - 1)
-            kept |= m & -m;
-        fields = kept;
-    }
+    fields = cmt__queued_kept_fields(fields);
     uint32_t n = 0;
     for (uint32_t m = fields; m; m &= m - 1)
         e->v[n++] = v[__builtin_ctz(m)];
