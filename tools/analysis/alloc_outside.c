@@ -300,6 +300,43 @@ const struct cmt_alloc_outside_life *cmt_alloc_outside_lives(const cmt_alloc_out
     return o->lives;
 }
 
+static const struct cmt_alloc_outside_life *sort_lives; /* qsort has no context */
+
+static int largest_first(const void *x, const void *y)
+{
+    const struct cmt_alloc_outside_life *a = &sort_lives[*(const size_t *)x],
+                                        *b = &sort_lives[*(const size_t *)y];
+    if (a->size != b->size)
+        return a->size < b->size ? 1 : -1;
+    return (a->from_seq > b->from_seq) - (a->from_seq < b->from_seq);
+}
+
+static int by_index(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
+size_t cmt_alloc_outside_largest(const cmt_alloc_outside *o, int32_t dev, size_t max, size_t *total,
+                                 size_t **out)
+{
+    size_t m = 0, *v = malloc((o->count + 1) * sizeof *v);
+    if (!v)
+        return (size_t)-1;
+    for (size_t i = 0; i < o->count; i++)
+        if (o->lives[i].dev == dev)
+            v[m++] = i;
+    *total = m;
+    if (m > max) {
+        sort_lives = o->lives;
+        qsort(v, m, sizeof *v, largest_first);
+        m = max;
+        qsort(v, m, sizeof *v, by_index);
+    }
+    *out = v;
+    return m;
+}
+
 const struct cmt_alloc_outside_site *cmt_alloc_outside_sites(const cmt_alloc_outside *o,
                                                              size_t *count)
 {

@@ -59,6 +59,12 @@ int cmt_alloc_outside_truncated(const cmt_alloc_outside *o);
 /* The allocations outside the allocator, by from_seq (after the replay). */
 const struct cmt_alloc_outside_life *cmt_alloc_outside_lives(const cmt_alloc_outside *o,
                                                              size_t *count);
+/* The allocations of dev outside the allocator, the largest `max` of them (ties: the earlier
+ * first), in order of allocation: their indexes into cmt_alloc_outside_lives() in *out
+ * (malloc'ed; the caller frees it), how many dev has in all in *total. @return how many are
+ * in *out, or (size_t)-1 when out of memory. */
+size_t cmt_alloc_outside_largest(const cmt_alloc_outside *o, int32_t dev, size_t max, size_t *total,
+                                 size_t **out);
 /* Their sites, the most bytes first (after the replay). */
 const struct cmt_alloc_outside_site *cmt_alloc_outside_sites(const cmt_alloc_outside *o,
                                                              size_t *count);

@@ -239,3 +239,26 @@ Test(alloc_outside, an_address_reused_between_segments_is_outside)
     cr_expect_eq(cmt_alloc_outside_at(pass.out, 0, 6), 0);
     done(&b);
 }
+
+Test(alloc_outside, the_largest_lives_are_given_in_order_of_allocation)
+{
+    struct tb b;
+    run_with_outside(&b); /* outside: NCCL's 64 MiB, then the 16 MiB workspace */
+    analyse(&b);
+    size_t total, *pick, n = cmt_alloc_outside_largest(pass.out, 0, 1, &total, &pick);
+    cr_assert_eq(n, 1);
+    cr_expect_eq(total, 2);
+    size_t count;
+    const struct cmt_alloc_outside_life *l = cmt_alloc_outside_lives(pass.out, &count);
+    cr_expect_eq(l[pick[0]].size, MIB(64), "the largest");
+    free(pick);
+    n = cmt_alloc_outside_largest(pass.out, 0, 2, &total, &pick);
+    cr_assert_eq(n, 2);
+    cr_expect(pick[0] == 0 && pick[1] == 1, "in order of allocation");
+    free(pick);
+    n = cmt_alloc_outside_largest(pass.out, 1, 2, &total, &pick);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(total, 0, "another device has none");
+    free(pick);
+    done(&b);
+}

@@ -11,23 +11,6 @@
 
 #define LIVES 2000 /* allocations given to the page, the largest */
 
-static const struct cmt_alloc_outside_life *sort_lives; /* qsort has no context */
-
-static int largest_first(const void *x, const void *y)
-{
-    const struct cmt_alloc_outside_life *a = &sort_lives[*(const size_t *)x],
-                                        *b = &sort_lives[*(const size_t *)y];
-    if (a->size != b->size)
-        return a->size < b->size ? 1 : -1;
-    return (a->from_seq > b->from_seq) - (a->from_seq < b->from_seq);
-}
-
-static int by_index(const void *x, const void *y)
-{
-    size_t a = *(const size_t *)x, b = *(const size_t *)y;
-    return (a > b) - (a < b);
-}
-
 static int64_t never(uint64_t v)
 {
     return v == CMT_ALLOC_NEVER ? -1 : (int64_t)v;
@@ -53,29 +36,6 @@ void cmt__html_outside_known_json(struct cmt__json *j, const struct cmt__html_ru
     cmt__json_end_array(j);
 }
 
-/* The lives of dev given to the page: the largest LIVES, in order of allocation. @return how
- * many in *out (malloc'ed), or (size_t)-1 when out of memory. */
-static size_t page_lives(const cmt_alloc_outside *o, int32_t dev, size_t *total, size_t **out)
-{
-    size_t n, m = 0;
-    const struct cmt_alloc_outside_life *l = cmt_alloc_outside_lives(o, &n);
-    size_t *v = malloc((n + 1) * sizeof *v);
-    if (!v)
-        return (size_t)-1;
-    for (size_t i = 0; i < n; i++)
-        if (l[i].dev == dev)
-            v[m++] = i;
-    *total = m;
-    if (m > LIVES) {
-        sort_lives = l;
-        qsort(v, m, sizeof *v, largest_first);
-        m = LIVES;
-        qsort(v, m, sizeof *v, by_index);
-    }
-    *out = v;
-    return m;
-}
-
 int cmt__html_outside_json(struct cmt__json *j, const struct cmt__html_run *run, int32_t dev)
 {
     const cmt_alloc_outside *o = run->outside;
@@ -83,7 +43,7 @@ int cmt__html_outside_json(struct cmt__json *j, const struct cmt__html_run *run,
         cmt__json_null(j, "outside");
         return 0;
     }
-    size_t total, *pick, n = page_lives(o, dev, &total, &pick), all;
+    size_t total, *pick, n = cmt_alloc_outside_largest(o, dev, LIVES, &total, &pick), all;
     if (n == (size_t)-1)
         return -1;
     const struct cmt_alloc_outside_life *l = cmt_alloc_outside_lives(o, &all);
