@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include "cmt_debug.h"
+#include "cmt_grow.h"
 #include "export/thrift_compact.h"
 #include "varint.h"
 
@@ -50,7 +51,6 @@ struct column {
     struct cmt__bytes values; /* int64, double, a byte per bool, uint32 dictionary indices */
     uint64_t count;           /* non-null values */
     struct dictionary dict;
-    struct chunk_meta *chunks; /* per row group written */
 };
 
 struct cmt__parquet {
@@ -66,6 +66,8 @@ struct cmt__parquet {
         int64_t rows, offset, uncompressed, compressed;
     } * groups;
     size_t ngroups, groups_cap;
+    struct chunk_meta *chunks; /* of row group g, column i: chunks[g * ncolumns + i] */
+    size_t chunks_cap;
 };
 
 /* ---- bits: LSB first, as the hybrid encoding, DELTA_BINARY_PACKED and PLAIN bools pack ---- */
@@ -326,26 +328,13 @@ static void write_group(struct cmt__parquet *w)
     if (!w->group_rows || w->failed)
         return;
     struct group_meta g = {.rows = (int64_t)w->group_rows, .offset = w->offset};
-    if (w->ngroups == w->groups_cap) {
-        size_t cap = w->groups_cap ? w->groups_cap * 2 : 4;
-        struct group_meta *gs = realloc(w->groups, cap * sizeof *gs);
-        int bad = !gs;
-        for (unsigned i = 0; !bad && i < w->ncolumns; i++) {
-            struct chunk_meta *cs = realloc(w->columns[i].chunks, cap * sizeof *cs);
-            bad = !cs;
-            if (cs)
-                w->columns[i].chunks = cs;
-        }
-        if (gs)
-            w->groups = gs;
-        if (bad) {
-            w->failed = 1;
-            return;
-        }
-        w->groups_cap = cap;
+    if (CMT_GROW(w->groups, w->groups_cap, w->ngroups + 1, 4) != 0 ||
+        CMT_GROW(w->chunks, w->chunks_cap, (w->ngroups + 1) * w->ncolumns, 4 * w->ncolumns) != 0) {
+        w->failed = 1;
+        return;
     }
     for (unsigned i = 0; i < w->ncolumns; i++) {
-        struct chunk_meta *m = &w->columns[i].chunks[w->ngroups];
+        struct chunk_meta *m = &w->chunks[w->ngroups * w->ncolumns + i];
         write_chunk(w, &w->columns[i], m);
         g.uncompressed += m->uncompressed;
         g.compressed += m->compressed;
@@ -426,7 +415,8 @@ static void write_footer(struct cmt__parquet *w)
         cmt__thrift_list_struct(&t); /* RowGroup */
         cmt__thrift_list(&t, 1, CMT__THRIFT_STRUCT, w->ncolumns);
         for (unsigned i = 0; i < w->ncolumns; i++)
-            write_column_meta(&t, w, &w->columns[i], &w->columns[i].chunks[g], w->groups[g].rows);
+            write_column_meta(&t, w, &w->columns[i], &w->chunks[g * w->ncolumns + i],
+                              w->groups[g].rows);
         cmt__thrift_i64(&t, 2, w->groups[g].uncompressed);
         cmt__thrift_i64(&t, 3, w->groups[g].rows);
         cmt__thrift_i64(&t, 5, w->groups[g].offset);
@@ -623,10 +613,10 @@ int cmt__parquet_close(struct cmt__parquet *w)
         cmt__bytes_free(&c->dict.plain);
         free(c->dict.offsets);
         free(c->dict.slots);
-        free(c->chunks);
     }
     free(w->columns);
     free(w->groups);
+    free(w->chunks);
     cmt__bytes_free(&w->page);
     cmt__bytes_free(&w->delta);
     cmt__bytes_free(&w->packed);
