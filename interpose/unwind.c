@@ -1,10 +1,13 @@
 /* unwind.c — the frame walk, its rule cache and its fallback to libunwind (unwind.h).
  *
  * The rule cache is 4096 64-bit words shared by all threads, each one whole entry: the
- * PC's bits above 12 as a tag, and the rule packed in 24 bits, so a word read with a relaxed
+ * PC's bits above 12 as a tag, and the rule packed in 25 bits, so a word read with a relaxed
  * load is an entry or empty (0), never half of two. Slot i holds the PC whose low 12 bits are
- * i ^ tag's low 12 bits, so tag and slot name one PC. A rule that does not pack (a frame over
- * 128 KiB, rbp saved over 2 KiB below the CFA) makes the walk fall back.
+ * i ^ tag's low 12 bits, so tag and slot name one PC. A PC with no rule the walk follows (none
+ * in the CFI, a PC outside every object, or a rule that does not pack: a frame over 128 KiB,
+ * rbp saved over 2 KiB below the CFA) makes the walk fall back; the cache holds it as a
+ * negative entry (its tag and RULE_NONE), so that later walks through it fall back at once
+ * instead of missing again (a try-lock and a walk of the loaded objects each time).
  *
  * A miss (the rule of a PC not in the cache) runs under a try-lock: the list of loaded
  * objects is read again when the loader's add or remove count moved (dl_iterate_phdr), the
@@ -40,6 +43,7 @@ static int objects_read;
 static atomic_flag miss_lock = ATOMIC_FLAG_INIT;
 
 static _Atomic uint64_t rule_cache[CACHE_SLOTS];
+static void empty_cache(int negative_only);
 
 static void (*loader_enter)(void), (*loader_leave)(void); /* cmt__unwind_set_loader_guard */
 
@@ -63,15 +67,24 @@ static void guard_leave(void)
 
 /* A walk's frames as it saw them: frame i's registers, and where the step from frame i read
  * its caller's rbp (0: it did not). `complete`: the walk ended at its last frame, an
- * outermost one; `returned`: what it returned (-1 when it fell back). The next walk on the
- * thread takes frames from it (replay, below). */
+ * outermost one by its rule (end_at 0) or one whose return address, read at end_at, was 0
+ * (a walk from the same registers ends there again while that word is still 0);
+ * `returned`: what it returned (-1 when it fell back). The next walk on the thread takes
+ * frames from it (replay, below). */
 struct frame {
     uintptr_t pc, sp, fp, rbp_at;
 };
 struct walk_record {
     int n, complete, returned;
+    uintptr_t end_at;
     struct frame f[RECORD_FRAMES];
 };
+
+/* Does a walk that reaches p's last frame from the same registers end there too? */
+static inline int ends_there(const struct walk_record *p)
+{
+    return p->complete && (!p->end_at || !*(const uintptr_t *)p->end_at);
+}
 
 struct thread_state {
     uintptr_t stack_lo, stack_hi;
@@ -86,12 +99,6 @@ static __thread struct thread_state self __attribute__((tls_model("initial-exec"
 void cmt__unwind_counts(struct cmt__unwind_counts *out)
 {
     *out = self.counts;
-}
-
-static void empty_cache(void)
-{
-    for (unsigned i = 0; i < CACHE_SLOTS; i++)
-        atomic_store_explicit(&rule_cache[i], 0, memory_order_relaxed);
 }
 
 /* ---- the loaded objects ---- */
@@ -122,15 +129,16 @@ static int object_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-/* Under miss_lock: the list is current (emptying the cache when an object went away). */
+/* Under miss_lock: the list is current (emptying the cache when an object went away, and its
+ * negative entries when one came: their PCs may be in it). */
 static void refresh_objects(void)
 {
     unsigned long long c[2] = {0, 0};
     dl_iterate_phdr(counts_cb, c);
     if (objects_read && c[0] == objects_adds && c[1] == objects_subs)
         return;
-    if (objects_read && c[1] != objects_subs)
-        empty_cache();
+    if (objects_read)
+        empty_cache(c[1] == objects_subs);
     object_count = 0;
     dl_iterate_phdr(object_cb, NULL);
     objects_adds = c[0];
@@ -148,22 +156,32 @@ static const void *eh_frame_hdr_of(uintptr_t pc)
 
 /* ---- the rule cache ---- */
 
-/* A cache word: the PC's tag (bits 24-63), then the rule in 24 bits: cfa_offset / 8 (bits
+/* A cache word: the PC's tag (bits 25-63), then the rule in 25 bits: cfa_offset / 8 (bits
  * 0-13, up to 128 KiB), -rbp_offset / 8 (bits 14-21; 0 = rbp unchanged), CFA on rbp (22),
- * outermost frame (23). The walk reads the fields straight from the word. */
+ * outermost frame (23), no rule (24). The walk reads the fields straight from the word. */
 #define RULE_CFA_MASK 0x3fffu
 #define RULE_RBP_SHIFT 14
 #define RULE_RBP_MASK 0xffu
 #define RULE_CFA_RBP (1u << 22)
 #define RULE_OUTERMOST (1u << 23)
-#define TAG_SHIFT 24
+#define RULE_NONE (1u << 24) /* a negative entry: no rule, the walk falls back */
+#define TAG_SHIFT 25
 
 static inline unsigned slot_of(uintptr_t pc)
 {
     return (unsigned)((pc ^ (pc >> CACHE_BITS)) & (CACHE_SLOTS - 1));
 }
 
-/* @return the rule's 24 bits, or 0 when it does not fit them. */
+/* Empties the cache's entries: all of them, or only the negative ones (`negative_only`). */
+static void empty_cache(int negative_only)
+{
+    for (unsigned i = 0; i < CACHE_SLOTS; i++)
+        if (!negative_only ||
+            (atomic_load_explicit(&rule_cache[i], memory_order_relaxed) & RULE_NONE))
+            atomic_store_explicit(&rule_cache[i], 0, memory_order_relaxed);
+}
+
+/* @return the rule's bits, or 0 when it does not fit them. */
 static uint64_t pack(const struct cmt__cfi_rule *r)
 {
     if (r->outermost)
@@ -174,8 +192,8 @@ static uint64_t pack(const struct cmt__cfi_rule *r)
     return cfa | rbp << RULE_RBP_SHIFT | (r->cfa_is_rbp ? RULE_CFA_RBP : 0);
 }
 
-/* The cache word of pc from the CFI, stored in the cache. @return it, or 0: fall back (no
- * rule, a rule that does not pack, or the lock is taken). */
+/* The cache word of pc from the CFI, stored in the cache (RULE_NONE when it has no rule, or
+ * none that packs). @return it, or 0 when the lock is taken: fall back. */
 static __attribute__((noinline)) uint64_t rule_miss(uintptr_t pc)
 {
     self.counts.misses++;
@@ -188,9 +206,8 @@ static __attribute__((noinline)) uint64_t rule_miss(uintptr_t pc)
     const void *hdr = eh_frame_hdr_of(pc);
     struct cmt__cfi_rule r;
     uint64_t bits = hdr && cmt__cfi_find(hdr, pc, &r) == 0 ? pack(&r) : 0;
-    uint64_t word = bits ? (uint64_t)(pc >> CACHE_BITS) << TAG_SHIFT | bits : 0;
-    if (word)
-        atomic_store_explicit(&rule_cache[slot_of(pc)], word, memory_order_relaxed);
+    uint64_t word = (uint64_t)(pc >> CACHE_BITS) << TAG_SHIFT | (bits ? bits : RULE_NONE);
+    atomic_store_explicit(&rule_cache[slot_of(pc)], word, memory_order_relaxed);
     atomic_flag_clear_explicit(&miss_lock, memory_order_release);
     guard_leave();
     return word;
@@ -292,9 +309,11 @@ static inline int replay(struct walk *w)
     w->fp = p->f[j].fp;
     if (n == w->max)
         return 1;
-    if (j == last && p->complete) {
-        if (n <= w->limit)
+    if (j == last && ends_there(p)) {
+        if (n <= w->limit) {
             r->complete = 1;
+            r->end_at = p->end_at;
+        }
         return 1;
     }
     return 0;
@@ -308,9 +327,13 @@ static inline int step(struct walk *w)
     uint64_t e = atomic_load_explicit(&rule_cache[slot_of(call)], memory_order_relaxed);
     if (__builtin_expect((e >> TAG_SHIFT) != (call >> CACHE_BITS), 0) && !(e = rule_miss(call)))
         return -1;
-    if (e & RULE_OUTERMOST) {
-        if (w->n <= w->limit)
+    if (e & (RULE_OUTERMOST | RULE_NONE)) {
+        if (e & RULE_NONE)
+            return -1;
+        if (w->n <= w->limit) {
             w->record->complete = 1;
+            w->record->end_at = 0;
+        }
         return 0;
     }
     uintptr_t sp = w->sp, cfa = ((e & RULE_CFA_RBP) ? w->fp : sp) + ((e & RULE_CFA_MASK) << 3);
@@ -327,8 +350,13 @@ static inline int step(struct walk *w)
     }
     w->pc = ((const uintptr_t *)cfa)[-1];
     w->sp = cfa;
-    if (!w->pc)
+    if (!w->pc) { /* the outermost frame of a thread whose entry pushed no return address */
+        if (w->n <= w->limit) {
+            w->record->complete = 1;
+            w->record->end_at = cfa - 8;
+        }
         return 0;
+    }
     add_frame(w);
     return 1;
 }
@@ -367,7 +395,7 @@ static inline int same_walk(const struct walk_record *p, struct walk *w, int *sa
     w->ips[0] = (void *)w->pc;
     for (; k + 1 < end && still_follows(&p->f[k], &p->f[k + 1]); k++)
         w->ips[k + 1] = (void *)p->f[k + 1].pc;
-    if (k + 1 == end && (end == w->max || p->complete))
+    if (k + 1 == end && (end == w->max || ends_there(p)))
         return end;
     *same = k + 1;
     return 0;
@@ -390,6 +418,7 @@ static int walk_recorded(struct walk *w, int *again)
     w->record = r;
     w->limit = RECORD_FRAMES;
     r->complete = 0;
+    r->end_at = 0;
     if (same) { /* frames 0..same-1 as before, and already in ips */
         memcpy(r->f, p->f, sizeof *r->f * (size_t)same);
         r->f[same - 1].rbp_at = 0;

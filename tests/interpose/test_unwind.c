@@ -272,6 +272,61 @@ Test(unwind, says_when_a_walk_returns_the_previous_one_again)
     cr_assert_eq(other.again, 0);
 }
 
+/* zero_ra_call(leaf, arg): calls leaf(arg) from a frame whose return address slot holds 0
+ * (CFA = rbp + 16, rbp saved at CFA - 16), the way some threads' outermost frames end: a walk
+ * from leaf stops there, on the 0, not on an outermost rule. */
+int zero_ra_call(cmt_shape_leaf leaf, void *arg);
+__asm__(".text\n"
+        ".type zero_ra_call, @function\n"
+        "zero_ra_call:\n"
+        ".cfi_startproc\n"
+        "pushq %rbp\n"
+        ".cfi_adjust_cfa_offset 8\n"
+        "pushq $0\n"
+        "pushq %rbp\n"
+        "movq %rsp, %rbp\n"
+        ".cfi_def_cfa %rbp, 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "movq %rdi, %rax\n"
+        "movq %rsi, %rdi\n"
+        "call *%rax\n"
+        "movq %rbp, %rsp\n"
+        "popq %rbp\n"
+        "addq $8, %rsp\n"
+        ".cfi_def_cfa %rsp, 16\n"
+        "popq %rbp\n"
+        ".cfi_def_cfa %rsp, 8\n"
+        "ret\n"
+        ".cfi_endproc\n"
+        ".size zero_ra_call, .-zero_ra_call\n");
+
+Test(unwind, a_walk_that_ends_on_a_zero_return_address_is_taken_whole_again)
+{
+    static struct walks w;
+    int first = 0;
+    for (int i = 0; i < 3; i++) {
+        zero_ra_call(walk_both, &w);
+        cr_assert_eq(fallbacks(&w), 0);
+        cr_assert_eq(w.again, i > 0, "walk %d", i);
+        first = i ? first : w.ours_n;
+        cr_assert_eq(w.ours_n, first);
+    }
+    cr_assert_eq(w.ours_n, 2, "walk_both's caller, the trampoline, then the 0");
+}
+
+/* A PC with no rule the cache holds (here a frame over 128 KiB) is a negative entry: later
+ * walks through it fall back without missing again. */
+Test(unwind, a_frame_over_the_cache_limit_misses_once)
+{
+    static struct walks w;
+    cmt_shape_huge_frame(walk_both, &w);
+    cr_assert_eq(fallbacks(&w), 1);
+    cmt_shape_huge_frame(walk_both, &w);
+    assert_same(&w, 3);
+    cr_assert_eq(fallbacks(&w), 1);
+    cr_assert_eq(w.after.misses, w.before.misses);
+}
+
 /* The same depth and frame sizes through two different callers: a walk that reused the
  * previous one's frames past the point where they part would give the wrong caller. */
 static __attribute__((noinline)) int middle_a(cmt_shape_leaf leaf, void *arg)
