@@ -259,15 +259,14 @@ static void take_seq(struct cmt__thread *t, struct cmt_event *ev)
     ev->seq = take_seq_at(t, &ev->t_ns);
 }
 
-/* This thread's next ring slot, once it is free: sleeps while the ring is full (never drops).
- * The entry is written there in place, then ring_publish. @return NULL when tracing stopped. */
-static inline struct cmt__queued *ring_slot(struct cmt__thread *t)
+/* Sleeps until the writer releases entries of t's full ring (never drops). @return 0, or -1
+ * when tracing stopped. */
+static __attribute__((noinline)) int ring_wait(struct cmt__thread *t, uint64_t head)
 {
-    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
     uint64_t tail = atomic_load_explicit(&t->released, memory_order_acquire);
-    while (head - tail > t->mask) { /* full: sleep until the writer releases, never drop */
+    while (head - tail > t->mask) {
         if (atomic_load(&cmt__rec.state) != CMT__RUNNING)
-            return NULL;
+            return -1;
         uint32_t drained = atomic_load(&t->drained);
         atomic_store(&t->waiting, 1);
         cmt__kick();
@@ -277,21 +276,39 @@ static inline struct cmt__queued *ring_slot(struct cmt__thread *t)
         }
         tail = atomic_load_explicit(&t->released, memory_order_acquire);
     }
+    t->released_seen = tail;
+    return 0;
+}
+
+/* This thread's next ring slot, once it is free: sleeps while the ring is full. The ring
+ * looks full by released_seen first; only then is `released` read again (its acquire load
+ * orders the slot's reuse after the writer's reads of it, for every slot below it).
+ * The entry is written there in place, then ring_publish. @return NULL when tracing stopped. */
+static inline struct cmt__queued *ring_slot(struct cmt__thread *t)
+{
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+    if (__builtin_expect(head - t->released_seen > t->mask, 0) && ring_wait(t, head))
+        return NULL;
     return &t->ring[head & t->mask];
 }
 
 /* The entry in the slot ring_slot gave is whole: the writer may take it. The next slot's
  * lines are asked for now (a ring under `record` is far larger than the caches, so each
- * entry's stores miss), so the next call's locked add does not wait for them to arrive. */
+ * entry's stores miss), so the next call's locked add does not wait for them to arrive.
+ * Once the ring looks half full (by released_seen) `released` is read again, and the writer
+ * is woken when it still is. */
 static inline void ring_publish(struct cmt__thread *t)
 {
-    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&t->head, memory_order_relaxed), half = (t->mask + 1) / 2;
     atomic_store_explicit(&t->head, head + 1, memory_order_release);
     const char *next = (const char *)&t->ring[(head + 1) & t->mask];
     __builtin_prefetch(next, 1);
     __builtin_prefetch(next + sizeof(struct cmt__queued) - 1, 1);
-    if (head - atomic_load_explicit(&t->released, memory_order_relaxed) == (t->mask + 1) / 2)
-        cmt__kick();
+    if (__builtin_expect(head - t->released_seen == half, 0)) {
+        t->released_seen = atomic_load_explicit(&t->released, memory_order_acquire);
+        if (head - t->released_seen >= half)
+            cmt__kick();
+    }
 }
 
 /* Queues a packed entry. */

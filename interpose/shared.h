@@ -135,6 +135,10 @@ struct cmt__thread {
     void *ctx;     /* cache of the current context's device */
     int32_t dev;   /* (ctx and next mean nothing outside the process) */
     uint32_t mask; /* entries - 1 (never written once the ring is in use) */
+    /* the owner's last read of `released` (a lower bound of it: released only grows), read
+     * again only when the ring looks full or half full, so that a call does not fetch the
+     * writer's line after each of its drains */
+    uint64_t released_seen;
     /* the writer's line: written on each drain */
     _Alignas(CMT__CACHE_LINE) _Atomic uint64_t tail; /* entries below it are copied out */
     _Atomic uint64_t released;                       /* entries below it are on disk */
