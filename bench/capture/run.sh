@@ -12,10 +12,13 @@
 # Prints figures only (the target lines are information, never a failure); a full run takes
 # about a minute on 2 cores. Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
 # BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000),
-# BENCH_THREAD_ROUNDS (1- and 8-thread rounds per rep, default 3: the 8-thread CPU moves with
-# the load, so the ratio is the median of reps x rounds pairs), BENCH_KEEP=1 (keep the work
-# folder with the traces), BENCH_BASE_SHIM=PATH (also run stacks on under that
-# libcumemtrace.so, e.g. one built from main: a before/after pair in the same run).
+# BENCH_THREAD_ROUNDS (1- and 8-thread rounds per rep, default 5: the 8-thread CPU moves with
+# the load, so the ratio is the median of reps x rounds paired ratios, printed with its
+# quartiles; a round runs its group forwards, the next one backwards, so a drift in the load
+# hits both thread counts alike), BENCH_KEEP=1 (keep the work folder with the traces),
+# BENCH_BASE_SHIM=PATH (also run stacks on, on 1 thread and in the 1- and 8-thread rounds,
+# stacks off, and annotate.h at depth 0 under that libcumemtrace.so, e.g. one built from main:
+# a before/after pair of each figure in the same run).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +26,7 @@ build=$(cd "${1:-$here/../../build}" && pwd)
 reps=${BENCH_REPS:-5}
 pairs=${BENCH_PAIRS:-200000}
 tpairs=${BENCH_THREAD_PAIRS:-50000}
-trounds=${BENCH_THREAD_ROUNDS:-3}
+trounds=${BENCH_THREAD_ROUNDS:-5}
 depth=20
 capture=$build/bench/bench_capture_loop
 mallocb=$build/bench/bench_malloc_loop
@@ -58,9 +61,15 @@ label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
 
 if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on under another shim
     [[ -f $BENCH_BASE_SHIM ]] || { echo "run.sh: BENCH_BASE_SHIM=$BENCH_BASE_SHIM is missing" >&2; exit 2; }
-    modes+=(shimbase)
+    modes+=(shimbase shim0base ashim0base t1base t8base)
     label[shimbase]="BENCH_BASE_SHIM, stacks on (64)"; args[shimbase]="-n $pairs"
+    label[shim0base]="BENCH_BASE_SHIM, stacks off";  args[shim0base]="-n $pairs"
+    label[ashim0base]="annotate.h, BASE_SHIM, DEPTH=0"; args[ashim0base]="-n $pairs"
+    label[t1base]="1 thread as the 8, BASE_SHIM";   args[t1base]="-n $tpairs -t 1"
+    label[t8base]="8 threads, BENCH_BASE_SHIM";     args[t8base]="-n $tpairs -t 8"
 fi
+group=(t1bare t1shim t8bare t8shim) # the 1- against 8-thread rounds (issue 26)
+[[ -n ${BENCH_BASE_SHIM:-} ]] && group+=(t1base t8base)
 
 run_mode() { # mode rep → prints the benchmark's result line
     local m=$1 rep=$2 out=$work/$1.$2
@@ -75,8 +84,12 @@ run_mode() { # mode rep → prints the benchmark's result line
     ashim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$annotate" $a ;;
     ashim64) "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
     mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
-    shimbase) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
+    shimbase | t1base | t8base) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
         -o "$out.cmt" -- "$capture" $a ;;
+    shim0base) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 0 \
+        -o "$out.cmt" -- "$capture" $a ;;
+    ashim0base) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 0 \
+        -o "$out.cmt" -- "$annotate" $a ;;
     esac | grep -E '^bench_(capture|malloc|annotate)_loop ' || { echo "run.sh: mode $m failed" >&2; exit 1; }
 }
 
@@ -99,10 +112,13 @@ for ((rep = 1; rep <= reps; rep++)); do
     for m in "${modes[@]}"; do
         [[ $m == mheap && $have_heaptrack == 0 ]] && continue
         case $m in
-        t1shim | t8bare | t8shim) continue ;; # run with t1bare, as a group
-        t1bare) # 1 against 8 threads: the group back to back, BENCH_THREAD_ROUNDS times a rep
+        t1shim | t8bare | t8shim | t1base | t8base) continue ;; # run with t1bare, as a group
+        t1bare) # 1 against 8 threads: the group back to back, BENCH_THREAD_ROUNDS times a rep,
+            # forwards then backwards (each round's figures go to the same line of each file)
             for ((round = 1; round <= trounds; round++)); do
-                for g in t1bare t1shim t8bare t8shim; do record_mode "$g" "$rep.$round"; done
+                order=("${group[@]}")
+                (((rep * trounds + round) % 2)) && order=($(printf '%s\n' "${group[@]}" | tac))
+                for g in "${order[@]}"; do record_mode "$g" "$rep.$round"; done
             done ;;
         *) record_mode "$m" "$rep" ;;
         esac
@@ -111,8 +127,14 @@ done
 
 # 8 threads against 1 (issue 26), paired: the CPU each adds per call in the same round (t1 and
 # t8 run back to back, the same calls per thread), one ratio per round, then their median.
-paste "$work"/{t8shim,t8bare,t1shim,t1bare}.cpu | awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' \
-    >"$work/t8ratio"
+t8_vs_t1() { # shim1 shim8 → one ratio per round, into $work/ratio.shim8
+    paste "$work"/{$2,t8bare,$1,t1bare}.cpu | awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' \
+        >"$work/ratio.$2"
+    paste "$work"/{$1,t1bare}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$1"
+    paste "$work"/{$2,t8bare}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$2"
+}
+t8_vs_t1 t1shim t8shim
+[[ -f $work/t1base.cpu ]] && t8_vs_t1 t1base t8base
 
 declare -A wall cpu tput bpe
 for m in "${modes[@]}"; do
@@ -121,7 +143,7 @@ for m in "${modes[@]}"; do
     cpu[$m]=$(median <"$work/$m.cpu")
     tput[$m]=$(median <"$work/$m.tput")
 done
-for m in shim0 shim64 t1shim t4shim t8shim ashim0 ashim64; do # bytes per event of the last run's trace
+for m in shim0 shim64 t1shim t4shim t8shim ashim0 ashim64 shimbase shim0base ashim0base; do # bytes per event of the last run's trace
     f=$(ls "$work/$m.$reps".*cmt 2>/dev/null | head -1)
     [[ -n $f ]] || continue
     events=$("$cli" dump "$f" | wc -l)
@@ -130,7 +152,7 @@ for m in shim0 shim64 t1shim t4shim t8shim ashim0 ashim64; do # bytes per event 
 done
 
 added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
-base_of() { case $1 in shim*) echo bare ;; t1shim) echo t1bare ;; t4shim) echo t4bare ;; t8shim) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
+base_of() { case $1 in shim*) echo bare ;; t1shim | t1base) echo t1bare ;; t4shim) echo t4bare ;; t8shim | t8base) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
 echo
 printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
 for m in "${modes[@]}"; do
@@ -158,12 +180,31 @@ target "stacks on adds no more than heaptrack" "$(added "${wall[mheap]:-}" "${wa
     "$(added "${cpu[shim64]}" "${cpu[bare]}")"
 target "stacks off adds <= 150 ns" 150 150 "$(added "${wall[shim0]}" "${wall[bare]}")" \
     "$(added "${cpu[shim0]}" "${cpu[bare]}")"
-t8r=$(sort -g "$work/t8ratio" | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else if (NR % 2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}')
-printf '  %-40s %s (%s) -> %s\n' "8 threads add <= 1.3x one thread's CPU" "${t8r}x" \
-    "median of $(wc -l <"$work/t8ratio") paired ratios, $(sort -g "$work/t8ratio" | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /')" \
-    "$(verdict "$t8r" 1.3)"
+[[ -n ${cpu[shim0base]:-} ]] && target "  the same for BENCH_BASE_SHIM" 150 150 \
+    "$(added "${wall[shim0base]}" "${wall[bare]}")" "$(added "${cpu[shim0base]}" "${cpu[bare]}")"
+# q1 median q3 of a file of figures (linear between ranks), "- - -" when it is empty
+quartiles() { sort -g "$1" | awk 'function q(p,  h, i) {h = (NR - 1) * p + 1; i = int(h)
+    return v[i] + (i < NR ? (h - i) * (v[i + 1] - v[i]) : 0)}
+    {v[NR] = $1} END {if (NR == 0) print "- - -"; else printf "%.3f %.3f %.3f\n", q(.25), q(.5), q(.75)}'; }
+t8_line() { # what shim1 shim8: the median paired ratio, its quartiles, the added CPU beside it
+    local r a1 a8
+    read -r -a r < <(quartiles "$work/ratio.$3")
+    read -r -a a1 < <(quartiles "$work/added.$2")
+    read -r -a a8 < <(quartiles "$work/added.$3")
+    local v
+    v=$(awk -v m="${r[1]}" -v q="${r[2]}" 'BEGIN {if (m == "-") print "no figure"; else if (q <= 1.3) print "met";
+        else if (m <= 1.3) print "met by the median, not by q3"; else print "NOT met"}')
+    printf '  %-40s %sx (q1-q3 %s-%s, %d rounds) -> %s\n' "$1" "${r[1]}" "${r[0]}" "${r[2]}" \
+        "$(wc -l <"$work/ratio.$3")" "$v"
+    printf '  %-40s %.1f ns at 1 thread (q1-q3 %.1f-%.1f), %.1f at 8 (%.1f-%.1f)\n' "  CPU added per call, by round" \
+        "${a1[1]}" "${a1[0]}" "${a1[2]}" "${a8[1]}" "${a8[0]}" "${a8[2]}"
+}
+t8_line "8 threads add <= 1.3x one thread's CPU" t1shim t8shim
+[[ -f $work/ratio.t8base ]] && t8_line "  the same for BENCH_BASE_SHIM" t1base t8base
 target "annotate.h report <= 100 ns (DEPTH=0)" 100 100 "$(added "${wall[ashim0]}" "${wall[abare]}")" \
     "$(added "${cpu[ashim0]}" "${cpu[abare]}")"
+[[ -n ${cpu[ashim0base]:-} ]] && target "  the same for BENCH_BASE_SHIM" 100 100 \
+    "$(added "${wall[ashim0base]}" "${wall[abare]}")" "$(added "${cpu[ashim0base]}" "${cpu[abare]}")"
 printf '  %-40s %s -> %s\n' "<= 4 bytes per event on disk (stacks on)" "${bpe[shim64]%% *}" \
     "$(verdict "${bpe[shim64]%% *}" 4)"
 # Issue 26: the CPU stacks on add per call against heaptrack's, paired: one ratio per rep
