@@ -211,6 +211,7 @@ static struct cmt__thread *thread_state(void)
     atomic_store(&t->pending, CMT__NO_PENDING);
     pthread_setspecific(thread_key, t);
     self = t;
+    cmt__kick(); /* the writer prefaults the first pages of the ring */
     return t;
 }
 
@@ -292,6 +293,10 @@ static inline struct cmt__queued *ring_slot(struct cmt__thread *t)
     return &t->ring[head & t->mask];
 }
 
+/* Entries between two kicks of the writer by a ring's owner (a futex wake each): it drains,
+ * and prefaults the ring's next pages (cmt__shared_populate_ahead) by the owner's pace. */
+#define KICK_EVERY 16384
+
 /* The entry in the slot ring_slot gave is whole: the writer may take it. The next slot's
  * lines are asked for now (a ring under `record` is far larger than the caches, so each
  * entry's stores miss), so the next call's locked add does not wait for them to arrive.
@@ -308,6 +313,8 @@ static inline void ring_publish(struct cmt__thread *t)
         t->released_seen = atomic_load_explicit(&t->released, memory_order_acquire);
         if (head - t->released_seen >= half)
             cmt__kick();
+    } else if (__builtin_expect(((head + 1) & (KICK_EVERY - 1)) == 0, 0)) {
+        cmt__kick(); /* the writer prefaults the pages ahead by how far the owner went */
     }
 }
 

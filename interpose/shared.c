@@ -248,19 +248,26 @@ void cmt__shared_wait_open(void)
         nanosleep(&nap, NULL);
 }
 
-/* (recorder.h) Prefaults the pages of t's ring that its owner writes next, up to an eighth of the ring past
- * `head`, so the owner's stores seldom fault (a page of the state file costs a fault at first
- * touch, and again after writeback cleaned it). The contents are left alone. */
+/* (recorder.h) Prefaults the pages of t's ring that its owner writes next, so the owner's
+ * stores seldom fault (a page of the state file costs a fault at first touch, and again after
+ * writeback cleaned it). The contents are left alone. The window past `head` is four times what
+ * the owner queued since the writer's last look, at least an eighth of the ring and at most
+ * half, topped up once less than three quarters of it is left: a thread that queues more than
+ * an eighth of its ring between two looks (one thread alone does in 10 ms) would otherwise
+ * outrun it and take the faults itself, while a slow one keeps few pages ahead. */
 void cmt__shared_populate_ahead(struct cmt__thread *t, uint64_t head)
 {
 #ifdef MADV_POPULATE_WRITE
     static int unsupported; /* an older kernel: EINVAL once, then never again */
-    uint64_t entries = (uint64_t)t->mask + 1, ahead = entries / 8;
-    if (unsupported || ahead < 64)
+    uint64_t entries = (uint64_t)t->mask + 1, least = entries / 8, most = entries / 2;
+    uint64_t moved = head - t->populate_head;
+    t->populate_head = head;
+    if (unsupported || least < 64)
         return;
-    if (t->populated < head || t->populated > head + ahead)
+    uint64_t ahead = moved * 4 < least ? least : moved * 4 > most ? most : moved * 4;
+    if (t->populated < head || t->populated > head + most)
         t->populated = head;
-    if (t->populated >= head + ahead / 2)
+    if (t->populated >= head + ahead / 4 * 3)
         return;
     uint64_t from = t->populated, to = head + ahead;
     uintptr_t page = CMT__SHARED_PAGE;

@@ -143,6 +143,7 @@ struct cmt__thread {
     _Alignas(CMT__CACHE_LINE) _Atomic uint64_t tail; /* entries below it are copied out */
     _Atomic uint64_t released;                       /* entries below it are on disk */
     uint64_t populated;       /* ring pages are prefaulted up to this entry (a hint) */
+    uint64_t populate_head;   /* `head` at the writer's last prefault (the window's size) */
     _Atomic uint32_t drained; /* futex word: bumped by the writer after releasing entries */
     /* seldom written */
     _Alignas(CMT__CACHE_LINE) _Atomic uint32_t waiting; /* the owner sleeps on `drained` */
