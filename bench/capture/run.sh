@@ -61,7 +61,12 @@ label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
 
 if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on under another shim
     [[ -f $BENCH_BASE_SHIM ]] || { echo "run.sh: BENCH_BASE_SHIM=$BENCH_BASE_SHIM is missing" >&2; exit 2; }
-    modes+=(shimbase shim0base ashim0base t1base t8base)
+    with_base=() # each base mode right after its own, so that the pair runs back to back
+    for m in "${modes[@]}"; do
+        with_base+=("$m")
+        case $m in shim0) with_base+=(shim0base) ;; shim64) with_base+=(shimbase) ;; ashim0) with_base+=(ashim0base) ;; esac
+    done
+    modes=("${with_base[@]}" t1base t8base) # t1base and t8base run in t1bare's group
     label[shimbase]="BENCH_BASE_SHIM, stacks on (64)"; args[shimbase]="-n $pairs"
     label[shim0base]="BENCH_BASE_SHIM, stacks off";  args[shim0base]="-n $pairs"
     label[ashim0base]="annotate.h, BASE_SHIM, DEPTH=0"; args[ashim0base]="-n $pairs"
