@@ -107,6 +107,12 @@ static int sample_differs(const struct cmt__sample *s, const struct cmt_replay_d
              s->total == d->total_bytes);
 }
 
+/* Device d took a sample since the ledger last looked (sample_moved must look at it). */
+static inline int sample_unlooked(const cmt_ledger *l, const struct cmt_replay_device *d)
+{
+    return l->samples[cmt__ledger_slot(d->dev)].looked != d->samples;
+}
+
 /* The same, inline (every event asks): no sample taken since the last look is no change. */
 static inline int sample_moved(cmt_ledger *l, const struct cmt_replay_device *d)
 {
@@ -382,9 +388,9 @@ static __attribute__((noinline)) void record_step(cmt_ledger *l, const cmt_repla
 
 /* The events applied since the ledger last looked (it is shown every event only when it keeps
  * the peak): their count and last seq; an OOM moment is no longer completed by a sample. */
-static void catch_up(cmt_ledger *l, const cmt_replay *rp)
+static inline void catch_up(cmt_ledger *l, const cmt_replay *rp)
 {
-    const struct cmt_replay_totals *t = cmt_replay_totals(rp);
+    const struct cmt_replay_totals *t = &rp->totals;
     if (t->events != l->events) {
         l->events = t->events;
         l->last_seq = t->last_seq;
@@ -398,8 +404,9 @@ static unsigned ledger_wants(const cmt_ledger *l)
     return l->peak ? CMT_OBSERVE_ALL : CMT_OBSERVE_RECORD | CMT_OBSERVE_OOM | CMT_OBSERVE_SAMPLE;
 }
 
-static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
-                            const struct cmt_replay_step *st)
+/* Any step (ledger_step takes most events itself). */
+static __attribute__((noinline)) unsigned step_slow(struct cmt_observer *self, const cmt_replay *rp,
+                                                    const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
     struct cmt__ledger_peak *p = l->peak;
@@ -418,6 +425,19 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
     if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
         oom_moment(l, rp, st);
     return ledger_wants(l);
+}
+
+static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
+                            const struct cmt_replay_step *st)
+{
+    cmt_ledger *l = self->ctx;
+    /* most events, with the peak kept: no sample, no OOM, the peak's common change */
+    if (__builtin_expect(st->rec.type == CMT_REC_EVENT && !st->oom, 1) &&
+        !(st->device && sample_unlooked(l, st->device)) && cmt__ledger_peak_fast(l->peak, rp, st)) {
+        catch_up(l, rp);
+        return CMT_OBSERVE_ALL; /* ledger_wants with the peak */
+    }
+    return step_slow(self, rp, st);
 }
 
 /* The next time to take (a time asked, the open peak's), UINT64_MAX when none. */

@@ -133,4 +133,38 @@ void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp);
 void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st);
 
+/* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
+#define CMT__LEDGER_DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
+_Static_assert(CMT_KIND_COUNT < 31, "cmt__ledger_peak_fast shifts by a kind & 31");
+
+/* What cmt__ledger_peak_event does with almost every event, once the peak's moment is taken:
+ * an event that is no new peak changes at most one driver allocation of its own device, at a
+ * (slot, site) that has its cell. @return 1 when it was that (and is applied), 0 when the
+ * step is any other (nothing changed: cmt__ledger_peak_event takes it). */
+static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_replay *rp,
+                                        const struct cmt_replay_step *st)
+{
+    uint64_t t = st->rec.u.event.t_ns;
+    int64_t delta = st->delta;
+    if (!p || p->lazy | p->invalid | !p->closed || t < p->last_t || st->owner ||
+        st->all_devices | (st->replaced != CMT_NO_OBJECT) ||
+        (delta > 0 && rp->peak_tick == rp->tick))
+        return 0;
+    if (delta) {
+        uint32_t slot = (uint32_t)st->rec.u.event.dev + 1, site = st->site;
+        /* kind is -1 .. CMT_KIND_COUNT - 1: -1 shifts by 31, past every kind's bit */
+        if (!((CMT__LEDGER_DRIVER_KINDS >> ((unsigned)st->kind & 31u) & 1u) && slot < p->slot_cap &&
+              site < p->cell_cap[slot]))
+            return 0;
+        struct cmt__peak_cell *c = &p->cells[slot][site];
+        if (c->mark != p->mark)
+            *c = (struct cmt__peak_cell){.mark = p->mark};
+        c->bytes += delta;
+        c->count += delta > 0 ? 1 : -1;
+    }
+    p->last_t = t;
+    p->streak = 0; /* the moment copied is used */
+    return 1;
+}
+
 #endif

@@ -11,8 +11,6 @@
 #define MIN_CELLS 64
 /* Peaks in a row whose copied moment went unused before the ledger stops copying it. */
 #define LAZY_AFTER 64
-/* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
-#define DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
 
 int cmt__ledger_peak_create(cmt_ledger *l, size_t budget)
 {
@@ -304,8 +302,9 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
     /* most changes: one allocation or free of a slot and site that has its cell */
     uint32_t slot = (uint32_t)(st->owner ? st->owner->dev : st->rec.u.event.dev) + 1;
     uint32_t site = st->site;
-    if (__builtin_expect((unsigned)st->kind < CMT_KIND_COUNT && (DRIVER_KINDS >> st->kind & 1u) &&
-                             slot < p->slot_cap && site < p->cell_cap[slot],
+    if (__builtin_expect((unsigned)st->kind < CMT_KIND_COUNT &&
+                             (CMT__LEDGER_DRIVER_KINDS >> st->kind & 1u) && slot < p->slot_cap &&
+                             site < p->cell_cap[slot],
                          1)) {
         struct cmt__peak_cell *c = &p->cells[slot][site]; /* slot was seen: it has cells */
         if (c->mark != p->mark)
