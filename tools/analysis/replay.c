@@ -429,38 +429,41 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
     rp->totals.events++;
     rp->totals.last_t_ns = e->t_ns;
     rp->totals.last_seq = e->seq;
-    uint32_t code = 0;
-    int kind = CMT_KIND_NONE;
-    cmt__apply_fn *apply = cmt__apply_none;
-    const char *name = NULL;
+    static const struct cmt__replay_api unknown = {
+        .op = CMT_OP_OTHER, .kind = CMT_KIND_NONE, .apply = cmt__apply_none};
+    const struct cmt__replay_api *a = &unknown;
     if (__builtin_expect(e->api < rp->api_cap, 1)) {
-        struct cmt__replay_api *a = &rp->apis[e->api];
-        code = a->op;
-        a->calls++;
-        name = a->name;
-        apply = a->apply;
-        kind = a->kind;
-        st->sample = a->sample;
+        rp->apis[e->api].calls++;
+        a = &rp->apis[e->api];
     }
-    st->op = code ? (int)code - 1 : CMT_OP_OTHER;
-    if (__builtin_expect(!name, 0)) { /* no API record replayed yet (the reader may know it) */
+    int kind = a->kind;
+    st->sample = a->sample;
+    st->op = a->op;
+    st->api = a->name;
+    if (__builtin_expect(!a->name, 0)) { /* no API record replayed yet (the reader may know it) */
         const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
-        name = api ? api->name : "?";
+        st->api = api ? api->name : "?";
     }
-    st->api = name;
     struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
     /* the op's handler (replay_ops.h); those of most events, allocations and frees, inline */
     int graph_node = (e->fields & CMT_F(HANDLE)) != 0; /* async on a capturing stream */
-    if (__builtin_expect(apply == cmt__apply_alloc, 1))
-        alloc_of_kind(rp, d, st, kind);
-    else if (__builtin_expect(apply == cmt__apply_free, 1))
-        apply_free(rp, d, st, kind, 0);
-    else if (__builtin_expect(apply == cmt__apply_alloc_async && !graph_node, 1))
-        apply_alloc(rp, d, st, CMT_KIND_ASYNC);
-    else if (__builtin_expect(apply == cmt__apply_free_async && !graph_node, 1))
-        apply_free(rp, d, st, kind, 1);
-    else
-        apply(rp, d, st, kind);
+    switch (a->path) {
+    case CMT__PATH_ALLOC: alloc_of_kind(rp, d, st, kind); break;
+    case CMT__PATH_FREE: apply_free(rp, d, st, kind, 0); break;
+    case CMT__PATH_ALLOC_ASYNC:
+        if (__builtin_expect(graph_node, 0))
+            a->apply(rp, d, st, kind);
+        else
+            apply_alloc(rp, d, st, CMT_KIND_ASYNC);
+        break;
+    case CMT__PATH_FREE_ASYNC:
+        if (__builtin_expect(graph_node, 0))
+            a->apply(rp, d, st, kind);
+        else
+            apply_free(rp, d, st, kind, 1);
+        break;
+    default: a->apply(rp, d, st, kind);
+    }
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
         uint32_t owner = (uint32_t)rp->owner_dev + 1;
         st->owner = owner < MAX_DEVICE_SLOTS ? cmt__device_slot(rp, rp->owner_dev) : NULL;

@@ -16,15 +16,36 @@ struct cmt__logged {
     uint8_t kind;
 };
 
+/* The handlers apply_event calls inline (most events are allocations and frees): an API's
+ * cmt__replay_api.path, from its handler (cmt__replay_path). */
+enum cmt__replay_path {
+    CMT__PATH_CALL,        /* any other handler: called through cmt__replay_api.apply */
+    CMT__PATH_ALLOC,       /* cmt__apply_alloc */
+    CMT__PATH_FREE,        /* cmt__apply_free */
+    CMT__PATH_ALLOC_ASYNC, /* cmt__apply_alloc_async */
+    CMT__PATH_FREE_ASYNC,  /* cmt__apply_free_async */
+};
+
 /* What the replay knows of one API id (from its API record). */
 struct cmt__replay_api {
     const char *name; /* NULL until the API record is replayed */
     uint64_t calls;
-    uint32_t op;          /* enum cmt_op + 1; 0 = unknown */
+    int16_t op;           /* the step's op: enum cmt_op, CMT_OP_OTHER when unknown */
     int8_t kind;          /* the op's kind column */
     uint8_t sample;       /* the op's CMT_OPA_SAMPLE */
+    uint8_t path;         /* enum cmt__replay_path of apply */
     cmt__apply_fn *apply; /* the op's handler (OTHER's when unknown) */
 };
+
+/* @return the path of handler apply (enum cmt__replay_path). */
+static inline uint8_t cmt__replay_path(cmt__apply_fn *apply)
+{
+    return apply == cmt__apply_alloc         ? CMT__PATH_ALLOC
+           : apply == cmt__apply_free        ? CMT__PATH_FREE
+           : apply == cmt__apply_alloc_async ? CMT__PATH_ALLOC_ASYNC
+           : apply == cmt__apply_free_async  ? CMT__PATH_FREE_ASYNC
+                                             : CMT__PATH_CALL;
+}
 
 struct cmt_replay {
     cmt_reader *reader;

@@ -29,15 +29,17 @@ __attribute__((noinline)) void cmt__apply_record(cmt_replay *rp, struct cmt_repl
                 break;
             }
             for (uint32_t i = rp->api_cap; i < cap; i++) /* no API record yet: OTHER */
-                a[i] = (struct cmt__replay_api){.kind = CMT_KIND_NONE, .apply = cmt__apply_none};
+                a[i] = (struct cmt__replay_api){
+                    .op = CMT_OP_OTHER, .kind = CMT_KIND_NONE, .apply = cmt__apply_none};
             rp->apis = a;
             rp->api_cap = cap;
         }
         struct cmt__replay_api *ra = &rp->apis[rec->u.api.id];
         ra->name = rec->u.api.name;
-        ra->op = rec->u.api.op < CMT_OP_MAX ? rec->u.api.op + 1 : 0;
+        ra->op = rec->u.api.op < CMT_OP_MAX ? (int16_t)rec->u.api.op : CMT_OP_OTHER;
         const struct cmt__op_handler *h = cmt__op_handler(rec->u.api.op);
         ra->apply = h->apply;
+        ra->path = cmt__replay_path(h->apply);
         ra->kind = h->kind;
         ra->sample = (cmt_op_attrs(rec->u.api.op) & CMT_OPA_SAMPLE) != 0;
         break;
