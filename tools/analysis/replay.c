@@ -202,15 +202,16 @@ __attribute__((noinline)) void cmt__drop(cmt_replay *rp, const struct cmt__entry
 
 /* ---- applying events ---- */
 
-static inline __attribute__((always_inline)) void pool_reuse(cmt_replay *rp, uint64_t key,
-                                                             uint64_t size)
+static inline __attribute__((always_inline)) void pool_reuse(cmt_replay *rp,
+                                                             struct cmt_replay_device *d,
+                                                             uint64_t key, uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_find(rp, key);
     if (!p || !p->size)
         return;
     uint64_t reuse = p->size < size ? p->size : size;
     p->size -= reuse;
-    struct cmt_replay_device *pd = cmt__device_slot(rp, p->dev);
+    struct cmt_replay_device *pd = cmt__device_near(rp, d, p->dev);
     pd->kind_bytes[CMT_KIND_POOL] -= reuse;
     rp->totals.pool_retained_bytes -= reuse;
 }
@@ -312,7 +313,7 @@ static inline __attribute__((always_inline)) void apply_alloc(cmt_replay *rp,
     uint64_t aux = 0;
     if (kind == CMT_KIND_ASYNC) {
         aux = pool_key(rp, d, e);
-        pool_reuse(rp, aux, size);
+        pool_reuse(rp, d, aux, size);
     }
     add_object_on(rp, d, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, size, aux);
 }
@@ -358,7 +359,7 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
         rp->totals.temporary_bytes += a->size;
     }
     if ((kind == CMT_KIND_ASYNC && to_pool) || kind == CMT_KIND_GRAPH) /* graph: any free */
-        cmt__pool_retain(rp, a->aux, a->dev, a->size);
+        cmt__pool_retain(rp, d, a->aux, a->dev, a->size);
     cmt__note_owner(rp, st, a->dev);
     drop_on(rp, a->dev == e->dev ? d : cmt__device_slot(rp, a->dev), a);
     cmt__map_remove_at(&rp->allocs, a, at);
@@ -538,7 +539,8 @@ static inline int quiet(const struct cmt_observe_quiet *q, const struct cmt_repl
 {
     const struct cmt_replay_device *d = st->device;
     uint64_t t = st->rec.u.event.t_ns;
-    return d && d->dev == q->dev && t < q->until && t >= q->from && d->live_bytes <= q->live_max &&
+    /* the time first: an observer without a window (until 0) is told at once */
+    return t < q->until && t >= q->from && d && d->dev == q->dev && d->live_bytes <= q->live_max &&
            !st->owner && !st->all_devices;
 }
 
@@ -624,8 +626,10 @@ static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_
                        unsigned k, struct span *open, uint64_t *moment)
 {
     int changed = 0;
-    for (size_t i = 0; i < sh->count[k]; i++) {
-        struct cmt_observer *o = sh->list[k][i];
+    /* the list in locals: a step() may write any memory, so sh would be read again per call */
+    struct cmt_observer *const *list = sh->list[k], *const *end = list + sh->count[k];
+    for (; list < end; list++) {
+        struct cmt_observer *o = *list;
         if ((k & 1u) && quiet(&o->quiet, st)) {
             o->quiet.skipped++;
             o->quiet.last_t = st->rec.u.event.t_ns;

@@ -83,15 +83,27 @@ static inline struct cmt__entry *cmt__pool_find(cmt_replay *rp, uint64_t key)
     return p;
 }
 
-/* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool). */
-static inline __attribute__((always_inline)) void cmt__pool_retain(cmt_replay *rp, uint64_t key,
-                                                                   int32_t dev, uint64_t size)
+/* The state of device dev, which is near's when near (a device the caller holds, or NULL) is
+ * dev's: a pool's device is nearly always the event's. */
+static inline struct cmt_replay_device *cmt__device_near(cmt_replay *rp,
+                                                         struct cmt_replay_device *near,
+                                                         int32_t dev)
+{
+    return near && near->dev == dev ? near : cmt__device_slot(rp, dev);
+}
+
+/* A pool keeps `size` more bytes (a stream-ordered free, or 0 for a new pool); near as in
+ * cmt__device_near. */
+static inline __attribute__((always_inline)) void cmt__pool_retain(cmt_replay *rp,
+                                                                   struct cmt_replay_device *near,
+                                                                   uint64_t key, int32_t dev,
+                                                                   uint64_t size)
 {
     struct cmt__entry *p = cmt__pool_cached(rp, key);
     if (__builtin_expect(!p, 0) && !(p = cmt__pool_add(rp, key, dev)))
         return;
     p->size += size;
-    cmt__device_slot(rp, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
+    cmt__device_near(rp, near, p->dev)->kind_bytes[CMT_KIND_POOL] += size;
     rp->totals.pool_retained_bytes += size;
 }
 

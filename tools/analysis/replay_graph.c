@@ -54,7 +54,7 @@ static uint64_t free_to_pool(cmt_replay *rp, struct cmt_replay_step *st, uint64_
     if (!a || a->kind != CMT_KIND_GRAPH + 1)
         return 0;
     uint64_t size = a->size;
-    cmt__pool_retain(rp, a->aux, a->dev, size);
+    cmt__pool_retain(rp, NULL, a->aux, a->dev, size);
     cmt__note_owner(rp, st, a->dev);
     cmt__drop(rp, a);
     cmt__map_remove(&rp->allocs, a);
@@ -117,7 +117,7 @@ static void launch(cmt_replay *rp, struct cmt_replay_step *st, uint64_t exec)
     for (size_t i = start; i < end; i++) {
         struct cmt__graph_node n = rp->graph_nodes[i];
         if (!n.is_free && frees(rp, start, end, n.ptr))
-            cmt__pool_retain(rp, graph_pool_of(n.dev), n.dev, n.size);
+            cmt__pool_retain(rp, NULL, graph_pool_of(n.dev), n.dev, n.size);
         else if (n.is_free)
             released += free_to_pool(rp, st, n.ptr);
     }

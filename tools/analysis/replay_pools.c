@@ -143,7 +143,7 @@ void cmt__apply_pool_create(cmt_replay *rp, struct cmt_replay_device *d, struct 
     (void)d, (void)kind;
     const struct cmt_event *e = &st->rec.u.event;
     if (e->result == 0 && (e->fields & CMT_F(POOL)))
-        cmt__pool_retain(rp, e->v[CMT_FIELD_POOL], e->dev, 0);
+        cmt__pool_retain(rp, d, e->v[CMT_FIELD_POOL], e->dev, 0);
 }
 
 /* cuMemPoolTrimTo keeps at most its size; a destroyed pool keeps nothing and is forgotten. */
