@@ -146,9 +146,10 @@ static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_re
 {
     uint64_t t = st->rec.u.event.t_ns;
     int64_t delta = st->delta;
+    /* every test but delta's sign, which is random (an allocation or a free), taken last */
     if (!p || p->lazy | p->invalid | !p->closed || t < p->last_t || st->owner ||
         st->all_devices | (st->replaced != CMT_NO_OBJECT) ||
-        (delta > 0 && rp->peak_tick == rp->tick))
+        (rp->peak_tick == rp->tick && delta > 0))
         return 0;
     if (delta) {
         uint32_t slot = (uint32_t)st->rec.u.event.dev + 1, site = st->site;
