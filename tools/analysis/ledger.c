@@ -107,12 +107,6 @@ static int sample_differs(const struct cmt__sample *s, const struct cmt_replay_d
              s->total == d->total_bytes);
 }
 
-/* Device d took a sample since the ledger last looked (sample_moved must look at it). */
-static inline int sample_unlooked(const cmt_ledger *l, const struct cmt_replay_device *d)
-{
-    return l->samples[cmt__ledger_slot(d->dev)].looked != d->samples;
-}
-
 /* The same, inline (every event asks): no sample taken since the last look is no change. */
 static inline int sample_moved(cmt_ledger *l, const struct cmt_replay_device *d)
 {
@@ -431,9 +425,11 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
-    /* most events, with the peak kept: no sample, no OOM, the peak's common change */
-    if (__builtin_expect(st->rec.type == CMT_REC_EVENT && !st->oom, 1) &&
-        !(st->device && sample_unlooked(l, st->device)) && cmt__ledger_peak_fast(l->peak, rp, st)) {
+    /* most events, with the peak kept: no OOM, the peak's common change, and no sample: only
+     * an event of a sampling op (st->sample) or a record (step_slow sees them all) takes one,
+     * so a look (sample_moved) would find none, or one that record_step found no different */
+    if (__builtin_expect(st->rec.type == CMT_REC_EVENT && !(st->oom | st->sample), 1) &&
+        cmt__ledger_peak_fast(l->peak, rp, st)) {
         catch_up(l, rp);
         return CMT_OBSERVE_ALL; /* ledger_wants with the peak */
     }

@@ -342,6 +342,54 @@ Test(ledger, the_peak_kept_in_the_pass_is_what_a_replay_to_its_time_takes)
     done(&asked, &(struct tb){0});
 }
 
+/* After the peak, the steps the ledger takes inline (a free or an allocation at a site that
+ * has its cell, a failed call) mixed with those it leaves to its general path: a cuMemGetInfo
+ * event, a free of another device's memory from device 0's context, a MEMINFO record,
+ * allocations at sites past the cells it has. */
+static void peak_then_every_kind_of_step(struct tb *b)
+{
+    tb_begin(b, GIB, 768 * MIB);
+    uint32_t a = tb_stack(b, "load", 2), c = tb_stack(b, "train_step", 3);
+    uint64_t on1[] = {0x7e0000000000, 8 * MIB};
+    tb_event(b, TB_ALLOC, 0, 1, a, CMT_F(PTR) | CMT_F(SIZE), on1);
+    tb_alloc(b, 0x7f0000000000, 2 * MIB, a);
+    tb_alloc(b, 0x7f0000200000, 4 * MIB, c);
+    tb_alloc(b, 0x7f0000600000, 8 * MIB, c); /* the peak */
+    tb_free(b, 0x7f0000000000);
+    uint64_t info[] = {600 * MIB, GIB};
+    tb_event(b, TB_INFO, 0, 0, 0, CMT_F(FREE) | CMT_F(TOTAL), info);
+    tb_alloc(b, 0x7f0001000000, 1 * MIB, c);
+    uint64_t size[] = {64 * MIB};
+    tb_event(b, TB_ALLOC, 1, 0, c, CMT_F(SIZE), size); /* CUDA_ERROR_INVALID_VALUE: no change */
+    uint64_t free1[] = {0x7e0000000000};
+    tb_event(b, TB_FREE, 0, 0, 0, CMT_F(PTR), free1); /* device 1's memory */
+    tb_meminfo(b, CMT_MEMINFO_OOM, 650 * MIB, GIB, b->seq);
+    for (uint64_t i = 0; i < 80; i++) /* sites 3 .. 82: more than the first cells */
+        tb_alloc(b, 0x7f0100000000 + i * MIB, 4096 + i, tb_stack(b, "layer", 2));
+    for (uint64_t i = 0; i < 80; i += 2)
+        tb_free(b, 0x7f0100000000 + i * MIB);
+    tb_free(b, 0x7f0000200000);
+    tb_finish(b, 1);
+}
+
+Test(ledger, the_peak_kept_through_every_kind_of_step_is_what_a_replay_to_its_time_takes)
+{
+    struct tb b;
+    peak_then_every_kind_of_step(&b);
+    struct run kept, asked;
+    run_both(&kept, &asked, &b, 0);
+    for (int32_t dev = 0; dev < 2; dev++) {
+        const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, dev,
+                                                            0);
+        cr_assert_not_null(p, "device %d: the peak was not kept", dev);
+        expect_same_moment(p, cmt_ledger_find(asked.ledger, CMT_LEDGER_AT_TIME, dev, 0));
+    }
+    const struct cmt_ledger_moment *p = cmt_ledger_find(kept.ledger, CMT_LEDGER_AT_PEAK, 1, 0);
+    cr_expect_eq(rows(p, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 8 * MIB, "freed after the peak");
+    done(&kept, &b);
+    done(&asked, &(struct tb){0});
+}
+
 /* b finished; its peak kept in the pass, equal to a replay to its time, with user_bytes of user
  * code's allocations on device 0. */
 static void expect_peak_kept(struct tb *b, uint64_t user_bytes)
