@@ -39,10 +39,10 @@ static inline struct cmt_replay_thread *thread_of(cmt_replay *rp, uint32_t tid)
 /* Before a site changes: keep its value at the last process peak (see cmt_replay_finish). */
 static inline void site_touch(cmt_replay *rp, struct cmt_replay_site *s)
 {
-    /* without a branch: whether the site changed since the peak is as random as the sites */
-    int first = s->last_mod_seq <= rp->peak_tick;
-    s->saved_bytes = first ? s->live_bytes : s->saved_bytes;
-    s->saved_count = first ? s->live_count : s->saved_count;
+    if (s->last_mod_seq <= rp->peak_tick) {
+        s->saved_bytes = s->live_bytes;
+        s->saved_count = s->live_count;
+    }
     s->last_mod_seq = rp->tick;
 }
 
@@ -354,10 +354,10 @@ static inline __attribute__((always_inline)) void apply_free(cmt_replay *rp,
     }
     th->free_count++;
     th->freed_bytes += a->size;
-    /* nothing allocated since: a temporary (counted without a branch, it is random) */
-    uint64_t temporary = a->object != CMT_NO_OBJECT && a->object == rp->last_object;
-    rp->totals.temporary_count += temporary;
-    rp->totals.temporary_bytes += a->size & -temporary;
+    if (a->object != CMT_NO_OBJECT && a->object == rp->last_object) { /* nothing allocated since */
+        rp->totals.temporary_count++;
+        rp->totals.temporary_bytes += a->size;
+    }
     if ((kind == CMT_KIND_ASYNC && to_pool) || kind == CMT_KIND_GRAPH) /* graph: any free */
         cmt__pool_retain(rp, d, a->aux, a->dev, a->size);
     cmt__note_owner(rp, st, a->dev);
