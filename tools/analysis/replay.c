@@ -422,31 +422,15 @@ void cmt__apply_ipc_open(cmt_replay *rp, struct cmt_replay_device *d, struct cmt
         cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
 }
 
-static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
-                                                              struct cmt_replay_step *st)
+/* Applies the event of step st with its API's handler (replay_ops.h); those of most events,
+ * allocations and frees, inline. */
+static inline __attribute__((always_inline)) void apply_handler(cmt_replay *rp,
+                                                                struct cmt_replay_device *d,
+                                                                struct cmt_replay_step *st,
+                                                                const struct cmt__replay_api *a)
 {
     const struct cmt_event *e = &st->rec.u.event;
-    rp->tick++;
-    rp->totals.events++;
-    rp->totals.last_t_ns = e->t_ns;
-    rp->totals.last_seq = e->seq;
-    static const struct cmt__replay_api unknown = {
-        .op = CMT_OP_OTHER, .kind = CMT_KIND_NONE, .apply = cmt__apply_none};
-    const struct cmt__replay_api *a = &unknown;
-    if (__builtin_expect(e->api < rp->api_cap, 1)) {
-        rp->apis[e->api].calls++;
-        a = &rp->apis[e->api];
-    }
     int kind = a->kind;
-    st->sample = a->sample;
-    st->op = a->op;
-    st->api = a->name;
-    if (__builtin_expect(!a->name, 0)) { /* no API record replayed yet (the reader may know it) */
-        const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
-        st->api = api ? api->name : "?";
-    }
-    struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
-    /* the op's handler (replay_ops.h); those of most events, allocations and frees, inline */
     int graph_node = (e->fields & CMT_F(HANDLE)) != 0; /* async on a capturing stream */
     switch (a->path) {
     case CMT__PATH_ALLOC: alloc_of_kind(rp, d, st, kind); break;
@@ -465,6 +449,32 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
         break;
     default: a->apply(rp, d, st, kind);
     }
+}
+
+static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
+                                                              struct cmt_replay_step *st)
+{
+    const struct cmt_event *e = &st->rec.u.event;
+    rp->tick++;
+    rp->totals.events++;
+    rp->totals.last_t_ns = e->t_ns;
+    rp->totals.last_seq = e->seq;
+    static const struct cmt__replay_api unknown = {
+        .op = CMT_OP_OTHER, .kind = CMT_KIND_NONE, .apply = cmt__apply_none};
+    const struct cmt__replay_api *a = &unknown;
+    if (__builtin_expect(e->api < rp->api_cap, 1)) {
+        rp->apis[e->api].calls++;
+        a = &rp->apis[e->api];
+    }
+    st->sample = a->sample;
+    st->op = a->op;
+    st->api = a->name;
+    if (__builtin_expect(!a->name, 0)) { /* no API record replayed yet (the reader may know it) */
+        const struct cmt_api *api = cmt_reader_api(rp->reader, e->api);
+        st->api = api ? api->name : "?";
+    }
+    struct cmt_replay_device *d = cmt__device_slot(rp, e->dev);
+    apply_handler(rp, d, st, a);
     if (__builtin_expect(rp->owner_dev != INT32_MIN, 0)) {
         uint32_t owner = (uint32_t)rp->owner_dev + 1;
         st->owner = owner < MAX_DEVICE_SLOTS ? cmt__device_slot(rp, rp->owner_dev) : NULL;
