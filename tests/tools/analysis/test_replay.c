@@ -62,6 +62,46 @@ Test(replay, counts_unknown_frees_without_crashing)
     done(&b);
 }
 
+/* Every event takes its op, name and handler from its API's entry: an op this build does not
+ * know and an API no record declared are both OTHER, change nothing and are counted. */
+Test(replay, events_of_unknown_ops_and_undeclared_apis_are_other)
+{
+    struct tb b;
+    tb_begin(&b, TB_GIB, TB_GIB);
+    const struct cmt_api future = {200, CMT_OP_MAX + 7, "cuMemFutureAlloc"};
+    cr_assert_eq(cmt_writer_api(b.w, &future), 0);
+    uint64_t v[] = {0x1000, 100};
+    tb_event(&b, 200, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE), v);
+    tb_event(&b, 300, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE), v); /* no API record */
+    tb_event(&b, TB_ALLOC, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE), v);
+    tb_finish(&b, 1);
+    cr_assert_eq(cmt_reader_open_memory(&reader, b.buf.data, b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
+    struct cmt_replay_step st;
+    const char *names[3] = {0};
+    int ops[3], kinds[3], n = 0;
+    int rc;
+    while ((rc = cmt_replay_next(rp, &st)) > 0)
+        if (st.rec.type == CMT_REC_EVENT && n < 3) {
+            names[n] = st.api;
+            kinds[n] = st.kind;
+            ops[n++] = st.op;
+        }
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(ops[0], CMT_OP_OTHER);
+    cr_expect_str_eq(names[0], "cuMemFutureAlloc");
+    cr_expect_eq(ops[1], CMT_OP_OTHER);
+    cr_expect_str_eq(names[1], "?");
+    cr_expect_eq(kinds[0], -1);
+    cr_expect_eq(kinds[1], -1);
+    cr_expect_eq(ops[2], CMT_OP_ALLOC, "a known op still applies");
+    cr_expect_eq(kinds[2], CMT_KIND_DEVICE);
+    cr_expect_eq(cmt_replay_api_calls(rp, 200), 1);
+    cr_expect_eq(cmt_replay_totals(rp)->live_bytes, 100, "only cuMemAlloc's bytes");
+    done(&b);
+}
+
 Test(replay, vmm_physical_memory_freed_after_release_and_last_unmap)
 {
     struct tb b;
