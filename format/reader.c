@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,19 @@
 #include "reader_internal.h"
 #include "varint.h"
 
+/* No event block is being read: none of its events is handed out next. */
+static void forget_blocks(cmt_reader *r)
+{
+    r->block_left = r->ablock_left = 0;
+    r->batch_next = r->batch_count = r->careful_left = 0;
+}
+
 static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what)
 {
     if (!r->error) {
         r->error = code;
         r->cur = r->end; /* nothing more is decoded: the fast path of cmt_reader_next stops */
-        r->block_left = r->ablock_left = 0;
+        forget_blocks(r);
         r->damage_offset = offset;
         if (code == CMT_ENOMEM) /* the reader's own failure: the file may be sound */
             snprintf(r->damage, sizeof r->damage,
@@ -80,6 +88,7 @@ int cmt_reader_open_memory(cmt_reader **out, const void *data, size_t len)
     r->len = len;
     r->major = major;
     r->delta_fields = major >= 2 ? CMT_DELTA_FIELDS : CMT_F(PTR);
+    r->pext = cmt__reader_cpu_pext();
     r->damage_offset = UINT64_MAX;
     /* the interning hash's seed: where the reader and the stack lie (ASLR) differs by run */
     r->hash_seed = ((uint64_t)(uintptr_t)r ^ (uint64_t)(uintptr_t)&major << 17) *
@@ -150,7 +159,7 @@ void cmt_reader_rewind(cmt_reader *r)
     r->released = 0;
     r->cur = r->end = NULL;
     r->cut = 0; /* a chunk cut short is cut when it is loaded again */
-    r->block_left = r->ablock_left = 0;
+    forget_blocks(r);
     r->chunk_records = r->records_seen = 0;
     r->events = 0;
     r->gaps = 0;
@@ -261,7 +270,7 @@ static int load_chunk_at(cmt_reader *r, uint64_t at)
     r->prev_tid = r->prev_stack = 0;
     r->prev_dev = 0;
     r->records_seen = 0;
-    r->block_left = r->ablock_left = 0;
+    forget_blocks(r);
     r->prev_at = 0;
     memset(r->prev_av, 0, sizeof r->prev_av);
     r->chunk_first_event = r->events;
@@ -283,48 +292,6 @@ static int load_chunk(cmt_reader *r)
 
 /* ---- the event fast path (the other records: reader_records.c) ---- */
 
-/* Unchecked varint for the event fast path: may read up to 10 bytes past the record (into
- * the chunk's padding at worst); the caller compares the position with the record's end.
- * A varint of 2 to 8 bytes is assembled from one 8-byte load without a branch per byte (its
- * length is random in a trace of random sizes and addresses, so a byte loop mispredicts). */
-static inline __attribute__((always_inline)) uint64_t uv(const uint8_t **pp, int *bad)
-{
-    const uint8_t *p = *pp;
-    uint64_t b = *p;
-    if (__builtin_expect(b < 0x80, 1)) {
-        *pp = p + 1;
-        return b;
-    }
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    uint64_t w;
-    memcpy(&w, p, sizeof w);
-    uint64_t stops = ~w & UINT64_C(0x8080808080808080); /* top bit clear: the last byte */
-    if (__builtin_expect(stops != 0, 1)) {
-        unsigned bits = (unsigned)__builtin_ctzll(stops) + 1; /* 8 * length */
-        uint64_t x = w & (~UINT64_C(0) >> (64 - bits)) & UINT64_C(0x7f7f7f7f7f7f7f7f);
-        x = (x & UINT64_C(0x007f007f007f007f)) | (x & UINT64_C(0x7f007f007f007f00)) >> 1;
-        x = (x & UINT64_C(0x00003fff00003fff)) | (x & UINT64_C(0x3fff00003fff0000)) >> 2;
-        x = (x & UINT64_C(0x000000000fffffff)) | (x & UINT64_C(0x0fffffff00000000)) >> 4;
-        *pp = p + bits / 8;
-        return x;
-    }
-#endif
-    uint64_t v = 0;
-    unsigned shift = 0;
-    do {
-        b = *p++;
-        v |= (b & 0x7f) << shift;
-        shift += 7;
-    } while (b >= 0x80 && shift < 63);
-    if (b >= 0x80) { /* the tenth byte may only hold the top bit */
-        b = *p++;
-        *bad |= b > 1;
-        v |= b << 63;
-    }
-    *pp = p;
-    return v;
-}
-
 /* The values of an event. A delta field is applied to the chunk's previous value at once,
  * and its delta kept in undo[] so that undo_values can restore the previous values when the
  * record turns out malformed (rare: the checked decoder then reads it again). */
@@ -333,7 +300,7 @@ static inline __attribute__((always_inline)) const uint8_t *fast_values(
 {
     for (uint64_t m = fields & ((UINT64_C(1) << CMT_NFIELDS) - 1); m; m &= m - 1) {
         int f = __builtin_ctzll(m);
-        uint64_t v = uv(&p, bad);
+        uint64_t v = cmt__varint_fast(&p, bad);
         if (r->delta_fields >> f & 1) {
             undo[f] = (uint64_t)cmt__unzigzag(v);
             v = r->prev_v[f] += undo[f];
@@ -363,15 +330,15 @@ static inline __attribute__((always_inline)) void optional_parts(const cmt_reade
                                                                  const uint8_t **pp,
                                                                  struct parts *x, int *bad)
 {
-    x->seq = r->prev_seq + (x->flags & CMT_EV_SEQ ? uv(pp, bad) : 1);
+    x->seq = r->prev_seq + (x->flags & CMT_EV_SEQ ? cmt__varint_fast(pp, bad) : 1);
     x->tid = r->prev_tid;
     if (x->flags & CMT_EV_TID)
-        x->tid += (uint32_t)cmt__unzigzag(uv(pp, bad));
-    x->result = x->flags & CMT_EV_RESULT ? uv(pp, bad) : 0;
-    x->dev = x->flags & CMT_EV_DEV ? cmt__unzigzag(uv(pp, bad)) : r->prev_dev;
+        x->tid += (uint32_t)cmt__unzigzag(cmt__varint_fast(pp, bad));
+    x->result = x->flags & CMT_EV_RESULT ? cmt__varint_fast(pp, bad) : 0;
+    x->dev = x->flags & CMT_EV_DEV ? cmt__unzigzag(cmt__varint_fast(pp, bad)) : r->prev_dev;
     x->stack = r->prev_stack;
     if (x->flags & CMT_EV_STACK)
-        x->stack += (uint32_t)cmt__unzigzag(uv(pp, bad));
+        x->stack += (uint32_t)cmt__unzigzag(cmt__varint_fast(pp, bad));
 }
 
 /* @return non-zero when a part is out of its range (a malformed event). */
@@ -413,21 +380,21 @@ static inline __attribute__((always_inline)) int decode_event_fast(cmt_reader *r
     int bad = 0;
     struct parts x = {0};
     if (__builtin_expect(r->major >= 2, 1)) {
-        x.flags = uv(&p, &bad);
-        x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
-        x.api = uv(&p, &bad);
+        x.flags = cmt__varint_fast(&p, &bad);
+        x.t = r->prev_t + (uint64_t)cmt__unzigzag(cmt__varint_fast(&p, &bad));
+        x.api = cmt__varint_fast(&p, &bad);
         optional_parts(r, &p, &x, &bad);
     } else {
-        x.seq = r->prev_seq + uv(&p, &bad);
-        x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&p, &bad));
-        x.tid = r->prev_tid + (uint32_t)cmt__unzigzag(uv(&p, &bad));
-        x.api = uv(&p, &bad);
-        x.result = uv(&p, &bad);
-        x.dev = cmt__unzigzag(uv(&p, &bad));
-        x.stack = r->prev_stack + (uint32_t)cmt__unzigzag(uv(&p, &bad));
+        x.seq = r->prev_seq + cmt__varint_fast(&p, &bad);
+        x.t = r->prev_t + (uint64_t)cmt__unzigzag(cmt__varint_fast(&p, &bad));
+        x.tid = r->prev_tid + (uint32_t)cmt__unzigzag(cmt__varint_fast(&p, &bad));
+        x.api = cmt__varint_fast(&p, &bad);
+        x.result = cmt__varint_fast(&p, &bad);
+        x.dev = cmt__unzigzag(cmt__varint_fast(&p, &bad));
+        x.stack = r->prev_stack + (uint32_t)cmt__unzigzag(cmt__varint_fast(&p, &bad));
     }
     uint64_t undo[CMT_NFIELDS];
-    x.fields = uv(&p, &bad);
+    x.fields = cmt__varint_fast(&p, &bad);
     p = fast_values(r, p, x.fields, e, undo, &bad);
     if (__builtin_expect(bad || p != end || x.fields >> CMT_NFIELDS || parts_out_of_range(&x), 0)) {
         undo_values(r, x.fields, undo);
@@ -465,7 +432,7 @@ static inline __attribute__((always_inline)) void block_value(cmt_reader *r, str
                                                               int f, int *bad)
 {
     const uint8_t *c = r->col[CMT_COL_VALUES + f];
-    uint64_t v = uv(&c, bad);
+    uint64_t v = cmt__varint_fast(&c, bad);
     *bad |= c > r->col_end[CMT_COL_VALUES + f];
     r->col[CMT_COL_VALUES + f] = c;
     if (CMT_DELTA_FIELDS >> f & 1)
@@ -483,11 +450,11 @@ static inline __attribute__((always_inline)) int block_event(cmt_reader *r, stru
                r->col[CMT_COL_TIME] <= r->col_end[CMT_COL_TIME]);
     const uint8_t *h = r->col[CMT_COL_HEAD], *tp = r->col[CMT_COL_TIME];
     struct parts x;
-    x.flags = uv(&h, &bad);
-    x.api = uv(&h, &bad);
+    x.flags = cmt__varint_fast(&h, &bad);
+    x.api = cmt__varint_fast(&h, &bad);
     optional_parts(r, &h, &x, &bad);
-    x.fields = uv(&h, &bad) & ((UINT64_C(1) << CMT_NFIELDS) - 1); /* newer: skipped */
-    x.t = r->prev_t + (uint64_t)cmt__unzigzag(uv(&tp, &bad));
+    x.fields = cmt__varint_fast(&h, &bad) & ((UINT64_C(1) << CMT_NFIELDS) - 1); /* newer: skipped */
+    x.t = r->prev_t + (uint64_t)cmt__unzigzag(cmt__varint_fast(&tp, &bad));
     /* ptr, size and stream, which most events carry, with constant offsets; then the rest */
     if (x.fields & CMT_F(PTR))
         block_value(r, e, CMT_FIELD_PTR, &bad);
@@ -519,6 +486,38 @@ static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
     rec->type = CMT_REC_EVENT;
     rec->offset = r->chunk_offset;
     return 1;
+}
+
+/* Returns the next event decoded ahead; after the block's last, every column must end there. */
+static inline __attribute__((always_inline)) int next_batch_event(cmt_reader *r,
+                                                                  struct cmt_record *rec)
+{
+    const struct cmt_event *e = &r->batch[r->batch_next++];
+    /* the parts, ptr, size and stream, then any other field the event has */
+    memcpy(&rec->u.event, e, offsetof(struct cmt_event, v) + 3 * sizeof e->v[0]);
+    const uint32_t others = ~(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM));
+    for (uint32_t m = e->fields & others; __builtin_expect(m != 0, 0); m &= m - 1)
+        rec->u.event.v[__builtin_ctz(m)] = e->v[__builtin_ctz(m)];
+    rec->type = CMT_REC_EVENT;
+    rec->offset = r->chunk_offset;
+    cmt__reader_count_event(r, e->seq);
+    if (__builtin_expect(r->batch_next == r->batch_count && r->block_left == 0, 0))
+        end_block(r);
+    return 1;
+}
+
+/* The current block's next event: from a batch (decoded ahead), or one at a time with every
+ * check when the batch that holds it showed damage. */
+static inline __attribute__((always_inline)) int next_unbatched_block_event(cmt_reader *r,
+                                                                            struct cmt_record *rec)
+{
+    if (r->careful_left == 0) {
+        if (__builtin_expect(cmt__reader_fill_batch(r) == 0, 1))
+            return next_batch_event(r, rec);
+        r->careful_left = r->block_left < CMT__BATCH_EVENTS ? r->block_left : CMT__BATCH_EVENTS;
+    }
+    r->careful_left--;
+    return next_block_event(r, rec);
 }
 
 /* Returns the current ALLOC_EVENTS block's next report, or the damage it shows. */
@@ -615,7 +614,7 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
         if (type == CMT_REC_EVENTS) {
             if (start_block(r, d.p, d.end) != 0)
                 return set_damage(r, CMT_ECORRUPT, r->chunk_offset, "malformed event block");
-            return next_block_event(r, rec);
+            return next_unbatched_block_event(r, rec);
         }
         if (type == CMT_REC_ALLOC_EVENTS) {
             if (cmt__reader_alloc_block(r, &d) != 0)
@@ -633,8 +632,10 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
 
 static inline __attribute__((always_inline)) int next_record(cmt_reader *r, struct cmt_record *rec)
 {
-    if (__builtin_expect(r->block_left != 0, 1)) /* the next event of an EVENTS block */
-        return next_block_event(r, rec);
+    if (__builtin_expect(r->batch_next < r->batch_count, 1)) /* an EVENTS block's next event */
+        return next_batch_event(r, rec);
+    if (__builtin_expect(r->block_left != 0, 1))
+        return next_unbatched_block_event(r, rec);
     if (__builtin_expect(r->ablock_left != 0, 0)) /* an ALLOC_EVENTS block's next report */
         return next_alloc_block_event(r, rec);
     /* the hot path: an event with a two-byte header, whole inside the current chunk (a
@@ -655,7 +656,8 @@ static inline __attribute__((always_inline)) int next_record(cmt_reader *r, stru
     return next_slow(r, rec);
 }
 
-int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+/* The next record but the common case, an event decoded ahead that is kept. */
+static __attribute__((noinline)) int next_any(cmt_reader *r, struct cmt_record *rec)
 {
     int rc = next_record(r, rec);
     while (__builtin_expect(r->drop_event, 0) && rc > 0) { /* rule 7: an overlapping event */
@@ -665,11 +667,22 @@ int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
     return rc;
 }
 
+int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
+{
+    if (__builtin_expect(r->batch_next < r->batch_count, 1)) {
+        next_batch_event(r, rec);
+        if (__builtin_expect(!r->drop_event, 1))
+            return 1;
+        r->drop_event = 0; /* rule 7: an overlapping event is left out */
+    }
+    return next_any(r, rec);
+}
+
 void cmt_reader_stop(cmt_reader *r)
 {
     r->stopped = 1;
-    r->cur = r->end; /* the fast path sees no event left in the chunk: next_slow says 0 */
-    r->block_left = r->ablock_left = 0; /* nor in a block */
+    r->cur = r->end;  /* the fast path sees no event left in the chunk: next_slow says 0 */
+    forget_blocks(r); /* nor in a block */
 }
 
 int cmt_reader_preload(cmt_reader *r)

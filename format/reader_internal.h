@@ -15,6 +15,12 @@
  * has at most 9 + CMT_NFIELDS varints of at most 10 bytes, so even a record cut to one byte
  * keeps every read within 10 * (9 + CMT_NFIELDS) bytes past its end. */
 #define CMT__CHUNK_PAD 320
+/* The events of an EVENTS block decoded ahead at a time (reader_batch.c). Its unchecked reads
+ * stay within the padding too: a cursor starts at most at the chunk's end, a varint that
+ * starts below it ends at most 9 bytes past it and one that starts in the zeroed padding is
+ * one byte long, and the head column gives at most 8 varints an event. */
+#define CMT__BATCH_EVENTS 32
+_Static_assert(8 * CMT__BATCH_EVENTS + 2 * 10 <= CMT__CHUNK_PAD, "an event batch may overrun");
 
 /* A checked decoder over [p, end): reads past the end set bad (reader_records.c). */
 struct cmt__dec {
@@ -71,6 +77,11 @@ struct cmt_reader {
      * absent column is empty: a cursor at the chunk's zeroed padding) */
     uint32_t block_left;
     const uint8_t *col[CMT_NCOLS], *col_end[CMT_NCOLS];
+    /* events of that block decoded ahead (reader_batch.c): batch[batch_next..batch_count) are
+     * handed out next, and block_left does not count them; careful_left: events to decode one
+     * at a time, with every check, because the batch that held them showed damage */
+    uint32_t batch_next, batch_count, careful_left;
+    int pext; /* batches pack varints with BMI2's pext (cmt__reader_cpu_pext) */
     /* the ALLOC_EVENTS block being read (3.3): reports left, a decoder per column (an absent
      * column reads as damage), and its delta bases, reset per chunk */
     uint32_t ablock_left;
@@ -131,6 +142,8 @@ struct cmt_reader {
 
     int clean_exit;
     uint64_t events, gaps, last_seq;
+
+    struct cmt_event batch[CMT__BATCH_EVENTS]; /* see batch_next */
 };
 
 /* Tables (reader_tables.c). Each store returns 0, CMT_ECORRUPT for an id out of bounds, or
@@ -201,6 +214,13 @@ int cmt__reader_decode(cmt_reader *r, uint32_t type, struct cmt__dec *d, struct 
 int cmt__reader_block_columns(const uint8_t *p, const uint8_t *end, uint32_t *count,
                               const uint8_t **col, const uint8_t **col_end, int ncols,
                               const uint8_t *absent);
+/* Decodes the next min(block_left, CMT__BATCH_EVENTS) events of the current EVENTS block into
+ * r->batch at once, with their checks made once for all (reader_batch.c); the state moves on
+ * only when every one of them is well formed. @return 0, or -1 when one of them is malformed
+ * (nothing changed: the one-at-a-time decoder finds which). */
+int cmt__reader_fill_batch(cmt_reader *r);
+/* @return non-zero when this CPU runs BMI2's pext fast (then a reader's batches use it). */
+int cmt__reader_cpu_pext(void);
 /* An ALLOC_EVENTS block's payload d: sets up its columns and r->ablock_left.
  * @return 0, or -1 when its header is malformed. */
 int cmt__reader_alloc_block(cmt_reader *r, struct cmt__dec *d);
