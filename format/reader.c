@@ -23,7 +23,8 @@
 static void forget_blocks(cmt_reader *r)
 {
     r->block_left = r->ablock_left = 0;
-    r->batch_next = r->batch_count = r->careful_left = 0;
+    r->batch_next = r->batch_end = NULL;
+    r->careful_left = 0;
 }
 
 static int set_damage(cmt_reader *r, int code, uint64_t offset, const char *what)
@@ -492,7 +493,7 @@ static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
 static inline __attribute__((always_inline)) int next_batch_event(cmt_reader *r,
                                                                   struct cmt_record *rec)
 {
-    const struct cmt_event *e = &r->batch[r->batch_next++];
+    const struct cmt_event *e = r->batch_next++;
     /* the parts, ptr, size and stream, then any other field the event has */
     memcpy(&rec->u.event, e, offsetof(struct cmt_event, v) + 3 * sizeof e->v[0]);
     const uint32_t others = ~(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM));
@@ -501,7 +502,7 @@ static inline __attribute__((always_inline)) int next_batch_event(cmt_reader *r,
     rec->type = CMT_REC_EVENT;
     rec->offset = r->chunk_offset;
     cmt__reader_count_event(r, e->seq);
-    if (__builtin_expect(r->batch_next == r->batch_count && r->block_left == 0, 0))
+    if (__builtin_expect(r->batch_next == r->batch_end && r->block_left == 0, 0))
         end_block(r);
     return 1;
 }
@@ -632,7 +633,7 @@ static __attribute__((noinline)) int next_slow(cmt_reader *r, struct cmt_record 
 
 static inline __attribute__((always_inline)) int next_record(cmt_reader *r, struct cmt_record *rec)
 {
-    if (__builtin_expect(r->batch_next < r->batch_count, 1)) /* an EVENTS block's next event */
+    if (__builtin_expect(r->batch_next != r->batch_end, 1)) /* an EVENTS block's next event */
         return next_batch_event(r, rec);
     if (__builtin_expect(r->block_left != 0, 1))
         return next_unbatched_block_event(r, rec);
@@ -669,7 +670,7 @@ static __attribute__((noinline)) int next_any(cmt_reader *r, struct cmt_record *
 
 int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
 {
-    if (__builtin_expect(r->batch_next < r->batch_count, 1)) {
+    if (__builtin_expect(r->batch_next != r->batch_end, 1)) {
         next_batch_event(r, rec);
         if (__builtin_expect(!r->drop_event, 1))
             return 1;

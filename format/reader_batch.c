@@ -139,14 +139,14 @@ static inline __attribute__((always_inline)) int fill_batch(cmt_reader *r, int p
     load_state(r, &s, col, prev_v);
     int bad = 0;
     uint64_t out_of_range = 0;
-    for (uint32_t i = 0; i < n; i++)
-        out_of_range |= batch_event(&s, col, prev_v, &r->batch[i], &bad, pext);
+    for (struct cmt_event *e = r->batch, *end = e + n; e != end; e++)
+        out_of_range |= batch_event(&s, col, prev_v, e, &bad, pext);
     if (gather_state(r, &s, col, prev_v) | bad || out_of_range)
         return -1;
     store_state(r, &s, col, prev_v);
     r->block_left -= n;
-    r->batch_next = 0;
-    r->batch_count = n;
+    r->batch_next = r->batch;
+    r->batch_end = r->batch + n;
     return 0;
 }
 

@@ -10,16 +10,17 @@
 /* Bounds that keep a hostile file from asking for absurd tables. */
 #define CMT__MAX_TABLE_ID (1u << 26)
 #define CMT__MAX_API_ID 65535u
-/* Zeroed bytes kept after a chunk's records, so the unchecked event decoder never reads
- * outside the buffer (it checks its position against the record's end afterwards): an event
- * has at most 9 + CMT_NFIELDS varints of at most 10 bytes, so even a record cut to one byte
- * keeps every read within 10 * (9 + CMT_NFIELDS) bytes past its end. */
-#define CMT__CHUNK_PAD 320
+/* Zeroed bytes kept after a chunk's records, so the unchecked event decoders never read
+ * outside the buffer (they check their positions against the record's or column's end
+ * afterwards): an EVENT has at most 9 + CMT_NFIELDS varints of at most 10 bytes, so even a
+ * record cut to one byte keeps every read within 10 * (9 + CMT_NFIELDS) bytes past its end;
+ * an event batch's bound follows. */
+#define CMT__CHUNK_PAD 1024
 /* The events of an EVENTS block decoded ahead at a time (reader_batch.c). Its unchecked reads
  * stay within the padding too: a cursor starts at most at the chunk's end, a varint that
  * starts below it ends at most 9 bytes past it and one that starts in the zeroed padding is
  * one byte long, and the head column gives at most 8 varints an event. */
-#define CMT__BATCH_EVENTS 32
+#define CMT__BATCH_EVENTS 64
 _Static_assert(8 * CMT__BATCH_EVENTS + 2 * 10 <= CMT__CHUNK_PAD, "an event batch may overrun");
 
 /* A checked decoder over [p, end): reads past the end set bad (reader_records.c). */
@@ -77,10 +78,11 @@ struct cmt_reader {
      * absent column is empty: a cursor at the chunk's zeroed padding) */
     uint32_t block_left;
     const uint8_t *col[CMT_NCOLS], *col_end[CMT_NCOLS];
-    /* events of that block decoded ahead (reader_batch.c): batch[batch_next..batch_count) are
-     * handed out next, and block_left does not count them; careful_left: events to decode one
-     * at a time, with every check, because the batch that held them showed damage */
-    uint32_t batch_next, batch_count, careful_left;
+    /* events of that block decoded ahead (reader_batch.c): [batch_next, batch_end) of batch[]
+     * are handed out next, and block_left does not count them; careful_left: events to decode
+     * one at a time, with every check, because the batch that held them showed damage */
+    const struct cmt_event *batch_next, *batch_end;
+    uint32_t careful_left;
     int pext; /* batches pack varints with BMI2's pext (cmt__reader_cpu_pext) */
     /* the ALLOC_EVENTS block being read (3.3): reports left, a decoder per column (an absent
      * column reads as damage), and its delta bases, reset per chunk */
@@ -187,6 +189,11 @@ void cmt__reader_count_gap(cmt_reader *r, uint64_t seq);
 static inline __attribute__((always_inline)) void cmt__reader_count_event(cmt_reader *r,
                                                                           uint64_t seq)
 {
+    if (__builtin_expect(seq == r->last_seq + 1 && seq != 0, 1)) { /* the next in order */
+        r->last_seq = seq;
+        r->events++;
+        return;
+    }
     if (__builtin_expect(r->events != 0 && seq <= r->last_seq, 0)) {
         if (!r->overlapping_events++)
             r->overlap_at = r->chunk_offset;

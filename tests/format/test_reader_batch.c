@@ -94,7 +94,7 @@ Test(reader_batch, events_read_back_as_written_with_either_packing)
 /* What is wrong with the one malformed event of a hand-built block. */
 enum damage { API_PAST_32_BITS, UNKNOWN_FLAG, DEV_PAST_INT32, TENTH_BYTE, PTR_COLUMN_SHORT };
 
-enum { BLOCK_EVENTS = 70 }; /* more than two batches */
+enum { BLOCK_EVENTS = CMT__BATCH_EVENTS + 6 }; /* a batch and part of another */
 
 /* An EVENTS block of BLOCK_EVENTS events (api 1, t +10 each, ptr 0x1000 + i) in which event
  * `bad` has `what` wrong. @return the record's bytes in out. */
@@ -131,7 +131,13 @@ static size_t damaged_block(uint8_t *out, int bad, enum damage what)
 
 Test(reader_batch, a_malformed_event_anywhere_ends_the_read_right_before_it)
 {
-    const int at[] = {0, 1, 30, 31, 32, 33, 63, 64, 69};
+    const int at[] = {0,
+                      1,
+                      30,
+                      CMT__BATCH_EVENTS - 1,
+                      CMT__BATCH_EVENTS,
+                      CMT__BATCH_EVENTS + 1,
+                      BLOCK_EVENTS - 1};
     for (int what = API_PAST_32_BITS; what <= PTR_COLUMN_SHORT; what++) {
         for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
             uint8_t raw[1024];
