@@ -489,18 +489,25 @@ static inline __attribute__((always_inline)) int next_block_event(cmt_reader *r,
     return 1;
 }
 
-/* Returns the next event decoded ahead; after the block's last, every column must end there. */
-static inline __attribute__((always_inline)) int next_batch_event(cmt_reader *r,
-                                                                  struct cmt_record *rec)
+/* The event decoded ahead e into rec: its parts, ptr, size and stream, then any other field. */
+static inline __attribute__((always_inline)) void copy_batch_event(cmt_reader *r,
+                                                                   struct cmt_record *rec,
+                                                                   const struct cmt_event *e)
 {
-    const struct cmt_event *e = r->batch_next++;
-    /* the parts, ptr, size and stream, then any other field the event has */
     memcpy(&rec->u.event, e, offsetof(struct cmt_event, v) + 3 * sizeof e->v[0]);
     const uint32_t others = ~(CMT_F(PTR) | CMT_F(SIZE) | CMT_F(STREAM));
     for (uint32_t m = e->fields & others; __builtin_expect(m != 0, 0); m &= m - 1)
         rec->u.event.v[__builtin_ctz(m)] = e->v[__builtin_ctz(m)];
     rec->type = CMT_REC_EVENT;
     rec->offset = r->chunk_offset;
+}
+
+/* Returns the next event decoded ahead; after the block's last, every column must end there. */
+static inline __attribute__((always_inline)) int next_batch_event(cmt_reader *r,
+                                                                  struct cmt_record *rec)
+{
+    const struct cmt_event *e = r->batch_next++;
+    copy_batch_event(r, rec, e);
     cmt__reader_count_event(r, e->seq);
     if (__builtin_expect(r->batch_next == r->batch_end && r->block_left == 0, 0))
         end_block(r);
@@ -668,15 +675,34 @@ static __attribute__((noinline)) int next_any(cmt_reader *r, struct cmt_record *
     return rc;
 }
 
+/* cmt_reader_next's event decoded ahead, rec, when it is not the next seq in order or ends its
+ * block: counted (rule 7: left out when it overlaps), the block's end checked. */
+static __attribute__((noinline)) int batch_event_end(cmt_reader *r, struct cmt_record *rec)
+{
+    cmt__reader_count_event(r, rec->u.event.seq);
+    if (r->batch_next == r->batch_end && r->block_left == 0)
+        end_block(r);
+    if (__builtin_expect(!r->drop_event, 1))
+        return 1;
+    r->drop_event = 0;
+    return next_any(r, rec);
+}
+
 int cmt_reader_next(cmt_reader *r, struct cmt_record *rec)
 {
-    if (__builtin_expect(r->batch_next != r->batch_end, 1)) {
-        next_batch_event(r, rec);
-        if (__builtin_expect(!r->drop_event, 1))
-            return 1;
-        r->drop_event = 0; /* rule 7: an overlapping event is left out */
-    }
-    return next_any(r, rec);
+    const struct cmt_event *e = r->batch_next;
+    if (__builtin_expect(e == r->batch_end, 0))
+        return next_any(r, rec);
+    /* the common case: the next seq in order, not its block's last (only tail calls besides) */
+    r->batch_next = e + 1;
+    uint64_t seq = e->seq;
+    copy_batch_event(r, rec, e);
+    if (__builtin_expect(
+            seq != r->last_seq + 1 || seq == 0 || (e + 1 == r->batch_end && r->block_left == 0), 0))
+        return batch_event_end(r, rec);
+    r->last_seq = seq;
+    r->events++;
+    return 1;
 }
 
 void cmt_reader_stop(cmt_reader *r)
