@@ -33,12 +33,19 @@ static inline __attribute__((always_inline)) void other_values(const uint8_t **c
     }
 }
 
-/* One event of the batch into e. @return non-zero when a part is out of its range. */
-static inline __attribute__((always_inline)) uint64_t batch_event(struct batch_state *s,
-                                                                  const uint8_t **col,
-                                                                  uint64_t *prev_v,
-                                                                  struct cmt_event *e, int *bad,
-                                                                  int pext)
+/* What the range checks of a batch's events need, gathered as they are decoded. */
+struct batch_ranges {
+    uint64_t wide;  /* api and result ORed: a bit above 31 is out of range */
+    uint64_t flags; /* every event's flags ORed: an unknown bit is malformed */
+    uint64_t dev;   /* each dev read, plus 2^31, ORed: a bit above 31 is outside int32_t */
+};
+
+/* One event of the batch into e, its parts' ranges into *g. */
+static inline __attribute__((always_inline)) void batch_event(struct batch_state *s,
+                                                              const uint8_t **col, uint64_t *prev_v,
+                                                              struct cmt_event *e,
+                                                              struct batch_ranges *g, int *bad,
+                                                              int pext)
 {
     uint64_t flags = cmt__varint_fast_with(&s->head, bad, pext);
     uint64_t api = cmt__varint_fast_with(&s->head, bad, pext);
@@ -46,8 +53,10 @@ static inline __attribute__((always_inline)) uint64_t batch_event(struct batch_s
     if (flags & CMT_EV_TID)
         s->tid += (uint32_t)cmt__unzigzag(cmt__varint_fast_with(&s->head, bad, pext));
     uint64_t result = flags & CMT_EV_RESULT ? cmt__varint_fast_with(&s->head, bad, pext) : 0;
-    if (flags & CMT_EV_DEV)
+    if (flags & CMT_EV_DEV) { /* else dev is the previous event's, already checked */
         s->dev = cmt__unzigzag(cmt__varint_fast_with(&s->head, bad, pext));
+        g->dev |= (uint64_t)s->dev + (UINT64_C(1) << 31);
+    }
     if (flags & CMT_EV_STACK)
         s->stack += (uint32_t)cmt__unzigzag(cmt__varint_fast_with(&s->head, bad, pext));
     uint64_t fields = cmt__varint_fast_with(&s->head, bad, pext) &
@@ -71,9 +80,8 @@ static inline __attribute__((always_inline)) uint64_t batch_event(struct batch_s
     e->dev = (int32_t)s->dev;
     e->stack = s->stack;
     e->fields = (uint32_t)fields;
-    /* api and result fit 32 bits, dev is an int32_t, flags has no unknown bit */
-    return (api | result) >> 32 | ((uint64_t)s->dev + (UINT64_C(1) << 31)) >> 32 |
-           (flags & ~(uint64_t)CMT_EV_ALL);
+    g->wide |= api | result;
+    g->flags |= flags;
 }
 
 static inline __attribute__((always_inline)) void load_state(const cmt_reader *r,
@@ -138,9 +146,11 @@ static inline __attribute__((always_inline)) int fill_batch(cmt_reader *r, int p
     uint64_t prev_v[CMT_NFIELDS];
     load_state(r, &s, col, prev_v);
     int bad = 0;
-    uint64_t out_of_range = 0;
+    struct batch_ranges g = {0, 0, 0};
     for (struct cmt_event *e = r->batch, *end = e + n; e != end; e++)
-        out_of_range |= batch_event(&s, col, prev_v, e, &bad, pext);
+        batch_event(&s, col, prev_v, e, &g, &bad, pext);
+    /* api and result fit 32 bits, dev is an int32_t, flags has no unknown bit */
+    uint64_t out_of_range = (g.wide | g.dev) >> 32 | (g.flags & ~(uint64_t)CMT_EV_ALL);
     if (gather_state(r, &s, col, prev_v) | bad || out_of_range)
         return -1;
     store_state(r, &s, col, prev_v);
