@@ -166,7 +166,7 @@ static __attribute__((noinline)) int fill_batch_shifts(cmt_reader *r)
 }
 
 #if CMT__HAVE_PEXT
-static __attribute__((noinline, target("bmi2"))) int fill_batch_pext(cmt_reader *r)
+static __attribute__((noinline, target("bmi,bmi2"))) int fill_batch_pext(cmt_reader *r)
 {
     return fill_batch(r, 1);
 }
@@ -185,7 +185,8 @@ int cmt__reader_cpu_pext(void)
 {
 #if CMT__HAVE_PEXT
     /* AMD's before Zen 3 run pext in microcode, slower than the shift steps */
-    return __builtin_cpu_supports("bmi2") && __builtin_cpu_is("intel");
+    return __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_is("intel");
 #else
     return 0;
 #endif

@@ -82,7 +82,7 @@ static __attribute__((noinline, unused)) struct cmt__varint_read cmt__varint_lon
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CMT__HAVE_PEXT 1
 /* The 7-bit groups of the low `bits` bits of w, packed (BMI2: only for a caller compiled with
- * target("bmi2"), run where the CPU has it; cmt__varint_fast_pext). */
+ * target("bmi,bmi2"), run where the CPU has both; cmt__varint_pack). */
 static inline __attribute__((target("bmi2"))) uint64_t cmt__varint_pack_pext(uint64_t w,
                                                                              unsigned bits)
 {
@@ -98,7 +98,7 @@ static inline uint64_t cmt__varint_pack_pext(uint64_t w, unsigned bits)
 
 /* The 7-bit groups of the low `bits` bits of w (a varint of bits / 8 bytes, 1 to 8), packed:
  * by three shift steps, or with `pext` non-zero by the BMI2 instruction of that name (the
- * caller is then compiled with target("bmi2")). */
+ * caller is then compiled with target("bmi,bmi2")). */
 static inline __attribute__((always_inline)) uint64_t cmt__varint_pack(uint64_t w, unsigned bits,
                                                                        int pext)
 {
