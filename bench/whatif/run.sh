@@ -11,7 +11,9 @@
 # figures are printed. Memory: the stream's bytes per event (printed by bench_whatif) and the
 # peak RSS of `cumemtrace whatif` over the same stream recorded as a trace, and over a stream
 # of BIG_MILLIONS events (default 4 x MILLIONS) of the same shape: the two should be about
-# equal, since whatif keeps the live set in memory and the stream in a temporary file.
+# equal, since whatif keeps the live set in memory and the stream in a temporary file. Then
+# issue 26 item 5's lines: the slowest and fastest setting's events per CPU second against
+# its target (at least 1.0e7 each) and the big trace's peak RSS over the small one's.
 # Prints figures only; never fails on a slow result.
 set -euo pipefail
 
@@ -30,12 +32,24 @@ peak_rss() { # TRACE EVENTS: the peak RSS of a 2-setting whatif over it
   /usr/bin/time -f '%M' -o "$work/rss" "$build/bin/cumemtrace" whatif --capacity 60GiB \
     --memory-fraction 0.75 --max-split-size-mb inf,512 --json "$1" >/dev/null
   echo "  cumemtrace whatif over the $2-event trace (2 settings): peak RSS $(cat "$work/rss") KiB"
+  cat "$work/rss" >>"$work/rss.all"
 }
 if command -v /usr/bin/time >/dev/null; then
   peak_rss "$work/stream.cmt" "$events"
   "$build/bench/bench_whatif" --write-only "$big" "$work/big.cmt" >"$work/big.txt"
   peak_rss "$work/big.cmt" "$(awk '/ events written/ { print $2 }' "$work/big.txt")"
   rm -f "$work/big.cmt"
+fi
+# issue 26 item 5: whatif per setting stays where it was (1.0-1.3e7 events per CPU second per
+# setting when the issue was filed) with flat memory: the slowest and fastest setting of the
+# table above, and the big trace's peak RSS over the small one's
+awk '$5 ~ /^(ok|OOM),$/ { v = $4 + 0; if (n++ == 0 || v < lo) lo = v; if (v > hi) hi = v }
+  END { printf "  per setting: %.3g to %.3g events per CPU second; target (issue 26 item 5): >= 1.0e7 each -> %s\n",
+        lo, hi, (lo >= 1e7 ? "met" : "NOT met") }' "$work/bench.txt"
+if [[ -f $work/rss.all ]]; then
+  awk 'NR == 1 { a = $1 } NR == 2 { b = $1 } END { if (a > 0 && b > 0)
+    printf "  peak RSS over %s times the events: x%.2f the small trace'"'"'s (flat: about x1.00)\n", big_over, b / a }' \
+    big_over="$(awk -v b="$big" -v m="$millions" 'BEGIN { printf "%g", b / m }')" "$work/rss.all"
 fi
 
 driver=$build/oracle/c10-build/bin/oracle_driver
