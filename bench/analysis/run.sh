@@ -21,7 +21,7 @@
 # The runs are interleaved (BENCH_ROUNDS rounds, default 7) and measured in CPU time; the
 # figure to quote is "x anchor", the median over rounds of the speed ratio to the
 # heaptrack_print run just before each, because this machine's speed changes by 2x from
-# minute to minute.
+# minute to minute. Then issue 26 item 2's verdicts per trace and analysis, from the table.
 # Then live.sh (report over 1M and 10M live allocations; BENCH_SKIP_LIVE=1 skips it).
 # Prints figures only; never fails on a slow result. Knobs: BENCH_ROUNDS, BENCH_KEEP=1.
 set -euo pipefail
@@ -63,11 +63,27 @@ fi
 echo "cumemtrace analysis benchmark: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- |
     sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$build/bench/cmt_bench_analysis" -r "$rounds" "${anchor[@]}" "$work/recorded.cmt" \
-    "$churn_arg" "$work/synthetic.cmt"
+    "$churn_arg" "$work/synthetic.cmt" | tee "$work/table.txt"
 echo
 echo "target (issue 4): >= 20 M events/s where heaptrack_print reads about 16 M/s, i.e. at"
 echo "least x1.25 anchor for report, oom and timeline; issue 26: x1.5 anchor on every trace and"
 echo "at least 75% of the reader's own speed"
+# issue 26 item 2's verdicts, from the table's rows (x anchor: the first "xN anchor" of a row)
+awk 'function v(ok) { return ok ? "met" : "NOT met" }
+    /^\// { n = split($1, p, "/"); trace = p[n]; sub(/\.cmt:?$/, "", trace) }
+    /^  (report|oom|timeline) / && $2 == "best" && / of the reader/ {
+        x = ""; pct = ""
+        for (i = 1; i <= NF; i++) {
+            if ($i == "anchor" && x == "") x = substr($(i - 1), 2)
+            if ($i == "of" && $(i + 1) == "the" && $(i + 2) == "reader") pct = $(i - 1)
+        }
+        sub(/%/, "", pct)
+        line[trace] = line[trace] sprintf("  %s x%s %s, %s%% %s;", $1, x, v(x + 0 >= 1.5), pct,
+                                          v(pct + 0 >= 75))
+        if (!(trace in seen)) { seen[trace] = 1; order[++k] = trace }
+    }
+    END { if (k) print "issue 26 item 2 (>= x1.5 anchor, >= 75% of the reader):"
+          for (i = 1; i <= k; i++) printf "  %-10s%s\n", order[i], line[order[i]] }' "$work/table.txt"
 # issue 26's live objects (1M and 10M allocations never freed): live.sh prints them
 [[ ${BENCH_SKIP_LIVE:-0} == 1 ]] || { echo; "$here/live.sh" "$build"; }
 [[ ${BENCH_KEEP:-0} == 1 ]] && echo "work folder kept: $work"
