@@ -367,6 +367,9 @@ int cmt_cmd_timeline(int argc, char **argv)
     long points = t.points;
     struct cmt_timeline tl;
     cmt_timeline_init(&tl, points ? (uint32_t)points : fmt == TEXT ? 60 : fmt == SVG ? 400 : 1000);
+    /* the summary and the chart show no point's hole measures (the summary's line at the peak
+     * measures the peak itself): only the CSV and JSON take the sampling's cost */
+    cmt_timeline_set_no_holes(&tl, fmt == TEXT || fmt == SVG);
     /* the SVG's capacity line and others band come from the free/total samples */
     struct cmt_site_groups none = {0};
     struct cmt_site_timeline samples;

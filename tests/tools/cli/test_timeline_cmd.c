@@ -120,3 +120,30 @@ Test(timeline_cmd, releases_without_a_device_lower_their_devices_series)
     cr_expect(strstr(c.out, "\n  ███████████▁") && !strstr(c.out, "████████████"), "%s", c.out);
     captured_free(&c);
 }
+
+/* The summary takes no sampled hole measures (cmt_timeline_set_no_holes), yet its line at the
+ * peak measures the peak's live set: 1 GiB between two buffers; the CSV's peak row has it too. */
+Test(timeline_cmd, summary_measures_the_peaks_gaps_without_the_sampling)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t s = tb_stack(&b, "two_buffers", 2);
+    tb_alloc(&b, 0x700000000000, TB_GIB, s);
+    tb_alloc(&b, 0x700000000000 + 2 * TB_GIB, TB_GIB, s);
+    tb_finish(&b, 0);
+    const char *path = temp_trace(b.buf.data, b.buf.len, 2);
+    tb_free_builder(&b);
+
+    const char *argv[] = {"timeline", path, NULL};
+    struct captured c = capture_run(cmt_cmd_timeline, argv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, "at the peak: address gaps 1.00 GiB (largest 1.00 GiB, "
+                            "fragmentation 0.00;"),
+              "%s", c.out);
+    captured_free(&c);
+    const char *cargv[] = {"timeline", "--csv", path, NULL};
+    c = capture_run(cmt_cmd_timeline, cargv);
+    cr_expect_eq(c.status, 0);
+    cr_expect(strstr(c.out, ",2,1073741824,1073741824,0.0000,0,"), "%s", c.out);
+    captured_free(&c);
+}
