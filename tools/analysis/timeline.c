@@ -22,6 +22,7 @@ void cmt_timeline_free(struct cmt_timeline *tl)
     for (uint32_t i = 0; i < tl->device_count; i++)
         free(tl->devices[i].points);
     free(tl->devices);
+    cmt__frag_scratch_free(&tl->frag);
     memset(tl, 0, sizeof *tl);
 }
 
@@ -117,8 +118,8 @@ static void coarsen(struct cmt_timeline *tl)
     tl->width_shift++;
 }
 
-static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
-                         const struct cmt_replay_device *rd)
+static void sample_holes(struct cmt_timeline *tl, struct cmt_timeline_device *d,
+                         const cmt_replay *rp, const struct cmt_replay_device *rd)
 {
     /* hole measures sort the live set: sample them at most once per 2 x live + 1024 events,
      * which keeps their cost a small constant per event */
@@ -127,7 +128,7 @@ static void sample_holes(struct cmt_timeline_device *d, const cmt_replay *rp,
         return;
     d->events_since_sample = 0;
     struct cmt_fragmentation f;
-    if (cmt_replay_fragmentation(rp, d->dev, &f) != 0)
+    if (cmt__frag_measure(rp, d->dev, &tl->frag, &f) != 0)
         return;
     d->last_holes.hole_bytes = f.hole_bytes;
     d->last_holes.largest_hole = f.largest_hole;
@@ -150,7 +151,7 @@ static void observe_on(struct cmt_timeline *tl, const cmt_replay *rp,
     uint32_t k = k64 < tl->max_points ? (uint32_t)k64 : tl->max_points - 1;
     d->events_since_sample++;
     if (d->open >= 0 && (uint32_t)d->open != k && !tl->no_holes)
-        sample_holes(d, rp, rd); /* the previous bucket closed: measure on the way out */
+        sample_holes(tl, d, rp, rd); /* the previous bucket closed: measure on the way out */
     d->open = (int32_t)k;
     struct cmt_timeline_point *p = &d->points[k];
     if (oom)

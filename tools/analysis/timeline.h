@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "allocator.h"
+#include "frag.h"
 #include "replay.h"
 
 struct cmt_timeline_point {
@@ -53,9 +54,10 @@ struct cmt_timeline {
     size_t device_cap;
     uint32_t hit; /* index of the device of the last event (when device_count > 0) */
     int failed;
-    const cmt_alloc *alloc; /* the allocator-level view, or NULL */
-    int alloc_seen;         /* an allocator event was charted */
-    int no_holes;           /* cmt_timeline_set_no_holes: the hole measures are not taken */
+    const cmt_alloc *alloc;        /* the allocator-level view, or NULL */
+    int alloc_seen;                /* an allocator event was charted */
+    int no_holes;                  /* cmt_timeline_set_no_holes: the hole measures are not taken */
+    struct cmt__frag_scratch frag; /* the hole sampling's buffers, kept between samples */
 };
 
 /* @return 0 or CMT_ENOMEM. max_points >= 2. */
