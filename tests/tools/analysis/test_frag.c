@@ -8,21 +8,26 @@
 #include "replay.h"
 #include "trace_builder.h"
 
-static cmt_reader *reader;
-static cmt_replay *rp;
+/* A trace built in memory and replayed to its end. */
+struct held {
+    struct tb b;
+    cmt_reader *reader;
+    cmt_replay *rp;
+};
 
-static void replay(struct tb *b)
+static cmt_replay *replay(struct held *h)
 {
-    cr_assert_eq(cmt_reader_open_memory(&reader, b->buf.data, b->buf.len), 0);
-    cr_assert_eq(cmt_replay_create(&rp, reader), 0);
-    cr_assert_eq(cmt_replay_run(rp, NULL, 0), 0);
+    cr_assert_eq(cmt_reader_open_memory(&h->reader, h->b.buf.data, h->b.buf.len), 0);
+    cr_assert_eq(cmt_replay_create(&h->rp, h->reader), 0);
+    cr_assert_eq(cmt_replay_run(h->rp, NULL, 0), 0);
+    return h->rp;
 }
 
-static void done(struct tb *b)
+static void release(struct held *h)
 {
-    cmt_replay_destroy(rp);
-    cmt_reader_close(reader);
-    tb_free_builder(b);
+    cmt_replay_destroy(h->rp);
+    cmt_reader_close(h->reader);
+    tb_free_builder(&h->b);
 }
 
 /* n allocations of 1 MiB, slot k at k x 3 MiB (so each hole is 2 MiB), made out of address
@@ -69,13 +74,12 @@ Test(frag, holes_in_address_order_on_every_sort_path)
     static const uint64_t sizes[] = {20, 1000, 5000};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         for (int jump = 0; jump < 2; jump++) {
-            struct tb b;
-            spread_trace(&b, sizes[i], jump);
-            replay(&b);
+            struct held h;
+            spread_trace(&h.b, sizes[i], jump);
             struct cmt_fragmentation f;
-            cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+            cr_assert_eq(cmt_replay_fragmentation(replay(&h), 0, &f), 0);
             expect_spread(&f, sizes[i], jump);
-            done(&b);
+            release(&h);
         }
 }
 
@@ -86,9 +90,9 @@ Test(frag, kept_buffers_measure_as_fresh_ones)
     static const uint64_t sizes[] = {5000, 20, 1000, 5000};
     struct cmt__frag_scratch s = {0};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        struct tb b;
-        spread_trace(&b, sizes[i], (int)(i & 1) ^ 1);
-        replay(&b);
+        struct held h;
+        spread_trace(&h.b, sizes[i], (int)(i & 1) ^ 1);
+        cmt_replay *rp = replay(&h);
         for (int again = 0; again < 2; again++) {
             struct cmt_fragmentation kept, fresh;
             cr_assert_eq(cmt__frag_measure(rp, 0, &s, &kept), 0);
@@ -96,7 +100,7 @@ Test(frag, kept_buffers_measure_as_fresh_ones)
             expect_same(&kept, &fresh);
             expect_spread(&kept, sizes[i], (int)(i & 1) ^ 1);
         }
-        done(&b);
+        release(&h);
     }
     cmt__frag_scratch_free(&s);
     cr_expect_null(s.allocs.v);
@@ -109,27 +113,27 @@ Test(frag, kept_buffers_measure_as_fresh_ones)
 Test(frag, unmapped_extents_inside_reservations_only)
 {
     for (int reserve = 1; reserve >= 0; reserve--) {
-        struct tb b;
-        tb_begin(&b, TB_GIB, TB_GIB);
+        struct held h;
+        struct tb *b = &h.b;
+        tb_begin(b, TB_GIB, TB_GIB);
         uint64_t base = 0x7000000000;
         uint64_t create8[] = {8 * TB_MIB, 0x78}, create4[] = {4 * TB_MIB, 0x77};
-        tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create8);
-        tb_event(&b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create4);
+        tb_event(b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create8);
+        tb_event(b, TB_CREATE, 0, 0, 0, CMT_F(HANDLE) | CMT_F(SIZE), create4);
         uint64_t va[] = {base, 64 * TB_MIB, 0};
         if (reserve)
-            tb_event(&b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN), va);
+            tb_event(b, TB_RESERVE, 0, 0, 0, CMT_F(PTR) | CMT_F(SIZE) | CMT_F(ALIGN), va);
         uint64_t high[] = {base + 40 * TB_MIB, 8 * TB_MIB, 0x78, 0};
         uint64_t low[] = {base, 4 * TB_MIB, 0x77, 0};
         uint32_t fields = CMT_F(PTR) | CMT_F(SIZE) | CMT_F(OFFSET) | CMT_F(HANDLE);
-        tb_event(&b, TB_MAP, 0, 0, 0, fields, high);
-        tb_event(&b, TB_MAP, 0, 0, 0, fields, low);
-        tb_finish(&b, 0);
-        replay(&b);
+        tb_event(b, TB_MAP, 0, 0, 0, fields, high);
+        tb_event(b, TB_MAP, 0, 0, 0, fields, low);
+        tb_finish(b, 0);
         struct cmt_fragmentation f;
-        cr_assert_eq(cmt_replay_fragmentation(rp, 0, &f), 0);
+        cr_assert_eq(cmt_replay_fragmentation(replay(&h), 0, &f), 0);
         cr_expect_eq(f.reserved_va_bytes, reserve ? 64 * TB_MIB : 0);
         cr_expect_eq(f.mapped_in_va_bytes, reserve ? 12 * TB_MIB : 0);
         cr_expect_eq(f.largest_unmapped, reserve ? 36 * TB_MIB : 0);
-        done(&b);
+        release(&h);
     }
 }
