@@ -66,7 +66,8 @@ struct cmt__map {
 #define CMT__MAP_NEAR_PAGE 18     /* log2 bytes of a page */
 #define CMT__MAP_NEAR_GRAIN 9     /* log2 bytes of a slot's share of it */
 
-static inline size_t cmt__map_home(const struct cmt__map *m, uint64_t key)
+static inline __attribute__((always_inline)) size_t cmt__map_home(const struct cmt__map *m,
+                                                                  uint64_t key)
 {
     if (!m->near_on)
         return (size_t)((key * CMT__MAP_GOLDEN) >> m->shift);
@@ -77,7 +78,8 @@ static inline size_t cmt__map_home(const struct cmt__map *m, uint64_t key)
 }
 
 /* The tag of key, in a slot's tag bits (the 32 - index_bits hash bits below the home's). */
-static inline uint32_t cmt__map_tag(const struct cmt__map *m, uint64_t key)
+static inline __attribute__((always_inline)) uint32_t cmt__map_tag(const struct cmt__map *m,
+                                                                   uint64_t key)
 {
     return (uint32_t)((key * CMT__MAP_GOLDEN) >> 32) << m->index_bits;
 }
@@ -163,11 +165,50 @@ static inline struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t ke
     return e;
 }
 
-/* Removes an entry returned by find/insert; the last entry moves into its place, so pointers
- * into the map become stale (an iteration over entries[] that removes stays at the index). */
+/* The slot that holds exactly value, probing from key's home. */
+static inline __attribute__((always_inline)) size_t cmt__map_slot_of(const struct cmt__map *m,
+                                                                     uint64_t key, uint32_t value)
+{
+    size_t i = cmt__map_home(m, key);
+    while (m->slots[i] != value)
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+/* Removes an entry found by cmt__map_find_at at slot `at`, with no second probe: the slots
+ * after it shift back (backward-shift deletion), and the last entry moves into its place, so
+ * pointers into the map become stale (an iteration over entries[] that removes stays at the
+ * index). Inline: the replay frees through it once per free. */
+static inline __attribute__((always_inline)) void cmt__map_remove_at(struct cmt__map *m,
+                                                                     struct cmt__entry *e, size_t i)
+{
+    uint32_t index_mask = (uint32_t)m->mask;
+    size_t idx = (size_t)(e - m->entries), mask = m->mask;
+    uint32_t *slots = m->slots;
+    for (size_t j = i;;) {
+        j = (j + 1) & mask;
+        uint32_t s = slots[j];
+        if (!s)
+            break;
+        size_t h = cmt__map_home(m, m->entries[(s & index_mask) - 1].key);
+        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            slots[i] = s;
+            i = j;
+        }
+    }
+    slots[i] = 0;
+    size_t last = --m->count;
+    if (idx != last) { /* the last entry fills the hole; its slot follows it */
+        const struct cmt__entry *l = &m->entries[last];
+        uint32_t tag = cmt__map_tag(m, l->key);
+        slots[cmt__map_slot_of(m, l->key, tag | (uint32_t)(last + 1))] = tag | (uint32_t)(idx + 1);
+        *e = *l;
+    }
+}
+
+/* Removes an entry returned by find/insert, as cmt__map_remove_at does. */
 void cmt__map_remove(struct cmt__map *m, struct cmt__entry *e);
-/* The same for an entry found by cmt__map_find_at at slot `at`, with no second probe. */
-void cmt__map_remove_at(struct cmt__map *m, struct cmt__entry *e, size_t at);
 
 void cmt__map_free(struct cmt__map *m);
 
