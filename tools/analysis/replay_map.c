@@ -3,6 +3,7 @@
 #include "replay_map.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MIN_SLOTS 1024
 #define MAX_INDEX_BITS 31 /* an entry index + 1 and a tag of at least one bit in 32 */
@@ -20,9 +21,12 @@ int cmt__map_grow(struct cmt__map *m)
     if (!entries)
         return -1;
     m->entries = entries;
-    uint32_t *slots = calloc(cap, sizeof *slots);
+    /* the index is rebuilt from the entries, so the old one is not kept beside the new: it
+     * grows in place (realloc moves a large one by remapping its pages) and starts empty */
+    uint32_t *slots = realloc(m->slots, cap * sizeof *slots);
     if (!slots)
         return -1;
+    memset(slots, 0, cap * sizeof *slots);
     struct cmt__map n = {entries,  slots,   cap - 1,
                          m->count, limit,   64 - bits,
                          bits,     m->near, m->near && bits >= m->near};
@@ -34,7 +38,6 @@ int cmt__map_grow(struct cmt__map *m)
             i = (i + 1) & n.mask;
         slots[i] = cmt__map_tag(&n, entries[k].key) | (uint32_t)(k + 1);
     }
-    free(m->slots);
     *m = n;
     return 0;
 }

@@ -10,10 +10,11 @@
  * product's top bits) spreads addresses that differ only in high or aligned bits.
  *
  * Memory per live object (issue 26): an entry (48 B) plus 4 / load B of index; the load stays
- * under 3/4, so the index is 5.3 to 10.7 B per object and 16 B at the moment it doubles (old
- * and new tables, 3 x 4 B per slot of the old at load 3/4); the entries grow by realloc,
- * which moves large arrays by remapping pages, so their capacity past count costs no RSS.
- * Hence at most 64 B per live object, growth included (48 + 16); the 48-B-entry table it
+ * under 3/4, so the index is 5.3 to 10.7 B per object, and 10.7 B at the moment it doubles:
+ * the index is rebuilt from the entries, so it grows in place (2 x 4 B per slot of the old at
+ * load 3/4; with the old kept beside the new it was 16 B). Both arrays grow by realloc, which
+ * moves large arrays by remapping pages, so the entries' capacity past count costs no RSS.
+ * Hence at most 59 B per live object, growth included (48 + 10.7); the 48-B-entry table it
  * replaced (load under 1/2, old + new during a doubling) peaked at 239 B.
  * The hot operations are inline. */
 #ifndef CMT__REPLAY_MAP_H
