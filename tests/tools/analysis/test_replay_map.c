@@ -22,13 +22,49 @@ static uint64_t ref_key[KEYS];
 static uint64_t ref_size[KEYS];
 static int ref_live[KEYS];
 
+/* Every slot as an insert into an empty index of this size would write it: its entry's
+ * index, the tag and distance of the entry's key at that slot (saturated past the field), and
+ * no empty slot between its home and it (the probe from the home reaches it). */
+static void index_is_sound(const struct cmt__map *m)
+{
+    size_t held = 0, start = 0;
+    uint32_t index_mask = (uint32_t)m->mask, dist_max = m->dist_max;
+    while (m->slots[start]) /* the load is under 3/4: there is one */
+        start++;
+    for (size_t k = 1, empty = start; k <= m->mask; k++) { /* cyclically from that empty one */
+        size_t i = (start + k) & m->mask;
+        uint32_t s = m->slots[i];
+        if (!s) {
+            empty = i; /* the last empty slot before the ones that follow */
+            continue;
+        }
+        held++;
+        size_t idx = (s & index_mask) - 1;
+        cr_assert_lt(idx, m->count, "slot %zu", i);
+        uint64_t key = m->entries[idx].key;
+        size_t home = cmt__map_home(m, key), dist = (i - home) & m->mask;
+        cr_assert_eq(s & m->tag_mask, cmt__map_tag(m, key), "slot %zu: tag", i);
+        cr_assert_eq((s >> m->index_bits) & dist_max, dist < dist_max ? dist : dist_max,
+                     "slot %zu: distance %zu", i, dist);
+        cr_assert_lt(dist, (i - empty) & m->mask, "slot %zu: a hole after its home", i);
+    }
+    cr_assert_eq(held, m->count);
+}
+
 /* Random insert/find/remove steps over ref_key[], checked against the reference. */
 static void agrees_with_the_reference(unsigned near)
 {
     struct cmt__map m = {.near = near};
     memset(ref_live, 0, sizeof ref_live);
-    size_t live = 0;
+    size_t live = 0, slots = 0;
     for (int step = 0; step < 400000; step++) {
+        if (m.mask + 1 != slots) { /* grown (or created): as a rebuild would have it */
+            slots = m.mask + 1;
+            if (m.slots)
+                index_is_sound(&m);
+        }
+        if (step % 50000 == 0 && m.slots) /* and after removals' backward shifts */
+            index_is_sound(&m);
         int k = (int)(next() % KEYS);
         struct cmt__entry *e = cmt__map_find(&m, ref_key[k]);
         cr_assert_eq(e != NULL, ref_live[k], "step %d key %d", step, k);
@@ -100,6 +136,7 @@ Test(replay_map, near_addresses_get_near_homes)
             cr_assert_gt(spread, 512, "run %zu: hashed homes %zu slots apart", r, spread);
         for (uint64_t k = 0; k < runs[r].keys; k += 997) /* and every key is found */
             cr_assert_not_null(cmt__map_find(&m, 0x100000000000ull + (k << 21)));
+        index_is_sound(&m);
         cmt__map_free(&m);
     }
 }
@@ -161,7 +198,40 @@ Test(replay_map, removal_from_a_chain_that_wraps_past_the_end)
         cmt__map_insert(&m, k << 12)->kind = 1;
     for (size_t i = 0; i < n; i++)
         cr_assert_not_null(cmt__map_find(&m, keys[i]));
+    index_is_sound(&m);
     cmt__map_free(&m);
+}
+
+/* A doubling moves each slot to about twice its place, from the last down; a cluster at the
+ * index's start goes to homes below the slots still to be read, so it waits in a buffer (1024
+ * slots; a longer one has the index rebuilt from the entries). Either way the doubled index is
+ * as a rebuild would have it and every key is found. */
+Test(replay_map, doubling_with_a_cluster_at_the_start)
+{
+    const size_t clusters[] = {500, 2000};
+    for (size_t r = 0; r < 2; r++) {
+        struct cmt__map m = {0};
+        uint64_t filler = 1;
+        while (m.mask + 1 < 8192) /* 2^13 slots */
+            cmt__map_insert(&m, (filler++) << 40)->kind = 1;
+        size_t cap = m.mask + 1, n = 0;
+        static uint64_t keys[2000];
+        for (uint64_t k = 1; n < clusters[r]; k++) /* keys whose homes are the first 4 slots */
+            if (cmt__map_home(&m, k) < 4 && !cmt__map_find(&m, k)) {
+                cmt__map_insert(&m, k)->kind = 1;
+                keys[n++] = k;
+            }
+        cr_assert_eq(m.mask + 1, cap);
+        cr_assert_neq(m.slots[clusters[r] / 2], 0); /* the cluster runs from slot 0 */
+        while (m.mask + 1 == cap)
+            cmt__map_insert(&m, (filler++) << 40)->kind = 1;
+        index_is_sound(&m);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_not_null(cmt__map_find(&m, keys[i]), "cluster key %zu", i);
+        for (uint64_t f = 1; f < filler; f++)
+            cr_assert_not_null(cmt__map_find(&m, f << 40));
+        cmt__map_free(&m);
+    }
 }
 
 /* Issue 26: at most 64 B per live object, growth included. The index doubles when count
