@@ -80,6 +80,22 @@ static size_t next_home(const struct cmt__map *n, const struct cmt__map *m, size
            next << CMT__MAP_NEAR_WINDOW | (home & ((1u << CMT__MAP_NEAR_WINDOW) - 1));
 }
 
+#define AHEAD 64 /* slots ahead of the one it reads whose new places a redistribution prefetches */
+
+/* Prefetches where the slots at old place j go in n: about 2j, or for near homes the two
+ * halves of j's window split in two. Inline: a call of it, having no effect, is dropped. */
+static inline __attribute__((always_inline)) void prefetch_homes(const struct cmt__map *n, size_t j)
+{
+    if (!n->near_on) {
+        __builtin_prefetch(&n->slots[2 * j], 1);
+        return;
+    }
+    size_t lo = (j >> CMT__MAP_NEAR_WINDOW) << (CMT__MAP_NEAR_WINDOW + 1) |
+                (j & ((1u << CMT__MAP_NEAR_WINDOW) - 1));
+    __builtin_prefetch(&n->slots[lo], 1);
+    __builtin_prefetch(&n->slots[lo + (1u << CMT__MAP_NEAR_WINDOW)], 1);
+}
+
 #define DEFERRED 1024 /* slots a redistribution may set aside (past them: a rebuild) */
 
 /* Redistributes m's slots, the first half of n's index (the second empty), in place and from
@@ -93,6 +109,8 @@ static int redistribute(struct cmt__map *n, const struct cmt__map *m)
     size_t homes[DEFERRED], waiting = 0;
     uint32_t *slots = n->slots, index_mask = (uint32_t)m->mask;
     for (size_t j = m->mask + 1; j-- > 0;) {
+        if ((j & 15) == 0 && j >= AHEAD) /* the lines the slots a line ahead will go to */
+            prefetch_homes(n, j - AHEAD);
         uint32_t s = slots[j], tag;
         if (!s)
             continue;
