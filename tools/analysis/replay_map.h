@@ -50,6 +50,8 @@ struct cmt__map {
     size_t mask;                /* slot capacity - 1 (capacity is a power of two, or 0) */
     size_t count;
     size_t limit;        /* count past which the index doubles (3/4 of its capacity) */
+    size_t ready;        /* count up to which inserts need not grow (limit, or the entries
+                          * faulted in so far where they are large) */
     unsigned shift;      /* 64 - spread_bits: Fibonacci hashing takes the product's top bits */
     unsigned index_bits; /* log2(slot capacity) */
     unsigned tag_shift;  /* 32 - the hash bits that choose the home (near: index_bits - 9) */
@@ -152,8 +154,8 @@ static inline __attribute__((always_inline)) struct cmt__entry *cmt__map_find_at
     return cmt__map_probe(m, key, at, &upper);
 }
 
-/* Doubles the index (or creates it) and makes room for its entries. @return 0, or -1 when
- * out of memory (the map is unchanged). */
+/* Doubles the index (or creates it) and makes room for its entries, or (count under limit)
+ * faults in the next entries. @return 0, or -1 when out of memory (the map is unchanged). */
 int cmt__map_grow(struct cmt__map *m);
 
 /* Inserts (or finds) key. @return the entry (kind 0 when new: the caller fills it, kind
@@ -161,7 +163,7 @@ int cmt__map_grow(struct cmt__map *m);
  * stale. */
 static inline struct cmt__entry *cmt__map_insert(struct cmt__map *m, uint64_t key)
 {
-    if (__builtin_expect(m->count >= m->limit, 0))
+    if (__builtin_expect(m->count >= m->ready, 0))
         if (cmt__map_grow(m) != 0)
             return NULL;
     size_t i;
