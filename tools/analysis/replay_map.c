@@ -63,41 +63,7 @@ static void rebuild(struct cmt__map *n)
     }
 }
 
-/* The home in n (twice m's size) of the key in m's slot s at i, and *tag its tag there: the
- * slot's home is its place less its distance, and the home's next bit is its tag's top bit,
- * so the entry is not read (but for a distance past the field). */
-static size_t next_home(const struct cmt__map *n, const struct cmt__map *m, size_t i, uint32_t s,
-                        uint32_t *tag)
-{
-    uint32_t dist = (s >> m->index_bits) & m->dist_max;
-    if (dist == m->dist_max) {
-        uint64_t key = m->entries[(s & (uint32_t)m->mask) - 1].key;
-        *tag = cmt__map_tag(n, key);
-        return cmt__map_home(n, key);
-    }
-    *tag = (s & m->tag_mask) << 1 & n->tag_mask;
-    size_t home = (i - dist) & m->mask, next = s >> 31;
-    if (!n->near_on)
-        return home << 1 | next;
-    return (home >> CMT__MAP_NEAR_WINDOW) << (CMT__MAP_NEAR_WINDOW + 1) |
-           next << CMT__MAP_NEAR_WINDOW | (home & ((1u << CMT__MAP_NEAR_WINDOW) - 1));
-}
-
 #define AHEAD 64 /* slots ahead of the one it reads whose new places a redistribution prefetches */
-
-/* Prefetches where the slots at old place j go in n: about 2j, or for near homes the two
- * halves of j's window split in two. Inline: a call of it, having no effect, is dropped. */
-static inline __attribute__((always_inline)) void prefetch_homes(const struct cmt__map *n, size_t j)
-{
-    if (!n->near_on) {
-        __builtin_prefetch(&n->slots[2 * j], 1);
-        return;
-    }
-    size_t lo = (j >> CMT__MAP_NEAR_WINDOW) << (CMT__MAP_NEAR_WINDOW + 1) |
-                (j & ((1u << CMT__MAP_NEAR_WINDOW) - 1));
-    __builtin_prefetch(&n->slots[lo], 1);
-    __builtin_prefetch(&n->slots[lo + (1u << CMT__MAP_NEAR_WINDOW)], 1);
-}
 
 #define READY_BYTES (2u << 20) /* entries faulted in at a time, where they take 8 MiB or more */
 
@@ -121,41 +87,76 @@ static void make_ready(struct cmt__map *m)
 #endif
 }
 
+/* The home in n, twice m's size, of the slot at i whose home in m is `home`, its tag's top
+ * bit `next`: twice the home, or for near homes (near) the window split in two, the offset in
+ * it kept. */
+static inline __attribute__((always_inline)) size_t split_home(size_t home, size_t next, int near)
+{
+    if (!near)
+        return home << 1 | next;
+    return (home >> CMT__MAP_NEAR_WINDOW) << (CMT__MAP_NEAR_WINDOW + 1) |
+           next << CMT__MAP_NEAR_WINDOW | (home & ((1u << CMT__MAP_NEAR_WINDOW) - 1));
+}
+
+#define AHEAD 64 /* slots ahead of the one it reads whose new places a redistribution prefetches */
+#define LINE 16  /* slots in a cache line */
 #define DEFERRED 1024 /* slots a redistribution may set aside (past them: a rebuild) */
 
 /* Redistributes m's slots, the first half of n's index (the second empty), in place and from
- * the last down: a home in n is about twice the one in m, so each goes above the slots still
- * to be read. One that would land at or below them (at the start, or wrapping past the end)
- * waits in a buffer until they are read. @return 0, or -1 when the buffer filled (n's index is
- * then in no order: the caller rebuilds it). */
-static int redistribute(struct cmt__map *n, const struct cmt__map *m)
+ * the last down: a slot's home is its place less its distance, and its home in n that home
+ * split by its tag's top bit (no entry read, but for a distance past the field), about twice
+ * its place, so each goes above the slots still to be read. One that would land at or below
+ * them (at the start, or wrapping past the end) waits in a buffer until they are read.
+ * Inline for near constant: the loop is most of a doubling's instructions. @return 0, or -1
+ * when the buffer filled (n's index is then in no order: the caller rebuilds it). */
+static inline __attribute__((always_inline)) int redistribute_as(struct cmt__map *n,
+                                                                 const struct cmt__map *m, int near)
 {
     uint32_t deferred[DEFERRED], tags[DEFERRED];
     size_t homes[DEFERRED], waiting = 0;
-    uint32_t *slots = n->slots, index_mask = (uint32_t)m->mask;
-    for (size_t j = m->mask + 1; j-- > 0;) {
-        if ((j & 15) == 0 && j >= AHEAD) /* the lines the slots a line ahead will go to */
-            prefetch_homes(n, j - AHEAD);
-        uint32_t s = slots[j], tag;
-        if (!s)
-            continue;
-        slots[j] = 0;
-        size_t home = next_home(n, m, j, s, &tag), i = home;
-        while (i > j && slots[i])
-            i = (i + 1) & n->mask;
-        if (i > j)
-            put(n, i, home, tag, s & index_mask);
-        else if (waiting == DEFERRED)
-            return -1;
-        else {
-            deferred[waiting] = s & index_mask;
-            tags[waiting] = tag;
-            homes[waiting++] = home;
+    uint32_t *slots = n->slots, index_mask = (uint32_t)m->mask, tag_mask = m->tag_mask;
+    uint32_t dist_max = m->dist_max, new_dist_max = n->dist_max;
+    unsigned bits = m->index_bits, new_bits = n->index_bits;
+    size_t mask = m->mask, new_mask = n->mask;
+    for (size_t line = mask + 1; line > 0; line -= LINE) {
+        if (line >= AHEAD + LINE) /* the lines the slots AHEAD below this line go to */
+            for (size_t half = 0; half <= (size_t)near; half++)
+                __builtin_prefetch(&slots[split_home(line - LINE - AHEAD, half, near)], 1);
+        for (size_t j = line; j-- > line - LINE;) {
+            uint32_t s = slots[j];
+            if (!s)
+                continue;
+            slots[j] = 0;
+            uint32_t tag = (s & tag_mask) << 1, dist = (s >> bits) & dist_max;
+            size_t home = split_home((j - dist) & mask, s >> 31, near), i;
+            if (__builtin_expect(dist == dist_max, 0)) { /* past the field: the key says */
+                uint64_t key = m->entries[(s & index_mask) - 1].key;
+                home = cmt__map_home(n, key);
+                tag = cmt__map_tag(n, key);
+            }
+            for (i = home; i > j && slots[i];)
+                i = (i + 1) & new_mask;
+            if (i > j) {
+                size_t d = (i - home) & new_mask;
+                slots[i] = tag | (uint32_t)(d < new_dist_max ? d : new_dist_max) << new_bits |
+                           (s & index_mask);
+            } else if (waiting == DEFERRED)
+                return -1;
+            else {
+                deferred[waiting] = s & index_mask;
+                tags[waiting] = tag;
+                homes[waiting++] = home;
+            }
         }
     }
     for (size_t k = 0; k < waiting; k++)
         place(n, homes[k], tags[k], deferred[k]);
     return 0;
+}
+
+static int redistribute(struct cmt__map *n, const struct cmt__map *m)
+{
+    return n->near_on ? redistribute_as(n, m, 1) : redistribute_as(n, m, 0);
 }
 
 int cmt__map_grow(struct cmt__map *m)
