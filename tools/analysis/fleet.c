@@ -232,43 +232,187 @@ static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt
     return rc ? rc : copy_series(p, tl);
 }
 
-/* @return 0 (also for a trace that cannot be read: p->error says why), or CMT_ENOMEM. */
-static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int keep_reader)
+/* ---- the ledger's guessed moments (ledger_guess) ---- */
+
+/* A time a GPU of a host may be looked at: a first out-of-memory failure, or an end. */
+struct guess {
+    const char *host; /* the process's host ("" unknown), owned by the fleet */
+    uint64_t mono_ns;
+};
+
+struct guesses {
+    pthread_mutex_t lock;
+    struct guess *list;
+    size_t count, cap;
+};
+
+static const char *host_of(const struct cmt_process *proc)
 {
-    cmt_reader *r = NULL;
-    cmt_replay *rp = NULL;
-    cmt_oom *oom = NULL;
+    return proc && proc->hostname ? proc->hostname : "";
+}
+
+static int ascending(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The times (from p's start) of the guesses of p's host at or after its start, ascending and
+ * distinct, into p->ledger_times. @return 0 or CMT_ENOMEM. */
+static int guess_times(struct guesses *g, struct cmt_fleet_process *p, const cmt_reader *r)
+{
+    const struct cmt_process *proc = cmt_reader_process(r);
+    const char *host = host_of(proc);
+    uint64_t start = proc ? proc->start_mono_ns : 0;
+    int rc = 0;
+    pthread_mutex_lock(&g->lock);
+    p->ledger_times = malloc((g->count ? g->count : 1) * sizeof *p->ledger_times);
+    if (!p->ledger_times)
+        rc = CMT_ENOMEM;
+    for (size_t i = 0; !rc && i < g->count; i++)
+        if (!strcmp(g->list[i].host, host) && g->list[i].mono_ns >= start)
+            p->ledger_times[p->ledger_time_count++] = g->list[i].mono_ns - start;
+    pthread_mutex_unlock(&g->lock);
+    size_t n = p->ledger_time_count, k = 0;
+    if (n)
+        qsort(p->ledger_times, n, sizeof *p->ledger_times, ascending);
+    for (size_t i = 0; i < n; i++)
+        if (!k || p->ledger_times[i] != p->ledger_times[k - 1])
+            p->ledger_times[k++] = p->ledger_times[i];
+    p->ledger_time_count = k;
+    return rc;
+}
+
+static int guess_add(struct guesses *g, const char *host, uint64_t mono_ns)
+{
+    if (CMT_GROW(g->list, g->cap, g->count + 1, 64))
+        return CMT_ENOMEM;
+    g->list[g->count++] = (struct guess){host, mono_ns};
+    return 0;
+}
+
+/* p's candidates for the moments of its GPUs (as cmt_fleet_gpu_moment takes them): the first
+ * failure on each of its devices and its end. @return 0 or CMT_ENOMEM. */
+static int guesses_of(struct guesses *g, const struct cmt_fleet_process *p)
+{
+    const char *host = p->host ? p->host : "";
+    uint64_t end = p->start_mono_ns + p->duration_ns;
+    pthread_mutex_lock(&g->lock);
+    int rc = guess_add(g, host, end < p->start_mono_ns ? UINT64_MAX : end);
+    for (uint32_t d = 0; !rc && d < p->device_count; d++)
+        for (uint32_t e = 0; e < p->episode_count; e++)
+            if (p->episodes[e].e.dev == p->devices[d].dev) {
+                rc = guess_add(g, host, p->episodes[e].mono_ns);
+                break;
+            }
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
+int cmt_fleet_ledger_at(const struct cmt_fleet_process *p, uint64_t t, int32_t dev,
+                        const struct cmt_ledger_moment **m)
+{
+    *m = NULL;
+    for (size_t i = 0; p->ledger && i < p->ledger_time_count; i++)
+        if (p->ledger_times[i] == t) {
+            *m = cmt_ledger_find(p->ledger, CMT_LEDGER_AT_TIME, dev, i);
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- one trace's replay ---- */
+
+/* The analyses of one replay: the fleet's own, and the ledger when it has times to take. */
+struct analyses {
+    cmt_oom *oom;
     struct cmt_timeline tl;
-    int have_tl = 0;
+    int have_tl;
+    struct cmt_signal_seen sig;
+    cmt_alloc *alloc;
+    cmt_ledger *ledger;
+};
+
+static int analyses_create(struct analyses *a, struct cmt_fleet_process *p, uint32_t series_points)
+{
+    int rc = cmt_oom_create(&a->oom);
+    if (!rc && !(rc = cmt_timeline_init(&a->tl, series_points))) {
+        a->have_tl = 1;
+        cmt_timeline_set_no_holes(&a->tl, 1); /* a process's series shows no hole measures */
+    }
+    if (!rc && p->ledger_time_count) {
+        const struct cmt_ledger_options o = {.times = p->ledger_times,
+                                             .time_count = p->ledger_time_count};
+        rc = cmt_alloc_create(&a->alloc);
+        if (!rc)
+            rc = cmt_ledger_create(&a->ledger, a->alloc, &o);
+    }
+    return rc;
+}
+
+/* @return the replay's result (its damage code, or CMT_ENOMEM). */
+static int analyses_run(struct analyses *a, struct cmt_fleet_process *p, cmt_replay *rp)
+{
+    struct cmt_observer obs[6] = {cmt_phases_observer(&p->phases), cmt_oom_observer(a->oom),
+                                  cmt_timeline_observer(&a->tl), cmt_signal_observer(&a->sig)};
+    size_t n = 4;
+    if (a->ledger) { /* the allocator view before the ledger, which reads it */
+        obs[n++] = cmt_alloc_observer(a->alloc);
+        obs[n++] = cmt_ledger_observer(a->ledger);
+    }
+    return cmt_replay_run(rp, obs, n);
+}
+
+static void analyses_free(struct analyses *a)
+{
+    if (a->have_tl)
+        cmt_timeline_free(&a->tl);
+    cmt_oom_destroy(a->oom);
+    cmt_ledger_destroy(a->ledger);
+    cmt_alloc_destroy(a->alloc);
+}
+
+/* @return 0 (also for a trace that cannot be read: p->error says why), or CMT_ENOMEM. */
+static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int keep_reader,
+                    struct guesses *g)
+{
+    cmt_reader *r = p->reader; /* opened already when the ledger guesses */
+    cmt_replay *rp = NULL;
+    struct analyses a = {0};
+    p->reader = NULL;
     p->rank = p->local_rank = p->world_size = -1;
     p->busiest_dev = -1;
-    p->error = cmt_reader_open_file(&r, p->path, &p->open_err);
     if (p->error)
         return p->error == CMT_ENOMEM ? CMT_ENOMEM : 0;
-    int rc = cmt_replay_create(&rp, r);
+    if (!r && (p->error = cmt_reader_open_file(&r, p->path, &p->open_err)))
+        return p->error == CMT_ENOMEM ? CMT_ENOMEM : 0;
+    int rc = g ? guess_times(g, p, r) : 0;
     if (!rc)
-        rc = cmt_oom_create(&oom);
-    if (!rc && !(rc = cmt_timeline_init(&tl, series_points))) {
-        have_tl = 1;
-        cmt_timeline_set_no_holes(&tl, 1); /* a process's series shows no hole measures */
-    }
+        rc = cmt_replay_create(&rp, r);
+    if (!rc)
+        rc = analyses_create(&a, p, series_points);
     if (!rc) {
-        struct cmt_signal_seen sig = {0};
-        struct cmt_observer obs[4] = {cmt_phases_observer(&p->phases), cmt_oom_observer(oom),
-                                      cmt_timeline_observer(&tl), cmt_signal_observer(&sig)};
-        int run = cmt_replay_run(rp, obs, 4);
+        int run = analyses_run(&a, p, rp);
         if (run == CMT_ENOMEM)
             rc = run;
         else {
             p->damage = run;
-            rc = summarise(p, r, rp, oom, &tl, &sig);
+            rc = summarise(p, r, rp, a.oom, &a.tl, &a.sig);
         }
     }
+    if (!rc && g)
+        rc = guesses_of(g, p);
     if (!p->phases.range_count) /* nothing to show: keep nothing */
         cmt_phases_free(&p->phases);
-    if (have_tl)
-        cmt_timeline_free(&tl);
-    cmt_oom_destroy(oom);
+    if (!rc && a.ledger) { /* kept for the printers: the ledger's rows name by them */
+        p->ledger = a.ledger;
+        p->alloc = a.alloc;
+        p->replay = rp;
+        a.ledger = NULL;
+        a.alloc = NULL;
+        rp = NULL;
+    }
+    analyses_free(&a);
     cmt_replay_destroy(rp);
     if (keep_reader && !rc)
         p->reader = r;
@@ -284,6 +428,8 @@ struct pool {
     size_t n;
     uint32_t series_points;
     int keep_readers;
+    struct guesses *guesses; /* NULL: no ledger guessed */
+    size_t *order;           /* the order to read them in, NULL: as given */
     atomic_size_t next;
     atomic_int failed; /* CMT_ENOMEM somewhere */
 };
@@ -295,10 +441,62 @@ static void *worker(void *arg)
         size_t i = atomic_fetch_add(&pl->next, 1);
         if (i >= pl->n || atomic_load(&pl->failed))
             break;
-        if (load_one(&pl->processes[i], pl->series_points, pl->keep_readers))
+        struct cmt_fleet_process *p = &pl->processes[pl->order ? pl->order[i] : i];
+        if (load_one(p, pl->series_points, pl->keep_readers, pl->guesses))
             atomic_store(&pl->failed, CMT_ENOMEM);
     }
     return NULL;
+}
+
+/* Opens the trace and reads its first records for its PROCESS record, then rewinds (the
+ * tables are kept). @return its start on the host's clock (0 unknown). */
+static uint64_t open_for_start(struct cmt_fleet_process *p)
+{
+    p->error = cmt_reader_open_file(&p->reader, p->path, &p->open_err);
+    if (p->error)
+        return 0;
+    struct cmt_record rec;
+    for (int i = 0; i < 16 && !cmt_reader_process(p->reader); i++)
+        if (cmt_reader_next(p->reader, &rec) != 1)
+            break;
+    cmt_reader_rewind(p->reader);
+    const struct cmt_process *proc = cmt_reader_process(p->reader);
+    return proc ? proc->start_mono_ns : 0;
+}
+
+struct start {
+    uint64_t mono_ns;
+    size_t index;
+};
+
+static int by_start(const void *a, const void *b)
+{
+    const struct start *x = a, *y = b;
+    if (x->mono_ns != y->mono_ns)
+        return x->mono_ns < y->mono_ns ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* For ledger_guess: opens every trace and orders them by their start, the first started first
+ * (in a job whose processes do the same work, the first to fail). @return 0 with pl->order,
+ * or CMT_ENOMEM. */
+static int plan_order(struct pool *pl)
+{
+    struct start *starts = malloc((pl->n ? pl->n : 1) * sizeof *starts);
+    pl->order = malloc((pl->n ? pl->n : 1) * sizeof *pl->order);
+    int rc = starts && pl->order ? 0 : CMT_ENOMEM;
+    for (size_t i = 0; !rc && i < pl->n; i++) {
+        starts[i] = (struct start){open_for_start(&pl->processes[i]), i};
+        if (pl->processes[i].error == CMT_ENOMEM)
+            rc = CMT_ENOMEM;
+    }
+    if (!rc) {
+        qsort(starts, pl->n, sizeof *starts, by_start);
+        for (size_t i = 0; i < pl->n; i++)
+            pl->order[i] = starts[i].index;
+    }
+    free(starts);
+    return rc;
 }
 
 static int load_all(struct pool *pl, unsigned jobs)
@@ -356,7 +554,19 @@ int cmt_fleet_load(struct cmt_fleet *fleet, const char *const *paths, size_t n,
         .keep_readers = options && options->keep_readers && n <= CMT_FLEET_KEEP_READERS_MAX};
     atomic_init(&pl.next, 0);
     atomic_init(&pl.failed, 0);
-    int rc = load_all(&pl, jobs ? jobs : 1);
+    struct guesses g = {.list = NULL};
+    int rc = 0;
+    if (pl.keep_readers && options->ledger_guess) {
+        pthread_mutex_init(&g.lock, NULL);
+        pl.guesses = &g;
+        rc = plan_order(&pl);
+    }
+    if (!rc)
+        rc = load_all(&pl, jobs ? jobs : 1);
+    if (pl.guesses)
+        pthread_mutex_destroy(&g.lock);
+    free(g.list);
+    free(pl.order);
     if (!rc) {
         qsort(fleet->processes, n, sizeof *fleet->processes, by_rank_host_pid);
         rc = cmt__fleet_derive(fleet);
@@ -377,6 +587,10 @@ void cmt_fleet_free(struct cmt_fleet *fleet)
         CMT_FREE_ALL(p->devices, p->episodes, p->series, p->path, p->host, p->job_id, p->exe,
                      p->command, p->visible_devices);
         cmt_phases_free(&p->phases);
+        cmt_ledger_destroy(p->ledger);
+        cmt_alloc_destroy(p->alloc);
+        cmt_replay_destroy(p->replay); /* before its reader */
+        free(p->ledger_times);
         cmt_reader_close(p->reader);
     }
     for (uint32_t g = 0; fleet->gpus && g < fleet->gpu_count; g++) {

@@ -19,7 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocator.h"
 #include "first_failure.h" /* enum cmt_fleet_failure: when a process failed, which first */
+#include "ledger.h"
 #include "oom.h"
 #include "phases.h"
 #include "timeline.h"
@@ -73,6 +75,15 @@ struct cmt_fleet_process {
     /* with keep_readers: the trace's reader after the replay (tables and symbols known;
      * cmt_reader_rewind it to read again), closed by cmt_fleet_free; else NULL */
     cmt_reader *reader;
+    /* with ledger_guess: the ledger taken in the same replay at the times the processes of
+     * its host read before it suggest (ledger_times, from its start, ascending: their first
+     * out-of-memory failures and ends), with the replay and the allocator view it read (at
+     * the trace's end); all NULL when it had no time to take. cmt_fleet_ledger_at finds one. */
+    cmt_ledger *ledger;
+    cmt_replay *replay;
+    cmt_alloc *alloc;
+    uint64_t *ledger_times;
+    size_t ledger_time_count;
 };
 
 /* A physical GPU that one or more processes used. Identity: the host name and the device's
@@ -125,6 +136,13 @@ struct cmt_fleet_options {
      * replay that needs the symbols at the trace's end without reading it whole again; only
      * up to CMT_FLEET_KEEP_READERS_MAX traces */
     int keep_readers;
+    /* with keep_readers: take each process's ledger in its first replay at the moments its
+     * GPU may be looked at (cmt_fleet_gpu_moment), guessed from the processes of its host
+     * read before it: the first out-of-memory failure of each of their devices and their
+     * ends. The traces are read in the order of their start (the first started is the one
+     * most likely to fail first); a guess that proves wrong costs only the second replay
+     * cmt_fleet_ledger_at's caller makes without it. */
+    int ledger_guess;
 };
 
 /* Expands the inputs: a directory gives its *.cmt files (not its subdirectories), in name
@@ -148,6 +166,12 @@ int64_t cmt_fleet_find_rank(const struct cmt_fleet *fleet, int32_t rank);
  * @return 1, or 0 when the GPU has no member. */
 int cmt_fleet_gpu_moment(const struct cmt_fleet *fleet, uint32_t g, uint64_t *mono_ns,
                          int64_t *oom_process);
+/* The moment of process p's ledger (ledger_guess) at time t of its trace for device dev:
+ * exactly what a replay of the trace to t with the ledger asked for t alone gives (the state
+ * after every event at or before t). @return 1 with *m (NULL when the device was not seen by
+ * then), or 0 when no such moment was taken. */
+int cmt_fleet_ledger_at(const struct cmt_fleet_process *p, uint64_t t, int32_t dev,
+                        const struct cmt_ledger_moment **m);
 /* The device ordinal process p used GPU g as, or -1. */
 int32_t cmt_fleet_gpu_dev(const struct cmt_fleet *fleet, uint32_t g, uint32_t p);
 

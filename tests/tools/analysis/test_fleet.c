@@ -284,3 +284,96 @@ Test(fleet, a_directory_lists_its_traces_and_an_unreadable_one_is_kept_apart, .i
     free(paths[0]);
     free(paths);
 }
+
+/* The moment of the ledger over `times` of one trace, replayed alone (as a second replay to the
+ * GPU's moment takes it). */
+static cmt_ledger *ledger_alone(const char *path, uint64_t t, cmt_reader **r, cmt_replay **rp,
+                                cmt_alloc **a)
+{
+    cmt_ledger *l;
+    const struct cmt_ledger_options o = {.times = &t, .time_count = 1};
+    cr_assert_eq(cmt_reader_open_file(r, path, NULL), 0);
+    cr_assert_eq(cmt_replay_create(rp, *r), 0);
+    cr_assert_eq(cmt_alloc_create(a), 0);
+    cr_assert_eq(cmt_ledger_create(&l, *a, &o), 0);
+    struct cmt_observer obs[2] = {cmt_alloc_observer(*a), cmt_ledger_observer(l)};
+    cr_assert_eq(cmt_replay_run(*rp, obs, 2), 0);
+    return l;
+}
+
+/* ledger_guess: read in the order of their start, the later process's ledger is taken in its
+ * first replay at the moment the first started one's failure sets for their GPU, exactly as a
+ * replay to that moment gives it; the first one's own failure was not known before its
+ * replay, so it has no such moment (its caller replays it again). */
+Test(fleet, the_ledger_is_taken_in_the_first_replay_at_a_moment_guessed_right, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who early = {20, 0, "h", WALL0, 1000 * MS, NULL};
+    struct who late = {21, 1, "h", WALL0 + 2 * MS, 1002 * MS, NULL};
+    struct tb b;
+    begin(&b, &early);
+    at(&b, 1 * MS);
+    tb_alloc(&b, 0x7f0000000000, 4 * TB_GIB, 0);
+    at(&b, 10 * MS);
+    tb_alloc_fail(&b, 20 * TB_GIB, 0);
+    at(&b, 20 * MS);
+    tb_free(&b, 0x7f0000000000);
+    save(&b, "b_early.cmt"); /* named after the late one: the order is the start's */
+    begin(&b, &late);
+    at(&b, 1 * MS);
+    tb_alloc(&b, 0x7f0000000000, 2 * TB_GIB, 0);
+    at(&b, 5 * MS);
+    tb_alloc(&b, 0x7f0100000000, 3 * TB_GIB, 0);
+    at(&b, 9 * MS); /* after the moment (its 8 ms): not in the ledger */
+    tb_alloc(&b, 0x7f0200000000, 1 * TB_GIB, 0);
+    at(&b, 15 * MS);
+    tb_alloc_fail(&b, 20 * TB_GIB, 0);
+    save(&b, "a_late.cmt");
+    char **paths;
+    size_t n;
+    const char *bad, *inputs[] = {dir};
+    cr_assert_eq(cmt_fleet_paths(inputs, 1, &paths, &n, &bad), 0);
+    struct cmt_fleet f;
+    struct cmt_fleet_options o = {.jobs = 1, .keep_readers = 1, .ledger_guess = 1};
+    cr_assert_eq(cmt_fleet_load(&f, (const char *const *)paths, n, &o), 0);
+    for (size_t i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    cr_assert_eq(f.count, 2);
+    cr_assert_eq(f.gpu_count, 1);
+    uint64_t mono;
+    int64_t oom;
+    cr_assert(cmt_fleet_gpu_moment(&f, 0, &mono, &oom));
+    cr_assert_eq(f.processes[oom].pid, 20, "the early one fails first");
+    cr_assert_eq(mono, 1010 * MS);
+    const struct cmt_fleet_process *e = &f.processes[0], *l = &f.processes[1];
+    cr_assert_eq(l->pid, 21);
+    const struct cmt_ledger_moment *m;
+    cr_assert_eq(cmt_fleet_ledger_at(e, 10 * MS, 0, &m), 0, "its own failure: not guessed");
+    cr_assert_eq(cmt_fleet_ledger_at(l, 8 * MS, 0, &m), 1, "the early one's failure, guessed");
+    cr_assert_not_null(m);
+    cr_assert_eq(m->process_bytes, 5 * TB_GIB, "2 + 3 GiB at its 8 ms, not the 1 GiB after");
+    cmt_reader *r;
+    cmt_replay *rp;
+    cmt_alloc *a;
+    cmt_ledger *alone = ledger_alone(l->path, 8 * MS, &r, &rp, &a);
+    const struct cmt_ledger_moment *w = cmt_ledger_find(alone, CMT_LEDGER_AT_TIME, 0, 0);
+    cr_assert_not_null(w);
+    cr_assert_eq(m->t_ns, w->t_ns);
+    cr_assert_eq(m->seq, w->seq);
+    cr_assert_eq(m->total_bytes, w->total_bytes);
+    cr_assert_eq(m->free_bytes, w->free_bytes);
+    cr_assert_eq(m->others_bytes, w->others_bytes);
+    cr_assert_eq(m->residual_bytes, w->residual_bytes);
+    cr_assert_eq(m->row_count, w->row_count);
+    for (size_t i = 0; i < m->row_count; i++) {
+        cr_assert_eq(m->rows[i].type, w->rows[i].type, "row %zu", i);
+        cr_assert_eq(m->rows[i].bytes, w->rows[i].bytes, "row %zu", i);
+        cr_assert_eq(m->rows[i].count, w->rows[i].count, "row %zu", i);
+    }
+    cmt_ledger_destroy(alone);
+    cmt_alloc_destroy(a);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+    cmt_fleet_free(&f);
+}

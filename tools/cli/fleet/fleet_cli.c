@@ -162,7 +162,7 @@ static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigne
         free(paths);
         return 1;
     }
-    struct cmt_fleet_options o = {.jobs = jobs, .keep_readers = keep};
+    struct cmt_fleet_options o = {.jobs = jobs, .keep_readers = keep, .ledger_guess = keep};
     rc = cmt_fleet_load(fleet, (const char *const *)paths, count, &o);
     for (size_t i = 0; i < count; i++)
         free(paths[i]);

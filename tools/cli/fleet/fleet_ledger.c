@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fleet/fleet_cli.h"
 #include "print/ledger_print.h"
@@ -16,10 +17,15 @@ struct member {
     const struct cmt_ledger_moment *m;
     int open;
     int borrowed; /* pass.reader is the fleet's: not closed with the pass */
+    int kept;     /* the moment and the whole pass are the fleet's (ledger_guess): none closed */
 };
 
 static void member_close(struct member *m)
 {
+    if (m->kept) {
+        memset(m, 0, sizeof *m);
+        return;
+    }
     if (m->borrowed)
         m->pass.reader = NULL;
     if (m->open || m->borrowed)
@@ -34,13 +40,19 @@ static void member_take(const struct cmt_fleet *f, uint32_t g, uint32_t p, uint6
 {
     const struct cmt_fleet_process *pr = &f->processes[p];
     int32_t dev = cmt_fleet_gpu_dev(f, g, p);
-    out->m = NULL;
-    out->open = 0;
-    out->borrowed = 0;
-    out->ledger = NULL;
+    memset(out, 0, sizeof *out);
     if (pr->error || mono < pr->start_mono_ns || dev < 0)
         return; /* unreadable, or not started yet: it held nothing on the GPU */
     uint64_t t = mono - pr->start_mono_ns;
+    if (cmt_fleet_ledger_at(pr, t, dev, &out->m)) { /* taken in the fleet's replay already */
+        out->kept = 1;
+        out->pass = (struct cmt__pass){.cmd = "report",
+                                       .path = pr->path,
+                                       .reader = pr->reader,
+                                       .replay = pr->replay,
+                                       .alloc = pr->alloc};
+        return;
+    }
     const struct cmt_ledger_options o = {.times = &t, .time_count = 1};
     if (pr->reader) { /* the fleet's reader: replayed only up to the moment */
         out->borrowed = 1;
