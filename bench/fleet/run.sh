@@ -13,9 +13,10 @@
 # The traces: cmt_bench_gen_trace's synthetic stress trace (bench/analysis), rank R of a
 # 64-rank job on 8 hosts, each with its own random stream (about 8 bytes per event).
 # The merged report does other work per trace than the single one (out-of-memory episodes, a
-# timeline, and a replay to the GPU's moment for the combined ledger; no call sites, no peak
-# ledger), so --jobs 1 against the anchor is that difference, and --jobs N against --jobs 1
-# the parallel speed-up. Rounds are interleaved (BENCH_ROUNDS, default 3);
+# timeline, the combined ledger at the GPU's moment taken in the same replay where it was
+# guessed right, else a second replay to it: the member that fails first on each GPU; no call
+# sites, no peak ledger), so --jobs 1 against the anchor is that difference, and --jobs N
+# against --jobs 1 the parallel speed-up. Rounds are interleaved (BENCH_ROUNDS, default 3);
 # the figures are medians. Prints figures only; never fails on a slow result.
 # The anchor is timed as one shell loop (one process tree, its CPU read once): a sum of one
 # GNU time figure per report, each rounded to 10 ms, carried up to 10 ms of error a trace.
