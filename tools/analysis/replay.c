@@ -411,17 +411,6 @@ void cmt__apply_free_async(cmt_replay *rp, struct cmt_replay_device *d, struct c
         apply_free(rp, d, st, kind, 1);
 }
 
-/* Another process's memory (an IPC handle opened, a pool pointer imported): an object of no
- * bytes. */
-void cmt__apply_ipc_open(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
-                         int kind)
-{
-    (void)d;
-    const struct cmt_event *e = &st->rec.u.event;
-    if (e->result == 0 && (e->fields & CMT_F(PTR)))
-        cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
-}
-
 /* Applies the event of step st with its API's handler (replay_ops.h); those of most events,
  * allocations and frees, inline. */
 static inline __attribute__((always_inline)) void apply_handler(cmt_replay *rp,
@@ -560,6 +549,16 @@ struct span {
     uint64_t from, until;
 };
 
+/* A window's first skipped event puts it in the span (later ones would change nothing: the
+ * span is only widened again by end_windows, which takes every window that skipped). */
+static void span_add(struct span *open, const struct cmt_observer *o)
+{
+    if (!o->quiet_end)
+        return;
+    open->from = o->quiet.from > open->from ? o->quiet.from : open->from;
+    open->until = o->quiet.until < open->until ? o->quiet.until : open->until;
+}
+
 /* Before an event at t outside a window that skipped events is applied: that window's end.
  * @return the span of the windows still open. */
 static __attribute__((noinline)) struct span end_windows(cmt_replay *rp, struct cmt_observer *obs,
@@ -572,10 +571,10 @@ static __attribute__((noinline)) struct span end_windows(cmt_replay *rp, struct 
             continue;
         if (t >= q->until || t < q->from) {
             o->quiet_end(o, rp);
+            q->skipped = 0; /* taken: the window's next skip puts it in the span again */
             continue;
         }
-        open.from = q->from > open.from ? q->from : open.from;
-        open.until = q->until < open.until ? q->until : open.until;
+        span_add(&open, o);
     }
     return open;
 }
@@ -600,12 +599,29 @@ static __attribute__((noinline)) uint64_t pass_moments(cmt_replay *rp, struct cm
 }
 
 /* The observers shown each class of step (step_class: a record, an event, an OOM event, a
- * sample event), in their order: a step is shown by walking its list alone. */
+ * sample event), in their order: a step is shown by walking its list alone; a class of one
+ * observer (solo) is shown without the walk. */
 #define CLASSES 4
 struct shown {
     struct cmt_observer **list[CLASSES];
     size_t count[CLASSES];
+    struct cmt_observer *solo[CLASSES]; /* the list's one observer, else NULL */
 };
+
+/* What the runner tests before each event: the times from..until (both in) are inside every
+ * window that skipped events and at or before the next moment; outside them it goes the slow
+ * way (pass_moments, end_windows). */
+struct watch {
+    struct span open; /* inside every window that skipped events */
+    uint64_t moment;  /* the next observer's before_t */
+    uint64_t from, until;
+};
+
+static inline void watch_set(struct watch *w)
+{
+    w->from = w->open.from;
+    w->until = w->open.until - 1 < w->moment ? w->open.until - 1 : w->moment;
+}
 
 /* The class of a step, as an index into the lists: 0 a record, 1 an event, 2 an OOM failure,
  * 3 a sample (never both); odd: an event a quiet window may spare. */
@@ -627,13 +643,26 @@ static void list_observers(struct shown *sh, struct cmt_observer *obs, struct cm
         for (struct cmt_observer *o = obs; o < end; o++)
             if (o->wants & classes[k])
                 sh->list[k][sh->count[k]++] = o;
+        sh->solo[k] = sh->count[k] == 1 ? sh->list[k][0] : NULL;
     }
+}
+
+/* Step st, an event of an odd class, inside o's quiet window: counted, not shown. */
+static inline __attribute__((always_inline)) void skip(struct cmt_observer *o,
+                                                       const struct cmt_replay_step *st,
+                                                       struct watch *w)
+{
+    if (__builtin_expect(o->quiet.skipped++ == 0, 0)) {
+        span_add(&w->open, o);
+        watch_set(w);
+    }
+    o->quiet.last_t = st->rec.u.event.t_ns;
 }
 
 /* Shows step st of class k (step_class) to its observers. @return whether one's wants
  * changed. */
-static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
-                       unsigned k, struct span *open, uint64_t *moment)
+static int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
+                unsigned k, struct watch *w)
 {
     int changed = 0;
     /* the list in locals: a step() may write any memory, so sh would be read again per call */
@@ -641,21 +670,69 @@ static inline int show(const struct shown *sh, cmt_replay *rp, const struct cmt_
     for (; list < end; list++) {
         struct cmt_observer *o = *list;
         if ((k & 1u) && quiet(&o->quiet, st)) {
-            o->quiet.skipped++;
-            o->quiet.last_t = st->rec.u.event.t_ns;
-            if (o->quiet_end) {
-                open->from = o->quiet.from > open->from ? o->quiet.from : open->from;
-                open->until = o->quiet.until < open->until ? o->quiet.until : open->until;
-            }
+            skip(o, st, w);
             continue;
         }
         unsigned was = o->wants;
         o->wants = o->step(o, rp, st);
         changed |= o->wants != was;
-        if (o->before && o->before_t < *moment) /* step() may set a moment too */
-            *moment = o->before_t;
+        if (o->before && o->before_t < w->moment) { /* step() may set a moment too */
+            w->moment = o->before_t;
+            watch_set(w);
+        }
     }
     return changed;
+}
+
+/* After a solo observer's step() changed its wants or set an earlier moment. */
+static __attribute__((noinline)) void solo_changed(struct shown *sh, struct cmt_observer *obs,
+                                                   struct cmt_observer *end, struct cmt_observer *o,
+                                                   unsigned wants, struct watch *w)
+{
+    if (o->before && o->before_t < w->moment) {
+        w->moment = o->before_t;
+        watch_set(w);
+    }
+    if (wants != o->wants) {
+        o->wants = wants;
+        list_observers(sh, obs, end);
+    }
+}
+
+/* Shows step st of class k: its solo observer straight to step(), else show()'s walk. */
+static inline __attribute__((always_inline)) void show_step(struct shown *sh, cmt_replay *rp,
+                                                            struct cmt_observer *obs,
+                                                            struct cmt_observer *end,
+                                                            const struct cmt_replay_step *st,
+                                                            struct watch *w)
+{
+    unsigned k = step_class(st);
+    struct cmt_observer *o = sh->solo[k];
+    if (__builtin_expect(o != NULL, 1)) {
+        if ((k & 1u) && quiet(&o->quiet, st)) {
+            skip(o, st, w);
+            return;
+        }
+        unsigned wants = o->step(o, rp, st);
+        if (__builtin_expect(wants != o->wants || (o->before && o->before_t < w->moment), 0))
+            solo_changed(sh, obs, end, o, wants, w);
+        return;
+    }
+    if (sh->count[k] && show(sh, rp, st, k, w))
+        list_observers(sh, obs, end);
+}
+
+/* Before an event at t outside the watched times is applied: the moments it passes and the
+ * windows it ends. */
+static __attribute__((noinline)) void watch_pass(cmt_replay *rp, struct cmt_observer *obs,
+                                                 struct cmt_observer *end, uint64_t t,
+                                                 struct watch *w)
+{
+    if (t > w->moment)
+        w->moment = pass_moments(rp, obs, end, t);
+    if (t >= w->open.until || t < w->open.from)
+        w->open = end_windows(rp, obs, end, t);
+    watch_set(w);
 }
 
 static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
@@ -670,25 +747,18 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
         sh.list[k] = lists + k * n;
     list_observers(&sh, obs, end);
     int rc;
-    struct span open = {0, UINT64_MAX}; /* inside every window that skipped events */
-    uint64_t moment = UINT64_MAX;       /* the next observer's before_t */
+    struct watch w = {.open = {0, UINT64_MAX}, .moment = UINT64_MAX};
     for (struct cmt_observer *o = obs; o < end; o++)
-        if (o->before && o->before_t < moment)
-            moment = o->before_t;
+        if (o->before && o->before_t < w.moment)
+            w.moment = o->before_t;
+    watch_set(&w);
     while ((rc = read_step(rp, &st)) > 0) {
         uint64_t t = st.rec.u.event.t_ns;
-        if (__builtin_expect(st.rec.type == CMT_REC_EVENT &&
-                                 (t >= open.until || t < open.from || t > moment),
-                             0)) {
-            if (t > moment)
-                moment = pass_moments(rp, obs, end, t);
-            if (t >= open.until || t < open.from)
-                open = end_windows(rp, obs, end, t);
-        }
+        if (__builtin_expect(st.rec.type == CMT_REC_EVENT && (t < w.from || t > w.until), 0))
+            watch_pass(rp, obs, end, t, &w);
         if ((rc = apply_step(rp, &st)) <= 0)
             break;
-        if (show(&sh, rp, &st, step_class(&st), &open, &moment))
-            list_observers(&sh, obs, end);
+        show_step(&sh, rp, obs, end, &st, &w);
     }
     free(lists);
     return rc;
@@ -714,14 +784,4 @@ int cmt_replay_run(cmt_replay *rp, struct cmt_observer *obs, size_t n)
             rc = frc;
     }
     return rc;
-}
-
-void cmt_replay_finish(cmt_replay *rp)
-{
-    for (uint32_t i = 0; i < rp->site_count; i++) {
-        struct cmt_replay_site *s = &rp->sites[i];
-        int unchanged = s->last_mod_seq <= rp->peak_tick;
-        s->at_peak_bytes = unchanged ? s->live_bytes : s->saved_bytes;
-        s->at_peak_count = unchanged ? s->live_count : s->saved_count;
-    }
 }

@@ -204,9 +204,11 @@ CMT_MUST_USE int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step);
  * release nothing of another device are not shown; the runner counts them in quiet.skipped
  * and keeps the last one's time in quiet.last_t. When an event outside the span ends a window
  * that skipped events, the runner first calls quiet_end() (when set), before applying that
- * event: the state is still that of the window's last event. Otherwise the observer takes the
- * count when it is next shown a step, and at finish. quiet.until == 0: no window. Records
- * are unaffected.
+ * event: the state is still that of the window's last event; the runner then sets
+ * quiet.skipped to 0. Otherwise the observer takes the count when it is next shown a step,
+ * and at finish, and sets quiet.skipped to 0 when it sets a new window (the runner watches a
+ * window's end from its first skipped event on). quiet.until == 0: no window. Records are
+ * unaffected.
  *
  * A moment, set before the run and then by before() itself: before the first event with
  * t_ns > before_t is applied, the runner calls before() (when set), the state still that of

@@ -1,6 +1,6 @@
 /* replay_ops.c — the replay's table of ops (replay_ops.h): one line per op of CMT_OPS, checked
  * here to be complete and in order, and the handlers of the ops that keep no state of their
- * own. */
+ * own or take none of replay.c's inline paths (an IPC open). */
 #include "replay_books.h"
 
 /* Each line of CMT_REPLAY_OPS sits at its op's value: the table has every op, once. */
@@ -57,4 +57,15 @@ void cmt__apply_mem_info(cmt_replay *rp, struct cmt_replay_device *d, struct cmt
         d->sample_t_ns = e->t_ns;
         d->samples++;
     }
+}
+
+/* Another process's memory (an IPC handle opened, a pool pointer imported): an object of no
+ * bytes. */
+void cmt__apply_ipc_open(cmt_replay *rp, struct cmt_replay_device *d, struct cmt_replay_step *st,
+                         int kind)
+{
+    (void)d;
+    const struct cmt_event *e = &st->rec.u.event;
+    if (e->result == 0 && (e->fields & CMT_F(PTR)))
+        cmt__add_object(rp, st, &rp->allocs, e->v[CMT_FIELD_PTR], kind, 0, 0);
 }

@@ -253,3 +253,13 @@ struct cmt_replay_thread *cmt__thread_slow(cmt_replay *rp, uint32_t tid)
     rp->thread_cache[c].index = (uint32_t)e->aux;
     return &rp->threads[e->aux];
 }
+
+void cmt_replay_finish(cmt_replay *rp)
+{
+    for (uint32_t i = 0; i < rp->site_count; i++) {
+        struct cmt_replay_site *s = &rp->sites[i];
+        int unchanged = s->last_mod_seq <= rp->peak_tick;
+        s->at_peak_bytes = unchanged ? s->live_bytes : s->saved_bytes;
+        s->at_peak_count = unchanged ? s->live_count : s->saved_count;
+    }
+}
