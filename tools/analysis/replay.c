@@ -540,7 +540,7 @@ static inline int quiet(const struct cmt_observe_quiet *q, const struct cmt_repl
     uint64_t t = st->rec.u.event.t_ns;
     /* the time first: an observer without a window (until 0) is told at once */
     return t < q->until && t >= q->from && d && d->dev == q->dev && d->live_bytes <= q->live_max &&
-           !st->owner && !st->all_devices;
+           !((uintptr_t)st->owner | (unsigned)st->all_devices); /* one test for the rare two */
 }
 
 /* The span of time inside every window that skipped events and has a quiet_end: an event
@@ -714,7 +714,8 @@ static inline __attribute__((always_inline)) void show_step(struct shown *sh, cm
             return;
         }
         unsigned wants = o->step(o, rp, st);
-        if (__builtin_expect(wants != o->wants || (o->before && o->before_t < w->moment), 0))
+        /* before_t is UINT64_MAX without before (observe_all) */
+        if (__builtin_expect(wants != o->wants || o->before_t < w->moment, 0))
             solo_changed(sh, obs, end, o, wants, w);
         return;
     }
@@ -748,9 +749,12 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
     list_observers(&sh, obs, end);
     int rc;
     struct watch w = {.open = {0, UINT64_MAX}, .moment = UINT64_MAX};
-    for (struct cmt_observer *o = obs; o < end; o++)
-        if (o->before && o->before_t < w.moment)
+    for (struct cmt_observer *o = obs; o < end; o++) {
+        if (!o->before)
+            o->before_t = UINT64_MAX; /* so that show_step tests before_t alone */
+        if (o->before_t < w.moment)
             w.moment = o->before_t;
+    }
     watch_set(&w);
     while ((rc = read_step(rp, &st)) > 0) {
         uint64_t t = st.rec.u.event.t_ns;

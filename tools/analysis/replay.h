@@ -236,7 +236,7 @@ struct cmt_observer {
     void *ctx;
     struct cmt_observe_quiet quiet;
     void (*quiet_end)(struct cmt_observer *self, const cmt_replay *rp);
-    uint64_t before_t; /* with before set; UINT64_MAX: no moment */
+    uint64_t before_t; /* with before set; UINT64_MAX: no moment (the runner sets it so without) */
     void (*before)(struct cmt_observer *self, const cmt_replay *rp);
 };
 
