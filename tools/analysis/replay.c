@@ -506,30 +506,16 @@ static inline __attribute__((always_inline)) int read_step(cmt_replay *rp,
     return 1;
 }
 
-#define APPLY_STEP(rp, step)                                        \
-    do {                                                            \
-        (rp)->totals.records++;                                     \
-        if (__builtin_expect((step)->rec.type == CMT_REC_EVENT, 1)) \
-            apply_event((rp), (step));                              \
-        else                                                        \
-            cmt__apply_record((rp), (step));                        \
-    } while (0)
-
 int cmt_replay_next(cmt_replay *rp, struct cmt_replay_step *step)
 {
     int rc = read_step(rp, step);
     if (rc <= 0)
         return rc;
-    APPLY_STEP(rp, step);
-    return rp->failed ? CMT_ENOMEM : 1;
-}
-
-/* The same for the observers' loop, which first reads the step (a window may end before it
- * is applied). */
-static inline __attribute__((always_inline)) int apply_step(cmt_replay *rp,
-                                                            struct cmt_replay_step *step)
-{
-    APPLY_STEP(rp, step);
+    rp->totals.records++;
+    if (__builtin_expect(step->rec.type == CMT_REC_EVENT, 1))
+        apply_event(rp, step);
+    else
+        cmt__apply_record(rp, step);
     return rp->failed ? CMT_ENOMEM : 1;
 }
 
@@ -623,12 +609,10 @@ static inline void watch_set(struct watch *w)
     w->until = w->open.until - 1 < w->moment ? w->open.until - 1 : w->moment;
 }
 
-/* The class of a step, as an index into the lists: 0 a record, 1 an event, 2 an OOM failure,
- * 3 a sample (never both); odd: an event a quiet window may spare. */
-static inline unsigned step_class(const struct cmt_replay_step *st)
+/* The class of an event, as an index into the lists (0 is a record's): 1 an event, 2 an OOM
+ * failure, 3 a sample (never both); odd: an event a quiet window may spare. */
+static inline unsigned event_class(const struct cmt_replay_step *st)
 {
-    if (st->rec.type != CMT_REC_EVENT)
-        return 0;
     return 1u + (unsigned)st->oom + 2u * (unsigned)st->sample; /* each 0 or 1 */
 }
 
@@ -659,7 +643,7 @@ static inline __attribute__((always_inline)) void skip(struct cmt_observer *o,
     o->quiet.last_t = st->rec.u.event.t_ns;
 }
 
-/* Shows step st of class k (step_class) to its observers. @return whether one's wants
+/* Shows step st of class k (0 or event_class) to its observers. @return whether one's wants
  * changed. */
 static int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_step *st,
                 unsigned k, struct watch *w)
@@ -704,9 +688,8 @@ static inline __attribute__((always_inline)) void show_step(struct shown *sh, cm
                                                             struct cmt_observer *obs,
                                                             struct cmt_observer *end,
                                                             const struct cmt_replay_step *st,
-                                                            struct watch *w)
+                                                            unsigned k, struct watch *w)
 {
-    unsigned k = step_class(st);
     struct cmt_observer *o = sh->solo[k];
     if (__builtin_expect(o != NULL, 1)) {
         if ((k & 1u) && quiet(&o->quiet, st)) {
@@ -756,13 +739,25 @@ static int observe_all(cmt_replay *rp, struct cmt_observer *obs, size_t n)
             w.moment = o->before_t;
     }
     watch_set(&w);
+    /* an event's type tested once: its watch before it is applied, its class after */
     while ((rc = read_step(rp, &st)) > 0) {
-        uint64_t t = st.rec.u.event.t_ns;
-        if (__builtin_expect(st.rec.type == CMT_REC_EVENT && (t < w.from || t > w.until), 0))
-            watch_pass(rp, obs, end, t, &w);
-        if ((rc = apply_step(rp, &st)) <= 0)
+        unsigned k = 0;
+        if (__builtin_expect(st.rec.type == CMT_REC_EVENT, 1)) {
+            uint64_t t = st.rec.u.event.t_ns;
+            if (__builtin_expect(t < w.from || t > w.until, 0))
+                watch_pass(rp, obs, end, t, &w);
+            rp->totals.records++; /* after the moments and window ends: they see the state before */
+            apply_event(rp, &st);
+            k = event_class(&st);
+        } else {
+            rp->totals.records++;
+            cmt__apply_record(rp, &st);
+        }
+        if (rp->failed) {
+            rc = CMT_ENOMEM;
             break;
-        show_step(&sh, rp, obs, end, &st, &w);
+        }
+        show_step(&sh, rp, obs, end, &st, k, &w);
     }
     free(lists);
     return rc;
