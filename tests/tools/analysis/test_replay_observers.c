@@ -73,15 +73,25 @@ static void run(struct tb *b, struct cmt_observer *obs, size_t n)
     cmt_reader_close(reader);
 }
 
+/* A trace of `before` allocations of 1 MiB, an out-of-memory failure when `after` > 0, and
+ * `after` more (an event every 1000 ns from t = 1000). */
+static void allocations(struct tb *b, int before, int after)
+{
+    tb_begin(b, 24 * TB_GIB, 24 * TB_GIB);
+    uint32_t stack = tb_stack(b, "a", 1);
+    for (int i = 0; i < before + after; i++) {
+        if (after && i == before)
+            tb_alloc_fail(b, 30 * TB_GIB, stack);
+        tb_alloc(b, 0x7f0000000000 + (uint64_t)i * 0x200000, TB_MIB, stack);
+    }
+}
+
 /* Events at t = 1000, 2000, 3000, 4000 (1 MiB each); a window to 3000 opened by the first is
  * ended by the event at 3000 (until is not in it), before that event is applied. */
 Test(replay_observers, a_window_that_ends_between_two_events_ends_before_the_next)
 {
     struct tb b;
-    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
-    uint32_t stack = tb_stack(&b, "a", 1);
-    for (uint64_t i = 0; i < 4; i++)
-        tb_alloc(&b, 0x7f0000000000 + i * 0x200000, TB_MIB, stack);
+    allocations(&b, 4, 0);
     tb_finish(&b, 1);
     for (size_t n = 1; n <= 2; n++) {
         struct seen s = {.window_until = 3000}, all = {0};
@@ -129,13 +139,7 @@ static void changing_before(struct cmt_observer *self, const cmt_replay *rp)
 Test(replay_observers, an_observer_whose_wants_change_mid_run)
 {
     struct tb b;
-    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
-    uint32_t stack = tb_stack(&b, "a", 1);
-    for (uint64_t i = 0; i < 5; i++)
-        tb_alloc(&b, 0x7f0000000000 + i * 0x200000, TB_MIB, stack);
-    tb_alloc_fail(&b, 30 * TB_GIB, stack);
-    for (uint64_t i = 5; i < 7; i++)
-        tb_alloc(&b, 0x7f0000000000 + i * 0x200000, TB_MIB, stack);
+    allocations(&b, 5, 2);
     tb_finish(&b, 1);
     static const uint64_t want[] = {1, 2, 3, 6, 7, 8};
     for (size_t n = 1; n <= 2; n++) {
