@@ -425,13 +425,21 @@ static unsigned ledger_step(struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st)
 {
     cmt_ledger *l = self->ctx;
-    /* most events, with the peak kept: no OOM, the peak's common change, and no sample: only
-     * an event of a sampling op (st->sample) or a record (step_slow sees them all) takes one,
-     * so a look (sample_moved) would find none, or one that record_step found no different */
-    if (__builtin_expect(st->rec.type == CMT_REC_EVENT && !(st->oom | st->sample), 1) &&
-        cmt__ledger_peak_fast(l->peak, rp, st)) {
-        catch_up(l, rp);
-        return CMT_OBSERVE_ALL; /* ledger_wants with the peak */
+    /* most events, with the peak kept: no OOM, the peak's common change or a new peak, and no
+     * sample: only an event of a sampling op (st->sample) or a record (step_slow sees them all)
+     * takes one, so a look (sample_moved) would find none, or one that record_step found no
+     * different. The common change does not catch up: every other step, moment and the finish
+     * catch up before they read the counts, and a new peak (whose counts the lazy moment of
+     * the event after it takes) catches up itself. */
+    if (__builtin_expect(st->rec.type == CMT_REC_EVENT && !(st->oom | st->sample), 1)) {
+        int fast = cmt__ledger_peak_fast(l->peak, rp, st);
+        if (__builtin_expect(fast > 0, 1))
+            return CMT_OBSERVE_ALL; /* ledger_wants with the peak */
+        if (fast < 0) {
+            catch_up(l, rp);
+            cmt__ledger_peak_new(l, self, rp);
+            return CMT_OBSERVE_ALL;
+        }
     }
     return step_slow(self, rp, st);
 }

@@ -38,6 +38,11 @@ struct cmt__peak_cell {
     int64_t bytes, count;
     uint32_t mark;
 };
+/* A device slot's cells, by call site (the event's cell is two loads away: slots, cells). */
+struct cmt__peak_slot {
+    struct cmt__peak_cell *cells;
+    size_t cap;
+};
 
 /* The process peak's moment (CMT_LEDGER_AT_PEAK), kept in the one replay: when the first
  * event after the peak's time comes (the moment the peak's time closes, as a second replay
@@ -68,8 +73,8 @@ struct cmt__ledger_peak {
     uint64_t *graph_pool; /* the graph pool's retained bytes by slot */
     size_t device_cap;
     /* the sums since, by slot and site */
-    struct cmt__peak_cell **cells;
-    size_t *cell_cap, slot_cap;
+    struct cmt__peak_slot *slots;
+    size_t slot_cap;
     size_t cells_used, budget; /* cells allocated; at most budget */
 };
 
@@ -133,35 +138,51 @@ void cmt__ledger_peak_finish(cmt_ledger *l, const cmt_replay *rp);
 void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
                             const struct cmt_replay_step *st);
 
+/* A new peak at the step's event: its time (self's next moment, when earlier). */
+void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp);
+
 /* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
 #define CMT__LEDGER_DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
 _Static_assert(CMT_KIND_COUNT < 31, "cmt__ledger_peak_fast shifts by a kind & 31");
 
-/* What cmt__ledger_peak_event does with almost every event, once the peak's moment is taken:
- * an event that is no new peak changes at most one driver allocation of its own device, at a
- * (slot, site) that has its cell. @return 1 when it was that (and is applied), 0 when the
- * step is any other (nothing changed: cmt__ledger_peak_event takes it). */
+/* What cmt__ledger_peak_event does with almost every event (one of no sample and no OOM: the
+ * caller tests that). @return 1 when the step was applied: once the peak's moment is taken, an
+ * event that is no new peak and changes at most one driver allocation of its own device at a
+ * (slot, site) that has its cell; or any event that is no new peak once the peak is not kept
+ * (cmt__ledger_peak_event would do nothing with it). -1 for a new peak the caller must give to
+ * cmt__ledger_peak_new (its time is this step's, after the last). 0 for any other step (nothing
+ * changed: cmt__ledger_peak_event takes it).
+ *
+ * One flag says the moment is taken: `closed` (a lazy peak is never closed while steps come:
+ * peak_new clears closed where it sets lazy, and only the lazy moment's copy, which clears
+ * lazy, closes it again). */
 static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_replay *rp,
                                         const struct cmt_replay_step *st)
 {
     uint64_t t = st->rec.u.event.t_ns;
     int64_t delta = st->delta;
-    /* every test but delta's sign, which is random (an allocation or a free), taken last */
-    if (!p || p->lazy | p->invalid | !p->closed || t < p->last_t || st->owner ||
-        st->all_devices | (st->replaced != CMT_NO_OBJECT) ||
-        (rp->peak_tick == rp->tick && delta > 0))
+    if (!p || t < p->last_t) /* the clock went backwards: the general path says so */
         return 0;
+    /* delta's sign is random (an allocation or a free): tested after the peak's tick */
+    if (rp->peak_tick == rp->tick && delta > 0) {
+        if (p->invalid)
+            return 1;
+        p->last_t = t;
+        return -1;
+    }
+    if (!p->closed || st->owner || st->all_devices | (st->replaced != CMT_NO_OBJECT))
+        return p->invalid; /* not kept: nothing to do; else the general path */
     if (delta) {
         uint32_t slot = (uint32_t)st->rec.u.event.dev + 1, site = st->site;
         /* kind is -1 .. CMT_KIND_COUNT - 1: -1 shifts by 31, past every kind's bit */
         if (!((CMT__LEDGER_DRIVER_KINDS >> ((unsigned)st->kind & 31u) & 1u) && slot < p->slot_cap &&
-              site < p->cell_cap[slot]))
-            return 0;
-        struct cmt__peak_cell *c = &p->cells[slot][site];
+              site < p->slots[slot].cap))
+            return p->invalid;
+        struct cmt__peak_cell *c = &p->slots[slot].cells[site];
         if (c->mark != p->mark)
             *c = (struct cmt__peak_cell){.mark = p->mark};
         c->bytes += delta;
-        c->count += delta > 0 ? 1 : -1;
+        c->count += (delta >> 63) | 1; /* +1 an allocation, -1 a free */
     }
     p->last_t = t;
     p->streak = 0; /* the moment copied is used */

@@ -27,13 +27,12 @@ void cmt__ledger_peak_destroy(cmt_ledger *l)
     if (!p)
         return;
     for (size_t i = 0; i < p->slot_cap; i++)
-        free(p->cells[i]);
-    CMT_FREE_ALL(p->cells, p->cell_cap, p->devices, p->samples, p->graph_pool, p);
+        free(p->slots[i].cells);
+    CMT_FREE_ALL(p->slots, p->devices, p->samples, p->graph_pool, p);
     l->peak = NULL;
 }
 
-/* A new peak at the step's event: its time (self's next moment, when earlier). */
-static void peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp)
+void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp)
 {
     struct cmt__ledger_peak *p = l->peak;
     if (p->closed && ++p->streak >= LAZY_AFTER)
@@ -138,32 +137,29 @@ static struct cmt__peak_cell *cell_at(struct cmt__ledger_peak *p, uint32_t slot,
 {
     if (slot >= p->slot_cap) {
         size_t cap = slot + 1 > 2 * p->slot_cap ? slot + 1 : 2 * p->slot_cap;
-        struct cmt__peak_cell **cells = realloc(p->cells, cap * sizeof *cells);
-        if (cells)
-            p->cells = cells;
-        size_t *caps = cells ? realloc(p->cell_cap, cap * sizeof *caps) : NULL;
-        if (!caps)
+        struct cmt__peak_slot *slots = realloc(p->slots, cap * sizeof *slots);
+        if (!slots)
             return NULL;
-        p->cell_cap = caps;
-        memset(cells + p->slot_cap, 0, (cap - p->slot_cap) * sizeof *cells);
-        memset(caps + p->slot_cap, 0, (cap - p->slot_cap) * sizeof *caps);
+        memset(slots + p->slot_cap, 0, (cap - p->slot_cap) * sizeof *slots);
+        p->slots = slots;
         p->slot_cap = cap;
     }
-    if (site >= p->cell_cap[slot]) {
-        size_t old = p->cell_cap[slot], cap = old ? 2 * old : MIN_CELLS;
+    struct cmt__peak_slot *sl = &p->slots[slot];
+    if (site >= sl->cap) {
+        size_t old = sl->cap, cap = old ? 2 * old : MIN_CELLS;
         while (cap <= site)
             cap *= 2;
         if (p->cells_used + (cap - old) > p->budget)
             return NULL;
-        struct cmt__peak_cell *c = realloc(p->cells[slot], cap * sizeof *c);
+        struct cmt__peak_cell *c = realloc(sl->cells, cap * sizeof *c);
         if (!c)
             return NULL;
         memset(c + old, 0, (cap - old) * sizeof *c);
-        p->cells[slot] = c;
-        p->cell_cap[slot] = cap;
+        sl->cells = c;
+        sl->cap = cap;
         p->cells_used += cap - old;
     }
-    struct cmt__peak_cell *c = &p->cells[slot][site];
+    struct cmt__peak_cell *c = &sl->cells[site];
     if (c->mark != p->mark)
         *c = (struct cmt__peak_cell){.mark = p->mark};
     return c;
@@ -222,8 +218,8 @@ static long slot_sites(const struct cmt__ledger_peak *p, uint32_t slot, struct c
     const struct cmt_replay_device *d = &p->devices[slot];
     uint64_t bytes = 0, count = 0;
     long n = 0;
-    for (size_t s = 0; slot < p->slot_cap && s < p->cell_cap[slot]; s++) {
-        const struct cmt__peak_cell *c = &p->cells[slot][s];
+    for (size_t s = 0; slot < p->slot_cap && s < p->slots[slot].cap; s++) {
+        const struct cmt__peak_cell *c = &p->slots[slot].cells[s];
         if (c->mark != p->mark || (!c->count && !c->bytes))
             continue;
         if (c->count >= 0 || c->bytes > 0)
@@ -287,7 +283,7 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
         p->invalid = 1;
     p->last_t = t;
     if (delta > 0 && rp->peak_tick == rp->tick) {
-        peak_new(l, self, rp);
+        cmt__ledger_peak_new(l, self, rp);
         return;
     }
     if (!p->closed)
@@ -304,9 +300,9 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
     uint32_t site = st->site;
     if (__builtin_expect((unsigned)st->kind < CMT_KIND_COUNT &&
                              (CMT__LEDGER_DRIVER_KINDS >> st->kind & 1u) && slot < p->slot_cap &&
-                             site < p->cell_cap[slot],
+                             site < p->slots[slot].cap,
                          1)) {
-        struct cmt__peak_cell *c = &p->cells[slot][site]; /* slot was seen: it has cells */
+        struct cmt__peak_cell *c = &p->slots[slot].cells[site]; /* slot was seen: it has cells */
         if (c->mark != p->mark)
             *c = (struct cmt__peak_cell){.mark = p->mark};
         c->bytes += delta;
