@@ -506,3 +506,64 @@ Test(ledger, a_sample_after_a_ramps_peak_leaves_it_to_a_second_replay)
     tb_finish(&b, 1);
     expect_not_kept(&b, 0);
 }
+
+/* After the peak, 300 allocations and frees below it (the common step, inline), then a new peak
+ * (taken inline with the last moment closed and used), then more of them. */
+Test(ledger, a_new_peak_after_a_long_run_of_non_peaks_is_kept_in_the_pass)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000000000);
+    uint32_t eval = tb_stack(&b, "eval", 2);
+    for (uint64_t i = 0; i < 300; i++) {
+        tb_alloc(&b, 0x7f0100000000, MIB + i * 4096, eval);
+        tb_free(&b, 0x7f0100000000);
+    }
+    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* the peak: 12 MiB */
+    tb_free(&b, 0x7f0000200000);
+    for (uint64_t i = 0; i < 300; i++) {
+        tb_alloc(&b, 0x7f0100000000, 2 * MIB, eval);
+        tb_free(&b, 0x7f0100000000);
+    }
+    expect_peak_kept(&b, 12 * MIB);
+}
+
+/* An out-of-memory failure at the peak's own time (part of its moment) and another after it,
+ * with its sample: the general path's steps between the common ones. */
+Test(ledger, a_peak_with_oom_failures_at_its_time_and_after_is_kept_in_the_pass)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    b.t_ns -= 1000; /* the peak's time */
+    tb_alloc_fail(&b, 900 * MIB, tb_stack(&b, "eval", 2));
+    tb_free(&b, 0x7f0000000000);
+    uint64_t seq = tb_alloc_fail(&b, 2 * GIB, tb_stack(&b, "eval", 2));
+    tb_meminfo(&b, CMT_MEMINFO_OOM, 500 * MIB, GIB, seq);
+    tb_free(&b, 0x7f0000200000);
+    expect_peak_kept(&b, 6 * MIB);
+}
+
+Test(ledger, a_new_peak_after_the_clock_went_backwards_leaves_it_to_a_second_replay)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000200000);
+    b.t_ns -= 2500;
+    tb_free(&b, 0x7f0000000000); /* the peak is not kept from here */
+    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* a new peak */
+    tb_free(&b, 0x7f0002000000);
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 0);
+}
+
+Test(ledger, a_new_peak_behind_the_last_events_clock_leaves_it_to_a_second_replay)
+{
+    struct tb b;
+    up_to_a_peak(&b);
+    tb_free(&b, 0x7f0000000000);
+    b.t_ns -= 2500;
+    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* the peak, behind */
+    tb_free(&b, 0x7f0002000000);
+    tb_finish(&b, 1);
+    expect_not_kept(&b, 0);
+}
