@@ -144,6 +144,7 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
 /* The kinds summed in cells: device memory but graph memory (the device's figures say it). */
 #define CMT__LEDGER_DRIVER_KINDS (CMT_KIND_MASK(DEVICE_MEMORY) & ~(1u << CMT_KIND_GRAPH))
 _Static_assert(CMT_KIND_COUNT < 31, "cmt__ledger_peak_fast shifts by a kind & 31");
+_Static_assert(CMT_NO_OBJECT == 0, "cmt__ledger_peak_fast ORs replaced with all_devices");
 
 /* What cmt__ledger_peak_event does with almost every event (one of no sample and no OOM: the
  * caller tests that). @return 1 when the step was applied: once the peak's moment is taken, an
@@ -170,7 +171,7 @@ static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_re
         p->last_t = t;
         return -1;
     }
-    if (!p->closed || st->owner || st->all_devices | (st->replaced != CMT_NO_OBJECT))
+    if (!p->closed || st->owner || (st->replaced | (uint32_t)st->all_devices)) /* no object: 0 */
         return p->invalid; /* not kept: nothing to do; else the general path */
     if (delta) {
         uint32_t slot = (uint32_t)st->rec.u.event.dev + 1, site = st->site;
