@@ -543,27 +543,29 @@ Test(ledger, a_peak_with_oom_failures_at_its_time_and_after_is_kept_in_the_pass)
     expect_peak_kept(&b, 6 * MIB);
 }
 
-Test(ledger, a_new_peak_after_the_clock_went_backwards_leaves_it_to_a_second_replay)
-{
-    struct tb b;
-    up_to_a_peak(&b);
-    tb_free(&b, 0x7f0000200000);
-    b.t_ns -= 2500;
-    tb_free(&b, 0x7f0000000000); /* the peak is not kept from here */
-    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* a new peak */
-    tb_free(&b, 0x7f0002000000);
-    tb_finish(&b, 1);
-    expect_not_kept(&b, 0);
-}
-
-Test(ledger, a_new_peak_behind_the_last_events_clock_leaves_it_to_a_second_replay)
+/* 6 MiB up to the peak, a free, then a new peak of 8 MiB more (and its free), the clock going
+ * back before the new peak itself (at_the_peak) or before a second free ahead of it (the peak
+ * not kept from there: the new peak finds it so). */
+static void a_new_peak_after_a_clock_behind(int at_the_peak)
 {
     struct tb b;
     up_to_a_peak(&b);
     tb_free(&b, 0x7f0000000000);
     b.t_ns -= 2500;
-    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* the peak, behind */
+    if (!at_the_peak)
+        tb_free(&b, 0x7f0000200000);
+    tb_alloc(&b, 0x7f0002000000, 8 * MIB, tb_stack(&b, "backward", 2)); /* the new peak */
     tb_free(&b, 0x7f0002000000);
     tb_finish(&b, 1);
     expect_not_kept(&b, 0);
+}
+
+Test(ledger, a_new_peak_after_the_clock_went_backwards_leaves_it_to_a_second_replay)
+{
+    a_new_peak_after_a_clock_behind(0);
+}
+
+Test(ledger, a_new_peak_behind_the_last_events_clock_leaves_it_to_a_second_replay)
+{
+    a_new_peak_after_a_clock_behind(1);
 }
