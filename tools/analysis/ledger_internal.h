@@ -152,7 +152,8 @@ _Static_assert(CMT_NO_OBJECT == 0, "cmt__ledger_peak_fast ORs replaced with all_
  * (slot, site) that has its cell; or any event that is no new peak once the peak is not kept
  * (cmt__ledger_peak_event would do nothing with it). -1 for a new peak the caller must give to
  * cmt__ledger_peak_new (its time is this step's, after the last). 0 for any other step (nothing
- * changed: cmt__ledger_peak_event takes it).
+ * changed: cmt__ledger_peak_event takes it). p is not NULL: without a peak kept, the ledger
+ * is shown no event that is neither a sample nor an OOM failure (ledger_wants).
  *
  * One flag says the moment is taken: `closed` (a lazy peak is never closed while steps come:
  * peak_new clears closed where it sets lazy, and only the lazy moment's copy, which clears
@@ -162,7 +163,7 @@ static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_re
 {
     uint64_t t = st->rec.u.event.t_ns;
     int64_t delta = st->delta;
-    if (!p || t < p->last_t) /* the clock went backwards: the general path says so */
+    if (t < p->last_t) /* the clock went backwards: the general path says so */
         return 0;
     /* delta's sign is random (an allocation or a free): tested after the peak's tick */
     if (rp->peak_tick == rp->tick && delta > 0) {
