@@ -1,6 +1,9 @@
 /* The events of an EVENTS block decoded a batch at a time (format/reader_batch.c): they read
  * back as written with either way of packing varints, and a malformed event anywhere in a
- * block, at a batch's edge or inside one, ends the read right before it. */
+ * block, at a batch's edge or inside one, ends the read right before it; no block, however
+ * it lies about its count or its varints, makes a batch read past the chunk's padding. */
+#include <sys/mman.h>
+
 #include "reader_internal.h"
 #include "trace_fixture.h"
 
@@ -167,4 +170,81 @@ Test(reader_batch, a_malformed_event_anywhere_ends_the_read_right_before_it)
             cmt_membuf_free(&buf);
         }
     }
+}
+
+/* ---- a batch reads no further than the chunk's padding ---- */
+
+/* `data` bytes that end CMT__CHUNK_PAD zeroed bytes before a page no access is allowed to:
+ * a read past the padding faults. @return the first of the data bytes. */
+static uint8_t *guarded_column(size_t data, void **map, size_t *map_len)
+{
+    size_t page = 4096, len = (data + CMT__CHUNK_PAD + page - 1) / page * page + page;
+    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(m, MAP_FAILED);
+    cr_assert_eq(mprotect(m + len - page, page, PROT_NONE), 0);
+    *map = m;
+    *map_len = len;
+    return m + len - page - CMT__CHUNK_PAD - data;
+}
+
+/* A 10-byte varint (its tenth byte 1, or 2 when `bad`) whose low bits are v. */
+static uint8_t *put_tenth(uint8_t *p, uint64_t v, int bad)
+{
+    p = cmt__put_varint(p, v | UINT64_C(1) << 63);
+    p[-1] = (uint8_t)(bad ? 2 : 1);
+    return p;
+}
+
+/* The worst a block can ask of a batch, every column ending where its chunk's padding starts:
+ * `whole` events with every optional part, every field and every varint 10 bytes long (the
+ * last one's tenth byte above 1 when `bad`), then nothing while the count says `count`. */
+static int fill_worst(cmt_reader *r, int whole, uint32_t count, int bad, int pext)
+{
+    void *map[CMT_NCOLS];
+    size_t len[CMT_NCOLS];
+    for (int k = 0; k < CMT_NCOLS; k++) {
+        size_t per = k == CMT_COL_HEAD ? 8 * CMT__VARINT_MAX : CMT__VARINT_MAX;
+        uint8_t *c = guarded_column(per * (size_t)whole, &map[k], &len[k]), *p = c;
+        for (int i = 0; i < whole; i++) {
+            int last = bad && i == whole - 1;
+            if (k == CMT_COL_HEAD) {
+                for (int part = 0; part < 7; part++)
+                    p = put_tenth(p, CMT_EV_ALL, 0);
+                p = put_tenth(p, (UINT64_C(1) << CMT_NFIELDS) - 1, last);
+            } else {
+                p = put_tenth(p, 0x1234, last);
+            }
+        }
+        r->col[k] = c;
+        r->col_end[k] = p;
+    }
+    r->block_left = count;
+    r->pext = pext;
+    int rc = cmt__reader_fill_batch(r);
+    for (int k = 0; k < CMT_NCOLS; k++)
+        munmap(map[k], len[k]);
+    return rc;
+}
+
+Test(reader_batch, reads_no_further_than_the_padding_whatever_the_block_says)
+{
+    struct cmt_membuf buf = {0};
+    fixture_write(&buf, 4096);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    const int whole[] = {0, 1, CMT__BATCH_EVENTS / 2, CMT__BATCH_EVENTS - 1, CMT__BATCH_EVENTS};
+    for (int pext = 0; pext <= cmt__reader_cpu_pext(); pext++)
+        for (size_t k = 0; k < sizeof whole / sizeof *whole; k++)
+            for (int bad = 0; bad <= 1; bad++) {
+                /* a count above what the columns hold: the batch runs into the padding, and
+                 * fails without moving the block on */
+                cr_assert_eq(fill_worst(r, whole[k], 100000, bad, pext), -1);
+                cr_assert_eq(r->block_left, 100000);
+                /* the columns hold all the count says: out of range (every flag, api past 32
+                 * bits), or a tenth byte above 1 */
+                if (whole[k])
+                    cr_assert_eq(fill_worst(r, whole[k], (uint32_t)whole[k], bad, pext), -1);
+            }
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
 }
