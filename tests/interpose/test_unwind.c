@@ -327,6 +327,23 @@ Test(unwind, a_frame_over_the_cache_limit_misses_once)
     cr_assert_eq(w.after.misses, w.before.misses);
 }
 
+/* A negative entry lasts until the first miss after an object was loaded (the new object may
+ * hold its PC): the walk through the same frame then looks its rule up again. */
+Test(unwind, a_negative_entry_goes_at_the_first_miss_after_a_load)
+{
+    static struct walks w;
+    cmt_shape_huge_frame(walk_both, &w);
+    cr_assert_eq(fallbacks(&w), 1);
+    cmt_shape_module_fn fn;
+    void *h = open_module(&fn);
+    check_shape(fn, 9); /* its PCs miss: the objects are read again */
+    cmt_shape_huge_frame(walk_both, &w);
+    assert_same(&w, 3);
+    cr_assert_eq(fallbacks(&w), 1);
+    cr_assert_eq(w.after.misses - w.before.misses, 1, "the huge frame's PC, looked up again");
+    dlclose(h);
+}
+
 /* The same depth and frame sizes through two different callers: a walk that reused the
  * previous one's frames past the point where they part would give the wrong caller. */
 static __attribute__((noinline)) int middle_a(cmt_shape_leaf leaf, void *arg)
