@@ -63,8 +63,6 @@ static void rebuild(struct cmt__map *n)
     }
 }
 
-#define AHEAD 64 /* slots ahead of the one it reads whose new places a redistribution prefetches */
-
 #define READY_BYTES (2u << 20) /* entries faulted in at a time, where they take 8 MiB or more */
 
 /* Faults in the entries from count on, READY_BYTES at a time, in one call: issue 26's 10M live
