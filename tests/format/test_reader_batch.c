@@ -248,3 +248,44 @@ Test(reader_batch, reads_no_further_than_the_padding_whatever_the_block_says)
     cmt_reader_close(r);
     cmt_membuf_free(&buf);
 }
+
+/* A block whose columns hold more than its count's events: every event it counts reads, then
+ * the block's end says so, whether its last event ends a batch, sits in one or is alone. */
+Test(reader_batch, a_column_longer_than_the_block_s_events_is_damage_after_them)
+{
+    const int counts[] = {1, CMT__BATCH_EVENTS - 1, CMT__BATCH_EVENTS, CMT__BATCH_EVENTS + 1};
+    for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
+        for (int longer = 0; longer < 3; longer++) { /* head, time or ptr: one byte more */
+            uint8_t col[3][160], *end[3] = {col[0], col[1], col[2]};
+            for (int i = 0; i < counts[k]; i++) {
+                end[0] = cmt__put_varint(end[0], 0);
+                end[0] = cmt__put_varint(end[0], 1);
+                end[0] = cmt__put_varint(end[0], CMT_F(PTR));
+                end[1] = cmt__put_varint(end[1], cmt__zigzag(10));
+                end[2] = cmt__put_varint(end[2], cmt__zigzag(i ? 1 : 0x1000));
+            }
+            *end[longer]++ = 0;
+            const uint8_t *cols[] = {col[0], col[1], col[2]};
+            size_t lens[3];
+            for (int c = 0; c < 3; c++)
+                lens[c] = (size_t)(end[c] - col[c]);
+            uint8_t raw[1024];
+            size_t n = fixture_block(raw, CMT_REC_EVENTS, (uint64_t)counts[k], 7, cols, lens);
+            struct cmt_membuf buf = {0};
+            fixture_hand_chunk(&buf, raw, n, 1);
+            cmt_reader *r;
+            cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+            struct cmt_record rec;
+            int events = 0, rc;
+            while ((rc = cmt_reader_next(r, &rec)) > 0) {
+                cr_assert_eq(rec.u.event.v[CMT_FIELD_PTR], 0x1000 + (uint64_t)events);
+                events++;
+            }
+            cr_assert_eq(events, counts[k], "%d events, column %d longer", counts[k], longer);
+            cr_assert_eq(rc, CMT_ECORRUPT);
+            cr_assert(strstr(cmt_reader_damage(r), "event block longer than its events"), "%s",
+                      cmt_reader_damage(r));
+            cmt_reader_close(r);
+            cmt_membuf_free(&buf);
+        }
+}
