@@ -137,6 +137,29 @@ static size_t damaged_block(uint8_t *out, int bad, enum damage what)
     return fixture_block(out, CMT_REC_EVENTS, BLOCK_EVENTS, 7, cols, lens);
 }
 
+/* Reads the trace of one hand-built chunk of the record raw[0, n) until its damage, which
+ * must name `damage`; each event read as damaged_block writes them (t +10, ptr 0x1000 + i).
+ * @return how many were read. */
+static int read_until_damage(const uint8_t *raw, size_t n, const char *damage)
+{
+    struct cmt_membuf buf = {0};
+    fixture_hand_chunk(&buf, raw, n, 1);
+    cmt_reader *r;
+    cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+    struct cmt_record rec;
+    int events = 0, rc;
+    while ((rc = cmt_reader_next(r, &rec)) > 0) {
+        cr_assert_eq(rec.u.event.t_ns, 10 * ((uint64_t)events + 1), "event %d", events);
+        cr_assert_eq(rec.u.event.v[CMT_FIELD_PTR], 0x1000 + (uint64_t)events);
+        events++;
+    }
+    cr_assert_eq(rc, CMT_ECORRUPT, "after %d events", events);
+    cr_assert(strstr(cmt_reader_damage(r), damage), "%s", cmt_reader_damage(r));
+    cmt_reader_close(r);
+    cmt_membuf_free(&buf);
+    return events;
+}
+
 Test(reader_batch, a_malformed_event_anywhere_ends_the_read_right_before_it)
 {
     const int at[] = {0,
@@ -150,24 +173,9 @@ Test(reader_batch, a_malformed_event_anywhere_ends_the_read_right_before_it)
         for (size_t k = 0; k < sizeof at / sizeof *at; k++) {
             uint8_t raw[1024];
             size_t n = damaged_block(raw, at[k], (enum damage)what);
-            struct cmt_membuf buf = {0};
-            fixture_hand_chunk(&buf, raw, n, 1);
-            cmt_reader *r;
-            cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
-            struct cmt_record rec;
-            int events = 0, rc;
-            while ((rc = cmt_reader_next(r, &rec)) > 0) {
-                cr_assert_eq(rec.u.event.t_ns, 10 * ((uint64_t)events + 1));
-                cr_assert_eq(rec.u.event.v[CMT_FIELD_PTR], 0x1000 + (uint64_t)events);
-                events++;
-            }
+            int events = read_until_damage(raw, n, "malformed event block");
             cr_assert_eq(events, at[k], "damage %d at event %d: %d events read", what, at[k],
                          events);
-            cr_assert_eq(rc, CMT_ECORRUPT, "damage %d at event %d", what, at[k]);
-            cr_assert(strstr(cmt_reader_damage(r), "malformed event block"), "%s",
-                      cmt_reader_damage(r));
-            cmt_reader_close(r);
-            cmt_membuf_free(&buf);
         }
     }
 }
@@ -256,7 +264,7 @@ Test(reader_batch, a_column_longer_than_the_block_s_events_is_damage_after_them)
     const int counts[] = {1, CMT__BATCH_EVENTS - 1, CMT__BATCH_EVENTS, CMT__BATCH_EVENTS + 1};
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         for (int longer = 0; longer < 3; longer++) { /* head, time or ptr: one byte more */
-            uint8_t col[3][160], *end[3] = {col[0], col[1], col[2]};
+            uint8_t col[3][256], *end[3] = {col[0], col[1], col[2]};
             for (int i = 0; i < counts[k]; i++) {
                 end[0] = cmt__put_varint(end[0], 0);
                 end[0] = cmt__put_varint(end[0], 1);
@@ -271,21 +279,7 @@ Test(reader_batch, a_column_longer_than_the_block_s_events_is_damage_after_them)
                 lens[c] = (size_t)(end[c] - col[c]);
             uint8_t raw[1024];
             size_t n = fixture_block(raw, CMT_REC_EVENTS, (uint64_t)counts[k], 7, cols, lens);
-            struct cmt_membuf buf = {0};
-            fixture_hand_chunk(&buf, raw, n, 1);
-            cmt_reader *r;
-            cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
-            struct cmt_record rec;
-            int events = 0, rc;
-            while ((rc = cmt_reader_next(r, &rec)) > 0) {
-                cr_assert_eq(rec.u.event.v[CMT_FIELD_PTR], 0x1000 + (uint64_t)events);
-                events++;
-            }
+            int events = read_until_damage(raw, n, "event block longer than its events");
             cr_assert_eq(events, counts[k], "%d events, column %d longer", counts[k], longer);
-            cr_assert_eq(rc, CMT_ECORRUPT);
-            cr_assert(strstr(cmt_reader_damage(r), "event block longer than its events"), "%s",
-                      cmt_reader_damage(r));
-            cmt_reader_close(r);
-            cmt_membuf_free(&buf);
         }
 }
