@@ -1,4 +1,5 @@
-/* cmt_search.h — the one binary search over a sorted array.
+/* cmt_search.h — the one binary search over a sorted array, and the one ascending order of
+ * uint64_t keys for qsort/bsearch (cmt_u64_ascending).
  *
  *     size_t at;
  *     CMT_LOWER_BOUND(at, d->segments, d->segment_count, .addr, addr);
@@ -13,6 +14,7 @@
 #define CMT_SEARCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* at = the number of leading elements whose key is `op` key (op: < or <=). */
 #define CMT__BISECT(at, items, count, member, op, key)           \
@@ -34,5 +36,12 @@
 /* at = the index of the first element whose key is > key (count when none). */
 #define CMT_UPPER_BOUND(at, items, count, member, key) \
     CMT__BISECT(at, items, count, member, <=, key)
+
+/* qsort's and bsearch's comparison of two uint64_t: ascending. */
+static inline int cmt_u64_ascending(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
 
 #endif

@@ -14,6 +14,7 @@
 #include "cmt_error.h"
 #include "cmt_free.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "fleet_internal.h"
 
 static char *dup_or_null(const char *s)
@@ -251,12 +252,6 @@ static const char *host_of(const struct cmt_process *proc)
     return proc && proc->hostname ? proc->hostname : "";
 }
 
-static int ascending(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The times (from p's start) of the guesses of p's host at or after its start, ascending and
  * distinct, into p->ledger_times. @return 0 or CMT_ENOMEM. */
 static int guess_times(struct guesses *g, struct cmt_fleet_process *p, const cmt_reader *r)
@@ -275,7 +270,7 @@ static int guess_times(struct guesses *g, struct cmt_fleet_process *p, const cmt
     pthread_mutex_unlock(&g->lock);
     size_t n = p->ledger_time_count, k = 0;
     if (n)
-        qsort(p->ledger_times, n, sizeof *p->ledger_times, ascending);
+        qsort(p->ledger_times, n, sizeof *p->ledger_times, cmt_u64_ascending);
     for (size_t i = 0; i < n; i++)
         if (!k || p->ledger_times[i] != p->ledger_times[k - 1])
             p->ledger_times[k++] = p->ledger_times[i];

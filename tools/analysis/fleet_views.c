@@ -7,6 +7,7 @@
 
 #include "cmt_error.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "fleet_internal.h"
 
 /* The id of ordinal dev in CUDA_VISIBLE_DEVICES ("2,3" → dev 1 is "2"), or the ordinal. */
@@ -121,12 +122,6 @@ static int group_ranks(struct cmt_fleet *f)
     return 0;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int imbalance(struct cmt_fleet *f)
 {
     uint64_t *v = malloc((f->count ? f->count : 1) * sizeof *v);
@@ -141,7 +136,7 @@ static int imbalance(struct cmt_fleet *f)
             if (!f->processes[p].error)
                 v[n++] = f->processes[p].peak_live_bytes;
     if (n) {
-        qsort(v, n, sizeof *v, by_value);
+        qsort(v, n, sizeof *v, cmt_u64_ascending);
         f->peak_max_bytes = v[n - 1];
         f->peak_median_bytes = n % 2 ? v[n / 2]
                                      : v[n / 2 - 1] / 2 + v[n / 2] / 2 +

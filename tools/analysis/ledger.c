@@ -12,6 +12,7 @@
 #include "cmt_error.h"
 #include "cmt_free.h"
 #include "cmt_grow.h"
+#include "cmt_search.h"
 #include "frames.h"
 #include "ledger_internal.h"
 
@@ -139,12 +140,6 @@ static int in_segment(const cmt_ledger *l, int32_t dev, uint64_t addr)
     return l->alloc && cmt_alloc_holds(l->alloc, dev, addr);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void collect_mapped(void *ctx, const struct cmt_replay_object *o)
 {
     cmt_ledger *l = ctx;
@@ -178,7 +173,7 @@ static void measure_object(void *ctx, const struct cmt_replay_object *o)
         return;
     int inside = o->kind == CMT_KIND_VMM
                      ? l->handle_count && bsearch(&o->addr, l->handles, l->handle_count,
-                                                  sizeof *l->handles, cmp_u64) != NULL
+                                                  sizeof *l->handles, cmt_u64_ascending) != NULL
                      : in_segment(l, o->dev, o->addr);
     if (inside)
         return;
@@ -247,7 +242,7 @@ static int measure_sites(cmt_ledger *l, const cmt_replay *rp, struct cmt__raw *w
     l->handle_count = 0;
     cmt_replay_foreach_mapping(rp, collect_mapped, l); /* mappings alone: a walk of them */
     if (l->handle_count > 1)
-        qsort(l->handles, l->handle_count, sizeof *l->handles, cmp_u64);
+        qsort(l->handles, l->handle_count, sizeof *l->handles, cmt_u64_ascending);
     l->touched_count = 0;
     cmt_replay_foreach_live(rp, measure_object, l);
     w->sites = l->touched_count ? malloc(l->touched_count * sizeof *w->sites) : NULL;

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "output.h"
 #include "sites.h"
+#include "cmt_search.h"
 
 static const char usage[] =
     "usage: cumemtrace report [--json] [--at TIME]... FILE\n"
@@ -479,12 +480,6 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
     cmt__hint_symbolize("report", p->path, raw && !p->damage);
 }
 
-static int by_time(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 enum { OPT_HELP = 1, OPT_JSON, OPT_AT, OPT_JOBS };
 
 /* --at is taken out of argv first (cmt__opts_take); --json and --help are then
@@ -542,7 +537,7 @@ int cmt_cmd_report(int argc, char **argv)
                                  &l)) != 0)
         return status;
     if (l.at_count > 1)
-        qsort(l.at, l.at_count, sizeof *l.at, by_time);
+        qsort(l.at, l.at_count, sizeof *l.at, cmt_u64_ascending);
     if (cmt__fleet_wanted(argc, argv, 1, cmt_cmd_report_options)) {
         if (l.at_count) /* each GPU has its own moment there */
             return cmt__usage_error("report", "--at reads one trace, not several");
