@@ -609,6 +609,15 @@ static inline void watch_set(struct watch *w)
     w->until = w->open.until - 1 < w->moment ? w->open.until - 1 : w->moment;
 }
 
+/* After o's step(), which may set a moment too: the watch takes it when it is the next. */
+static inline void watch_moment(struct watch *w, const struct cmt_observer *o)
+{
+    if (o->before && o->before_t < w->moment) {
+        w->moment = o->before_t;
+        watch_set(w);
+    }
+}
+
 /* The class of an event, as an index into the lists (0 is a record's): 1 an event, 2 an OOM
  * failure, 3 a sample (never both); odd: an event a quiet window may spare. */
 static inline unsigned event_class(const struct cmt_replay_step *st)
@@ -660,10 +669,7 @@ static int show(const struct shown *sh, cmt_replay *rp, const struct cmt_replay_
         unsigned was = o->wants;
         o->wants = o->step(o, rp, st);
         changed |= o->wants != was;
-        if (o->before && o->before_t < w->moment) { /* step() may set a moment too */
-            w->moment = o->before_t;
-            watch_set(w);
-        }
+        watch_moment(w, o);
     }
     return changed;
 }
@@ -673,10 +679,7 @@ static __attribute__((noinline)) void solo_changed(struct shown *sh, struct cmt_
                                                    struct cmt_observer *end, struct cmt_observer *o,
                                                    unsigned wants, struct watch *w)
 {
-    if (o->before && o->before_t < w->moment) {
-        w->moment = o->before_t;
-        watch_set(w);
-    }
+    watch_moment(w, o);
     if (wants != o->wants) {
         o->wants = wants;
         list_observers(sh, obs, end);
