@@ -146,6 +146,17 @@ void cmt__ledger_peak_new(cmt_ledger *l, struct cmt_observer *self, const cmt_re
 _Static_assert(CMT_KIND_COUNT < 31, "cmt__ledger_peak_fast shifts by a kind & 31");
 _Static_assert(CMT_NO_OBJECT == 0, "cmt__ledger_peak_fast ORs replaced with all_devices");
 
+/* One allocation (delta > 0) or free of delta bytes, not 0, into c, fresh when its mark is an
+ * earlier moment's. */
+static inline __attribute__((always_inline)) void cmt__peak_cell_add(
+    const struct cmt__ledger_peak *p, struct cmt__peak_cell *c, int64_t delta)
+{
+    if (c->mark != p->mark)
+        *c = (struct cmt__peak_cell){.mark = p->mark};
+    c->bytes += delta;
+    c->count += (delta >> 63) | 1; /* +1 an allocation, -1 a free */
+}
+
 /* What cmt__ledger_peak_event does with almost every event (one of no sample and no OOM: the
  * caller tests that). @return 1 when the step was applied: once the peak's moment is taken, an
  * event that is no new peak and changes at most one driver allocation of its own device at a
@@ -180,11 +191,7 @@ static inline int cmt__ledger_peak_fast(struct cmt__ledger_peak *p, const cmt_re
         if (!((CMT__LEDGER_DRIVER_KINDS >> ((unsigned)st->kind & 31u) & 1u) && slot < p->slot_cap &&
               site < p->slots[slot].cap))
             return p->invalid;
-        struct cmt__peak_cell *c = &p->slots[slot].cells[site];
-        if (c->mark != p->mark)
-            *c = (struct cmt__peak_cell){.mark = p->mark};
-        c->bytes += delta;
-        c->count += (delta >> 63) | 1; /* +1 an allocation, -1 a free */
+        cmt__peak_cell_add(p, &p->slots[slot].cells[site], delta);
     }
     p->last_t = t;
     p->streak = 0; /* the moment copied is used */

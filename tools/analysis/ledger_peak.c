@@ -302,11 +302,7 @@ void cmt__ledger_peak_event(cmt_ledger *l, struct cmt_observer *self, const cmt_
                              (CMT__LEDGER_DRIVER_KINDS >> st->kind & 1u) && slot < p->slot_cap &&
                              site < p->slots[slot].cap,
                          1)) {
-        struct cmt__peak_cell *c = &p->slots[slot].cells[site]; /* slot was seen: it has cells */
-        if (c->mark != p->mark)
-            *c = (struct cmt__peak_cell){.mark = p->mark};
-        c->bytes += delta;
-        c->count += delta > 0 ? 1 : -1;
+        cmt__peak_cell_add(p, &p->slots[slot].cells[site], delta); /* slot seen: it has cells */
         return;
     }
     peak_change(p, st);
