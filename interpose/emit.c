@@ -77,7 +77,11 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
     int alloc = e->kind == CMT__ENTRY_ALLOC || e->kind == CMT__ENTRY_RANGE; /* seqs of their own */
     if (!alloc) /* an ALLOC or RANGE entry uses only event.seq and event.t_ns: no memset */
         cmt__queued_unpack(e, &event);
-    uint64_t seq = e->seq >= em->alloc_entries ? e->seq - em->alloc_entries : 0;
+    /* the record's seq: an EVENT's own number; a MEMINFO's, its event's (a BASELINE goes just
+     * before it, an OOM just after); an ALLOC's or RANGE's, the next driver event's */
+    uint64_t seq = em->events;
+    if (e->kind == CMT__ENTRY_OOM && seq > 0)
+        seq--;
     event.seq = seq;
     event.t_ns = cmt__emit_ns(em, e->t_ns);
     if ((e->kind == CMT__ENTRY_EVENT || alloc) && e->tid != em->named_tid && em->thread) {
@@ -86,8 +90,8 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
         em->named_tid = e->tid; /* the next entries of the same thread skip the lookup */
     }
     /* set before the record goes in: a chunk the writer flushes inside the call holds it */
-    em->passed_key = cmt__queued_key(e) + 1;
-    em->alloc_entries += alloc;
+    em->passed = cmt__queued_order(e) + 1;
+    em->events += e->kind == CMT__ENTRY_EVENT;
     switch (e->kind) {
     case CMT__ENTRY_ALLOC: return emit_alloc(em, e, seq, event.t_ns);
     case CMT__ENTRY_RANGE: return emit_range(em, e, seq, event.t_ns);
@@ -111,7 +115,7 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
 
 int cmt__queued_cmp(const void *a, const void *b)
 {
-    uint64_t x = cmt__queued_key(a), y = cmt__queued_key(b);
+    cmt__order x = cmt__queued_order(a), y = cmt__queued_order(b);
     return x < y ? -1 : x > y;
 }
 

@@ -13,10 +13,10 @@ struct cmt__emitter {
     const struct cmt__device_info *devices; /* CMT_MAX_DEVICES of them */
     int use_tsc;                            /* entry times are TSC ticks, else ns */
     double ns_per_tick;
-    uint64_t last_t;        /* timestamps leave in non-decreasing order */
-    uint64_t passed_key;    /* entries with a lower cmt__queued_key are in the writer */
-    uint64_t alloc_entries; /* ALLOC and RANGE entries among them: an entry's seq less this is its
-                             * record's (EVENT seqs count driver events only) */
+    uint64_t last_t;   /* timestamps leave in non-decreasing order */
+    cmt__order passed; /* entries with a lower cmt__queued_order are in the writer */
+    uint64_t events;   /* EVENT records written: the next one's seq (EVENT seqs count driver
+                        * events only, from 0, gap-free) */
     /* Writes a THREAD record for a tid not named yet (0, or a writer error). */
     int (*thread)(void *ctx, uint32_t tid);
     void *thread_ctx;
@@ -35,10 +35,10 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e);
 int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__allocator_decl *d,
                         uint64_t ticks);
 
-/* (seq, kind) order, for qsort-like use. */
+/* cmt__queued_order, for qsort-like use. */
 int cmt__queued_cmp(const void *a, const void *b);
 
-/* Sorts in place by (seq, kind) without allocating (qsort may malloc). */
+/* Sorts in place by cmt__queued_order without allocating (qsort may malloc). */
 void cmt__queued_sort(struct cmt__queued *a, size_t n);
 
 #endif

@@ -36,7 +36,7 @@ static void on_fatal_signal(int signo, siginfo_t *info, void *uctx)
         atomic_compare_exchange_strong(&cmt__rec.fatal_signo, &none, signo);
         atomic_store(&cmt__rec.fatal_tid, cmt__gettid());
         cmt__drop_pending();
-        cmt__wait_flushed(atomic_load(&cmt__rec.seq), 2000);
+        cmt__wait_flushed(cmt__now_seq(), 2000);
     }
     errno = saved;
     if (i == NSIG_FATAL)
@@ -113,7 +113,6 @@ static void reset_for_new_trace(int threads_gone)
     cmt__own_fd_close(&cmt__rec.trace); /* the parent's, unless the program took the number */
     for (int d = 0; d < CMT_MAX_DEVICES; d++)
         atomic_store(&cmt__rec.devices[d].state, 0);
-    atomic_store(&cmt__rec.seq, 0);
     atomic_store(&cmt__rec.flush_want, 0);
     atomic_store(&cmt__rec.flushed, 0);
     atomic_store(&cmt__rec.stop, 0);
@@ -217,7 +216,7 @@ static _Noreturn void leave_now(int status)
     if (atomic_load(&cmt__rec.state) == CMT__RUNNING &&
         atomic_load(&cmt__rec.writer_tid) != cmt__gettid()) {
         cmt__drop_pending();
-        cmt__wait_flushed(atomic_load(&cmt__rec.seq), 2000);
+        cmt__wait_flushed(cmt__now_seq(), 2000);
     }
     for (;;)
         syscall(SYS_exit_group, status);

@@ -58,6 +58,16 @@ uint64_t cmt__ticks(void)
 {
     return cmt__rec.use_tsc ? __rdtsc() : cmt__mono_ns();
 }
+
+/* lfence before: the reading waits for every earlier instruction (a thread's xchg of its
+ * pending); after: no later load runs before it (the writer's loads of the pendings). */
+static inline uint64_t ticks_ordered(void)
+{
+    _mm_lfence();
+    uint64_t t = cmt__ticks();
+    _mm_lfence();
+    return t;
+}
 #else
 void cmt__clock_init(void)
 {
@@ -68,7 +78,21 @@ uint64_t cmt__ticks(void)
 {
     return cmt__mono_ns();
 }
+
+static inline uint64_t ticks_ordered(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t t = cmt__ticks();
+    atomic_thread_fence(memory_order_seq_cst);
+    return t;
+}
 #endif
+
+uint64_t cmt__now_seq(void)
+{
+    uint64_t t = ticks_ordered(), start = cmt__rec.start_ticks;
+    return t > start ? t - start : 0;
+}
 
 /* fmt formatted on the stack after prefix, written to fd with one write(2), errno kept. */
 static void write_line(int fd, const char *prefix, const char *fmt, va_list ap)
@@ -233,25 +257,28 @@ int32_t cmt__current_device(void)
     return dev;
 }
 
-/* Takes the next seq, published as pending before the seq can be seen taken.
+/* Takes this call's seq: the clock (ticks since start), or one past the thread's last seq
+ * where the clock did not move on (or a core's clock lags), so that a thread's seqs strictly
+ * increase. No counter shared by the threads: at 8 threads its locked add, one cache line
+ * passed from core to core on every call, cost ~13 ns a call (docs/capture.md).
  *
- * Why release is enough (the writer's drain(): an acquire load of seq giving S, then acquire
- * loads of every `pending`, then of every `head`; it writes entries below min(S, pendings)):
- * every change of seq while a writer runs is this fetch_add (the store of 0 in lifecycle.c
- * happens with no writer thread), so the fetch_adds form one release sequence, and reading
- * S synchronizes with the fetch_add of every seq s < S. The pending store is sequenced before
- * that fetch_add, so the writer then reads it or a later value: this P <= s (coherence: P
- * was read from seq before the fetch_add read s), which holds s back; or a later release
- * store (NO_PENDING in cmt__finish / publish_own_seq, or the next call's P'), each sequenced
- * after the push of entry s, whose head store therefore happens before the writer's load of
- * head. Either way s is never passed unwritten. No store-load order is needed on this side
- * (no seq_cst: that was an xchg per call, and the fetch_add is the only locked operation). */
+ * Why the writer never passes a seq unwritten (its drain(): now = cmt__now_seq(), then loads
+ * of every `pending`, then of every `head`; it writes entries below min(now, pendings)): the
+ * xchg publishes pending = floor <= seq (the floor since start) before the clock is read (the lfence of
+ * ticks_ordered waits for the locked xchg). If the writer's load of pending sees it, or any
+ * later value up to this entry's publication, the bound is <= seq. If it sees the value
+ * before (NO_PENDING, or a previous call's floor), that load ran before the xchg, so the
+ * writer read its clock before this thread read its own: now <= seq (the invariant TSC the
+ * kernel trusts, or CLOCK_MONOTONIC, is one clock across cores). */
 static inline uint64_t take_seq_at(struct cmt__thread *t, uint64_t *t_ns)
 {
-    atomic_store_explicit(&t->pending, atomic_load_explicit(&cmt__rec.seq, memory_order_relaxed),
-                          memory_order_release);
-    uint64_t seq = atomic_fetch_add_explicit(&cmt__rec.seq, 1, memory_order_release);
-    *t_ns = cmt__ticks() - cmt__rec.start_ticks; /* converted to ns by the writer */
+    uint64_t start = cmt__rec.start_ticks, floor = t->last_ticks + 1;
+    atomic_exchange_explicit(&t->pending, floor > start ? floor - start : 0, memory_order_seq_cst);
+    uint64_t ticks = ticks_ordered();
+    ticks = ticks > floor ? ticks : floor;
+    t->last_ticks = ticks;
+    uint64_t seq = ticks > start ? ticks - start : 0;
+    *t_ns = seq; /* converted to ns by the writer */
     return seq;
 }
 

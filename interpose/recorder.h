@@ -4,10 +4,13 @@
  * writer_thread.c the background writer thread: drains rings in seq order, writes the file.
  * lifecycle.c  start, fork, fatal signals and exit.
  *
- * Ordering: every queued entry carries a global seq. Ops that release memory take theirs
- * before calling the driver, all others after, so a free precedes any allocation that could
- * reuse its memory. While a thread holds a seq it has not queued yet, its ring's `pending`
- * is a lower bound of that seq; the writer emits only entries below every pending bound. */
+ * Ordering: every queued entry carries a seq, the time it was taken in ticks since start
+ * (one clock across cores), strictly increasing along a thread; ties between threads are
+ * broken by tid (cmt__queued_order). Ops that release memory take theirs before calling the
+ * driver, all others after, so a free precedes any allocation that could reuse its memory.
+ * While a thread holds a seq it has not queued yet, its ring's `pending` is a lower bound of
+ * that seq; the writer emits only entries below every pending bound and below its own clock
+ * (recorder.c's take_seq_at says why that is enough). */
 #ifndef CMT__RECORDER_H
 #define CMT__RECORDER_H
 
@@ -24,10 +27,7 @@ enum cmt__state { CMT__IDLE = 0, CMT__RUNNING = 1, CMT__OFF = 2 };
 
 struct cmt__recorder {
     _Atomic int state;
-    /* Taken by every call of every thread (a locked add): on a cache line of its own, so that
-     * its stores do not take away the line of what each call reads (state, the clock's base). */
-    _Alignas(CMT__CACHE_LINE) _Atomic uint64_t seq;
-    _Alignas(CMT__CACHE_LINE) uint64_t start_mono_ns, start_wall_ns;
+    uint64_t start_mono_ns, start_wall_ns;
     uint64_t start_ticks; /* cmt__ticks() at start */
     int use_tsc;          /* ticks are TSC cycles (converted by the writer), else ns */
     _Atomic(struct cmt__thread *) threads;
@@ -77,6 +77,9 @@ uint64_t cmt__mono_ns(void);
  * cost of clock_gettime here), else CLOCK_MONOTONIC ns. Events carry ticks since start; the
  * writer converts them to ns. */
 uint64_t cmt__ticks(void);
+/* The seq a call taken now would get at least: ticks since start, read in order with the
+ * loads and stores around it. */
+uint64_t cmt__now_seq(void);
 /* Entries for a new ring: `most`, or fewer (a power of two, at least CMT__RING_MIN) where the
  * address-space limit (RLIMIT_AS, `ulimit -v`) leaves little room: a ring takes at most
  * 1/256 of what is left, so a program that fits untraced fits traced. */

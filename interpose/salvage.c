@@ -55,7 +55,7 @@ static int collect(struct state *s)
             from = head - t->mask - 1;
         for (uint64_t i = from; i < head; i++) {
             const struct cmt__queued *e = &t->ring[i & t->mask];
-            if (cmt__queued_key(e) < s->disk.key)
+            if (cmt__queued_order(e) < s->disk.order)
                 continue;
             if (CMT_GROW(s->entries, cap, s->count + 1, 4096) != 0)
                 return CMT_ENOMEM;
@@ -155,7 +155,7 @@ static int append(struct state *s, uint32_t nodes, struct cmt_salvage_result *ou
                               .use_tsc = s->h->use_tsc,
                               .ns_per_tick = s->disk.ns_per_tick,
                               .last_t = s->disk.last_t,
-                              .alloc_entries = s->disk.alloc_entries,
+                              .events = s->disk.events,
                               .thread = name_thread,
                               .thread_ctx = s};
     for (uint32_t k = s->disk.allocators; !rc && k < CMT__MAX_ALLOCATORS; k++)

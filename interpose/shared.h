@@ -19,7 +19,7 @@
  * first 8 of the fields it reports, in bit order (the helpers report at most 7). */
 #define CMT__ENTRY_VALUES 8
 
-/* Entry kinds, in the order entries with the same seq are written. */
+/* Entry kinds, in the order a thread's entries with the same seq are written. */
 enum cmt__queued_kind {
     CMT__ENTRY_DEVICE = 0,   /* ev.dev: first use of a device (devices[] holds the details) */
     CMT__ENTRY_BASELINE = 1, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO at first use */
@@ -27,18 +27,20 @@ enum cmt__queued_kind {
     CMT__ENTRY_OOM = 3, /* ev.dev, v[FREE], v[TOTAL]: MEMINFO after an OOM failure */
     /* An ALLOC_EVENT (annotate.h): api = allocator id, result = action, fields/v = its
      * CMT_AF() fields. It takes a seq of its own, so it has its exact place among the events;
-     * the records leave with seqs renumbered (emit.c), so EVENT seqs stay gap-free. */
+     * records leave numbered by the writer (emit.c): EVENT seqs count driver events only. */
     CMT__ENTRY_ALLOC = 4,
     /* A RANGE (NVTX, annotate.h's ranges; nvtx.c): api = action, result = domain, dev =
      * category, stack = range id, fields = the message's length, v = its bytes (at most
-     * CMT__RANGE_TEXT: copied into the ring, no allocation). A seq of its own, renumbered
-     * away like an ALLOC entry's. */
+     * CMT__RANGE_TEXT: copied into the ring, no allocation). A seq of its own, like an
+     * ALLOC entry's. */
     CMT__ENTRY_RANGE = 5,
 };
 #define CMT__RANGE_TEXT 64 /* bytes of a range's message kept (sizeof the entry's v) */
-#define CMT__ENTRY_KINDS 8 /* cmt__queued_key's multiplier */
+#define CMT__ENTRY_KINDS 8 /* kinds take the low 3 bits of cmt__queued_order */
 
-/* A queued event, packed: only the values named by `fields` are stored, in bit order. */
+/* A queued event, packed: only the values named by `fields` are stored, in bit order. Its seq
+ * is when the call happened, in ticks since start (recorder.c), strictly increasing along a
+ * thread's entries but for the entries of one call (they share it); t_ns is the same value. */
 struct cmt__queued {
     uint64_t seq, t_ns;
     uint32_t tid, fields, stack;
@@ -48,10 +50,19 @@ struct cmt__queued {
     uint64_t v[CMT__ENTRY_VALUES];
 };
 
-/* Entries are written in (seq, kind) order; this key orders them. */
-static inline uint64_t cmt__queued_key(const struct cmt__queued *e)
+/* Entries are written in (seq, tid, kind) order, a total order of every entry of a trace
+ * (two threads may take the same seq); cmt__queued_order is an entry's place in it. */
+__extension__ typedef unsigned __int128 cmt__order;
+#define CMT__ORDER_MAX (~(cmt__order)0)
+/* The place of the first entry with a seq of at least `seq`. */
+static inline cmt__order cmt__order_of_seq(uint64_t seq)
 {
-    return e->seq * CMT__ENTRY_KINDS + (e->kind & (CMT__ENTRY_KINDS - 1));
+    return (cmt__order)seq << 64;
+}
+static inline cmt__order cmt__queued_order(const struct cmt__queued *e)
+{
+    return cmt__order_of_seq(e->seq) | (uint64_t)e->tid * CMT__ENTRY_KINDS |
+           (e->kind & (CMT__ENTRY_KINDS - 1));
 }
 
 /* The number of bits set in x (no popcnt instruction assumed: libgcc's is a call). */
@@ -132,9 +143,11 @@ struct cmt__thread {
     /* the owner's line: written on every call */
     _Alignas(CMT__CACHE_LINE) _Atomic uint64_t head; /* written by the owning thread */
     _Atomic uint64_t pending;
-    void *ctx;     /* cache of the current context's device */
-    int32_t dev;   /* (ctx and next mean nothing outside the process) */
-    uint32_t mask; /* entries - 1 (never written once the ring is in use) */
+    uint64_t last_ticks; /* cmt__ticks() of its last seq (0: none); owner only, kept across
+                          * traces (a new trace's seqs start at its own start_ticks) */
+    void *ctx;           /* cache of the current context's device */
+    int32_t dev;         /* (ctx and next mean nothing outside the process) */
+    uint32_t mask;       /* entries - 1 (never written once the ring is in use) */
     /* the owner's last read of `released` (a lower bound of it: released only grows), read
      * again only when the ring looks full or half full, so that a call does not fetch the
      * writer's line after each of its drains */
@@ -181,17 +194,17 @@ struct cmt__node_chunk {
 
 /* What the trace file holds, published by the writer after each chunk it writes. */
 struct cmt__on_disk {
-    uint64_t offset; /* bytes of the trace that are whole chunks */
-    uint64_t key;    /* entries whose cmt__queued_key is below this are in them */
-    uint64_t last_t; /* the last timestamp written (salvaged ones never go back) */
+    cmt__order order; /* entries whose cmt__queued_order is below this are in them */
+    uint64_t offset;  /* bytes of the trace that are whole chunks */
+    uint64_t last_t;  /* the last timestamp written (salvaged ones never go back) */
     double ns_per_tick;
-    uint32_t nodes;         /* stack nodes 1..nodes are in them */
-    uint32_t tids;          /* the first `tids` of tid[] have THREAD records in them */
-    uint32_t allocators;    /* ALLOCATOR records of allocators[0 .. allocators-1] are in them */
-    uint64_t alloc_entries; /* ALLOC_EVENT entries are in them (their seqs are renumbered) */
+    uint32_t nodes;      /* stack nodes 1..nodes are in them */
+    uint32_t tids;       /* the first `tids` of tid[] have THREAD records in them */
+    uint32_t allocators; /* ALLOCATOR records of allocators[0 .. allocators-1] are in them */
+    uint64_t events;     /* EVENT records are in them (the next one's seq) */
 };
 
-#define CMT__SHARED_MAGIC "CMTSHM4" /* 4: struct cmt__thread on three cache lines */
+#define CMT__SHARED_MAGIC "CMTSHM5" /* 5: seqs are ticks, the writer numbers events */
 #define CMT__SHARED_TIDS 4096
 
 struct cmt__shared_header {

@@ -66,21 +66,21 @@ static const struct cmt__queued *at(const struct cmt__run *r, uint64_t pos)
     return &r->t->ring[pos & r->t->mask];
 }
 
-/* The runs merged in place: the key of each run's next entry is kept (UINT64_MAX: done). */
+/* The runs merged in place: the order of each run's next entry is kept (CMT__ORDER_MAX:
+ * done). */
 static int merge_emit(struct cmt__batch *b, uint64_t limit,
                       int (*emit)(void *, const struct cmt__queued *), void *ctx,
                       uint64_t *next_seq)
 {
     size_t n = b->nruns;
     struct cmt__run *runs = b->runs;
-    uint64_t key[CMT__BATCH_RUNS];
-    uint64_t stop_key = limit >= UINT64_MAX / CMT__ENTRY_KINDS ? UINT64_MAX - 1
-                                                               : limit * CMT__ENTRY_KINDS;
+    cmt__order key[CMT__BATCH_RUNS];
+    cmt__order stop_key = limit == UINT64_MAX ? CMT__ORDER_MAX - 1 : cmt__order_of_seq(limit);
     for (size_t r = 0; r < n; r++)
-        key[r] = cmt__queued_key(at(&runs[r], runs[r].pos));
+        key[r] = cmt__queued_order(at(&runs[r], runs[r].pos));
     for (;;) {
         size_t best = 0;
-        uint64_t next = UINT64_MAX; /* the lowest key of the other runs */
+        cmt__order next = CMT__ORDER_MAX; /* the lowest order of the other runs */
         for (size_t r = 1; r < n; r++) {
             if (key[r] < key[best]) {
                 next = key[best];
@@ -92,15 +92,15 @@ static int merge_emit(struct cmt__batch *b, uint64_t limit,
         if (key[best] >= stop_key)
             return 0;
         struct cmt__run *r = &runs[best];
-        uint64_t stop = next < stop_key ? next : stop_key;
+        cmt__order stop = next < stop_key ? next : stop_key;
         do {
             const struct cmt__queued *e = at(r, r->pos);
             int rc = emit(ctx, e);
             if (rc)
                 return rc;
             *next_seq = e->seq + 1;
-        } while (++r->pos < r->end && cmt__queued_key(at(r, r->pos)) < stop);
-        key[best] = r->pos < r->end ? cmt__queued_key(at(r, r->pos)) : UINT64_MAX;
+        } while (++r->pos < r->end && cmt__queued_order(at(r, r->pos)) < stop);
+        key[best] = r->pos < r->end ? cmt__queued_order(at(r, r->pos)) : CMT__ORDER_MAX;
     }
 }
 

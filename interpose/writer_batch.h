@@ -2,7 +2,7 @@
  *
  * The writer thread maps its memory (never malloc: glibc would give the thread an arena of its
  * own, 64 MB of address space that a program under `ulimit -v` may need). Each drain takes the
- * rings' new entries as runs, one per ring (a thread queues in (seq, kind) order), and writes
+ * rings' new entries as runs, one per ring (a thread queues in cmt__queued_order), and writes
  * those that no thread can precede any more in that order, straight from the rings. */
 #ifndef CMT__WRITER_BATCH_H
 #define CMT__WRITER_BATCH_H
@@ -25,7 +25,7 @@ int cmt__map_grow(void **items, size_t *cap, size_t need, size_t unit, size_t fi
 
 #define CMT__BATCH_RUNS 16 /* runs merged in place; more (many threads): copied, heap sorted */
 
-/* A ring's entries [pos, end) not written yet, in (seq, kind) order (a thread queues so). */
+/* A ring's entries [pos, end) not written yet, in cmt__queued_order (a thread queues so). */
 struct cmt__run {
     struct cmt__thread *t;
     uint64_t pos, end;
@@ -42,7 +42,7 @@ struct cmt__batch {
 void cmt__batch_begin(struct cmt__batch *b);
 /* Adds ring t's entries [tail, head) (tail < head) as a run. @return 0, or -1 (out of memory). */
 int cmt__batch_add_run(struct cmt__batch *b, struct cmt__thread *t, uint64_t tail, uint64_t head);
-/* Writes, in (seq, kind) order, every entry of the runs with a seq below `limit` (UINT64_MAX:
+/* Writes, in cmt__queued_order, every entry of the runs with a seq below `limit` (UINT64_MAX:
  * all), through emit(ctx, entry), read where it lies in its ring (no copy: what stays for the
  * next drain stays in the ring). Up to CMT__BATCH_RUNS runs are merged in place, a stretch of
  * one run below every other run's next entry at a time (threads that took turns on the cores

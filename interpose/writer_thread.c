@@ -44,7 +44,7 @@ static struct {
     uint64_t emitted;       /* entries with seq below this are in the writer */
     struct cmt__emitter em; /* its TSC scale is measured over the whole run so far */
     uint64_t file_bytes;    /* written to the trace */
-    uint64_t disk_key;      /* entries with a lower cmt__queued_key are in those bytes */
+    cmt__order disk_order;  /* entries with a lower cmt__queued_order are in those bytes */
     uint64_t last_flush_ns;
     int signal_written;
     int write_errno; /* why the file refused a chunk (ENOSPC, EFBIG, EIO) */
@@ -306,15 +306,15 @@ static int file_sink(void *ctx, const void *data, size_t len)
     if (rc)
         return rc;
     ws.file_bytes += len;
-    ws.disk_key = ws.em.passed_key;
-    cmt__shared_publish(&(struct cmt__on_disk){.offset = ws.file_bytes,
-                                               .key = ws.disk_key,
+    ws.disk_order = ws.em.passed;
+    cmt__shared_publish(&(struct cmt__on_disk){.order = ws.disk_order,
+                                               .offset = ws.file_bytes,
                                                .last_t = ws.em.last_t,
                                                .ns_per_tick = ws.em.ns_per_tick,
                                                .nodes = ws.nodes_written,
                                                .tids = (uint32_t)ws.ntids,
                                                .allocators = ws.allocators_written,
-                                               .alloc_entries = ws.em.alloc_entries});
+                                               .events = ws.em.events});
     return 0;
 }
 
@@ -495,11 +495,11 @@ static void release_written(void)
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t from = atomic_load_explicit(&t->released, memory_order_relaxed);
         uint64_t lo = from, hi = atomic_load_explicit(&t->tail, memory_order_relaxed);
-        /* a thread queues in key order: the first entry not on disk by bisection, not by a
-         * walk over every entry of the chunk */
+        /* a thread queues in order: the first entry not on disk by bisection, not by a walk
+         * over every entry of the chunk */
         while (lo < hi) {
             uint64_t mid = lo + (hi - lo) / 2;
-            if (cmt__queued_key(&t->ring[mid & t->mask]) < ws.disk_key)
+            if (cmt__queued_order(&t->ring[mid & t->mask]) < ws.disk_order)
                 lo = mid + 1;
             else
                 hi = mid;
@@ -532,7 +532,7 @@ static int emit_one(void *ctx, const struct cmt__queued *e)
  * error. */
 static int drain(int all)
 {
-    uint64_t taken = atomic_load(&cmt__rec.seq), bound = taken;
+    uint64_t now = cmt__now_seq(), bound = now; /* a seq taken from now on is at least now */
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t p = atomic_load(&t->pending);
         if (p < bound)
@@ -561,10 +561,10 @@ static int drain(int all)
         ws.emitted = next;
     if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
-    if (all && taken > ws.emitted) /* a seq taken but never queued will not come */
-        ws.emitted = taken;
-    if (ws.emitted * CMT__ENTRY_KINDS > ws.em.passed_key) /* every entry below it is written */
-        ws.em.passed_key = ws.emitted * CMT__ENTRY_KINDS;
+    if (all && now > ws.emitted) /* a seq taken but never queued will not come */
+        ws.emitted = now;
+    if (cmt__order_of_seq(ws.emitted) > ws.em.passed) /* every entry below it is written */
+        ws.em.passed = cmt__order_of_seq(ws.emitted);
     return rc;
 }
 

@@ -1,21 +1,24 @@
 /* interpose/writer_batch.c: the writer's drain. Runs read where they lie in their rings
- * (across the wrap) are written in (seq, kind) order, whether they follow one another,
- * interleave in stretches or are more than a merge takes; entries at or past the limit stay in
- * their ring (each run's pos stops at the first) and come first in the next drain. */
+ * (across the wrap) are written in (seq, tid, kind) order, whether they follow one another,
+ * interleave in stretches, share seqs across threads or are more than a merge takes; entries at
+ * or past the limit stay in their ring (each run's pos stops at the first) and come first in
+ * the next drain. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "writer_batch.h"
 
-/* A ring of `entries` slots (a power of two). */
+/* A ring of `entries` slots (a power of two), its thread's tid one more than the last one's. */
 static struct cmt__thread *ring(uint32_t entries)
 {
+    static uint32_t tids;
     size_t bytes = sizeof(struct cmt__thread) + entries * sizeof(struct cmt__queued);
     struct cmt__thread *t = aligned_alloc(CMT__CACHE_LINE, (bytes + 63) / 64 * 64);
     cr_assert_not_null(t);
     memset(t, 0, bytes);
     t->mask = entries - 1;
+    t->tid = ++tids;
     return t;
 }
 
@@ -25,6 +28,7 @@ static void put(struct cmt__thread *t, uint64_t seq, uint8_t kind)
     struct cmt__queued *e = &t->ring[t->head & t->mask];
     memset(e, 0, sizeof *e);
     e->seq = seq;
+    e->tid = t->tid;
     e->kind = kind;
     e->v[0] = seq * 10 + kind; /* the payload travels with the entry */
     t->head++;
@@ -42,15 +46,15 @@ static int record(void *ctx, const struct cmt__queued *e)
     return 0;
 }
 
-/* Every entry seen in strictly increasing key, its payload its own, `n` of them. */
+/* Every entry seen in strictly increasing order, its payload its own, `n` of them. */
 static void assert_ordered(size_t n)
 {
     cr_assert_eq(nseen, n);
     for (size_t i = 0; i < nseen; i++) {
         cr_assert_eq(seen[i].v[0], seen[i].seq * 10 + seen[i].kind, "entry %zu", i);
         if (i)
-            cr_assert_lt(cmt__queued_key(&seen[i - 1]), cmt__queued_key(&seen[i]),
-                         "entries %zu and %zu", i - 1, i);
+            cr_assert(cmt__queued_order(&seen[i - 1]) < cmt__queued_order(&seen[i]),
+                      "entries %zu and %zu", i - 1, i);
     }
 }
 
@@ -99,7 +103,7 @@ Test(writer_batch, runs_in_any_order_of_rings_come_out_in_seq_order)
         free(t[r]);
 }
 
-Test(writer_batch, interleaved_runs_merge_in_key_order)
+Test(writer_batch, interleaved_runs_merge_in_order)
 {
     struct cmt__thread *t[4] = {ring(256), ring(256), ring(256), ring(256)};
     struct cmt__batch b = {0};
@@ -163,4 +167,35 @@ Test(writer_batch, what_a_drain_holds_back_stays_in_the_ring_for_the_next)
     cr_assert_eq(seen[16].seq, 29);
     free(t[0]);
     free(t[1]);
+}
+
+Test(writer_batch, threads_with_the_same_seqs_come_out_by_tid_and_are_held_back_together)
+{
+    enum { RINGS = 3 }; /* and CMT__BATCH_RUNS + 1 rings: the sorted path */
+    for (int many = 0; many < 2; many++) {
+        int n = many ? CMT__BATCH_RUNS + 1 : RINGS;
+        struct cmt__thread *t[CMT__BATCH_RUNS + 1];
+        struct cmt__batch b = {0};
+        for (int r = 0; r < n; r++)
+            t[r] = ring(64);
+        for (uint64_t s = 1; s <= 20; s++) /* every thread took seqs 1..20 (a coarse clock) */
+            for (int r = n; r-- > 0;) {
+                if (s % 5 == 0)
+                    put(t[r], s, CMT__ENTRY_DEVICE);
+                put(t[r], s, CMT__ENTRY_EVENT);
+            }
+        cr_assert_eq(drain(&b, t, n, 10), 10); /* seq 10 of every thread held back */
+        assert_ordered((size_t)n * 10);
+        for (int r = 0; r < n; r++) {
+            cr_assert_eq(t[r]->ring[t[r]->tail & t[r]->mask].seq, 10, "ring %d", r);
+            cr_assert_eq(t[r]->ring[t[r]->tail & t[r]->mask].kind, CMT__ENTRY_DEVICE);
+        }
+        cr_assert_eq(seen[0].tid, t[0]->tid);
+        cr_assert_eq(seen[1].tid, t[1]->tid);
+        cr_assert_eq(drain(&b, t, n, UINT64_MAX), 21);
+        assert_ordered((size_t)n * 14);
+        cr_assert_eq(seen[0].seq, 10);
+        for (int r = 0; r < n; r++)
+            free(t[r]);
+    }
 }
