@@ -59,11 +59,9 @@ uint64_t cmt__ticks(void)
     return cmt__rec.use_tsc ? __rdtsc() : cmt__mono_ns();
 }
 
-/* lfence before: the reading waits for every earlier instruction (a thread's xchg of its
- * pending); after: no later load runs before it (the writer's loads of the pendings). */
-static inline uint64_t ticks_ordered(void)
+/* The clock read before any later load (the writer's loads of the pendings). */
+static inline uint64_t ticks_before(void)
 {
-    _mm_lfence();
     uint64_t t = cmt__ticks();
     _mm_lfence();
     return t;
@@ -79,9 +77,8 @@ uint64_t cmt__ticks(void)
     return cmt__mono_ns();
 }
 
-static inline uint64_t ticks_ordered(void)
+static inline uint64_t ticks_before(void)
 {
-    atomic_thread_fence(memory_order_seq_cst);
     uint64_t t = cmt__ticks();
     atomic_thread_fence(memory_order_seq_cst);
     return t;
@@ -90,7 +87,7 @@ static inline uint64_t ticks_ordered(void)
 
 uint64_t cmt__now_seq(void)
 {
-    uint64_t t = ticks_ordered(), start = cmt__rec.start_ticks;
+    uint64_t t = ticks_before(), start = cmt__rec.start_ticks;
     return t > start ? t - start : 0;
 }
 
@@ -259,22 +256,27 @@ int32_t cmt__current_device(void)
 
 /* Takes this call's seq: the clock (ticks since start), or one past the thread's last seq
  * where the clock did not move on (or a core's clock lags), so that a thread's seqs strictly
- * increase. No counter shared by the threads: at 8 threads its locked add, one cache line
- * passed from core to core on every call, cost ~13 ns a call (docs/capture.md).
+ * increase. No counter shared by the threads (its locked add, one cache line passed from core
+ * to core on every call, was ~13 ns a call at 8 threads), and no fence: ordering the clock
+ * after the store of `pending` (lfence or rdtscp) cost ~20 ns a call (docs/capture.md).
  *
- * Why the writer never passes a seq unwritten (its drain(): now = cmt__now_seq(), then loads
- * of every `pending`, then of every `head`; it writes entries below min(now, pendings)): the
- * xchg publishes pending = floor <= seq (the floor since start) before the clock is read (the lfence of
- * ticks_ordered waits for the locked xchg). If the writer's load of pending sees it, or any
- * later value up to this entry's publication, the bound is <= seq. If it sees the value
- * before (NO_PENDING, or a previous call's floor), that load ran before the xchg, so the
- * writer read its clock before this thread read its own: now <= seq (the invariant TSC the
- * kernel trusts, or CLOCK_MONOTONIC, is one clock across cores). */
+ * Why the writer does not pass a seq unwritten (its drain(): now = cmt__now_seq(), then loads
+ * of every `pending`, then of every `head`; it writes entries below min(now - CMT__SEQ_SLACK,
+ * pendings)): the store of pending = floor <= seq (since start) comes before the clock's
+ * reading in program order. If the writer's load sees it, or a later value up to this entry's
+ * publication (NO_PENDING after its head), the bound is <= seq. If it sees an earlier value,
+ * the store was not yet visible when the writer read its clock; the clock read here, out of
+ * order, can run ahead of the store's visibility only by as long as a store waits in the
+ * store buffer (its line's fetch; any interrupt, exception or VM exit drains the buffer):
+ * microseconds at most, against a slack of 2^21 ticks (0.7 ms and more, or 2 ms of ns),
+ * so now - slack <= seq (the invariant TSC the kernel trusts, or CLOCK_MONOTONIC, is one clock
+ * across cores). Should an entry ever arrive below what was written, the writer says so in a
+ * NOTE (writer_thread.c) rather than misplace it silently. */
 static inline uint64_t take_seq_at(struct cmt__thread *t, uint64_t *t_ns)
 {
     uint64_t start = cmt__rec.start_ticks, floor = t->last_ticks + 1;
-    atomic_exchange_explicit(&t->pending, floor > start ? floor - start : 0, memory_order_seq_cst);
-    uint64_t ticks = ticks_ordered();
+    atomic_store_explicit(&t->pending, floor > start ? floor - start : 0, memory_order_release);
+    uint64_t ticks = cmt__ticks();
     ticks = ticks > floor ? ticks : floor;
     t->last_ticks = ticks;
     uint64_t seq = ticks > start ? ticks - start : 0;

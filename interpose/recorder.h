@@ -10,7 +10,7 @@
  * driver, all others after, so a free precedes any allocation that could reuse its memory.
  * While a thread holds a seq it has not queued yet, its ring's `pending` is a lower bound of
  * that seq; the writer emits only entries below every pending bound and below its own clock
- * (recorder.c's take_seq_at says why that is enough). */
+ * less CMT__SEQ_SLACK (recorder.c's take_seq_at says why that is enough). */
 #ifndef CMT__RECORDER_H
 #define CMT__RECORDER_H
 
@@ -77,9 +77,10 @@ uint64_t cmt__mono_ns(void);
  * cost of clock_gettime here), else CLOCK_MONOTONIC ns. Events carry ticks since start; the
  * writer converts them to ns. */
 uint64_t cmt__ticks(void);
-/* The seq a call taken now would get at least: ticks since start, read in order with the
- * loads and stores around it. */
+/* Ticks since start, read before any later load (the writer's of the pendings). A call that
+ * takes its seq after it gets at least this less CMT__SEQ_SLACK (recorder.c's take_seq_at). */
 uint64_t cmt__now_seq(void);
+#define CMT__SEQ_SLACK (1ull << 21)
 /* Entries for a new ring: `most`, or fewer (a power of two, at least CMT__RING_MIN) where the
  * address-space limit (RLIMIT_AS, `ulimit -v`) leaves little room: a ring takes at most
  * 1/256 of what is left, so a program that fits untraced fits traced. */

@@ -42,6 +42,7 @@ static struct {
     uintptr_t *module_bases;
     size_t module_cap;
     uint64_t emitted;       /* entries with seq below this are in the writer */
+    uint64_t bounded;       /* the highest bound a drain (not `all`) wrote below */
     struct cmt__emitter em; /* its TSC scale is measured over the whole run so far */
     uint64_t file_bytes;    /* written to the trace */
     cmt__order disk_order;  /* entries with a lower cmt__queued_order are in those bytes */
@@ -532,7 +533,7 @@ static int emit_one(void *ctx, const struct cmt__queued *e)
  * error. */
 static int drain(int all)
 {
-    uint64_t now = cmt__now_seq(), bound = now; /* a seq taken from now on is at least now */
+    uint64_t now = cmt__now_seq(), bound = now > CMT__SEQ_SLACK ? now - CMT__SEQ_SLACK : 0;
     for (struct cmt__thread *t = atomic_load(&cmt__rec.threads); t; t = t->next) {
         uint64_t p = atomic_load(&t->pending);
         if (p < bound)
@@ -543,8 +544,18 @@ static int drain(int all)
         uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
         uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed);
         cmt__shared_populate_ahead(t, head);
-        if (tail != head && cmt__batch_add_run(&ws.batch, t, tail, head))
+        if (tail == head)
+            continue;
+        if (cmt__batch_add_run(&ws.batch, t, tail, head))
             return CMT_ENOMEM;
+        if (t->ring[tail & t->mask].seq < ws.bounded) /* take_seq_at's slack fell short */
+            cmt__note_once(
+                "late", 1,
+                "a call reached the writer after later ones were written: the "
+                "order of calls near %.3f s may be wrong (a clock out of step "
+                "across cores?)",
+                (ws.em.use_tsc ? (double)ws.bounded * ws.em.ns_per_tick : (double)ws.bounded) /
+                    1e9);
     }
     calibrate(); /* before emit_tables: an ALLOCATOR record's time uses the scale */
     int rc = emit_tables();
@@ -561,6 +572,8 @@ static int drain(int all)
         ws.emitted = next;
     if (bound > ws.emitted) /* below it, everything queued is written */
         ws.emitted = bound;
+    if (!all && bound > ws.bounded)
+        ws.bounded = bound;
     if (all && now > ws.emitted) /* a seq taken but never queued will not come */
         ws.emitted = now;
     if (cmt__order_of_seq(ws.emitted) > ws.em.passed) /* every entry below it is written */
