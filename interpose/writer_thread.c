@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -629,6 +630,7 @@ void *cmt__writer_main(void *arg)
     sigfillset(&all); /* fatal signals go to the program's threads, never to this one */
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     atomic_store(&cmt__rec.writer_tid, cmt__gettid());
+    prctl(PR_SET_NAME, "cmt-writer", 0, 0, 0); /* in top, perf and bench/capture/pinned.sh */
     /* A forked child inherits the parent writer's buffers in whatever state the fork caught
      * them (even halfway through swapping two of them): drop them, never free them. Their
      * pages are the parent's, shared copy-on-write, so they cost the child nothing. */
