@@ -90,7 +90,9 @@ int cmt__emit_entry(struct cmt__emitter *em, const struct cmt__queued *e)
         em->named_tid = e->tid; /* the next entries of the same thread skip the lookup */
     }
     /* set before the record goes in: a chunk the writer flushes inside the call holds it */
-    em->passed = cmt__queued_order(e) + 1;
+    cmt__order passed = cmt__queued_order(e) + 1;
+    if (passed > em->passed) /* never back: an entry that came late is below what is written */
+        em->passed = passed;
     em->events += e->kind == CMT__ENTRY_EVENT;
     switch (e->kind) {
     case CMT__ENTRY_ALLOC: return emit_alloc(em, e, seq, event.t_ns);
