@@ -3,9 +3,14 @@
 
 #include <string.h>
 
+uint64_t cmt__ticks_ns(const struct cmt__emitter *em, uint64_t ticks)
+{
+    return em->use_tsc ? (uint64_t)((double)ticks * em->ns_per_tick) : ticks;
+}
+
 uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks)
 {
-    uint64_t ns = em->use_tsc ? (uint64_t)((double)ticks * em->ns_per_tick) : ticks;
+    uint64_t ns = cmt__ticks_ns(em, ticks);
     if (ns < em->last_t) /* a scale refinement may not move time backwards */
         ns = em->last_t;
     em->last_t = ns;
@@ -16,9 +21,8 @@ int cmt__emit_allocator(struct cmt__emitter *em, uint32_t id, const struct cmt__
                         uint64_t ticks)
 {
     /* not cmt__emit_ns: entries queued before the declaration may still follow it */
-    uint64_t t = em->use_tsc ? (uint64_t)((double)ticks * em->ns_per_tick) : ticks;
     return cmt_writer_alloc_info(em->w, &(struct cmt_alloc_info){.id = id,
-                                                                 .t_ns = t,
+                                                                 .t_ns = cmt__ticks_ns(em, ticks),
                                                                  .dev = d->dev,
                                                                  .name = d->name,
                                                                  .version = d->version,

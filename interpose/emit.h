@@ -23,6 +23,8 @@ struct cmt__emitter {
     uint32_t named_tid; /* the last tid `thread` was called for (0: none) */
 };
 
+/* Ticks since start → ns at the emitter's scale (no clamping). */
+uint64_t cmt__ticks_ns(const struct cmt__emitter *em, uint64_t ticks);
 /* Ticks since start → ns, never before the previous time. */
 uint64_t cmt__emit_ns(struct cmt__emitter *em, uint64_t ticks);
 

@@ -550,13 +550,11 @@ static int drain(int all)
         if (cmt__batch_add_run(&ws.batch, t, tail, head))
             return CMT_ENOMEM;
         if (t->ring[tail & t->mask].seq < ws.bounded) /* take_seq_at's slack fell short */
-            cmt__note_once(
-                "late", 1,
-                "a call reached the writer after later ones were written: the "
-                "order of calls near %.3f s may be wrong (a clock out of step "
-                "across cores?)",
-                (ws.em.use_tsc ? (double)ws.bounded * ws.em.ns_per_tick : (double)ws.bounded) /
-                    1e9);
+            cmt__note_once("late", 1,
+                           "a call reached the writer after later ones were written: the "
+                           "order of calls near %.3f s may be wrong (a clock out of step "
+                           "across cores?)",
+                           (double)cmt__ticks_ns(&ws.em, ws.bounded) / 1e9);
     }
     calibrate(); /* before emit_tables: an ALLOCATOR record's time uses the scale */
     int rc = emit_tables();

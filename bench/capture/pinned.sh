@@ -12,7 +12,6 @@
 # ratios (8 threads' added CPU over 1 thread's). BENCH_BASE_SHIM=PATH: the same under that
 # libcumemtrace.so, in the same rounds. Needs taskset and 2 CPUs; figures only, never a failure.
 set -euo pipefail
-shopt -s nullglob
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
@@ -78,6 +77,7 @@ done
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 col() { for ((r = 0; r < rounds; r++)); do echo "${runs[$1,$2,$r]}"; done | median; }
+added() { awk -v s="$(col "$1" "$2")" -v b="$(col "$1" -)" 'BEGIN {print s - b}'; } # T K
 echo "calling threads on CPU 0, the writer on CPU 1; $rounds rounds, $tpairs pairs per thread"
 printf '  bare CPU per call: 1 thread %.1f ns, 8 threads %.1f ns\n' "$(col 1 -)" "$(col 8 -)"
 for k in "${!shims[@]}"; do
@@ -88,5 +88,5 @@ for k in "${!shims[@]}"; do
             'BEGIN {printf "%.4f\n", (d - c) / (b - a)}'
     done | median)
     printf '  %s: CPU added per call 1 thread %.1f ns, 8 threads %.1f ns; 8 against 1 %.3fx (median of %d paired ratios)\n' \
-        "$name" "$(echo "$(col 1 "$k") - $(col 1 -)" | bc -l)" "$(echo "$(col 8 "$k") - $(col 8 -)" | bc -l)" "$ratio" "$rounds"
+        "$name" "$(added 1 "$k")" "$(added 8 "$k")" "$ratio" "$rounds"
 done
