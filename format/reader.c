@@ -203,6 +203,7 @@ void cmt__reader_release(cmt_reader *r, uint64_t upto)
  * that is there does not decode, -2 when zstd found no memory. */
 static int64_t decompress_cut(cmt_reader *r, const uint8_t *src, size_t avail, uint32_t rsize)
 {
+    r->raw_whole = 0;
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     ZSTD_inBuffer in = {src, avail, 0};
     ZSTD_outBuffer out = {r->raw, rsize, 0};
@@ -250,13 +251,17 @@ static int load_chunk_at(cmt_reader *r, uint64_t at)
         if (got < 0)
             return set_damage(r, CMT_ECORRUPT, at, "chunk cut short and damaged");
         n = (size_t)got;
+    } else if (r->raw_whole == at + 1) { /* decoded already, and nothing wrote raw since */
+        n = rsize;
     } else {
+        r->raw_whole = 0;
         n = ZSTD_decompressDCtx(r->dctx, r->raw, rsize, h + CMT_CHUNK_HEADER_SIZE, csize);
         if (ZSTD_isError(n) && ZSTD_getErrorCode(n) == ZSTD_error_memory_allocation)
             return set_damage(r, CMT_ENOMEM, at, "out of memory");
         if (ZSTD_isError(n) || n != rsize)
             return set_damage(r, CMT_ECORRUPT, at,
                               ZSTD_isError(n) ? ZSTD_getErrorName(n) : "chunk size mismatch");
+        r->raw_whole = at + 1;
     }
     memset(r->raw + n, 0, CMT__CHUNK_PAD);
     r->chunk_offset = at;

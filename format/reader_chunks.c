@@ -84,6 +84,7 @@ static int probe_first_seq(cmt_reader *r, uint64_t at, uint32_t csize, uint32_t 
         r->raw = p;
         r->raw_cap = rsize;
     }
+    r->raw_whole = 0;
     ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
     /* the frame is handed over 16 KiB at a time: zstd decodes the blocks that are whole, so
      * that the walk decodes about one block of each chunk, not all of it */

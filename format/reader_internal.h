@@ -64,6 +64,9 @@ struct cmt_reader {
     ZSTD_DCtx *dctx;
     uint8_t *raw; /* current chunk, decompressed */
     size_t raw_cap;
+    /* offset + 1 of the whole chunk raw holds, 0 none: a rewind to the chunk last loaded (a
+     * first look, a second pass) decodes it once */
+    uint64_t raw_whole;
     const uint8_t *cur, *end; /* unread part of the current chunk */
     uint64_t pos;             /* offset of the next chunk header */
     uint64_t chunk_offset;    /* offset of the current chunk */

@@ -532,6 +532,56 @@ Test(writer_reader, an_id_past_32_bits_is_a_malformed_record_not_out_of_memory)
     }
 }
 
+/* Every event of a full pass of r: seq, time and values, in order. @return their count. */
+static size_t pass_events(cmt_reader *r, struct cmt_event *out, size_t cap)
+{
+    struct cmt_record rec;
+    size_t n = 0;
+    int rc;
+    while ((rc = cmt_reader_next(r, &rec)) > 0)
+        if (rec.type == CMT_REC_EVENT && n < cap)
+            out[n++] = rec.u.event;
+    cr_assert_eq(rc, 0);
+    return n;
+}
+
+/* A rewind after reading part of the first chunk (which the reader then does not decode
+ * again), after a chunk boundary and at the end reads what a fresh reader reads. */
+Test(writer_reader, a_rewind_anywhere_reads_the_same_events_again)
+{
+    static struct cmt_event want[FIXTURE_EVENTS], got[FIXTURE_EVENTS];
+    const size_t chunk_sizes[] = {1 << 20, 4096};
+    for (size_t c = 0; c < 2; c++) {
+        struct cmt_membuf buf = {0};
+        fixture_write(&buf, chunk_sizes[c]);
+        cmt_reader *r;
+        cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+        size_t n = pass_events(r, want, FIXTURE_EVENTS);
+        cr_assert_eq(n, FIXTURE_EVENTS);
+        cmt_reader_close(r);
+        const size_t stops[] = {1, 2, 17, FIXTURE_EVENTS / 2, FIXTURE_EVENTS + 100};
+        for (size_t k = 0; k < sizeof stops / sizeof *stops; k++) {
+            cr_assert_eq(cmt_reader_open_memory(&r, buf.data, buf.len), 0);
+            struct cmt_record rec;
+            for (size_t i = 0; i < stops[k] && cmt_reader_next(r, &rec) > 0; i++)
+                ;
+            cmt_reader_rewind(r);
+            cr_assert_eq(pass_events(r, got, FIXTURE_EVENTS), n, "chunks %zu, stop %zu",
+                         chunk_sizes[c], stops[k]);
+            for (size_t i = 0; i < n; i++) {
+                cr_assert(got[i].seq == want[i].seq && got[i].t_ns == want[i].t_ns &&
+                              got[i].api == want[i].api && got[i].fields == want[i].fields,
+                          "chunks %zu, stop %zu: event %zu", chunk_sizes[c], stops[k], i);
+                for (uint32_t m = got[i].fields; m; m &= m - 1) /* the values it has */
+                    cr_assert_eq(got[i].v[__builtin_ctz(m)], want[i].v[__builtin_ctz(m)],
+                                 "chunks %zu, stop %zu: event %zu", chunk_sizes[c], stops[k], i);
+            }
+            cmt_reader_close(r);
+        }
+        cmt_membuf_free(&buf);
+    }
+}
+
 /* cmt_reader_stop ends the pass at once, mid-chunk (the fast path included), as a sound end;
  * a rewind reads the whole trace again. */
 Test(writer_reader, stop_ends_the_pass_until_a_rewind)
