@@ -307,9 +307,11 @@ static int guesses_of(struct guesses *g, const struct cmt_fleet_process *p)
 int cmt_fleet_ledger_at(const struct cmt_fleet_process *p, uint64_t t, int32_t dev,
                         const struct cmt_ledger_moment **m)
 {
+    size_t n = 0;
+    const uint64_t *times = p->ledger ? cmt_ledger_times(p->ledger, &n) : NULL;
     *m = NULL;
-    for (size_t i = 0; p->ledger && i < p->ledger_time_count; i++)
-        if (p->ledger_times[i] == t) {
+    for (size_t i = 0; i < n; i++)
+        if (times[i] == t) {
             *m = cmt_ledger_find(p->ledger, CMT_LEDGER_AT_TIME, dev, i);
             return 1;
         }
@@ -328,16 +330,18 @@ struct analyses {
     cmt_ledger *ledger;
 };
 
-static int analyses_create(struct analyses *a, struct cmt_fleet_process *p, uint32_t series_points)
+/* guessing: the ledger is taken (at the guesses, its own first failures and end) */
+static int analyses_create(struct analyses *a, struct cmt_fleet_process *p, uint32_t series_points,
+                           int guessing)
 {
     int rc = cmt_oom_create(&a->oom);
     if (!rc && !(rc = cmt_timeline_init(&a->tl, series_points))) {
         a->have_tl = 1;
         cmt_timeline_set_no_holes(&a->tl, 1); /* a process's series shows no hole measures */
     }
-    if (!rc && p->ledger_time_count) {
-        const struct cmt_ledger_options o = {.times = p->ledger_times,
-                                             .time_count = p->ledger_time_count};
+    if (!rc && guessing) {
+        const struct cmt_ledger_options o = {
+            .times = p->ledger_times, .time_count = p->ledger_time_count, .own_times = 1};
         rc = cmt_alloc_create(&a->alloc);
         if (!rc)
             rc = cmt_ledger_create(&a->ledger, a->alloc, &o);
@@ -385,7 +389,7 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int kee
     if (!rc)
         rc = cmt_replay_create(&rp, r);
     if (!rc)
-        rc = analyses_create(&a, p, series_points);
+        rc = analyses_create(&a, p, series_points, g != NULL);
     if (!rc) {
         int run = analyses_run(&a, p, rp);
         if (run == CMT_ENOMEM)

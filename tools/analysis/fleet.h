@@ -77,8 +77,9 @@ struct cmt_fleet_process {
     cmt_reader *reader;
     /* with ledger_guess: the ledger taken in the same replay at the times the processes of
      * its host read before it suggest (ledger_times, from its start, ascending: their first
-     * out-of-memory failures and ends), with the replay and the allocator view it read (at
-     * the trace's end); all NULL when it had no time to take. cmt_fleet_ledger_at finds one. */
+     * out-of-memory failures and ends) and at its own (the first failure of each device, its
+     * end: cmt_ledger_options.own_times), with the replay and the allocator view it read (at
+     * the trace's end); all NULL when it could not be read. cmt_fleet_ledger_at finds one. */
     cmt_ledger *ledger;
     cmt_replay *replay;
     cmt_alloc *alloc;
@@ -139,9 +140,10 @@ struct cmt_fleet_options {
     /* with keep_readers: take each process's ledger in its first replay at the moments its
      * GPU may be looked at (cmt_fleet_gpu_moment), guessed from the processes of its host
      * read before it: the first out-of-memory failure of each of their devices and their
-     * ends. The traces are read in the order of their start (the first started is the one
-     * most likely to fail first); a guess that proves wrong costs only the second replay
-     * cmt_fleet_ledger_at's caller makes without it. */
+     * ends, and the process's own first failures and end. The traces are read in the order
+     * of their start (the first started is the one most likely to fail first); a guess that
+     * proves wrong costs only the second replay cmt_fleet_ledger_at's caller makes without
+     * it. */
     int ledger_guess;
 };
 

@@ -70,8 +70,9 @@ int cmt_ledger_create(cmt_ledger **out, const cmt_alloc *a, const struct cmt_led
             return CMT_ENOMEM;
         }
         memcpy(l->times, o->times, o->time_count * sizeof *l->times);
-        l->time_count = o->time_count;
+        l->time_count = l->time_cap = o->time_count;
     }
+    l->own_times = o && o->own_times;
     if ((l->at & CMT_LEDGER_AT_PEAK) && cmt__ledger_peak_create(l, o->peak_budget) != 0) {
         cmt_ledger_destroy(l);
         return CMT_ENOMEM;
@@ -334,6 +335,36 @@ static void completes_oom(cmt_ledger *l, const struct cmt_replay_device *d)
     w->m.free_measured = 1;
 }
 
+/* own_times: t joins the times not taken yet (every one at or after t: the runner took the
+ * earlier ones before this step), unless it is one already. */
+static void join_time(cmt_ledger *l, uint64_t t)
+{
+    size_t i = l->next_time;
+    while (i < l->time_count && l->times[i] < t)
+        i++;
+    if (i < l->time_count && l->times[i] == t)
+        return;
+    if (CMT_GROW(l->times, l->time_cap, l->time_count + 1, 4)) {
+        l->failed = 1;
+        return;
+    }
+    memmove(&l->times[i + 1], &l->times[i], (l->time_count - i) * sizeof *l->times);
+    l->times[i] = t;
+    l->time_count++;
+    l->times_moved = 1;
+}
+
+/* own_times: a failure of dev at t, its first one joins the times (devices past the slots fold
+ * into slot 0: the first of them). */
+static void own_failure(cmt_ledger *l, int32_t dev, uint64_t t)
+{
+    uint8_t *seen = &l->failed_slot[cmt__ledger_slot(dev)];
+    if (l->own_times && !*seen) {
+        *seen = 1;
+        join_time(l, t);
+    }
+}
+
 /* An allocator's own out-of-memory record (a snapshot's): a moment, with the figures it
  * carries, unless the driver's failure just took one. */
 static void allocator_oom(cmt_ledger *l, const cmt_replay *rp, const struct cmt_alloc_event *e)
@@ -370,9 +401,11 @@ static __attribute__((noinline)) void record_step(cmt_ledger *l, const cmt_repla
         if (d && note_sample(l, d, d->dev == fresh) && l->pending_oom)
             completes_oom(l, d);
     }
-    if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM &&
-        (l->at & CMT_LEDGER_AT_OOM))
-        allocator_oom(l, rp, &st->rec.u.alloc_event);
+    if (st->rec.type == CMT_REC_ALLOC_EVENT && st->rec.u.alloc_event.action == CMT_AA_OOM) {
+        if (l->at & CMT_LEDGER_AT_OOM)
+            allocator_oom(l, rp, &st->rec.u.alloc_event);
+        own_failure(l, st->rec.u.alloc_event.dev, st->rec.u.alloc_event.t_ns);
+    }
 }
 
 /* The events applied since the ledger last looked (it is shown every event only when it keeps
@@ -393,6 +426,23 @@ static unsigned ledger_wants(const cmt_ledger *l)
     return l->peak ? CMT_OBSERVE_ALL : CMT_OBSERVE_RECORD | CMT_OBSERVE_OOM | CMT_OBSERVE_SAMPLE;
 }
 
+/* An event step_slow is shown. */
+static void event_step(cmt_ledger *l, struct cmt_observer *self, const cmt_replay *rp,
+                       const struct cmt_replay_step *st)
+{
+    if (st->device && sample_moved(l, st->device))
+        note_sample(l, st->device, 0);
+    if (l->peak && !l->peak->invalid)
+        cmt__ledger_peak_event(l, self, rp, st);
+    if (__builtin_expect(st->oom, 0) && st->device) {
+        if (l->at & CMT_LEDGER_AT_OOM)
+            oom_moment(l, rp, st);
+        own_failure(l, st->device->dev, st->rec.u.event.t_ns);
+    }
+}
+
+static uint64_t next_moment(const cmt_ledger *l);
+
 /* Any step (ledger_step takes most events itself). */
 static __attribute__((noinline)) unsigned step_slow(struct cmt_observer *self, const cmt_replay *rp,
                                                     const struct cmt_replay_step *st)
@@ -403,16 +453,14 @@ static __attribute__((noinline)) unsigned step_slow(struct cmt_observer *self, c
         !(st->delta > 0 && rp->peak_tick == rp->tick)) /* a new peak: peak_event takes it */
         cmt__ledger_peak_lazy_step(l, self, rp, st);   /* before the ledger's figures move on */
     catch_up(l, rp);
-    if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0)) {
+    if (__builtin_expect(st->rec.type != CMT_REC_EVENT, 0))
         record_step(l, rp, st);
-        return ledger_wants(l);
+    else
+        event_step(l, self, rp, st);
+    if (l->times_moved) { /* a time of its own joined: the next moment may be it */
+        l->times_moved = 0;
+        self->before_t = next_moment(l);
     }
-    if (st->device && sample_moved(l, st->device))
-        note_sample(l, st->device, 0);
-    if (l->peak && !l->peak->invalid)
-        cmt__ledger_peak_event(l, self, rp, st);
-    if (__builtin_expect(st->oom, 0) && st->device && (l->at & CMT_LEDGER_AT_OOM))
-        oom_moment(l, rp, st);
     return ledger_wants(l);
 }
 
@@ -472,7 +520,8 @@ struct cmt_observer cmt_ledger_observer(cmt_ledger *l)
                                  .finish = ledger_finish,
                                  .ctx = l,
                                  .before_t = next_moment(l),
-                                 .before = l->time_count || l->peak ? ledger_before : NULL};
+                                 .before = l->time_count || l->peak || l->own_times ? ledger_before
+                                                                                    : NULL};
 }
 
 /* --- finish: owners and rows --- */
@@ -658,6 +707,8 @@ static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
     cmt_ledger *l = self->ctx;
     catch_up(l, rp);
     uint64_t end_t = cmt_replay_totals(rp)->last_t_ns;
+    if (l->own_times)
+        join_time(l, end_t);
     for (; l->next_time < l->time_count; l->next_time++) /* times past the last event */
         take_all(l, rp, CMT_LEDGER_AT_TIME, l->times[l->next_time], l->next_time);
     if (l->at & CMT_LEDGER_AT_END)
@@ -692,6 +743,12 @@ static int ledger_finish(struct cmt_observer *self, const cmt_replay *rp)
 size_t cmt_ledger_count(const cmt_ledger *l)
 {
     return l->count;
+}
+
+const uint64_t *cmt_ledger_times(const cmt_ledger *l, size_t *count)
+{
+    *count = l->time_count;
+    return l->times;
 }
 
 const struct cmt_ledger_moment *cmt_ledger_moment(const cmt_ledger *l, size_t i)

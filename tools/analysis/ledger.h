@@ -143,6 +143,12 @@ struct cmt_ledger_options {
      * by object (a reset, a graph launch, an address reused without its free), or the trace
      * has allocator records, the peak is not kept */
     size_t peak_budget;
+    /* also the times of the trace's own moments, taken as times are: the first out-of-memory
+     * failure of each device (a driver's failure or an allocator's OOM record, at its t_ns) and
+     * the last event's time; they join times in order (cmt_ledger_times). So a caller that
+     * needs the state at one of them (report DIR: a GPU's moment is a member's first failure on
+     * it, else its end) takes it in the same replay */
+    int own_times;
 };
 
 typedef struct cmt_ledger cmt_ledger;
@@ -158,6 +164,9 @@ struct cmt_observer cmt_ledger_observer(cmt_ledger *l);
 /* The moments taken, in time order, then the peak's (CMT_LEDGER_AT_PEAK, one per device seen
  * by then) when kept (valid after the replay's finish). */
 size_t cmt_ledger_count(const cmt_ledger *l);
+/* The times taken (options.times and, with own_times, the trace's own, ascending; valid after
+ * the replay's finish): a CMT_LEDGER_AT_TIME moment's time_index is its index here. */
+const uint64_t *cmt_ledger_times(const cmt_ledger *l, size_t *count);
 const struct cmt_ledger_moment *cmt_ledger_moment(const cmt_ledger *l, size_t i);
 /* @return the first moment of device dev taken for `why` (and, for CMT_LEDGER_AT_TIME, of
  * times[time_index]), or NULL. */

@@ -83,10 +83,12 @@ struct cmt_ledger {
     const cmt_reader *reader;
     unsigned at;
     uint64_t *times;
-    size_t time_count, next_time;
+    size_t time_count, next_time, time_cap;
+    int own_times, times_moved; /* options.own_times; a time joined during this step */
     struct cmt__raw *raws;
     size_t count, cap;
     struct cmt__sample samples[MAX_DEVICE_SLOTS];
+    uint8_t failed_slot[MAX_DEVICE_SLOTS]; /* own_times: the slot's first failure joined */
     size_t pending_oom; /* raws index + 1 of an OOM moment a sample may still complete */
     uint64_t events, last_seq;
     /* scratch, by replay site index */

@@ -301,10 +301,44 @@ static cmt_ledger *ledger_alone(const char *path, uint64_t t, cmt_reader **r, cm
     return l;
 }
 
+/* Process p's moment of device 0 at t, taken in the fleet's replay, is what a replay of its
+ * trace alone to t gives. @return it. */
+static const struct cmt_ledger_moment *same_as_alone(const struct cmt_fleet_process *p, uint64_t t)
+{
+    const struct cmt_ledger_moment *m;
+    cr_assert_eq(cmt_fleet_ledger_at(p, t, 0, &m), 1, "pid %llu: a moment at %llu",
+                 (unsigned long long)p->pid, (unsigned long long)t);
+    cr_assert_not_null(m);
+    cmt_reader *r;
+    cmt_replay *rp;
+    cmt_alloc *a;
+    cmt_ledger *alone = ledger_alone(p->path, t, &r, &rp, &a);
+    const struct cmt_ledger_moment *w = cmt_ledger_find(alone, CMT_LEDGER_AT_TIME, 0, 0);
+    cr_assert_not_null(w);
+    cr_assert_eq(m->t_ns, w->t_ns);
+    cr_assert_eq(m->seq, w->seq);
+    cr_assert_eq(m->total_bytes, w->total_bytes);
+    cr_assert_eq(m->process_bytes, w->process_bytes);
+    cr_assert_eq(m->free_bytes, w->free_bytes);
+    cr_assert_eq(m->others_bytes, w->others_bytes);
+    cr_assert_eq(m->residual_bytes, w->residual_bytes);
+    cr_assert_eq(m->row_count, w->row_count);
+    for (size_t i = 0; i < m->row_count; i++) {
+        cr_assert_eq(m->rows[i].type, w->rows[i].type, "row %zu", i);
+        cr_assert_eq(m->rows[i].bytes, w->rows[i].bytes, "row %zu", i);
+        cr_assert_eq(m->rows[i].count, w->rows[i].count, "row %zu", i);
+    }
+    cmt_ledger_destroy(alone);
+    cmt_alloc_destroy(a);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+    return m;
+}
+
 /* ledger_guess: read in the order of their start, the later process's ledger is taken in its
- * first replay at the moment the first started one's failure sets for their GPU, exactly as a
- * replay to that moment gives it; the first one's own failure was not known before its
- * replay, so it has no such moment (its caller replays it again). */
+ * first replay at the moment the first started one's failure sets for their GPU, and the first
+ * one's at its own failure and end (known only as its replay reaches them), each exactly as a
+ * replay to that moment gives it: report DIR replays none of them again. */
 Test(fleet, the_ledger_is_taken_in_the_first_replay_at_a_moment_guessed_right, .init = make_dir,
      .fini = remove_dir)
 {
@@ -349,31 +383,12 @@ Test(fleet, the_ledger_is_taken_in_the_first_replay_at_a_moment_guessed_right, .
     const struct cmt_fleet_process *e = &f.processes[0], *l = &f.processes[1];
     cr_assert_eq(l->pid, 21);
     const struct cmt_ledger_moment *m;
-    cr_assert_eq(cmt_fleet_ledger_at(e, 10 * MS, 0, &m), 0, "its own failure: not guessed");
-    cr_assert_eq(cmt_fleet_ledger_at(l, 8 * MS, 0, &m), 1, "the early one's failure, guessed");
-    cr_assert_not_null(m);
+    m = same_as_alone(e, 10 * MS);
+    cr_assert_eq(m->process_bytes, 4 * TB_GIB, "its own failure, its 4 GiB");
+    m = same_as_alone(e, e->duration_ns); /* its end */
+    cr_assert_eq(m->process_bytes, 0, "its end: freed");
+    m = same_as_alone(l, 8 * MS);
     cr_assert_eq(m->process_bytes, 5 * TB_GIB, "2 + 3 GiB at its 8 ms, not the 1 GiB after");
-    cmt_reader *r;
-    cmt_replay *rp;
-    cmt_alloc *a;
-    cmt_ledger *alone = ledger_alone(l->path, 8 * MS, &r, &rp, &a);
-    const struct cmt_ledger_moment *w = cmt_ledger_find(alone, CMT_LEDGER_AT_TIME, 0, 0);
-    cr_assert_not_null(w);
-    cr_assert_eq(m->t_ns, w->t_ns);
-    cr_assert_eq(m->seq, w->seq);
-    cr_assert_eq(m->total_bytes, w->total_bytes);
-    cr_assert_eq(m->free_bytes, w->free_bytes);
-    cr_assert_eq(m->others_bytes, w->others_bytes);
-    cr_assert_eq(m->residual_bytes, w->residual_bytes);
-    cr_assert_eq(m->row_count, w->row_count);
-    for (size_t i = 0; i < m->row_count; i++) {
-        cr_assert_eq(m->rows[i].type, w->rows[i].type, "row %zu", i);
-        cr_assert_eq(m->rows[i].bytes, w->rows[i].bytes, "row %zu", i);
-        cr_assert_eq(m->rows[i].count, w->rows[i].count, "row %zu", i);
-    }
-    cmt_ledger_destroy(alone);
-    cmt_alloc_destroy(a);
-    cmt_replay_destroy(rp);
-    cmt_reader_close(r);
+    cr_assert_eq(cmt_fleet_ledger_at(l, 9 * MS, 0, &m), 0, "no moment nobody asked for");
     cmt_fleet_free(&f);
 }

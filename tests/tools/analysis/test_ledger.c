@@ -342,6 +342,61 @@ Test(ledger, the_peak_kept_in_the_pass_is_what_a_replay_to_its_time_takes)
     done(&asked, &(struct tb){0});
 }
 
+/* own_times: the first failure of each device and the end join the times asked, each taken as
+ * a replay asked for it alone takes it (the state after every event at or before it). */
+Test(ledger, its_own_times_are_taken_as_a_time_asked_for_them_alone)
+{
+    struct tb b;
+    tb_begin(&b, GIB, 768 * MIB);
+    uint32_t a = tb_stack(&b, "load", 2), c = tb_stack(&b, "train_step", 3);
+    uint64_t on1[] = {0x7e0000000000, 8 * MIB};
+    tb_event(&b, TB_ALLOC, 0, 1, a, CMT_F(PTR) | CMT_F(SIZE), on1);
+    tb_alloc(&b, 0x7f0000000000, 2 * MIB, a);
+    uint64_t asked = b.t_ns;
+    tb_alloc(&b, 0x7f0000200000, 4 * MIB, c);
+    tb_alloc_fail(&b, 900 * MIB, c);
+    uint64_t fail0 = b.t_ns;
+    b.t_ns -= 1000; /* the same time as the failure: part of its moment */
+    tb_alloc(&b, 0x7f0000600000, 6 * MIB, c);
+    tb_alloc_fail(&b, 900 * MIB, c); /* not device 0's first: no time of its own */
+    tb_free(&b, 0x7f0000000000);
+    uint64_t big[] = {900 * MIB};
+    tb_event(&b, TB_ALLOC, 2, 1, a, CMT_F(SIZE), big);
+    uint64_t fail1 = b.t_ns;
+    tb_free(&b, 0x7f0000200000);
+    uint64_t free1[] = {0x7e0000000000};
+    tb_event(&b, TB_FREE, 0, 1, 0, CMT_F(PTR), free1);
+    tb_finish(&b, 1);
+    struct run x;
+    const struct cmt_ledger_options o = {.times = &asked, .time_count = 1, .own_times = 1};
+    run(&x, &b, &o);
+    uint64_t end = cmt_replay_totals(x.replay)->last_t_ns;
+    size_t n;
+    const uint64_t *times = cmt_ledger_times(x.ledger, &n);
+    const uint64_t want[] = {asked, fail0, fail1, end};
+    cr_assert_eq(n, 4);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(times[i], want[i], "time %zu", i);
+        struct run one;
+        const struct cmt_ledger_options only = {.times = &want[i], .time_count = 1};
+        run(&one, &b, &only);
+        for (int32_t dev = 0; dev < 2; dev++) {
+            const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_TIME, dev,
+                                                                i);
+            const struct cmt_ledger_moment *w = cmt_ledger_find(one.ledger, CMT_LEDGER_AT_TIME, dev,
+                                                                0);
+            cr_assert_not_null(m, "time %zu device %d", i, dev);
+            cr_assert_not_null(w, "time %zu device %d", i, dev);
+            expect_same_moment(m, w);
+        }
+        done(&one, &(struct tb){0});
+    }
+    /* the failure's moment holds the allocation made at its own time, not the free after it */
+    const struct cmt_ledger_moment *m = cmt_ledger_find(x.ledger, CMT_LEDGER_AT_TIME, 0, 1);
+    cr_expect_eq(rows(m, CMT_LEDGER_DRIVER, CMT_OWNER_USER, 0), 12 * MIB);
+    done(&x, &b);
+}
+
 /* After the peak, the steps the ledger takes inline (a free or an allocation at a site that
  * has its cell, a failed call) mixed with those it leaves to its general path: a cuMemGetInfo
  * event, a free of another device's memory from device 0's context, a MEMINFO record,
