@@ -8,6 +8,7 @@
 
 #include "cmt_error.h"
 #include "fleet.h"
+#include "ledger_expect.h"
 #include "trace_builder.h"
 
 #define MS UINT64_C(1000000)
@@ -315,19 +316,7 @@ static const struct cmt_ledger_moment *same_as_alone(const struct cmt_fleet_proc
     cmt_ledger *alone = ledger_alone(p->path, t, &r, &rp, &a);
     const struct cmt_ledger_moment *w = cmt_ledger_find(alone, CMT_LEDGER_AT_TIME, 0, 0);
     cr_assert_not_null(w);
-    cr_assert_eq(m->t_ns, w->t_ns);
-    cr_assert_eq(m->seq, w->seq);
-    cr_assert_eq(m->total_bytes, w->total_bytes);
-    cr_assert_eq(m->process_bytes, w->process_bytes);
-    cr_assert_eq(m->free_bytes, w->free_bytes);
-    cr_assert_eq(m->others_bytes, w->others_bytes);
-    cr_assert_eq(m->residual_bytes, w->residual_bytes);
-    cr_assert_eq(m->row_count, w->row_count);
-    for (size_t i = 0; i < m->row_count; i++) {
-        cr_assert_eq(m->rows[i].type, w->rows[i].type, "row %zu", i);
-        cr_assert_eq(m->rows[i].bytes, w->rows[i].bytes, "row %zu", i);
-        cr_assert_eq(m->rows[i].count, w->rows[i].count, "row %zu", i);
-    }
+    expect_same_moment(m, w);
     cmt_ledger_destroy(alone);
     cmt_alloc_destroy(a);
     cmt_replay_destroy(rp);

@@ -4,6 +4,7 @@
 
 #include "allocator.h"
 #include "ledger.h"
+#include "ledger_expect.h"
 #include "reader.h"
 #include "replay.h"
 #include "trace_builder.h"
@@ -269,28 +270,6 @@ static uint64_t run_both(struct run *kept, struct run *asked, const struct tb *b
     const struct cmt_ledger_options at = {.times = &t, .time_count = 1};
     run(asked, b, &at);
     return t;
-}
-
-static void expect_same_moment(const struct cmt_ledger_moment *a, const struct cmt_ledger_moment *b)
-{
-    cr_assert_eq(a->t_ns, b->t_ns);
-    cr_expect_eq(a->seq, b->seq);
-    cr_expect_eq(a->total_bytes, b->total_bytes);
-    cr_expect_eq(a->free_measured, b->free_measured);
-    cr_expect_eq(a->process_bytes, b->process_bytes);
-    cr_expect_eq(a->context_bytes, b->context_bytes);
-    cr_expect_eq(a->others_bytes, b->others_bytes);
-    cr_expect_eq(a->free_bytes, b->free_bytes);
-    cr_expect_eq(a->residual_bytes, b->residual_bytes);
-    cr_assert_eq(a->row_count, b->row_count);
-    for (size_t i = 0; i < a->row_count; i++) {
-        const struct cmt_ledger_row *x = &a->rows[i], *y = &b->rows[i];
-        cr_expect(x->type == y->type && x->owner == y->owner && x->stack == y->stack &&
-                      x->bytes == y->bytes && x->count == y->count,
-                  "row %zu: %d %d %u %llu %llu vs %d %d %u %llu %llu", i, x->type, x->owner,
-                  x->stack, (unsigned long long)x->bytes, (unsigned long long)x->count, y->type,
-                  y->owner, y->stack, (unsigned long long)y->bytes, (unsigned long long)y->count);
-    }
 }
 
 /* Allocations from three sites on two devices up to the peak, a free at the peak's own time,
