@@ -335,8 +335,8 @@ static void completes_oom(cmt_ledger *l, const struct cmt_replay_device *d)
     w->m.free_measured = 1;
 }
 
-/* own_times: t joins the times not taken yet (every one at or after t: the runner took the
- * earlier ones before this step), unless it is one already. */
+/* own_times: t joins the times not taken yet, in order, unless it is one already (a record's
+ * time may pass times the next event's before() takes first). */
 static void join_time(cmt_ledger *l, uint64_t t)
 {
     size_t i = l->next_time;
