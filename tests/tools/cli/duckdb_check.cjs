@@ -45,8 +45,9 @@ async function main() {
     need(String(p.episodes) === String(want.length), `${e.run}/${e.pid}: episode count`);
     need(JSON.stringify(mine.map((r) => r.verdict)) === JSON.stringify(want.map((w) => w.verdict)),
       `${e.run}/${e.pid}: verdicts ${mine.map((r) => r.verdict)} != oom --json ${want.map((w) => w.verdict)}`);
-    need(JSON.stringify(mine.map((r) => String(r.request_bytes))) ===
-      JSON.stringify(want.map((w) => String(w.request_bytes))), `${e.run}/${e.pid}: requests`);
+    // as doubles: JSON.parse reads oom --json's integers so (a request past 2^63 stays positive)
+    need(JSON.stringify(mine.map((r) => Number(r.request_bytes))) ===
+      JSON.stringify(want.map((w) => Number(w.request_bytes))), `${e.run}/${e.pid}: requests`);
   }
   const events = await rows(`SELECT run, pid, count(*) AS n FROM ${reader('events')}
       GROUP BY run, pid ORDER BY run, pid`);

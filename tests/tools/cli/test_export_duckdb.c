@@ -66,7 +66,7 @@ static void write_trace(const struct spec *s, const char *path)
     case 1:
         for (int i = 0; i < 10; i++)
             tb_alloc(&b, P0 + (uint64_t)i * 2 * TB_GIB, TB_GIB, st);
-        seq = tb_alloc_fail(&b, 30 * TB_GIB, st);
+        seq = tb_alloc_fail(&b, (UINT64_C(1) << 63) + 30 * TB_GIB, st); /* past INT64_MAX */
         tb_meminfo(&b, CMT_MEMINFO_OOM, 14 * TB_GIB, total, seq);
         break;
     case 2:

@@ -2,7 +2,7 @@
  * its length), and columns of every type, with nulls, extremes, repeated and unique strings
  * and more rows than a row group holds, read back by DuckDB (duckdb_prefix.h) and compared
  * row by row (file_row_number) with the same values computed in SQL; a monotone column is
- * delta-encoded, strings dictionary-encoded. */
+ * delta-encoded, strings dictionary-encoded; an unsigned column holds values past INT64_MAX. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 #include "duckdb_prefix.h"
 #include "export/parquet_writer.h"
 
-static const char *const names[] = {"i", "q", "s", "b", "d", "n"};
-static const char types[] = "iisbdi";
+static const char *const names[] = {"i", "q", "s", "b", "d", "n", "u"};
+static const char types[] = "iisbdiu";
 
 /* Row r's cells; the SQL below computes the same from r. */
 static void write_row(struct cmt__parquet *w, int64_t r)
@@ -46,6 +46,9 @@ static void write_row(struct cmt__parquet *w, int64_t r)
     else
         cmt__parquet_double(w, (double)r / 4);
     cmt__parquet_null(w);
+    /* unsigned: past INT64_MAX (a read as signed would be negative), a run that crosses 2^63 */
+    cmt__parquet_u64(w, r % 5 == 1 ? UINT64_MAX - (uint64_t)r
+                                   : (uint64_t)INT64_MAX - 500 + (uint64_t)r);
     cmt__parquet_row_end(w);
 }
 
@@ -59,7 +62,9 @@ static const char expected_sql[] =
     "WHEN r % 13 = 4 THEN '' ELSE 'k' || (r % 17) || 'é' END) "
     "OR b IS DISTINCT FROM (CASE WHEN r % 4 = 0 THEN NULL ELSE r % 3 = 1 END) "
     "OR d IS DISTINCT FROM (CASE WHEN r % 6 = 0 THEN NULL ELSE r::DOUBLE / 4 END) "
-    "OR n IS NOT NULL";
+    "OR n IS NOT NULL "
+    "OR u IS DISTINCT FROM (CASE WHEN r % 5 = 1 THEN 18446744073709551615::HUGEINT - r "
+    "ELSE 9223372036854775807::HUGEINT - 500 + r END)";
 
 /* sql with its '@' replaced by path, into out. */
 static void with_path(char *out, size_t size, const char *sql, const char *path)
@@ -75,7 +80,7 @@ static void write_file(const char *path, int64_t rows, int zstd)
 {
     FILE *f = fopen(path, "wb");
     cr_assert_not_null(f);
-    struct cmt__parquet *w = cmt__parquet_open(f, names, types, 6, zstd);
+    struct cmt__parquet *w = cmt__parquet_open(f, names, types, 7, zstd);
     cr_assert_not_null(w);
     for (int64_t r = 0; r < rows; r++)
         write_row(w, r);
@@ -106,7 +111,7 @@ Test(parquet_writer, frames_the_file_with_magic_and_a_footer_of_the_length_it_sa
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
-    struct cmt__parquet *w = cmt__parquet_open(f, names, types, 6, 1);
+    struct cmt__parquet *w = cmt__parquet_open(f, names, types, 7, 1);
     for (int64_t r = 0; r < 100; r++)
         write_row(w, r);
     cr_assert_eq(cmt__parquet_close(w), 0);
@@ -127,8 +132,8 @@ Test(parquet_writer, frames_the_file_with_magic_and_a_footer_of_the_length_it_sa
 
 Test(parquet_writer, refuses_an_unknown_type_or_a_type_count_that_is_not_the_columns)
 {
-    cr_expect_null(cmt__parquet_open(stdout, names, "iisbdx", 6, 1));
-    cr_expect_null(cmt__parquet_open(stdout, names, "iis", 6, 1));
+    cr_expect_null(cmt__parquet_open(stdout, names, "iisbdix", 7, 1));
+    cr_expect_null(cmt__parquet_open(stdout, names, "iis", 7, 1));
 }
 
 Test(parquet_writer, duckdb_reads_every_cell_back_over_two_row_groups)
@@ -159,7 +164,7 @@ Test(parquet_writer, duckdb_reads_every_cell_back_over_two_row_groups)
 
 Test(parquet_writer, an_empty_file_keeps_its_schema)
 {
-    char path[256], describe[768], count[512];
+    char path[256], describe[768], count[512], logical[512];
     snprintf(path, sizeof path, "/tmp/cmt_parquet_empty_%d.parquet", (int)getpid());
     write_file(path, 0, 1);
     snprintf(describe, sizeof describe,
@@ -167,8 +172,15 @@ Test(parquet_writer, an_empty_file_keeps_its_schema)
              "FROM (DESCRIBE SELECT * FROM read_parquet('%s'))",
              path);
     snprintf(count, sizeof count, "SELECT count(*) FROM read_parquet('%s')", path);
-    char *out = duckdb(describe, count, "SELECT 1");
-    cr_expect_str_eq(out, "i BIGINT, q BIGINT, s VARCHAR, b BOOLEAN, d DOUBLE, n BIGINT\n0\n1\n");
+    /* both the converted and the logical type (DuckDB prints the i8 bitWidth 64 as '@') */
+    snprintf(logical, sizeof logical,
+             "SELECT converted_type || ' ' || logical_type FROM parquet_schema('%s') "
+             "WHERE name = 'u'",
+             path);
+    char *out = duckdb(describe, count, logical);
+    cr_expect_str_eq(out,
+                     "i BIGINT, q BIGINT, s VARCHAR, b BOOLEAN, d DOUBLE, n BIGINT, u UBIGINT\n0\n"
+                     "UINT_64 IntType(bitWidth=@, isSigned=0)\n");
     free(out);
     remove(path);
 }

@@ -22,9 +22,10 @@ Test(thrift_compact, short_and_long_field_headers_and_zigzag_varints)
     cmt__thrift_i64(&t, 20, 300); /* delta 17: long form 0x06, zigzag(20) = 40, 600 = ac 04 */
     cmt__thrift_bool(&t, 21, 0);  /* the value in the type: 0x12 */
     cmt__thrift_string(&t, 22, "ab");
+    cmt__thrift_byte(&t, 23, -64); /* delta 1: 0x13, the byte as it is (no varint): 0xc0 */
     cmt__thrift_end(&t);
-    static const uint8_t want[] = {0x15, 0x02, 0x26, 0x01, 0x06, 0x28, 0xd8,
-                                   0x04, 0x12, 0x18, 0x02, 'a',  'b',  0x00};
+    static const uint8_t want[] = {0x15, 0x02, 0x26, 0x01, 0x06, 0x28, 0xd8, 0x04,
+                                   0x12, 0x18, 0x02, 'a',  'b',  0x13, 0xc0, 0x00};
     expect_bytes(&b, want, sizeof want);
     cmt__bytes_free(&b);
 }

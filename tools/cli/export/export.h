@@ -168,8 +168,8 @@ struct cmt__rows {
 void cmt__rows_header(int write);
 /* Starts a table on f (shape: enum cmt__rows_shape; 0 and 1 are csv and jsonl); csv writes
  * the header line. types: a character per column, its parquet type (enum cmt__parquet_type:
- * i integer, b boolean, d double, s string), declared so that every part of a table has the
- * same schema whatever its cells hold. cmt__rows_end() flushes the table to f (parquet: the
+ * i signed integer (row_i64), u unsigned (row_u64), b boolean, d double, s string), declared
+ * so that every part of a table has the same schema whatever its cells hold. cmt__rows_end() flushes the table to f (parquet: the
  * row groups left and the footer). @return cmt__rows_end: 0, or -1 when parquet's writer
  * failed (out of memory, or a write: ferror(f)). */
 void cmt__rows_begin(struct cmt__rows *t, FILE *f, int shape, const char *const *columns,

@@ -288,7 +288,7 @@ static const char *const run_columns[] = {"traces",
                                           "max_allocator_peak_allocated_bytes",
                                           "sum_allocator_peak_allocated_bytes"};
 /* Their parquet types (cmt__rows_begin). */
-static const char run_types[] = "iiiiiiiisisiii";
+static const char run_types[] = "uuuuuuuususiuu";
 CMT__ROWS_TYPES_MATCH(run_types, run_columns);
 
 /* One trace's figures; whether and when it failed by the one definition (first_failure.h)

@@ -152,7 +152,7 @@ static void next(struct cmt__rows *t)
 
 void cmt__row_u64(struct cmt__rows *t, uint64_t v)
 {
-    PARQUET_CELL(t, cmt__parquet_i64(t->parquet, (int64_t)v));
+    PARQUET_CELL(t, cmt__parquet_u64(t->parquet, v));
     next(t);
     cmt__out_u64(&t->out, v);
 }
@@ -290,7 +290,7 @@ static const char *const event_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                             "stack",
                                             "phase"};
 /* Their parquet types (cmt__rows_begin). */
-static const char event_types[] = "isiiiiissibsiiiiiiiis";
+static const char event_types[] = "usiuuuissibsuuuiuuuus";
 CMT__ROWS_TYPES_MATCH(event_types, event_columns);
 
 static unsigned events_step(struct cmt_observer *self, const cmt_replay *rp,
@@ -361,7 +361,7 @@ static const char *const site_columns[] = {
     "alloc_count",          "alloc_bytes",   "free_count",   "failures",     "peak_bytes",
     "at_peak_bytes",        "at_peak_count", "leaked_bytes", "leaked_count", "host_peak_bytes",
     "host_leaked_bytes",    "frames"};
-static const char site_types[] = "isiiissiiiiiiiiiiis";
+static const char site_types[] = "usiuussuuuuuuuuuuus";
 CMT__ROWS_TYPES_MATCH(site_types, site_columns);
 
 int cmt__export_sites(const struct cmt__pass *p, FILE *f, int shape)
@@ -424,7 +424,7 @@ static const char *const episode_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                               "hole_fragmentation",
                                               "call_site",
                                               "site_key"};
-static const char episode_types[] = "isiiiiisiiiibsiiiiiiiidss";
+static const char episode_types[] = "usiuiuusuuuubsuuuuuuuudss";
 CMT__ROWS_TYPES_MATCH(episode_types, episode_columns);
 
 int cmt__export_episodes(const struct cmt__pass *p, FILE *f, int shape)
@@ -497,7 +497,7 @@ static const char *const process_columns[] = {CMT__EXPORT_ID_COLUMNS,
                                               "allocator_allocated_bytes_at_end",
                                               "allocator_reserved_bytes_at_end",
                                               "allocator_events"};
-static const char process_types[] = "isiisssisiiiiiiiiiiiiiiidbbiiiiii";
+static const char process_types[] = "usiusssusuuuuiuuuuuuuuuudbbuuiuuu";
 CMT__ROWS_TYPES_MATCH(process_types, process_columns);
 
 /* The device of the process peak (the one whose own peak is the highest), or slot 0. */

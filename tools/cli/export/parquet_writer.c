@@ -17,7 +17,7 @@ enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_DELTA_BINARY_PACKED = 5, ENC_RLE_DICTIONA
 enum { CODEC_UNCOMPRESSED = 0, CODEC_ZSTD = 6 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { REPETITION_OPTIONAL = 1 };
-enum { CONVERTED_UTF8 = 0 };
+enum { CONVERTED_UTF8 = 0, CONVERTED_UINT_64 = 14 };
 
 /* PLAIN int64s, doubles and the dictionary indices are the host's bytes as they are. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Parquet is little-endian");
@@ -299,7 +299,7 @@ static void write_chunk(struct cmt__parquet *w, struct column *c, struct chunk_m
     w->page.n = 0;
     definition_levels(&w->page, c);
     int32_t encoding = ENC_PLAIN;
-    if (c->count && c->type == CMT__PARQUET_INT64)
+    if (c->count && (c->type == CMT__PARQUET_INT64 || c->type == CMT__PARQUET_UINT64))
         encoding = int64_values(w, c);
     else if (c->count && c->type == CMT__PARQUET_STRING)
         encoding = string_values(w, c, m);
@@ -348,6 +348,7 @@ static void write_group(struct cmt__parquet *w)
 /* ---- the footer ---- */
 /* The physical type of each enum cmt__parquet_type. */
 static const int32_t physical[128] = {[CMT__PARQUET_INT64] = TYPE_INT64,
+                                      [CMT__PARQUET_UINT64] = TYPE_INT64,
                                       [CMT__PARQUET_BOOLEAN] = TYPE_BOOLEAN,
                                       [CMT__PARQUET_DOUBLE] = TYPE_DOUBLE,
                                       [CMT__PARQUET_STRING] = TYPE_BYTE_ARRAY};
@@ -369,6 +370,14 @@ static void write_schema(struct cmt__thrift *t, const struct cmt__parquet *w)
             cmt__thrift_i32(t, 6, CONVERTED_UTF8);
             cmt__thrift_struct(t, 10); /* LogicalType */
             cmt__thrift_struct(t, 1);  /* STRING: StringType, no fields */
+            cmt__thrift_end(t);
+            cmt__thrift_end(t);
+        } else if (c->type == CMT__PARQUET_UINT64) {
+            cmt__thrift_i32(t, 6, CONVERTED_UINT_64);
+            cmt__thrift_struct(t, 10);  /* LogicalType */
+            cmt__thrift_struct(t, 10);  /* INTEGER: IntType */
+            cmt__thrift_byte(t, 1, 64); /* bitWidth */
+            cmt__thrift_bool(t, 2, 0);  /* isSigned */
             cmt__thrift_end(t);
             cmt__thrift_end(t);
         }
@@ -480,6 +489,17 @@ void cmt__parquet_i64(struct cmt__parquet *w, int64_t v)
         value(w, c, &v, sizeof v);
 }
 
+void cmt__parquet_u64(struct cmt__parquet *w, uint64_t v)
+{
+    if (w->column < w->ncolumns && w->columns[w->column].type == CMT__PARQUET_DOUBLE) {
+        cmt__parquet_double(w, (double)v);
+        return;
+    }
+    struct column *c = mistyped(w, CMT__PARQUET_UINT64) ? NULL : cell(w, 1);
+    if (c)
+        value(w, c, &v, sizeof v);
+}
+
 void cmt__parquet_bool(struct cmt__parquet *w, int v)
 {
     struct column *c = mistyped(w, CMT__PARQUET_BOOLEAN) ? NULL : cell(w, 1);
@@ -586,7 +606,7 @@ struct cmt__parquet *cmt__parquet_open(FILE *f, const char *const *names, const 
     for (unsigned i = 0; !bad && i < ncolumns; i++) {
         w->columns[i].name = names[i];
         w->columns[i].type = types[i];
-        bad = !strchr("ibds", types[i]);
+        bad = !strchr("iubds", types[i]);
     }
     if (bad) {
         w->failed = 1;

@@ -6,8 +6,8 @@
  *   - every column OPTIONAL (an empty cell is a null), one column chunk per row group and one
  *     data page (v1) per chunk: definition levels (RLE / bit-packed hybrid, width 1), then the
  *     non-null values;
- *   - INT64 (signed) as PLAIN or DELTA_BINARY_PACKED, whichever compresses smaller (tried on
- *     a sample); BOOLEAN and
+ *   - INT64, signed or with the unsigned 64-bit INTEGER logical type (UINT_64), as PLAIN or
+ *     DELTA_BINARY_PACKED, whichever compresses smaller (tried on a sample); BOOLEAN and
  *     DOUBLE as PLAIN; strings as BYTE_ARRAY with the STRING (UTF8) logical type, dictionary
  *     encoded (a PLAIN dictionary page, RLE_DICTIONARY indices);
  *   - each page compressed with zstd (codec ZSTD) unless the writer is opened uncompressed.
@@ -31,6 +31,7 @@
 /* A column's type, as one character of the types string given to cmt__parquet_open(). */
 enum cmt__parquet_type {
     CMT__PARQUET_INT64 = 'i',
+    CMT__PARQUET_UINT64 = 'u', /* INT64 holding the bits of a uint64_t: INTEGER(64, unsigned) */
     CMT__PARQUET_BOOLEAN = 'b',
     CMT__PARQUET_DOUBLE = 'd',
     CMT__PARQUET_STRING = 's',
@@ -46,6 +47,7 @@ struct cmt__parquet *cmt__parquet_open(FILE *f, const char *const *names, const 
 /* The next cell of the current row. A value of another type than its column's is a bug
  * (asserted; a null in release builds), except an integer in a DOUBLE column. */
 void cmt__parquet_i64(struct cmt__parquet *w, int64_t v);
+void cmt__parquet_u64(struct cmt__parquet *w, uint64_t v);
 void cmt__parquet_bool(struct cmt__parquet *w, int v);
 void cmt__parquet_double(struct cmt__parquet *w, double v);
 /* A string of n bytes (kept as given: Parquet's readers expect UTF-8). */

@@ -63,6 +63,13 @@ static void field(struct cmt__thrift *t, int16_t id, int type)
     *last = id;
 }
 
+void cmt__thrift_byte(struct cmt__thrift *t, int16_t id, int8_t v)
+{
+    field(t, id, CMT__THRIFT_BYTE);
+    uint8_t b = (uint8_t)v; /* a byte is written as it is, not as a varint */
+    cmt__bytes_put(t->out, &b, 1);
+}
+
 void cmt__thrift_i32(struct cmt__thrift *t, int16_t id, int32_t v)
 {
     field(t, id, CMT__THRIFT_I32);

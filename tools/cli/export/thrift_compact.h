@@ -15,6 +15,7 @@
 enum cmt__thrift_type {
     CMT__THRIFT_TRUE = 1,
     CMT__THRIFT_FALSE = 2,
+    CMT__THRIFT_BYTE = 3,
     CMT__THRIFT_I32 = 5,
     CMT__THRIFT_I64 = 6,
     CMT__THRIFT_BINARY = 8,
@@ -56,6 +57,7 @@ struct cmt__thrift {
 /* Starts writing the fields of a top-level struct into out. */
 void cmt__thrift_begin(struct cmt__thrift *t, struct cmt__bytes *out);
 /* Fields of the current struct, in increasing id order. */
+void cmt__thrift_byte(struct cmt__thrift *t, int16_t id, int8_t v);
 void cmt__thrift_i32(struct cmt__thrift *t, int16_t id, int32_t v);
 void cmt__thrift_i64(struct cmt__thrift *t, int16_t id, int64_t v);
 void cmt__thrift_bool(struct cmt__thrift *t, int16_t id, int v);
