@@ -12,6 +12,7 @@
 # Prints figures only (the target lines are information, never a failure); a full run takes
 # about a minute and a half on 2 cores (three with BENCH_BASE_SHIM). Knobs: BENCH_REPS, BENCH_PAIRS (pairs per run, default 200000),
 # BENCH_THREAD_PAIRS (pairs per thread in the threaded runs, default 50000),
+# BENCH_THREAD_WARMUP (untimed pairs per thread before them, default 65536: one ring lap),
 # BENCH_THREAD_ROUNDS (1- and 8-thread rounds per rep, default 10: the 8-thread CPU moves with
 # the load, so the ratio is the median of reps x rounds paired ratios, printed with its
 # quartiles and its 95% interval, and the verdict is the interval's; a round runs its group
@@ -27,6 +28,12 @@ reps=${BENCH_REPS:-5}
 pairs=${BENCH_PAIRS:-200000}
 tpairs=${BENCH_THREAD_PAIRS:-50000}
 trounds=${BENCH_THREAD_ROUNDS:-10}
+# untimed pairs a thread runs first in the 1- against 8-thread rounds: 65536 pairs, one lap of
+# a ring in record's state file (CMT__SHARED_RING_SIZE, 2^17 entries, 13 MiB touched as used),
+# so that the timed calls are the steady state's; a ring's first lap faults its pages in
+# (the writer prefaults them ahead of the thread, which it keeps up with on 1 thread but not
+# on 8 sharing 2 cores), printed apart as the first lap's figure
+twarm=${BENCH_THREAD_WARMUP:-65536}
 depth=20
 capture=$build/bench/bench_capture_loop
 mallocb=$build/bench/bench_malloc_loop
@@ -42,22 +49,31 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/cmt-bench.XXXXXX")
 [[ ${BENCH_KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
 
 # Modes: name | command prefix (the benchmark's arguments are appended).
-modes=(bare shim0 shim64 t1bare t1shim t8bare t8shim t4bare t4shim mbare mheap abare ashim0 ashim64)
+modes=(bare shim0 shim64 t1bare t1shim t8bare t8shim t4bare t4shim mbare mheap abare ashim0 ashim64
+    a1bare a1shim a8bare a8shim m1bare m8bare a1cold a8cold)
 declare -A label args
 label[bare]="driver loop, no shim";            args[bare]="-n $pairs"
 label[shim0]="shim, stacks off (DEPTH=0)";     args[shim0]="-n $pairs"
 label[shim64]="shim, stacks on (DEPTH=64)";    args[shim64]="-n $pairs"
-label[t1bare]="1 thread as the 8, no shim";     args[t1bare]="-n $tpairs -t 1"
-label[t1shim]="1 thread as the 8, shim (64)";  args[t1shim]="-n $tpairs -t 1"
+label[t1bare]="1 thread as the 8, no shim";     args[t1bare]="-n $tpairs -w $twarm -t 1"
+label[t1shim]="1 thread as the 8, shim (64)";  args[t1shim]="-n $tpairs -w $twarm -t 1"
 label[t4bare]="4 threads, no shim";            args[t4bare]="-n $tpairs -t 4"
 label[t4shim]="4 threads, shim (DEPTH=64)";    args[t4shim]="-n $tpairs -t 4"
-label[t8bare]="8 threads, no shim";            args[t8bare]="-n $tpairs -t 8"
-label[t8shim]="8 threads, shim (DEPTH=64)";    args[t8shim]="-n $tpairs -t 8"
+label[t8bare]="8 threads, no shim";            args[t8bare]="-n $tpairs -w $twarm -t 8"
+label[t8shim]="8 threads, shim (DEPTH=64)";    args[t8shim]="-n $tpairs -w $twarm -t 8"
 label[mbare]="malloc loop, no tracer";         args[mbare]="-n $pairs"
 label[mheap]="malloc loop under heaptrack";    args[mheap]="-n $pairs"
 label[abare]="annotate.h, no shim (no-ops)";   args[abare]="-n $pairs"
 label[ashim0]="annotate.h, shim, DEPTH=0";     args[ashim0]="-n $pairs"
 label[ashim64]="annotate.h, shim, DEPTH=64";   args[ashim64]="-n $pairs"
+label[a1bare]="annotate.h 1 thread, no shim";  args[a1bare]="-n $tpairs -w $twarm -t 1"
+label[a1shim]="annotate.h 1 thread, shim (64)"; args[a1shim]="-n $tpairs -w $twarm -t 1"
+label[a8bare]="annotate.h 8 threads, no shim"; args[a8bare]="-n $tpairs -w $twarm -t 8"
+label[a8shim]="annotate.h 8 threads, shim (64)"; args[a8shim]="-n $tpairs -w $twarm -t 8"
+label[a1cold]="annotate.h 1 thr, 1st ring lap"; args[a1cold]="-n $tpairs -w 0 -t 1"
+label[a8cold]="annotate.h 8 thr, 1st ring lap"; args[a8cold]="-n $tpairs -w 0 -t 8"
+label[m1bare]="malloc loop 1 thread, no tracer"; args[m1bare]="-n $tpairs -w $twarm -t 1"
+label[m8bare]="malloc loop 8 threads, no tracer"; args[m8bare]="-n $tpairs -w $twarm -t 8"
 
 if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on under another shim
     [[ -f $BENCH_BASE_SHIM ]] || { echo "run.sh: BENCH_BASE_SHIM=$BENCH_BASE_SHIM is missing" >&2; exit 2; }
@@ -73,7 +89,12 @@ if [[ -n ${BENCH_BASE_SHIM:-} ]]; then # before/after in one run: stacks on unde
     label[t1base]="1 thread as the 8, BASE_SHIM";   args[t1base]="-n $tpairs -t 1"
     label[t8base]="8 threads, BENCH_BASE_SHIM";     args[t8base]="-n $tpairs -t 8"
 fi
-group=(t1bare t1shim t8bare t8shim) # the 1- against 8-thread rounds (issue 26)
+# the 1- against 8-thread rounds (issue 26): the driver loop; annotate.h's, whose bare calls are
+# no-ops, so that what the 8 threads add is the shim's alone, with no driver lock under it
+# (simcuda's calls take one process-wide mutex: 8 threads on 2 cores queue on it, and the
+# bare loop's CPU per call moves with that queue, by more than the shim adds); and the bare
+# malloc loop's, this machine's own 8-thread factor on a loop that shares nothing
+group=(t1bare t1shim t8bare t8shim a1bare a1shim a8bare a8shim m1bare m8bare a1cold a8cold)
 [[ -n ${BENCH_BASE_SHIM:-} ]] && group+=(t1base t8base)
 
 run_mode() { # mode rep → prints the benchmark's result line
@@ -84,10 +105,11 @@ run_mode() { # mode rep → prints the benchmark's result line
     shim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$capture" $a ;;
     shim64 | t1shim | t4shim | t8shim)
         "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$capture" $a ;;
-    mbare) "$mallocb" $a ;;
-    abare) "$annotate" $a ;;
+    mbare | m1bare | m8bare) "$mallocb" $a ;;
+    abare | a1bare | a8bare) "$annotate" $a ;;
     ashim0) "$cli" record -q --no-symbolize --stack-depth 0 -o "$out.cmt" -- "$annotate" $a ;;
-    ashim64) "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
+    ashim64 | a1shim | a8shim | a1cold | a8cold)
+        "$cli" record -q --no-symbolize --stack-depth 64 -o "$out.cmt" -- "$annotate" $a ;;
     mheap) heaptrack -o "$out.heaptrack" "$mallocb" $a 2>&1 ;;
     shimbase | t1base | t8base) CUMEMTRACE_SHIM=$BENCH_BASE_SHIM "$cli" record -q --no-symbolize --stack-depth 64 \
         -o "$out.cmt" -- "$capture" $a ;;
@@ -117,7 +139,8 @@ for ((rep = 1; rep <= reps; rep++)); do
     for m in "${modes[@]}"; do
         [[ $m == mheap && $have_heaptrack == 0 ]] && continue
         case $m in
-        t1shim | t8bare | t8shim | t1base | t8base) continue ;; # run with t1bare, as a group
+        t1shim | t8bare | t8shim | t1base | t8base | a?bare | a?shim | a?cold | m?bare)
+            continue ;; # run with t1bare, as a group
         t1bare) # 1 against 8 threads: the group back to back, BENCH_THREAD_ROUNDS times a rep,
             # forwards then backwards (each round's figures go to the same line of each file)
             for ((round = 1; round <= trounds; round++)); do
@@ -132,13 +155,17 @@ done
 
 # 8 threads against 1 (issue 26), paired: the CPU each adds per call in the same round (t1 and
 # t8 run back to back, the same calls per thread), one ratio per round, then their median.
-t8_vs_t1() { # shim1 shim8 → one ratio per round, into $work/ratio.shim8
-    paste "$work"/{$2,t8bare,$1,t1bare}.cpu | awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' \
+t8_vs_t1() { # shim1 shim8 [bare1 bare8] → one ratio per round, into $work/ratio.shim8
+    local b1=${3:-t1bare} b8=${4:-t8bare}
+    paste "$work"/{$2,$b8,$1,$b1}.cpu | awk '$3 > $4 {printf "%.3f\n", ($1-$2)/($3-$4)}' \
         >"$work/ratio.$2"
-    paste "$work"/{$1,t1bare}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$1"
-    paste "$work"/{$2,t8bare}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$2"
+    paste "$work"/{$1,$b1}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$1"
+    paste "$work"/{$2,$b8}.cpu | awk '{printf "%.1f\n", $1-$2}' >"$work/added.$2"
 }
 t8_vs_t1 t1shim t8shim
+t8_vs_t1 a1shim a8shim a1bare a8bare
+t8_vs_t1 a1cold a8cold a1bare a8bare
+paste "$work"/{m8bare,m1bare}.cpu | awk '$2 > 0 {printf "%.3f\n", $1/$2}' >"$work/ratio.m8bare"
 [[ -f $work/t1base.cpu ]] && t8_vs_t1 t1base t8base
 
 declare -A wall cpu tput bpe
@@ -157,7 +184,7 @@ for m in shim0 shim64 t1shim t4shim t8shim ashim0 ashim64 shimbase shim0base ash
 done
 
 added() { awk -v a="$1" -v b="$2" 'BEGIN {if (a == "" || b == "") print "-"; else printf "%.1f", a-b}'; }
-base_of() { case $1 in shim*) echo bare ;; t1shim | t1base) echo t1bare ;; t4shim) echo t4bare ;; t8shim | t8base) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; esac; }
+base_of() { case $1 in shim*) echo bare ;; t1shim | t1base) echo t1bare ;; t4shim) echo t4bare ;; t8shim | t8base) echo t8bare ;; mheap) echo mbare ;; ashim*) echo abare ;; a1shim | a1cold) echo a1bare ;; a8shim | a8cold) echo a8bare ;; esac; }
 echo
 printf '%-30s %9s %9s %9s %9s %9s  %s\n' mode "ns/call" added "cpu ns" added "all thr" "bytes/event on disk"
 for m in "${modes[@]}"; do
@@ -212,6 +239,11 @@ t8_line() { # what shim1 shim8: the median paired ratio, its spread, the added C
         "${a1[1]}" "${a1[0]}" "${a1[2]}" "${a8[1]}" "${a8[0]}" "${a8[2]}"
 }
 t8_line "8 threads add <= 1.3x one thread's CPU" t1shim t8shim
+t8_line "  on annotate.h's loop (the shim alone)" a1shim a8shim
+t8_line "  its rings' first lap (information)" a1cold a8cold
+read -r -a mq < <(quartiles "$work/ratio.m8bare")
+printf '  %-40s %sx (q1-q3 %s-%s): 8 threads on %d cores, nothing shared\n' \
+    "  the machine's own: bare malloc loop" "${mq[1]}" "${mq[0]}" "${mq[2]}" "$(nproc)"
 [[ -f $work/ratio.t8base ]] && t8_line "  the same for BENCH_BASE_SHIM" t1base t8base
 target "annotate.h report <= 100 ns (DEPTH=0)" 100 100 "$(added "${wall[ashim0]}" "${wall[abare]}")" \
     "$(added "${cpu[ashim0]}" "${cpu[abare]}")"
