@@ -6,7 +6,7 @@
  * command line), its peaks (process-wide and per device), its out-of-memory episodes and when
  * it first failed, and a bounded timeline of its busiest device. From those it derives the
  * job's figures: per-rank peaks, the first failing rank, the imbalance, the devices shared by
- * several processes. cmt_fleet_held_by_others() then asks, for an episode, what every other
+ * several processes. cmt_fleet_held_by_others() then asks, for each episode, what every other
  * process on the same GPU held at that moment (a second, exact replay of those traces).
  *
  * Times: an event at t_ns of a trace happened at start_wall_ns + t_ns on the wall clock (used
@@ -188,12 +188,20 @@ struct cmt_fleet_holder {
     uint64_t held_bytes; /* live device memory + what its pools retained, at that moment */
 };
 
-/* For episode `e` of process p: every other process on the same GPU that was alive at that
- * moment (host clock) and held memory there, most first. Replays those traces again (exact).
- * @return 0 with *out (free() it) and *count; CMT_ENOMEM; CMT_EIO when a trace that was read
- * before cannot be opened again. */
-int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p, uint32_t e,
-                             struct cmt_fleet_holder **out, size_t *count);
+/* The holders at one episode: list[0 .. count), most first. */
+struct cmt_fleet_holders {
+    struct cmt_fleet_holder *list;
+    size_t count;
+};
+
+/* For every episode of process p ((*out)[e] for its episodes[e]): every other process on the
+ * same GPU that was alive at that moment (host clock) and held memory there, most first.
+ * Replays each of those traces again (exact), once for all of p's episodes.
+ * @return 0 with *out (cmt_fleet_holders_free(*out, episode_count)); CMT_ENOMEM; CMT_EIO when
+ * a trace that was read before cannot be opened again. */
+int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p,
+                             struct cmt_fleet_holders **out);
+void cmt_fleet_holders_free(struct cmt_fleet_holders *h, uint32_t count);
 
 /* Buckets on one clock for every process: `count` buckets of width_ns from fleet->start_wall_ns;
  * values[p * count + b] = the most process p held in bucket b (its busiest device; the value

@@ -303,9 +303,33 @@ const struct cmt_fleet_gpu *cmt_fleet_gpu_of(const struct cmt_fleet *fleet, uint
 
 /* ---- held by others: a second, exact replay up to the moment ---- */
 
-/* What process q held on dev just after its last event at or before trace time t.
- * @return 0 with *held; CMT_EIO; CMT_ENOMEM. */
-static int held_at(const struct cmt_fleet_process *q, int32_t dev, uint64_t t, uint64_t *held)
+/* One question to a process's trace: what it held on dev just after its last event at or
+ * before trace time t (the answer: held). */
+struct held_query {
+    uint64_t t;
+    int32_t dev;
+    uint32_t episode;
+    uint64_t held;
+};
+
+static int by_query_time(const void *a, const void *b)
+{
+    const struct held_query *x = a, *y = b;
+    return x->t < y->t ? -1 : x->t > y->t;
+}
+
+/* The device's memory now: live device memory and what its pools retained. */
+static uint64_t held_now(const cmt_replay *rp, int32_t dev)
+{
+    const struct cmt_replay_device *d = cmt_replay_device(rp, dev);
+    return d ? d->live_bytes + d->kind_bytes[CMT_KIND_POOL] : 0;
+}
+
+/* Answers n queries (ascending t) to process q's trace in one replay; devs[0 .. ndevs) are
+ * their devices (held[k] what devs[k] held after the last event so far). A damaged trace
+ * answers with what came before the damage. @return 0; CMT_EIO; CMT_ENOMEM. */
+static int held_at(const struct cmt_fleet_process *q, struct held_query *qs, size_t n,
+                   const int32_t *devs, uint64_t *held, size_t ndevs)
 {
     cmt_reader *r;
     cmt_replay *rp;
@@ -316,16 +340,23 @@ static int held_at(const struct cmt_fleet_process *q, int32_t dev, uint64_t t, u
         cmt_reader_close(r);
         return rc;
     }
+    memset(held, 0, ndevs * sizeof *held);
     struct cmt_replay_step st;
-    *held = 0;
-    while ((rc = cmt_replay_next(rp, &st)) > 0) {
+    size_t k = 0;
+    while (k < n && (rc = cmt_replay_next(rp, &st)) > 0) {
         if (st.rec.type != CMT_REC_EVENT)
             continue;
-        if (st.rec.u.event.t_ns > t)
-            break; /* *held is the state before this event */
-        const struct cmt_replay_device *d = cmt_replay_device(rp, dev);
-        *held = d ? d->live_bytes + d->kind_bytes[CMT_KIND_POOL] : 0;
+        for (; k < n && st.rec.u.event.t_ns > qs[k].t; k++) /* the state before this event */
+            for (size_t i = 0; i < ndevs; i++)
+                if (devs[i] == qs[k].dev)
+                    qs[k].held = held[i];
+        for (size_t i = 0; i < ndevs; i++)
+            held[i] = held_now(rp, devs[i]);
     }
+    for (; k < n; k++) /* after its last event */
+        for (size_t i = 0; i < ndevs; i++)
+            if (devs[i] == qs[k].dev)
+                qs[k].held = held[i];
     cmt_replay_destroy(rp);
     cmt_reader_close(r);
     return rc == CMT_ENOMEM ? rc : 0; /* damage: what came before it */
@@ -337,25 +368,21 @@ static int by_held(const void *a, const void *b)
     return x->held_bytes > y->held_bytes ? -1 : x->held_bytes < y->held_bytes;
 }
 
-int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p, uint32_t e,
-                             struct cmt_fleet_holder **out, size_t *count)
+/* The questions to process q about p's episodes (a query per episode on a GPU q shares and
+ * at whose moment it was alive) into qs, its devices into devs (distinct). */
+static void queries_to(const struct cmt_fleet *fleet, uint32_t p, uint32_t q, struct held_query *qs,
+                       size_t *n, int32_t *devs, size_t *ndevs)
 {
-    const struct cmt_fleet_process *pr = &fleet->processes[p];
-    const struct cmt_fleet_episode *ep = &pr->episodes[e];
-    const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, ep->e.dev);
-    *out = NULL;
-    *count = 0;
-    if (!gpu)
-        return 0;
-    struct cmt_fleet_holder *h = calloc(gpu->member_count, sizeof *h);
-    if (!h)
-        return CMT_ENOMEM;
-    size_t n = 0;
-    for (uint32_t m = 0; m < gpu->member_count; m++) {
-        uint32_t q = gpu->members[m];
-        const struct cmt_fleet_process *qp = &fleet->processes[q];
-        if (q == p || qp->start_mono_ns > ep->mono_ns)
-            continue; /* itself, or not started yet (one host: one monotonic clock) */
+    const struct cmt_fleet_process *pr = &fleet->processes[p], *qp = &fleet->processes[q];
+    *n = *ndevs = 0;
+    for (uint32_t e = 0; e < pr->episode_count; e++) {
+        const struct cmt_fleet_episode *ep = &pr->episodes[e];
+        const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, ep->e.dev);
+        int member = 0;
+        for (uint32_t m = 0; gpu && m < gpu->member_count; m++)
+            member |= gpu->members[m] == q;
+        if (!member || qp->start_mono_ns > ep->mono_ns)
+            continue; /* not on that GPU, or not started yet (one host: one monotonic clock) */
         uint64_t t = ep->mono_ns - qp->start_mono_ns;
         if (t > qp->duration_ns && (qp->clean_exit || qp->signaled))
             continue; /* it had exited */
@@ -363,18 +390,61 @@ int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p, uint32_t
         for (uint32_t d = 0; d < qp->device_count; d++)
             if (qp->devices[d].gpu && !strcmp(qp->devices[d].gpu, gpu->key))
                 dev = qp->devices[d].dev;
-        uint64_t held;
-        int rc = held_at(qp, dev, t, &held);
-        if (rc) {
-            free(h);
-            return rc;
-        }
-        if (held)
-            h[n++] = (struct cmt_fleet_holder){q, dev, held};
+        qs[(*n)++] = (struct held_query){t, dev, e, 0};
+        size_t i = 0;
+        while (i < *ndevs && devs[i] != dev)
+            i++;
+        if (i == *ndevs)
+            devs[(*ndevs)++] = dev;
     }
-    qsort(h, n, sizeof *h, by_held);
+}
+
+void cmt_fleet_holders_free(struct cmt_fleet_holders *h, uint32_t count)
+{
+    for (uint32_t e = 0; h && e < count; e++)
+        free(h[e].list);
+    free(h);
+}
+
+int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p,
+                             struct cmt_fleet_holders **out)
+{
+    const struct cmt_fleet_process *pr = &fleet->processes[p];
+    uint32_t ne = pr->episode_count;
+    struct cmt_fleet_holders *h = calloc(ne ? ne : 1, sizeof *h);
+    struct held_query *qs = malloc((ne ? ne : 1) * sizeof *qs);
+    int32_t *devs = malloc((ne ? ne : 1) * sizeof *devs);
+    uint64_t *held = malloc((ne ? ne : 1) * sizeof *held);
+    int rc = h && qs && devs && held ? 0 : CMT_ENOMEM;
+    for (uint32_t e = 0; !rc && e < ne; e++) { /* room for every member of the episode's GPU */
+        const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, pr->episodes[e].e.dev);
+        if (gpu && !(h[e].list = calloc(gpu->member_count, sizeof *h[e].list)))
+            rc = CMT_ENOMEM;
+    }
+    for (uint32_t q = 0; !rc && q < fleet->count; q++) { /* one replay per other process */
+        size_t n, ndevs;
+        if (q == p || (queries_to(fleet, p, q, qs, &n, devs, &ndevs), !n))
+            continue;
+        qsort(qs, n, sizeof *qs, by_query_time);
+        if ((rc = held_at(&fleet->processes[q], qs, n, devs, held, ndevs)))
+            break;
+        for (size_t k = 0; k < n; k++)
+            if (qs[k].held)
+                h[qs[k].episode].list[h[qs[k].episode].count++] = (struct cmt_fleet_holder){
+                    q, qs[k].dev, qs[k].held};
+    }
+    free(qs);
+    free(devs);
+    free(held);
+    if (rc) {
+        cmt_fleet_holders_free(h, ne);
+        *out = NULL;
+        return rc;
+    }
+    for (uint32_t e = 0; e < ne; e++)
+        if (h[e].count)
+            qsort(h[e].list, h[e].count, sizeof *h[e].list, by_held);
     *out = h;
-    *count = n;
     return 0;
 }
 

@@ -239,20 +239,20 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
     }
     uint32_t n = cmt_oom_count(p.oom);
     int rc = 0, raw = 0;
+    struct cmt_fleet_holders *h;
+    if (cmt_fleet_held_by_others(f, t, &h) != 0) {
+        fprintf(stderr, "cumemtrace oom: %s: the other traces cannot be read again\n", pr->path);
+        cmt__pass_close(&p);
+        cmt_ledger_destroy(ledger);
+        return 1;
+    }
     if (j) {
         cmt__json_object(j, NULL);
         cmt__fleet_json_who(j, pr);
         cmt__json_array(j, "episodes");
     }
-    for (uint32_t i = 0; i < n && i < pr->episode_count && !rc; i++) {
-        struct cmt_fleet_holder *h;
-        size_t nh;
-        if ((rc = cmt_fleet_held_by_others(f, t, i, &h, &nh) != 0)) {
-            fprintf(stderr, "cumemtrace oom: %s: the other traces cannot be read again\n",
-                    pr->path);
-            break;
-        }
-        struct others o = {f, h, nh};
+    for (uint32_t i = 0; i < n && i < pr->episode_count; i++) {
+        struct others o = {f, h[i].list, h[i].count};
         if (j) {
             json_episode(j, &p, cmt_oom_episode(p.oom, i), &o, ledger, &p.phases);
         } else {
@@ -266,8 +266,8 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
             if (m)
                 cmt__ledger_print(&p, m, "the failure", "  ");
         }
-        free(h);
     }
+    cmt_fleet_holders_free(h, pr->episode_count);
     if (j) {
         cmt__json_end_array(j);
         cmt__json_end_object(j);
