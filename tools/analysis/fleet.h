@@ -194,14 +194,13 @@ struct cmt_fleet_holders {
     size_t count;
 };
 
-/* For every episode of process p ((*out)[e] for its episodes[e]): every other process on the
- * same GPU that was alive at that moment (host clock) and held memory there, most first.
- * Replays each of those traces again (exact), once for all of p's episodes.
- * @return 0 with *out (cmt_fleet_holders_free(*out, episode_count)); CMT_ENOMEM; CMT_EIO when
- * a trace that was read before cannot be opened again. */
-int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p,
-                             struct cmt_fleet_holders **out);
-void cmt_fleet_holders_free(struct cmt_fleet_holders *h, uint32_t count);
+/* For every episode of every process ((*out)[p][e] for processes[p].episodes[e]): every other
+ * process on the same GPU that was alive at that moment (host clock) and held memory there,
+ * most first. Replays each holder's trace again (exact), once for all the episodes it is asked
+ * about. @return 0 with *out (cmt_fleet_holders_free()); CMT_ENOMEM; CMT_EIO when a trace that
+ * was read before cannot be opened again. */
+int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out);
+void cmt_fleet_holders_free(const struct cmt_fleet *fleet, struct cmt_fleet_holders **h);
 
 /* Buckets on one clock for every process: `count` buckets of width_ns from fleet->start_wall_ns;
  * values[p * count + b] = the most process p held in bucket b (its busiest device; the value

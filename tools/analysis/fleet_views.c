@@ -304,11 +304,11 @@ const struct cmt_fleet_gpu *cmt_fleet_gpu_of(const struct cmt_fleet *fleet, uint
 /* ---- held by others: a second, exact replay up to the moment ---- */
 
 /* One question to a process's trace: what it held on dev just after its last event at or
- * before trace time t (the answer: held). */
+ * before trace time t, for episode `episode` of process `process` (the answer: held). */
 struct held_query {
     uint64_t t;
     int32_t dev;
-    uint32_t episode;
+    uint32_t process, episode;
     uint64_t held;
 };
 
@@ -368,82 +368,95 @@ static int by_held(const void *a, const void *b)
     return x->held_bytes > y->held_bytes ? -1 : x->held_bytes < y->held_bytes;
 }
 
-/* The questions to process q about p's episodes (a query per episode on a GPU q shares and
- * at whose moment it was alive) into qs, its devices into devs (distinct). */
-static void queries_to(const struct cmt_fleet *fleet, uint32_t p, uint32_t q, struct held_query *qs,
-                       size_t *n, int32_t *devs, size_t *ndevs)
+/* The questions to process q about the other processes' episodes (one per episode on a GPU
+ * q shares and at whose moment q was alive) into qs, their devices into devs (distinct). */
+static void queries_to(const struct cmt_fleet *fleet, uint32_t q, struct held_query *qs, size_t *n,
+                       int32_t *devs, size_t *ndevs)
 {
-    const struct cmt_fleet_process *pr = &fleet->processes[p], *qp = &fleet->processes[q];
+    const struct cmt_fleet_process *qp = &fleet->processes[q];
     *n = *ndevs = 0;
-    for (uint32_t e = 0; e < pr->episode_count; e++) {
-        const struct cmt_fleet_episode *ep = &pr->episodes[e];
-        const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, ep->e.dev);
-        int member = 0;
-        for (uint32_t m = 0; gpu && m < gpu->member_count; m++)
-            member |= gpu->members[m] == q;
-        if (!member || qp->start_mono_ns > ep->mono_ns)
-            continue; /* not on that GPU, or not started yet (one host: one monotonic clock) */
-        uint64_t t = ep->mono_ns - qp->start_mono_ns;
-        if (t > qp->duration_ns && (qp->clean_exit || qp->signaled))
-            continue; /* it had exited */
-        int32_t dev = -1;
-        for (uint32_t d = 0; d < qp->device_count; d++)
-            if (qp->devices[d].gpu && !strcmp(qp->devices[d].gpu, gpu->key))
-                dev = qp->devices[d].dev;
-        qs[(*n)++] = (struct held_query){t, dev, e, 0};
-        size_t i = 0;
-        while (i < *ndevs && devs[i] != dev)
-            i++;
-        if (i == *ndevs)
-            devs[(*ndevs)++] = dev;
-    }
+    for (uint32_t p = 0; p < fleet->count; p++)
+        for (uint32_t e = 0; p != q && e < fleet->processes[p].episode_count; e++) {
+            const struct cmt_fleet_episode *ep = &fleet->processes[p].episodes[e];
+            const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, ep->e.dev);
+            int member = 0;
+            for (uint32_t m = 0; gpu && m < gpu->member_count; m++)
+                member |= gpu->members[m] == q;
+            if (!member || qp->start_mono_ns > ep->mono_ns)
+                continue; /* not on that GPU, or not started yet (one host: one monotonic clock) */
+            uint64_t t = ep->mono_ns - qp->start_mono_ns;
+            if (t > qp->duration_ns && (qp->clean_exit || qp->signaled))
+                continue; /* it had exited */
+            int32_t dev = -1;
+            for (uint32_t d = 0; d < qp->device_count; d++)
+                if (qp->devices[d].gpu && !strcmp(qp->devices[d].gpu, gpu->key))
+                    dev = qp->devices[d].dev;
+            qs[(*n)++] = (struct held_query){t, dev, p, e, 0};
+            size_t i = 0;
+            while (i < *ndevs && devs[i] != dev)
+                i++;
+            if (i == *ndevs)
+                devs[(*ndevs)++] = dev;
+        }
 }
 
-void cmt_fleet_holders_free(struct cmt_fleet_holders *h, uint32_t count)
+void cmt_fleet_holders_free(const struct cmt_fleet *fleet, struct cmt_fleet_holders **h)
 {
-    for (uint32_t e = 0; h && e < count; e++)
-        free(h[e].list);
+    for (uint32_t p = 0; h && p < fleet->count; p++) {
+        for (uint32_t e = 0; h[p] && e < fleet->processes[p].episode_count; e++)
+            free(h[p][e].list);
+        free(h[p]);
+    }
     free(h);
 }
 
-int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, uint32_t p,
-                             struct cmt_fleet_holders **out)
+int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out)
 {
-    const struct cmt_fleet_process *pr = &fleet->processes[p];
-    uint32_t ne = pr->episode_count;
-    struct cmt_fleet_holders *h = calloc(ne ? ne : 1, sizeof *h);
-    struct held_query *qs = malloc((ne ? ne : 1) * sizeof *qs);
-    int32_t *devs = malloc((ne ? ne : 1) * sizeof *devs);
-    uint64_t *held = malloc((ne ? ne : 1) * sizeof *held);
+    size_t episodes = 0;
+    for (uint32_t p = 0; p < fleet->count; p++)
+        episodes += fleet->processes[p].episode_count;
+    size_t cap = episodes ? episodes : 1;
+    struct cmt_fleet_holders **h = calloc(fleet->count ? fleet->count : 1, sizeof *h);
+    struct held_query *qs = malloc(cap * sizeof *qs);
+    int32_t *devs = malloc(cap * sizeof *devs);
+    uint64_t *held = malloc(cap * sizeof *held);
     int rc = h && qs && devs && held ? 0 : CMT_ENOMEM;
-    for (uint32_t e = 0; !rc && e < ne; e++) { /* room for every member of the episode's GPU */
-        const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, pr->episodes[e].e.dev);
-        if (gpu && !(h[e].list = calloc(gpu->member_count, sizeof *h[e].list)))
+    for (uint32_t p = 0; !rc && p < fleet->count; p++) { /* room for every member of each GPU */
+        const struct cmt_fleet_process *pr = &fleet->processes[p];
+        if (!(h[p] = calloc(pr->episode_count ? pr->episode_count : 1, sizeof *h[p])))
             rc = CMT_ENOMEM;
+        for (uint32_t e = 0; !rc && e < pr->episode_count; e++) {
+            const struct cmt_fleet_gpu *gpu = cmt_fleet_gpu_of(fleet, p, pr->episodes[e].e.dev);
+            if (gpu && !(h[p][e].list = calloc(gpu->member_count, sizeof *h[p][e].list)))
+                rc = CMT_ENOMEM;
+        }
     }
-    for (uint32_t q = 0; !rc && q < fleet->count; q++) { /* one replay per other process */
+    for (uint32_t q = 0; !rc && q < fleet->count; q++) { /* one replay per holder */
         size_t n, ndevs;
-        if (q == p || (queries_to(fleet, p, q, qs, &n, devs, &ndevs), !n))
+        queries_to(fleet, q, qs, &n, devs, &ndevs);
+        if (!n)
             continue;
         qsort(qs, n, sizeof *qs, by_query_time);
         if ((rc = held_at(&fleet->processes[q], qs, n, devs, held, ndevs)))
             break;
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
+            struct cmt_fleet_holders *to = &h[qs[k].process][qs[k].episode];
             if (qs[k].held)
-                h[qs[k].episode].list[h[qs[k].episode].count++] = (struct cmt_fleet_holder){
-                    q, qs[k].dev, qs[k].held};
+                to->list[to->count++] = (struct cmt_fleet_holder){q, qs[k].dev, qs[k].held};
+        }
     }
     free(qs);
     free(devs);
     free(held);
     if (rc) {
-        cmt_fleet_holders_free(h, ne);
+        cmt_fleet_holders_free(fleet, h);
         *out = NULL;
         return rc;
     }
-    for (uint32_t e = 0; e < ne; e++)
-        if (h[e].count)
-            qsort(h[e].list, h[e].count, sizeof *h[e].list, by_held);
+    for (uint32_t p = 0; p < fleet->count; p++)
+        for (uint32_t e = 0; e < fleet->processes[p].episode_count; e++)
+            if (h[p][e].count)
+                qsort(h[p][e].list, h[p][e].count, sizeof *h[p][e].list, by_held);
     *out = h;
     return 0;
 }

@@ -226,8 +226,8 @@ static void print_others(const struct others *o, const struct cmt_oom_episode *e
 /* One trace's episodes, as `oom FILE` prints them, each with its holders in the other traces;
  * *raw = 1 when a frame shown has no name. @return 0, 1 when the trace cannot be read again or
  * the holders not found. */
-static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *j, int *first,
-                       int *raw_out)
+static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt_fleet_holders *h,
+                       struct cmt__json *j, int *first, int *raw_out)
 {
     struct cmt__pass p;
     const struct cmt_fleet_process *pr = &f->processes[t];
@@ -239,13 +239,6 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
     }
     uint32_t n = cmt_oom_count(p.oom);
     int rc = 0, raw = 0;
-    struct cmt_fleet_holders *h;
-    if (cmt_fleet_held_by_others(f, t, &h) != 0) {
-        fprintf(stderr, "cumemtrace oom: %s: the other traces cannot be read again\n", pr->path);
-        cmt__pass_close(&p);
-        cmt_ledger_destroy(ledger);
-        return 1;
-    }
     if (j) {
         cmt__json_object(j, NULL);
         cmt__fleet_json_who(j, pr);
@@ -267,7 +260,6 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt__json *
                 cmt__ledger_print(&p, m, "the failure", "  ");
         }
     }
-    cmt_fleet_holders_free(h, pr->episode_count);
     if (j) {
         cmt__json_end_array(j);
         cmt__json_end_object(j);
@@ -289,6 +281,15 @@ static int fleet_oom(int argc, char **argv)
     struct cmt__json j;
     int first = 1;
     uint32_t quiet = 0, raw = 0, first_raw = 0;
+    struct cmt_fleet_holders **held; /* what the others held at each episode: before output */
+    int hr = cmt_fleet_held_by_others(&f, &held);
+    if (hr != 0) {
+        fprintf(stderr, "cumemtrace oom: %s\n",
+                hr == CMT_ENOMEM ? "out of memory"
+                                 : "a trace read a moment ago cannot be read again (moved?)");
+        cmt_fleet_free(&f);
+        return 1;
+    }
     if (a.json) {
         cmt__json_init(&j, stdout);
         cmt__json_object(&j, NULL);
@@ -299,7 +300,7 @@ static int fleet_oom(int argc, char **argv)
             rc = 1;
         else if (f.processes[t].episode_count || a.json) {
             int r = 0;
-            rc |= fleet_trace(&f, t, a.json ? &j : NULL, &first, &r);
+            rc |= fleet_trace(&f, t, held[t], a.json ? &j : NULL, &first, &r);
             first_raw = raw ? first_raw : t;
             raw += (uint32_t)r;
         } else
@@ -320,6 +321,7 @@ static int fleet_oom(int argc, char **argv)
                 "cumemtrace oom: hint: frames without names (module+0xoffset) in %u traces: run "
                 "`cumemtrace symbolize` on them where the programs ran\n",
                 raw);
+    cmt_fleet_holders_free(&f, held);
     cmt_fleet_free(&f);
     return rc;
 }

@@ -196,14 +196,14 @@ Test(fleet, held_by_others_is_what_each_other_process_held_at_that_moment, .init
     cr_assert_geq(v, 0);
     cr_assert_eq(f.processes[v].episode_count, 2);
     const uint64_t want[2] = {6 * TB_GIB, 2 * TB_GIB};
-    struct cmt_fleet_holders *h;
-    cr_assert_eq(cmt_fleet_held_by_others(&f, (uint32_t)v, &h), 0);
+    struct cmt_fleet_holders **h;
+    cr_assert_eq(cmt_fleet_held_by_others(&f, &h), 0);
     for (uint32_t e = 0; e < 2; e++) { /* both from one replay of the holder */
-        cr_assert_eq(h[e].count, 1, "only the holder shares GPU h/0");
-        cr_assert_eq(f.processes[h[e].list[0].process].pid, 10);
-        cr_assert_eq(h[e].list[0].held_bytes, want[e], "episode %u", e);
+        cr_assert_eq(h[v][e].count, 1, "only the holder shares GPU h/0");
+        cr_assert_eq(f.processes[h[v][e].list[0].process].pid, 10);
+        cr_assert_eq(h[v][e].list[0].held_bytes, want[e], "episode %u", e);
     }
-    cmt_fleet_holders_free(h, 2);
+    cmt_fleet_holders_free(&f, h);
     cmt_fleet_free(&f);
 }
 
