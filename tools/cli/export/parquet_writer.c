@@ -478,26 +478,26 @@ void cmt__parquet_null(struct cmt__parquet *w)
     cell(w, 0);
 }
 
-void cmt__parquet_i64(struct cmt__parquet *w, int64_t v)
+/* An integer cell: its 64 bits in an INT64 column of `type`, or its value in a DOUBLE one. */
+static void integer(struct cmt__parquet *w, char type, uint64_t bits, double as_double)
 {
     if (w->column < w->ncolumns && w->columns[w->column].type == CMT__PARQUET_DOUBLE) {
-        cmt__parquet_double(w, (double)v);
+        cmt__parquet_double(w, as_double);
         return;
     }
-    struct column *c = mistyped(w, CMT__PARQUET_INT64) ? NULL : cell(w, 1);
+    struct column *c = mistyped(w, type) ? NULL : cell(w, 1);
     if (c)
-        value(w, c, &v, sizeof v);
+        value(w, c, &bits, sizeof bits);
+}
+
+void cmt__parquet_i64(struct cmt__parquet *w, int64_t v)
+{
+    integer(w, CMT__PARQUET_INT64, (uint64_t)v, (double)v);
 }
 
 void cmt__parquet_u64(struct cmt__parquet *w, uint64_t v)
 {
-    if (w->column < w->ncolumns && w->columns[w->column].type == CMT__PARQUET_DOUBLE) {
-        cmt__parquet_double(w, (double)v);
-        return;
-    }
-    struct column *c = mistyped(w, CMT__PARQUET_UINT64) ? NULL : cell(w, 1);
-    if (c)
-        value(w, c, &v, sizeof v);
+    integer(w, CMT__PARQUET_UINT64, v, (double)v);
 }
 
 void cmt__parquet_bool(struct cmt__parquet *w, int v)
