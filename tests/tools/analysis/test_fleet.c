@@ -207,6 +207,58 @@ Test(fleet, held_by_others_is_what_each_other_process_held_at_that_moment, .init
     cmt_fleet_free(&f);
 }
 
+/* Two processes on one GPU, each failing while the other holds memory: one replay of each
+ * answers for every episode of the other, each at its own moment. */
+Test(fleet, held_by_others_answers_every_failing_process_at_each_of_its_episodes, .init = make_dir,
+     .fini = remove_dir)
+{
+    struct who a = {20, -1, "h", WALL0, 1000 * MS, NULL};
+    struct who b = {21, -1, "h", WALL0 + 10 * MS, 1010 * MS, NULL}; /* a's 10 ms is b's 0 */
+    struct tb t;
+    begin(&t, &a);
+    at(&t, 1 * MS);
+    tb_alloc(&t, 0x7f0000000000, 1 * TB_GIB, 0);
+    at(&t, 12 * MS);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* b's 2 ms: b holds 3 GiB */
+    at(&t, 20 * MS);
+    tb_alloc(&t, 0x7f0100000000, 4 * TB_GIB, 0);
+    at(&t, 40 * MS);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* b's 30 ms: 5 GiB */
+    at(&t, 60 * MS); /* both live past the other's failures */
+    tb_free(&t, 0x7f0000000000);
+    save(&t, "a.cmt");
+    begin(&t, &b);
+    at(&t, 1 * MS);
+    tb_alloc(&t, 0x7e0000000000, 3 * TB_GIB, 0);
+    at(&t, 5 * MS);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* a's 15 ms: a holds 1 GiB */
+    at(&t, 25 * MS);
+    tb_alloc(&t, 0x7e0100000000, 2 * TB_GIB, 0);
+    at(&t, 35 * MS);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* a's 45 ms: 5 GiB */
+    at(&t, 60 * MS);
+    tb_free(&t, 0x7e0000000000);
+    save(&t, "b.cmt");
+    struct cmt_fleet f;
+    load_dir(&f);
+    struct cmt_fleet_holders **h;
+    cr_assert_eq(cmt_fleet_held_by_others(&f, &h), 0);
+    for (uint32_t p = 0; p < f.count; p++) {
+        int is_a = f.processes[p].pid == 20;
+        const uint64_t want[2] = {is_a ? 3 * TB_GIB : 1 * TB_GIB, 5 * TB_GIB};
+        cr_assert_eq(f.processes[p].episode_count, 2);
+        for (uint32_t e = 0; e < 2; e++) {
+            cr_assert_eq(h[p][e].count, 1, "pid %llu episode %u",
+                         (unsigned long long)f.processes[p].pid, e);
+            cr_expect_eq(f.processes[h[p][e].list[0].process].pid, is_a ? 21 : 20);
+            cr_expect_eq(h[p][e].list[0].held_bytes, want[e], "pid %llu episode %u",
+                         (unsigned long long)f.processes[p].pid, e);
+        }
+    }
+    cmt_fleet_holders_free(&f, h);
+    cmt_fleet_free(&f);
+}
+
 Test(fleet, times_at_the_ends_of_the_clock_do_not_break_the_grid, .init = make_dir,
      .fini = remove_dir)
 {
