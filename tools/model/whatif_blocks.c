@@ -459,7 +459,7 @@ static int rebuild_before(struct cmt_whatif_block_collector *c)
         while (k < nb && b[k].addr < g[i].addr + g[i].size)
             k++;
         if (!rc)
-            rc = rebuild_segment(c, &g[i], &b[first], k - first, &f);
+            rc = rebuild_segment(c, &g[i], b ? &b[first] : NULL, k - first, &f); /* b: none held */
     }
     for (; k < nb && !rc; k++) {
         c->check->before_inexact++;
