@@ -207,6 +207,26 @@ Test(fleet, held_by_others_is_what_each_other_process_held_at_that_moment, .init
     cmt_fleet_free(&f);
 }
 
+/* A process at base: `first` bytes at 1 ms, a failure at fail[0], `second` more bytes at
+ * grow_t, a failure at fail[1], its first allocation freed at 60 ms (its end). */
+static void two_failures(const struct who *w, uint64_t base, uint64_t first, uint64_t grow_t,
+                         uint64_t second, const uint64_t fail[2], const char *name)
+{
+    struct tb t;
+    begin(&t, w);
+    at(&t, 1 * MS);
+    tb_alloc(&t, base, first, 0);
+    at(&t, fail[0]);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0);
+    at(&t, grow_t);
+    tb_alloc(&t, base + 0x100000000, second, 0);
+    at(&t, fail[1]);
+    tb_alloc_fail(&t, 20 * TB_GIB, 0);
+    at(&t, 60 * MS); /* both live past the other's failures */
+    tb_free(&t, base);
+    save(&t, name);
+}
+
 /* Two processes on one GPU, each failing while the other holds memory: one replay of each
  * answers for every episode of the other, each at its own moment. */
 Test(fleet, held_by_others_answers_every_failing_process_at_each_of_its_episodes, .init = make_dir,
@@ -214,31 +234,12 @@ Test(fleet, held_by_others_answers_every_failing_process_at_each_of_its_episodes
 {
     struct who a = {20, -1, "h", WALL0, 1000 * MS, NULL};
     struct who b = {21, -1, "h", WALL0 + 10 * MS, 1010 * MS, NULL}; /* a's 10 ms is b's 0 */
-    struct tb t;
-    begin(&t, &a);
-    at(&t, 1 * MS);
-    tb_alloc(&t, 0x7f0000000000, 1 * TB_GIB, 0);
-    at(&t, 12 * MS);
-    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* b's 2 ms: b holds 3 GiB */
-    at(&t, 20 * MS);
-    tb_alloc(&t, 0x7f0100000000, 4 * TB_GIB, 0);
-    at(&t, 40 * MS);
-    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* b's 30 ms: 5 GiB */
-    at(&t, 60 * MS); /* both live past the other's failures */
-    tb_free(&t, 0x7f0000000000);
-    save(&t, "a.cmt");
-    begin(&t, &b);
-    at(&t, 1 * MS);
-    tb_alloc(&t, 0x7e0000000000, 3 * TB_GIB, 0);
-    at(&t, 5 * MS);
-    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* a's 15 ms: a holds 1 GiB */
-    at(&t, 25 * MS);
-    tb_alloc(&t, 0x7e0100000000, 2 * TB_GIB, 0);
-    at(&t, 35 * MS);
-    tb_alloc_fail(&t, 20 * TB_GIB, 0); /* a's 45 ms: 5 GiB */
-    at(&t, 60 * MS);
-    tb_free(&t, 0x7e0000000000);
-    save(&t, "b.cmt");
+    /* a fails at b's 2 ms (b holds 3 GiB) and 30 ms (5 GiB); b at a's 15 ms (a holds 1 GiB)
+     * and 45 ms (5 GiB) */
+    two_failures(&a, 0x7f0000000000, 1 * TB_GIB, 20 * MS, 4 * TB_GIB,
+                 (const uint64_t[]){12 * MS, 40 * MS}, "a.cmt");
+    two_failures(&b, 0x7e0000000000, 3 * TB_GIB, 25 * MS, 2 * TB_GIB,
+                 (const uint64_t[]){5 * MS, 35 * MS}, "b.cmt");
     struct cmt_fleet f;
     load_dir(&f);
     struct cmt_fleet_holders **h;
