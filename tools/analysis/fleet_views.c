@@ -308,6 +308,7 @@ const struct cmt_fleet_gpu *cmt_fleet_gpu_of(const struct cmt_fleet *fleet, uint
 struct held_query {
     uint64_t t;
     int32_t dev;
+    uint32_t slot; /* dev's index in the replay's list of devices asked about */
     uint32_t process, episode;
     uint64_t held;
 };
@@ -347,16 +348,12 @@ static int held_at(const struct cmt_fleet_process *q, struct held_query *qs, siz
         if (st.rec.type != CMT_REC_EVENT)
             continue;
         for (; k < n && st.rec.u.event.t_ns > qs[k].t; k++) /* the state before this event */
-            for (size_t i = 0; i < ndevs; i++)
-                if (devs[i] == qs[k].dev)
-                    qs[k].held = held[i];
+            qs[k].held = held[qs[k].slot];
         for (size_t i = 0; i < ndevs; i++)
             held[i] = held_now(rp, devs[i]);
     }
     for (; k < n; k++) /* after its last event */
-        for (size_t i = 0; i < ndevs; i++)
-            if (devs[i] == qs[k].dev)
-                qs[k].held = held[i];
+        qs[k].held = held[qs[k].slot];
     cmt_replay_destroy(rp);
     cmt_reader_close(r);
     return rc == CMT_ENOMEM ? rc : 0; /* damage: what came before it */
@@ -391,12 +388,12 @@ static void queries_to(const struct cmt_fleet *fleet, uint32_t q, struct held_qu
             for (uint32_t d = 0; d < qp->device_count; d++)
                 if (qp->devices[d].gpu && !strcmp(qp->devices[d].gpu, gpu->key))
                     dev = qp->devices[d].dev;
-            qs[(*n)++] = (struct held_query){t, dev, p, e, 0};
-            size_t i = 0;
+            uint32_t i = 0;
             while (i < *ndevs && devs[i] != dev)
                 i++;
             if (i == *ndevs)
                 devs[(*ndevs)++] = dev;
+            qs[(*n)++] = (struct held_query){t, dev, i, p, e, 0};
         }
 }
 
