@@ -440,6 +440,14 @@ static inline __attribute__((always_inline)) void apply_handler(cmt_replay *rp,
     }
 }
 
+/* An event on an ordinal the device table has no slot for: counted, and shown no device. */
+static __attribute__((noinline)) void odd_device(cmt_replay *rp, struct cmt_replay_step *st)
+{
+    if (!rp->totals.odd_device_events++)
+        rp->totals.odd_device_first = st->rec.u.event.dev;
+    st->device = NULL;
+}
+
 static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
                                                               struct cmt_replay_step *st)
 {
@@ -480,7 +488,9 @@ static inline __attribute__((always_inline)) void apply_event(cmt_replay *rp,
             new_peak(rp, e->t_ns, e->seq);
     }
     /* as cmt_replay_device(): an ordinal outside the table was folded into slot 0 */
-    st->device = (uint32_t)e->dev + 1 < MAX_DEVICE_SLOTS ? d : NULL;
+    st->device = d;
+    if (__builtin_expect((uint32_t)e->dev + 1 >= MAX_DEVICE_SLOTS, 0))
+        odd_device(rp, st);
 }
 
 /* ---- driving ---- */

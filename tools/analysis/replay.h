@@ -268,7 +268,11 @@ struct cmt_replay_totals {
     uint64_t temporary_count, temporary_bytes; /* freed before the next allocation */
     uint64_t size_histogram[65];               /* successful allocations by bit length of size */
     uint64_t last_t_ns;
-    uint64_t last_seq;   /* seq of the last event applied (0: none yet) */
+    uint64_t last_seq; /* seq of the last event applied (0: none yet) */
+    /* events on a device ordinal outside -1..CMT_MAX_DEVICES - 1 (a damaged or hostile trace):
+     * their bytes are counted with those of no device (slot 0); the first such ordinal */
+    uint64_t odd_device_events;
+    int32_t odd_device_first;
     int ended, signaled; /* END seen; SIGNAL seen */
     uint32_t signo;
 };

@@ -318,6 +318,10 @@ static void json_report(const struct cmt__pass *p, const struct report_ledger *l
     if (host)
         cmt__json_u64(&j, "host_pinned_peak_bytes", t->host_peak_bytes);
     json_devices(&j, rp, p->alloc);
+    if (t->odd_device_events) { /* counted in the devices' dev -1 */
+        cmt__json_u64(&j, "odd_device_events", t->odd_device_events);
+        cmt__json_i64(&j, "odd_device_first", t->odd_device_first);
+    }
     cmt__alloc_json_settings(&j, p);
     json_api_calls(&j, rp, p->reader);
     json_sites(&j, "peak_sites", rp, p->report.peak_sites, p->report.peak_site_count);
@@ -432,6 +436,10 @@ static void text_report(const struct cmt__pass *p, const struct report_ledger *l
                cmt__bytes(d->peak_live_bytes, a), cmt__duration(d->peak_t_ns, b),
                cmt__bytes(d->total_bytes, c), d->alloc_calls, d->failures);
     }
+    if (t->odd_device_events)
+        printf("%-10s %" PRIu64 " events on ordinals outside 0..%d (the first %" PRId32
+               ") are counted as device ?\n",
+               "device", t->odd_device_events, CMT_MAX_DEVICES - 1, t->odd_device_first);
     text_allocator(p);
     text_ledger(p, l);
     printf("\ncalls by API\n");

@@ -108,6 +108,35 @@ Test(hostile, memory_follows_devices_seen_not_the_highest_ordinal)
     captured_free(&c);
 }
 
+/* Ordinals past the device table (1024, 5000) and below -1 (-7): their bytes are counted with
+ * those of no device, and report says so, text and JSON. */
+Test(hostile, ordinals_outside_the_device_table_are_named_by_report)
+{
+    struct tb b;
+    tb_begin(&b, 24 * TB_GIB, 24 * TB_GIB);
+    const int32_t devs[] = {0, 5000, 1024, -7};
+    for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) {
+        uint64_t v[] = {0x700000000000 + i * TB_GIB, TB_MIB << i};
+        tb_event(&b, TB_ALLOC, 0, devs[i], 0, CMT_F(PTR) | CMT_F(SIZE), v);
+    }
+    const char *path = saved(&b, 0);
+    const char *text[] = {"report", path, NULL};
+    struct captured c = capture_run(cmt_cmd_report, text);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "device     3 events on ordinals outside 0..1023 (the first 5000) are "
+                            "counted as device ?\n"),
+              "%s", c.out);
+    /* 2 + 4 + 8 MiB on no device, 1 MiB on GPU 0 */
+    cr_expect(strstr(c.out, "device ?: peak 14.00 MiB"), "%s", c.out);
+    cr_expect(strstr(c.out, "GPU 0 (Simulated GPU): peak 1.00 MiB"), "%s", c.out);
+    captured_free(&c);
+    const char *json[] = {"report", "--json", path, NULL};
+    c = capture_run(cmt_cmd_report, json);
+    cr_expect_eq(c.status, 0, "%s", c.err);
+    cr_expect(strstr(c.out, "\"odd_device_events\":3,\"odd_device_first\":5000"), "%s", c.out);
+    captured_free(&c);
+}
+
 /* Strings from the trace carry ESC (a terminal escape: clear the screen) and bytes that are not
  * UTF-8: device name, function name, API name. */
 static const char *hostile_strings_trace(int index)
