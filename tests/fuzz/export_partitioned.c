@@ -29,12 +29,13 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    static FILE *quiet_err;
     static int quiet = -1;
     if (quiet < 0) { /* once: what the command prints goes nowhere */
         quiet = open("/dev/null", O_WRONLY);
         if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE")) {
             dup2(quiet, 1);
-            dup2(quiet, 2);
+            quiet_err = fdopen(dup(quiet), "w");
         }
     }
     uint8_t *wrapped = cmt_fuzz_wrap(&data, &size);
@@ -51,6 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
              NULL},
             {"export", "-f", "parquet", "--partitioned", dir, "--events", "--run", "fuzz", path,
              NULL}};
+        /* the commands' stderr stream, not fd 2: a sanitizer's report and libFuzzer's own
+         * lines still reach the terminal */
+        FILE *err = stderr;
+        stderr = quiet_err ? quiet_err : err;
         for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
             int argc = 0;
             while (runs[i][argc])
@@ -59,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fflush(stdout);
             fflush(stderr);
         }
+        stderr = err;
         nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     }
     if (fd >= 0)

@@ -110,11 +110,14 @@ static void analyses(cmt_reader *r)
  * CSV, SVG) over what the analyses returned. */
 static void commands(const uint8_t *data, size_t size)
 {
+    static FILE *quiet_err;
     static int quiet = -1;
     if (quiet < 0) { /* once: stdout and stderr of the commands go nowhere */
         quiet = open("/dev/null", O_WRONLY);
-        if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE"))
+        if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE")) {
             dup2(quiet, 1);
+            quiet_err = fdopen(dup(quiet), "w");
+        }
     }
     int fd = memfd_create("fuzz.cmt", 0);
     if (fd < 0)
@@ -125,9 +128,9 @@ static void commands(const uint8_t *data, size_t size)
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    int saved_err = dup(2);
-    if (quiet >= 0 && !getenv("CMT_FUZZ_VERBOSE"))
-        dup2(quiet, 2);
+    /* the commands' stderr stream, not fd 2: a sanitizer's report still reaches the terminal */
+    FILE *err = stderr;
+    stderr = quiet_err ? quiet_err : err;
     struct {
         int (*fn)(int, char **);
         const char *argv[12];
@@ -163,10 +166,7 @@ static void commands(const uint8_t *data, size_t size)
         fflush(stdout);
         fflush(stderr);
     }
-    if (saved_err >= 0) {
-        dup2(saved_err, 2);
-        close(saved_err);
-    }
+    stderr = err;
     close(fd);
 }
 #endif
