@@ -72,6 +72,37 @@ static int notes_with(const char *path, const char *needle)
     return n;
 }
 
+/* A thread whose clock lags the others' by more than the writer's slack (CMT__SEQ_SLACK): its
+ * calls reach the writer after later ones were written. The trace says so in one NOTE (and
+ * the shim on stderr), and keeps every call; with no lag, no NOTE. */
+Test(settings, a_call_behind_the_written_ones_is_kept_and_named_late)
+{
+    static struct run r;
+    const char *lags[] = {"200", "0"};
+    setenv("CUMEMTRACE_CLOCK", "monotonic", 1);
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"1000", lags[i], NULL};
+        const char *path = i ? "on_time.cmt" : "late.cmt";
+        e2e_run_bare(&r, path, "tests/progs/late_clock", args);
+        cr_assert_eq(r.status, 0, "%s", r.err);
+        int late = notes_with(path, "a call reached the writer after later ones were written");
+        cr_expect_eq(late, !i, "lag %s ms: %d late NOTEs", lags[i], late);
+        cr_expect_eq(strstr(r.err, "cumemtrace: a call reached the writer") != NULL, !i, "%s",
+                     r.err);
+        struct trace t;
+        trace_load(&t, path);
+        size_t allocs = 0, frees = 0;
+        for (size_t k = 0; k < t.n; k++) {
+            allocs += !strcmp(api_of(&t, &t.ev[k]), "cuMemAlloc_v2");
+            frees += !strcmp(api_of(&t, &t.ev[k]), "cuMemFree_v2");
+        }
+        cr_expect_eq(allocs, 1001, "lag %s ms", lags[i]);
+        cr_expect_eq(frees, 1001, "lag %s ms", lags[i]);
+        trace_free(&t);
+    }
+    unsetenv("CUMEMTRACE_CLOCK");
+}
+
 Test(settings, long_command_lines_are_marked_as_cut)
 {
     static struct run r;
