@@ -120,21 +120,22 @@ Test(hostile, ordinals_outside_the_device_table_are_named_by_report)
         tb_event(&b, TB_ALLOC, 0, devs[i], 0, CMT_F(PTR) | CMT_F(SIZE), v);
     }
     const char *path = saved(&b, 0);
-    const char *text[] = {"report", path, NULL};
-    struct captured c = capture_run(cmt_cmd_report, text);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    cr_expect(strstr(c.out, "device     3 events on ordinals outside 0..1023 (the first 5000) are "
-                            "counted as device ?\n"),
-              "%s", c.out);
-    /* 2 + 4 + 8 MiB on no device, 1 MiB on GPU 0 */
-    cr_expect(strstr(c.out, "device ?: peak 14.00 MiB"), "%s", c.out);
-    cr_expect(strstr(c.out, "GPU 0 (Simulated GPU): peak 1.00 MiB"), "%s", c.out);
-    captured_free(&c);
-    const char *json[] = {"report", "--json", path, NULL};
-    c = capture_run(cmt_cmd_report, json);
-    cr_expect_eq(c.status, 0, "%s", c.err);
-    cr_expect(strstr(c.out, "\"odd_device_events\":3,\"odd_device_first\":5000"), "%s", c.out);
-    captured_free(&c);
+    const struct {
+        const char *option, *want;
+    } checks[] = {
+        {NULL, "device     3 events on ordinals outside 0..1023 (the first 5000) are counted as "
+               "device ?\n"},
+        {NULL, "device ?: peak 14.00 MiB"}, /* 2 + 4 + 8 MiB on no device */
+        {NULL, "GPU 0 (Simulated GPU): peak 1.00 MiB"},
+        {"--json", "\"odd_device_events\":3,\"odd_device_first\":5000"},
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        const char *o = checks[i].option, *argv[] = {"report", o ? o : path, o ? path : NULL, NULL};
+        struct captured c = capture_run(cmt_cmd_report, argv);
+        cr_expect_eq(c.status, 0, "%s", c.err);
+        cr_expect(strstr(c.out, checks[i].want), "%s", c.out);
+        captured_free(&c);
+    }
 }
 
 /* Strings from the trace carry ESC (a terminal escape: clear the screen) and bytes that are not
