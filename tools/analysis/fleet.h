@@ -200,6 +200,15 @@ struct cmt_fleet_holders {
  * about. @return 0 with *out (cmt_fleet_holders_free()); CMT_ENOMEM; CMT_EIO when a trace that
  * was read before cannot be opened again. */
 int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out);
+/* A replay of process p's trace the caller makes for its own ends (cmd_oom: its printing
+ * pass), asked of it for every process in turn: with `held` (the observer that answers what p
+ * held, to be run among the caller's; NULL when nobody asks p anything). @return 1 when it ran
+ * p's trace with held (or chose not to read p, held NULL), 0 to have p read here, or a negative
+ * code (CMT_EIO, CMT_ENOMEM) that stops cmt_fleet_held_by_others_in. */
+typedef int (*cmt_fleet_replay_fn)(void *ctx, uint32_t p, const struct cmt_observer *held);
+/* cmt_fleet_held_by_others, with the replays replay() makes: each trace read once for both. */
+int cmt_fleet_held_by_others_in(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out,
+                                cmt_fleet_replay_fn replay, void *ctx);
 void cmt_fleet_holders_free(const struct cmt_fleet *fleet, struct cmt_fleet_holders **h);
 
 /* Buckets on one clock for every process: `count` buckets of width_ns from fleet->start_wall_ns;

@@ -308,7 +308,6 @@ const struct cmt_fleet_gpu *cmt_fleet_gpu_of(const struct cmt_fleet *fleet, uint
 struct held_query {
     uint64_t t;
     int32_t dev;
-    uint32_t slot; /* dev's index in the replay's list of devices asked about */
     uint32_t process, episode;
     uint64_t held;
 };
@@ -326,37 +325,56 @@ static uint64_t held_now(const cmt_replay *rp, int32_t dev)
     return d ? d->live_bytes + d->kind_bytes[CMT_KIND_POOL] : 0;
 }
 
-/* Answers n queries (ascending t) to process q's trace in one replay; devs[0 .. ndevs) are
- * their devices (held[k] what devs[k] held after the last event so far). A damaged trace
- * answers with what came before the damage. @return 0; CMT_EIO; CMT_ENOMEM. */
-static int held_at(const struct cmt_fleet_process *q, struct held_query *qs, size_t n,
-                   const int32_t *devs, uint64_t *held, size_t ndevs)
+/* The queries qs[k .. n) (ascending t) to one replay, answered at their moments: before the
+ * first event after t (the state after the last at or before it), the rest at the end (after
+ * its last event, or what came before damage). */
+struct held_ask {
+    struct held_query *qs;
+    size_t k, n;
+    int stop; /* the replay is this one's alone: it stops reading once all are answered */
+};
+
+static void held_before(struct cmt_observer *o, const cmt_replay *rp)
+{
+    struct held_ask *a = o->ctx;
+    for (uint64_t t = o->before_t; a->k < a->n && a->qs[a->k].t <= t; a->k++)
+        a->qs[a->k].held = held_now(rp, a->qs[a->k].dev);
+    o->before_t = a->k < a->n ? a->qs[a->k].t : UINT64_MAX;
+    if (a->k == a->n && a->stop)
+        cmt_reader_stop(cmt_replay_reader(rp));
+}
+
+static int held_finish(struct cmt_observer *o, const cmt_replay *rp)
+{
+    struct held_ask *a = o->ctx;
+    for (; a->k < a->n; a->k++)
+        a->qs[a->k].held = held_now(rp, a->qs[a->k].dev);
+    return 0;
+}
+
+static struct cmt_observer held_observer(struct held_ask *a)
+{
+    return (struct cmt_observer){
+        .finish = held_finish, .ctx = a, .before_t = a->qs[0].t, .before = held_before};
+}
+
+/* Answers a's queries to process q's trace in a replay of its own. @return 0 (damage: what
+ * came before it); CMT_EIO; CMT_ENOMEM. */
+static int held_at(const struct cmt_fleet_process *q, struct held_ask *a)
 {
     cmt_reader *r;
     cmt_replay *rp;
     int rc = cmt_reader_open_file(&r, q->path, NULL);
     if (rc)
         return rc == CMT_ENOMEM ? rc : CMT_EIO;
-    if ((rc = cmt_replay_create(&rp, r))) {
-        cmt_reader_close(r);
-        return rc;
+    a->stop = 1;
+    if (!(rc = cmt_replay_create(&rp, r))) {
+        struct cmt_observer o = held_observer(a);
+        rc = cmt_replay_run(rp, &o, 1);
+        cmt_replay_destroy(rp);
     }
-    memset(held, 0, ndevs * sizeof *held);
-    struct cmt_replay_step st;
-    size_t k = 0;
-    while (k < n && (rc = cmt_replay_next(rp, &st)) > 0) {
-        if (st.rec.type != CMT_REC_EVENT)
-            continue;
-        for (; k < n && st.rec.u.event.t_ns > qs[k].t; k++) /* the state before this event */
-            qs[k].held = held[qs[k].slot];
-        for (size_t i = 0; i < ndevs; i++)
-            held[i] = held_now(rp, devs[i]);
-    }
-    for (; k < n; k++) /* after its last event */
-        qs[k].held = held[qs[k].slot];
-    cmt_replay_destroy(rp);
     cmt_reader_close(r);
-    return rc == CMT_ENOMEM ? rc : 0; /* damage: what came before it */
+    return rc == CMT_ENOMEM ? rc : 0;
 }
 
 static int by_held(const void *a, const void *b)
@@ -366,12 +384,11 @@ static int by_held(const void *a, const void *b)
 }
 
 /* The questions to process q about the other processes' episodes (one per episode on a GPU
- * q shares and at whose moment q was alive) into qs, their devices into devs (distinct). */
-static void queries_to(const struct cmt_fleet *fleet, uint32_t q, struct held_query *qs, size_t *n,
-                       int32_t *devs, size_t *ndevs)
+ * q shares and at whose moment q was alive) into qs. @return their number. */
+static size_t queries_to(const struct cmt_fleet *fleet, uint32_t q, struct held_query *qs)
 {
     const struct cmt_fleet_process *qp = &fleet->processes[q];
-    *n = *ndevs = 0;
+    size_t n = 0;
     for (uint32_t p = 0; p < fleet->count; p++)
         for (uint32_t e = 0; p != q && e < fleet->processes[p].episode_count; e++) {
             const struct cmt_fleet_episode *ep = &fleet->processes[p].episodes[e];
@@ -388,13 +405,9 @@ static void queries_to(const struct cmt_fleet *fleet, uint32_t q, struct held_qu
             for (uint32_t d = 0; d < qp->device_count; d++)
                 if (qp->devices[d].gpu && !strcmp(qp->devices[d].gpu, gpu->key))
                     dev = qp->devices[d].dev;
-            uint32_t i = 0;
-            while (i < *ndevs && devs[i] != dev)
-                i++;
-            if (i == *ndevs)
-                devs[(*ndevs)++] = dev;
-            qs[(*n)++] = (struct held_query){t, dev, i, p, e, 0};
+            qs[n++] = (struct held_query){t, dev, p, e, 0};
         }
+    return n;
 }
 
 void cmt_fleet_holders_free(const struct cmt_fleet *fleet, struct cmt_fleet_holders **h)
@@ -409,15 +422,18 @@ void cmt_fleet_holders_free(const struct cmt_fleet *fleet, struct cmt_fleet_hold
 
 int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out)
 {
+    return cmt_fleet_held_by_others_in(fleet, out, NULL, NULL);
+}
+
+int cmt_fleet_held_by_others_in(const struct cmt_fleet *fleet, struct cmt_fleet_holders ***out,
+                                cmt_fleet_replay_fn replay, void *ctx)
+{
     size_t episodes = 0;
     for (uint32_t p = 0; p < fleet->count; p++)
         episodes += fleet->processes[p].episode_count;
-    size_t cap = episodes ? episodes : 1;
     struct cmt_fleet_holders **h = calloc(fleet->count ? fleet->count : 1, sizeof *h);
-    struct held_query *qs = malloc(cap * sizeof *qs);
-    int32_t *devs = malloc(cap * sizeof *devs);
-    uint64_t *held = malloc(cap * sizeof *held);
-    int rc = h && qs && devs && held ? 0 : CMT_ENOMEM;
+    struct held_query *qs = malloc((episodes ? episodes : 1) * sizeof *qs);
+    int rc = h && qs ? 0 : CMT_ENOMEM;
     for (uint32_t p = 0; !rc && p < fleet->count; p++) { /* room for every member of each GPU */
         const struct cmt_fleet_process *pr = &fleet->processes[p];
         if (!(h[p] = calloc(pr->episode_count ? pr->episode_count : 1, sizeof *h[p])))
@@ -428,23 +444,22 @@ int cmt_fleet_held_by_others(const struct cmt_fleet *fleet, struct cmt_fleet_hol
                 rc = CMT_ENOMEM;
         }
     }
-    for (uint32_t q = 0; !rc && q < fleet->count; q++) { /* one replay per holder */
-        size_t n, ndevs;
-        queries_to(fleet, q, qs, &n, devs, &ndevs);
-        if (!n)
-            continue;
-        qsort(qs, n, sizeof *qs, by_query_time);
-        if ((rc = held_at(&fleet->processes[q], qs, n, devs, held, ndevs)))
-            break;
-        for (size_t k = 0; k < n; k++) {
+    for (uint32_t q = 0; !rc && q < fleet->count; q++) { /* one replay per process at most */
+        struct held_ask a = {qs, 0, queries_to(fleet, q, qs), 0};
+        qsort(qs, a.n, sizeof *qs, by_query_time);
+        struct cmt_observer o = a.n ? held_observer(&a) : (struct cmt_observer){0};
+        int done = replay ? replay(ctx, q, a.n ? &o : NULL) : 0;
+        if (done < 0)
+            rc = done;
+        else if (!done && a.n)
+            rc = held_at(&fleet->processes[q], &a);
+        for (size_t k = 0; !rc && k < a.n; k++) {
             struct cmt_fleet_holders *to = &h[qs[k].process][qs[k].episode];
             if (qs[k].held)
                 to->list[to->count++] = (struct cmt_fleet_holder){q, qs[k].dev, qs[k].held};
         }
     }
     free(qs);
-    free(devs);
-    free(held);
     if (rc) {
         cmt_fleet_holders_free(fleet, h);
         *out = NULL;

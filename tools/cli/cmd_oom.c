@@ -223,22 +223,46 @@ static void print_others(const struct others *o, const struct cmt_oom_episode *e
                cmt__bytes(e->others_bytes - named, a));
 }
 
-/* One trace's episodes, as `oom FILE` prints them, each with its holders in the other traces;
- * *raw = 1 when a frame shown has no name. @return 0, 1 when the trace cannot be read again or
- * the holders not found. */
-static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt_fleet_holders *h,
-                       struct cmt__json *j, int *first, int *raw_out)
-{
+/* One trace's pass, kept from the holders' replays to the printing. */
+struct kept {
     struct cmt__pass p;
-    const struct cmt_fleet_process *pr = &f->processes[t];
     cmt_ledger *ledger;
+    int ran; /* 1: p holds the pass; -1: it could not be made (said on stderr) */
+};
+
+struct passes {
+    const struct cmt_fleet *f;
+    struct kept *k;
+    int json;
+};
+
+/* cmt_fleet_replay_fn: the printing pass of each trace that prints (its episodes; every trace
+ * with --json), with the holders' observer when it is asked; the others read by the fleet. */
+static int printing_pass(void *ctx, uint32_t t, const struct cmt_observer *held)
+{
+    struct passes *s = ctx;
+    const struct cmt_fleet_process *pr = &s->f->processes[t];
+    if (pr->error || !(pr->episode_count || s->json))
+        return 0;
+    struct kept *k = &s->k[t];
     const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
-    if (cmt__ledger_pass(&p, "oom", pr->path, CMT__PASS_OOM, &lo, 1, &ledger) != 0) {
-        cmt_ledger_destroy(ledger);
-        return 1;
+    if (cmt__ledger_pass(&k->p, "oom", pr->path, CMT__PASS_OOM, &lo, 1, &k->ledger, held)) {
+        k->ran = -1;
+        return held ? CMT_EIO : 1; /* with nothing asked, only this trace goes unprinted */
     }
-    uint32_t n = cmt_oom_count(p.oom);
-    int rc = 0, raw = 0;
+    k->ran = 1;
+    return 1;
+}
+
+/* One trace's episodes from its kept pass, as `oom FILE` prints them, each with its holders in
+ * the other traces; *raw_out = 1 when a frame shown has no name. The pass is closed. */
+static void fleet_trace(const struct cmt_fleet *f, uint32_t t, struct kept *k,
+                        struct cmt_fleet_holders *h, struct cmt__json *j, int *first, int *raw_out)
+{
+    struct cmt__pass *p = &k->p;
+    const struct cmt_fleet_process *pr = &f->processes[t];
+    uint32_t n = cmt_oom_count(p->oom);
+    int raw = 0;
     if (j) {
         cmt__json_object(j, NULL);
         cmt__fleet_json_who(j, pr);
@@ -247,27 +271,35 @@ static int fleet_trace(const struct cmt_fleet *f, uint32_t t, struct cmt_fleet_h
     for (uint32_t i = 0; i < n && i < pr->episode_count; i++) {
         struct others o = {f, h[i].list, h[i].count};
         if (j) {
-            json_episode(j, &p, cmt_oom_episode(p.oom, i), &o, ledger, &p.phases);
+            json_episode(j, p, cmt_oom_episode(p->oom, i), &o, k->ledger, &p->phases);
         } else {
             if (!*first)
                 putchar('\n');
             *first = 0;
-            const struct cmt_oom_episode *e = cmt_oom_episode(p.oom, i);
-            raw |= print_episode(&p, e, i);
+            const struct cmt_oom_episode *e = cmt_oom_episode(p->oom, i);
+            raw |= print_episode(p, e, i);
             print_others(&o, e);
-            const struct cmt_ledger_moment *m = cmt__ledger_at_oom(ledger, e->dev, e->t_ns);
+            const struct cmt_ledger_moment *m = cmt__ledger_at_oom(k->ledger, e->dev, e->t_ns);
             if (m)
-                cmt__ledger_print(&p, m, "the failure", "  ");
+                cmt__ledger_print(p, m, "the failure", "  ");
         }
     }
     if (j) {
         cmt__json_end_array(j);
         cmt__json_end_object(j);
     }
-    *raw_out = raw && !p.damage;
-    cmt__pass_close(&p);
-    cmt_ledger_destroy(ledger);
-    return rc;
+    *raw_out = raw && !p->damage;
+}
+
+static void close_kept(struct kept *k, uint32_t n)
+{
+    for (uint32_t t = 0; k && t < n; t++)
+        if (k[t].ran) {
+            if (k[t].ran > 0)
+                cmt__pass_close(&k[t].p);
+            cmt_ledger_destroy(k[t].ledger);
+        }
+    free(k);
 }
 
 static int fleet_oom(int argc, char **argv)
@@ -281,12 +313,16 @@ static int fleet_oom(int argc, char **argv)
     struct cmt__json j;
     int first = 1;
     uint32_t quiet = 0, raw = 0, first_raw = 0;
-    struct cmt_fleet_holders **held; /* what the others held at each episode: before output */
-    int hr = cmt_fleet_held_by_others(&f, &held);
+    /* each trace that prints is read once more, for its own lines and what it held at the
+     * others' episodes, all before any output */
+    struct passes s = {&f, calloc(f.count ? f.count : 1, sizeof *s.k), a.json};
+    struct cmt_fleet_holders **held;
+    int hr = s.k ? cmt_fleet_held_by_others_in(&f, &held, printing_pass, &s) : CMT_ENOMEM;
     if (hr != 0) {
         fprintf(stderr, "cumemtrace oom: %s\n",
                 hr == CMT_ENOMEM ? "out of memory"
                                  : "a trace read a moment ago cannot be read again (moved?)");
+        close_kept(s.k, f.count);
         cmt_fleet_free(&f);
         return 1;
     }
@@ -296,11 +332,11 @@ static int fleet_oom(int argc, char **argv)
         cmt__json_array(&j, "traces");
     }
     for (uint32_t t = 0; t < f.count; t++) {
-        if (f.processes[t].error)
+        if (f.processes[t].error || s.k[t].ran < 0)
             rc = 1;
-        else if (f.processes[t].episode_count || a.json) {
+        else if (s.k[t].ran) {
             int r = 0;
-            rc |= fleet_trace(&f, t, held[t], a.json ? &j : NULL, &first, &r);
+            fleet_trace(&f, t, &s.k[t], held[t], a.json ? &j : NULL, &first, &r);
             first_raw = raw ? first_raw : t;
             raw += (uint32_t)r;
         } else
@@ -322,6 +358,7 @@ static int fleet_oom(int argc, char **argv)
                 "`cumemtrace symbolize` on them where the programs ran\n",
                 raw);
     cmt_fleet_holders_free(&f, held);
+    close_kept(s.k, f.count);
     cmt_fleet_free(&f);
     return rc;
 }
@@ -366,7 +403,7 @@ int cmt_cmd_oom(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     cmt_ledger *ledger;
     const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
-    if (cmt__ledger_pass(&p, "oom", path, CMT__PASS_OOM, &lo, 0, &ledger) != 0) {
+    if (cmt__ledger_pass(&p, "oom", path, CMT__PASS_OOM, &lo, 0, &ledger, NULL) != 0) {
         cmt_ledger_destroy(ledger);
         return 1;
     }

@@ -556,7 +556,7 @@ int cmt_cmd_report(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     struct cmt_ledger_options o = {
         .at = CMT_LEDGER_AT_END | CMT_LEDGER_AT_PEAK, .times = l.at, .time_count = l.at_count};
-    if (cmt__ledger_pass(&p, "report", path, CMT__PASS_REPORT, &o, 0, &l.ledger) != 0) {
+    if (cmt__ledger_pass(&p, "report", path, CMT__PASS_REPORT, &o, 0, &l.ledger, NULL) != 0) {
         cmt_ledger_destroy(l.ledger);
         return 1;
     }

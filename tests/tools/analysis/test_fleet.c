@@ -227,8 +227,37 @@ static void two_failures(const struct who *w, uint64_t base, uint64_t first, uin
     save(&t, name);
 }
 
+/* cmt_fleet_replay_fn as cmd_oom's printing pass is: the caller replays each process asked
+ * with the held observer (copied, among its own), or fails as a trace moved away would. */
+struct asked {
+    const struct cmt_fleet *f;
+    unsigned calls, with_held;
+    int fail;
+};
+
+static int replay_here(void *ctx, uint32_t p, const struct cmt_observer *held)
+{
+    struct asked *a = ctx;
+    a->calls++;
+    if (!held)
+        return 1;
+    a->with_held++;
+    if (a->fail)
+        return CMT_EIO;
+    cmt_reader *r;
+    cmt_replay *rp;
+    cr_assert_eq(cmt_reader_open_file(&r, a->f->processes[p].path, NULL), 0);
+    cr_assert_eq(cmt_replay_create(&rp, r), 0);
+    struct cmt_observer o[2] = {cmt_signal_observer(&(struct cmt_signal_seen){0}), *held};
+    cr_assert_eq(cmt_replay_run(rp, o, 2), 0);
+    cmt_replay_destroy(rp);
+    cmt_reader_close(r);
+    return 1;
+}
+
 /* Two processes on one GPU, each failing while the other holds memory: one replay of each
- * answers for every episode of the other, each at its own moment. */
+ * answers for every episode of the other, each at its own moment; the same when the caller
+ * makes the replays (cmt_fleet_held_by_others_in), and a failed one fails the call. */
 Test(fleet, held_by_others_answers_every_failing_process_at_each_of_its_episodes, .init = make_dir,
      .fini = remove_dir)
 {
@@ -240,23 +269,42 @@ Test(fleet, held_by_others_answers_every_failing_process_at_each_of_its_episodes
                  (const uint64_t[]){12 * MS, 40 * MS}, "a.cmt");
     two_failures(&b, 0x7e0000000000, 3 * TB_GIB, 25 * MS, 2 * TB_GIB,
                  (const uint64_t[]){5 * MS, 35 * MS}, "b.cmt");
+    struct who idle = {22, -1, "h", WALL0, 1000 * MS, "1"}; /* another GPU: asked nothing */
+    struct tb t;
+    begin(&t, &idle);
+    at(&t, 1 * MS);
+    tb_alloc(&t, 0x7d0000000000, TB_GIB, 0);
+    save(&t, "idle.cmt");
     struct cmt_fleet f;
     load_dir(&f);
-    struct cmt_fleet_holders **h;
-    cr_assert_eq(cmt_fleet_held_by_others(&f, &h), 0);
-    for (uint32_t p = 0; p < f.count; p++) {
-        int is_a = f.processes[p].pid == 20;
-        const uint64_t want[2] = {is_a ? 3 * TB_GIB : 1 * TB_GIB, 5 * TB_GIB};
-        cr_assert_eq(f.processes[p].episode_count, 2);
-        for (uint32_t e = 0; e < 2; e++) {
-            cr_assert_eq(h[p][e].count, 1, "pid %llu episode %u",
-                         (unsigned long long)f.processes[p].pid, e);
-            cr_expect_eq(f.processes[h[p][e].list[0].process].pid, is_a ? 21 : 20);
-            cr_expect_eq(h[p][e].list[0].held_bytes, want[e], "pid %llu episode %u",
-                         (unsigned long long)f.processes[p].pid, e);
+    struct asked asked = {&f, 0, 0, 0};
+    for (int caller = 0; caller < 2; caller++) {
+        struct cmt_fleet_holders **h;
+        cr_assert_eq(caller ? cmt_fleet_held_by_others_in(&f, &h, replay_here, &asked)
+                            : cmt_fleet_held_by_others(&f, &h),
+                     0);
+        for (uint32_t p = 0; p < f.count; p++) {
+            if (f.processes[p].pid == 22)
+                continue;
+            int is_a = f.processes[p].pid == 20;
+            const uint64_t want[2] = {is_a ? 3 * TB_GIB : 1 * TB_GIB, 5 * TB_GIB};
+            cr_assert_eq(f.processes[p].episode_count, 2);
+            for (uint32_t e = 0; e < 2; e++) {
+                cr_assert_eq(h[p][e].count, 1, "pid %llu episode %u",
+                             (unsigned long long)f.processes[p].pid, e);
+                cr_expect_eq(f.processes[h[p][e].list[0].process].pid, is_a ? 21 : 20);
+                cr_expect_eq(h[p][e].list[0].held_bytes, want[e], "pid %llu episode %u, caller %d",
+                             (unsigned long long)f.processes[p].pid, e, caller);
+            }
         }
+        cmt_fleet_holders_free(&f, h);
     }
-    cmt_fleet_holders_free(&f, h);
+    cr_expect_eq(asked.calls, 3, "every process is offered to the caller");
+    cr_expect_eq(asked.with_held, 2, "the two that hold at the other's episodes with the question");
+    asked.fail = 1;
+    struct cmt_fleet_holders **h = (void *)&asked;
+    cr_expect_eq(cmt_fleet_held_by_others_in(&f, &h, replay_here, &asked), CMT_EIO);
+    cr_expect_null(h);
     cmt_fleet_free(&f);
 }
 

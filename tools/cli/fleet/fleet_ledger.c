@@ -60,7 +60,8 @@ static void member_take(const struct cmt_fleet *f, uint32_t g, uint32_t p, uint6
             member_close(out);
             return;
         }
-    } else if (cmt__ledger_pass(&out->pass, "report", pr->path, 0, &o, 1, &out->ledger) != 0) {
+    } else if (cmt__ledger_pass(&out->pass, "report", pr->path, 0, &o, 1, &out->ledger, NULL) !=
+               0) {
         return;
     }
     out->open = 1;

@@ -224,7 +224,8 @@ const struct cmt_ledger_moment *cmt__ledger_at_oom(const cmt_ledger *l, int32_t 
 }
 
 int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
-                     const struct cmt_ledger_options *o, int second, cmt_ledger **ledger)
+                     const struct cmt_ledger_options *o, int second, cmt_ledger **ledger,
+                     const struct cmt_observer *extra)
 {
     *ledger = NULL;
     if (cmt__pass_open(p, cmd, path) != 0)
@@ -234,15 +235,15 @@ int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, uns
         p->stage = 2;
         p->stages = 2;
     }
-    struct cmt_observer obs;
-    int have = 0;
+    struct cmt_observer obs[2];
+    size_t n = 0;
     if (cmt_alloc_create(&p->alloc) != 0 || cmt_ledger_create(ledger, p->alloc, o) != 0)
         fprintf(stderr, "cumemtrace %s: %s: out of memory (no ledger)\n", cmd, path);
-    else {
-        obs = cmt_ledger_observer(*ledger);
-        have = 1;
-    }
-    return cmt__pass_replay(p, want, NULL, have ? &obs : NULL, have ? 1 : 0);
+    else
+        obs[n++] = cmt_ledger_observer(*ledger);
+    if (extra)
+        obs[n++] = *extra;
+    return cmt__pass_replay(p, want, NULL, n ? obs : NULL, n);
 }
 
 /* Stops the replay's reader at its moment (after the ledger's, which comes before it). */

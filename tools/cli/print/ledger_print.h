@@ -44,9 +44,11 @@ const struct cmt_ledger_moment *cmt__ledger_at_oom(const cmt_ledger *l, int32_t 
 /* One pass over the trace at path with the ledger (options o) as an observer besides the
  * analyses of `want`: as cmt__pass_open + cmt__pass_replay; `second`: the command's second
  * pass over the trace (damage was said already). *ledger is NULL when it could not
- * be made (out of memory: said on stderr; the pass still runs). @return as cmt__pass_run. */
+ * be made (out of memory: said on stderr; the pass still runs). `extra`, when not NULL: one
+ * more observer after the ledger (copied). @return as cmt__pass_run. */
 int cmt__ledger_pass(struct cmt__pass *p, const char *cmd, const char *path, unsigned want,
-                     const struct cmt_ledger_options *o, int second, cmt_ledger **ledger);
+                     const struct cmt_ledger_options *o, int second, cmt_ledger **ledger,
+                     const struct cmt_observer *extra);
 
 /* The ledger of every device at time t (the state after every event at or before it) of the
  * trace of the finished pass p, replayed again from its start and only up to t: p's reader is
