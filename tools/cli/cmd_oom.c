@@ -233,16 +233,16 @@ struct kept {
 struct passes {
     const struct cmt_fleet *f;
     struct kept *k;
-    int json;
 };
 
-/* cmt_fleet_replay_fn: the printing pass of each trace that prints (its episodes; every trace
- * with --json), with the holders' observer when it is asked; the others read by the fleet. */
+/* cmt_fleet_replay_fn: the printing pass of each trace with episodes, with the holders'
+ * observer when it is asked; the others are read by the fleet when asked (--json prints the
+ * episodes of one with none without reading it). */
 static int printing_pass(void *ctx, uint32_t t, const struct cmt_observer *held)
 {
     struct passes *s = ctx;
     const struct cmt_fleet_process *pr = &s->f->processes[t];
-    if (pr->error || !(pr->episode_count || s->json))
+    if (pr->error || !pr->episode_count)
         return 0;
     struct kept *k = &s->k[t];
     const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
@@ -254,14 +254,14 @@ static int printing_pass(void *ctx, uint32_t t, const struct cmt_observer *held)
     return 1;
 }
 
-/* One trace's episodes from its kept pass, as `oom FILE` prints them, each with its holders in
- * the other traces; *raw_out = 1 when a frame shown has no name. The pass is closed. */
+/* One trace's episodes from its kept pass (k NULL: none), as `oom FILE` prints them, each with
+ * its holders in the other traces; *raw_out = 1 when a frame shown has no name. */
 static void fleet_trace(const struct cmt_fleet *f, uint32_t t, struct kept *k,
                         struct cmt_fleet_holders *h, struct cmt__json *j, int *first, int *raw_out)
 {
-    struct cmt__pass *p = &k->p;
+    struct cmt__pass *p = k ? &k->p : NULL;
     const struct cmt_fleet_process *pr = &f->processes[t];
-    uint32_t n = cmt_oom_count(p->oom);
+    uint32_t n = p ? cmt_oom_count(p->oom) : 0;
     int raw = 0;
     if (j) {
         cmt__json_object(j, NULL);
@@ -288,7 +288,7 @@ static void fleet_trace(const struct cmt_fleet *f, uint32_t t, struct kept *k,
         cmt__json_end_array(j);
         cmt__json_end_object(j);
     }
-    *raw_out = raw && !p->damage;
+    *raw_out = raw && p && !p->damage;
 }
 
 static void close_kept(struct kept *k, uint32_t n)
@@ -315,7 +315,7 @@ static int fleet_oom(int argc, char **argv)
     uint32_t quiet = 0, raw = 0, first_raw = 0;
     /* each trace that prints is read once more, for its own lines and what it held at the
      * others' episodes, all before any output */
-    struct passes s = {&f, calloc(f.count ? f.count : 1, sizeof *s.k), a.json};
+    struct passes s = {&f, calloc(f.count ? f.count : 1, sizeof *s.k)};
     struct cmt_fleet_holders **held;
     int hr = s.k ? cmt_fleet_held_by_others_in(&f, &held, printing_pass, &s) : CMT_ENOMEM;
     if (hr != 0) {
@@ -334,9 +334,10 @@ static int fleet_oom(int argc, char **argv)
     for (uint32_t t = 0; t < f.count; t++) {
         if (f.processes[t].error || s.k[t].ran < 0)
             rc = 1;
-        else if (s.k[t].ran) {
+        else if (s.k[t].ran || a.json) {
             int r = 0;
-            fleet_trace(&f, t, &s.k[t], held[t], a.json ? &j : NULL, &first, &r);
+            fleet_trace(&f, t, s.k[t].ran ? &s.k[t] : NULL, held[t], a.json ? &j : NULL, &first,
+                        &r);
             first_raw = raw ? first_raw : t;
             raw += (uint32_t)r;
         } else
