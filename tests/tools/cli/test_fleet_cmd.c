@@ -174,6 +174,11 @@ Test(fleet_cmd, oom_over_ranks_lists_each_failure, .init = make_dirs, .fini = re
     c = run(cmt_cmd_oom, json);
     cr_expect(!strncmp(c.out, "{\"traces\":[{\"file\":", 19), "%s", c.out);
     cr_expect(strstr(c.out, "\"held_by_others\":[{"), "ranks on one GPU: %s", c.out);
+    size_t none = 0, some = 0; /* each trace once: those without failures with no episode */
+    for (const char *p = c.out; (p = strstr(p, "\"episodes\":[")); p++)
+        *(p[12] == ']' ? &none : &some) += 1;
+    cr_expect_eq(none, 2, "%s", c.out);
+    cr_expect_eq(some, 2, "%s", c.out);
     captured_free(&c);
 }
 
