@@ -334,11 +334,17 @@ struct held_ask {
     int stop; /* the replay is this one's alone: it stops reading once all are answered */
 };
 
+/* Answers the queries at or before t with the replay's state now. */
+static void answer_to(struct held_ask *a, const cmt_replay *rp, uint64_t t)
+{
+    for (; a->k < a->n && a->qs[a->k].t <= t; a->k++)
+        a->qs[a->k].held = held_now(rp, a->qs[a->k].dev);
+}
+
 static void held_before(struct cmt_observer *o, const cmt_replay *rp)
 {
     struct held_ask *a = o->ctx;
-    for (uint64_t t = o->before_t; a->k < a->n && a->qs[a->k].t <= t; a->k++)
-        a->qs[a->k].held = held_now(rp, a->qs[a->k].dev);
+    answer_to(a, rp, o->before_t);
     o->before_t = a->k < a->n ? a->qs[a->k].t : UINT64_MAX;
     if (a->k == a->n && a->stop)
         cmt_reader_stop(cmt_replay_reader(rp));
@@ -346,14 +352,14 @@ static void held_before(struct cmt_observer *o, const cmt_replay *rp)
 
 static int held_finish(struct cmt_observer *o, const cmt_replay *rp)
 {
-    struct held_ask *a = o->ctx;
-    for (; a->k < a->n; a->k++)
-        a->qs[a->k].held = held_now(rp, a->qs[a->k].dev);
+    answer_to(o->ctx, rp, UINT64_MAX);
     return 0;
 }
 
+/* From the first query (a replay that failed may have answered some). */
 static struct cmt_observer held_observer(struct held_ask *a)
 {
+    a->k = 0;
     return (struct cmt_observer){
         .finish = held_finish, .ctx = a, .before_t = a->qs[0].t, .before = held_before};
 }

@@ -247,8 +247,8 @@ static int printing_pass(void *ctx, uint32_t t, const struct cmt_observer *held)
     struct kept *k = &s->k[t];
     const struct cmt_ledger_options lo = {.at = CMT_LEDGER_AT_OOM};
     if (cmt__ledger_pass(&k->p, "oom", pr->path, CMT__PASS_OOM, &lo, 1, &k->ledger, held)) {
-        k->ran = -1;
-        return held ? CMT_EIO : 1; /* with nothing asked, only this trace goes unprinted */
+        k->ran = -1; /* it goes unprinted (its pass said why); the fleet asks it on its own */
+        return 0;
     }
     k->ran = 1;
     return 1;
