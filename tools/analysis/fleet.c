@@ -209,7 +209,7 @@ static int copy_series(struct cmt_fleet_process *p, const struct cmt_timeline *t
 }
 
 static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt_replay *rp,
-                     const cmt_oom *oom, const struct cmt_timeline *tl,
+                     const cmt_oom *oom, const struct cmt_timeline *tl, /* NULL: none */
                      const struct cmt_signal_seen *sig)
 {
     const struct cmt_replay_totals *t = cmt_replay_totals(rp);
@@ -230,7 +230,7 @@ static int summarise(struct cmt_fleet_process *p, const cmt_reader *r, const cmt
         rc = copy_episodes(p, oom);
     if (!rc) /* the one definition, as export --partitioned's runs table */
         p->failure = cmt_process_failure(oom, t, sig, &p->failure_t_ns);
-    return rc ? rc : copy_series(p, tl);
+    return rc || !tl ? rc : copy_series(p, tl);
 }
 
 /* ---- the ledger's guessed moments (ledger_guess) ---- */
@@ -335,7 +335,8 @@ static int analyses_create(struct analyses *a, struct cmt_fleet_process *p, uint
                            int guessing)
 {
     int rc = cmt_oom_create(&a->oom);
-    if (!rc && !(rc = cmt_timeline_init(&a->tl, series_points))) {
+    if (!rc && series_points != CMT_FLEET_NO_SERIES &&
+        !(rc = cmt_timeline_init(&a->tl, series_points))) {
         a->have_tl = 1;
         cmt_timeline_set_no_holes(&a->tl, 1); /* a process's series shows no hole measures */
     }
@@ -353,8 +354,10 @@ static int analyses_create(struct analyses *a, struct cmt_fleet_process *p, uint
 static int analyses_run(struct analyses *a, struct cmt_fleet_process *p, cmt_replay *rp)
 {
     struct cmt_observer obs[6] = {cmt_phases_observer(&p->phases), cmt_oom_observer(a->oom),
-                                  cmt_timeline_observer(&a->tl), cmt_signal_observer(&a->sig)};
-    size_t n = 4;
+                                  cmt_signal_observer(&a->sig)};
+    size_t n = 3;
+    if (a->have_tl)
+        obs[n++] = cmt_timeline_observer(&a->tl);
     if (a->ledger) { /* the allocator view before the ledger, which reads it */
         obs[n++] = cmt_alloc_observer(a->alloc);
         obs[n++] = cmt_ledger_observer(a->ledger);
@@ -396,7 +399,7 @@ static int load_one(struct cmt_fleet_process *p, uint32_t series_points, int kee
             rc = run;
         else {
             p->damage = run;
-            rc = summarise(p, r, rp, a.oom, &a.tl, &a.sig);
+            rc = summarise(p, r, rp, a.oom, a.have_tl ? &a.tl : NULL, &a.sig);
         }
     }
     if (!rc && g)

@@ -130,9 +130,14 @@ struct cmt_fleet {
  * a decompression context and a chunk's buffer besides the file's mapping. */
 #define CMT_FLEET_KEEP_READERS_MAX 256
 
+#define CMT_FLEET_NO_SERIES UINT32_MAX
+
 struct cmt_fleet_options {
-    unsigned jobs;          /* traces replayed at once; 0: the online processors */
-    uint32_t series_points; /* timeline buckets per process; 0: 512 */
+    unsigned jobs; /* traces replayed at once; 0: the online processors */
+    /* timeline buckets per process; 0: 512; CMT_FLEET_NO_SERIES: none (no timeline is
+     * replayed; every series_count is 0 and a GPU's combined_peak_bytes is its bound, the
+     * members' sum of peaks there) */
+    uint32_t series_points;
     /* keep each trace's reader after its replay (cmt_fleet_process.reader), for a second
      * replay that needs the symbols at the trace's end without reading it whole again; only
      * up to CMT_FLEET_KEEP_READERS_MAX traces */

@@ -306,7 +306,8 @@ static int fleet_oom(int argc, char **argv)
 {
     struct cmt__fleet_args a;
     struct cmt_fleet f;
-    int rc = cmt__fleet_parse_open(argc, argv, "oom", usage, CMT__FA_JSON, &a, &f);
+    int rc = cmt__fleet_parse_open(argc, argv, "oom", usage, CMT__FA_JSON | CMT__FA_NO_SERIES, &a,
+                                   &f);
     if (rc >= 0)
         return rc;
     rc = 0;

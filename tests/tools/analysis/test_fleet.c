@@ -79,17 +79,22 @@ static void rank_trace(const struct who *w, uint64_t peak, uint64_t fail_t, cons
     save(&b, name);
 }
 
-static void load_dir(struct cmt_fleet *f)
+static void load_dir_with(struct cmt_fleet *f, uint32_t series_points)
 {
     char **paths;
     size_t n;
     const char *bad, *inputs[] = {dir};
     cr_assert_eq(cmt_fleet_paths(inputs, 1, &paths, &n, &bad), 0);
-    struct cmt_fleet_options o = {.jobs = 2};
+    struct cmt_fleet_options o = {.jobs = 2, .series_points = series_points};
     cr_assert_eq(cmt_fleet_load(f, (const char *const *)paths, n, &o), 0);
     for (size_t i = 0; i < n; i++)
         free(paths[i]);
     free(paths);
+}
+
+static void load_dir(struct cmt_fleet *f)
+{
+    load_dir_with(f, 0);
 }
 
 Test(fleet, ranks_peaks_imbalance_and_the_first_failure_on_the_wall_clock, .init = make_dir,
@@ -129,6 +134,38 @@ Test(fleet, ranks_peaks_imbalance_and_the_first_failure_on_the_wall_clock, .init
     cr_assert_leq(f.gpus[0].combined_peak_bytes, 6 * TB_GIB);
     cr_assert_geq(f.gpus[0].combined_peak_bytes, 3 * TB_GIB);
     cmt_fleet_free(&f);
+}
+
+/* CMT_FLEET_NO_SERIES: no process has a series, and the rest is as with one */
+Test(fleet, without_series_the_rest_is_the_same, .init = make_dir, .fini = remove_dir)
+{
+    struct who r0 = {100, 0, "h", WALL0, 5000, NULL},
+               r1 = {101, 1, "h", WALL0 + 4 * MS, 5000, NULL};
+    rank_trace(&r0, 1 * TB_GIB, 0, "a.cmt");
+    rank_trace(&r1, 3 * TB_GIB, 9 * MS, "b.cmt");
+    struct cmt_fleet with, without;
+    load_dir_with(&with, 0);
+    load_dir_with(&without, CMT_FLEET_NO_SERIES);
+    cr_assert_eq(without.count, 2);
+    for (uint32_t p = 0; p < 2; p++) {
+        const struct cmt_fleet_process *a = &with.processes[p], *b = &without.processes[p];
+        cr_assert_gt(a->series_count, 0);
+        cr_assert_eq(b->series_count, 0);
+        cr_assert_null(b->series);
+        cr_assert_eq(a->events, b->events);
+        cr_assert_eq(a->peak_live_bytes, b->peak_live_bytes);
+        cr_assert_eq(a->busiest_dev, b->busiest_dev);
+        cr_assert_eq(a->episode_count, b->episode_count);
+        cr_assert_eq(a->failure, b->failure);
+        cr_assert_eq(a->failure_t_ns, b->failure_t_ns);
+    }
+    cr_assert_eq(without.first_failure, 1);
+    cr_assert_eq(without.first_failure_wall_ns, with.first_failure_wall_ns);
+    cr_assert_eq(without.gpu_count, 1);
+    cr_assert_eq(without.gpus[0].combined_peak_bytes, without.gpus[0].sum_of_peaks_bytes,
+                 "no series: the bound");
+    cmt_fleet_free(&with);
+    cmt_fleet_free(&without);
 }
 
 Test(fleet, no_failure_and_no_rank, .init = make_dir, .fini = remove_dir)

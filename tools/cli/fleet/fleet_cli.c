@@ -123,8 +123,8 @@ int cmt__fleet_parse(int argc, char **argv, const char *cmd, const char *usage, 
     return rc >= 0 ? rc : cmt__usage_error(cmd, "missing trace FILE or DIRECTORY");
 }
 
-static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs, int keep,
-                      struct cmt_fleet *fleet);
+static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs,
+                      unsigned flags, struct cmt_fleet *fleet);
 
 int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *usage,
                           unsigned allowed, struct cmt__fleet_args *a, struct cmt_fleet *fleet)
@@ -132,8 +132,7 @@ int cmt__fleet_parse_open(int argc, char **argv, const char *cmd, const char *us
     int rc = cmt__fleet_parse(argc, argv, cmd, usage, allowed, a);
     if (rc >= 0)
         return rc;
-    rc = open_fleet(cmd, a->inputs, a->ninputs, a->jobs, (allowed & CMT__FA_KEEP_READERS) != 0,
-                    fleet);
+    rc = open_fleet(cmd, a->inputs, a->ninputs, a->jobs, allowed, fleet);
     free(a->inputs);
     a->inputs = NULL;
     return rc ? rc : -1;
@@ -145,8 +144,9 @@ int cmt__fleet_open(const char *cmd, const char *const *inputs, int n, unsigned 
     return open_fleet(cmd, inputs, n, jobs, 0, fleet);
 }
 
-static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs, int keep,
-                      struct cmt_fleet *fleet)
+/* flags: CMT__FA_KEEP_READERS and CMT__FA_NO_SERIES (the others are ignored) */
+static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigned jobs,
+                      unsigned flags, struct cmt_fleet *fleet)
 {
     char **paths;
     size_t count;
@@ -162,7 +162,12 @@ static int open_fleet(const char *cmd, const char *const *inputs, int n, unsigne
         free(paths);
         return 1;
     }
-    struct cmt_fleet_options o = {.jobs = jobs, .keep_readers = keep, .ledger_guess = keep};
+    int keep = (flags & CMT__FA_KEEP_READERS) != 0;
+    struct cmt_fleet_options o = {.jobs = jobs,
+                                  .series_points = flags & CMT__FA_NO_SERIES ? CMT_FLEET_NO_SERIES
+                                                                             : 0,
+                                  .keep_readers = keep,
+                                  .ledger_guess = keep};
     rc = cmt_fleet_load(fleet, (const char *const *)paths, count, &o);
     for (size_t i = 0; i < count; i++)
         free(paths[i]);

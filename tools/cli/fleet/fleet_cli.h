@@ -13,6 +13,9 @@ enum { CMT__FA_JSON = 1, CMT__FA_CSV = 2, CMT__FA_POINTS = 4, CMT__FA_FAIL_PCT =
 /* Not an option: cmt__fleet_parse_open keeps each trace's reader (the ledger's replay to its
  * moment, cmt__fleet_ledger). */
 enum { CMT__FA_KEEP_READERS = 16 };
+/* Not an option: cmt__fleet_parse_open replays no per-process timeline (the command shows no
+ * series and no combined peak: CMT_FLEET_NO_SERIES). */
+enum { CMT__FA_NO_SERIES = 32 };
 struct cmt__fleet_args {
     int json, csv;
     unsigned jobs;   /* --jobs N, 0: the processors */
